@@ -1,0 +1,131 @@
+/**
+ * The provider-neutral model vocabulary (contracts L-1, L-2, S-12).
+ *
+ * Everything a session log stores about a conversation is expressed in these shapes; only
+ * adapters know a wire format. Messages are frozen once built.
+ */
+
+export type Role = 'system' | 'user' | 'assistant'
+
+export interface TextBlock { readonly type: 'text'; readonly text: string }
+export interface ReasoningBlock { readonly type: 'reasoning'; readonly text: string; readonly signature?: string }
+export interface ImageBlock {
+  readonly type: 'image'
+  /** Base64 data without the `data:` prefix. */
+  readonly data: string
+  readonly mimeType: string
+  readonly id?: string
+}
+/** `arguments` is the raw JSON string the model produced; the harness never re-encodes it. */
+export interface ToolCallBlock { readonly type: 'tool-call'; readonly id: string; readonly name: string; readonly arguments: string }
+export interface ToolResultBlock {
+  readonly type: 'tool-result'
+  readonly toolCallId: string
+  readonly content: readonly (TextBlock | ImageBlock)[]
+  readonly isError: boolean
+}
+
+export type ContentBlock = TextBlock | ReasoningBlock | ImageBlock | ToolCallBlock | ToolResultBlock
+export type ContentBlockType = ContentBlock['type']
+
+/** Who produced a message: an axis separate from the role. */
+export type MessageSource =
+  | { readonly kind: 'user' }
+  | { readonly kind: 'plugin'; readonly plugin?: string; readonly [key: string]: unknown }
+  | { readonly kind: 'model'; readonly provider: string; readonly model: string }
+  | { readonly kind: 'tool'; readonly callId: string }
+
+export interface Message {
+  readonly id: string
+  readonly role: Role
+  readonly content: readonly ContentBlock[]
+  readonly source: MessageSource
+}
+
+export interface UserMessage extends Message { readonly role: 'user' }
+export interface AssistantMessage extends Message {
+  readonly role: 'assistant'
+  readonly source: { readonly kind: 'model'; readonly provider: string; readonly model: string }
+}
+/** S-12: a tool result is a user-role message holding exactly one tool-result block. */
+export interface ToolResultMessage extends Message {
+  readonly role: 'user'
+  readonly content: readonly [ToolResultBlock]
+  readonly source: { readonly kind: 'tool'; readonly callId: string }
+}
+
+/** L-2: counts are disjoint; `inputTokens` excludes cache reads. */
+export interface TokenUsage {
+  readonly inputTokens?: number
+  readonly outputTokens?: number
+  readonly cacheReadTokens?: number
+  readonly cacheWriteTokens?: number
+  readonly reasoningTokens?: number
+}
+
+export interface LlmFailure {
+  readonly message: string
+  readonly code: string
+  readonly status?: number
+  readonly providerRetryAfterMs?: number
+  readonly requestId?: string
+}
+
+export type FinishReason =
+  | { readonly kind: 'stop' }
+  | { readonly kind: 'tool-calls' }
+  | { readonly kind: 'max-tokens' }
+  | { readonly kind: 'aborted'; readonly failure: LlmFailure }
+  | { readonly kind: 'error'; readonly failure: LlmFailure }
+
+/** L-1: the seven chunk shapes every adapter emits. */
+export type StreamChunk =
+  | { readonly type: 'block-start'; readonly index: number; readonly blockType: ContentBlockType }
+  | { readonly type: 'text-delta'; readonly index: number; readonly text: string }
+  | { readonly type: 'reasoning-delta'; readonly index: number; readonly text: string }
+  | { readonly type: 'tool-call-delta'; readonly index: number; readonly id: string; readonly name?: string; readonly argumentsDelta: string }
+  | { readonly type: 'block-end'; readonly index: number; readonly block: ContentBlock }
+  | { readonly type: 'usage'; readonly usage: TokenUsage }
+  | { readonly type: 'finish'; readonly reason: FinishReason; readonly replayState?: unknown }
+
+export type ReasoningEffort = 'low' | 'medium' | 'high' | 'max'
+
+/** A tool as the model sees it (never carries timeouts or executors). */
+export interface ToolSchema {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Readonly<Record<string, unknown>>
+}
+
+/** What a caller asks of `ctx.llm.stream()`; `prepareCall` fills defaults from the catalogue. */
+export interface LlmCallOptions {
+  readonly provider: string
+  readonly model: string
+  readonly system?: string
+  readonly messages: readonly Message[]
+  readonly tools?: readonly ToolSchema[]
+  readonly maxTokens?: number
+  readonly temperature?: number
+  readonly stop?: readonly string[]
+  readonly thinking?: boolean
+  readonly reasoningEffort?: ReasoningEffort
+  readonly signal?: AbortSignal
+  /** Free-form tags; the agent loop marks its own requests here (see the invariant, A-11). */
+  readonly meta?: Readonly<Record<string, unknown>>
+}
+
+/** An adapter turns one call into one provider attempt (L-5). */
+export interface LlmAdapter {
+  readonly provider: string
+  stream(options: LlmCallOptions): AsyncIterable<StreamChunk>
+}
+
+export interface ModelInfo {
+  readonly provider: string
+  readonly model: string
+  readonly contextWindow: number
+  readonly defaultMaxTokens: number
+  readonly reasoningEfforts: readonly ReasoningEffort[]
+  readonly imageInput: boolean
+  readonly thinking?: boolean
+}

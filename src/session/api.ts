@@ -1,0 +1,88 @@
+/**
+ * The public face of the session seam: what `ctx.sessions` offers and the events it dispatches.
+ * Providers implement these interfaces; consumers (loop, persistence, protocols) use only them.
+ */
+import type { Message } from '../llm/types.js'
+import type {
+  AppendOptions, EventTypeDefinition, SessionEvent, SessionEventMap, SessionHeader,
+} from './types.js'
+
+/** Where the log currently stands (S-15), folded incrementally on append. */
+export interface LogPosition {
+  /** Last turn number seen (0 before the first turn/start). */
+  readonly turn: number
+  /** Last step number of the current turn (0 before its first step/start). */
+  readonly step: number
+  readonly turnOpen: boolean
+  readonly stepOpen: boolean
+}
+
+export interface Session {
+  readonly id: string
+  readonly header: SessionHeader
+  /** The log, in seq order. Never mutate; entries are frozen. */
+  readonly events: readonly SessionEvent[]
+  /** Next seq to be assigned (= events.length). */
+  readonly length: number
+  readonly position: LogPosition
+  /** Bumped by every surface replace; `deriveMessages()` rebuilds only when it changed (S-11). */
+  readonly replaceGeneration: number
+  /** True until the session is closed or disposed. */
+  readonly live: boolean
+
+  /**
+   * The append pipeline (S-5..S-10): snapshot, validate, `internal/dispatch` veto, push,
+   * notify `session/event`. Throws `SessionRuleError` and leaves the log untouched on rejection.
+   */
+  append<K extends keyof SessionEventMap>(type: K, data: SessionEventMap[K], options?: AppendOptions): SessionEvent<K>
+  append(type: string, data: unknown, options?: AppendOptions): SessionEvent
+
+  /** Current surface: seqs of the model-visible events, in surface order. */
+  surface(): readonly number[]
+  /** The model history: the surface folded through `deriveEventMessage` (fresh array per call). */
+  deriveMessages(): Message[]
+}
+
+export interface CreateSessionOptions {
+  readonly id?: string
+  readonly cwd?: string
+  readonly createdAt?: number
+  readonly parentSession?: string
+  readonly seedLength?: number
+  readonly origin?: SessionHeader['origin']
+  readonly delegationDepth?: number
+  readonly agentPreset?: string
+}
+
+export interface SessionsService {
+  /** S-2: extend the vocabulary. Returns the disposer (the registration is an effect). */
+  registerEventType(definition: EventTypeDefinition): () => void
+  eventType(type: string): EventTypeDefinition | undefined
+
+  create(options?: CreateSessionOptions): Session
+  /**
+   * Rebuild a live session from stored events (already seq-contiguous). Every event is checked
+   * exactly as an append would be, except that observers are not notified.
+   */
+  hydrate(header: SessionHeader, events: readonly SessionEvent[]): Session
+  get(id: string): Session | undefined
+  list(): readonly Session[]
+  /** S-14 */
+  fork(sourceId: string, boundary?: number, childId?: string): Session
+  /** Drops a session from the live set (after its persistence is flushed). */
+  close(id: string): void
+}
+
+declare module 'cordis' {
+  interface Context {
+    sessions: SessionsService
+  }
+  interface Events {
+    /** @mode emit (contained: each listener in its own try/catch). Fired after every append. */
+    'session/event'(session: Session, event: SessionEvent): void
+    /** @mode emit (contained). A session became live (created, hydrated or forked). */
+    'session/created'(session: Session): void
+    /** @mode parallel. Durability barrier: resolves once every event so far is on disk. */
+    'session/flush'(session: Session): Promise<void>
+  }
+}
