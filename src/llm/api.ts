@@ -1,0 +1,42 @@
+/**
+ * `ctx.llm`: the adapter registry, the model catalogue and the `llm/stream` waterfall (L-4, L-5).
+ */
+import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from './types.js'
+
+/** Retry policy that comes with a provider's registration (L-10). */
+export type RetryMode = 'normal' | 'always'
+
+export interface AdapterRegistration {
+  readonly adapter: LlmAdapter
+  readonly models: readonly ModelInfo[]
+  readonly retry?: RetryMode
+}
+
+export interface LlmService {
+  /** Registers an adapter and its models; the disposer unregisters both (an effect). */
+  register(registration: AdapterRegistration): () => void
+  adapter(provider: string): LlmAdapter | undefined
+  model(provider: string, model: string): ModelInfo | undefined
+  models(): readonly ModelInfo[]
+  retryMode(provider: string): RetryMode
+  /** Fills defaults (max tokens, thinking) from the catalogue; throws on an unsupported effort. */
+  prepareCall(options: LlmCallOptions): LlmCallOptions
+  /**
+   * One provider attempt through the `llm/stream` waterfall. Adapter throws become a terminal
+   * `finish` chunk (L-4); the stream always ends with exactly one `finish`.
+   */
+  stream(options: LlmCallOptions): AsyncIterable<StreamChunk>
+}
+
+declare module 'cordis' {
+  interface Context {
+    llm: LlmService
+  }
+  interface Events {
+    /**
+     * @mode waterfall. Around every adapter call. The innermost function calls the adapter.
+     * Listeners may observe, replace or veto (throw) a call; a throw here propagates.
+     */
+    'llm/stream'(options: LlmCallOptions, next: () => AsyncIterable<StreamChunk>): AsyncIterable<StreamChunk>
+  }
+}

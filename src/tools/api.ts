@@ -1,0 +1,95 @@
+/**
+ * `ctx.tools`: tool registration (scoped), argument validation and the execution pipeline (T-1..T-7).
+ */
+import type { ImageBlock, TextBlock, ToolSchema } from '../llm/types.js'
+import type { Session } from '../session/api.js'
+import type { JsonValue } from '../session/types.js'
+import type { ScopeKey } from '../scope/index.js'
+
+export interface ToolContext {
+  readonly callId: string
+  /** Session cwd; relative paths resolve against it. */
+  readonly cwd: string
+  readonly signal: AbortSignal
+  readonly session?: Session
+  readonly scope?: ScopeKey
+}
+
+/** What a tool body returns. A thrown error becomes an `isError` result (T-7). */
+export interface ToolOutput {
+  readonly content: readonly (TextBlock | ImageBlock)[]
+  readonly isError?: boolean
+  /** Structured data for UIs (diffs, exit codes...); stored as `tool/result.meta`. */
+  readonly meta?: JsonValue
+  /** Ends the tool loop after this step (A-6). */
+  readonly concludesTurn?: boolean
+}
+
+export interface Tool<A = any> {
+  readonly name: string
+  readonly description: string
+  /** JSON Schema of the arguments as sent to the model. */
+  readonly parameters: Readonly<Record<string, unknown>>
+  /** Optional validator/parser; returns parsed args or throws with a readable message. */
+  parse?(args: unknown): A
+  execute(args: A, context: ToolContext): Promise<ToolOutput> | ToolOutput
+  /** Never sent to the model. */
+  readonly timeoutMs?: number
+  /** T-2: parallel only when this returns exactly `true`. */
+  isConcurrencySafe?(args: A): unknown
+}
+
+export type ToolExecutionMode = { readonly kind: 'parallel' } | { readonly kind: 'exclusive' }
+
+export interface ToolExecution {
+  readonly callId: string
+  readonly name: string
+  /** Raw argument string from the model. */
+  readonly arguments: string
+  readonly scope?: ScopeKey
+}
+
+export interface ToolResultRecord {
+  readonly content: readonly (TextBlock | ImageBlock)[]
+  readonly isError: boolean
+  readonly error?: { readonly name: string; readonly code: string }
+  readonly meta?: JsonValue
+  readonly concludesTurn?: boolean
+}
+
+export interface ToolsService {
+  /** Registers a tool globally or for one scope; the disposer removes it (an effect). */
+  register(tool: Tool, scope?: ScopeKey): () => void
+  get(name: string, scope?: ScopeKey): Tool | undefined
+  /** Tools visible from `scope`, sorted by name (T-1, Y-1). */
+  list(scope?: ScopeKey): readonly Tool[]
+  schemas(scope?: ScopeKey): readonly ToolSchema[]
+  /** T-2 fail-closed classification. */
+  executionMode(execution: ToolExecution): ToolExecutionMode
+  /**
+   * Runs one call through `tools/pre-execute`, validation, `tools/execute` (with the tool's
+   * timeout) and `tools/post-execute`. Never throws for tool failures: they become error records.
+   */
+  execute(execution: ToolExecution, context: Omit<ToolContext, 'callId' | 'scope'>): Promise<ToolResultRecord>
+}
+
+export type PreExecuteDecision =
+  | { readonly kind: 'allow' }
+  | { readonly kind: 'deny'; readonly reason: string }
+  | { readonly kind: 'ask'; readonly reason?: string }
+
+declare module 'cordis' {
+  interface Context {
+    tools: ToolsService
+  }
+  interface Events {
+    /** @mode waterfall. Policy before a call; default `allow`. `ask` goes to the approval service. */
+    'tools/pre-execute'(execution: ToolExecution, next: () => Promise<PreExecuteDecision>): Promise<PreExecuteDecision>
+    /** @mode waterfall. Around the tool body. */
+    'tools/execute'(execution: ToolExecution, context: ToolContext, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord>
+    /** @mode waterfall. Rewrite a finished record before it is committed. */
+    'tools/post-execute'(execution: ToolExecution, record: ToolResultRecord, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord>
+    /** @mode emit (contained). A result was committed. */
+    'tools/result'(execution: ToolExecution, record: ToolResultRecord): void
+  }
+}
