@@ -1,0 +1,103 @@
+/**
+ * Composes the profile, then either dumps it or runs it: load every row into a Cordis context,
+ * hand the process to the app plugin, and tear the tree down (flushing logs) when it is done.
+ */
+import { Context } from 'cordis'
+import { environmentLayers, readSettings, resolveHome } from '../config/home.js'
+import { checkLoaded, loadRows } from '../config/loader.js'
+import { dumpConfig } from '../config/dump.js'
+import { composeProfile, resolveProfile } from '../config/profile.js'
+import { ConfigError, stripTracking } from '../config/rows.js'
+import type { Host } from './host.js'
+import type { LauncherOptions } from './main.js'
+
+const EXIT_SIGINT = 130
+const EXIT_SIGTERM = 143
+const TERM_DRAIN_MS = 5_000
+
+function fail(message: string): number {
+  process.stderr.write(`dsh: ${message}\n`)
+  return 1
+}
+
+export async function runProfile(options: LauncherOptions): Promise<number> {
+  const home = resolveHome()
+  let composed
+  let profile
+  try {
+    profile = resolveProfile(options.profile, home)
+    composed = composeProfile(profile, { home, patches: options.patches, bundlesOnly: options.dump === 'default-config' })
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(error.message)
+    throw error
+  }
+  for (const warning of composed.warnings) process.stderr.write(`dsh: warning: ${warning}\n`)
+  if (options.dump !== undefined) {
+    const what = options.dump === 'config' ? 'composed plugin tree' : 'bundle layers'
+    process.stdout.write(dumpConfig(composed.rows, `dsh --profile ${profile.name}: ${what}`))
+    return 0
+  }
+
+  const controller = new AbortController()
+  let exitCode: number | undefined
+  let signals = 0
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1
+    const code = signal === 'SIGINT' ? EXIT_SIGINT : EXIT_SIGTERM
+    if (signals > 1) process.exit(code)
+    exitCode = code
+    controller.abort(signal)
+    if (signal === 'SIGTERM') setTimeout(() => process.exit(code), TERM_DRAIN_MS).unref()
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+
+  let cwd = process.cwd()
+  const cwdIndex = options.appArgs.indexOf('--cwd')
+  if (cwdIndex >= 0 && options.appArgs[cwdIndex + 1] !== undefined) cwd = options.appArgs[cwdIndex + 1]
+  let host: Host
+  try {
+    host = {
+      cwd,
+      home,
+      args: options.appArgs,
+      env: environmentLayers({ home, cwd }),
+      settings: readSettings(home),
+      stdout: process.stdout,
+      stderr: process.stderr,
+      signal: controller.signal,
+    }
+  } catch (error) {
+    return fail((error as Error).message)
+  }
+
+  const root = new Context()
+  root.provide('host', host)
+  const rows = composed.rows.map(stripTracking)
+  let code: number
+  try {
+    const loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
+    await settle()
+    const problems = checkLoaded(loaded, root)
+    if (problems.length > 0) return fail(problems.join('; '))
+    const app = root.get('app')
+    if (app === undefined) return fail(`profile "${profile.name}" has no app row: nothing to run`)
+    code = await app.run()
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(error.message)
+    return fail(error instanceof Error ? error.message : String(error))
+  } finally {
+    await disposeAll(root)
+  }
+  return exitCode ?? code
+}
+
+/** Lets plugin setups that await services finish before the tree is inspected. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i += 1) await new Promise(resolve => setImmediate(resolve))
+}
+
+async function disposeAll(root: Context): Promise<void> {
+  const fibers = [...root.registry.values()].flatMap(runtime => [...runtime.fibers])
+  for (const fiber of fibers.reverse()) await fiber.dispose()
+}
