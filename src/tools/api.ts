@@ -57,6 +57,21 @@ export interface ToolResultRecord {
   readonly concludesTurn?: boolean
 }
 
+/**
+ * A call after argument validation and `tools/pre-execute`, before its body (T-3 splits these so
+ * policy runs per call in model order while bodies overlap). `settled`: no body will run
+ * (unknown tool, invalid arguments, denied); `ready`: `run()` invokes `tools/execute` around the
+ * body with the tool's timeout and resolves to the record before `tools/post-execute`.
+ */
+export type PreparedToolCall =
+  | { readonly kind: 'settled'; readonly record: ToolResultRecord }
+  | { readonly kind: 'ready'; run(): Promise<ToolResultRecord> }
+
+/** Optional service answering `tools/pre-execute` `ask` decisions (T-7); absent means denied. */
+export interface ApprovalService {
+  request(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean>
+}
+
 export interface ToolsService {
   /** Registers a tool globally or for one scope; the disposer removes it (an effect). */
   register(tool: Tool, scope?: ScopeKey): () => void
@@ -71,6 +86,12 @@ export interface ToolsService {
    * timeout) and `tools/post-execute`. Never throws for tool failures: they become error records.
    */
   execute(execution: ToolExecution, context: Omit<ToolContext, 'callId' | 'scope'>): Promise<ToolResultRecord>
+  /** The first half of `execute`: parse, validate, `tools/pre-execute` and approval. Never throws. */
+  prepare(execution: ToolExecution, context: Omit<ToolContext, 'callId' | 'scope'>): Promise<PreparedToolCall>
+  /** The last half of `execute`: `tools/post-execute`. Never throws. */
+  finish(execution: ToolExecution, record: ToolResultRecord): Promise<ToolResultRecord>
+  /** Announces a committed result through `tools/result` (contained emit). */
+  committed(execution: ToolExecution, record: ToolResultRecord): void
 }
 
 export type PreExecuteDecision =
@@ -81,6 +102,7 @@ export type PreExecuteDecision =
 declare module 'cordis' {
   interface Context {
     tools: ToolsService
+    approval: ApprovalService
   }
   interface Events {
     /** @mode waterfall. Policy before a call; default `allow`. `ask` goes to the approval service. */

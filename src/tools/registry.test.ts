@@ -1,0 +1,431 @@
+import { Context } from 'cordis'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { z } from 'zod'
+import { bindScopeParent, scopedContext } from '../scope/index.js'
+import type { ApprovalService, PreExecuteDecision, Tool, ToolContext, ToolExecution, ToolResultRecord } from './api.js'
+import { defineTool } from './define.js'
+import { ToolError, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH } from './errors.js'
+import { ToolsPlugin } from './registry.js'
+
+async function setup(): Promise<Context> {
+  const ctx = new Context()
+  await ctx.plugin(ToolsPlugin)
+  return ctx
+}
+
+function call(name: string, args = '{}', scope?: object, callId = 'c1'): ToolExecution {
+  return { callId, name, arguments: args, ...(scope ? { scope } : {}) }
+}
+
+function text(record: ToolResultRecord): string {
+  return record.content.map((block) => (block.type === 'text' ? block.text : `[image]`)).join('')
+}
+
+const run = (ctx: Context, execution: ToolExecution, signal = new AbortController().signal) =>
+  ctx.tools.execute(execution, { cwd: '/work', signal })
+
+function echoTool(name = 'echo', extra: Partial<Tool> = {}): Tool {
+  return {
+    name,
+    description: `echoes (${name})`,
+    parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    execute: (args: { text: string }) => ({ content: [{ type: 'text', text: args.text }] }),
+    ...extra,
+  }
+}
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('T-1 registration', () => {
+  it('T-1: list and schemas are sorted by name and never carry timeoutMs', async () => {
+    const ctx = await setup()
+    ctx.tools.register(echoTool('zeta', { timeoutMs: 5 }))
+    ctx.tools.register(echoTool('alpha'))
+    ctx.tools.register(echoTool('Mid'))
+    expect(ctx.tools.list().map((tool) => tool.name)).toEqual(['Mid', 'alpha', 'zeta'])
+    const schemas = ctx.tools.schemas()
+    expect(schemas.map((schema) => Object.keys(schema).sort())).toEqual(Array(3).fill(['description', 'name', 'parameters']))
+    expect(JSON.stringify(schemas)).not.toContain('timeoutMs')
+  })
+
+  it('T-1: a scoped registration is visible to that scope and its descendants only', async () => {
+    const ctx = await setup()
+    const parent = {}
+    const child = {}
+    const other = {}
+    bindScopeParent(child, parent)
+    ctx.tools.register(echoTool('shared'))
+    ctx.tools.register(echoTool('mine'), parent)
+    expect(ctx.tools.list(parent).map((t) => t.name)).toEqual(['mine', 'shared'])
+    expect(ctx.tools.list(child).map((t) => t.name)).toEqual(['mine', 'shared'])
+    expect(ctx.tools.list(other).map((t) => t.name)).toEqual(['shared'])
+    expect(ctx.tools.list().map((t) => t.name)).toEqual(['shared'])
+    const hidden = await run(ctx, call('mine', '{"text":"x"}', other))
+    expect(hidden.error?.code).toBe('UNKNOWN_TOOL')
+    expect(text(await run(ctx, call('mine', '{"text":"x"}', child)))).toBe('x')
+  })
+
+  it('T-1: the nearest scope wins on a name clash', async () => {
+    const ctx = await setup()
+    const agent = {}
+    ctx.tools.register(echoTool('read'))
+    ctx.tools.register({ ...echoTool('read'), description: 'agent read' }, agent)
+    expect(ctx.tools.get('read', agent)?.description).toBe('agent read')
+    expect(ctx.tools.get('read')?.description).toBe('echoes (read)')
+  })
+
+  it('T-1: registering through a scope-tagged context (agent.ctx) scopes the tool', async () => {
+    const ctx = await setup()
+    const agent = {}
+    scopedContext(ctx, agent).tools.register(echoTool('private'))
+    expect(ctx.tools.get('private')).toBeUndefined()
+    expect(ctx.tools.get('private', agent)?.name).toBe('private')
+  })
+
+  it('T-1: the disposer and unloading the registering plugin both remove the tool', async () => {
+    const ctx = await setup()
+    const dispose = ctx.tools.register(echoTool('once'))
+    dispose()
+    expect(ctx.tools.get('once')).toBeUndefined()
+    const fiber = ctx.plugin({ name: 'adds-tool', inject: ['tools'], apply: (inner: Context) => void inner.tools.register(echoTool('plugged')) })
+    await fiber
+    expect(ctx.tools.get('plugged')?.name).toBe('plugged')
+    await fiber.dispose()
+    expect(ctx.tools.get('plugged')).toBeUndefined()
+  })
+
+  it('T-1: a malformed tool or a duplicate name is refused with a clear error', async () => {
+    const ctx = await setup()
+    expect(() => ctx.tools.register({ ...echoTool(), name: 'has space' })).toThrow(/tool name "has space" must match/)
+    expect(() => ctx.tools.register({ ...echoTool(), parameters: undefined as never })).toThrow(/parameters must be a JSON Schema object/)
+    expect(() => ctx.tools.register({ ...echoTool(), timeoutMs: 0 })).toThrow(/timeoutMs must be a positive number/)
+    ctx.tools.register(echoTool('dup'))
+    expect(() => ctx.tools.register(echoTool('dup'))).toThrow(/"dup" is already registered/)
+  })
+})
+
+describe('T-2 fail-closed classification', () => {
+  const safe = (verdict: (args: any) => unknown) => echoTool('probe', { isConcurrencySafe: verdict })
+
+  it('T-2: parallel only when the classifier returns exactly true', async () => {
+    const ctx = await setup()
+    const verdicts: unknown[] = [true, 'true', 1, {}, undefined, null, false]
+    const modes = verdicts.map((verdict) => {
+      const dispose = ctx.tools.register(safe(() => verdict))
+      const mode = ctx.tools.executionMode(call('probe', '{"text":"a"}')).kind
+      dispose()
+      return mode
+    })
+    expect(modes).toEqual(['parallel', 'exclusive', 'exclusive', 'exclusive', 'exclusive', 'exclusive', 'exclusive'])
+  })
+
+  it('T-2: unknown, hidden, unclassified, throwing and unparsable calls are exclusive', async () => {
+    const ctx = await setup()
+    const agent = {}
+    ctx.tools.register(safe(() => true), agent)
+    ctx.tools.register(echoTool('plain'))
+    ctx.tools.register(echoTool('thrower', { isConcurrencySafe: () => { throw new Error('boom') } }))
+    expect(ctx.tools.executionMode(call('probe', '{"text":"a"}', agent)).kind).toBe('parallel')
+    expect(ctx.tools.executionMode(call('nope')).kind).toBe('exclusive')
+    expect(ctx.tools.executionMode(call('probe', '{"text":"a"}', {})).kind).toBe('exclusive')
+    expect(ctx.tools.executionMode(call('plain', '{"text":"a"}')).kind).toBe('exclusive')
+    expect(ctx.tools.executionMode(call('thrower', '{"text":"a"}')).kind).toBe('exclusive')
+    expect(ctx.tools.executionMode(call('probe', '{"text":', agent)).kind).toBe('exclusive')
+    expect(ctx.tools.executionMode(call('probe', '{"text":3}', agent)).kind).toBe('exclusive')
+  })
+
+  it('T-2: the classifier gets the parsed arguments (zod defaults applied)', async () => {
+    const ctx = await setup()
+    const seen: unknown[] = []
+    ctx.tools.register(defineTool({
+      name: 'read',
+      description: 'reads',
+      schema: z.object({ path: z.string(), mode: z.enum(['peek', 'write']).default('peek') }),
+      execute: () => ({ content: [] }),
+      isConcurrencySafe: (args) => { seen.push(args); return args.mode === 'peek' },
+    }))
+    expect(ctx.tools.executionMode(call('read', '{"path":"a"}')).kind).toBe('parallel')
+    expect(ctx.tools.executionMode(call('read', '{"path":"a","mode":"write"}')).kind).toBe('exclusive')
+    expect(seen).toEqual([{ path: 'a', mode: 'peek' }, { path: 'a', mode: 'write' }])
+  })
+})
+
+describe('T-7 errors are results', () => {
+  it('T-7: empty arguments mean {}', async () => {
+    const ctx = await setup()
+    const seen: unknown[] = []
+    ctx.tools.register({ ...echoTool('noargs'), parameters: { type: 'object' }, execute: (args) => { seen.push(args); return { content: [] } } })
+    await run(ctx, call('noargs', ''))
+    await run(ctx, call('noargs', '  \n'))
+    expect(seen).toEqual([{}, {}])
+  })
+
+  it('T-7: invalid JSON arguments become an error result, not an exception', async () => {
+    const ctx = await setup()
+    const body = vi.fn()
+    ctx.tools.register({ ...echoTool(), execute: body })
+    const record = await run(ctx, call('echo', '{"text": "unterminated'))
+    expect(record.isError).toBe(true)
+    expect(text(record)).toMatch(/^Error: invalid JSON arguments: /)
+    expect(record.error).toEqual({ name: 'ToolError', code: 'INVALID_ARGUMENTS' })
+    expect(body).not.toHaveBeenCalled()
+  })
+
+  it('T-7: arguments failing the JSON Schema name the offending property', async () => {
+    const ctx = await setup()
+    ctx.tools.register(echoTool())
+    expect(text(await run(ctx, call('echo', '{}')))).toBe('Error: invalid arguments for echo: text: required')
+    expect(text(await run(ctx, call('echo', '{"text":3}')))).toBe('Error: invalid arguments for echo: text: expected string, got integer')
+    expect(text(await run(ctx, call('echo', '[]')))).toBe('Error: invalid arguments for echo: (arguments): expected object, got array')
+  })
+
+  it('T-7: defineTool validation messages are readable and list each problem', async () => {
+    const ctx = await setup()
+    ctx.tools.register(defineTool({
+      name: 'grep',
+      description: 'search',
+      schema: z.object({ pattern: z.string(), limit: z.number().int().positive().optional() }),
+      execute: () => ({ content: [] }),
+    }))
+    const record = await run(ctx, call('grep', '{"pattern":1,"limit":-2}'))
+    expect(record.error?.code).toBe('INVALID_ARGUMENTS')
+    expect(text(record)).toMatch(/^Error: invalid arguments for grep: pattern: .*string.*; limit: .*>0/)
+  })
+
+  it('T-7: a tool that throws yields an error record; a ToolError chooses the code', async () => {
+    const ctx = await setup()
+    ctx.tools.register({ ...echoTool('crash'), execute: () => { throw new RangeError('bad range') } })
+    ctx.tools.register({ ...echoTool('missing'), execute: async () => { throw new ToolError('no such file: a.txt', 'NOT_FOUND') } })
+    ctx.tools.register({ ...echoTool('junk'), execute: () => 'not an output' as never })
+    expect(await run(ctx, call('crash', '{"text":""}'))).toEqual({
+      content: [{ type: 'text', text: 'Error: bad range' }],
+      isError: true,
+      error: { name: 'RangeError', code: 'TOOL_FAILED' },
+    })
+    expect(await run(ctx, call('missing', '{"text":""}'))).toMatchObject({ isError: true, error: { name: 'ToolError', code: 'NOT_FOUND' } })
+    expect(await run(ctx, call('junk', '{"text":""}'))).toMatchObject({ isError: true, error: { code: 'INVALID_OUTPUT' } })
+  })
+
+  it('T-7: an unknown tool is an error result', async () => {
+    const ctx = await setup()
+    const record = await run(ctx, call('ghost'))
+    expect(text(record)).toBe('Error: unknown tool "ghost"')
+    expect(record.error?.code).toBe('UNKNOWN_TOOL')
+  })
+
+  it('T-1/T-7: a tool hanging past its timeoutMs is aborted and yields TIMEOUT', async () => {
+    vi.useFakeTimers()
+    const ctx = await setup()
+    let toolSignal: AbortSignal | undefined
+    ctx.tools.register({
+      ...echoTool('hang'),
+      timeoutMs: 1000,
+      execute: (_args, context: ToolContext) => { toolSignal = context.signal; return new Promise(() => {}) },
+    })
+    const pending = run(ctx, call('hang', '{"text":""}'))
+    await vi.advanceTimersByTimeAsync(999)
+    expect(toolSignal?.aborted).toBe(false)
+    await vi.advanceTimersByTimeAsync(1)
+    const record = await pending
+    expect(toolSignal?.aborted).toBe(true)
+    expect(record).toMatchObject({ isError: true, error: { name: 'TimeoutError', code: 'TIMEOUT' } })
+    expect(text(record)).toBe('Error: tool hang timed out after 1000 ms')
+  })
+
+  it('T-1: a tool finishing within its timeout is unaffected', async () => {
+    vi.useFakeTimers()
+    const ctx = await setup()
+    ctx.tools.register({ ...echoTool('quick'), timeoutMs: 1000 })
+    expect(text(await run(ctx, call('quick', '{"text":"ok"}')))).toBe('ok')
+    expect(vi.getTimerCount()).toBe(0)
+  })
+})
+
+describe('T-5 pipeline events', () => {
+  it('T-5: tools/pre-execute deny becomes an error result and the body never runs', async () => {
+    const ctx = await setup()
+    const body = vi.fn()
+    ctx.tools.register({ ...echoTool(), execute: body })
+    ctx.on('tools/pre-execute', async (): Promise<PreExecuteDecision> => ({ kind: 'deny', reason: 'read-only session' }))
+    const record = await run(ctx, call('echo', '{"text":"x"}'))
+    expect(text(record)).toBe('Error: tool call denied: read-only session')
+    expect(record.error).toEqual({ name: 'PermissionError', code: 'DENIED' })
+    expect(body).not.toHaveBeenCalled()
+  })
+
+  it('T-7: ask without an approval service is denied', async () => {
+    const ctx = await setup()
+    const body = vi.fn()
+    ctx.tools.register({ ...echoTool(), execute: body })
+    ctx.on('tools/pre-execute', async () => ({ kind: 'ask', reason: 'writes files' }))
+    const record = await run(ctx, call('echo', '{"text":"x"}'))
+    expect(text(record)).toBe('Error: tool call denied: approval required (writes files) and no approval service is available')
+    expect(record.error?.code).toBe('DENIED')
+    expect(body).not.toHaveBeenCalled()
+  })
+
+  it('T-7: ask goes to the approval service, which may allow or deny', async () => {
+    const ctx = await setup()
+    const asked: [string, string | undefined][] = []
+    let answer = true
+    const approval: ApprovalService = { request: async (execution, reason) => { asked.push([execution.callId, reason]); return answer } }
+    ctx.provide('approval', approval)
+    ctx.tools.register(echoTool())
+    ctx.on('tools/pre-execute', async () => ({ kind: 'ask', reason: 'why' }))
+    expect(text(await run(ctx, call('echo', '{"text":"yes"}', undefined, 'a')))).toBe('yes')
+    answer = false
+    expect((await run(ctx, call('echo', '{"text":"no"}', undefined, 'b'))).error?.code).toBe('DENIED')
+    expect(asked).toEqual([['a', 'why'], ['b', 'why']])
+  })
+
+  it('T-5: a throwing or nonsensical pre-execute listener fails closed', async () => {
+    const ctx = await setup()
+    const body = vi.fn()
+    ctx.tools.register({ ...echoTool(), execute: body })
+    const off = ctx.on('tools/pre-execute', async () => { throw new Error('policy down') })
+    expect(await run(ctx, call('echo', '{"text":"x"}'))).toMatchObject({ isError: true, error: { code: 'POLICY_FAILED' } })
+    off()
+    ctx.on('tools/pre-execute', async () => ({ kind: 'maybe' }) as never)
+    expect(await run(ctx, call('echo', '{"text":"x"}'))).toMatchObject({ isError: true, error: { code: 'POLICY_FAILED' } })
+    expect(body).not.toHaveBeenCalled()
+  })
+
+  it('K-4/T-5: tools/execute is a waterfall around the body; tools/post-execute rewrites the record', async () => {
+    const ctx = await setup()
+    const order: string[] = []
+    ctx.tools.register({ ...echoTool(), execute: (args: { text: string }) => { order.push('body'); return { content: [{ type: 'text', text: args.text }] } } })
+    ctx.on('tools/execute', async (execution, context, next) => {
+      order.push(`outer:${context.callId}`)
+      const record = await next()
+      order.push('outer-after')
+      return record
+    })
+    ctx.on('tools/execute', async (_execution, _context, next) => { order.push('inner'); return next() })
+    ctx.on('tools/post-execute', async (_execution, record, next) => {
+      const inner = await next()
+      return { ...inner, content: [{ type: 'text', text: `${text(record)}!` }] }
+    })
+    expect(text(await run(ctx, call('echo', '{"text":"hi"}', undefined, 'c9')))).toBe('hi!')
+    expect(order).toEqual(['outer:c9', 'inner', 'body', 'outer-after'])
+  })
+
+  it('K-4/T-5: a tools/execute listener may short-circuit the body', async () => {
+    const ctx = await setup()
+    const body = vi.fn()
+    ctx.tools.register({ ...echoTool(), execute: body })
+    ctx.on('tools/execute', async () => ({ content: [{ type: 'text', text: 'cached' }], isError: false }))
+    expect(text(await run(ctx, call('echo', '{"text":"x"}')))).toBe('cached')
+    expect(body).not.toHaveBeenCalled()
+  })
+
+  it('T-5: a crashing post-execute listener fails closed instead of leaking the raw record', async () => {
+    const ctx = await setup()
+    ctx.tools.register(echoTool())
+    ctx.on('tools/post-execute', async () => { throw new Error('redactor down') })
+    const record = await run(ctx, call('echo', '{"text":"secret"}'))
+    expect(text(record)).toBe('Error: redactor down')
+    expect(record.error?.code).toBe('POLICY_FAILED')
+  })
+
+  it('K-4/T-5: tools/result is a contained emit admitted by scope', async () => {
+    const ctx = await setup()
+    const agent = {}
+    const seen: string[] = []
+    ctx.on('tools/result', () => { throw new Error('bad observer') })
+    ctx.on('tools/result', (execution) => void seen.push(`untagged:${execution.callId}`))
+    scopedContext(ctx, {}).on('tools/result', (execution) => void seen.push(`other:${execution.callId}`))
+    scopedContext(ctx, agent).on('tools/result', (execution) => void seen.push(`agent:${execution.callId}`))
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true)
+    let reported: unknown[][]
+    try {
+      ctx.tools.committed(call('echo', '{}', agent, 'r1'), { content: [], isError: false })
+    } finally {
+      reported = [...stderr.mock.calls]
+      stderr.mockRestore()
+    }
+    expect(seen).toEqual(['untagged:r1', 'agent:r1'])
+    expect(reported).toEqual([[expect.stringContaining('bad observer')]])
+  })
+
+  it('T-5: scoped pipeline listeners only see calls of their scope', async () => {
+    const ctx = await setup()
+    const agent = {}
+    ctx.tools.register(echoTool())
+    scopedContext(ctx, agent).on('tools/pre-execute', async () => ({ kind: 'deny', reason: 'agent policy' }))
+    expect((await run(ctx, call('echo', '{"text":"x"}'))).isError).toBe(false)
+    expect((await run(ctx, call('echo', '{"text":"x"}', agent))).error?.code).toBe('DENIED')
+  })
+})
+
+describe('T-6 signals', () => {
+  it('T-6: the per-call signal is fused with the caller signal', async () => {
+    const ctx = await setup()
+    const caller = new AbortController()
+    let started!: () => void
+    const running = new Promise<void>((resolve) => { started = resolve })
+    let toolSignal: AbortSignal | undefined
+    ctx.tools.register({
+      ...echoTool('wait'),
+      execute: (_args, context: ToolContext) => {
+        toolSignal = context.signal
+        started()
+        return new Promise((resolve) => context.signal.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'stopped' }] })))
+      },
+    })
+    const pending = run(ctx, call('wait', '{"text":""}'), caller.signal)
+    await running
+    expect(toolSignal).not.toBe(caller.signal)
+    caller.abort()
+    const record = await pending
+    expect(toolSignal?.aborted).toBe(true)
+    // T-6: the body was awaited; its successful outcome became ABORTED.
+    expect(record.error?.code).toBe(TOOL_ABORTED)
+  })
+
+  it('T-6: a caller already aborted before dispatch never runs the body', async () => {
+    const ctx = await setup()
+    const body = vi.fn()
+    ctx.tools.register({ ...echoTool(), execute: body })
+    const caller = new AbortController()
+    caller.abort()
+    expect((await run(ctx, call('echo', '{"text":"x"}'), caller.signal)).error?.code).toBe(TOOL_ABORTED_BEFORE_DISPATCH)
+    expect(body).not.toHaveBeenCalled()
+  })
+
+  it('T-6: cancelling while approval is pending settles the call as aborted before dispatch', async () => {
+    const ctx = await setup()
+    const body = vi.fn()
+    let asked!: () => void
+    const askedPromise = new Promise<void>((resolve) => { asked = resolve })
+    ctx.provide('approval', { request: () => { asked(); return new Promise<boolean>(() => {}) } })
+    ctx.tools.register({ ...echoTool(), execute: body })
+    ctx.on('tools/pre-execute', async () => ({ kind: 'ask' }))
+    const caller = new AbortController()
+    const pending = run(ctx, call('echo', '{"text":"x"}'), caller.signal)
+    await askedPromise
+    caller.abort()
+    expect((await pending).error?.code).toBe(TOOL_ABORTED_BEFORE_DISPATCH)
+    expect(body).not.toHaveBeenCalled()
+  })
+})
+
+describe('defineTool', () => {
+  it('T-1: derives the JSON Schema from zod without $schema, with defaults optional', () => {
+    const tool = defineTool({
+      name: 'read',
+      description: 'Read a file',
+      schema: z.object({ path: z.string().describe('file path'), offset: z.number().int().default(0) }),
+      timeoutMs: 10,
+      execute: () => ({ content: [] }),
+    })
+    expect(tool.parameters).toEqual({
+      type: 'object',
+      properties: { path: { type: 'string', description: 'file path' }, offset: expect.objectContaining({ type: 'integer', default: 0 }) },
+      required: ['path'],
+    })
+    expect(tool.timeoutMs).toBe(10)
+    expect(tool.parse!({ path: 'a' })).toEqual({ path: 'a', offset: 0 })
+  })
+})

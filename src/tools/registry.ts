@@ -1,0 +1,329 @@
+/**
+ * `ctx.tools` (T-1, T-2, T-5, T-7): scoped registration, fail-closed classification and the
+ * per-call pipeline `tools/pre-execute` -> `tools/execute` (body + timeout) -> `tools/post-execute`.
+ * Every failure on this path becomes an error record; nothing here throws at the caller.
+ */
+import { Context, Service } from 'cordis'
+import type { ToolSchema } from '../llm/types.js'
+import { contextScope, scopeTarget, ScopedLayers, type ScopeKey } from '../scope/index.js'
+import type {
+  ApprovalService,
+  PreExecuteDecision,
+  PreparedToolCall,
+  Tool,
+  ToolContext,
+  ToolExecution,
+  ToolExecutionMode,
+  ToolOutput,
+  ToolResultRecord,
+  ToolsService,
+} from './api.js'
+import {
+  abortedBeforeDispatchRecord,
+  cancellationResult,
+  errorRecord,
+  thrownRecord,
+  ToolError,
+  ToolErrorCode,
+} from './errors.js'
+
+const PARALLEL: ToolExecutionMode = Object.freeze({ kind: 'parallel' })
+const EXCLUSIVE: ToolExecutionMode = Object.freeze({ kind: 'exclusive' })
+const ALLOW: PreExecuteDecision = Object.freeze({ kind: 'allow' })
+/** Dispatch target for unscoped calls: an agent's scoped listeners only hear their own agent's calls (P-4). */
+const UNSCOPED = Object.freeze({ [Context.filter]: (ctx: Context) => contextScope(ctx) === undefined })
+/** Names every major provider accepts for function tools. */
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/
+
+type CallContext = Omit<ToolContext, 'callId' | 'scope'>
+
+/** T-7: empty (or blank) means `{}`; anything else must be JSON. */
+export function decodeArguments(raw: string): unknown {
+  if (raw.trim() === '') return {}
+  try {
+    return JSON.parse(raw)
+  } catch (error) {
+    throw new ToolError(`invalid JSON arguments: ${error instanceof Error ? error.message : String(error)}`, ToolErrorCode.invalidArguments)
+  }
+}
+
+/** Decodes and validates raw arguments for `tool`; throws a `ToolError` naming the problem. */
+export function parseArguments<A>(tool: Tool<A>, raw: string): A {
+  const value = decodeArguments(raw)
+  if (tool.parse) {
+    try {
+      return tool.parse(value)
+    } catch (error) {
+      throw new ToolError(`invalid arguments for ${tool.name}: ${error instanceof Error ? error.message : String(error)}`, ToolErrorCode.invalidArguments)
+    }
+  }
+  const problem = checkSchema(tool.parameters, value, '')
+  if (problem !== undefined) throw new ToolError(`invalid arguments for ${tool.name}: ${problem}`, ToolErrorCode.invalidArguments)
+  return value as A
+}
+
+function typeOf(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'array'
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number'
+  return typeof value
+}
+
+function matchesType(type: unknown, actual: string): boolean {
+  return type === actual || (type === 'number' && actual === 'integer')
+}
+
+/**
+ * The small JSON Schema subset checked for tools without `parse`: `type` (primitive or list),
+ * `enum`, `required` and nested `properties`. Tools needing more define `parse` (see defineTool).
+ */
+function checkSchema(schema: unknown, value: unknown, path: string): string | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined
+  const where = path === '' ? '(arguments)' : path
+  const { type, enum: allowed, required, properties } = schema as Record<string, unknown>
+  const actual = typeOf(value)
+  if (type !== undefined) {
+    const types = Array.isArray(type) ? type : [type]
+    if (!types.some((t) => matchesType(t, actual))) return `${where}: expected ${types.join(' or ')}, got ${actual}`
+  }
+  if (Array.isArray(allowed) && !allowed.some((option) => option === value)) {
+    return `${where}: expected one of ${allowed.map((option) => JSON.stringify(option)).join(', ')}`
+  }
+  if (actual !== 'object') return undefined
+  const record = value as Record<string, unknown>
+  if (Array.isArray(required)) {
+    for (const name of required) {
+      if (typeof name === 'string' && !Object.hasOwn(record, name)) return `${path === '' ? name : `${path}.${name}`}: required`
+    }
+  }
+  if (typeof properties === 'object' && properties !== null) {
+    for (const [name, sub] of Object.entries(properties)) {
+      if (!Object.hasOwn(record, name)) continue
+      const problem = checkSchema(sub, record[name], path === '' ? name : `${path}.${name}`)
+      if (problem !== undefined) return problem
+    }
+  }
+  return undefined
+}
+
+function assertTool(tool: Tool): void {
+  const problem =
+    typeof tool !== 'object' || tool === null ? 'a tool must be an object'
+    : typeof tool.name !== 'string' || !TOOL_NAME.test(tool.name) ? `tool name ${JSON.stringify(tool.name)} must match ${TOOL_NAME}`
+    : typeof tool.description !== 'string' ? `tool ${tool.name}: description must be a string`
+    : typeof tool.parameters !== 'object' || tool.parameters === null || Array.isArray(tool.parameters) ? `tool ${tool.name}: parameters must be a JSON Schema object`
+    : typeof tool.execute !== 'function' ? `tool ${tool.name}: execute must be a function`
+    : tool.timeoutMs !== undefined && !(Number.isFinite(tool.timeoutMs) && tool.timeoutMs > 0) ? `tool ${tool.name}: timeoutMs must be a positive number`
+    : undefined
+  if (problem !== undefined) throw new TypeError(`dsh-tools: ${problem}`)
+}
+
+function isContentBlock(block: unknown): boolean {
+  if (typeof block !== 'object' || block === null) return false
+  const { type, text, data, mimeType } = block as Record<string, unknown>
+  return (type === 'text' && typeof text === 'string') || (type === 'image' && typeof data === 'string' && typeof mimeType === 'string')
+}
+
+/** A record (or tool output) from untrusted code: undefined when it is not one. */
+function asRecord(value: unknown): ToolResultRecord | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
+  const output = value as ToolOutput & { error?: ToolResultRecord['error'] }
+  if (!Array.isArray(output.content) || !output.content.every(isContentBlock)) return undefined
+  return {
+    content: output.content,
+    isError: output.isError === true,
+    ...(isErrorInfo(output.error) ? { error: { name: output.error.name, code: output.error.code } } : {}),
+    ...(output.meta !== undefined ? { meta: output.meta } : {}),
+    ...(output.concludesTurn === true ? { concludesTurn: true } : {}),
+  }
+}
+
+function isErrorInfo(value: unknown): value is { name: string; code: string } {
+  return typeof value === 'object' && value !== null && typeof (value as { name?: unknown }).name === 'string' && typeof (value as { code?: unknown }).code === 'string'
+}
+
+function invalidOutput(stage: string): ToolResultRecord {
+  return errorRecord(`${stage} did not return a result with a content array of text/image blocks`, 'ToolError', ToolErrorCode.invalidOutput)
+}
+
+function byName(a: Tool, b: Tool): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+}
+
+/** Waits for `promise` unless `signal` aborts first (then `undefined`). */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined)
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(undefined)
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (value) => { signal.removeEventListener('abort', onAbort); resolve(value) },
+      (error) => { signal.removeEventListener('abort', onAbort); reject(error) },
+    )
+  })
+}
+
+export class ToolsPlugin extends Service implements ToolsService {
+  private readonly layers = new ScopedLayers<Tool>('tool')
+
+  constructor(ctx: Context) {
+    super(ctx, 'tools')
+  }
+
+  /**
+   * Registers through the caller's fiber, so unloading the registering plugin removes the tool.
+   * Without an explicit scope, a context tagged with a scope (an agent's ctx) registers there.
+   */
+  register(tool: Tool, scope: ScopeKey | undefined = contextScope(this.ctx)): () => void {
+    assertTool(tool)
+    const dispose = this.ctx.effect(() => this.layers.register(tool, scope), `tool:${tool.name}`)
+    return () => { void dispose() }
+  }
+
+  get(name: string, scope?: ScopeKey): Tool | undefined {
+    return this.layers.get(name, scope)
+  }
+
+  list(scope?: ScopeKey): readonly Tool[] {
+    return this.layers.view(scope).sort(byName)
+  }
+
+  schemas(scope?: ScopeKey): readonly ToolSchema[] {
+    return this.list(scope).map(({ name, description, parameters }) => ({ name, description, parameters }))
+  }
+
+  executionMode(execution: ToolExecution): ToolExecutionMode {
+    const tool = this.layers.get(execution.name, execution.scope)
+    if (typeof tool?.isConcurrencySafe !== 'function') return EXCLUSIVE
+    try {
+      return tool.isConcurrencySafe(parseArguments(tool, execution.arguments)) === true ? PARALLEL : EXCLUSIVE
+    } catch {
+      return EXCLUSIVE
+    }
+  }
+
+  async execute(execution: ToolExecution, context: CallContext): Promise<ToolResultRecord> {
+    const prepared = await this.prepare(execution, context)
+    const record = await this.finish(execution, prepared.kind === 'ready' ? await prepared.run() : prepared.record)
+    return context.signal.aborted ? cancellationResult(record) : record
+  }
+
+  async prepare(execution: ToolExecution, context: CallContext): Promise<PreparedToolCall> {
+    const tool = this.layers.get(execution.name, execution.scope)
+    if (tool === undefined) {
+      return settled(errorRecord(`unknown tool ${JSON.stringify(execution.name)}`, 'ToolError', ToolErrorCode.unknownTool))
+    }
+    let args: unknown
+    try {
+      args = parseArguments(tool, execution.arguments)
+    } catch (error) {
+      return settled(thrownRecord(error, ToolErrorCode.invalidArguments))
+    }
+    const refusal = await this.authorize(execution, context.signal)
+    if (refusal !== undefined) return settled(refusal)
+    return { kind: 'ready', run: () => this.run(tool, args, execution, context) }
+  }
+
+  async finish(execution: ToolExecution, record: ToolResultRecord): Promise<ToolResultRecord> {
+    try {
+      const rewritten = await this.ctx.waterfall(target(execution), 'tools/post-execute', execution, record, async () => record)
+      return asRecord(rewritten) ?? invalidOutput('tools/post-execute')
+    } catch (error) {
+      // Fail closed: a rewriter that crashed (a redactor, say) must not let the raw record through.
+      return thrownRecord(error, ToolErrorCode.policyFailed)
+    }
+  }
+
+  committed(execution: ToolExecution, record: ToolResultRecord): void {
+    const events = this.ctx.events as unknown as { dispatch(type: string, args: unknown[]): ((...a: unknown[]) => unknown)[] }
+    for (const callback of events.dispatch('emit', [target(execution), 'tools/result', execution, record])) {
+      try {
+        callback(execution, record)
+      } catch (error) {
+        process.stderr.write(`dsh: listener of tools/result failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+      }
+    }
+  }
+
+  /** `tools/pre-execute` plus approval; `undefined` means the call may run. */
+  private async authorize(execution: ToolExecution, signal: AbortSignal): Promise<ToolResultRecord | undefined> {
+    if (signal.aborted) return abortedBeforeDispatchRecord()
+    let decision: PreExecuteDecision
+    try {
+      decision = await this.ctx.waterfall(target(execution), 'tools/pre-execute', execution, async () => ALLOW)
+    } catch (error) {
+      return thrownRecord(error, ToolErrorCode.policyFailed)
+    }
+    switch (decision?.kind) {
+      case 'allow':
+        return undefined
+      case 'deny':
+        return errorRecord(`tool call denied: ${decision.reason}`, 'PermissionError', ToolErrorCode.denied)
+      case 'ask':
+        return this.askApproval(execution, decision.reason, signal)
+      default:
+        return errorRecord(`tools/pre-execute returned an invalid decision ${JSON.stringify(decision)}`, 'ToolError', ToolErrorCode.policyFailed)
+    }
+  }
+
+  private async askApproval(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<ToolResultRecord | undefined> {
+    const because = reason === undefined ? '' : ` (${reason})`
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    if (approval === undefined) {
+      return errorRecord(`tool call denied: approval required${because} and no approval service is available`, 'PermissionError', ToolErrorCode.denied)
+    }
+    let approved: boolean | undefined
+    try {
+      approved = await unlessAborted(Promise.resolve(approval.request(execution, reason, signal)), signal)
+    } catch (error) {
+      return errorRecord(`tool call denied: approval failed: ${error instanceof Error ? error.message : String(error)}`, 'PermissionError', ToolErrorCode.denied)
+    }
+    if (approved === undefined) return abortedBeforeDispatchRecord()
+    return approved === true ? undefined : errorRecord(`tool call denied by approval${because}`, 'PermissionError', ToolErrorCode.denied)
+  }
+
+  private async run(tool: Tool, args: unknown, execution: ToolExecution, context: CallContext): Promise<ToolResultRecord> {
+    const timeout = new AbortController()
+    const toolContext: ToolContext = {
+      callId: execution.callId,
+      cwd: context.cwd,
+      signal: AbortSignal.any([context.signal, timeout.signal]),
+      ...(context.session !== undefined ? { session: context.session } : {}),
+      ...(execution.scope !== undefined ? { scope: execution.scope } : {}),
+    }
+    try {
+      const record = await this.ctx.waterfall(target(execution), 'tools/execute', execution, toolContext, () => invokeBody(tool, args, toolContext, timeout))
+      return asRecord(record) ?? invalidOutput('tools/execute')
+    } catch (error) {
+      return thrownRecord(error)
+    }
+  }
+}
+
+function settled(record: ToolResultRecord): PreparedToolCall {
+  return { kind: 'settled', record }
+}
+
+function target(execution: ToolExecution): object {
+  return execution.scope === undefined ? UNSCOPED : scopeTarget(execution.scope)
+}
+
+/**
+ * The body with the tool's timeout. On timeout the tool's signal aborts and the call resolves at
+ * once with a TIMEOUT record: a body that ignores its signal must not hold the turn forever.
+ */
+function invokeBody(tool: Tool, args: unknown, context: ToolContext, timeout: AbortController): Promise<ToolResultRecord> {
+  const body = (async () => asRecord(await tool.execute(args, context)) ?? invalidOutput(`tool ${tool.name}`))().catch((error: unknown) => thrownRecord(error))
+  const ms = tool.timeoutMs
+  if (ms === undefined) return body
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      timeout.abort(new DOMException(`tool ${tool.name} timed out`, 'TimeoutError'))
+      resolve(errorRecord(`tool ${tool.name} timed out after ${ms} ms`, 'TimeoutError', ToolErrorCode.timeout))
+    }, ms)
+    void body.then((record) => {
+      clearTimeout(timer)
+      resolve(record)
+    })
+  })
+}
