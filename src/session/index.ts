@@ -1,0 +1,10 @@
+/** The session seam: log, registry, surface, invariants, repair and the `ctx.sessions` service. */
+export * from './types.js'
+export * from './api.js'
+export { EventTypeRegistry, RUNTIME_EVENT_TYPES, CORE_OWNER, createEventTypeRegistry, registerCoreEventTypes, registerRuntimeEventTypes } from './registry.js'
+export { SnapshotError, snapshotJson, isDeepFrozen } from './snapshot.js'
+export { SurfaceManager, deriveEventMessage, firstDifference, type SurfacePlan } from './surface.js'
+export { LogFolder, TOOL_NOT_STARTED, checkEnvelope, checkEventType, checkLogInvariants, isReplace, isSurfaceType, resultCallId } from './invariants.js'
+export { checkHeader } from './header.js'
+export { SessionLog, type SessionDeps } from './session.js'
+export { SessionsServicePlugin, SessionsError, type SessionsServiceConfig } from './service.js'

@@ -1,0 +1,193 @@
+/**
+ * The in-memory `Session`: an append-only log plus the folds every append updates in O(1)
+ * (position, surface, derived messages). The pipeline (S-5): snapshot + freeze the data, build
+ * the envelope, validate everything (envelope, type registry, S-15, surface) without touching
+ * state, dispatch the `session/append` veto, push, then notify `session/event` listeners each in
+ * its own try/catch.
+ */
+import type { Context } from 'cordis'
+import { emitContained, type ListenerErrorReporter } from '../kernel/index.js'
+import type { Message } from '../llm/types.js'
+import type { LogPosition, Session } from './api.js'
+import { LogFolder, checkEnvelope, checkEventType } from './invariants.js'
+import type { EventTypeRegistry } from './registry.js'
+import { SnapshotError, snapshotJson } from './snapshot.js'
+import { SurfaceManager, deriveEventMessage, type SurfacePlan } from './surface.js'
+import { SessionRuleError, type AppendOptions, type SessionEvent, type SessionHeader } from './types.js'
+
+declare module 'cordis' {
+  interface Events {
+    /**
+     * @mode emit (NOT contained). The append veto (S-5): dispatched after validation and before
+     * the push. A throw from any listener, or from an `internal/dispatch` listener (K-5), rejects
+     * the append and leaves the log untouched. Listeners must not append (that throws). Not
+     * dispatched for hydrated or forked-seed events, which are already committed facts.
+     */
+    'session/append'(session: Session, event: SessionEvent): void
+  }
+}
+
+export interface SessionDeps {
+  readonly registry: EventTypeRegistry
+  /** Where `session/append` and `session/event` are dispatched; none means no veto, no observers. */
+  readonly ctx?: Context
+  readonly now?: () => number
+  readonly report?: ListenerErrorReporter
+}
+
+interface Checked { readonly known: boolean; readonly plan: SurfacePlan | null }
+
+export class SessionLog implements Session {
+  readonly id: string
+  private readonly log: SessionEvent[] = []
+  private readonly folder = new LogFolder()
+  private readonly surfaceManager = new SurfaceManager()
+  private readonly now: () => number
+  /** Set while the veto or the observers run: appending then is re-entrant. */
+  private busy: 'vetoing' | 'notifying' | null = null
+  private isLive = true
+  private cache: Message[] = []
+  private cacheGeneration = 0
+  private foldedNodes = 0
+  /** Diagnostics for tests and benchmarks: full rebuilds and nodes folded by deriveMessages(). */
+  readonly derivation = { rebuilds: 0, folded: 0 }
+
+  constructor(readonly header: SessionHeader, private readonly deps: SessionDeps) {
+    this.id = header.id
+    this.now = deps.now ?? Date.now
+  }
+
+  get events(): readonly SessionEvent[] {
+    return this.log
+  }
+
+  get length(): number {
+    return this.log.length
+  }
+
+  get position(): LogPosition {
+    return this.folder.position
+  }
+
+  get replaceGeneration(): number {
+    return this.surfaceManager.replaceGeneration
+  }
+
+  get live(): boolean {
+    return this.isLive
+  }
+
+  append(type: string, data: unknown, options: AppendOptions = {}): SessionEvent {
+    const seq = this.log.length
+    if (!this.isLive) throw new Error(`session ${this.id} is not live; cannot append ${type}`)
+    if (this.busy) throw new SessionRuleError('S-5', seq, `re-entrant append of ${type} while session ${this.id} is ${this.busy}`)
+    const event = this.envelope(type, seq, options.time ?? this.now(), data, options)
+    const checked = this.check(event)
+    this.veto(event)
+    this.commit(event, checked)
+    this.notify(event)
+    return event
+  }
+
+  /**
+   * Admits an already-committed event (hydrate, fork seed): the same checks as append, without
+   * the veto and without observers. The stored object is a frozen copy.
+   */
+  admit(raw: unknown): SessionEvent {
+    const seq = this.log.length
+    if (this.busy) throw new SessionRuleError('S-5', seq, `re-entrant admit while session ${this.id} is ${this.busy}`)
+    checkEnvelope(raw, seq)
+    const event = this.envelope(raw.type, raw.seq, raw.time, raw.data, raw)
+    this.commit(event, this.check(event))
+    return event
+  }
+
+  surface(): readonly number[] {
+    return this.surfaceManager.snapshot()
+  }
+
+  /** S-11: folds only surface nodes added since the last call; rebuilds after a replace. */
+  deriveMessages(): Message[] {
+    const surface = this.surfaceManager
+    if (surface.replaceGeneration !== this.cacheGeneration) {
+      this.cache = []
+      this.foldedNodes = 0
+      this.cacheGeneration = surface.replaceGeneration
+      this.derivation.rebuilds++
+    }
+    for (; this.foldedNodes < surface.length; this.foldedNodes++) {
+      const message = deriveEventMessage(this.log[surface.seqAt(this.foldedNodes)])
+      if (message) this.cache.push(message)
+      this.derivation.folded++
+    }
+    return this.cache.slice()
+  }
+
+  /** Called by the service on close/dispose: later appends throw. */
+  markClosed(): void {
+    this.isLive = false
+  }
+
+  private envelope(type: string, seq: number, time: number, data: unknown, options: AppendOptions): SessionEvent {
+    let frozenData: unknown
+    let surfaceOp: unknown
+    let sources: unknown
+    try {
+      frozenData = snapshotJson(data, 'data')
+      if (options.surfaceOp !== undefined) surfaceOp = snapshotJson(options.surfaceOp, 'surfaceOp')
+      if (options.sourceEventSeqs !== undefined) sources = snapshotJson(options.sourceEventSeqs, 'sourceEventSeqs')
+    } catch (error) {
+      if (error instanceof SnapshotError) throw new SessionRuleError('S-5', seq, `${type}: ${error.message}`)
+      throw error
+    }
+    const event: Record<string, unknown> = { type, seq, time, data: frozenData }
+    if (options.ignorable !== undefined) event.ignorable = options.ignorable
+    if (sources !== undefined) event.sourceEventSeqs = sources
+    if (surfaceOp !== undefined) event.surfaceOp = surfaceOp
+    return Object.freeze(event) as unknown as SessionEvent
+  }
+
+  /** Every rule, no mutation (S-10). */
+  private check(event: SessionEvent): Checked {
+    checkEnvelope(event, this.log.length)
+    const known = checkEventType(this.deps.registry, event)
+    if (!known) return { known, plan: null }
+    this.folder.check(event)
+    return { known, plan: this.surfaceManager.validate(event, (seq) => this.log[seq]) }
+  }
+
+  private veto(event: SessionEvent): void {
+    const ctx = this.deps.ctx
+    if (!ctx) return
+    this.busy = 'vetoing'
+    try {
+      ctx.emit(ctx, 'session/append', this, event)
+    } finally {
+      this.busy = null
+    }
+  }
+
+  private commit(event: SessionEvent, { known, plan }: Checked): void {
+    this.log.push(event)
+    if (known) this.folder.apply(event)
+    if (plan) this.surfaceManager.commit(plan)
+  }
+
+  private notify(event: SessionEvent): void {
+    const ctx = this.deps.ctx
+    if (!ctx) return
+    this.busy = 'notifying'
+    try {
+      emitContained(ctx, 'session/event', [this, event], this.deps.report)
+    } catch (error) {
+      // Only an `internal/dispatch` listener can throw here; the event is committed regardless.
+      (this.deps.report ?? reportToStderr)('session/event', error)
+    } finally {
+      this.busy = null
+    }
+  }
+}
+
+const reportToStderr: ListenerErrorReporter = (name, error) => {
+  process.stderr.write(`dsh: dispatch of ${name} failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+}

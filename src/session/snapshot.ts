@@ -1,0 +1,81 @@
+/**
+ * S-5: event data is snapshotted as plain JSON and deep-frozen before it enters the log, so a
+ * caller mutating its object afterwards cannot change history, and whatever is in memory
+ * serialises to exactly what will be read back.
+ */
+import { childPath } from './validators.js'
+import type { JsonValue } from './types.js'
+
+/** A snapshot refusal; `path` names the offending value (e.g. `data.message.content[0].text`). */
+export class SnapshotError extends Error {
+  constructor(readonly path: string, readonly problem: string) {
+    super(`${path} ${problem}`)
+    this.name = 'SnapshotError'
+  }
+}
+
+/**
+ * Deep-copies `value` as plain JSON and freezes the copy. Refuses BigInt, functions, symbols
+ * (as values or keys), undefined (in objects and arrays, including holes), -0, NaN/Infinity,
+ * cycles and anything that is not a plain object, an array or a primitive.
+ */
+export function snapshotJson(value: unknown, path = 'data'): JsonValue {
+  return copy(value, path, new Set())
+}
+
+function copy(value: unknown, path: string, ancestors: Set<object>): JsonValue {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value
+    case 'number':
+      if (!Number.isFinite(value)) throw new SnapshotError(path, `is ${value}, which JSON cannot represent`)
+      if (Object.is(value, -0)) throw new SnapshotError(path, 'is -0, which JSON cannot represent')
+      return value
+    case 'undefined':
+      throw new SnapshotError(path, 'is undefined (omit the key instead)')
+    case 'bigint':
+      throw new SnapshotError(path, 'is a BigInt')
+    case 'function':
+      throw new SnapshotError(path, 'is a function')
+    case 'symbol':
+      throw new SnapshotError(path, 'is a symbol')
+  }
+  if (value === null) return null
+  const object = value as object
+  if (ancestors.has(object)) throw new SnapshotError(path, 'is a cycle back to an enclosing value')
+  if (Object.getOwnPropertySymbols(object).length > 0) throw new SnapshotError(path, 'has symbol keys')
+  ancestors.add(object)
+  let result: JsonValue
+  if (Array.isArray(object)) {
+    const out: JsonValue[] = new Array(object.length)
+    for (let i = 0; i < object.length; i++) {
+      if (!(i in object)) throw new SnapshotError(childPath(path, i), 'is a hole (undefined)')
+      out[i] = copy(object[i], childPath(path, i), ancestors)
+    }
+    result = out
+  } else {
+    const proto = Object.getPrototypeOf(object)
+    if (proto !== Object.prototype && proto !== null) {
+      const name = (proto?.constructor as { name?: string } | undefined)?.name
+      throw new SnapshotError(path, `is a class instance${name ? ` (${name})` : ''}, not a plain object`)
+    }
+    const out: Record<string, JsonValue> = {}
+    for (const key of Object.keys(object)) {
+      const item = copy((object as Record<string, unknown>)[key], childPath(path, key), ancestors)
+      // A JSON.parse'd own "__proto__" key must stay data, not become the prototype.
+      if (key === '__proto__') Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
+      else out[key] = item
+    }
+    result = out
+  }
+  ancestors.delete(object)
+  return Object.freeze(result)
+}
+
+/** True when `value` and everything inside it is frozen. */
+export function isDeepFrozen(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return true
+  if (!Object.isFrozen(value)) return false
+  return Object.values(value).every(isDeepFrozen)
+}
