@@ -1,0 +1,155 @@
+/**
+ * The persistence seam (contracts D-1..D-7): one backend contract with several implementations
+ * (JSONL files, SQLite), and the `ctx.sessionPersistence` service that queues, flushes, loads
+ * and repairs sessions through whichever backend is configured.
+ */
+import type { Session } from '../session/api.js'
+import type { SessionEvent, SessionHeader } from '../session/types.js'
+
+/** What a bad stored line or row was (D-5). */
+export type BadRecordReason = 'unparsable' | 'wrong-seq' | 'no-newline' | 'invalid-envelope'
+
+/** D-5: a crash tail that was cut off the end of a stored log. */
+export interface TornTail {
+  /** Seq the first dropped record would have had (= events.length of the kept prefix). */
+  readonly fromSeq: number
+  /** Why the first dropped record was bad. */
+  readonly reason: BadRecordReason
+  readonly detail: string
+  /** Records (lines or rows) that were dropped, including the bad one. */
+  readonly droppedRecords: number
+  /** Bytes dropped (JSONL: file bytes from the cut point; SQLite: stored text length). */
+  readonly droppedBytes: number
+  /** Backend-specific cut point: byte offset for JSONL, first dropped seq for SQLite. */
+  readonly cutAt: number
+}
+
+export interface StoredSession {
+  readonly header: SessionHeader
+  /** The committed, contiguous events (seq 0..n-1), crash tail excluded. */
+  readonly events: readonly SessionEvent[]
+  /** D-7: opaque token; `commitRepair` succeeds only while it is still current. */
+  readonly revision: string
+  /** Present when a crash tail was found; `commitRepair` cuts it off. */
+  readonly torn?: TornTail
+}
+
+export interface StoredSessionSummary {
+  readonly id: string
+  /** From the last `session/title` event, else null. */
+  readonly title: string | null
+  readonly cwd?: string
+  readonly parentSession?: string
+  /** Header `createdAt` (epoch ms). */
+  readonly createdAt: number
+  /** Last write to the stored log (epoch ms). */
+  readonly updatedAt: number
+  /** Number of `turn/start` events. */
+  readonly turns: number
+  /** Stored event count (next seq). */
+  readonly length: number
+}
+
+export interface PersistenceBackend {
+  /** 'jsonl', 'sqlite', ... (for messages and benchmarks). */
+  readonly kind: string
+  /**
+   * Materialises a new session atomically: header plus `events` (from seq 0), all or nothing.
+   * `SessionExistsError` when the id is already stored, so of two racing creators exactly one wins.
+   */
+  create(header: SessionHeader, events: readonly SessionEvent[]): Promise<void>
+  /**
+   * Writes `events` durably. The first call for an id materialises the session atomically
+   * (header + events, all or nothing; `SessionExistsError` if another writer won). Every batch's
+   * first seq must equal the stored next seq, else `SeqMismatchError` and nothing is written.
+   * An empty batch only materialises.
+   */
+  appendBatch(header: SessionHeader, events: readonly SessionEvent[]): Promise<void>
+  /** Undefined when no such session is stored. Throws `CorruptSessionError` on D-5 corruption. */
+  loadStored(id: string): Promise<StoredSession | undefined>
+  readStoredRevision(id: string): Promise<string | undefined>
+  /** Seek read: the committed events with seq >= `seq` (backends on a sequential medium omit it). */
+  loadStoredFrom?(id: string, seq: number): Promise<readonly SessionEvent[]>
+  /**
+   * D-7: cuts the crash tail reported by the load (if any) and appends `closers`, only if the
+   * stored revision still equals `expectedRevision` (else `StaleRevisionError`). Not atomic:
+   * a crash in between leaves a tail or an open turn that the next load repairs again.
+   * Returns the new revision.
+   */
+  commitRepair(id: string, closers: readonly SessionEvent[], expectedRevision: string): Promise<string>
+  list(): Promise<readonly StoredSessionSummary[]>
+  /** Moves a stored session to the trash (never unlinks). False when not stored. */
+  trash(id: string): Promise<boolean>
+  close?(): Promise<void>
+}
+
+export class PersistenceError extends Error {
+  constructor(message: string, readonly sessionId?: string) {
+    super(message)
+    this.name = new.target.name
+  }
+}
+/** Materialisation lost the race (or the id is already stored). */
+export class SessionExistsError extends PersistenceError {}
+export class SessionNotStoredError extends PersistenceError {}
+export class SeqMismatchError extends PersistenceError {}
+/** D-7: someone wrote the session after it was loaded. */
+export class StaleRevisionError extends PersistenceError {}
+/** D-5: a bad record inside the committed region (a valid turn/end follows it). */
+export class CorruptSessionError extends PersistenceError {}
+/** S-13 / D-6: a newer or older format, or a foreign database. */
+export class FormatVersionError extends PersistenceError {}
+
+/**
+ * Runs operations per key one after another. Each operation starts after the previous one
+ * settled, whatever its outcome, so one failure never poisons the operations queued behind it.
+ */
+export class OperationChains {
+  private readonly tails = new Map<string, Promise<unknown>>()
+
+  run<T>(key: string, operation: () => Promise<T> | T): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve()
+    const result = previous.then(operation, operation)
+    const tail = result.then(() => undefined, () => undefined)
+    this.tails.set(key, tail)
+    void tail.then(() => { if (this.tails.get(key) === tail) this.tails.delete(key) })
+    return result
+  }
+
+  /** Resolves once every operation queued so far has settled. */
+  async idle(): Promise<void> {
+    while (this.tails.size) await Promise.all(this.tails.values())
+  }
+}
+
+/** Result of a cold load through the service. */
+export interface LoadResult {
+  readonly session: Session
+  /** Closers appended by crash repair (C-2, C-3); empty when the log was closed. */
+  readonly repaired: readonly SessionEvent[]
+  readonly torn?: TornTail
+  /** True when the id was already live in this process (C-5: flushed, not repaired). */
+  readonly wasLive: boolean
+}
+
+export interface SessionPersistenceService {
+  readonly backend: PersistenceBackend
+  /** D-2 barrier: resolves once every event of the session appended so far is stored. */
+  flush(session: Session | string): Promise<void>
+  flushAll(): Promise<void>
+  /** Cold load (C-1..C-5), repair, hydrate into `ctx.sessions`. */
+  load(id: string): Promise<LoadResult>
+  list(): Promise<readonly StoredSessionSummary[]>
+  /** S-14 through `ctx.sessions.fork`, then materialised. Loads the source when it is not live. */
+  fork(sourceId: string, boundary?: number, childId?: string): Promise<Session>
+  /** Moves the stored session to the trash; refuses a live session with an open turn. */
+  delete(id: string): Promise<boolean>
+  /** The last write failure of a session whose automatic writing is paused (D-2), if any. */
+  writeError(id: string): unknown
+}
+
+declare module 'cordis' {
+  interface Context {
+    sessionPersistence: SessionPersistenceService
+  }
+}

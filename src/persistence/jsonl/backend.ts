@@ -1,0 +1,437 @@
+/**
+ * JSONL backend (D-4): one append-only file per session. Appends cost O(batch): the file is
+ * never rewritten; the next seq and size are cached per session and revalidated by `fstat`.
+ */
+import { randomUUID } from 'node:crypto'
+import { constants as fsConstants } from 'node:fs'
+import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { SessionEvent, SessionHeader } from '../../session/types.js'
+import { lineEventCount, type StoredLine } from '../../session/chunk-rows.js'
+import {
+  OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
+  type PersistenceBackend, type StoredSession, type StoredSessionSummary, type TornTail,
+} from '../api.js'
+import { checkHeader, encodeHeader, encodeRecords, isObject, scanRecords, type RawRecord } from '../records.js'
+import { encodeSessionId, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
+
+export interface JsonlBackendOptions {
+  /** Folder holding one sub-folder per project. Created 0700 when missing. */
+  readonly root: string
+  /** Pack chunk runs into rows (R-1..R-4). Default true. */
+  readonly packed?: boolean
+  /** fsync after every write (default true). Off only for throwaway stores. */
+  readonly fsync?: boolean
+}
+
+interface FileState {
+  readonly dir: string
+  readonly file: string
+  size: number
+  nextSeq: number
+  revision: string
+  /** A crash tail found by the last scan; appends wait for `commitRepair`. */
+  torn?: TornTail
+}
+
+/** Cache written by `list()` so later listings read only bytes appended since. */
+interface SummaryCache {
+  readonly size: number
+  /** The 64 bytes before `size`, to notice a truncate-and-rewrite (repair) behind the cache. */
+  readonly tail: string
+  readonly length: number
+  readonly turns: number
+  readonly title: string | null
+}
+
+const DIR_MODE = 0o700
+const FILE_MODE = 0o600
+const NEWLINE = 0x0a
+
+export class JsonlBackend implements PersistenceBackend {
+  readonly kind = 'jsonl'
+  readonly root: string
+  private readonly packed: boolean
+  private readonly fsync: boolean
+  private readonly chains = new OperationChains()
+  /** id -> session folder; filled by writes and lookups, so a known id is never searched for. */
+  private readonly index = new Map<string, string>()
+  private readonly states = new Map<string, FileState>()
+
+  constructor(options: JsonlBackendOptions) {
+    this.root = options.root
+    this.packed = options.packed ?? true
+    this.fsync = options.fsync ?? true
+  }
+
+  /** The session file of a stored id (undefined when not stored). */
+  async pathOf(id: string): Promise<string | undefined> {
+    const dir = await this.locate(id)
+    return dir === undefined ? undefined : join(dir, SESSION_FILE)
+  }
+
+  create(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
+    return this.chains.run(header.id, async () => {
+      checkContiguous(header.id, events)
+      if (await this.locate(header.id) !== undefined) {
+        throw new SessionExistsError(`session ${JSON.stringify(header.id)} is already stored`, header.id)
+      }
+      await this.materialise(header, events)
+    })
+  }
+
+  appendBatch(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
+    return this.chains.run(header.id, async () => {
+      checkContiguous(header.id, events)
+      let state = this.states.get(header.id)
+      if (state === undefined) {
+        const dir = await this.locate(header.id)
+        if (dir === undefined) return this.materialise(header, events)
+        state = await this.scan(header.id, dir)
+      }
+      if (events.length === 0) return
+      await this.append(header.id, state, events)
+    })
+  }
+
+  loadStored(id: string): Promise<StoredSession | undefined> {
+    return this.chains.run(id, async () => {
+      const dir = await this.locate(id)
+      if (dir === undefined) return undefined
+      const { header, events, state } = await this.read(id, dir)
+      return { header, events, revision: state.revision, torn: state.torn }
+    })
+  }
+
+  readStoredRevision(id: string): Promise<string | undefined> {
+    return this.chains.run(id, async () => {
+      const dir = await this.locate(id)
+      if (dir === undefined) return undefined
+      return revisionOf(await stat(join(dir, SESSION_FILE), { bigint: true }))
+    })
+  }
+
+  commitRepair(id: string, closers: readonly SessionEvent[], expectedRevision: string): Promise<string> {
+    return this.chains.run(id, async () => {
+      checkContiguous(id, closers)
+      const dir = await this.locate(id)
+      if (dir === undefined) throw new StaleRevisionError(`session ${JSON.stringify(id)}: not stored any more; repair refused`, id)
+      const handle = await open(join(dir, SESSION_FILE), 'r+')
+      try {
+        const revision = revisionOf(await handle.stat({ bigint: true }))
+        if (revision !== expectedRevision) {
+          throw new StaleRevisionError(`session ${JSON.stringify(id)}: written since it was loaded (revision ${revision}, expected ${expectedRevision}); repair refused`, id)
+        }
+      } finally {
+        await handle.close()
+      }
+      let state = this.states.get(id)
+      if (state === undefined || state.revision !== expectedRevision) state = await this.scan(id, dir, true)
+      if (state.torn !== undefined) {
+        const handle = await open(state.file, 'r+')
+        try {
+          await handle.truncate(state.torn.cutAt)
+          if (this.fsync) await handle.sync()
+          state.size = state.torn.cutAt
+          state.revision = revisionOf(await handle.stat({ bigint: true }))
+          state.torn = undefined
+        } finally {
+          await handle.close()
+        }
+      }
+      if (closers.length > 0) await this.append(id, state, closers)
+      return state.revision
+    })
+  }
+
+  async list(): Promise<readonly StoredSessionSummary[]> {
+    const out: StoredSessionSummary[] = []
+    for (const project of await readdirOrEmpty(this.root)) {
+      if (project.startsWith('.')) continue
+      for (const entry of await readdirOrEmpty(join(this.root, project))) {
+        const dir = join(this.root, project, entry)
+        const summary = await this.chains.run(`list:${dir}`, () => this.summarise(dir)).catch(() => undefined)
+        if (summary === undefined) continue
+        this.index.set(summary.id, dir)
+        out.push(summary)
+      }
+    }
+    return out.sort((a, b) => b.updatedAt - a.updatedAt || a.id.localeCompare(b.id))
+  }
+
+  trash(id: string): Promise<boolean> {
+    return this.chains.run(id, async () => {
+      const dir = await this.locate(id)
+      if (dir === undefined) return false
+      const trash = join(this.root, TRASH_DIR)
+      await mkdir(trash, { recursive: true, mode: DIR_MODE })
+      await rename(dir, join(trash, `${Date.now()}-${randomUUID().slice(0, 8)}-${encodeSessionId(id)}`))
+      this.index.delete(id)
+      this.states.delete(id)
+      return true
+    })
+  }
+
+  async close(): Promise<void> {
+    await this.chains.idle()
+  }
+
+  // --- internals ---
+
+  private async locate(id: string): Promise<string | undefined> {
+    const known = this.index.get(id)
+    if (known !== undefined && await exists(join(known, SESSION_FILE))) return known
+    this.index.delete(id)
+    this.states.delete(id)
+    const encoded = encodeSessionId(id)
+    for (const project of await readdirOrEmpty(this.root)) {
+      if (project.startsWith('.')) continue
+      const dir = join(this.root, project, encoded)
+      if (await exists(join(dir, SESSION_FILE))) {
+        this.index.set(id, dir)
+        return dir
+      }
+    }
+    return undefined
+  }
+
+  /** D-4: temp file + fsync + link (never rename over) + unlink temp. */
+  private async materialise(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
+    if (events.length > 0 && events[0].seq !== 0) {
+      throw new SeqMismatchError(`session ${JSON.stringify(header.id)}: the first stored event must have seq 0, got ${events[0].seq}`, header.id)
+    }
+    const dir = join(this.root, projectKey(header.cwd), encodeSessionId(header.id))
+    await mkdir(this.root, { recursive: true, mode: DIR_MODE })
+    await mkdir(dir, { recursive: true, mode: DIR_MODE })
+    const file = join(dir, SESSION_FILE)
+    const tmp = join(dir, `.${SESSION_FILE}.${process.pid}.${randomUUID()}.tmp`)
+    const text = [encodeHeader(header), ...encodeRecords(events, this.packed)].join('\n') + '\n'
+    const handle = await open(tmp, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY, FILE_MODE)
+    try {
+      await handle.writeFile(text)
+      if (this.fsync) await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    try {
+      await link(tmp, file)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+        throw new SessionExistsError(`session ${JSON.stringify(header.id)} is already stored (another writer materialised it first)`, header.id)
+      }
+      throw error
+    } finally {
+      await unlink(tmp).catch(() => undefined)
+    }
+    if (this.fsync) await syncDir(dir)
+    const info = await stat(file, { bigint: true })
+    this.index.set(header.id, dir)
+    this.states.set(header.id, { dir, file, size: Number(info.size), nextSeq: events.length, revision: revisionOf(info) })
+  }
+
+  /** Append + fsync; a failed write is truncated back to the previous size. */
+  private async append(id: string, state: FileState, events: readonly SessionEvent[]): Promise<void> {
+    const handle = await open(state.file, 'r+')
+    try {
+      const before = await handle.stat({ bigint: true })
+      if (revisionOf(before) !== state.revision) {
+        // Someone else wrote the file: learn its real end before judging our seq.
+        await handle.close().catch(() => undefined)
+        const fresh = await this.scan(id, state.dir, true)
+        Object.assign(state, fresh)
+        return this.append(id, state, events)
+      }
+      if (state.torn !== undefined) {
+        throw new PersistenceError(`session ${JSON.stringify(id)} has an unrepaired crash tail (${state.torn.detail}); load it to repair before appending`, id)
+      }
+      if (events[0].seq !== state.nextSeq) {
+        throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch starts at seq ${events[0].seq} but the stored log ends before seq ${state.nextSeq}`, id)
+      }
+      const bytes = Buffer.from(encodeRecords(events, this.packed).join('\n') + '\n', 'utf8')
+      try {
+        await writeAllAt(handle, bytes, state.size)
+        if (this.fsync) await handle.sync()
+      } catch (error) {
+        await handle.truncate(state.size).catch(() => undefined)
+        throw error
+      }
+      state.size += bytes.length
+      state.nextSeq += events.length
+      state.revision = revisionOf(await handle.stat({ bigint: true }))
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+  }
+
+  private async scan(id: string, dir: string, force = false): Promise<FileState> {
+    const cached = this.states.get(id)
+    if (cached !== undefined && !force) return cached
+    return (await this.read(id, dir)).state
+  }
+
+  /** Reads and classifies the whole file (D-5); caches the resulting state. */
+  private async read(id: string, dir: string): Promise<{ header: SessionHeader; events: SessionEvent[]; state: FileState }> {
+    const file = join(dir, SESSION_FILE)
+    const handle = await open(file, 'r')
+    let buffer: Buffer
+    let revision: string
+    try {
+      const info = await handle.stat({ bigint: true })
+      revision = revisionOf(info)
+      buffer = await readRange(handle, 0, Number(info.size))
+    } finally {
+      await handle.close()
+    }
+    const headerEnd = buffer.indexOf(NEWLINE)
+    if (headerEnd < 0) throw new PersistenceError(`${file}: the session header line is incomplete`, id)
+    let headerValue: unknown
+    try {
+      headerValue = JSON.parse(buffer.toString('utf8', 0, headerEnd))
+    } catch (error) {
+      throw new PersistenceError(`${file}: line 1 is not a JSON session header (${(error as Error).message})`, id)
+    }
+    const header = checkHeader(headerValue, file)
+    if (header.id !== id) throw new PersistenceError(`${file}: the header names session ${JSON.stringify(header.id)}, not ${JSON.stringify(id)}`, id)
+    const { events, torn } = scanRecords(id, lines(buffer, headerEnd + 1, 2))
+    const state: FileState = { dir, file, size: buffer.length, nextSeq: events.length, revision, torn }
+    this.states.set(id, state)
+    this.index.set(id, dir)
+    return { header, events, state }
+  }
+
+  /** Reads the header plus only the bytes appended since the cached summary. */
+  private async summarise(dir: string): Promise<StoredSessionSummary | undefined> {
+    const file = join(dir, SESSION_FILE)
+    let handle: FileHandle
+    try {
+      handle = await open(file, 'r')
+    } catch {
+      return undefined
+    }
+    try {
+      const info = await handle.stat()
+      let head = Buffer.alloc(0)
+      let headerEnd = -1
+      while (headerEnd < 0 && head.length < info.size) {
+        head = Buffer.concat([head, await readRange(handle, head.length, Math.min(info.size, head.length + 65536))])
+        headerEnd = head.indexOf(NEWLINE)
+      }
+      if (headerEnd < 0) return undefined
+      const header = checkHeader(JSON.parse(head.toString('utf8', 0, headerEnd)), file)
+      const cache = await readSummaryCache(join(dir, SUMMARY_FILE), handle, info.size)
+      let { length, turns, title } = cache ?? { length: 0, turns: 0, title: null as string | null }
+      const from = cache?.size ?? headerEnd + 1
+      const buffer = await readRange(handle, from, info.size)
+      let end = 0
+      for (const line of lines(buffer, 0, 1)) {
+        if (!line.complete) break
+        end = line.position + line.bytes
+        let value: unknown
+        try {
+          value = JSON.parse(line.text)
+        } catch {
+          continue
+        }
+        if (!isObject(value)) continue
+        length += lineEventCount(value as unknown as StoredLine)
+        if (value.type === 'turn/start') turns++
+        if (value.type === 'session/title' && isObject(value.data) && typeof value.data.title === 'string') title = value.data.title
+      }
+      if (end > 0 || cache === undefined) {
+        const size = from + end
+        const tail = (await readRange(handle, Math.max(0, size - 64), size)).toString('base64')
+        const next: SummaryCache = { size, tail, length, turns, title }
+        await writeFile(join(dir, SUMMARY_FILE), JSON.stringify(next), { mode: FILE_MODE }).catch(() => undefined)
+      }
+      return {
+        id: header.id, title, cwd: header.cwd, parentSession: header.parentSession,
+        createdAt: header.createdAt, updatedAt: Math.floor(info.mtimeMs), turns, length,
+      }
+    } finally {
+      await handle.close()
+    }
+  }
+}
+
+async function readRange(handle: FileHandle, start: number, end: number): Promise<Buffer> {
+  const buffer = Buffer.alloc(Math.max(0, end - start))
+  let filled = 0
+  while (filled < buffer.length) {
+    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, start + filled)
+    if (bytesRead === 0) break
+    filled += bytesRead
+  }
+  return buffer.subarray(0, filled)
+}
+
+function* lines(buffer: Buffer, start: number, firstLine: number): Generator<RawRecord> {
+  let position = start
+  let lineNo = firstLine
+  while (position < buffer.length) {
+    const newline = buffer.indexOf(NEWLINE, position)
+    const end = newline < 0 ? buffer.length : newline
+    const bytes = (newline < 0 ? end : end + 1) - position
+    yield { text: buffer.toString('utf8', position, end), complete: newline >= 0, position, bytes, where: `line ${lineNo} (byte ${position})` }
+    position += bytes
+    lineNo++
+  }
+}
+
+async function readSummaryCache(path: string, handle: FileHandle, fileSize: number): Promise<SummaryCache | undefined> {
+  try {
+    const cache = JSON.parse(await readFile(path, 'utf8')) as SummaryCache
+    if (!Number.isSafeInteger(cache.size) || cache.size > fileSize) return undefined
+    const tail = await readRange(handle, Math.max(0, cache.size - 64), cache.size)
+    return tail.toString('base64') === cache.tail ? cache : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function checkContiguous(id: string, events: readonly SessionEvent[]): void {
+  for (let i = 1; i < events.length; i++) {
+    if (events[i].seq !== events[0].seq + i) {
+      throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch is not contiguous at seq ${events[i].seq} (expected ${events[0].seq + i})`, id)
+    }
+  }
+}
+
+async function writeAllAt(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
+  let written = 0
+  while (written < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, written, bytes.length - written, position + written)
+    written += bytesWritten
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function readdirOrEmpty(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return []
+    throw error
+  }
+}
+
+/** D-4 revision: the stat quintuple dev:ino:size:mtimeNs:ctimeNs. */
+function revisionOf(info: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string {
+  return `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`
+}

@@ -1,0 +1,167 @@
+/**
+ * Stored records shared by the backends: the header line (S-13) and event records, which are
+ * either one event envelope or a packed chunk row (R-1..R-4) standing for several events.
+ */
+import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from '../session/types.js'
+import { isChunkRowType, packEvents, unpackRow, type ChunkRow } from '../session/chunk-rows.js'
+import type { BadRecordReason, TornTail } from './api.js'
+import { CorruptSessionError, FormatVersionError, PersistenceError } from './api.js'
+
+const ENVELOPE_KEYS = new Set(['type', 'seq', 'time', 'data', 'ignorable', 'surfaceOp', 'sourceEventSeqs'])
+const ROW_KEYS = new Set(['type', 'seq0', 'time0', 'data'])
+
+/** A record that cannot be read; D-5 decides whether it is a crash tail or corruption. */
+export class BadRecord extends Error {
+  constructor(readonly reason: BadRecordReason, detail: string) {
+    super(detail)
+    this.name = 'BadRecord'
+  }
+}
+
+/** S-13: the version is checked before the shape, and the message names the direction. */
+export function checkHeader(value: unknown, where: string): SessionHeader {
+  if (!isObject(value) || value.type !== 'session') throw new PersistenceError(`${where}: the first record is not a session header ({"type":"session",...})`)
+  const version = value.version
+  if (typeof version !== 'number') throw new PersistenceError(`${where}: the session header has no numeric version`)
+  if (version !== SESSION_FORMAT_VERSION) {
+    const direction = version > SESSION_FORMAT_VERSION ? 'newer' : 'older'
+    throw new FormatVersionError(`${where}: session format version ${version} is ${direction} than the supported version ${SESSION_FORMAT_VERSION}`)
+  }
+  if (typeof value.id !== 'string' || value.id === '') throw new PersistenceError(`${where}: the session header has no id`)
+  if (!Number.isSafeInteger(value.createdAt)) throw new PersistenceError(`${where}: the session header has no integer createdAt`)
+  if (!Number.isSafeInteger(value.delegationDepth)) throw new PersistenceError(`${where}: the session header has no integer delegationDepth`)
+  if (value.cwd !== undefined && typeof value.cwd !== 'string') throw new PersistenceError(`${where}: the session header cwd is not a string`)
+  return value as unknown as SessionHeader
+}
+
+/** The header as stored: S-13 key order, `delegationDepth` always written. */
+export function encodeHeader(header: SessionHeader): string {
+  const { type: _type, version: _version, id, createdAt, cwd, parentSession, seedLength, origin, delegationDepth, agentPreset, ...rest } = header
+  return JSON.stringify({ type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt, cwd, parentSession, seedLength, origin, delegationDepth: delegationDepth ?? 0, agentPreset, ...rest })
+}
+
+/** One event envelope in canonical key order (S-1). */
+export function encodeEvent(event: SessionEvent): string {
+  const { type, seq, time, data, ignorable, surfaceOp, sourceEventSeqs } = event
+  return JSON.stringify({ type, seq, time, data, ignorable, surfaceOp, sourceEventSeqs })
+}
+
+/**
+ * Checks one parsed envelope (S-1): no unknown top-level key, integer seq equal to `expectedSeq`,
+ * safe-integer time, a data field.
+ */
+export function checkEnvelope(value: unknown, expectedSeq: number): SessionEvent {
+  if (!isObject(value)) throw new BadRecord('invalid-envelope', 'record is not a JSON object')
+  for (const key of Object.keys(value)) {
+    if (!ENVELOPE_KEYS.has(key)) throw new BadRecord('invalid-envelope', `unknown top-level key ${JSON.stringify(key)}`)
+  }
+  if (typeof value.type !== 'string' || value.type === '') throw new BadRecord('invalid-envelope', 'missing event type')
+  if (value.seq !== expectedSeq) throw new BadRecord('wrong-seq', `seq ${JSON.stringify(value.seq)} where ${expectedSeq} was expected`)
+  if (!Number.isSafeInteger(value.time)) throw new BadRecord('invalid-envelope', `time ${JSON.stringify(value.time)} is not a safe integer`)
+  if (!('data' in value)) throw new BadRecord('invalid-envelope', 'missing data')
+  if (value.ignorable !== undefined && value.ignorable !== true) throw new BadRecord('invalid-envelope', 'ignorable must be true when present')
+  return value as unknown as SessionEvent
+}
+
+/** Checks a packed row's envelope; the caller unpacks it. */
+export function checkRow(value: Record<string, unknown>, expectedSeq: number): void {
+  for (const key of Object.keys(value)) {
+    if (!ROW_KEYS.has(key)) throw new BadRecord('invalid-envelope', `unknown top-level key ${JSON.stringify(key)} in a ${String(value.type)} row`)
+  }
+  if (value.seq0 !== expectedSeq) throw new BadRecord('wrong-seq', `seq0 ${JSON.stringify(value.seq0)} where ${expectedSeq} was expected`)
+  if (!Number.isSafeInteger(value.time0)) throw new BadRecord('invalid-envelope', `time0 ${JSON.stringify(value.time0)} is not a safe integer`)
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** Encodes a batch as stored records (one string each), packing chunk runs when asked (R-1..R-4). */
+export function encodeRecords(events: readonly SessionEvent[], packed: boolean): string[] {
+  const lines = packed ? packEvents(events) : events
+  return lines.map((line) => (isChunkRowType(line.type) ? JSON.stringify(line) : encodeEvent(line as SessionEvent)))
+}
+
+/** Decodes one parsed record whose first seq must be `expectedSeq`; throws `BadRecord`. */
+export function decodeRecord(value: unknown, expectedSeq: number): SessionEvent[] {
+  if (isObject(value) && isChunkRowType(value.type)) {
+    checkRow(value, expectedSeq)
+    try {
+      return unpackRow(value as unknown as ChunkRow)
+    } catch (error) {
+      throw new BadRecord('invalid-envelope', error instanceof Error ? error.message : String(error))
+    }
+  }
+  return [checkEnvelope(value, expectedSeq)]
+}
+
+/** Parses then decodes one JSON text record. */
+export function decodeRecordText(text: string, expectedSeq: number): SessionEvent[] {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (error) {
+    throw new BadRecord('unparsable', `not JSON (${error instanceof Error ? error.message : String(error)})`)
+  }
+  return decodeRecord(value, expectedSeq)
+}
+
+/** One stored record before decoding: a JSONL line or an SQLite row rendered as JSON text. */
+export interface RawRecord {
+  readonly text: string
+  /** False for a final JSONL line without its newline (D-5). */
+  readonly complete: boolean
+  /** Backend position: byte offset (JSONL) or stored seq (SQLite). */
+  readonly position: number
+  readonly bytes: number
+  /** Human location for messages, e.g. "line 12 (byte 3456)". */
+  readonly where: string
+}
+
+/**
+ * D-5 torn-tail classification. Records are decoded in order; the first bad one (unparsable,
+ * wrong seq, invalid envelope, or incomplete) ends the committed prefix. If a well-formed
+ * `turn/end` follows it anywhere, the committed region itself is damaged: refuse. Otherwise
+ * everything from the bad record on is a crash tail, reported so the caller can cut it.
+ */
+export function scanRecords(sessionId: string, records: Iterable<RawRecord>, startSeq = 0): { events: SessionEvent[]; torn?: TornTail } {
+  const events: SessionEvent[] = []
+  let bad: { record: RawRecord; reason: BadRecordReason; detail: string } | undefined
+  let droppedRecords = 0
+  let droppedBytes = 0
+  for (const record of records) {
+    if (bad === undefined) {
+      try {
+        if (!record.complete) throw new BadRecord('no-newline', 'the final record is incomplete (no trailing newline)')
+        for (const event of decodeRecordText(record.text, startSeq + events.length)) events.push(event)
+        continue
+      } catch (error) {
+        if (!(error instanceof BadRecord)) throw error
+        bad = { record, reason: error.reason, detail: error.message }
+      }
+    } else if (record.complete && isTurnEnd(record.text)) {
+      throw new CorruptSessionError(
+        `session ${JSON.stringify(sessionId)}: the committed log is corrupt: ${bad.record.where} is bad (${bad.reason}: ${bad.detail}), ` +
+        `and a turn/end follows at ${record.where}, so this is not a crash tail; refusing to load`, sessionId)
+    }
+    droppedRecords++
+    droppedBytes += record.bytes
+  }
+  if (bad === undefined) return { events }
+  return {
+    events,
+    torn: { fromSeq: startSeq + events.length, reason: bad.reason, detail: `${bad.record.where}: ${bad.detail}`, droppedRecords, droppedBytes, cutAt: bad.record.position },
+  }
+}
+
+function isTurnEnd(text: string): boolean {
+  if (!text.includes('"turn/end"')) return false
+  try {
+    const value: unknown = JSON.parse(text)
+    if (!isObject(value) || value.type !== 'turn/end' || !Number.isSafeInteger(value.seq)) return false
+    checkEnvelope(value, value.seq as number)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,344 @@
+/**
+ * SQLite backend (D-6) on better-sqlite3: one `sessions` row per session and one `events` row
+ * per stored record (a packed chunk row stays one row spanning `count` seqs). Every write is one
+ * IMMEDIATE transaction that bumps the session's revision, so there are no torn writes; a row
+ * that is nevertheless unreadable is classified exactly like a bad JSONL line (D-5).
+ */
+import { randomUUID } from 'node:crypto'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import type { SessionEvent, SessionHeader } from '../../session/types.js'
+import { isChunkRowType, packEvents } from '../../session/chunk-rows.js'
+import {
+  FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
+  type PersistenceBackend, type StoredSession, type StoredSessionSummary,
+} from '../api.js'
+import { checkHeader, encodeHeader, scanRecords, type RawRecord } from '../records.js'
+
+/** 'DSHP' */
+export const SQLITE_APPLICATION_ID = 0x44534850
+export const SQLITE_SCHEMA_VERSION = 1
+
+export interface SqliteBackendOptions {
+  /** Database file; its folder is created 0700 and the file 0600 when missing. */
+  readonly file: string
+  /** Pack chunk runs into rows (R-1..R-4). Default true. */
+  readonly packed?: boolean
+}
+
+const SCHEMA = `
+CREATE TABLE store_state (
+  key TEXT PRIMARY KEY NOT NULL,
+  value TEXT NOT NULL
+) STRICT;
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY NOT NULL,
+  incarnation TEXT NOT NULL UNIQUE,
+  revision INTEGER NOT NULL,
+  header TEXT NOT NULL,
+  cwd TEXT,
+  parent_session TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  next_seq INTEGER NOT NULL,
+  turns INTEGER NOT NULL,
+  title TEXT
+) STRICT;
+CREATE TABLE events (
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  seq INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  ignorable INTEGER,
+  surface_op TEXT,
+  source_event_seqs TEXT,
+  PRIMARY KEY (session_id, seq)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE trash_sessions (
+  incarnation TEXT PRIMARY KEY NOT NULL,
+  id TEXT NOT NULL,
+  trashed_at INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  header TEXT NOT NULL
+) STRICT;
+CREATE TABLE trash_events (
+  incarnation TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  ignorable INTEGER,
+  surface_op TEXT,
+  source_event_seqs TEXT,
+  PRIMARY KEY (incarnation, seq)
+) STRICT, WITHOUT ROWID;
+`
+
+interface SessionRow {
+  id: string
+  incarnation: string
+  revision: number
+  header: string
+  cwd: string | null
+  parent_session: string | null
+  created_at: number
+  updated_at: number
+  next_seq: number
+  turns: number
+  title: string | null
+}
+
+interface EventRow {
+  seq: number
+  count: number
+  type: string
+  time: number
+  data: string
+  ignorable: number | null
+  surface_op: string | null
+  source_event_seqs: string | null
+}
+
+export class SqliteBackend implements PersistenceBackend {
+  readonly kind = 'sqlite'
+  readonly file: string
+  readonly db: Database.Database
+  private readonly packed: boolean
+  private readonly storeId: string
+  private readonly chains = new OperationChains()
+  private readonly statements
+
+  constructor(options: SqliteBackendOptions) {
+    this.file = options.file
+    this.packed = options.packed ?? true
+    mkdirSync(dirname(options.file), { recursive: true, mode: 0o700 })
+    // Create the file 0600 ourselves: SQLite gives the -wal/-shm files the same mode.
+    closeSync(openSync(options.file, 'a', 0o600))
+    this.db = new Database(options.file)
+    try {
+      this.storeId = this.openSchema()
+    } catch (error) {
+      this.db.close()
+      throw error
+    }
+    const db = this.db
+    this.statements = {
+      session: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
+      revision: db.prepare<[string], Pick<SessionRow, 'incarnation' | 'revision'>>('SELECT incarnation, revision FROM sessions WHERE id = ?'),
+      insertSession: db.prepare('INSERT INTO sessions (id, incarnation, revision, header, cwd, parent_session, created_at, updated_at, next_seq, turns, title) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      updateSession: db.prepare('UPDATE sessions SET revision = revision + 1, updated_at = ?, next_seq = ?, turns = turns + ?, title = coalesce(?, title) WHERE id = ?'),
+      insertEvent: db.prepare('INSERT INTO events (session_id, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      events: db.prepare<[string], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? ORDER BY seq'),
+      rowStart: db.prepare<[string, number], { start: number | null }>('SELECT max(seq) AS start FROM events WHERE session_id = ? AND seq <= ?'),
+      eventsFrom: db.prepare<[string, number], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq'),
+      deleteFrom: db.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?'),
+      list: db.prepare<[], SessionRow>('SELECT * FROM sessions ORDER BY updated_at DESC, id'),
+      trashSession: db.prepare('INSERT INTO trash_sessions (incarnation, id, trashed_at, revision, header) SELECT incarnation, id, ?, revision, header FROM sessions WHERE id = ?'),
+      trashEvents: db.prepare('INSERT INTO trash_events (incarnation, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) SELECT ?, seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ?'),
+      deleteEvents: db.prepare('DELETE FROM events WHERE session_id = ?'),
+      deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
+    }
+  }
+
+  /** Checks identity and version before anything is written; creates the schema in a fresh file. */
+  private openSchema(): string {
+    const db = this.db
+    const applicationId = db.pragma('application_id', { simple: true }) as number
+    const version = db.pragma('user_version', { simple: true }) as number
+    const objects = (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'").get() as { n: number }).n
+    const fresh = applicationId === 0 && version === 0 && objects === 0
+    if (!fresh && applicationId !== SQLITE_APPLICATION_ID) {
+      throw new FormatVersionError(`${this.file}: not a dsh session store (application_id 0x${applicationId.toString(16)}, expected 0x${SQLITE_APPLICATION_ID.toString(16)}); refusing to touch it`)
+    }
+    if (!fresh && version !== SQLITE_SCHEMA_VERSION) {
+      const direction = version > SQLITE_SCHEMA_VERSION ? 'newer' : 'older'
+      throw new FormatVersionError(`${this.file}: session store schema version ${version} is ${direction} than the supported version ${SQLITE_SCHEMA_VERSION}; no migration is done`)
+    }
+    db.pragma('journal_mode = WAL')
+    db.pragma('synchronous = FULL')
+    const synchronous = db.pragma('synchronous', { simple: true })
+    if (synchronous !== 2) throw new PersistenceError(`${this.file}: PRAGMA synchronous reads back ${String(synchronous)}, not FULL (2)`)
+    db.pragma('foreign_keys = ON')
+    db.pragma('busy_timeout = 5000')
+    if (fresh) {
+      db.transaction(() => {
+        db.exec(SCHEMA)
+        db.prepare("INSERT INTO store_state (key, value) VALUES ('store_id', ?)").run(randomUUID())
+        db.pragma(`application_id = ${SQLITE_APPLICATION_ID}`)
+        db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`)
+      }).immediate()
+    }
+    const row = db.prepare("SELECT value FROM store_state WHERE key = 'store_id'").get() as { value: string } | undefined
+    if (row === undefined) throw new PersistenceError(`${this.file}: store_state has no store_id`)
+    return row.value
+  }
+
+  create(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
+    return this.chains.run(header.id, () => {
+      this.db.transaction(() => {
+        if (this.statements.session.get(header.id) !== undefined) {
+          throw new SessionExistsError(`session ${JSON.stringify(header.id)} is already stored`, header.id)
+        }
+        this.materialise(header, events)
+      }).immediate()
+    })
+  }
+
+  appendBatch(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
+    return this.chains.run(header.id, () => {
+      this.db.transaction(() => {
+        const row = this.statements.session.get(header.id)
+        if (row === undefined) return this.materialise(header, events)
+        if (events.length === 0) return
+        if (events[0].seq !== row.next_seq) {
+          throw new SeqMismatchError(`session ${JSON.stringify(header.id)}: batch starts at seq ${events[0].seq} but the stored log ends before seq ${row.next_seq}`, header.id)
+        }
+        this.insertEvents(header.id, events)
+      }).immediate()
+    })
+  }
+
+  loadStored(id: string): Promise<StoredSession | undefined> {
+    return this.chains.run(id, () => {
+      const { row, rows } = this.db.transaction(() => {
+        const row = this.statements.session.get(id)
+        return { row, rows: row === undefined ? [] : this.statements.events.all(id) }
+      }).deferred()
+      if (row === undefined) return undefined
+      const header = checkHeader(JSON.parse(row.header), `${this.file} session ${JSON.stringify(id)}`)
+      const { events, torn } = scanRecords(id, rows.map(rawRecord))
+      return { header, events, revision: this.token(row), torn }
+    })
+  }
+
+  readStoredRevision(id: string): Promise<string | undefined> {
+    return this.chains.run(id, () => {
+      const row = this.statements.revision.get(id)
+      return row === undefined ? undefined : this.token(row)
+    })
+  }
+
+  /** Seek read (D-6): starts at the row holding `seq`, never reads earlier rows. */
+  loadStoredFrom(id: string, seq: number): Promise<readonly SessionEvent[]> {
+    return this.chains.run(id, () => {
+      const rows = this.db.transaction(() => {
+        const start = this.statements.rowStart.get(id, seq)?.start ?? seq
+        return this.statements.eventsFrom.all(id, start)
+      }).deferred()
+      if (rows.length === 0) return []
+      const { events } = scanRecords(id, rows.map(rawRecord), rows[0].seq)
+      return events.filter((event) => event.seq >= seq)
+    })
+  }
+
+  commitRepair(id: string, closers: readonly SessionEvent[], expectedRevision: string): Promise<string> {
+    return this.chains.run(id, () => this.db.transaction(() => {
+      const row = this.statements.session.get(id)
+      const current = row === undefined ? undefined : this.token(row)
+      if (current !== expectedRevision) {
+        throw new StaleRevisionError(`session ${JSON.stringify(id)}: written since it was loaded (revision ${current ?? 'none'}, expected ${expectedRevision}); repair refused`, id)
+      }
+      const { events } = scanRecords(id, this.statements.events.all(id).map(rawRecord))
+      // Cut the crash tail: every row from the first unreadable one on.
+      this.statements.deleteFrom.run(id, firstRowAfter(this.statements.events.all(id), events.length))
+      if (closers.length > 0 && closers[0].seq !== events.length) {
+        throw new SeqMismatchError(`session ${JSON.stringify(id)}: closers start at seq ${closers[0].seq}, the log ends before seq ${events.length}`, id)
+      }
+      this.statements.updateSession.run(Date.now(), events.length, 0, null, id)
+      if (closers.length > 0) this.insertEvents(id, closers)
+      return this.token(this.statements.session.get(id)!)
+    }).immediate())
+  }
+
+  async list(): Promise<readonly StoredSessionSummary[]> {
+    return this.statements.list.all().map((row) => ({
+      id: row.id, title: row.title, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined,
+      createdAt: row.created_at, updatedAt: row.updated_at, turns: row.turns, length: row.next_seq,
+    }))
+  }
+
+  trash(id: string): Promise<boolean> {
+    return this.chains.run(id, () => this.db.transaction(() => {
+      const row = this.statements.session.get(id)
+      if (row === undefined) return false
+      this.statements.trashSession.run(Date.now(), id)
+      this.statements.trashEvents.run(row.incarnation, id)
+      this.statements.deleteEvents.run(id)
+      this.statements.deleteSession.run(id)
+      return true
+    }).immediate())
+  }
+
+  async close(): Promise<void> {
+    await this.chains.idle()
+    if (this.db.open) this.db.close()
+  }
+
+  private token(row: Pick<SessionRow, 'incarnation' | 'revision'>): string {
+    return `${this.storeId}:${row.incarnation}:${row.revision}`
+  }
+
+  private materialise(header: SessionHeader, events: readonly SessionEvent[]): void {
+    if (events.length > 0 && events[0].seq !== 0) {
+      throw new SeqMismatchError(`session ${JSON.stringify(header.id)}: the first stored event must have seq 0, got ${events[0].seq}`, header.id)
+    }
+    const now = Date.now()
+    this.statements.insertSession.run(header.id, randomUUID(), encodeHeader(header), header.cwd ?? null, header.parentSession ?? null, header.createdAt, now, 0, 0, null)
+    if (events.length > 0) this.insertEvents(header.id, events)
+  }
+
+  /** Inside a transaction: rows for `events`, then the session's bookkeeping (one revision bump). */
+  private insertEvents(id: string, events: readonly SessionEvent[]): void {
+    for (let i = 1; i < events.length; i++) {
+      if (events[i].seq !== events[0].seq + i) {
+        throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch is not contiguous at seq ${events[i].seq} (expected ${events[0].seq + i})`, id)
+      }
+    }
+    let turns = 0
+    let title: string | null = null
+    for (const event of events) {
+      if (event.type === 'turn/start') turns++
+      if (event.type === 'session/title') {
+        const value = (event.data as { title?: unknown } | null)?.title
+        if (typeof value === 'string') title = value
+      }
+    }
+    const lines = this.packed ? packEvents(events) : events
+    for (const line of lines) {
+      if (isChunkRowType(line.type)) {
+        const row = line as { type: string; seq0: number; time0: number; data: { texts?: unknown[]; args?: unknown[] } }
+        const count = (row.data.texts ?? row.data.args ?? []).length
+        this.statements.insertEvent.run(id, row.seq0, count, row.type, row.time0, JSON.stringify(row.data), null, null, null)
+      } else {
+        const event = line as SessionEvent
+        this.statements.insertEvent.run(
+          id, event.seq, 1, event.type, event.time, JSON.stringify(event.data), event.ignorable ? 1 : null,
+          event.surfaceOp === undefined ? null : JSON.stringify(event.surfaceOp),
+          event.sourceEventSeqs === undefined ? null : JSON.stringify(event.sourceEventSeqs))
+      }
+    }
+    const last = events[events.length - 1]
+    this.statements.updateSession.run(Date.now(), last.seq + 1, turns, title, id)
+  }
+}
+
+/** A row rendered as the JSON record it stands for, so both backends share one decoder. */
+function rawRecord(row: EventRow): RawRecord {
+  const packed = isChunkRowType(row.type)
+  let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
+  if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
+  if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
+  if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
+  text += '}'
+  return { text, complete: true, position: row.seq, bytes: Buffer.byteLength(text), where: `row seq ${row.seq}` }
+}
+
+/** Seq of the first row that was not kept whole (the kept prefix has `kept` events). */
+function firstRowAfter(rows: readonly EventRow[], kept: number): number {
+  for (const row of rows) if (row.seq + row.count > kept) return row.seq
+  return kept
+}
