@@ -1,0 +1,95 @@
+/**
+ * The agent inbox (A-1, A-2): two lists of pending user messages, `next-turn` and `next-step`.
+ * The log is the truth: every mutation first appends `agent/inbox/spliced`, then changes the live
+ * lists, so a restart rebuilds the inbox by folding the splices.
+ */
+import type { UserMessage } from '../llm/types.js'
+import type { Session } from '../session/api.js'
+import type { InboxTarget, SessionEvent } from '../session/types.js'
+import type { InboxView } from './api.js'
+
+export type InboxSplice = { target: InboxTarget; start: number; removedCount?: number; inserted: UserMessage[]; outcome?: 'canceled' }
+
+export class InboxError extends Error {
+  constructor(detail: string) {
+    super(`dsh-inbox: ${detail}`)
+    this.name = 'InboxError'
+  }
+}
+
+export class Inbox implements InboxView {
+  private readonly lists: Record<InboxTarget, UserMessage[]> = { 'next-turn': [], 'next-step': [] }
+
+  private constructor(private readonly session: Session) {}
+
+  /**
+   * Rebuild from the log. A fork child starts empty: only splices after its seed count (S-14).
+   */
+  static fromLog(session: Session): Inbox {
+    const inbox = new Inbox(session)
+    const from = session.header.seedLength ?? 0
+    const events = session.events
+    for (let i = from; i < events.length; i++) {
+      const event = events[i] as SessionEvent
+      if (event.type !== 'agent/inbox/spliced') continue
+      inbox.apply(event.data as InboxSplice, event.seq)
+    }
+    return inbox
+  }
+
+  get nextTurn(): readonly UserMessage[] { return this.lists['next-turn'] }
+  get nextStep(): readonly UserMessage[] { return this.lists['next-step'] }
+  get hasPending(): boolean { return this.lists['next-turn'].length > 0 || this.lists['next-step'].length > 0 }
+
+  /** Log-then-apply; returns the removed messages. */
+  splice(target: InboxTarget, start: number, removedCount: number, inserted: readonly UserMessage[], outcome?: 'canceled'): UserMessage[] {
+    const list = this.lists[target]
+    if (!Number.isInteger(start) || start < 0 || start > list.length) {
+      throw new InboxError(`splice start ${start} is outside ${target} (length ${list.length})`)
+    }
+    if (!Number.isInteger(removedCount) || removedCount < 0 || start + removedCount > list.length) {
+      throw new InboxError(`cannot remove ${removedCount} message(s) at ${start} from ${target} (length ${list.length})`)
+    }
+    if (removedCount === 0 && inserted.length === 0) return []
+    const data: InboxSplice = {
+      target, start,
+      ...(removedCount > 0 ? { removedCount } : {}),
+      inserted: [...inserted],
+      ...(outcome !== undefined ? { outcome } : {}),
+    }
+    const event = this.session.append('agent/inbox/spliced', data)
+    // The live lists hold the logged (frozen) copies, so the log and the projection share objects.
+    return this.apply(event.data as InboxSplice, event.seq)
+  }
+
+  /** A-3: all of next-step, plus the first next-turn message at a turn boundary. */
+  claim(target: InboxTarget, _turn: number): UserMessage[] {
+    const claimed = this.splice('next-step', 0, this.lists['next-step'].length, [])
+    if (target === 'next-turn' && this.lists['next-turn'].length > 0) {
+      claimed.push(...this.splice('next-turn', 0, 1, []))
+    }
+    return claimed
+  }
+
+  push(target: InboxTarget, message: UserMessage): UserMessage {
+    this.splice(target, this.lists[target].length, 0, [message])
+    return this.lists[target][this.lists[target].length - 1]
+  }
+
+  /** Cancel without keepInbox (A-9): both lists emptied through splices marked `canceled`. */
+  clear(): void {
+    for (const target of ['next-step', 'next-turn'] as const) {
+      if (this.lists[target].length > 0) this.splice(target, 0, this.lists[target].length, [], 'canceled')
+    }
+  }
+
+  private apply(splice: InboxSplice, seq: number): UserMessage[] {
+    const list = this.lists[splice.target]
+    if (list === undefined) throw new InboxError(`seq ${seq}: unknown inbox target ${JSON.stringify(splice.target)}`)
+    const removedCount = splice.removedCount ?? 0
+    if (splice.start < 0 || splice.start + removedCount > list.length) {
+      throw new InboxError(`seq ${seq}: splice of ${removedCount} at ${splice.start} does not fit ${splice.target} (length ${list.length})`)
+    }
+    return list.splice(splice.start, removedCount, ...splice.inserted)
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * The loop invariant (A-11) as a plugin: before every model request the loop marks
+ * (`meta.agentLoop`), the messages sent must be frozen and equal `deriveMessages()` of the log,
+ * and system/tools/model/maxTokens must equal the folded `request/header`. A mismatch is a loop
+ * bug: the request is vetoed with a loud error instead of letting the model see a history the
+ * log cannot reproduce.
+ *
+ * Cost per request is O(messages) pointer comparisons: elements identical to the derived ones
+ * are only checked for being frozen; JSON comparison runs only for elements that differ, and the
+ * header is folded incrementally from the events appended since the last request.
+ */
+import type { Context } from 'cordis'
+import type { LlmCallOptions, Message } from '../llm/types.js'
+import type { Session } from '../session/api.js'
+import type { EpochHeader } from '../session/types.js'
+
+export class LoopInvariantError extends Error {
+  constructor(sessionId: string, detail: string) {
+    super(`dsh loop invariant (A-11) violated in session ${sessionId}: ${detail}`)
+    this.name = 'LoopInvariantError'
+  }
+}
+
+interface Fold { scanned: number; header: EpochHeader | undefined; verifiedTools: unknown; verifiedFor: EpochHeader | undefined }
+
+export const LoopInvariantPlugin = {
+  name: 'agent-loop-invariant',
+  apply(ctx: Context) {
+    const folds = new WeakMap<Session, Fold>()
+    ctx.on('llm/stream', (options, next) => {
+      const meta = options.meta
+      if (meta?.agentLoop === true) {
+        const sessions = ctx.get('sessions')
+        const session = typeof meta.sessionId === 'string' ? sessions?.get(meta.sessionId) : undefined
+        if (session === undefined) {
+          throw new LoopInvariantError(String(meta.sessionId), 'the request names no live session (meta.sessionId)')
+        }
+        let fold = folds.get(session)
+        if (fold === undefined) folds.set(session, fold = { scanned: 0, header: undefined, verifiedTools: undefined, verifiedFor: undefined })
+        check(session, options, fold)
+      }
+      return next()
+    }, { prepend: true, global: true })
+  },
+}
+
+function check(session: Session, options: LlmCallOptions, fold: Fold): void {
+  const fail = (detail: string): never => { throw new LoopInvariantError(session.id, detail) }
+  const derived = session.deriveMessages()
+  const sent = options.messages
+  if (sent.length !== derived.length) fail(`${sent.length} messages sent but the log derives ${derived.length}`)
+  for (let i = 0; i < sent.length; i++) {
+    const message = sent[i]!
+    if (message === derived[i]) {
+      if (!Object.isFrozen(message)) fail(`message ${i} (${message.id}) is not frozen`)
+      continue
+    }
+    if (!deepFrozen(message)) fail(`message ${i} (${message.id}) is not frozen`)
+    if (JSON.stringify(message) !== JSON.stringify(derived[i])) {
+      fail(`message ${i} differs from the log: sent ${preview(message)}, derived ${preview(derived[i]!)}`)
+    }
+  }
+  const events = session.events
+  for (let seq = fold.scanned; seq < events.length; seq++) {
+    const event = events[seq]!
+    if (event.type === 'request/header') fold.header = (event.data as { header: EpochHeader }).header
+  }
+  fold.scanned = events.length
+  const header = fold.header ?? fail('no request/header precedes the request')
+  const config = header.config
+  if (options.provider !== config.provider || options.model !== config.model) {
+    fail(`route ${options.provider}/${options.model} differs from the header's ${config.provider}/${config.model}`)
+  }
+  if (options.maxTokens !== config.maxTokens) fail(`maxTokens ${String(options.maxTokens)} differs from the header's ${String(config.maxTokens)}`)
+  if ((options.system ?? '') !== header.system) fail('the system prompt differs from the folded request/header')
+  // Tools are compared once per (tool list, header) pair: the loop reuses one array per assembly.
+  if (fold.verifiedTools !== options.tools || fold.verifiedFor !== header) {
+    if (JSON.stringify(options.tools ?? []) !== JSON.stringify(header.tools)) fail('the tool schemas differ from the folded request/header')
+    fold.verifiedTools = options.tools
+    fold.verifiedFor = header
+  }
+}
+
+function deepFrozen(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return true
+  if (!Object.isFrozen(value)) return false
+  for (const key of Object.keys(value)) if (!deepFrozen((value as Record<string, unknown>)[key])) return false
+  return true
+}
+
+function preview(message: Message): string {
+  const text = JSON.stringify(message)
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text
+}

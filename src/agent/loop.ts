@@ -1,0 +1,457 @@
+/**
+ * ReactLoop: the default agent-loop driver (contracts A-1..A-10), a reactive "double while".
+ * Input lands in the inbox and wakes the driver; `kick()` opens turns while work is pending,
+ * `turn()` runs steps (one model request plus the tools it asked for) until the turn ends.
+ * Every durable fact is appended to the session log before the live state changes.
+ */
+import type { Context } from 'cordis'
+import { BlockAssembler } from '../llm/assembler.js'
+import { toFailure } from '../llm/errors.js'
+import type { LlmService } from '../llm/api.js'
+import type {
+  FinishReason, LlmCallOptions, LlmFailure, StreamChunk, ToolCallBlock, UserMessage,
+} from '../llm/types.js'
+import type { PromptAssembly } from '../prompt/api.js'
+import type { Session } from '../session/api.js'
+import type {
+  AbortReason, EpochHeader, InboxTarget, JsonValue, RequestContext, TurnEndReason,
+} from '../session/types.js'
+import { scopeTarget } from '../scope/index.js'
+import type { ToolsService } from '../tools/api.js'
+import type {
+  Agent, AgentLoop, AgentStatus, CancelOptions, PreStepDecision, PreStepPayload,
+} from './api.js'
+import { DEFAULT_MAX_PARALLEL_TOOL_CALLS } from './api.js'
+import type { RequestErrorDecision } from './events.js'
+import { Inbox } from './inbox.js'
+import { RuntimeContextTracker } from './runtime-context.js'
+import { runStepTools } from './step-tools.js'
+import { toUserMessage } from './messages.js'
+
+type Phase =
+  | { readonly kind: 'idle'; readonly lastTurn: number }
+  | { readonly kind: 'maintenance'; readonly abort: AbortController; readonly lastTurn: number; wakeRequested: boolean }
+  | { readonly kind: 'running'; readonly abort: AbortController; readonly turn: number; step: number; wakeRequested: boolean }
+
+/** How one step ended: `continue` means tool results wait for the model in a new step. */
+type StepEnd =
+  | { readonly kind: 'continue' }
+  | { readonly kind: 'completed' }
+  | { readonly kind: 'max-tokens' }
+  | { readonly kind: 'aborted' }
+  | { readonly kind: 'error'; readonly error: LlmFailure }
+
+interface PreStep {
+  readonly claimed: readonly UserMessage[]
+  readonly assembly: PromptAssembly
+  readonly decision: PreStepDecision
+}
+
+const COMPLETED: TurnEndReason = Object.freeze({ kind: 'completed' })
+
+export class ReactLoop implements AgentLoop {
+  readonly inbox: Inbox
+  private phase: Phase
+  private driver: Promise<void> | undefined
+  private idleWaiters: { resolve(): void; reject(error: unknown): void }[] = []
+  private disposed = false
+  /** A loop bug (e.g. an A-11 violation): the loop stops and every waiter sees it. */
+  private failure: unknown
+  private abortReason: AbortReason = { kind: 'user' }
+  private keepInboxOnAbort = false
+  private readonly session: Session
+  private readonly contexts: RuntimeContextTracker
+  /** A-10: folded from the log once, then kept current by this instance's own appends. */
+  private lastHeader: EpochHeader | undefined
+  private headerSent = false
+  private lastContext: RequestContext | undefined
+
+  constructor(private readonly ctx: Context, readonly agent: Agent) {
+    this.session = agent.session
+    this.inbox = Inbox.fromLog(this.session)
+    this.phase = { kind: 'idle', lastTurn: this.session.position.turn }
+    this.contexts = new RuntimeContextTracker(this.session)
+    for (const event of this.session.events) {
+      if (event.type === 'request/header') this.lastHeader = (event.data as { header: EpochHeader }).header
+      else if (event.type === 'request/context') this.lastContext = event.data as RequestContext
+    }
+  }
+
+  get status(): AgentStatus {
+    return this.phase.kind === 'running' ? 'running' : 'idle'
+  }
+
+  // ---- input (A-2) ----
+
+  send(message: UserMessage, target: InboxTarget, wake: boolean): UserMessage {
+    if (this.disposed) throw new Error(`dsh-agent: agent ${this.agent.id} is disposed; input is refused`)
+    this.assertHealthy()
+    // Decided before the insert: a waking input cannot join an activity that is already aborted.
+    const phase = this.phase
+    const wakingAfterAbort = wake && phase.kind !== 'idle' && phase.abort.signal.aborted
+    const queued = this.inbox.push(wakingAfterAbort ? 'next-turn' : target, message)
+    if (wake) this.wake()
+    return queued
+  }
+
+  private wake(): void {
+    if (this.disposed || this.failure !== undefined) return
+    if (this.phase.kind === 'idle') {
+      this.driver = this.kick()
+      return
+    }
+    // Running: a live turn picks the input up at its next boundary; aborted or maintenance: latched.
+    this.phase.wakeRequested = true
+  }
+
+  // ---- the driver ----
+
+  private async kick(): Promise<void> {
+    let latched = false
+    try {
+      while (await this.turn()) { /* another turn while work is pending */ }
+      latched = this.phase.kind !== 'idle' && this.phase.wakeRequested
+    } catch (error) {
+      this.failure = error
+    }
+    this.converge(latched)
+  }
+
+  /** Back to idle; replay a latched wake unless disposed or the wake's input is gone (A-9). */
+  private converge(latched: boolean): void {
+    const lastTurn = this.phase.kind === 'running' ? this.phase.turn : this.phase.lastTurn
+    const wasRunning = this.phase.kind === 'running'
+    this.phase = { kind: 'idle', lastTurn }
+    this.driver = undefined
+    if (wasRunning) this.emitStatus('idle')
+    if (latched && !this.disposed && this.failure === undefined && this.inbox.nextTurn.length > 0) {
+      this.driver = this.kick()
+      return
+    }
+    const waiters = this.idleWaiters
+    this.idleWaiters = []
+    for (const waiter of waiters) {
+      if (this.failure === undefined) waiter.resolve()
+      else waiter.reject(this.failure)
+    }
+  }
+
+  /** One turn; true when another should follow. */
+  private async turn(): Promise<boolean> {
+    if (this.disposed || !this.inbox.hasPending) return false
+    const abort = new AbortController()
+    const turn = this.session.position.turn + 1
+    this.abortReason = { kind: 'user' }
+    this.keepInboxOnAbort = false
+    this.phase = { kind: 'running', abort, turn, step: 0, wakeRequested: false }
+    this.emitStatus('running')
+    this.session.append('turn/start', { turn })
+    const reason = await this.steps(turn, abort.signal)
+    this.session.append('turn/end', { turn, reason })
+    this.emitContained('agent/turn-end', [this.agent, turn, reason])
+    if (reason.kind === 'aborted') return false
+    return !this.disposed && this.inbox.hasPending
+  }
+
+  /** The inner while over steps. */
+  private async steps(turn: number, signal: AbortSignal): Promise<TurnEndReason> {
+    let target: InboxTarget = 'next-turn'
+    let step = 0
+    let maxTokens = false
+    while (true) {
+      if (signal.aborted) return this.aborted()
+      const pre = await this.preStep(target, turn, step + 1, signal)
+      target = 'next-step'
+      if (signal.aborted) {
+        // Claimed but never entered: with keepInbox they go back to the front of the queue.
+        if (this.keepInboxOnAbort && pre.claimed.length > 0) this.inbox.splice('next-turn', 0, 0, pre.claimed)
+        return this.aborted()
+      }
+      if (pre.decision.kind === 'reject') {
+        return pre.decision.message === undefined ? { kind: 'blocked' } : { kind: 'blocked', message: pre.decision.message }
+      }
+      // A-4: an empty first step spends the turn boundary without a model call.
+      if (step === 0 && pre.decision.messages.length === 0) return COMPLETED
+      step++
+      if (this.phase.kind === 'running') this.phase.step = step
+      this.session.append('step/start', { turn, step })
+      const end = await this.step(turn, step, pre, signal)
+      this.session.append('step/end', { turn, step })
+      if (end.kind === 'aborted') return this.aborted()
+      if (end.kind === 'error') return { kind: 'error', error: end.error }
+      // A-7: max-tokens is sticky for the rest of the turn.
+      if (end.kind === 'max-tokens') maxTokens = true
+      if (end.kind === 'continue') continue
+      if (this.inbox.nextStep.length === 0) {
+        await this.ctx.serial(scopeTarget(this.agent.scope), 'agent/turn-stopping', {
+          session: this.session, agent: this.agent, turn, signal,
+          steer: input => { this.send(toUserMessage(input), 'next-step', false) },
+        })
+      }
+      if (signal.aborted) return this.aborted()
+      if (this.inbox.nextStep.length === 0) return maxTokens ? { kind: 'max-tokens' } : COMPLETED
+    }
+  }
+
+  private aborted(): TurnEndReason {
+    return { kind: 'aborted', reason: this.abortReason }
+  }
+
+  /** A-3: claim, then assemble, then the `agent/pre-step` waterfall. */
+  private async preStep(target: InboxTarget, turn: number, step: number, signal: AbortSignal): Promise<PreStep> {
+    const claimed = this.inbox.claim(target, turn)
+    const assembly = await this.assemble()
+    const context = this.contexts.message(assembly.contexts)
+    const payload: PreStepPayload = { session: this.session, agent: this.agent, messages: claimed, turn, step, signal, assembly }
+    const decision = await this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/pre-step', payload,
+      async (): Promise<PreStepDecision> => ({ kind: 'enter', messages: context === undefined ? claimed : [...claimed, context] }))
+    return { claimed, assembly, decision }
+  }
+
+  private async assemble(): Promise<PromptAssembly> {
+    const prompt = this.ctx.get('systemPrompt')
+    if (prompt !== undefined) return prompt.assemble(this.agent.scope)
+    return { system: '', tools: this.tools()?.schemas(this.agent.scope) ?? [], contexts: [] }
+  }
+
+  /** A-5: one model request (retried in place by `agent/request-error`) and its tools. */
+  private async step(turn: number, step: number, pre: PreStep, signal: AbortSignal): Promise<StepEnd> {
+    if (pre.decision.kind !== 'enter') throw new Error('unreachable: step without an enter decision')
+    for (const message of pre.decision.messages) {
+      this.session.append('user/message', message, { surfaceOp: 'append' })
+    }
+    while (true) {
+      let options: LlmCallOptions
+      try {
+        options = this.request(pre.assembly, signal)
+      } catch (error) {
+        // A request that cannot be built (unknown model...) fails like a provider error.
+        const end = await this.requestError(turn, step, toFailure(error, 'INVALID_REQUEST'), signal)
+        if (end === 'retry') continue
+        return end
+      }
+      const { assembler, chunkSeqs, cancelled } = await this.stream(turn, step, options, signal)
+      const source = { provider: options.provider, model: options.model }
+      const usage = assembler.usage
+      if (cancelled || signal.aborted) {
+        // A-9: keep the streamed non-blank text/reasoning prefix, never a half tool call.
+        if (assembler.interruptedPrefix().length > 0) {
+          this.session.append('assistant/message', {
+            turn, step, message: assembler.message(source, { interrupted: true }),
+            ...(usage !== undefined ? { usage } : {}), interrupted: true,
+          }, { surfaceOp: 'append', sourceEventSeqs: chunkSeqs })
+        }
+        return { kind: 'aborted' }
+      }
+      const finish: FinishReason = assembler.finishReason
+      if (finish.kind === 'error' || finish.kind === 'aborted') {
+        const end = await this.requestError(turn, step, finish.failure, signal)
+        if (end === 'retry') continue
+        return end
+      }
+      const message = assembler.message(source)
+      this.session.append('assistant/message', { turn, step, message, ...(usage !== undefined ? { usage } : {}) },
+        { surfaceOp: 'append', sourceEventSeqs: chunkSeqs })
+      // A-7: the assembler already dropped the truncated message's tool calls.
+      if (finish.kind === 'max-tokens') return { kind: 'max-tokens' }
+      const calls = message.content.filter((block): block is ToolCallBlock => block.type === 'tool-call')
+      if (calls.length === 0) return { kind: 'completed' }
+      const tools = this.tools()
+      const outcome = await runStepTools({
+        ctx: this.ctx, session: this.session, tools, scope: this.agent.scope, turn, step, calls, signal,
+        maxParallelToolCalls: this.agent.config.maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+      })
+      if (signal.aborted) return { kind: 'aborted' }
+      // A-6: a concluding result ends the tool loop; otherwise the results open a new step.
+      return outcome.concludesTurn ? { kind: 'completed' } : { kind: 'continue' }
+    }
+  }
+
+  private async requestError(turn: number, step: number, failure: LlmFailure, signal: AbortSignal): Promise<StepEnd | 'retry'> {
+    const { provider, model } = this.agent.config
+    const decision = await this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/request-error',
+      { session: this.session, turn, step, provider, model, failure, signal },
+      async (): Promise<RequestErrorDecision> => ({ kind: 'fail' }))
+    // L-10: cancellation during a retry wait wins over the retry.
+    if (signal.aborted) return { kind: 'aborted' }
+    if (decision.kind === 'retry') return 'retry'
+    return { kind: 'error', error: decision.failure ?? failure }
+  }
+
+  /** Builds the call and appends the header/context events it implies (A-10). */
+  private request(assembly: PromptAssembly, signal: AbortSignal): LlmCallOptions {
+    const config = this.agent.config
+    const llm = this.llm()
+    const prepared = llm.prepareCall({
+      provider: config.provider,
+      model: config.model,
+      system: assembly.system,
+      messages: [],
+      tools: assembly.tools,
+      ...(config.maxTokens !== undefined ? { maxTokens: config.maxTokens } : {}),
+      ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
+      ...(config.thinking !== undefined ? { thinking: config.thinking } : {}),
+      ...(config.reasoningEffort !== undefined ? { reasoningEffort: config.reasoningEffort } : {}),
+    })
+    const header: EpochHeader = {
+      config: {
+        provider: prepared.provider,
+        model: prepared.model,
+        ...(prepared.maxTokens !== undefined ? { maxTokens: prepared.maxTokens } : {}),
+        ...(prepared.temperature !== undefined ? { temperature: prepared.temperature } : {}),
+        ...(prepared.thinking !== undefined ? { thinking: prepared.thinking } : {}),
+        ...(prepared.reasoningEffort !== undefined ? { reasoningEffort: prepared.reasoningEffort } : {}),
+      },
+      system: prepared.system ?? '',
+      tools: (prepared.tools ?? []) as unknown as JsonValue,
+    }
+    if (!this.headerSent) {
+      this.appendHeader(header, this.lastHeader === undefined ? 'initial' : 'resume')
+    } else if (!sameHeader(header, this.lastHeader!)) {
+      this.appendHeader(header, 'change')
+    }
+    const contextWindow = llm.model(prepared.provider, prepared.model)?.contextWindow
+    const context: RequestContext = { provider: prepared.provider, model: prepared.model, ...(contextWindow !== undefined ? { contextWindow } : {}) }
+    const last = this.lastContext
+    if (last === undefined || last.provider !== context.provider || last.model !== context.model || last.contextWindow !== context.contextWindow) {
+      this.session.append('request/context', context)
+      this.lastContext = context
+    }
+    return {
+      ...prepared,
+      messages: this.session.deriveMessages(),
+      signal,
+      meta: { sessionId: this.session.id, agentLoop: true },
+    }
+  }
+
+  private appendHeader(header: EpochHeader, reason: 'initial' | 'resume' | 'change'): void {
+    const event = this.session.append('request/header', { header, reason })
+    this.lastHeader = event.data.header
+    this.headerSent = true
+  }
+
+  /**
+   * Streams one attempt, appending every chunk. Cancellation stops consumption at once (an
+   * adapter that ignores the signal cannot hold the loop) and the aborted tail is not logged.
+   */
+  private async stream(turn: number, step: number, options: LlmCallOptions, signal: AbortSignal) {
+    const assembler = new BlockAssembler()
+    const chunkSeqs: number[] = []
+    let cancelled = false
+    const iterator = this.llm().stream(options)[Symbol.asyncIterator]()
+    let onAbort: (() => void) | undefined
+    const aborted = new Promise<'aborted'>(resolve => {
+      onAbort = () => resolve('aborted')
+      if (signal.aborted) resolve('aborted')
+      else signal.addEventListener('abort', onAbort, { once: true })
+    })
+    try {
+      while (true) {
+        const next = await Promise.race([iterator.next(), aborted])
+        if (next === 'aborted' || signal.aborted) {
+          cancelled = true
+          // Close the stream without waiting for a misbehaving adapter.
+          void Promise.resolve().then(() => iterator.return?.()).catch(() => undefined)
+          break
+        }
+        if (next.done === true) break
+        const chunk: StreamChunk = next.value
+        chunkSeqs.push(this.session.append('assistant/chunk', { turn, step, chunk }).seq)
+        assembler.push(chunk)
+        if (chunk.type === 'finish') break
+      }
+    } finally {
+      if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)
+    }
+    return { assembler, chunkSeqs, cancelled }
+  }
+
+  // ---- cancellation, maintenance, lifecycle (A-9) ----
+
+  cancel(options: CancelOptions = {}): void {
+    const phase = this.phase
+    if (phase.kind === 'idle') {
+      if (options.keepInbox !== true && this.failure === undefined) this.inbox.clear()
+      return
+    }
+    if (!phase.abort.signal.aborted) {
+      this.abortReason = options.reason ?? { kind: 'user' }
+      this.keepInboxOnAbort = options.keepInbox === true
+      phase.abort.abort()
+    }
+    if (options.keepInbox !== true) this.inbox.clear()
+  }
+
+  async maintain(work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    while (this.phase.kind !== 'idle') await this.whenIdle()
+    this.assertHealthy()
+    const abort = new AbortController()
+    this.phase = { kind: 'maintenance', abort, lastTurn: this.phase.lastTurn, wakeRequested: false }
+    let done!: () => void
+    this.driver = new Promise<void>(resolve => { done = resolve })
+    try {
+      await work(abort.signal)
+    } finally {
+      const latched = this.phase.wakeRequested
+      done()
+      this.converge(latched)
+    }
+  }
+
+  whenIdle(): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure)
+    if (this.phase.kind === 'idle' && this.driver === undefined) return Promise.resolve()
+    return new Promise((resolve, reject) => { this.idleWaiters.push({ resolve, reject }) })
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return this.driver
+    this.disposed = true
+    // The inbox is durable input: disposal keeps it for whoever loads the session next.
+    this.cancel({ keepInbox: true, reason: { kind: 'disposed' } })
+    await this.driver?.catch(() => undefined)
+  }
+
+  // ---- helpers ----
+
+  private assertHealthy(): void {
+    if (this.failure !== undefined) {
+      throw new Error(`dsh-agent: agent ${this.agent.id} stopped after a loop failure: ${String((this.failure as Error)?.message ?? this.failure)}`)
+    }
+  }
+
+  private llm(): LlmService {
+    const llm = this.ctx.get('llm')
+    if (llm === undefined) throw new Error('dsh-agent: no `llm` service is loaded; load LlmServicePlugin before running an agent')
+    return llm
+  }
+
+  private tools(): ToolsService | undefined {
+    return this.ctx.get('tools')
+  }
+
+  private emitStatus(status: AgentStatus): void {
+    this.emitContained('agent/status', [this.agent, status])
+  }
+
+  /** A contained emit for this agent's scope: observers never break the loop (K-3). */
+  private emitContained(name: string, args: unknown[]): void {
+    const callbacks = (this.ctx.events as unknown as { dispatch(type: string, args: unknown[]): ((...a: unknown[]) => unknown)[] })
+      .dispatch('emit', [scopeTarget(this.agent.scope), name, ...args])
+    for (const callback of callbacks) {
+      try {
+        callback(...args)
+      } catch (error) {
+        process.stderr.write(`dsh: listener of ${name} failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+      }
+    }
+  }
+}
+
+function sameHeader(a: EpochHeader, b: EpochHeader): boolean {
+  if (a === b) return true
+  return a.system === b.system && JSON.stringify(a.config) === JSON.stringify(b.config)
+    && (a.tools === b.tools || JSON.stringify(a.tools) === JSON.stringify(b.tools))
+}
+
