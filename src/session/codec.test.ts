@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  LogLineReader, SessionFileError, checkHeader, decodeLine, encodeHeader, encodeLine, encodeSessionFile, parseSessionFile,
+  LogLineReader, readHeader, SessionFileError, decodeLine, encodeHeader, encodeLine, encodeSessionFile, parseSessionFile,
 } from './codec.js'
 import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.js'
 
@@ -75,7 +75,7 @@ describe('session file codec', () => {
     expect(encodeHeader({ ...rest, agentPreset: 'p', origin: 'subagent', parentSession: 'p-1' } as SessionHeader))
       .toBe('{"type":"session","version":0,"id":"s-1","createdAt":1700000000000,"cwd":"/w","parentSession":"p-1","origin":"subagent","delegationDepth":0,"agentPreset":"p"}')
     // A header written without delegationDepth reads as depth 0.
-    expect(checkHeader({ type: 'session', version: 0, id: 'x', createdAt: 1 }).delegationDepth).toBe(0)
+    expect(readHeader({ type: 'session', version: 0, id: 'x', createdAt: 1 }).delegationDepth).toBe(0)
   })
 
   describe('errors name the line and what was wrong', () => {
@@ -119,17 +119,17 @@ describe('session file codec', () => {
 
     it('S-13: a different version is refused naming the direction, before the shape is looked at', () => {
       const newer = errorOf(() => parseSessionFile('{"type":"session","version":3}\n'))
-      expect(newer.message).toBe(`line 1: session format version 3 is newer than the supported version ${SESSION_FORMAT_VERSION}`)
+      expect(newer.message).toMatch(new RegExp(`^line 1: S-13: session format version 3 is newer than this runtime supports \\(${SESSION_FORMAT_VERSION}\\)`))
       expect(errorOf(() => parseSessionFile('{"type":"session","version":-1,"bogus":true}\n')).message).toMatch(/version -1 is older/)
       expect(errorOf(() => parseSessionFile('{"type":"session","id":"x","createdAt":1}\n')).message).toBe('line 1: session header has no version')
-      expect(errorOf(() => parseSessionFile('{"type":"session","version":"0"}\n')).message).toMatch(/version must be an integer/)
+      expect(errorOf(() => parseSessionFile('{"type":"session","version":"0"}\n')).message).toMatch(/version must be a number/)
     })
 
     it('S-13: header shape', () => {
-      expect(errorOf(() => checkHeader({ type: 'session', version: 0, createdAt: 1 })).message).toMatch(/id must be a non-empty string/)
-      expect(errorOf(() => checkHeader({ type: 'session', version: 0, id: 'x', createdAt: '1' })).message).toMatch(/createdAt must be a safe integer/)
-      expect(errorOf(() => checkHeader({ type: 'session', version: 0, id: 'x', createdAt: 1, delegationDepth: -1 })).message).toMatch(/delegationDepth must be a non-negative integer/)
-      expect(errorOf(() => checkHeader({ type: 'session', version: 0, id: 'x', createdAt: 1, colour: 'red' })).message).toMatch(/unknown session header key "colour"/)
+      expect(errorOf(() => readHeader({ type: 'session', version: 0, createdAt: 1 })).message).toMatch(/line 1: S-13: header id must be a non-empty string/)
+      expect(errorOf(() => readHeader({ type: 'session', version: 0, id: 'x', createdAt: '1' })).message).toMatch(/header createdAt must be a safe integer/)
+      expect(errorOf(() => readHeader({ type: 'session', version: 0, id: 'x', createdAt: 1, delegationDepth: -1 })).message).toMatch(/header delegationDepth must be a non-negative integer/)
+      expect(errorOf(() => readHeader({ type: 'session', version: 0, id: 'x', createdAt: 1, colour: 'red' })).message).toMatch(/unknown header key "colour"/)
     })
 
     it('blank lines and a change of form mid-file', () => {

@@ -10,6 +10,7 @@ import {
   chunkRowProblem, isChunkRowType, packEvents, unpackRow,
   type ChunkRow, type StoredEvent, type StoredLine,
 } from './chunk-rows.js'
+import { checkHeader } from './header.js'
 import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.js'
 
 /** A problem in a stored log; `line` is 1-based (the header is line 1). */
@@ -22,9 +23,6 @@ export class SessionFileError extends Error {
 
 /** S-1: the only top-level keys an event line may carry. */
 export const ENVELOPE_KEYS: ReadonlySet<string> = new Set(['type', 'seq', 'time', 'data', 'ignorable', 'surfaceOp', 'sourceEventSeqs'])
-const HEADER_KEYS: ReadonlySet<string> = new Set([
-  'type', 'version', 'id', 'createdAt', 'cwd', 'parentSession', 'seedLength', 'origin', 'delegationDepth', 'agentPreset',
-])
 
 const hasOwn = Object.prototype.hasOwnProperty
 
@@ -65,43 +63,29 @@ function parseJson(text: string, line: number | undefined): unknown {
 }
 
 /**
- * S-13: validate a parsed header. The version is checked before anything else about the shape,
- * so a newer format is reported as such instead of as a shape error. A header without
- * `delegationDepth` (written by older tools) reads as depth 0.
+ * S-13: validate a parsed header line. A first line that is not a `{"type":"session"}` object
+ * is a missing header; otherwise the session core's check runs (version first, then shape).
+ * A header without `delegationDepth` (older writers) reads as depth 0.
  */
-export function checkHeader(value: unknown, line = 1): SessionHeader {
+export function readHeader(value: unknown, line = 1): SessionHeader {
   if (!isPlainObject(value) || value.type !== 'session') {
     const what = isPlainObject(value) && typeof value.type === 'string' ? `a "${value.type}" line` : describe(value)
     throw new SessionFileError(line, `missing session header: expected {"type":"session",...}, found ${what}`)
   }
-  const version = value.version
-  if (version === undefined) throw new SessionFileError(line, 'session header has no version')
-  if (typeof version !== 'number' || !Number.isInteger(version)) {
-    throw new SessionFileError(line, `session header version must be an integer, found ${describe(version)}`)
+  if (value.version === undefined) throw new SessionFileError(line, 'session header has no version')
+  const candidate = value.version === SESSION_FORMAT_VERSION && !hasOwn.call(value, 'delegationDepth') ? { ...value, delegationDepth: 0 } : value
+  try {
+    return checkHeader(candidate)
+  } catch (error) {
+    throw new SessionFileError(line, error instanceof Error ? error.message : String(error))
   }
-  if (version !== SESSION_FORMAT_VERSION) {
-    const direction = version > SESSION_FORMAT_VERSION ? 'newer' : 'older'
-    throw new SessionFileError(line, `session format version ${version} is ${direction} than the supported version ${SESSION_FORMAT_VERSION}`)
-  }
-  for (const key in value) {
-    if (hasOwn.call(value, key) && !HEADER_KEYS.has(key)) throw new SessionFileError(line, `unknown session header key "${key}"`)
-  }
-  const bad = (detail: string): never => { throw new SessionFileError(line, `session header: ${detail}`) }
-  if (typeof value.id !== 'string' || value.id === '') bad(`id must be a non-empty string, found ${describe(value.id)}`)
-  if (!Number.isSafeInteger(value.createdAt)) bad(`createdAt must be a safe integer (epoch ms), found ${describe(value.createdAt)}`)
-  for (const key of ['cwd', 'parentSession', 'agentPreset']) {
-    if (value[key] !== undefined && typeof value[key] !== 'string') bad(`${key} must be a string, found ${describe(value[key])}`)
-  }
-  for (const key of ['seedLength', 'delegationDepth']) {
-    const n = value[key]
-    if (n !== undefined && !(Number.isSafeInteger(n) && (n as number) >= 0)) bad(`${key} must be a non-negative integer, found ${describe(n)}`)
-  }
-  const header = { ...value, delegationDepth: (value.delegationDepth as number | undefined) ?? 0 }
-  return header as unknown as SessionHeader
 }
 
+/** The name persistence imports; same check as readHeader. */
+export { readHeader as checkHeader }
+
 export function decodeHeader(text: string): SessionHeader {
-  return checkHeader(parseJson(text, 1), 1)
+  return readHeader(parseJson(text, 1), 1)
 }
 
 /**
