@@ -204,8 +204,9 @@ export class ToolsPlugin extends Service implements ToolsService {
 
   async execute(execution: ToolExecution, context: CallContext): Promise<ToolResultRecord> {
     const prepared = await this.prepare(execution, context)
-    const record = await this.finish(execution, prepared.kind === 'ready' ? await prepared.run() : prepared.record)
-    return context.signal.aborted ? cancellationResult(record) : record
+    if (prepared.kind === 'settled') return this.finish(execution, prepared.record)
+    const record = await prepared.run()
+    return this.finish(execution, context.signal.aborted ? cancellationResult(record) : record)
   }
 
   async prepare(execution: ToolExecution, context: CallContext): Promise<PreparedToolCall> {
