@@ -118,6 +118,8 @@ export interface LlmCallOptions {
 export interface LlmAdapter {
   readonly provider: string
   stream(options: LlmCallOptions): AsyncIterable<StreamChunk>
+  /** A one-line problem that would make every call fail (e.g. a missing API key), checked before work starts. */
+  readiness?(): string | undefined
 }
 
 export interface ModelInfo {

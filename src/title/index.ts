@@ -125,7 +125,7 @@ export class SessionTitlePlugin {
     const options: LlmCallOptions = {
       ...route,
       system: TITLE_SYSTEM,
-      messages: [Object.freeze({ id: `title-${session.id}`, role: 'user', source: { kind: 'plugin', plugin: 'session-title' }, content: [{ type: 'text', text }] })],
+      messages: [Object.freeze<Message>({ id: `title-${session.id}`, role: 'user', source: { kind: 'plugin', plugin: 'session-title' }, content: [{ type: 'text', text }] })],
       maxTokens: 32,
       thinking: false,
       meta: { purpose: 'session-title', sessionId: session.id },

@@ -1,0 +1,179 @@
+/**
+ * The headless app: `dsh --profile headless "task"` runs one task with no server, prints the
+ * final assistant text (or a stream of session events with `--output stream-json`) and exits
+ * 0 when the final turn ended `completed`, 1 otherwise.
+ */
+import { Service, type Context } from 'cordis'
+import type { Agent } from '../agent/api.js'
+import type { AssistantMessage, TextBlock, TokenUsage } from '../llm/types.js'
+import type { Session } from '../session/api.js'
+import type { SessionEvent, TurnEndReason } from '../session/types.js'
+import { Progress } from './progress.js'
+import { UsageError } from './main.js'
+import './host.js'
+import '../agent/api.js'
+import '../llm/api.js'
+import '../persistence/api.js'
+
+export interface HeadlessArgs {
+  task: string
+  output: 'text' | 'stream-json'
+  session?: string
+  model?: string
+  cwd?: string
+}
+
+export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
+  const parsed: HeadlessArgs = { task: '', output: 'text' }
+  const words: string[] = []
+  for (let index = 0; index < args.length; index += 1) {
+    const arg = args[index]
+    const value = () => {
+      const next = args[index + 1]
+      if (next === undefined) throw new UsageError(`${arg} needs a value`)
+      index += 1
+      return next
+    }
+    if (arg === '--output') {
+      const format = value()
+      if (format !== 'text' && format !== 'stream-json') throw new UsageError(`--output must be text or stream-json, not "${format}"`)
+      parsed.output = format
+    } else if (arg === '--session') parsed.session = value()
+    else if (arg === '--model') parsed.model = value()
+    else if (arg === '--cwd') parsed.cwd = value()
+    else if (arg === '--') words.push(...args.slice(index + 1)), index = args.length
+    else if (arg.startsWith('--')) throw new UsageError(`unknown option ${arg}`)
+    else words.push(arg)
+  }
+  parsed.task = words.join(' ').trim()
+  return parsed
+}
+
+export interface HeadlessConfig {
+  /** Default model when neither --model, DSH_MODEL nor settings name one. */
+  readonly model?: string
+}
+
+/** Sums the usage of every assistant message appended since `from`. */
+export function usageSince(session: Session, from: number): TokenUsage {
+  const total: Record<string, number> = {}
+  for (let seq = from; seq < session.length; seq += 1) {
+    const event = session.events[seq]
+    if (event.type !== 'assistant/message') continue
+    const usage = (event.data as { usage?: TokenUsage }).usage
+    for (const [key, value] of Object.entries(usage ?? {})) total[key] = (total[key] ?? 0) + (value as number)
+  }
+  return total as TokenUsage
+}
+
+/** The text of the last assistant message of the last turn, and how that turn ended. */
+export function finalAnswer(session: Session): { text: string; reason?: TurnEndReason } {
+  let reason: TurnEndReason | undefined
+  for (let seq = session.length - 1; seq >= 0; seq -= 1) {
+    const event = session.events[seq]
+    if (event.type === 'turn/end' && reason === undefined) reason = (event.data as { reason: TurnEndReason }).reason
+    if (event.type === 'turn/start' && reason !== undefined) break
+    if (event.type === 'assistant/message' && reason !== undefined) {
+      const message = (event.data as { message: AssistantMessage }).message
+      const text = message.content.filter((block): block is TextBlock => block.type === 'text').map(block => block.text).join('')
+      if (text !== '') return { text, reason }
+    }
+  }
+  return { text: '', reason }
+}
+
+function describeFailure(reason: TurnEndReason | undefined): string {
+  if (reason === undefined) return 'the task did not run'
+  switch (reason.kind) {
+    case 'error': return `${reason.error.code}: ${reason.error.message}`
+    case 'aborted': return 'cancelled'
+    case 'blocked': return `blocked${reason.message ? `: ${reason.message}` : ''}`
+    case 'max-tokens': return 'MAX_TOKENS: the model hit its output limit'
+    case 'interrupted': return 'interrupted'
+    default: return reason.kind
+  }
+}
+
+export class HeadlessApp extends Service {
+  static readonly inject = ['host', 'sessions', 'agents', 'llm']
+
+  constructor(ctx: Context, private readonly config: HeadlessConfig = {}) {
+    super(ctx, 'app')
+  }
+
+  /** Picks the model route: --model, DSH_MODEL, settings `model.default`, the config, the first catalogued model. */
+  private route(requested: string | undefined): { provider: string; model: string } {
+    const { host, llm } = this.ctx
+    const settingsModel = host.settings.model?.default
+    const name = requested ?? host.env.value('DSH_MODEL') ?? (typeof settingsModel === 'string' ? settingsModel : undefined) ?? this.config.model
+    const models = llm.models()
+    const found = name === undefined ? models[0] : models.find(info => info.model === name || `${info.provider}/${info.model}` === name)
+    if (found === undefined) {
+      throw new UsageError(name === undefined ? 'no model adapter is configured' : `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
+    }
+    return { provider: found.provider, model: found.model }
+  }
+
+  async run(): Promise<number> {
+    const { host } = this.ctx
+    let args: HeadlessArgs
+    let route: { provider: string; model: string }
+    try {
+      args = parseHeadlessArgs(host.args)
+      if (args.task === '') throw new UsageError('no task given: dsh --profile headless "what to do"')
+      route = this.route(args.model)
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 2
+    }
+    const problem = this.ctx.llm.adapter(route.provider)?.readiness?.()
+    if (problem !== undefined) {
+      host.stderr.write(`dsh: ${problem}\n`)
+      return 1
+    }
+
+    let agent: Agent
+    try {
+      agent = await this.openAgent(args, route)
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 1
+    }
+    const session = agent.session
+    const start = session.length
+    const stream = args.output === 'stream-json'
+    const write = (line: unknown) => host.stdout.write(`${JSON.stringify(line)}\n`)
+    const progress = host.stderr.isTTY ? new Progress(host.stderr) : undefined
+    const dispose = this.ctx.on('session/event', (from: Session, event: SessionEvent) => {
+      if (from !== session) return
+      if (stream) write({ type: 'session_event', sessionId: session.id, event })
+      progress?.observe(event)
+    })
+    const onAbort = () => agent.cancel({ reason: { kind: 'user' } })
+    host.signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      agent.followup(args.task)
+      await agent.whenIdle()
+    } finally {
+      host.signal.removeEventListener('abort', onAbort)
+      dispose()
+      progress?.done()
+    }
+    const { text, reason } = finalAnswer(session)
+    if (stream) write({ type: 'result', sessionId: session.id, output: text, usage: usageSince(session, start) })
+    else if (text !== '') host.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
+    if (reason?.kind === 'completed') return 0
+    host.stderr.write(`dsh: ${describeFailure(reason)}\n`)
+    return 1
+  }
+
+  private async openAgent(args: HeadlessArgs, route: { provider: string; model: string }): Promise<Agent> {
+    const { agents, host } = this.ctx
+    const cwd = args.cwd ?? host.cwd
+    if (args.session === undefined) return agents.create({ cwd, loop: route })
+    const persistence = this.ctx.get('sessionPersistence')
+    if (persistence === undefined) throw new Error('--session needs a persistence row in the profile')
+    const { session } = await persistence.load(args.session)
+    return agents.create({ sessionId: session.id, loop: route })
+  }
+}
