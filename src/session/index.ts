@@ -8,3 +8,4 @@ export { LogFolder, TOOL_NOT_STARTED, checkEnvelope, checkEventType, checkLogInv
 export { checkHeader } from './header.js'
 export { SessionLog, type SessionDeps } from './session.js'
 export { SessionsServicePlugin, SessionsError, type SessionsServiceConfig } from './service.js'
+export { TOOL_OUTCOME_UNKNOWN, interruptedTurnClosers, notStartedText, unknownOutcomeText } from './repair.js'
