@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { deriveEventMessage, type Message, type SessionEvent } from './index.js'
+import type { Message } from '../llm/types.js'
+import { deriveEventMessage, type SessionEvent } from './index.js'
 import { assistantMessage, toolResultMessage, userMessage } from './testing/fixtures.js'
 import { bareSession } from './testing/helpers.js'
 
