@@ -1,0 +1,318 @@
+/**
+ * `bash`: one fresh `bash -c` per call, in its own process group so a timeout or an abort kills
+ * the whole tree (the shell and everything it started).
+ *
+ * Output format (text):
+ * - stdout as is; a successful `echo X` gives exactly "X\n";
+ * - then, when stderr is not empty, a line `[stderr]` followed by stderr;
+ * - `(no output)` when both are empty;
+ * - then one marker line each, when they apply: `[exit code: N]` (non-zero exit),
+ *   `[killed by SIGNAL]` (a signal not sent by us), `[timed out after N ms]`, `[aborted]`.
+ * A stream over `maxOutputBytes` is shown as head and tail around a note giving the path of a
+ * spill file with all of it. A non-zero exit is not an error result (the command ran); a
+ * timeout, an abort or a failure to start is.
+ */
+import { spawn } from 'node:child_process'
+import { stat } from 'node:fs/promises'
+import type { Readable } from 'node:stream'
+import type { WriteStream } from 'node:fs'
+import { Context } from 'cordis'
+import { z } from 'zod'
+import type { Tool, ToolContext, ToolOutput } from '../api.js'
+import { defineTool } from '../define.js'
+import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
+import { resolvePath, utf8Head, utf8Tail } from './paths.js'
+import { openSpillStream, spillOutput } from './spill.js'
+
+export interface BashToolConfig {
+  readonly defaultTimeoutMs?: number
+  /** Upper bound for a call's `timeoutMs`. */
+  readonly maxTimeoutMs?: number
+  /** Per stream: more than this is spilled to a file and shown as head and tail. */
+  readonly maxOutputBytes?: number
+  readonly headBytes?: number
+  readonly tailBytes?: number
+  /** A spill file stops growing here (a runaway `yes` must not fill the disk). */
+  readonly maxSpillBytes?: number
+  /** After SIGTERM to the group, SIGKILL follows after this long. */
+  readonly killGraceMs?: number
+  /** After the shell exits, how long to wait for background children to close the pipes. */
+  readonly drainMs?: number
+  /** Extra environment for the command (merged over the process environment). */
+  readonly env?: Readonly<Record<string, string>>
+  readonly shell?: string
+}
+
+export const BASH_DEFAULTS = {
+  defaultTimeoutMs: 60_000,
+  maxTimeoutMs: 600_000,
+  maxOutputBytes: 64 * 1024,
+  headBytes: 16 * 1024,
+  tailBytes: 16 * 1024,
+  maxSpillBytes: 256 * 1024 * 1024,
+  killGraceMs: 2_000,
+  drainMs: 200,
+  shell: 'bash',
+} as const
+
+export const bashSchema = z.object({
+  command: z.string().min(1).describe('The bash command to run.'),
+  description: z.string().describe('What the command does, in 5-10 words (shown to the user).'),
+  timeoutMs: z.number().int().positive().optional().describe('Timeout in milliseconds (default 60000, at most 600000). The whole process tree is killed on expiry.'),
+  workdir: z.string().optional().describe('Working directory; default the session working directory; a relative path is resolved against it.'),
+})
+
+interface CaptureLimits {
+  readonly maxOutputBytes: number
+  readonly headBytes: number
+  readonly tailBytes: number
+  readonly maxSpillBytes: number
+}
+
+interface Captured {
+  readonly text: string
+  readonly totalBytes: number
+  readonly spillPath?: string
+}
+
+/**
+ * One output stream. Everything stays in memory up to `maxOutputBytes`; past that the buffered
+ * bytes and all later ones go to a spill file, and memory keeps only a head and a tail ring.
+ */
+class OutputCapture {
+  private chunks: Buffer[] = []
+  private buffered = 0
+  private total = 0
+  private head: Buffer | undefined
+  private tail: Buffer[] = []
+  private tailSize = 0
+  private file: WriteStream | undefined
+  private filePath: string | undefined
+  private fileBytes = 0
+  private opening: Promise<void> | undefined
+  private failure: unknown
+
+  constructor(private readonly label: string, private readonly source: Readable, private readonly limits: CaptureLimits) {
+    source.on('data', (chunk: Buffer) => this.push(chunk))
+  }
+
+  private push(chunk: Buffer): void {
+    this.total += chunk.length
+    if (this.head === undefined) {
+      this.chunks.push(chunk)
+      this.buffered += chunk.length
+      if (this.buffered > this.limits.maxOutputBytes) this.startSpill()
+      return
+    }
+    this.pushTail(chunk)
+    this.toFile(chunk)
+  }
+
+  private startSpill(): void {
+    const all = Buffer.concat(this.chunks)
+    this.chunks = []
+    this.head = Buffer.from(all.subarray(0, this.limits.headBytes))
+    this.pushTail(all)
+    // Pause until the file is open so the writes queue in order behind the buffered bytes.
+    this.source.pause()
+    this.opening = openSpillStream(this.label).then(({ path, stream }) => {
+      this.file = stream
+      this.filePath = path
+      stream.on('error', (error) => { this.failure = error })
+      this.toFile(all)
+      this.source.resume()
+    }, (error) => {
+      this.failure = error
+      this.source.resume()
+    })
+  }
+
+  private pushTail(chunk: Buffer): void {
+    this.tail.push(chunk)
+    this.tailSize += chunk.length
+    while (this.tail.length > 1 && this.tailSize - this.tail[0].length >= this.limits.tailBytes) {
+      this.tailSize -= this.tail.shift()!.length
+    }
+  }
+
+  private toFile(chunk: Buffer): void {
+    const file = this.file
+    if (!file || this.fileBytes >= this.limits.maxSpillBytes) return
+    const part = chunk.subarray(0, this.limits.maxSpillBytes - this.fileBytes)
+    this.fileBytes += part.length
+    // Backpressure: a fast producer waits for the disk instead of growing memory.
+    if (!file.write(part)) {
+      this.source.pause()
+      file.once('drain', () => this.source.resume())
+    }
+  }
+
+  async finish(): Promise<Captured> {
+    if (this.head === undefined) {
+      const all = Buffer.concat(this.chunks)
+      return { text: all.toString('utf8'), totalBytes: this.total }
+    }
+    await this.opening
+    const file = this.file
+    if (file) await new Promise<void>((resolve) => file.end(resolve))
+    const head = utf8Head(this.head, this.limits.headBytes)
+    const tail = utf8Tail(Buffer.concat(this.tail), this.limits.tailBytes)
+    const omitted = this.total - Buffer.byteLength(head) - Buffer.byteLength(tail)
+    let where: string
+    if (this.filePath !== undefined && this.failure === undefined) {
+      const capped = this.fileBytes < this.total ? ` (its first ${this.fileBytes} bytes)` : ''
+      where = `the full ${this.label}${capped} is saved to ${this.filePath}`
+    } else {
+      where = `the full ${this.label} could not be saved: ${String((this.failure as Error | undefined)?.message ?? this.failure)}`
+    }
+    const note = `[... ${omitted} bytes of ${this.label} omitted (${this.total} in total); ${where} ...]`
+    const text = `${head}${head.endsWith('\n') ? '' : '\n'}${note}\n${tail}`
+    return { text, totalBytes: this.total, ...(this.filePath !== undefined && this.failure === undefined ? { spillPath: this.filePath } : {}) }
+  }
+}
+
+export interface BashRun {
+  readonly stdout: Captured
+  readonly stderr: Captured
+  readonly exitCode: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly timedOut: boolean
+  readonly aborted: boolean
+  readonly durationMs: number
+}
+
+function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return
+  try {
+    process.kill(-pid, signal)
+  } catch {
+    // The group is already gone.
+  }
+}
+
+/** Runs one command to completion (or timeout/abort) and captures both streams. */
+export async function runBash(command: string, options: {
+  cwd: string
+  timeoutMs: number
+  signal: AbortSignal
+  config: Required<Omit<BashToolConfig, 'env'>> & { env?: Readonly<Record<string, string>> }
+}): Promise<BashRun> {
+  const { config } = options
+  const started = performance.now()
+  const child = spawn(config.shell, ['-c', command], {
+    cwd: options.cwd,
+    detached: true, // its own process group: -pid reaches every descendant that stays in it
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...config.env },
+  })
+  const limits = config
+  const stdout = new OutputCapture('stdout', child.stdout!, limits)
+  const stderr = new OutputCapture('stderr', child.stderr!, limits)
+
+  let timedOut = false
+  let aborted = false
+  let killTimer: NodeJS.Timeout | undefined
+  const terminate = () => {
+    killGroup(child.pid, 'SIGTERM')
+    killTimer ??= setTimeout(() => killGroup(child.pid, 'SIGKILL'), config.killGraceMs)
+  }
+  const timer = setTimeout(() => { timedOut = true; terminate() }, options.timeoutMs)
+  const onAbort = () => { aborted = true; terminate() }
+  options.signal.addEventListener('abort', onAbort, { once: true })
+
+  try {
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+      let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined
+      let drainTimer: NodeJS.Timeout | undefined
+      child.once('error', (error) => {
+        reject(new BashError(`could not start ${config.shell}: ${error.message}`, BuiltinErrorCode.spawnFailed))
+      })
+      child.once('exit', (code, signal) => {
+        exited = { code, signal }
+        // A background child that inherited the pipes would hold `close` back for as long as
+        // it runs; after a short drain, stop reading and report what the shell did.
+        drainTimer = setTimeout(() => {
+          child.stdout?.destroy()
+          child.stderr?.destroy()
+          resolve(exited!)
+        }, config.drainMs)
+      })
+      child.once('close', (code, signal) => {
+        clearTimeout(drainTimer)
+        resolve(exited ?? { code, signal })
+      })
+    })
+    return {
+      stdout: await stdout.finish(),
+      stderr: await stderr.finish(),
+      exitCode: exit.code,
+      signal: exit.signal,
+      timedOut,
+      aborted,
+      durationMs: Math.round(performance.now() - started),
+    }
+  } finally {
+    clearTimeout(timer)
+    if (killTimer !== undefined) {
+      // We terminated this run: whatever outlived SIGTERM in the group goes now.
+      clearTimeout(killTimer)
+      killGroup(child.pid, 'SIGKILL')
+    }
+    options.signal.removeEventListener('abort', onAbort)
+  }
+}
+
+/** The model-facing text of a run (format in the module comment). */
+export function formatBashRun(run: BashRun, timeoutMs: number): string {
+  let text = run.stdout.text
+  if (run.stderr.text.length > 0) {
+    if (text.length > 0 && !text.endsWith('\n')) text += '\n'
+    text += `[stderr]\n${run.stderr.text}`
+  }
+  if (text.length === 0) text = '(no output)'
+  const markers: string[] = []
+  if (run.exitCode !== null && run.exitCode !== 0) markers.push(`[exit code: ${run.exitCode}]`)
+  if (run.timedOut) markers.push(`[timed out after ${timeoutMs} ms]`)
+  else if (run.aborted) markers.push('[aborted]')
+  else if (run.signal !== null) markers.push(`[killed by ${run.signal}]`)
+  for (const marker of markers) text += `${text.endsWith('\n') ? '' : '\n'}${marker}`
+  return text
+}
+
+export function createBashTool(config: BashToolConfig = {}): Tool<z.output<typeof bashSchema>> {
+  const resolved = { ...BASH_DEFAULTS, ...config }
+  return defineTool({
+    name: 'bash',
+    description: `Run a bash command with \`bash -c\` and return its output: stdout, then a [stderr] section, then [exit code: N] when it is not 0. Each call runs in a fresh shell: no cwd, variables or functions persist between calls (pass workdir instead of cd). Default timeout ${resolved.defaultTimeoutMs} ms, at most ${resolved.maxTimeoutMs} ms; the whole process tree is killed on expiry. Output over ${Math.round(resolved.maxOutputBytes / 1024)} KB per stream is cut to its head and tail, and the full text is saved to a file whose path is shown. stdin is closed: do not run interactive commands.`,
+    schema: bashSchema,
+    // The tool enforces its own timeout and reports partial output; the pipeline's limit is a
+    // backstop above the largest timeout a call may ask for.
+    timeoutMs: resolved.maxTimeoutMs + resolved.killGraceMs + 30_000,
+    async execute(args, context: ToolContext): Promise<ToolOutput> {
+      const cwd = args.workdir !== undefined ? resolvePath(context.cwd, args.workdir) : context.cwd
+      const info = await stat(cwd).catch((error) => fsFailure(error, cwd))
+      if (!info.isDirectory()) throw new FsError(`workdir ${cwd} is not a directory`, BuiltinErrorCode.notDirectory)
+      if (context.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
+      const timeoutMs = Math.min(args.timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
+      const run = await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved })
+      const spills = [run.stdout.spillPath, run.stderr.spillPath].filter((p): p is string => p !== undefined)
+      const output: ToolOutput = {
+        content: [{ type: 'text', text: formatBashRun(run, timeoutMs) }],
+        isError: run.timedOut || run.aborted,
+        meta: {
+          exitCode: run.exitCode, signal: run.signal, durationMs: run.durationMs, timedOut: run.timedOut, aborted: run.aborted,
+          ...(spills.length > 0 ? { spilled: spills } : {}),
+        },
+      }
+      return spillOutput(output, 'bash')
+    },
+  })
+}
+
+export class BashToolPlugin {
+  static readonly inject = ['tools']
+  constructor(ctx: Context, config: BashToolConfig = {}) {
+    const tool = createBashTool(config)
+    ctx.effect(() => ctx.tools.register(tool))
+  }
+}

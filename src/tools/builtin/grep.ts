@@ -1,0 +1,126 @@
+/**
+ * `grep`: lines matching a JavaScript regular expression, as `path:line: text`. Pure Node: files
+ * come from tinyglobby, binary files (a NUL byte in the first 8 KB) and very large files are
+ * skipped, and node_modules and .git are never searched.
+ */
+import { readFile, stat } from 'node:fs/promises'
+import { Context } from 'cordis'
+import { glob } from 'tinyglobby'
+import { z } from 'zod'
+import type { Tool, ToolOutput } from '../api.js'
+import { defineTool } from '../define.js'
+import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
+import { IGNORED_DIRECTORIES } from './glob.js'
+import { displayPath, looksBinary, resolvePath } from './paths.js'
+import { withSpill } from './spill.js'
+
+export interface GrepToolConfig {
+  readonly maxMatches?: number
+  /** A matching line longer than this is cut. */
+  readonly maxLineChars?: number
+  /** Files larger than this are skipped (and counted). */
+  readonly maxFileBytes?: number
+  readonly timeoutMs?: number
+}
+
+export const GREP_DEFAULTS = { maxMatches: 250, maxLineChars: 500, maxFileBytes: 10 * 1024 * 1024, timeoutMs: 60_000 } as const
+
+export const grepSchema = z.object({
+  pattern: z.string().min(1).describe('JavaScript regular expression, matched against each line (e.g. "function\\\\s+\\\\w+").'),
+  path: z.string().optional().describe('File or folder to search (default: the session working directory).'),
+  include: z.string().optional().describe('Glob filter for file names, e.g. "*.ts" or "*.{ts,tsx}"; a pattern without "/" matches at any depth.'),
+})
+
+export interface GrepMatch {
+  readonly path: string
+  readonly line: number
+  readonly text: string
+}
+
+export interface GrepResult {
+  readonly matches: GrepMatch[]
+  readonly limitReached: boolean
+  readonly filesSearched: number
+  readonly skippedLarge: number
+}
+
+export function compilePattern(pattern: string): RegExp {
+  try {
+    return new RegExp(pattern)
+  } catch (error) {
+    throw new FsError(`invalid regular expression ${JSON.stringify(pattern)}: ${(error as Error).message}`, BuiltinErrorCode.invalidPattern)
+  }
+}
+
+async function candidateFiles(base: string, include: string | undefined): Promise<string[]> {
+  const info = await stat(base).catch((error) => fsFailure(error, base))
+  if (info.isFile()) return [base]
+  const pattern = include === undefined ? '**/*' : include.includes('/') ? include : `**/${include}`
+  const files = await glob(pattern, {
+    cwd: base, absolute: true, onlyFiles: true, dot: true, expandDirectories: false,
+    ignore: [...IGNORED_DIRECTORIES], followSymbolicLinks: false,
+  })
+  return files.sort()
+}
+
+export async function grepFiles(regex: RegExp, base: string, include: string | undefined, limits: Required<Omit<GrepToolConfig, 'timeoutMs'>>, signal: AbortSignal): Promise<GrepResult> {
+  const files = await candidateFiles(base, include)
+  const matches: GrepMatch[] = []
+  let filesSearched = 0
+  let skippedLarge = 0
+  for (const file of files) {
+    signal.throwIfAborted()
+    const size = await stat(file).then((s) => s.size, () => -1)
+    if (size < 0) continue
+    if (size > limits.maxFileBytes) { skippedLarge++; continue }
+    const buffer = await readFile(file).catch(() => undefined)
+    if (!buffer || looksBinary(buffer)) continue
+    filesSearched++
+    const lines = buffer.toString('utf8').split('\n')
+    for (let i = 0; i < lines.length; i++) {
+      let line = lines[i]
+      if (line.endsWith('\r')) line = line.slice(0, -1)
+      if (!regex.test(line)) continue
+      if (matches.length >= limits.maxMatches) return { matches, limitReached: true, filesSearched, skippedLarge }
+      const text = line.length > limits.maxLineChars ? `${line.slice(0, limits.maxLineChars)}… [cut]` : line
+      matches.push({ path: file, line: i + 1, text })
+    }
+  }
+  return { matches, limitReached: false, filesSearched, skippedLarge }
+}
+
+export function createGrepTool(config: GrepToolConfig = {}): Tool<z.output<typeof grepSchema>> {
+  const limits = {
+    maxMatches: config.maxMatches ?? GREP_DEFAULTS.maxMatches,
+    maxLineChars: config.maxLineChars ?? GREP_DEFAULTS.maxLineChars,
+    maxFileBytes: config.maxFileBytes ?? GREP_DEFAULTS.maxFileBytes,
+  }
+  return defineTool({
+    name: 'grep',
+    description: `Search file contents with a JavaScript regular expression. Prints matching lines as "path:line: text", at most ${limits.maxMatches} matches. Binary files, node_modules and .git are skipped. Narrow the search with path and include (e.g. "*.ts").`,
+    schema: grepSchema,
+    timeoutMs: config.timeoutMs ?? GREP_DEFAULTS.timeoutMs,
+    isConcurrencySafe: () => true,
+    execute: withSpill('grep', async (args, context): Promise<ToolOutput> => {
+      const regex = compilePattern(args.pattern)
+      const base = resolvePath(context.cwd, args.path ?? '.')
+      const result = await grepFiles(regex, base, args.include, limits, context.signal)
+      const meta = { matches: result.matches.length, limitReached: result.limitReached, filesSearched: result.filesSearched, skippedLarge: result.skippedLarge }
+      const notes: string[] = []
+      if (result.limitReached) notes.push(`[match limit of ${limits.maxMatches} reached; narrow the pattern, path or include to see the rest]`)
+      if (result.skippedLarge > 0) notes.push(`[${result.skippedLarge} file(s) over ${Math.round(limits.maxFileBytes / 1024 / 1024)} MB skipped]`)
+      if (result.matches.length === 0) return { content: [{ type: 'text', text: ['No matches found', ...notes].join('\n') }], meta }
+      const lines = result.matches.map((m) => `${displayPath(context.cwd, m.path)}:${m.line}: ${m.text}`)
+      const text = notes.length > 0 ? `${lines.join('\n')}\n\n${notes.join('\n')}` : lines.join('\n')
+      return { content: [{ type: 'text', text }], meta }
+    }),
+  })
+}
+
+export class GrepToolPlugin {
+  static readonly inject = ['tools']
+  constructor(ctx: Context, config: GrepToolConfig = {}) {
+    const tool = createGrepTool(config)
+    ctx.effect(() => ctx.tools.register(tool))
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * The built-in tools, each a small Cordis plugin registering one tool on `ctx.tools`.
+ * `BuiltinToolsPlugin` loads the default set (everything but `web_fetch`) plus the read ledger
+ * service the file tools share. See docs/builtin-tools.md.
+ */
+import { Context } from 'cordis'
+import { BashToolPlugin, type BashToolConfig } from './bash.js'
+import { EditToolPlugin, type EditToolConfig } from './edit.js'
+import { GlobToolPlugin, type GlobToolConfig } from './glob.js'
+import { GrepToolPlugin, type GrepToolConfig } from './grep.js'
+import { ReadLedger } from './ledger.js'
+import { ReadToolPlugin, type ReadToolConfig } from './read.js'
+import { TodoWriteToolPlugin } from './todo.js'
+import { WriteToolPlugin, type WriteToolConfig } from './write.js'
+
+export * from './bash.js'
+export * from './edit.js'
+export * from './errors.js'
+export * from './glob.js'
+export * from './grep.js'
+export * from './html.js'
+export * from './ledger.js'
+export * from './read.js'
+export * from './spill.js'
+export * from './todo.js'
+export * from './web-fetch.js'
+export * from './write.js'
+
+/** Per-tool configuration; `false` leaves that tool out. */
+export interface BuiltinToolsConfig {
+  readonly bash?: BashToolConfig | false
+  readonly read?: ReadToolConfig | false
+  readonly write?: WriteToolConfig | false
+  readonly edit?: EditToolConfig | false
+  readonly glob?: GlobToolConfig | false
+  readonly grep?: GrepToolConfig | false
+  readonly todo_write?: false | Record<string, never>
+}
+
+export class BuiltinToolsPlugin {
+  static readonly inject = ['tools']
+  constructor(ctx: Context, config: BuiltinToolsConfig = {}) {
+    ctx.plugin(ReadLedger)
+    if (config.bash !== false) ctx.plugin(BashToolPlugin, config.bash ?? {})
+    if (config.read !== false) ctx.plugin(ReadToolPlugin, config.read ?? {})
+    if (config.write !== false) ctx.plugin(WriteToolPlugin, config.write ?? {})
+    if (config.edit !== false) ctx.plugin(EditToolPlugin, config.edit ?? {})
+    if (config.glob !== false) ctx.plugin(GlobToolPlugin, config.glob ?? {})
+    if (config.grep !== false) ctx.plugin(GrepToolPlugin, config.grep ?? {})
+    if (config.todo_write !== false) ctx.plugin(TodoWriteToolPlugin)
+  }
+}

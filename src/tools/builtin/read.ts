@@ -1,0 +1,164 @@
+/**
+ * `read`: a text file as numbered lines (`cat -n` style, 1-based), a page at a time.
+ * Not spilled: its own limits keep a page under the spill threshold.
+ */
+import { createHash } from 'node:crypto'
+import { createReadStream } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import { StringDecoder } from 'node:string_decoder'
+import { Context } from 'cordis'
+import { z } from 'zod'
+import type { Tool, ToolOutput } from '../api.js'
+import { defineTool } from '../define.js'
+import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
+import { ledgerKey, type FileObservations, type FileVersion } from './ledger.js'
+import { looksBinary, resolvePath } from './paths.js'
+
+export interface ReadToolConfig {
+  /** Lines per call when `limit` is not given, and the most `limit` may ask for. */
+  readonly maxLines?: number
+  /** Longer lines are cut and marked. */
+  readonly maxLineChars?: number
+  /** Bytes of formatted output per call. */
+  readonly maxBytes?: number
+  readonly timeoutMs?: number
+}
+
+export const READ_DEFAULTS = { maxLines: 2000, maxLineChars: 2000, maxBytes: 50 * 1024, timeoutMs: 60_000 } as const
+
+export const readSchema = z.object({
+  file_path: z.string().min(1).describe('Path of the file to read; a relative path is resolved against the session working directory.'),
+  offset: z.number().int().min(1).optional().describe('1-based line number to start from (default 1).'),
+  limit: z.number().int().min(1).optional().describe('Number of lines to read (default and maximum 2000).'),
+})
+
+export interface ReadPage {
+  /** Formatted lines `     N\ttext`. */
+  readonly lines: string[]
+  readonly firstLine: number
+  readonly lastLine: number
+  readonly totalLines: number
+  /** Lines cut at `maxLineChars`. */
+  readonly cutLines: number
+  /** The page stopped at `maxBytes` before reaching `limit`. */
+  readonly byteLimited: boolean
+  readonly version: FileVersion
+}
+
+/**
+ * Streams the file once: hashes every byte (for the ledger), counts all lines, and keeps only
+ * the requested page, so memory stays bounded by the page size for any file size.
+ */
+export async function readPage(path: string, offset: number, limit: number, limits: Required<Omit<ReadToolConfig, 'timeoutMs'>>, signal?: AbortSignal): Promise<ReadPage> {
+  const hash = createHash('sha256')
+  const decoder = new StringDecoder('utf8')
+  const lines: string[] = []
+  let size = 0
+  let lineNo = 0
+  let carry = ''
+  let bytes = 0
+  let cutLines = 0
+  let byteLimited = false
+  let full = false
+  let newlines = 0
+  let lastByte = -1
+
+  const take = (line: string) => {
+    lineNo++
+    if (full || lineNo < offset) return
+    if (lines.length >= limit) { full = true; return }
+    if (line.endsWith('\r')) line = line.slice(0, -1)
+    if (line.length > limits.maxLineChars) {
+      line = `${line.slice(0, limits.maxLineChars)}… [line cut: ${line.length} chars]`
+      cutLines++
+    }
+    const formatted = `${String(lineNo).padStart(6)}\t${line}`
+    const cost = Buffer.byteLength(formatted) + 1
+    if (bytes + cost > limits.maxBytes && lines.length > 0) { full = true; byteLimited = true; return }
+    bytes += cost
+    lines.push(formatted)
+  }
+
+  const stream = createReadStream(path, signal ? { signal } : {})
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    if (size === 0 && looksBinary(chunk)) {
+      stream.destroy()
+      throw new FsError(`${path} looks like a binary file; read only shows text`, BuiltinErrorCode.binary)
+    }
+    size += chunk.length
+    hash.update(chunk)
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) newlines++
+    lastByte = chunk[chunk.length - 1]
+    // Once the page is full only the byte count of newlines matters: skip decoding.
+    if (full) continue
+    const text = carry + decoder.write(chunk)
+    let start = 0
+    for (let nl = text.indexOf('\n'); nl !== -1 && !full; nl = text.indexOf('\n', start)) {
+      take(text.slice(start, nl))
+      start = nl + 1
+    }
+    carry = full ? '' : text.slice(start)
+  }
+  if (!full) {
+    const rest = carry + decoder.end()
+    if (rest.length > 0) take(rest)
+  }
+  // An unterminated last line counts as a line, like `wc -l` plus one.
+  const totalLines = newlines + (size > 0 && lastByte !== 10 ? 1 : 0)
+  const firstLine = lines.length > 0 ? offset : 0
+  return {
+    lines, firstLine, lastLine: lines.length > 0 ? offset + lines.length - 1 : 0, totalLines,
+    cutLines, byteLimited, version: { size, sha256: hash.digest('hex') },
+  }
+}
+
+export function createReadTool(ledger: FileObservations, config: ReadToolConfig = {}): Tool<z.output<typeof readSchema>> {
+  const limits = {
+    maxLines: config.maxLines ?? READ_DEFAULTS.maxLines,
+    maxLineChars: config.maxLineChars ?? READ_DEFAULTS.maxLineChars,
+    maxBytes: config.maxBytes ?? READ_DEFAULTS.maxBytes,
+  }
+  return defineTool({
+    name: 'read',
+    description: `Read a text file. Returns numbered lines ("     N\\t<line>", 1-based). At most ${limits.maxLines} lines, ${limits.maxLineChars} characters per line and ${Math.round(limits.maxBytes / 1024)} KB per call; a footer tells how to continue with offset. Reading a file is required before write or edit may change it.`,
+    schema: readSchema,
+    timeoutMs: config.timeoutMs ?? READ_DEFAULTS.timeoutMs,
+    isConcurrencySafe: () => true,
+    async execute(args, context): Promise<ToolOutput> {
+      const path = resolvePath(context.cwd, args.file_path)
+      const info = await stat(path).catch((error) => fsFailure(error, path))
+      if (info.isDirectory()) throw new FsError(`${path} is a directory, not a file (use glob to list it)`, BuiltinErrorCode.isDirectory)
+      const offset = args.offset ?? 1
+      const limit = Math.min(args.limit ?? limits.maxLines, limits.maxLines)
+      const page = await readPage(path, offset, limit, limits, context.signal).catch((error) => fsFailure(error, path))
+      ledger.record(ledgerKey(context), path, page.version)
+      if (page.totalLines === 0) {
+        return { content: [{ type: 'text', text: '(empty file)' }], meta: { path, firstLine: 0, lastLine: 0, totalLines: 0 } }
+      }
+      if (offset > page.totalLines) {
+        throw new FsError(`offset ${offset} is past the end of ${path} (${page.totalLines} lines)`, BuiltinErrorCode.offsetOutOfRange)
+      }
+      let text = page.lines.join('\n')
+      if (page.lastLine < page.totalLines) {
+        const why = page.byteLimited ? ` (${Math.round(limits.maxBytes / 1024)} KB per call)` : ''
+        text += `\n\n[showing lines ${page.firstLine}-${page.lastLine} of ${page.totalLines}${why}; continue with offset=${page.lastLine + 1}]`
+      }
+      if (page.cutLines > 0) text += `\n[${page.cutLines} line(s) longer than ${limits.maxLineChars} characters were cut]`
+      return {
+        content: [{ type: 'text', text }],
+        meta: { path, firstLine: page.firstLine, lastLine: page.lastLine, totalLines: page.totalLines, cutLines: page.cutLines },
+      }
+    },
+  })
+}
+
+export interface ReadToolPluginConfig extends ReadToolConfig {}
+
+/** Registers `read` on `ctx.tools`, sharing `ctx.readLedger` with write and edit. */
+export class ReadToolPlugin {
+  static readonly inject = ['tools', 'readLedger']
+  constructor(ctx: Context, config: ReadToolPluginConfig = {}) {
+    const tool = createReadTool(ctx.readLedger, config)
+    ctx.effect(() => ctx.tools.register(tool))
+  }
+}

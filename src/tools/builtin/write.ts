@@ -1,0 +1,92 @@
+/**
+ * `write`: create a file, or overwrite one this session has read in its current version.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { Context } from 'cordis'
+import { createTwoFilesPatch } from 'diff'
+import { z } from 'zod'
+import type { Tool, ToolOutput } from '../api.js'
+import type { JsonValue } from '../../session/types.js'
+import { defineTool } from '../define.js'
+import { fsFailure } from './errors.js'
+import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
+import { displayPath, looksBinary, resolvePath } from './paths.js'
+import { withSpill } from './spill.js'
+
+export interface WriteToolConfig {
+  /** Diffs larger than this (characters) are left out of `meta` (the log keeps meta forever). */
+  readonly maxMetaDiffChars?: number
+  readonly timeoutMs?: number
+}
+
+export const WRITE_DEFAULTS = { maxMetaDiffChars: 100_000, timeoutMs: 60_000 } as const
+
+export const writeSchema = z.object({
+  file_path: z.string().min(1).describe('Path of the file to write; a relative path is resolved against the session working directory. Parent folders are created.'),
+  content: z.string().describe('The complete new content of the file.'),
+})
+
+export function countLines(text: string): number {
+  if (text.length === 0) return 0
+  let n = 0
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++
+  return text.endsWith('\n') ? n : n + 1
+}
+
+/** `before` or `after` as text for a diff, or undefined when either is binary. */
+export function unifiedDiff(label: string, before: Uint8Array, after: string): string | undefined {
+  if (looksBinary(before)) return undefined
+  return createTwoFilesPatch(label, label, Buffer.from(before).toString('utf8'), after, '', '', { context: 3 })
+}
+
+async function readExisting(path: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(path)
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ENOENT') return undefined
+    return fsFailure(error, path)
+  }
+}
+
+export function createWriteTool(ledger: FileObservations, config: WriteToolConfig = {}): Tool<z.output<typeof writeSchema>> {
+  const maxMetaDiff = config.maxMetaDiffChars ?? WRITE_DEFAULTS.maxMetaDiffChars
+  return defineTool({
+    name: 'write',
+    description: 'Write a file with the given content, replacing it entirely. Creates the file (and missing parent folders) if it does not exist. Overwriting an existing file requires reading its current version with read first in this session; prefer edit for changing part of a file.',
+    schema: writeSchema,
+    timeoutMs: config.timeoutMs ?? WRITE_DEFAULTS.timeoutMs,
+    execute: withSpill('write', async (args, context): Promise<ToolOutput> => {
+      const path = resolvePath(context.cwd, args.file_path)
+      const key = ledgerKey(context)
+      const before = await readExisting(path)
+      if (before !== undefined) ledger.assertObserved(key, path, before, 'write')
+      await mkdir(dirname(path), { recursive: true }).catch((error) => fsFailure(error, path))
+      await writeFile(path, args.content).catch((error) => fsFailure(error, path))
+      ledger.record(key, path, versionOf(Buffer.from(args.content)))
+      const lines = countLines(args.content)
+      const size = Buffer.byteLength(args.content)
+      if (before === undefined) {
+        return {
+          content: [{ type: 'text', text: `Created ${path} (${lines} lines, ${size} bytes)` }],
+          meta: { path, created: true, lines, bytes: size },
+        }
+      }
+      const diff = unifiedDiff(displayPath(context.cwd, path), before, args.content)
+      const diffMeta: Record<string, JsonValue> = diff === undefined ? {} : diff.length <= maxMetaDiff ? { diff } : { diffOmitted: true }
+      return {
+        content: [{ type: 'text', text: `Overwrote ${path} (${lines} lines, ${size} bytes)` }],
+        meta: { path, created: false, lines, bytes: size, ...diffMeta },
+      }
+    }),
+  })
+}
+
+/** Registers `write` on `ctx.tools`, sharing `ctx.readLedger` with read and edit. */
+export class WriteToolPlugin {
+  static readonly inject = ['tools', 'readLedger']
+  constructor(ctx: Context, config: WriteToolConfig = {}) {
+    const tool = createWriteTool(ctx.readLedger, config)
+    ctx.effect(() => ctx.tools.register(tool))
+  }
+}
