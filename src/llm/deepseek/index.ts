@@ -1,0 +1,88 @@
+/**
+ * The DeepSeek adapter: provider route `deepseek-official`, the official chat-completions API.
+ *
+ * Thinking and effort on the wire (see docs/llm.md): `thinking: {type: enabled|disabled}` is sent
+ * on every request (the API's own default is enabled); `reasoning_effort` is sent only while
+ * thinking is on, with the effort passed through (`low`, `high`, `max`).
+ */
+import type { Context } from 'cordis'
+import type { RetryMode } from '../api.js'
+import { LlmError } from '../errors.js'
+import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
+import { buildRequestBody, type WireDialect } from '../openai-wire.js'
+import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from '../types.js'
+
+export const DEEPSEEK_PROVIDER = 'deepseek-official'
+export const DEEPSEEK_DEFAULT_MODEL = 'deepseek-v4-flash'
+export const DEEPSEEK_DEFAULT_BASE_URL = 'https://api.deepseek.com'
+export const DEEPSEEK_API_KEY_ENV = 'DEEPSEEK_API_KEY'
+
+/** Both V4 models: 1M-token context, text input only, thinking on by default. */
+export const DEEPSEEK_MODELS: readonly ModelInfo[] = Object.freeze([
+  { provider: DEEPSEEK_PROVIDER, model: 'deepseek-v4-flash', contextWindow: 1_048_576, defaultMaxTokens: 256_000, reasoningEfforts: ['low', 'high', 'max'], imageInput: false, thinking: true },
+  { provider: DEEPSEEK_PROVIDER, model: 'deepseek-v4-pro', contextWindow: 1_048_576, defaultMaxTokens: 256_000, reasoningEfforts: ['low', 'high', 'max'], imageInput: false, thinking: true },
+].map(m => Object.freeze(m)) as ModelInfo[])
+
+/** Resolves a secret by variable name (e.g. the config seam's credential layers). */
+export type CredentialLookup = (name: string) => string | undefined | Promise<string | undefined>
+
+export interface DeepSeekConfig {
+  /** Default: `$DEEPSEEK_BASE_URL`, else https://api.deepseek.com. */
+  baseUrl?: string
+  /** Default: `credentials('DEEPSEEK_API_KEY')`, else `$DEEPSEEK_API_KEY`, read per request. */
+  apiKey?: string
+  credentials?: CredentialLookup
+  /** Idle watchdog per pending read (L-9); default 300 000 ms. */
+  idleTimeoutMs?: number
+  /** Retry policy registered with the route (L-10); default `normal`. */
+  retry?: RetryMode
+}
+
+export const DEEPSEEK_DIALECT: WireDialect = {
+  sendReasoningContent: true,
+  requestFields(options: LlmCallOptions) {
+    const thinking = options.thinking ?? true
+    return {
+      thinking: { type: thinking ? 'enabled' : 'disabled' },
+      ...thinking && options.reasoningEffort !== undefined ? { reasoning_effort: options.reasoningEffort } : {},
+    }
+  },
+}
+
+export class DeepSeekAdapter implements LlmAdapter {
+  readonly provider = DEEPSEEK_PROVIDER
+
+  constructor(private readonly config: DeepSeekConfig = {}) {}
+
+  async *stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
+    const apiKey = await this.apiKey()
+    const baseUrl = (this.config.baseUrl ?? process.env.DEEPSEEK_BASE_URL ?? DEEPSEEK_DEFAULT_BASE_URL).replace(/\/+$/, '')
+    yield* streamChatCompletion({
+      url: `${baseUrl}/chat/completions`,
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${apiKey}` },
+      body: buildRequestBody(options, DEEPSEEK_DIALECT),
+      signal: options.signal,
+      idleTimeoutMs: this.config.idleTimeoutMs,
+      label: DEEPSEEK_PROVIDER,
+    })
+  }
+
+  private async apiKey(): Promise<string> {
+    const key = this.config.apiKey ?? await this.config.credentials?.(DEEPSEEK_API_KEY_ENV) ?? process.env[DEEPSEEK_API_KEY_ENV]
+    if (key === undefined || key === '') {
+      throw new LlmError('MISSING_CREDENTIAL', `${DEEPSEEK_PROVIDER}: no API key; set ${DEEPSEEK_API_KEY_ENV} in the environment (or store it as a credential), or pass apiKey in the plugin config`)
+    }
+    return key
+  }
+}
+
+/** Registers the DeepSeek route and its models with `ctx.llm` for the plugin's lifetime. */
+export class DeepSeekPlugin {
+  static readonly inject = ['llm']
+
+  constructor(ctx: Context, config: DeepSeekConfig = {}) {
+    validateTransportConfig(DEEPSEEK_PROVIDER, config ?? {})
+    const adapter = new DeepSeekAdapter(config ?? {})
+    ctx.effect(() => ctx.llm.register({ adapter, models: DEEPSEEK_MODELS, retry: config?.retry ?? 'normal' }))
+  }
+}

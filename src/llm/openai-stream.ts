@@ -1,0 +1,239 @@
+/**
+ * The transport shared by every chat-completions adapter (L-7, L-9): one POST, SSE framing with
+ * eventsource-parser, an idle watchdog, HTTP error classification and the translation into
+ * StreamChunks. One call is one provider attempt: nothing here retries (L-5).
+ */
+import { createParser } from 'eventsource-parser'
+import { LlmError } from './errors.js'
+import { ChatCompletionTranslator } from './openai-wire.js'
+import type { StreamChunk } from './types.js'
+
+export const DEFAULT_IDLE_TIMEOUT_MS = 300_000
+
+export interface ChatCompletionRequest {
+  /** Full endpoint URL, e.g. `https://api.deepseek.com/chat/completions`. */
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+  readonly signal?: AbortSignal
+  /** Longest wait for the next bytes of the response (headers included). */
+  readonly idleTimeoutMs?: number
+  /** Names the adapter in error messages. */
+  readonly label: string
+}
+
+const REQUEST_ID_HEADERS = ['x-request-id', 'x-ds-request-id', 'request-id', 'x-trace-id']
+
+/** POSTs the request and yields the translated chunks; failures are thrown as LlmError. */
+export async function* streamChatCompletion(request: ChatCompletionRequest): AsyncGenerator<StreamChunk> {
+  const idleTimeoutMs = request.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
+  // The adapter's own controller (idle watchdog, teardown) fused with the caller's (L-9).
+  const consumer = new AbortController()
+  const signal = request.signal === undefined ? consumer.signal : AbortSignal.any([request.signal, consumer.signal])
+  const watchdog = new IdleWatchdog(idleTimeoutMs, () => consumer.abort())
+  const classify = (error: unknown, what: string, requestId?: string): LlmError => {
+    if (watchdog.fired) {
+      return new LlmError('TIMEOUT', `${request.label}: no data from the provider for ${idleTimeoutMs} ms (${what})`, { requestId, cause: error })
+    }
+    if (aborted(request.signal)) return new LlmError('ABORTED', `${request.label}: the request was cancelled`, { requestId, cause: error })
+    if (error instanceof LlmError) return error
+    const message = error instanceof Error ? describeCause(error) : String(error)
+    return new LlmError('TRANSPORT', `${request.label}: ${what} failed: ${message}`, { requestId, cause: error })
+  }
+
+  try {
+    if (aborted(request.signal)) throw classify(request.signal?.reason, 'request')
+    let response: Response
+    try {
+      watchdog.arm()
+      response = await fetch(request.url, { method: 'POST', headers: request.headers, body: JSON.stringify(request.body), signal })
+    } catch (error) {
+      throw classify(error, 'request')
+    } finally {
+      watchdog.disarm()
+    }
+    const requestId = readRequestId(response.headers)
+
+    if (!response.ok) {
+      let text = ''
+      try {
+        watchdog.arm()
+        text = await response.text()
+      } catch (error) {
+        if (watchdog.fired || aborted(request.signal)) throw classify(error, 'reading the error body', requestId)
+      } finally {
+        watchdog.disarm()
+      }
+      throw classifyHttpError(request.label, response.status, text, response.headers, requestId)
+    }
+    if (response.body === null) {
+      throw new LlmError('EMPTY_RESPONSE', `${request.label}: HTTP ${response.status} without a body`, { status: response.status, requestId })
+    }
+
+    const translator = new ChatCompletionTranslator()
+    if (requestId !== undefined) translator.requestId = requestId
+    yield* translateSse(response.body, translator, {
+      read: async reader => {
+        try {
+          watchdog.arm()
+          return await reader.read()
+        } catch (error) {
+          throw classify(error, 'reading the stream', requestId)
+        } finally {
+          watchdog.disarm()
+        }
+      },
+      label: request.label,
+      requestId,
+    })
+  } finally {
+    watchdog.disarm()
+    consumer.abort()
+  }
+}
+
+type Reader = ReadableStreamDefaultReader<Uint8Array>
+
+/** A function, so TypeScript does not keep an `aborted` narrowing across awaits. */
+const aborted = (signal: AbortSignal | undefined) => signal?.aborted === true
+
+export interface TranslateHooks {
+  /** One read of the body (the transport wraps it in its watchdog and error precedence). */
+  read?(reader: Reader): ReturnType<Reader['read']>
+  readonly label: string
+  readonly requestId?: string
+}
+
+/**
+ * SSE body -> StreamChunks. Deltas are yielded as their events arrive; `[DONE]` yields the final
+ * burst and ends the stream. EOF before `[DONE]` is STREAM_CLOSED (no bytes at all: EMPTY_RESPONSE).
+ */
+export async function* translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
+  const reader = body.getReader()
+  const decoder = new TextDecoder()
+  const pending: string[] = []
+  const parser = createParser({ onEvent: event => { pending.push(event.data) } })
+  const details = hooks.requestId === undefined ? {} : { requestId: hooks.requestId }
+  let received = 0
+  try {
+    for (;;) {
+      const result = hooks.read === undefined ? await reader.read() : await hooks.read(reader)
+      if (result.done) {
+        parser.feed(decoder.decode())
+      } else {
+        received += result.value.byteLength
+        parser.feed(decoder.decode(result.value, { stream: true }))
+      }
+      for (let i = 0; i < pending.length; i++) {
+        const data = pending[i]
+        if (data.trim() === '[DONE]') {
+          pending.length = 0
+          yield* translator.done()
+          return
+        }
+        const chunks = translator.data(data)
+        for (const chunk of chunks) yield chunk
+      }
+      pending.length = 0
+      if (result.done) {
+        if (received === 0) throw new LlmError('EMPTY_RESPONSE', `${hooks.label}: the provider sent an empty body`, details)
+        throw new LlmError('STREAM_CLOSED', `${hooks.label}: the stream ended before [DONE]; the truncated response cannot be trusted`, details)
+      }
+    }
+  } finally {
+    // Releases the connection when we stop early ([DONE], an error or the consumer leaving).
+    reader.cancel().catch(() => {})
+  }
+}
+
+/** Re-armed per pending read; firing aborts the adapter's own controller. */
+class IdleWatchdog {
+  fired = false
+  private timer?: NodeJS.Timeout
+  constructor(private readonly ms: number, private readonly onFire: () => void) {}
+  arm(): void {
+    this.disarm()
+    this.timer = setTimeout(() => { this.fired = true; this.onFire() }, this.ms)
+  }
+  disarm(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timer = undefined
+  }
+}
+
+function readRequestId(headers: Headers): string | undefined {
+  for (const name of REQUEST_ID_HEADERS) {
+    const value = headers.get(name)
+    if (value !== null && value !== '') return value
+  }
+  return undefined
+}
+
+function describeCause(error: Error): string {
+  const cause = (error as { cause?: unknown }).cause
+  return cause instanceof Error && cause.message !== '' ? `${error.message} (${cause.message})` : error.message
+}
+
+const QUOTA = /quota|insufficient[ _]balance|insufficient_quota|billing|out of credits|credit balance/i
+const CONTEXT_OVERFLOW = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|too long for the model|exceeds? the (model'?s? )?(maximum|max|context)/i
+
+/** L-9: HTTP status (and wording) -> failure code; Retry-After and the request id are kept. */
+export function classifyHttpError(label: string, status: number, bodyText: string, headers: Headers, requestId?: string, now = Date.now()): LlmError {
+  const detail = providerMessage(bodyText)
+  let code: string
+  if (status === 401 || status === 403) code = 'AUTH'
+  else if (status === 413) code = 'INVALID_REQUEST'
+  else if (status < 500 && QUOTA.test(detail)) code = 'QUOTA'
+  else if (status === 429) code = 'RATE_LIMIT'
+  else if (status === 400) code = CONTEXT_OVERFLOW.test(detail) ? 'CONTEXT_WINDOW_EXCEEDED' : 'INVALID_REQUEST'
+  else if (status >= 500) code = 'SERVER'
+  else code = `HTTP_${status}`
+  const retryAfter = parseRetryAfter(headers.get('retry-after'), now)
+  return new LlmError(code, `${label}: HTTP ${status}${detail === '' ? '' : `: ${detail}`}`, {
+    status,
+    ...retryAfter !== undefined ? { providerRetryAfterMs: retryAfter } : {},
+    ...requestId !== undefined ? { requestId } : {},
+  })
+}
+
+/** The provider's own error message when the body is the usual `{error:{message}}` JSON. */
+function providerMessage(bodyText: string): string {
+  const text = bodyText.trim()
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown }
+    if (typeof parsed.error === 'string') return parsed.error
+    if (typeof parsed.error?.message === 'string') return parsed.error.message
+    if (typeof parsed.message === 'string') return parsed.message
+  } catch {
+    // Not JSON: the raw text (trimmed) is the best we have.
+  }
+  return text.length > 500 ? `${text.slice(0, 500)}...` : text
+}
+
+/** `Retry-After`: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null) return undefined
+  const trimmed = value.trim()
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000)
+  const date = Date.parse(trimmed)
+  if (Number.isNaN(date)) return undefined
+  return Math.max(0, date - now)
+}
+
+/** Plugin config checks shared by the adapters; the message names the field and the value. */
+export function validateTransportConfig(label: string, config: { baseUrl?: unknown; idleTimeoutMs?: unknown; retry?: unknown }): void {
+  if (config.baseUrl !== undefined) {
+    if (typeof config.baseUrl !== 'string' || !URL.canParse(config.baseUrl)) {
+      throw new LlmError('INVALID_CONFIG', `${label}: baseUrl must be an absolute URL, got ${JSON.stringify(config.baseUrl)}`)
+    }
+  }
+  if (config.idleTimeoutMs !== undefined) {
+    const ms = config.idleTimeoutMs
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0 || ms > 2_147_483_647) {
+      throw new LlmError('INVALID_CONFIG', `${label}: idleTimeoutMs must be a positive number of milliseconds (at most 2147483647), got ${JSON.stringify(ms)}`)
+    }
+  }
+  if (config.retry !== undefined && config.retry !== 'normal' && config.retry !== 'always') {
+    throw new LlmError('INVALID_CONFIG', `${label}: retry must be "normal" or "always", got ${JSON.stringify(config.retry)}`)
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * The OpenAI chat-completions wire format, shared by the DeepSeek and the OpenAI-compatible
+ * adapters: message serialisation (L-6), the request body, usage mapping (L-8) and the
+ * translation of streamed `chat.completion.chunk` objects into StreamChunks (L-7).
+ *
+ * What differs between providers is a `WireDialect`; nothing here knows a provider by name.
+ */
+import { LlmError, failure } from './errors.js'
+import type {
+  ContentBlock, FinishReason, ImageBlock, LlmCallOptions, Message, StreamChunk, TokenUsage, ToolCallBlock,
+} from './types.js'
+
+export interface WireDialect {
+  /** Send `reasoning_content` on assistant messages that have reasoning (DeepSeek needs it back). */
+  readonly sendReasoningContent: boolean
+  /** Provider-specific request fields (thinking switches, effort), merged into the body. */
+  requestFields?(options: LlmCallOptions): Record<string, unknown>
+}
+
+export type WireContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string } }
+
+export interface WireToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+
+export type WireMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string | WireContentPart[] }
+  | { role: 'assistant'; content: string; reasoning_content?: string; tool_calls?: WireToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string }
+
+const textOf = (blocks: readonly ContentBlock[], separator: string) =>
+  blocks.filter(b => b.type === 'text').map(b => (b as { text: string }).text).join(separator)
+
+const imageUrl = (image: ImageBlock): WireContentPart => ({ type: 'image_url', image_url: { url: `data:${image.mimeType};base64,${image.data}` } })
+
+/** Text plus images as OpenAI content parts; a plain string when there is no image. */
+function userContent(blocks: readonly ContentBlock[]): string | WireContentPart[] {
+  const images = blocks.filter((b): b is ImageBlock => b.type === 'image')
+  const text = textOf(blocks, '\n')
+  if (images.length === 0) return text
+  return [...text === '' ? [] : [{ type: 'text' as const, text }], ...images.map(imageUrl)]
+}
+
+/**
+ * L-6: system first; a user message holding tool results becomes its text (if any) followed by
+ * one `role:'tool'` message per result; assistant content is always a string.
+ */
+export function serializeMessages(system: string | undefined, messages: readonly Message[], dialect: WireDialect): WireMessage[] {
+  const wire: WireMessage[] = []
+  if (system !== undefined && system !== '') wire.push({ role: 'system', content: system })
+  for (const message of messages) {
+    switch (message.role) {
+      case 'system':
+        wire.push({ role: 'system', content: textOf(message.content, '\n') })
+        break
+      case 'user': {
+        const results = message.content.filter(b => b.type === 'tool-result')
+        const rest = message.content.filter(b => b.type !== 'tool-result')
+        const content = userContent(rest)
+        if (results.length === 0 || content.length > 0) wire.push({ role: 'user', content })
+        // Tool messages carry text only; images a tool returned follow as one user message.
+        const toolImages: WireContentPart[] = []
+        for (const result of results) {
+          const text = textOf(result.content, '\n')
+          const images = result.content.filter((b): b is ImageBlock => b.type === 'image')
+          toolImages.push(...images.map(imageUrl))
+          wire.push({ role: 'tool', tool_call_id: result.toolCallId, content: text !== '' ? text : images.length > 0 ? '(image output attached below)' : '(no output)' })
+        }
+        if (toolImages.length > 0) wire.push({ role: 'user', content: toolImages })
+        break
+      }
+      case 'assistant': {
+        const out: Extract<WireMessage, { role: 'assistant' }> = { role: 'assistant', content: textOf(message.content, '') }
+        const reasoning = message.content.filter(b => b.type === 'reasoning')
+        if (dialect.sendReasoningContent && reasoning.length > 0) out.reasoning_content = reasoning.map(b => b.text).join('')
+        const calls = message.content.filter((b): b is ToolCallBlock => b.type === 'tool-call')
+        if (calls.length > 0) out.tool_calls = calls.map(c => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }))
+        wire.push(out)
+        break
+      }
+    }
+  }
+  return wire
+}
+
+export function buildRequestBody(options: LlmCallOptions, dialect: WireDialect): Record<string, unknown> {
+  return {
+    model: options.model,
+    messages: serializeMessages(options.system, options.messages, dialect),
+    stream: true,
+    stream_options: { include_usage: true },
+    ...options.maxTokens !== undefined ? { max_tokens: options.maxTokens } : {},
+    ...options.temperature !== undefined ? { temperature: options.temperature } : {},
+    ...options.stop !== undefined && options.stop.length > 0 ? { stop: [...options.stop] } : {},
+    ...options.tools !== undefined && options.tools.length > 0
+      ? { tools: options.tools.map(t => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
+      : {},
+    ...dialect.requestFields?.(options),
+  }
+}
+
+export interface WireUsage {
+  prompt_tokens?: number
+  completion_tokens?: number
+  prompt_cache_hit_tokens?: number
+  prompt_tokens_details?: { cached_tokens?: number } | null
+  completion_tokens_details?: { reasoning_tokens?: number } | null
+}
+
+/** L-8: prompt_tokens includes cache hits; TokenUsage keeps them disjoint. */
+export function mapUsage(usage: WireUsage): TokenUsage {
+  const cacheRead = usage.prompt_tokens_details?.cached_tokens ?? usage.prompt_cache_hit_tokens
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens
+  return {
+    inputTokens: Math.max(0, (usage.prompt_tokens ?? 0) - (cacheRead ?? 0)),
+    outputTokens: usage.completion_tokens ?? 0,
+    ...cacheRead !== undefined ? { cacheReadTokens: cacheRead } : {},
+    ...reasoning !== undefined ? { reasoningTokens: reasoning } : {},
+  }
+}
+
+interface WireDelta {
+  content?: string | null
+  reasoning_content?: string | null
+  /** vLLM / llama.cpp / Ollama name for the same stream. */
+  reasoning?: string | null
+  tool_calls?: { index?: number; id?: string | null; function?: { name?: string | null; arguments?: string | null } }[] | null
+}
+
+interface WireChunk {
+  choices?: { index?: number; delta?: WireDelta | null; finish_reason?: string | null }[]
+  usage?: WireUsage | null
+  error?: { message?: string; code?: unknown; type?: string }
+}
+
+interface TranslatedBlock { index: number; kind: 'text' | 'reasoning' | 'tool-call'; text: string; id: string; name: string }
+
+/**
+ * L-7: translates `chat.completion.chunk` payloads. Deltas stream out live; block-end, usage
+ * and finish are only produced by `done()` (the `[DONE]` sentinel), because the finish reason
+ * and the usage may arrive on the last chunk or on a trailing usage-only chunk.
+ */
+export class ChatCompletionTranslator {
+  private readonly blocks: TranslatedBlock[] = []
+  private text?: TranslatedBlock
+  private reasoning?: TranslatedBlock
+  private readonly tools = new Map<number, TranslatedBlock>()
+  private finishReason?: string
+  private usage?: WireUsage
+  /** Set by the transport so failures after a 200 still name the request. */
+  requestId?: string
+
+  /** Parses one SSE `data` payload (not `[DONE]`) and returns the chunks it yields now. */
+  data(payload: string): StreamChunk[] {
+    let parsed: WireChunk
+    try {
+      parsed = JSON.parse(payload) as WireChunk
+    } catch {
+      throw new LlmError('MALFORMED_RESPONSE', `malformed stream data (not JSON): ${payload.slice(0, 200)}`, this.details())
+    }
+    if (parsed === null || typeof parsed !== 'object') {
+      throw new LlmError('MALFORMED_RESPONSE', `malformed stream data (not an object): ${payload.slice(0, 200)}`, this.details())
+    }
+    return this.chunk(parsed)
+  }
+
+  chunk(wire: WireChunk): StreamChunk[] {
+    if (wire.error !== undefined && wire.error !== null) {
+      throw new LlmError('SERVER', `provider error in stream: ${wire.error.message ?? JSON.stringify(wire.error)}`, this.details())
+    }
+    if (wire.usage !== undefined && wire.usage !== null) this.usage = wire.usage
+    const out: StreamChunk[] = []
+    for (const choice of wire.choices ?? []) {
+      if ((choice.index ?? 0) !== 0) continue
+      const delta = choice.delta
+      if (delta !== undefined && delta !== null) {
+        const reasoning = delta.reasoning_content ?? delta.reasoning
+        if (typeof reasoning === 'string' && reasoning !== '') {
+          this.reasoning ??= this.open('reasoning', out)
+          this.reasoning.text += reasoning
+          out.push({ type: 'reasoning-delta', index: this.reasoning.index, text: reasoning })
+        }
+        if (typeof delta.content === 'string' && delta.content !== '') {
+          this.text ??= this.open('text', out)
+          this.text.text += delta.content
+          out.push({ type: 'text-delta', index: this.text.index, text: delta.content })
+        }
+        for (const [position, call] of (delta.tool_calls ?? []).entries()) this.toolCall(call, position, out)
+      }
+      if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') this.finishReason = choice.finish_reason
+    }
+    return out
+  }
+
+  /** `[DONE]`: closes every block, then usage, then the finish (one burst). */
+  done(): StreamChunk[] {
+    const out: StreamChunk[] = []
+    for (const block of this.blocks) out.push({ type: 'block-end', index: block.index, block: this.build(block) })
+    if (this.usage !== undefined) out.push({ type: 'usage', usage: mapUsage(this.usage) })
+    out.push({ type: 'finish', reason: this.finish() })
+    return out
+  }
+
+  private finish(): FinishReason {
+    const reason = this.finishReason
+    if (reason === 'length') return { kind: 'max-tokens' }
+    if (reason === undefined || reason === 'stop' || reason === 'tool_calls' || reason === 'function_call') {
+      if (this.blocks.length === 0) {
+        return { kind: 'error', failure: failure('EMPTY_RESPONSE', 'model returned a completed response with no content', this.details()) }
+      }
+      // Some servers say `stop` after tool calls; the calls decide.
+      return this.tools.size > 0 ? { kind: 'tool-calls' } : { kind: 'stop' }
+    }
+    const code = reason.toUpperCase().replace(/[^A-Z0-9]+/g, '_')
+    return { kind: 'error', failure: failure(code, `model stopped with finish reason "${reason}"`, this.details()) }
+  }
+
+  private toolCall(call: NonNullable<WireDelta['tool_calls']>[number], position: number, out: StreamChunk[]): void {
+    const key = call.index ?? position
+    const id = call.id ?? ''
+    const name = call.function?.name ?? ''
+    const args = call.function?.arguments ?? ''
+    let block = this.tools.get(key)
+    if (block === undefined) {
+      // No empty fragment opens a block.
+      if (id === '' && name === '' && args === '') return
+      block = this.open('tool-call', out)
+      this.tools.set(key, block)
+    } else if (args === '' && (name === '' || block.name !== '') && (id === '' || block.id !== '')) {
+      return
+    }
+    if (block.id === '' && id !== '') block.id = id
+    const announceName = block.name === '' && name !== ''
+    if (announceName) block.name = name
+    block.text += args
+    out.push({ type: 'tool-call-delta', index: block.index, id: block.id, ...announceName ? { name } : {}, argumentsDelta: args })
+  }
+
+  private open(kind: TranslatedBlock['kind'], out: StreamChunk[]): TranslatedBlock {
+    const block: TranslatedBlock = { index: this.blocks.length, kind, text: '', id: '', name: '' }
+    this.blocks.push(block)
+    out.push({ type: 'block-start', index: block.index, blockType: kind })
+    return block
+  }
+
+  private build(block: TranslatedBlock): ContentBlock {
+    switch (block.kind) {
+      case 'text': return { type: 'text', text: block.text }
+      case 'reasoning': return { type: 'reasoning', text: block.text }
+      case 'tool-call': return { type: 'tool-call', id: block.id || `call-${block.index}`, name: block.name, arguments: block.text }
+    }
+  }
+
+  private details(): { requestId?: string } {
+    return this.requestId === undefined ? {} : { requestId: this.requestId }
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * An adapter for OpenAI-compatible chat-completions servers (vLLM, llama.cpp, Ollama, gateways).
+ * Same transport and translation as DeepSeek (../openai-stream.ts, ../openai-wire.ts); the only
+ * difference is the dialect: no DeepSeek-only fields on the wire.
+ */
+import type { Context } from 'cordis'
+import type { RetryMode } from '../api.js'
+import { LlmError } from '../errors.js'
+import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
+import { buildRequestBody, type WireDialect } from '../openai-wire.js'
+import type { LlmAdapter, LlmCallOptions, ModelInfo, ReasoningEffort, StreamChunk } from '../types.js'
+
+export interface OpenAiModelConfig {
+  model: string
+  contextWindow: number
+  defaultMaxTokens: number
+  /** Efforts the server accepts as `reasoning_effort`; empty (default) means none is sent. */
+  reasoningEfforts?: ReasoningEffort[]
+  imageInput?: boolean
+}
+
+export interface OpenAiCompatibleConfig {
+  /** The provider route this adapter owns, e.g. `local-vllm`. */
+  provider: string
+  /** Base URL up to and including the API version, e.g. `http://127.0.0.1:8000/v1`. */
+  baseUrl: string
+  apiKey?: string
+  /** Environment variable holding the key; without apiKey and apiKeyEnv no key is sent. */
+  apiKeyEnv?: string
+  models: OpenAiModelConfig[]
+  /** Extra request headers (gateways). */
+  headers?: Record<string, string>
+  idleTimeoutMs?: number
+  retry?: RetryMode
+}
+
+const EFFORTS: readonly ReasoningEffort[] = ['low', 'medium', 'high', 'max']
+
+const OPENAI_DIALECT: WireDialect = {
+  sendReasoningContent: false,
+  requestFields: (options: LlmCallOptions) => options.reasoningEffort === undefined ? {} : { reasoning_effort: options.reasoningEffort },
+}
+
+export class OpenAiCompatibleAdapter implements LlmAdapter {
+  readonly provider: string
+
+  constructor(private readonly config: OpenAiCompatibleConfig) {
+    this.provider = config.provider
+  }
+
+  async *stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...this.config.headers }
+    const apiKey = this.apiKey()
+    if (apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`
+    yield* streamChatCompletion({
+      url: `${this.config.baseUrl.replace(/\/+$/, '')}/chat/completions`,
+      headers,
+      body: buildRequestBody(options, OPENAI_DIALECT),
+      signal: options.signal,
+      idleTimeoutMs: this.config.idleTimeoutMs,
+      label: this.provider,
+    })
+  }
+
+  private apiKey(): string | undefined {
+    if (this.config.apiKey !== undefined) return this.config.apiKey
+    if (this.config.apiKeyEnv === undefined) return undefined
+    const key = process.env[this.config.apiKeyEnv]
+    if (key === undefined || key === '') {
+      throw new LlmError('MISSING_CREDENTIAL', `${this.provider}: no API key; set ${this.config.apiKeyEnv} in the environment or pass apiKey in the plugin config`)
+    }
+    return key
+  }
+}
+
+/** Checks the config and derives the catalogue entries; errors name the bad field. */
+export function openAiModels(config: OpenAiCompatibleConfig): ModelInfo[] {
+  const label = typeof config?.provider === 'string' && config.provider !== '' ? config.provider : 'openai-compatible'
+  const fail = (detail: string) => { throw new LlmError('INVALID_CONFIG', `${label}: ${detail}`) }
+  if (typeof config?.provider !== 'string' || config.provider === '') fail('provider must be a non-empty string')
+  if (typeof config.baseUrl !== 'string') fail('baseUrl is required (e.g. http://127.0.0.1:8000/v1)')
+  validateTransportConfig(label, config)
+  if (config.apiKeyEnv !== undefined && (typeof config.apiKeyEnv !== 'string' || config.apiKeyEnv === '')) fail('apiKeyEnv must be a variable name')
+  if (!Array.isArray(config.models) || config.models.length === 0) fail('models must list at least one {model, contextWindow, defaultMaxTokens}')
+  return config.models.map((m, i) => {
+    const where = `models[${i}]`
+    if (typeof m?.model !== 'string' || m.model === '') fail(`${where}.model must be a non-empty string`)
+    for (const field of ['contextWindow', 'defaultMaxTokens'] as const) {
+      if (!Number.isSafeInteger(m[field]) || m[field] <= 0) fail(`${where}.${field} must be a positive integer, got ${JSON.stringify(m[field])}`)
+    }
+    for (const effort of m.reasoningEfforts ?? []) {
+      if (!EFFORTS.includes(effort)) fail(`${where}.reasoningEfforts: unknown effort ${JSON.stringify(effort)} (known: ${EFFORTS.join(', ')})`)
+    }
+    return Object.freeze({
+      provider: config.provider,
+      model: m.model,
+      contextWindow: m.contextWindow,
+      defaultMaxTokens: m.defaultMaxTokens,
+      reasoningEfforts: Object.freeze([...m.reasoningEfforts ?? []]),
+      imageInput: m.imageInput ?? false,
+    })
+  })
+}
+
+/** Registers one OpenAI-compatible route; load it once per server with its own `provider`. */
+export class OpenAiCompatiblePlugin {
+  static readonly inject = ['llm']
+
+  constructor(ctx: Context, config: OpenAiCompatibleConfig) {
+    const models = openAiModels(config)
+    const adapter = new OpenAiCompatibleAdapter(config)
+    ctx.effect(() => ctx.llm.register({ adapter, models, retry: config.retry ?? 'normal' }))
+  }
+}
