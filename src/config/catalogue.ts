@@ -1,0 +1,92 @@
+/**
+ * The built-in plugin catalogue: every dsh plugin has a row name. Entries import their module
+ * only when a row uses them, so start-up costs what the profile needs and no more.
+ *
+ * Plugins stay host-agnostic (they take cwd, home or credentials from their config). When dsh
+ * runs them from the command line, `withHost` fills what the row did not set from `ctx.host`.
+ */
+import type { Context } from 'cordis'
+import type { Host } from '../cli/host.js'
+
+type Loader = () => Promise<unknown>
+
+interface Entry {
+  readonly summary: string
+  readonly load: Loader
+}
+
+const entries = new Map<string, Entry>()
+
+export function registerBuiltinPlugin(name: string, summary: string, load: Loader): void {
+  entries.set(name, { summary, load })
+}
+
+export function isBuiltinPlugin(name: string): boolean {
+  return entries.has(name)
+}
+
+export async function builtinPlugin(name: string): Promise<unknown> {
+  const entry = entries.get(name)
+  if (entry === undefined) throw new Error(`unknown built-in plugin "${name}"`)
+  return entry.load()
+}
+
+export function builtinPluginNames(): { name: string; summary: string }[] {
+  return [...entries].map(([name, { summary }]) => ({ name, summary }))
+}
+
+type PluginClass = (abstract new (ctx: Context, config: any) => unknown) | { apply(ctx: Context, config: any): unknown }
+
+/**
+ * Wraps `plugin` so that config keys it leaves unset are filled from the host (when there is
+ * one). The wrapper keeps the plugin's `inject` list so it still waits for its services.
+ */
+function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, unknown>): unknown {
+  const inject = (plugin as { inject?: unknown }).inject
+  return {
+    name: (plugin as { name?: string }).name,
+    inject,
+    apply(ctx: Context, config: Record<string, unknown> | undefined) {
+      const host = ctx.get('host') as Host | undefined
+      const filled = { ...(host ? defaults(host) : {}), ...(config ?? {}) }
+      ctx.plugin(plugin as never, filled as never)
+    },
+  }
+}
+
+const credentials = (host: Host) => ({ credentials: (name: string) => host.env.value(name) })
+
+registerBuiltinPlugin('sessions', 'the session log service (ctx.sessions)',
+  async () => (await import('../session/index.js')).SessionsServicePlugin)
+registerBuiltinPlugin('llm', 'the model layer: adapter registry, catalogue, llm/stream (ctx.llm)',
+  async () => (await import('../llm/index.js')).LlmServicePlugin)
+registerBuiltinPlugin('llm-deepseek', 'DeepSeek adapter (deepseek-v4-flash, deepseek-v4-pro)',
+  async () => withHost((await import('../llm/deepseek/index.js')).DeepSeekPlugin, credentials))
+registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter (vLLM, llama.cpp, Ollama, gateways)',
+  async () => withHost((await import('../llm/openai/index.js')).OpenAiCompatiblePlugin, credentials))
+registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',
+  async () => (await import('../tools/index.js')).ToolsPlugin)
+registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',
+  async () => (await import('../tools/builtin/index.js')).BuiltinToolsPlugin)
+registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
+  async () => (await import('../tools/builtin/index.js')).WebFetchToolPlugin)
+registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and runtime contexts (ctx.systemPrompt)',
+  async () => (await import('../prompt/index.js')).SystemPromptPlugin)
+registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime contexts',
+  async () => withHost((await import('../prompt/index.js')).RuntimeContextsPlugin, host => ({ cwd: host.cwd })))
+registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the workspace and the home folder',
+  async () => withHost((await import('../prompt/index.js')).InstructionsPlugin, host => ({ cwd: host.cwd, home: host.home })))
+registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
+  async () => (await import('../agent/index.js')).ReactLoopPlugin)
+registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',
+  async () => (await import('../agent/index.js')).AgentsServicePlugin)
+registerBuiltinPlugin('loop-invariant', 'A-11: every loop request must equal the log derivation',
+  async () => (await import('../agent/index.js')).LoopInvariantPlugin)
+registerBuiltinPlugin('session-title', 'fallback and model session titles',
+  async () => (await import('../title/index.js')).SessionTitlePlugin)
+registerBuiltinPlugin('headless', 'app: run one task and print the answer',
+  async () => (await import('../cli/headless.js')).HeadlessApp)
+registerBuiltinPlugin('sessions-list', 'app: list stored sessions',
+  async () => (await import('../cli/apps.js')).SessionsListApp)
+registerBuiltinPlugin('web-placeholder', 'app: the web UI placeholder',
+  async () => (await import('../cli/apps.js')).WebPlaceholderApp)
