@@ -21,7 +21,7 @@ export interface AgentLoopConfig {
   readonly maxParallelToolCalls?: number
 }
 
-export const DEFAULT_MAX_PARALLEL_TOOL_CALLS = 10
+export { DEFAULT_MAX_PARALLEL_TOOL_CALLS } from './tool-calls.js'
 
 /** Public status: `running` only while a turn is open (the maintenance phase shows as idle). */
 export type AgentStatus = 'idle' | 'running'

@@ -23,6 +23,8 @@ export { toUserMessage } from './messages.js'
 export { isRuntimeContextMessage, RUNTIME_CONTEXT_PLUGIN } from './runtime-context.js'
 export { LoopInvariantPlugin, LoopInvariantError } from './invariant.js'
 
+const SCOPED_SERVICES = ['tools', 'systemPrompt'] as const
+
 /** `ctx.agentLoop`: builds one ReactLoop per agent. */
 export class ReactLoopPlugin extends Service implements AgentLoopService {
   static inject = ['llm']
@@ -98,7 +100,10 @@ export class AgentsServicePlugin extends Service implements AgentsService {
     const scope: ScopeKey = Object.freeze({ agent: session.id })
     if (opts.parentScope !== undefined) bindScopeParent(scope, opts.parentScope)
     // Everything registered through agent.ctx is an effect of this fiber and dies with it (P-1).
-    const fiber = this.ctx.plugin({ name: `agent:${session.id}`, apply: () => {} })
+    // rc.10 has no optional inject: the agent context injects the scoped registries present now,
+    // so `agent.ctx.tools` / `agent.ctx.systemPrompt` work (others: `agent.ctx.get(name)`).
+    const inject = SCOPED_SERVICES.filter(name => this.ctx.get(name) !== undefined)
+    const fiber = this.ctx.plugin({ name: `agent:${session.id}`, inject, apply: () => {} })
     const agentCtx = scopedContext(fiber.ctx, scope)
     let released: Promise<void> | undefined
     const agent: AgentHandle = new AgentHandle(session, scope, agentCtx, config, () => released ??= (async () => {

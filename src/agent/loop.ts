@@ -259,7 +259,7 @@ export class ReactLoop implements AgentLoop {
       const tools = this.tools()
       const outcome = await runStepTools({
         ctx: this.ctx, session: this.session, tools, scope: this.agent.scope, turn, step, calls, signal,
-        maxParallelToolCalls: this.agent.config.maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+        maxParallelToolCalls: () => this.agent.config.maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
       })
       if (signal.aborted) return { kind: 'aborted' }
       // a concluding result ends the tool loop; otherwise the results open a new step.

@@ -10,6 +10,7 @@ import type { Session } from '../session/api.js'
 import type { ScopeKey } from '../scope/index.js'
 import type { ToolExecution, ToolResultRecord, ToolsService } from '../tools/api.js'
 import { abortedBeforeDispatchRecord, errorRecord, ToolErrorCode } from '../tools/errors.js'
+import { runToolCalls } from './tool-calls.js'
 
 export interface StepToolsOptions {
   readonly ctx: Context
@@ -20,7 +21,8 @@ export interface StepToolsOptions {
   readonly step: number
   readonly calls: readonly ToolCallBlock[]
   readonly signal: AbortSignal
-  readonly maxParallelToolCalls: number
+  /** Read at each group start (T-3). */
+  readonly maxParallelToolCalls: () => number
 }
 
 export interface StepToolsOutcome {
@@ -31,11 +33,10 @@ export interface StepToolsOutcome {
 export async function runStepTools(options: StepToolsOptions): Promise<StepToolsOutcome> {
   const { session, turn, step, signal, tools, scope } = options
   const cwd = session.header.cwd ?? process.cwd()
-  let concludesTurn = false
   const execution = (call: ToolCallBlock): ToolExecution => ({ callId: call.id, name: call.name, arguments: call.arguments, scope })
   const appendCall = (call: ToolCallBlock): number =>
     session.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments }).seq
-  const commit = (call: ToolCallBlock, callSeq: number, record: ToolResultRecord): void => {
+  const writeResult = (call: ToolCallBlock, callSeq: number, record: ToolResultRecord): void => {
     const message: ToolResultMessage = {
       id: randomUUID(),
       role: 'user',
@@ -47,22 +48,28 @@ export async function runStepTools(options: StepToolsOptions): Promise<StepTools
       ...(record.error !== undefined ? { error: { name: record.error.name, code: record.error.code } } : {}),
       ...(record.meta !== undefined ? { meta: record.meta } : {}),
     }, { surfaceOp: 'append', sourceEventSeqs: [callSeq] })
-    if (record.concludesTurn === true) concludesTurn = true
-    tools?.committed(execution(call), record)
   }
-  for (const call of options.calls) {
-    if (signal.aborted) {
-      commit(call, appendCall(call), abortedBeforeDispatchRecord())
-      continue
+  if (tools === undefined) {
+    for (const call of options.calls) {
+      writeResult(call, appendCall(call), errorRecord(`unknown tool ${call.name}: no tools service is loaded`, 'ToolError', ToolErrorCode.unknownTool))
     }
-    const callSeq = appendCall(call)
-    if (tools === undefined) {
-      commit(call, callSeq, errorRecord(`unknown tool ${call.name}: no tools service is loaded`, 'ToolError', ToolErrorCode.unknownTool))
-      continue
-    }
-    const prepared = await tools.prepare(execution(call), { cwd, signal, session })
-    const record = prepared.kind === 'ready' ? await prepared.run() : prepared.record
-    commit(call, callSeq, await tools.finish(execution(call), record))
+    return { concludesTurn: false }
   }
-  return { concludesTurn }
+  // Keyed by identity: the model may repeat a call id, the scheduler hands back our objects.
+  const blocks = new Map(options.calls.map(call => [execution(call), call] as const))
+  const callOf = (exec: ToolExecution): ToolCallBlock => blocks.get(exec)!
+  const summary = await runToolCalls({
+    calls: [...blocks.keys()],
+    tools,
+    signal,
+    context: { cwd, session },
+    maxParallelToolCalls: options.maxParallelToolCalls,
+    startCall: async (exec) => appendCall(callOf(exec)),
+    commitResult: (exec, record, callSeq) => { writeResult(callOf(exec), callSeq, record) },
+    abortedBeforeDispatch: async (exec) => {
+      const call = callOf(exec)
+      writeResult(call, appendCall(call), abortedBeforeDispatchRecord())
+    },
+  })
+  return { concludesTurn: summary.concludesTurn }
 }
