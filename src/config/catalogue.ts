@@ -55,13 +55,17 @@ function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, 
 }
 
 const credentials = (host: Host) => ({ credentials: (name: string) => host.env.value(name) })
+const deepseek = (host: Host) => {
+  const baseUrl = host.env.value('DEEPSEEK_BASE_URL')
+  return { ...credentials(host), ...baseUrl === undefined ? {} : { baseUrl } }
+}
 
 registerBuiltinPlugin('sessions', 'the session log service (ctx.sessions)',
   async () => (await import('../session/index.js')).SessionsServicePlugin)
 registerBuiltinPlugin('llm', 'the model layer: adapter registry, catalogue, llm/stream (ctx.llm)',
   async () => (await import('../llm/index.js')).LlmServicePlugin)
 registerBuiltinPlugin('llm-deepseek', 'DeepSeek adapter (deepseek-v4-flash, deepseek-v4-pro)',
-  async () => withHost((await import('../llm/deepseek/index.js')).DeepSeekPlugin, credentials))
+  async () => withHost((await import('../llm/deepseek/index.js')).DeepSeekPlugin, deepseek))
 registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter (vLLM, llama.cpp, Ollama, gateways)',
   async () => withHost((await import('../llm/openai/index.js')).OpenAiCompatiblePlugin, credentials))
 registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',

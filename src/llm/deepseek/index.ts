@@ -54,6 +54,16 @@ export class DeepSeekAdapter implements LlmAdapter {
 
   constructor(private readonly config: DeepSeekConfig = {}) {}
 
+  /** A missing key is reported before any work starts (the headless CLI checks this). */
+  readiness(): string | undefined {
+    if (this.config.apiKey) return undefined
+    const stored = this.config.credentials?.(DEEPSEEK_API_KEY_ENV)
+    // An asynchronous credential store cannot be asked here; the request will say if it is empty.
+    if (stored instanceof Promise || (typeof stored === 'string' && stored !== '')) return undefined
+    if (process.env[DEEPSEEK_API_KEY_ENV]) return undefined
+    return `${DEEPSEEK_API_KEY_ENV} is not set: export ${DEEPSEEK_API_KEY_ENV}=<your key>, or store it in $DSH_HOME/.credentials.yaml`
+  }
+
   async *stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
     const apiKey = await this.apiKey()
     const baseUrl = (this.config.baseUrl ?? process.env.DEEPSEEK_BASE_URL ?? DEEPSEEK_DEFAULT_BASE_URL).replace(/\/+$/, '')

@@ -1,0 +1,142 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parse as parseYaml } from 'yaml'
+import { errorResponse, FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+
+let server: FakeDeepSeek
+beforeAll(async () => { server = await FakeDeepSeek.start() })
+afterAll(async () => { await server.close() })
+
+const usage = { prompt_tokens: 10, completion_tokens: 3 }
+function envFor(home: string) {
+  return { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+}
+
+describe('dsh --profile headless', () => {
+  it('runs a task with a real tool round trip and prints the final answer (exit 0)', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'call-1', name: 'bash', arguments: '{"command":"echo from-bash","description":"echo"}' } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ reasoning: 'done' }, { text: 'The command printed from-bash.' }, { finish: 'stop', usage }]),
+    )
+    const before = server.requests.length
+    const result = await runDsh(['--profile', 'headless', 'run', 'the', 'echo'], { cwd, env: envFor(home) })
+    expect(result.stderr).toBe('')
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('The command printed from-bash.\n')
+    const second = server.requests[before + 1].body
+    const toolMessage = second.messages.find((message: { role: string }) => message.role === 'tool')
+    expect(toolMessage).toMatchObject({ tool_call_id: 'call-1', content: 'from-bash\n' })
+    expect(second.messages.find((message: { role: string }) => message.role === 'user').content).toBe('run the echo')
+  })
+
+  it('--output stream-json prints one session_event line per event, then a result line', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'PONG' }, { finish: 'stop', usage }]))
+    const result = await runDsh(['--profile', 'headless', '--output', 'stream-json', 'say pong'], { cwd, env: envFor(home) })
+    expect(result.code).toBe(0)
+    const lines = result.stdout.trim().split('\n').map(line => JSON.parse(line))
+    const last = lines.pop()
+    expect(last).toMatchObject({ type: 'result', output: 'PONG', usage: { inputTokens: 10, outputTokens: 3 } })
+    expect(lines.every(line => line.type === 'session_event' && line.sessionId === last.sessionId)).toBe(true)
+    const events = lines.map(line => line.event)
+    expect(events.map(event => event.seq)).toEqual(events.map((_, index) => index))
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1, reason: { kind: 'completed' } } })
+  })
+
+  it('a provider error ends the turn with exit 1 and one line on stderr naming the code', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(errorResponse(401, { error: { message: 'bad key' } }))
+    const result = await runDsh(['--profile', 'headless', 'hello'], { cwd, env: envFor(home) })
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).toMatch(/^dsh: AUTH: /)
+  })
+
+  it('a missing key is one clear line naming DEEPSEEK_API_KEY, before any request', async () => {
+    const { home, cwd } = tempHome()
+    const before = server.requests.length
+    const result = await runDsh(['--profile', 'headless', 'hello'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url } })
+    expect(result.code).toBe(1)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).toContain('DEEPSEEK_API_KEY')
+    expect(server.requests.length).toBe(before)
+  })
+
+  it('a key stored in $DSH_HOME/.credentials.yaml is used when the environment has none', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(home, '.credentials.yaml'), 'DEEPSEEK_API_KEY: stored-key\n', { mode: 0o600 })
+    server.enqueue(streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
+    const result = await runDsh(['--profile', 'headless', 'hello'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url } })
+    expect(result.code).toBe(0)
+    expect(server.requests.at(-1)!.headers.authorization).toBe('Bearer stored-key')
+  })
+
+  it('--session continues a stored session: the model sees the earlier turn', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'first answer' }, { finish: 'stop', usage }]))
+    const first = await runDsh(['--profile', 'headless', '--output', 'stream-json', 'first question'], { cwd, env: envFor(home) })
+    expect(first.code).toBe(0)
+    const sessionId = JSON.parse(first.stdout.trim().split('\n').at(-1)!).sessionId
+    server.enqueue(streamResponse([{ text: 'second answer' }, { finish: 'stop', usage }]))
+    const second = await runDsh(['--profile', 'headless', '--session', sessionId, 'second question'], { cwd, env: envFor(home) })
+    expect(second.stderr).toBe('')
+    expect(second.code).toBe(0)
+    expect(second.stdout).toBe('second answer\n')
+    const texts = server.requests.at(-1)!.body.messages.map((message: { role: string; content: string }) => `${message.role}:${message.content}`)
+    expect(texts).toContain('user:first question')
+    expect(texts).toContain('assistant:first answer')
+    expect(texts.at(-1)).toBe('user:second question')
+
+    const listed = await runDsh(['sessions'], { cwd, env: envFor(home) })
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).toContain(sessionId)
+    expect(listed.stdout).toContain('first question')
+  })
+})
+
+describe('composition errors and dumps through the CLI', () => {
+  it('a patch with an unknown key fails with one line naming the file, row and key', async () => {
+    const { home, cwd } = tempHome()
+    const patch = join(cwd, 'bad.yml')
+    writeFileSync(patch, '- id: model\n  colour: red\n')
+    const result = await runDsh(['--profile', 'headless', '--patch', patch, 'hi'], { cwd, env: envFor(home) })
+    expect(result.code).toBe(1)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).toContain('bad.yml')
+    expect(result.stderr).toContain('row "model"')
+    expect(result.stderr).toContain('key "colour"')
+  })
+
+  it('an unknown plugin name fails with one line naming the row', async () => {
+    const { home, cwd } = tempHome()
+    const patch = join(cwd, 'swap.yml')
+    writeFileSync(patch, '- id: model\n  name: no-such-plugin-anywhere\n')
+    const result = await runDsh(['--profile', 'headless', '--patch', patch, 'hi'], { cwd, env: envFor(home) })
+    expect(result.code).toBe(1)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).toMatch(/row "model".*unknown plugin "no-such-plugin-anywhere"/)
+  })
+
+  it('--dump-config prints loadable YAML with the patch applied and warns about unmatched patches', async () => {
+    const { home, cwd } = tempHome()
+    const patch = join(cwd, 'p.yml')
+    writeFileSync(patch, '- id: model\n  config: {baseUrl: "http://127.0.0.1:9"}\n- id: nothing-here\n  disabled: true\n')
+    const result = await runDsh(['--profile', 'headless', '--patch', patch, '--dump-config'], { cwd, env: { DSH_HOME: home } })
+    expect(result.code).toBe(0)
+    expect(result.stderr).toMatch(/warning: .*"nothing-here" matched no row/)
+    const rows = parseYaml(result.stdout) as { id: string; config?: unknown }[]
+    expect(rows.find(row => row.id === 'model')!.config).toEqual({ baseUrl: 'http://127.0.0.1:9' })
+    expect(result.stdout).toContain(`# from bundle base`)
+    expect(result.stdout).toContain('patched by')
+  })
+
+  it('--version answers without loading the plugin tree', async () => {
+    const result = await runDsh(['--version'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^dsh \d+\.\d+\.\d+/)
+  })
+})
