@@ -36,7 +36,7 @@ function gatedTool(name = 'gate') {
     async execute({ id }) {
       started.push(id)
       whenStarted(id)
-      startedSignal.get(id)!.resolve()
+      startedSignal.get(id)!.resolve(undefined)
       return { content: [{ type: 'text', text: await gate(id).promise }] }
     },
   })
