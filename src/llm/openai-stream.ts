@@ -31,15 +31,8 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
   const consumer = new AbortController()
   const signal = request.signal === undefined ? consumer.signal : AbortSignal.any([request.signal, consumer.signal])
   const watchdog = new IdleWatchdog(idleTimeoutMs, () => consumer.abort())
-  const classify = (error: unknown, what: string, requestId?: string): LlmError => {
-    if (watchdog.fired) {
-      return new LlmError('TIMEOUT', `${request.label}: no data from the provider for ${idleTimeoutMs} ms (${what})`, { requestId, cause: error })
-    }
-    if (aborted(request.signal)) return new LlmError('ABORTED', `${request.label}: the request was cancelled`, { requestId, cause: error })
-    if (error instanceof LlmError) return error
-    const message = error instanceof Error ? describeCause(error) : String(error)
-    return new LlmError('TRANSPORT', `${request.label}: ${what} failed: ${message}`, { requestId, cause: error })
-  }
+  const classify = (error: unknown, what: string, requestId?: string): LlmError =>
+    classifyTransportError(error, { label: request.label, what, idleTimeoutMs, idleFired: watchdog.fired, callerAborted: aborted(request.signal), requestId })
 
   try {
     if (aborted(request.signal)) throw classify(request.signal?.reason, 'request')
@@ -90,6 +83,21 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
     watchdog.disarm()
     consumer.abort()
   }
+}
+
+/**
+ * L-9 error precedence: the idle watchdog firing (TIMEOUT) beats the caller's abort (ABORTED),
+ * which beats whatever the transport reported (TRANSPORT, or an LlmError already classified).
+ */
+export function classifyTransportError(error: unknown, state: {
+  label: string; what: string; idleTimeoutMs: number; idleFired: boolean; callerAborted: boolean; requestId?: string
+}): LlmError {
+  const details = { ...state.requestId !== undefined ? { requestId: state.requestId } : {}, cause: error }
+  if (state.idleFired) return new LlmError('TIMEOUT', `${state.label}: no data from the provider for ${state.idleTimeoutMs} ms (${state.what})`, details)
+  if (state.callerAborted) return new LlmError('ABORTED', `${state.label}: the request was cancelled`, details)
+  if (error instanceof LlmError) return error
+  const message = error instanceof Error ? describeCause(error) : String(error)
+  return new LlmError('TRANSPORT', `${state.label}: ${state.what} failed: ${message}`, details)
 }
 
 type Reader = ReadableStreamDefaultReader<Uint8Array>

@@ -1,0 +1,99 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { bodyBytes, streamResponse } from '../../test-support/fake-deepseek.js'
+import { LlmError } from './errors.js'
+import { classifyHttpError, classifyTransportError, parseRetryAfter, translateSse } from './openai-stream.js'
+import { ChatCompletionTranslator, mapUsage, serializeMessages } from './openai-wire.js'
+import type { Message, StreamChunk } from './types.js'
+
+function bodyOf(pieces: Uint8Array[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({ start(controller) { for (const p of pieces) controller.enqueue(p); controller.close() } })
+}
+
+async function translate(pieces: Uint8Array[]): Promise<{ chunks: StreamChunk[]; error?: LlmError }> {
+  const chunks: StreamChunk[] = []
+  try {
+    for await (const chunk of translateSse(bodyOf(pieces), new ChatCompletionTranslator(), { label: 't' })) chunks.push(chunk)
+    return { chunks }
+  } catch (error) {
+    return { chunks, error: error as LlmError }
+  }
+}
+
+const sample = bodyBytes(streamResponse([
+  { reasoning: '' }, { reasoning: 'r1 ' }, { reasoning: 'r2' }, { comment: 'ping' }, { text: 'héllo ' }, { text: '世界' },
+  { toolCall: { index: 0, id: 'a', name: 'bash', arguments: '{"c":' } }, { toolCall: { index: 0, arguments: '"ls"}' } },
+  { finish: 'tool_calls', usage: { prompt_tokens: 10, completion_tokens: 5 } },
+]))
+
+describe('SSE translation (in memory)', () => {
+  it('L-7: any split of the bytes yields exactly the chunks of the unsplit body', async () => {
+    const whole = await translate([sample])
+    expect(whole.error).toBeUndefined()
+    await fc.assert(fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 1, max: sample.length - 1 }), { maxLength: 40 }), async cuts => {
+      const points = [0, ...cuts.sort((a, b) => a - b), sample.length]
+      const pieces = points.slice(1).map((end, i) => sample.subarray(points[i], end))
+      expect(await translate(pieces)).toEqual(whole)
+    }), { numRuns: 200 })
+  })
+
+  it('L-7: a [DONE] ends the stream even if more bytes follow', async () => {
+    const extra = new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{"content":"late"}}]}\n\n')
+    const { chunks } = await translate([sample, extra])
+    expect(chunks.some(c => c.type === 'text-delta' && c.text === 'late')).toBe(false)
+    expect(chunks.at(-1)?.type).toBe('finish')
+  })
+
+  it('a provider error object inside the stream is thrown as a classified failure', async () => {
+    const { error } = await translate([new TextEncoder().encode('data: {"error":{"message":"internal"}}\n\n')])
+    expect(error).toMatchObject({ code: 'SERVER', message: 'provider error in stream: internal' })
+  })
+})
+
+describe('wire helpers', () => {
+  it('L-8: usage mapping takes cached_tokens (or prompt_cache_hit_tokens) out of the input', () => {
+    expect(mapUsage({ prompt_tokens: 10, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 }, prompt_cache_hit_tokens: 9 }))
+      .toEqual({ inputTokens: 6, outputTokens: 3, cacheReadTokens: 4 })
+    expect(mapUsage({ prompt_tokens: 10, completion_tokens: 3, prompt_cache_hit_tokens: 9, completion_tokens_details: { reasoning_tokens: 2 } }))
+      .toEqual({ inputTokens: 1, outputTokens: 3, cacheReadTokens: 9, reasoningTokens: 2 })
+  })
+
+  it('L-9: Retry-After accepts delta-seconds and HTTP dates; anything else is ignored', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z')
+    expect(parseRetryAfter('7', now)).toBe(7000)
+    expect(parseRetryAfter('1.5', now)).toBe(1500)
+    expect(parseRetryAfter('Thu, 01 Jan 2026 00:00:30 GMT', now)).toBe(30_000)
+    expect(parseRetryAfter('Wed, 31 Dec 2025 00:00:00 GMT', now)).toBe(0)
+    expect(parseRetryAfter('soon', now)).toBeUndefined()
+    expect(parseRetryAfter(null, now)).toBeUndefined()
+  })
+
+  it('L-9: quota wording is checked before 429, but a 5xx stays SERVER', () => {
+    const h = new Headers()
+    expect(classifyHttpError('x', 429, '{"error":{"message":"insufficient_quota"}}', h).code).toBe('QUOTA')
+    expect(classifyHttpError('x', 500, 'quota service down', h).code).toBe('SERVER')
+    expect(classifyHttpError('x', 400, 'prompt is too long: 2000000 tokens', h).code).toBe('CONTEXT_WINDOW_EXCEEDED')
+    expect(classifyHttpError('x', 418, '', h)).toMatchObject({ code: 'HTTP_418', message: 'x: HTTP 418' })
+  })
+
+  it('L-9: error precedence is idle timeout, then caller abort, then transport', () => {
+    const base = { label: 'x', what: 'reading the stream', idleTimeoutMs: 5 }
+    const cause = new TypeError('terminated')
+    expect(classifyTransportError(cause, { ...base, idleFired: true, callerAborted: true }).code).toBe('TIMEOUT')
+    expect(classifyTransportError(cause, { ...base, idleFired: false, callerAborted: true }).code).toBe('ABORTED')
+    expect(classifyTransportError(cause, { ...base, idleFired: false, callerAborted: false })).toMatchObject({ code: 'TRANSPORT', message: 'x: reading the stream failed: terminated' })
+    const known = new LlmError('MALFORMED_RESPONSE', 'bad')
+    expect(classifyTransportError(known, { ...base, idleFired: false, callerAborted: false })).toBe(known)
+  })
+
+  it('L-6: a tool result carrying images sends a text placeholder and the images as a following user message', () => {
+    const message: Message = {
+      id: 't', role: 'user', source: { kind: 'tool', callId: 'c' },
+      content: [{ type: 'tool-result', toolCallId: 'c', isError: false, content: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] }],
+    }
+    expect(serializeMessages(undefined, [message], { sendReasoningContent: true })).toEqual([
+      { role: 'tool', tool_call_id: 'c', content: '(image output attached below)' },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+    ])
+  })
+})
