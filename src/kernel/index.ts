@@ -16,12 +16,14 @@ const defaultReporter: ListenerErrorReporter = (name, error) => {
 
 /**
  * Emit `name` to every listener admitted for `ctx`, each in its own try/catch, so one failing
- * observer never undoes the caller's work nor starves later observers.
+ * observer never undoes the caller's work nor starves later observers. `target` is the `thisArg`
+ * carrier (e.g. `scopeTarget(key)`) deciding admission; it defaults to `ctx`. An
+ * `internal/dispatch` veto still throws to the caller, before any listener runs.
  */
-export function emitContained(ctx: Context, name: string, args: unknown[], report: ListenerErrorReporter = defaultReporter): void {
+export function emitContained(ctx: Context, name: string, args: unknown[], report: ListenerErrorReporter = defaultReporter, target: object = ctx): void {
   // `dispatch` resolves admission (scope filters, `internal/dispatch` veto) exactly like emit.
   const callbacks = (ctx.events as unknown as { dispatch(type: string, args: unknown[]): ((...a: unknown[]) => unknown)[] })
-    .dispatch('emit', [ctx, name, ...args])
+    .dispatch('emit', [target, name, ...args])
   for (const callback of callbacks) {
     try {
       callback(...args)
