@@ -1,9 +1,12 @@
 /**
  * The model layer: `ctx.llm` (LlmServicePlugin), the BlockAssembler and the error type.
- * Adapters live in ./deepseek and ./openai, the retry policy in ./retry.
+ * Also re-exports the adapters (./deepseek, ./openai) and the retry policy (./retry).
  */
 export { LlmServicePlugin } from './service.js'
 export { BlockAssembler } from './assembler.js'
 export { LlmError, failure, toFailure } from './errors.js'
 export type { AdapterRegistration, LlmService, RetryMode } from './api.js'
 export type * from './types.js'
+export { DeepSeekPlugin, DeepSeekAdapter, DEEPSEEK_PROVIDER, DEEPSEEK_DEFAULT_MODEL, DEEPSEEK_MODELS, type DeepSeekConfig, type CredentialLookup } from './deepseek/index.js'
+export { OpenAiCompatiblePlugin, OpenAiCompatibleAdapter, type OpenAiCompatibleConfig, type OpenAiModelConfig } from './openai/index.js'
+export { LlmRetryPlugin, type RetryConfig, type LlmRetryData, type LlmRetryStartedData } from './retry/index.js'
