@@ -6,7 +6,7 @@
  * its own try/catch.
  */
 import type { Context } from 'cordis'
-import { emitContained, type ListenerErrorReporter } from '../kernel/index.js'
+import type { ListenerErrorReporter } from '../kernel/index.js'
 import type { Message } from '../llm/types.js'
 import type { LogPosition, Session } from './api.js'
 import { LogFolder, checkEnvelope, checkEventType } from './invariants.js'
@@ -37,6 +37,13 @@ export interface SessionDeps {
 
 interface Checked { readonly known: boolean; readonly plan: SurfacePlan | null }
 
+/** The slice of Cordis' events service used here (resolved once: each `ctx.x` access goes through proxies). */
+interface Dispatcher {
+  readonly _hooks: Record<string, readonly unknown[] | undefined>
+  emit(thisArg: Context, name: string, ...args: unknown[]): void
+  dispatch(type: 'emit', args: unknown[]): ((...args: unknown[]) => unknown)[]
+}
+
 export class SessionLog implements Session {
   readonly id: string
   private readonly log: SessionEvent[] = []
@@ -51,10 +58,17 @@ export class SessionLog implements Session {
   private foldedNodes = 0
   /** Diagnostics for tests and benchmarks: full rebuilds and nodes folded by deriveMessages(). */
   readonly derivation = { rebuilds: 0, folded: 0 }
+  private readonly events_: Dispatcher | undefined
+  /** Cordis' listener table (stable for the service's lifetime), to skip dispatches nobody hears. */
+  private readonly hooks: Dispatcher['_hooks']
+  private readonly report: ListenerErrorReporter
 
   constructor(readonly header: SessionHeader, private readonly deps: SessionDeps) {
     this.id = header.id
     this.now = deps.now ?? Date.now
+    this.events_ = deps.ctx?.events as unknown as Dispatcher | undefined
+    this.hooks = this.events_?._hooks ?? {}
+    this.report = deps.report ?? reportToStderr
   }
 
   get events(): readonly SessionEvent[] {
@@ -158,10 +172,10 @@ export class SessionLog implements Session {
 
   private veto(event: SessionEvent): void {
     const ctx = this.deps.ctx
-    if (!ctx) return
+    if (!ctx || !this.events_ || !this.heard('session/append')) return
     this.busy = 'vetoing'
     try {
-      ctx.emit(ctx, 'session/append', this, event)
+      this.events_.emit(ctx, 'session/append', this, event)
     } finally {
       this.busy = null
     }
@@ -173,15 +187,27 @@ export class SessionLog implements Session {
     if (plan) this.surfaceManager.commit(plan)
   }
 
+  private heard(name: string): boolean {
+    return !!(this.hooks[name]?.length || this.hooks['internal/dispatch']?.length)
+  }
+
+  /** A contained emit (same semantics as the kernel's `emitContained`, through the cached service). */
   private notify(event: SessionEvent): void {
     const ctx = this.deps.ctx
-    if (!ctx) return
+    if (!ctx || !this.events_ || !this.heard('session/event')) return
     this.busy = 'notifying'
     try {
-      emitContained(ctx, 'session/event', [this, event], this.deps.report)
+      // `dispatch` resolves admission (scope filters, `internal/dispatch`) exactly like emit.
+      for (const callback of this.events_.dispatch('emit', [ctx, 'session/event', this, event])) {
+        try {
+          callback(this, event)
+        } catch (error) {
+          this.report('session/event', error)
+        }
+      }
     } catch (error) {
       // Only an `internal/dispatch` listener can throw here; the event is committed regardless.
-      (this.deps.report ?? reportToStderr)('session/event', error)
+      this.report('session/event', error)
     } finally {
       this.busy = null
     }
