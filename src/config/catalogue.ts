@@ -94,3 +94,5 @@ registerBuiltinPlugin('sessions-list', 'app: list stored sessions',
   async () => (await import('../cli/apps.js')).SessionsListApp)
 registerBuiltinPlugin('web-placeholder', 'app: the web UI placeholder',
   async () => (await import('../cli/apps.js')).WebPlaceholderApp)
+registerBuiltinPlugin('compaction', 'context compaction: pruning, summaries, /compact, overflow recovery',
+  async () => (await import('../compaction/index.js')).CompactionPlugin)
