@@ -63,7 +63,7 @@ const deepseek = (host: Host) => {
 registerBuiltinPlugin('sessions', 'the session log service (ctx.sessions)',
   async () => (await import('../session/index.js')).SessionsServicePlugin)
 registerBuiltinPlugin('llm', 'the model layer: adapter registry, catalogue, llm/stream (ctx.llm)',
-  async () => (await import('../llm/index.js')).LlmServicePlugin)
+  async () => (await import('../llm/service.js')).LlmServicePlugin)
 registerBuiltinPlugin('llm-deepseek', 'DeepSeek adapter (deepseek-v4-flash, deepseek-v4-pro)',
   async () => withHost((await import('../llm/deepseek/index.js')).DeepSeekPlugin, deepseek))
 registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter (vLLM, llama.cpp, Ollama, gateways)',
@@ -96,3 +96,5 @@ registerBuiltinPlugin('web-placeholder', 'app: the web UI placeholder',
   async () => (await import('../cli/apps.js')).WebPlaceholderApp)
 registerBuiltinPlugin('compaction', 'context compaction: pruning, summaries, /compact, overflow recovery',
   async () => (await import('../compaction/index.js')).CompactionPlugin)
+registerBuiltinPlugin('llm-retry', 'retries failed model requests with backoff (agent/request-error)',
+  async () => (await import('../llm/retry/index.js')).LlmRetryPlugin)
