@@ -77,6 +77,16 @@ describe('SessionsServicePlugin (ctx.sessions)', () => {
     expect(session.events.map((e) => e.seq)).toEqual([0, 1])
   })
 
+  it('K-4: session/append is a plain (not contained) emit: a throwing listener reaches the appender and skips later listeners', async () => {
+    const ctx = await boot()
+    const order: string[] = []
+    ctx.on('session/append', () => { order.push('first'); throw new Error('no') })
+    ctx.on('session/append', () => { order.push('second') })
+    const session = ctx.sessions.create()
+    expect(() => session.append('turn/start', { turn: 1 })).toThrow('no')
+    expect(order).toEqual(['first'])
+  })
+
   it('S-5/K-5: an internal/dispatch listener vetoes the session/append dispatch before any listener runs', async () => {
     const ctx = await boot()
     let appendListenerRan = false
@@ -172,6 +182,7 @@ describe('hydrate (S-13, S-3)', () => {
     ctx.sessions.close('src')
     const notified: number[] = []
     const created: string[] = []
+    ctx.on('session/append', () => { throw new Error('the veto does not apply to committed facts') })
     ctx.on('session/event', (_s, e) => { notified.push(e.seq) })
     ctx.on('session/created', (s) => { created.push(s.id) })
     const session = ctx.sessions.hydrate(stored.header, stored.events)
