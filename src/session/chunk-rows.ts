@@ -71,9 +71,7 @@ export function isChunkRowType(type: unknown): type is ChunkRowType {
 const hasOwn = Object.prototype.hasOwnProperty
 
 function keyCount(value: object): number {
-  let n = 0
-  for (const key in value) if (hasOwn.call(value, key)) n++
-  return n
+  return Object.keys(value).length
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -82,18 +80,21 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null
 }
 
-/** A packable delta, or null when anything about the event is not the exact whitelisted shape. */
-interface Member {
-  readonly kind: ChunkRowType
-  /** Absent for a projected input event: adjacency is then file order. */
-  readonly seq: number | undefined
-  readonly time: number
-  readonly turn: number
-  readonly step: number
-  readonly index: number
-  readonly payload: string
-  readonly id?: string
-  readonly name?: string
+/** A packable delta. A class so every member has one shape (the hot loop stays monomorphic). */
+class Member {
+  constructor(
+    readonly kind: ChunkRowType,
+    /** Undefined for a projected input event: adjacency is then file order. */
+    readonly seq: number | undefined,
+    readonly time: number,
+    readonly turn: number,
+    readonly step: number,
+    readonly index: number,
+    readonly payload: string,
+    readonly id: string | undefined,
+    /** Undefined when the delta has no `name` key (presence matters, R-2). */
+    readonly name: string | undefined,
+  ) {}
 }
 
 /** R-4: field-by-field check; an event with any key beyond the known ones stays verbatim. */
@@ -108,41 +109,35 @@ function classify(event: SessionEvent | StoredEvent, inputProjected: boolean): M
   if (!Number.isSafeInteger(turn) || !Number.isSafeInteger(step) || !isPlainObject(chunk)) return null
   const kind = ROW_KIND[chunk.type as string]
   if (kind === undefined || !Number.isSafeInteger(chunk.index)) return null
-  const base = { kind, seq, time: time ?? 0, turn: turn as number, step: step as number, index: chunk.index as number }
   if (kind === 'tool-call-chunks') {
     const hasName = hasOwn.call(chunk, 'name')
     if (keyCount(chunk) !== (hasName ? 5 : 4)) return null
     if (typeof chunk.id !== 'string' || typeof chunk.argumentsDelta !== 'string') return null
     if (hasName && typeof chunk.name !== 'string') return null
-    return hasName
-      ? { ...base, payload: chunk.argumentsDelta, id: chunk.id, name: chunk.name as string }
-      : { ...base, payload: chunk.argumentsDelta, id: chunk.id }
+    return new Member(kind, seq, time ?? 0, turn as number, step as number, chunk.index as number, chunk.argumentsDelta, chunk.id, hasName ? chunk.name as string : undefined)
   }
   if (keyCount(chunk) !== 3 || typeof chunk.text !== 'string') return null
-  return { ...base, payload: chunk.text }
+  return new Member(kind, seq, time ?? 0, turn as number, step as number, chunk.index as number, chunk.text, undefined, undefined)
 }
 
 /** R-2: whether `next` continues the run that `prev` ends. */
 function continues(prev: Member, next: Member): boolean {
   if (next.kind !== prev.kind || next.turn !== prev.turn || next.step !== prev.step || next.index !== prev.index) return false
   if (!Number.isSafeInteger(next.time - prev.time)) return false
-  if (next.seq !== undefined && prev.seq !== undefined && next.seq !== prev.seq + 1) return false
-  if ((next.seq === undefined) !== (prev.seq === undefined)) return false
-  if (next.kind === 'tool-call-chunks') {
-    // `name` must match in presence as well as value (undefined === undefined covers absence).
-    if (next.id !== prev.id || next.name !== prev.name) return false
-  }
-  return true
+  if (next.seq === undefined || prev.seq === undefined) {
+    if (next.seq !== prev.seq) return false
+  } else if (next.seq !== prev.seq + 1) return false
+  // `name` must match in presence as well as value (undefined === undefined covers absence).
+  return next.kind !== 'tool-call-chunks' || (next.id === prev.id && next.name === prev.name)
 }
 
 function buildRow(run: readonly Member[], projected: boolean): ChunkRow {
   const first = run[0]
-  const dt: number[] = new Array(run.length - 1)
-  const payloads: string[] = new Array(run.length)
-  payloads[0] = first.payload
+  const dt: number[] = []
+  const payloads: string[] = [first.payload]
   for (let k = 1; k < run.length; k++) {
-    dt[k - 1] = run[k].time - run[k - 1].time
-    payloads[k] = run[k].payload
+    dt.push(run[k].time - run[k - 1].time)
+    payloads.push(run[k].payload)
   }
   const head = projected ? {} : { seq0: first.seq as number, time0: first.time }
   if (first.kind === 'tool-call-chunks') {
