@@ -158,6 +158,22 @@ describe('log invariants (S-15)', () => {
     }
   })
 
+  it('S-1: the message source axis is open (plugin kinds like goal), but core kinds are checked; images may be attachment references', () => {
+    const s = bareSession()
+    s.append('user/message', { ...userMessage('g'), source: { kind: 'goal', goalId: 'x' } } as never, { surfaceOp: 'append' })
+    const image = { type: 'image', attachment: { attachmentId: 'sha256:ab', mediaType: 'image/png', bytes: 69 } }
+    s.append('user/message', { ...userMessage('i'), content: [{ type: 'text', text: 'look' }, image] } as never, { surfaceOp: 'append' })
+    s.append('user/message', { ...userMessage('j'), content: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] }, { surfaceOp: 'append' })
+    expect(ruleError(() => s.append('user/message', { ...userMessage('k'), content: [{ type: 'image', mimeType: 'image/png' }] } as never, { surfaceOp: 'append' })).message)
+      .toMatch(/S-2 at seq 3: .*data.content\[0\].data is missing/)
+    expect(ruleError(() => s.append('user/message', { ...userMessage('t'), source: { kind: 'tool' } } as never, { surfaceOp: 'append' })).message)
+      .toMatch(/data.source.callId is missing/)
+    // A kind named like an Object.prototype member is just another open kind.
+    expect(s.append('user/message', { ...userMessage('t'), source: { kind: 'constructor' } } as never, { surfaceOp: 'append' }).seq).toBe(3)
+    expect(ruleError(() => s.append('user/message', { ...userMessage('t'), source: { kind: 7 } } as never, { surfaceOp: 'append' })).message)
+      .toMatch(/data.source.kind must be a string/)
+  })
+
   it('runtime plugin types are accepted with loose validators', () => {
     const s = openStep()
     s.append('llm/retry', { attempt: 1 })

@@ -93,7 +93,10 @@ export function both(...checks: Check[]): Check {
 }
 
 const textBlock = object({ text: str })
-const imageBlock = object({ data: str, mimeType: str }, { id: str })
+/** Inline base64 (`data` + `mimeType`) or, as recorded logs store it, an `attachment` reference. */
+const imageBlock: Check = (v, p) => isPlainObject(v) && Object.hasOwn(v, 'attachment')
+  ? object({ attachment: object({}) }, { id: str })(v, p)
+  : object({ data: str, mimeType: str }, { id: str })(v, p)
 const toolResultBlock = object({ toolCallId: str, content: arrayOf(tagged('type', { text: textBlock, image: imageBlock })), isError: bool })
 export const contentBlock: Check = tagged('type', {
   text: textBlock,
@@ -103,12 +106,21 @@ export const contentBlock: Check = tagged('type', {
   'tool-result': toolResultBlock,
 })
 
-const messageSource: Check = tagged('kind', {
-  user: any,
+/**
+ * The source axis is open: recorded logs carry plugin-specific kinds (`goal`, `skill-catalog`,
+ * `subagent-settled`, ...). The kinds the core relies on are checked strictly.
+ */
+const knownSources: Record<string, Check> = {
   plugin: object({}, { plugin: str }),
   model: object({ provider: str, model: str }),
   tool: object({ callId: str }),
-})
+}
+const messageSource: Check = (v, p) => {
+  const problem = object({ kind: str })(v, p)
+  if (problem) return problem
+  const kind = (v as { kind: string }).kind
+  return Object.hasOwn(knownSources, kind) ? knownSources[kind](v, p) : null
+}
 
 function message(role: Check, source: Check = messageSource): Check {
   return object({ id: str, role, content: arrayOf(contentBlock), source })
