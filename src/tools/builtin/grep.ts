@@ -63,27 +63,40 @@ async function candidateFiles(base: string, include: string | undefined): Promis
   return files.sort()
 }
 
+/** A file's bytes, or why it is not searched. */
+async function load(file: string, maxFileBytes: number): Promise<Buffer | 'large' | undefined> {
+  const size = await stat(file).then((s) => s.size, () => -1)
+  if (size < 0) return undefined
+  if (size > maxFileBytes) return 'large'
+  return readFile(file).catch(() => undefined)
+}
+
+/** Files are read a batch at a time (I/O overlaps) and scanned in path order. */
+const READ_BATCH = 16
+
 export async function grepFiles(regex: RegExp, base: string, include: string | undefined, limits: Required<Omit<GrepToolConfig, 'timeoutMs'>>, signal: AbortSignal): Promise<GrepResult> {
   const files = await candidateFiles(base, include)
   const matches: GrepMatch[] = []
   let filesSearched = 0
   let skippedLarge = 0
-  for (const file of files) {
+  for (let start = 0; start < files.length; start += READ_BATCH) {
     signal.throwIfAborted()
-    const size = await stat(file).then((s) => s.size, () => -1)
-    if (size < 0) continue
-    if (size > limits.maxFileBytes) { skippedLarge++; continue }
-    const buffer = await readFile(file).catch(() => undefined)
-    if (!buffer || looksBinary(buffer)) continue
-    filesSearched++
-    const lines = buffer.toString('utf8').split('\n')
-    for (let i = 0; i < lines.length; i++) {
-      let line = lines[i]
-      if (line.endsWith('\r')) line = line.slice(0, -1)
-      if (!regex.test(line)) continue
-      if (matches.length >= limits.maxMatches) return { matches, limitReached: true, filesSearched, skippedLarge }
-      const text = line.length > limits.maxLineChars ? `${line.slice(0, limits.maxLineChars)}… [cut]` : line
-      matches.push({ path: file, line: i + 1, text })
+    const batch = files.slice(start, start + READ_BATCH)
+    const buffers = await Promise.all(batch.map((file) => load(file, limits.maxFileBytes)))
+    for (let f = 0; f < batch.length; f++) {
+      const buffer = buffers[f]
+      if (buffer === 'large') { skippedLarge++; continue }
+      if (!buffer || looksBinary(buffer)) continue
+      filesSearched++
+      const lines = buffer.toString('utf8').split('\n')
+      for (let i = 0; i < lines.length; i++) {
+        let line = lines[i]
+        if (line.endsWith('\r')) line = line.slice(0, -1)
+        if (!regex.test(line)) continue
+        if (matches.length >= limits.maxMatches) return { matches, limitReached: true, filesSearched, skippedLarge }
+        const text = line.length > limits.maxLineChars ? `${line.slice(0, limits.maxLineChars)}… [cut]` : line
+        matches.push({ path: batch[f], line: i + 1, text })
+      }
     }
   }
   return { matches, limitReached: false, filesSearched, skippedLarge }

@@ -1,0 +1,52 @@
+/**
+ * Built-in file tools on larger inputs: read (first and last page of a big file: the whole file
+ * is streamed and hashed either way), grep over a tree of files, glob over the same tree, and a
+ * bash round trip. Prints numbers only. Run: npx tsx bench/builtin-tools.bench.ts [lines] [files]
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import { ToolsPlugin } from '../src/tools/registry.js'
+import { BuiltinToolsPlugin } from '../src/tools/builtin/index.js'
+
+const lines = Number(process.argv[2] ?? 500_000)
+const files = Number(process.argv[3] ?? 2_000)
+
+const ctx = new Context()
+await ctx.plugin(ToolsPlugin)
+await ctx.plugin(BuiltinToolsPlugin)
+const cwd = await mkdtemp(join(tmpdir(), 'dsh-bench-tools-'))
+const signal = new AbortController().signal
+let n = 0
+const call = (name: string, args: unknown) =>
+  ctx.tools.execute({ callId: `b${++n}`, name, arguments: JSON.stringify(args) }, { cwd, signal })
+
+async function time(label: string, repeat: number, fn: () => Promise<unknown>) {
+  await fn()
+  const start = performance.now()
+  for (let i = 0; i < repeat; i++) await fn()
+  const ms = (performance.now() - start) / repeat
+  console.log(`${label.padEnd(44)} ${ms.toFixed(2).padStart(9)} ms/call`)
+}
+
+try {
+  const big = Array.from({ length: lines }, (_, i) => `line ${i} ${'x'.repeat(40)}\n`).join('')
+  await writeFile(join(cwd, 'big.txt'), big)
+  console.log(`big.txt: ${lines} lines, ${(big.length / 1024 / 1024).toFixed(1)} MB`)
+  await time('read first page', 5, () => call('read', { file_path: 'big.txt' }))
+  await time('read last page', 5, () => call('read', { file_path: 'big.txt', offset: lines - 100 }))
+
+  for (let i = 0; i < files; i++) {
+    const dir = join(cwd, 'tree', `d${i % 50}`)
+    await mkdir(dir, { recursive: true })
+    await writeFile(join(dir, `f${i}.ts`), Array.from({ length: 100 }, (_, j) => `export const v${j} = ${i * j}\n`).join(''))
+  }
+  console.log(`tree: ${files} files x 100 lines`)
+  await time('grep rare pattern over tree', 3, () => call('grep', { pattern: 'v99 = 1999\\d', path: 'tree' }))
+  await time('grep frequent pattern (250 cap)', 3, () => call('grep', { pattern: 'export', path: 'tree' }))
+  await time('glob **/*.ts over tree', 3, () => call('glob', { pattern: '**/*.ts', path: 'tree' }))
+  await time('bash echo round trip', 20, () => call('bash', { command: 'echo hi', description: 'bench' }))
+} finally {
+  await rm(cwd, { recursive: true, force: true })
+}
