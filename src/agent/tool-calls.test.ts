@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import { Context } from 'cordis'
 import { describe, expect, it, vi } from 'vitest'
 import type { ToolContext, ToolExecution, ToolOutput, ToolResultRecord } from '../tools/api.js'
@@ -154,10 +155,13 @@ describe('T-3/T-4 ordering', () => {
   it('T-3: the default pool is 10', async () => {
     const h = await new Harness().setup()
     const calls = Array.from({ length: 12 }, (_, i) => job(`j${i}`))
-    const done = runToolCalls(h.options(calls))
+    const signal = new AbortController().signal
+    const done = runToolCalls(h.options(calls, { signal }))
     for (let i = 0; i < DEFAULT_MAX_PARALLEL_TOOL_CALLS; i++) await h.started(`j${i}`)
     await flush()
     expect(h.active).toBe(10)
+    // Per-call signals share one listener on the turn signal (no max-listeners leak warning).
+    expect(getEventListeners(signal, 'abort')).toHaveLength(1)
     for (const call of calls) {
       await h.started(call.callId)
       h.finish(call.callId)
@@ -424,6 +428,27 @@ describe('T-6/T-7 outcomes and cancellation', () => {
     expect(settled).toBe(false)
     h.finish('a')
     await expect(done).rejects.toThrow('log append failed')
+    expect(h.log).toEqual(['call:a', 'body:a', 'call:b', 'body:b'])
+  })
+
+  it('T-6: a failing commit drains the other started bodies and rethrows without further writes', async () => {
+    const h = await new Harness().setup()
+    const options = h.options([job('a'), job('b'), job('c')], { maxParallelToolCalls: () => 2 })
+    let settled = false
+    const done = runToolCalls({
+      ...options,
+      commitResult: (execution, record, callSeq) => {
+        if (execution.callId === 'a') throw new Error('disk full')
+        return options.commitResult(execution, record, callSeq)
+      },
+    }).finally(() => { settled = true })
+    await Promise.all([h.started('a'), h.started('b')])
+    h.finish('a')
+    await flush()
+    expect(settled).toBe(false)
+    h.finish('b')
+    await expect(done).rejects.toThrow('disk full')
+    // `a` commits (and fails) before its freed slot is refilled: `c` never starts.
     expect(h.log).toEqual(['call:a', 'body:a', 'call:b', 'body:b'])
   })
 

@@ -94,6 +94,13 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
     const slots: Slot[] = []
     let committedInGroup = 0
     let refill = true
+    // Commit across contiguous finished slots only: a finished later call waits for earlier ones.
+    const commitReady = async (): Promise<void> => {
+      while (committedInGroup < slots.length && slots[committedInGroup].record !== undefined) {
+        const slot = slots[committedInGroup++]
+        await commit(slot, slot.record!)
+      }
+    }
     for (;;) {
       while (refill && !signal.aborted && next < calls.length && inFlight.size < limit) {
         const execution = calls[next]
@@ -107,13 +114,11 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
         next++
         if (!parallel) refill = false
       }
-      // Commit across contiguous finished slots only: a finished later call waits for earlier ones.
-      while (committedInGroup < slots.length && slots[committedInGroup].record !== undefined) {
-        const slot = slots[committedInGroup++]
-        await commit(slot, slot.record!)
-      }
+      await commitReady()
       if (inFlight.size === 0) return
       inFlight.delete(await Promise.race(inFlight.values()))
+      // Commit before refilling, so a result reaches the log as soon as its turn comes.
+      await commitReady()
     }
   }
 

@@ -284,21 +284,52 @@ export class ToolsPlugin extends Service implements ToolsService {
   }
 
   private async run(tool: Tool, args: unknown, execution: ToolExecution, context: CallContext): Promise<ToolResultRecord> {
-    const timeout = new AbortController()
+    const call = fuse(context.signal)
     const toolContext: ToolContext = {
       callId: execution.callId,
       cwd: context.cwd,
-      signal: AbortSignal.any([context.signal, timeout.signal]),
+      signal: call.controller.signal,
       ...(context.session !== undefined ? { session: context.session } : {}),
       ...(execution.scope !== undefined ? { scope: execution.scope } : {}),
     }
     try {
-      const record = await this.ctx.waterfall(target(execution), 'tools/execute', execution, toolContext, () => invokeBody(tool, args, toolContext, timeout))
+      const record = await this.ctx.waterfall(target(execution), 'tools/execute', execution, toolContext, () => invokeBody(tool, args, toolContext, call.controller))
       return asRecord(record) ?? invalidOutput('tools/execute')
     } catch (error) {
       return thrownRecord(error)
+    } finally {
+      call.release()
     }
   }
+}
+
+/** Per-call controllers hanging off each caller signal: one abort listener per caller signal. */
+const fused = new WeakMap<AbortSignal, Set<AbortController>>()
+
+/**
+ * A per-call controller that also aborts with `parent`. Not `AbortSignal.any` (~0.1 ms per call
+ * on Node 20) and not one listener per call (a pool of calls would trip Node's max-listeners
+ * warning on the turn signal); `release` forgets the call once it is over.
+ */
+function fuse(parent: AbortSignal): { controller: AbortController; release(): void } {
+  const controller = new AbortController()
+  if (parent.aborted) {
+    controller.abort(parent.reason)
+    return { controller, release: () => {} }
+  }
+  let children = fused.get(parent)
+  if (children === undefined) {
+    const set = new Set<AbortController>()
+    parent.addEventListener('abort', () => {
+      for (const child of set) child.abort(parent.reason)
+      set.clear()
+    }, { once: true })
+    fused.set(parent, set)
+    children = set
+  }
+  children.add(controller)
+  const set = children
+  return { controller, release: () => { set.delete(controller) } }
 }
 
 function settled(record: ToolResultRecord): PreparedToolCall {
