@@ -10,6 +10,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { StreamChunk, TokenUsage } from '../src/llm/types.js'
 
 /** A piece of the response body, a pause, or a wait for the test to release the stream. */
 export type FakeSegment = string | Uint8Array | { readonly delayMs: number } | { readonly until: Promise<unknown> }
@@ -32,6 +33,8 @@ export interface RecordedRequest {
   readonly raw: string
   /** The JSON body, or undefined when it was not JSON. */
   readonly body: any
+  /** Resolves when the response is over: fully written, or the client went away. */
+  readonly closed: Promise<void>
 }
 
 export class FakeDeepSeek {
@@ -82,7 +85,8 @@ export class FakeDeepSeek {
   private async respond(method: string, path: string, headers: IncomingHttpHeaders, raw: string, res: ServerResponse): Promise<void> {
     let body: unknown
     try { body = JSON.parse(raw) } catch { body = undefined }
-    this.requests.push({ method, path, headers, raw, body })
+    const closed = new Promise<void>(resolve => res.on('close', () => resolve()))
+    this.requests.push({ method, path, headers, raw, body, closed })
     for (const waiter of this.waiters.filter(w => this.requests.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1)
       waiter.resolve()
@@ -154,14 +158,15 @@ export interface StreamResponseOptions {
   /** Re-split the body text into byte pieces of this size (cuts through events and UTF-8). */
   readonly chunkBytes?: number
   readonly model?: string
+  /** Leave out the id/object/created/model envelope fields (smaller bodies for byte-level tests). */
+  readonly bare?: boolean
 }
 
 /** Builds a streamed completion from steps, shaped like DeepSeek's `chat.completion.chunk`s. */
 export function streamResponse(steps: readonly StreamStep[], options: StreamResponseOptions = {}): FakeResponse {
   const model = options.model ?? 'deepseek-v4-flash'
-  const chunk = (choices: unknown[], usage?: WireUsageLike) => sseEvent({
-    id: 'fake-completion', object: 'chat.completion.chunk', created: 0, model, choices, ...usage !== undefined ? { usage } : {},
-  })
+  const envelope = options.bare === true ? {} : { id: 'fake-completion', object: 'chat.completion.chunk', created: 0, model }
+  const chunk = (choices: unknown[], usage?: WireUsageLike) => sseEvent({ ...envelope, choices, ...usage !== undefined ? { usage } : {} })
   const segments: FakeSegment[] = []
   for (const step of steps) {
     if ('reasoning' in step) segments.push(chunk([{ index: 0, delta: { content: null, reasoning_content: step.reasoning }, finish_reason: null }]))
@@ -209,4 +214,64 @@ function rechunk(segments: readonly FakeSegment[], size: number): FakeSegment[] 
     for (let i = 0; i < bytes.length; i += size) out.push(bytes.subarray(i, i + size))
   }
   return out
+}
+
+/**
+ * The wire script that makes the DeepSeek adapter emit `chunks` again (e.g. `assistant/chunk`
+ * data from a recorded session). Block-start/end are implied by the deltas; the finish decides
+ * how the response ends: `stop`/`tool-calls`/`max-tokens` as finish reasons, EMPTY_RESPONSE as
+ * a content-less stop, STREAM_CLOSED as EOF without [DONE], a failure with an HTTP status as
+ * that error response, TIMEOUT or an abort as a stream that hangs, other codes as the
+ * lower-cased finish reason.
+ */
+export function chunksResponse(chunks: readonly StreamChunk[], options: StreamResponseOptions = {}): FakeResponse {
+  const steps: StreamStep[] = []
+  const toolIndex = new Map<number, number>()
+  let usage: WireUsageLike | undefined
+  let finish: Extract<StreamChunk, { type: 'finish' }> | undefined
+  for (const chunk of chunks) {
+    if (chunk.type === 'reasoning-delta' && chunk.text !== '') steps.push({ reasoning: chunk.text })
+    else if (chunk.type === 'text-delta' && chunk.text !== '') steps.push({ text: chunk.text })
+    else if (chunk.type === 'tool-call-delta') {
+      const known = toolIndex.has(chunk.index)
+      if (!known) toolIndex.set(chunk.index, toolIndex.size)
+      steps.push({ toolCall: {
+        index: toolIndex.get(chunk.index)!,
+        ...!known && chunk.id !== '' ? { id: chunk.id } : {},
+        ...chunk.name !== undefined ? { name: chunk.name } : {},
+        arguments: chunk.argumentsDelta,
+      } })
+    } else if (chunk.type === 'usage') usage = wireUsage(chunk.usage)
+    else if (chunk.type === 'finish') { finish = chunk; break }
+  }
+  const reason = finish?.reason ?? { kind: 'stop' as const }
+  const withFinish = (wire: string) => [...steps, { finish: wire, ...usage !== undefined ? { usage } : {} }]
+  switch (reason.kind) {
+    case 'stop': return streamResponse(withFinish('stop'), options)
+    case 'tool-calls': return streamResponse(withFinish('tool_calls'), options)
+    case 'max-tokens': return streamResponse(withFinish('length'), options)
+    case 'aborted': return streamResponse(steps, { ...options, done: false, end: 'hang' })
+    case 'error': {
+      const { code, status, message, providerRetryAfterMs } = reason.failure
+      if (status !== undefined) {
+        // Adapter messages read "<provider>: HTTP <status>: <provider text>"; send the provider text.
+        return errorResponse(status, { error: { message: message.replace(/^[^:]*: HTTP \d+: /, '') } }, providerRetryAfterMs === undefined ? {} : { 'retry-after': String(Math.ceil(providerRetryAfterMs / 1000)) })
+      }
+      if (code === 'EMPTY_RESPONSE') return streamResponse(withFinish('stop'), options)
+      if (code === 'STREAM_CLOSED') return streamResponse(steps, { ...options, done: false })
+      if (code === 'TIMEOUT') return streamResponse(steps, { ...options, done: false, end: 'hang' })
+      return streamResponse(withFinish(code.toLowerCase()), options)
+    }
+  }
+}
+
+/** TokenUsage back to DeepSeek's wire usage (cache hits are part of prompt_tokens there). */
+function wireUsage(usage: TokenUsage): WireUsageLike {
+  const cached = usage.cacheReadTokens
+  return {
+    prompt_tokens: (usage.inputTokens ?? 0) + (cached ?? 0),
+    completion_tokens: usage.outputTokens ?? 0,
+    ...cached !== undefined ? { prompt_cache_hit_tokens: cached } : {},
+    ...usage.reasoningTokens !== undefined ? { completion_tokens_details: { reasoning_tokens: usage.reasoningTokens } } : {},
+  }
 }

@@ -37,6 +37,14 @@ describe('SSE translation (in memory)', () => {
     }), { numRuns: 200 })
   })
 
+  it('L-7: a body cut at every byte offset is STREAM_CLOSED (EMPTY_RESPONSE at 0) with nothing finalised', async () => {
+    for (let cut = 0; cut < sample.length; cut++) {
+      const { chunks, error } = await translate([sample.subarray(0, cut)])
+      expect(error?.code, `cut at ${cut}`).toBe(cut === 0 ? 'EMPTY_RESPONSE' : 'STREAM_CLOSED')
+      expect(chunks.some(c => c.type === 'block-end' || c.type === 'usage' || c.type === 'finish'), `cut at ${cut}`).toBe(false)
+    }
+  })
+
   it('L-7: a [DONE] ends the stream even if more bytes follow', async () => {
     const extra = new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{"content":"late"}}]}\n\n')
     const { chunks } = await translate([sample, extra])

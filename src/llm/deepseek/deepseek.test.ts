@@ -1,7 +1,7 @@
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import {
-  FakeDeepSeek, bodyBytes, errorResponse, sseEvent, streamResponse, truncated, type FakeResponse,
+  FakeDeepSeek, bodyBytes, chunksResponse, errorResponse, sseEvent, streamResponse, truncated, type FakeResponse,
 } from '../../../test-support/fake-deepseek.js'
 import { BlockAssembler } from '../assembler.js'
 import { LlmServicePlugin } from '../service.js'
@@ -176,7 +176,13 @@ describe('DeepSeek adapter over HTTP', () => {
 
   it('L-7: a stream cut at every byte offset never crashes, is classified, and finalises nothing', async () => {
     const ctx = await setup()
-    const full = recorded()
+    // A compact recording keeps this at a few hundred HTTP round trips; openai-wire.test.ts cuts
+    // the full one in memory.
+    const full = streamResponse([
+      { reasoning: '' }, { reasoning: 'hm' }, { comment: 'ka' }, { text: 'é' },
+      { toolCall: { index: 0, id: 'c', name: 'ls', arguments: '{"a":' } }, { toolCall: { index: 0, arguments: '1}' } },
+      { finish: 'tool_calls' }, { usage: { prompt_tokens: 3, completion_tokens: 2 } },
+    ], { bare: true })
     const length = bodyBytes(full).length
     for (let cut = 0; cut < length; cut++) {
       server.enqueue(truncated(full, cut))
@@ -334,6 +340,14 @@ describe('DeepSeek transport (L-9)', () => {
     expect(new BlockAssembler().pushAll(chunks).interruptedPrefix()).toEqual([{ type: 'reasoning', text: 'thinking' }, { type: 'text', text: 'partial' }])
   })
 
+  it('a consumer that stops reading releases the connection', async () => {
+    const ctx = await setup()
+    server.enqueue(streamResponse([{ text: 'first' }, { text: 'second' }], { done: false, end: 'hang' }))
+    for await (const chunk of ctx.llm.stream(call())) if (chunk.type === 'text-delta') break
+    await server.requests[0].closed
+    expect(server.requests).toHaveLength(1)
+  })
+
   it('L-9: an already aborted signal sends no request', async () => {
     const ctx = await setup()
     const { finish } = await run(ctx, call({ signal: AbortSignal.abort() }))
@@ -388,5 +402,27 @@ describe('DeepSeek credentials and config', () => {
     expect(ctx.llm.models().map(m => m.model)).toEqual(['deepseek-v4-flash', 'deepseek-v4-pro'])
     expect(ctx.llm.model(DEEPSEEK_PROVIDER, 'deepseek-v4-flash')).toMatchObject({ contextWindow: 1_048_576, thinking: true })
     expect(ctx.llm.retryMode(DEEPSEEK_PROVIDER)).toBe('normal')
+  })
+})
+
+describe('fake server replay of StreamChunks', () => {
+  it('chunksResponse replays what the adapter emitted (finishes, usage, errors)', async () => {
+    const ctx = await setup({ idleTimeoutMs: 200 })
+    const scripts: FakeResponse[] = [
+      recorded(),
+      streamResponse([{ text: 'partial' }, { toolCall: { id: 'c', name: 'write', arguments: '{"pa' } }, { finish: 'length', usage: { prompt_tokens: 9, completion_tokens: 9, prompt_cache_hit_tokens: 4 } }]),
+      streamResponse([{ finish: 'stop', usage: { prompt_tokens: 5, completion_tokens: 0 } }]),
+      streamResponse([{ reasoning: 'r' }, { text: 'cut' }], { done: false }),
+      streamResponse([{ text: 'nope' }, { finish: 'content_filter' }]),
+      errorResponse(429, { error: { message: 'Rate limit reached' } }, { 'retry-after': '2' }),
+      streamResponse([{ text: 'stall' }], { done: false, end: 'hang' }),
+    ]
+    for (const script of scripts) {
+      server.enqueue(script)
+      const original = (await run(ctx)).chunks
+      server.enqueue(chunksResponse(original))
+      const replayed = (await run(ctx)).chunks
+      expect(replayed).toEqual(original)
+    }
   })
 })
