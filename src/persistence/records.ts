@@ -2,7 +2,9 @@
  * Stored records shared by the backends: the header line (S-13) and event records, which are
  * either one event envelope or a packed chunk row (R-1..R-4) standing for several events.
  */
-import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from '../session/types.js'
+import type { SessionEvent, SessionHeader } from '../session/types.js'
+import { encodeHeader } from '../session/codec.js'
+import { checkHeader as checkSessionHeader } from '../session/header.js'
 import { isChunkRowType, packEvents, unpackRow, type ChunkRow } from '../session/chunk-rows.js'
 import type { BadRecordReason, TornTail } from './api.js'
 import { CorruptSessionError, FormatVersionError, PersistenceError } from './api.js'
@@ -18,27 +20,21 @@ export class BadRecord extends Error {
   }
 }
 
-/** S-13: the version is checked before the shape, and the message names the direction. */
+/**
+ * S-13 through the session codec (version checked before shape); failures name the store
+ * location, and a version mismatch becomes a `FormatVersionError` naming the direction.
+ */
 export function checkHeader(value: unknown, where: string): SessionHeader {
-  if (!isObject(value) || value.type !== 'session') throw new PersistenceError(`${where}: the first record is not a session header ({"type":"session",...})`)
-  const version = value.version
-  if (typeof version !== 'number') throw new PersistenceError(`${where}: the session header has no numeric version`)
-  if (version !== SESSION_FORMAT_VERSION) {
-    const direction = version > SESSION_FORMAT_VERSION ? 'newer' : 'older'
-    throw new FormatVersionError(`${where}: session format version ${version} is ${direction} than the supported version ${SESSION_FORMAT_VERSION}`)
+  try {
+    return checkSessionHeader(value)
+  } catch (error) {
+    const message = `${where}: ${error instanceof Error ? error.message : String(error)}`
+    if (/format version \d+ is (newer|older)/.test(message)) throw new FormatVersionError(message)
+    throw new PersistenceError(message)
   }
-  if (typeof value.id !== 'string' || value.id === '') throw new PersistenceError(`${where}: the session header has no id`)
-  if (!Number.isSafeInteger(value.createdAt)) throw new PersistenceError(`${where}: the session header has no integer createdAt`)
-  if (!Number.isSafeInteger(value.delegationDepth)) throw new PersistenceError(`${where}: the session header has no integer delegationDepth`)
-  if (value.cwd !== undefined && typeof value.cwd !== 'string') throw new PersistenceError(`${where}: the session header cwd is not a string`)
-  return value as unknown as SessionHeader
 }
 
-/** The header as stored: S-13 key order, `delegationDepth` always written. */
-export function encodeHeader(header: SessionHeader): string {
-  const { type: _type, version: _version, id, createdAt, cwd, parentSession, seedLength, origin, delegationDepth, agentPreset, ...rest } = header
-  return JSON.stringify({ type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt, cwd, parentSession, seedLength, origin, delegationDepth: delegationDepth ?? 0, agentPreset, ...rest })
-}
+export { encodeHeader }
 
 /** One event envelope in canonical key order (S-1). */
 export function encodeEvent(event: SessionEvent): string {

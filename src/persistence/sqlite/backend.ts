@@ -129,7 +129,7 @@ export class SqliteBackend implements PersistenceBackend {
     this.statements = {
       session: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
       revision: db.prepare<[string], Pick<SessionRow, 'incarnation' | 'revision'>>('SELECT incarnation, revision FROM sessions WHERE id = ?'),
-      insertSession: db.prepare('INSERT INTO sessions (id, incarnation, revision, header, cwd, parent_session, created_at, updated_at, next_seq, turns, title) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      insertSession: db.prepare('INSERT INTO sessions (id, incarnation, revision, header, cwd, parent_session, created_at, updated_at, next_seq, turns, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       updateSession: db.prepare('UPDATE sessions SET revision = revision + 1, updated_at = ?, next_seq = ?, turns = turns + ?, title = coalesce(?, title) WHERE id = ?'),
       insertEvent: db.prepare('INSERT INTO events (session_id, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       events: db.prepare<[string], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? ORDER BY seq'),
@@ -287,7 +287,8 @@ export class SqliteBackend implements PersistenceBackend {
       throw new SeqMismatchError(`session ${JSON.stringify(header.id)}: the first stored event must have seq 0, got ${events[0].seq}`, header.id)
     }
     const now = Date.now()
-    this.statements.insertSession.run(header.id, randomUUID(), encodeHeader(header), header.cwd ?? null, header.parentSession ?? null, header.createdAt, now, 0, 0, null)
+    // insertEvents bumps the revision, so a materialised session starts at revision 1 either way.
+    this.statements.insertSession.run(header.id, randomUUID(), events.length > 0 ? 0 : 1, encodeHeader(header), header.cwd ?? null, header.parentSession ?? null, header.createdAt, now, 0, 0, null)
     if (events.length > 0) this.insertEvents(header.id, events)
   }
 

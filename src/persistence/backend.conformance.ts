@@ -1,0 +1,395 @@
+/**
+ * The shared backend conformance suite (D-1): every `PersistenceBackend` runs it through a small
+ * harness that knows how to open a store in a folder and how to damage its raw records. It pins
+ * the contract (round trip, atomic materialisation, seq checks, torn tails, stale repair, modes,
+ * ids that try to escape, unknown types, versions) and the service behaviour on top of it
+ * (write-behind, cold load and repair, list/fork/delete).
+ */
+import { writeFileSync } from 'node:fs'
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import { afterEach, describe, expect, it } from 'vitest'
+import { SessionsServicePlugin } from '../session/service.js'
+import type { Session } from '../session/api.js'
+import { checkLogInvariants } from '../session/invariants.js'
+import { createEventTypeRegistry } from '../session/registry.js'
+import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from '../session/types.js'
+import {
+  CorruptSessionError, FormatVersionError, SeqMismatchError, SessionExistsError, StaleRevisionError,
+  type PersistenceBackend,
+} from './api.js'
+import { encodeEvent } from './records.js'
+import { SessionPersistence } from './service.js'
+import { interruptedTurnClosers } from '../session/repair.js'
+import { appendTurn, prng } from './testing/workload.js'
+
+export interface BackendHarness {
+  readonly name: string
+  /** Opens the store kept in `dir`; a second call on the same dir acts like another process. */
+  open(dir: string, durable?: boolean): PersistenceBackend
+  /** Paths that must exist with exactly these permission bits after `id` is stored. */
+  modes(backend: PersistenceBackend, dir: string, id: string): Promise<readonly { path: string; mode: number }[]>
+  /** Makes the stored record holding `seq` unreadable (unparsable). */
+  corrupt(backend: PersistenceBackend, id: string, seq: number): Promise<void>
+  /** Rewrites the stored header's version. */
+  setHeaderVersion(backend: PersistenceBackend, id: string, version: number): Promise<void>
+  /** The raw file of a store on a sequential medium (JSONL), to cut at every byte offset. */
+  readonly bytes?: {
+    file(backend: PersistenceBackend, id: string): Promise<string>
+  }
+}
+
+export const canonical = (events: readonly SessionEvent[]): string[] => events.map(encodeEvent)
+
+function header(id: string, extra: Partial<SessionHeader> = {}): SessionHeader {
+  return { type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt: 1_700_000_000_000, cwd: '/work/project', delegationDepth: 0, ...extra }
+}
+
+async function boot(backend?: PersistenceBackend, maxDelayMs = 1_000_000) {
+  const ctx = new Context()
+  let clock = 1_700_000_000_000
+  await ctx.plugin(SessionsServicePlugin, { now: () => clock++ })
+  if (backend) await ctx.plugin(SessionPersistence, { backend, maxDelayMs, closeBackend: false, report: () => undefined })
+  return ctx
+}
+
+/** A live session with `turns` realistic turns (plus, optionally, an open partial turn). */
+export async function realisticLog(turns: number, seed = 1, openTail = 0, chunks?: () => number, toolRounds?: number): Promise<{ header: SessionHeader; events: SessionEvent[] }> {
+  const ctx = await boot()
+  const session = ctx.sessions.create({ id: `gen-${seed}`, cwd: '/work/project', createdAt: 1_700_000_000_000 })
+  const rng = prng(seed)
+  for (let t = 0; t < turns; t++) await appendTurn(session, { rng, chunks, toolRounds })
+  if (openTail > 0) await appendTurn(session, { rng, chunks, stopAfter: openTail, toolRounds: 1 })
+  return { header: session.header, events: [...session.events] }
+}
+
+export function describeBackendConformance(harness: BackendHarness): void {
+  describe(`${harness.name} backend conformance (D-1)`, () => {
+    const dirs: string[] = []
+    const backends: PersistenceBackend[] = []
+    const tempDir = async () => {
+      const dir = await mkdtemp(join(tmpdir(), `dsh-${harness.name}-`))
+      dirs.push(dir)
+      return dir
+    }
+    const open = (dir: string, durable = true) => {
+      const backend = harness.open(dir, durable)
+      backends.push(backend)
+      return backend
+    }
+    const fresh = async () => open(await tempDir())
+    afterEach(async () => {
+      for (const backend of backends.splice(0)) await backend.close?.()
+      for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true })
+    })
+
+    it('D-1: round trip of a realistic log in several batches, byte for byte, with a seek read', async () => {
+      const backend = await fresh()
+      const { header: h, events } = await realisticLog(4, 7)
+      await backend.create(h, events.slice(0, 10))
+      await backend.appendBatch(h, events.slice(10, 200))
+      await backend.appendBatch(h, events.slice(200))
+      const stored = await backend.loadStored(h.id)
+      expect(stored?.header).toEqual(h)
+      expect(canonical(stored!.events)).toEqual(canonical(events))
+      expect(stored!.torn).toBeUndefined()
+      expect(stored!.revision).toBe(await backend.readStoredRevision(h.id))
+      if (backend.loadStoredFrom) {
+        for (const from of [0, 11, 57, events.length - 1, events.length]) {
+          expect(canonical(await backend.loadStoredFrom(h.id, from))).toEqual(canonical(events.slice(from)))
+        }
+      }
+      // Another instance on the same store sees the same log.
+      const dir = dirs[dirs.length - 1]
+      const other = open(dir)
+      expect(canonical((await other.loadStored(h.id))!.events)).toEqual(canonical(events))
+    })
+
+    it('D-1: an empty create materialises a header-only session; unknown ids load as undefined', async () => {
+      const backend = await fresh()
+      await backend.create(header('empty'), [])
+      const stored = await backend.loadStored('empty')
+      expect(stored?.events).toEqual([])
+      expect(await backend.loadStored('missing')).toBeUndefined()
+      expect(await backend.readStoredRevision('missing')).toBeUndefined()
+    })
+
+    it('D-1: a batch must start at the stored next seq and be contiguous; a refused batch writes nothing', async () => {
+      const backend = await fresh()
+      const { header: h, events } = await realisticLog(1, 3)
+      await backend.create(h, events.slice(0, 5))
+      await expect(backend.appendBatch(h, events.slice(6, 8))).rejects.toBeInstanceOf(SeqMismatchError)
+      await expect(backend.appendBatch(h, events.slice(0, 3))).rejects.toBeInstanceOf(SeqMismatchError)
+      await expect(backend.appendBatch(h, [events[5], events[7]])).rejects.toBeInstanceOf(SeqMismatchError)
+      // One failure does not poison the session's later operations.
+      await backend.appendBatch(h, events.slice(5))
+      expect(canonical((await backend.loadStored(h.id))!.events)).toEqual(canonical(events))
+    })
+
+    it('D-1: concurrent materialisation of one id: exactly one writer wins', async () => {
+      const dir = await tempDir()
+      const writers = [open(dir), open(dir), open(dir), open(dir)]
+      const { header: h, events } = await realisticLog(1, 5)
+      const results = await Promise.allSettled(writers.map((w, i) => w.create(h, events.slice(0, 3 + i))))
+      const won = results.filter((r) => r.status === 'fulfilled')
+      expect(won).toHaveLength(1)
+      for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(SessionExistsError)
+      const winner = results.findIndex((r) => r.status === 'fulfilled')
+      expect(canonical((await open(dir).loadStored(h.id))!.events)).toEqual(canonical(events.slice(0, 3 + winner)))
+    })
+
+    it('D-4/D-6: store folders are 0700 and files 0600', async () => {
+      const dir = await tempDir()
+      const backend = open(join(dir, 'store'))
+      const { header: h, events } = await realisticLog(1, 2)
+      await backend.create(h, events)
+      const paths = await harness.modes(backend, join(dir, 'store'), h.id)
+      expect(paths.length).toBeGreaterThan(0)
+      for (const { path, mode } of paths) expect({ path, mode: (await stat(path)).mode & 0o777 }).toEqual({ path, mode })
+    })
+
+    it('D-4: ids that try to escape the store stay inside it and round trip', async () => {
+      const dir = await tempDir()
+      const backend = open(join(dir, 'store'))
+      const ids = ['..', '.', '../../etc/passwd', 'a/b', '/abs', 'x\\y', '%2E%2E', 'ünï cödé', '.hidden', 'a'.repeat(300)]
+      for (const id of ids) await backend.create(header(id, { cwd: id === '..' ? undefined : '../../..' }), [])
+      for (const id of ids) expect((await backend.loadStored(id))?.header.id).toBe(id)
+      expect(await readdir(dir)).toEqual(['store'])
+      expect((await backend.list()).map((s) => s.id).sort()).toEqual([...ids].sort())
+    })
+
+    it('S-3: unknown event types are stored verbatim (ignorable flag included)', async () => {
+      const backend = await fresh()
+      const events: SessionEvent[] = [
+        { type: 'plugin/future', seq: 0, time: 5, data: { x: [1, { y: null }] }, ignorable: true },
+        { type: 'plugin/required', seq: 1, time: 4, data: 'text' },
+      ]
+      await backend.create(header('u'), events)
+      expect(canonical((await backend.loadStored('u'))!.events)).toEqual(canonical(events))
+    })
+
+    it('S-13: a stored header of a newer or older format version is refused naming the direction', async () => {
+      const backend = await fresh()
+      await backend.create(header('v'), [])
+      await harness.setHeaderVersion(backend, 'v', SESSION_FORMAT_VERSION + 1)
+      await expect(backend.loadStored('v')).rejects.toThrow(FormatVersionError)
+      await expect(backend.loadStored('v')).rejects.toThrow(/newer/)
+      await harness.setHeaderVersion(backend, 'v', SESSION_FORMAT_VERSION - 1)
+      await expect(backend.loadStored('v')).rejects.toThrow(/older/)
+    })
+
+    it('D-5: a bad record followed by a turn/end is corruption of the committed region', async () => {
+      const backend = await fresh()
+      const { header: h, events } = await realisticLog(3, 11)
+      await backend.create(h, events)
+      const firstTurnEnd = events.findIndex((e) => e.type === 'turn/end')
+      await harness.corrupt(backend, h.id, firstTurnEnd - 3)
+      await expect(backend.loadStored(h.id)).rejects.toBeInstanceOf(CorruptSessionError)
+      await expect(backend.loadStored(h.id)).rejects.toThrow(/corrupt.*turn\/end follows/)
+    })
+
+    it('D-5/D-7: a bad record after the last turn/end is a crash tail: reported, cut by repair, appends continue', async () => {
+      const backend = await fresh()
+      const { header: h, events } = await realisticLog(2, 13, 30)
+      await backend.create(h, events)
+      const cut = events.length - 10
+      await harness.corrupt(backend, h.id, cut)
+      const stored = (await backend.loadStored(h.id))!
+      expect(stored.torn).toMatchObject({ reason: 'unparsable' })
+      // The prefix kept ends at the first record of the damaged one (a packed row may span seqs).
+      expect(stored.torn!.fromSeq).toBeLessThanOrEqual(cut)
+      expect(stored.torn!.fromSeq).toBe(stored.events.length)
+      expect(stored.torn!.droppedRecords).toBeGreaterThan(0)
+      expect(canonical(stored.events)).toEqual(canonical(events.slice(0, stored.events.length)))
+      const closers = repairClosers(stored.events)
+      const revision = await backend.commitRepair(h.id, closers, stored.revision)
+      expect(revision).toBe(await backend.readStoredRevision(h.id))
+      const repaired = (await backend.loadStored(h.id))!
+      expect(repaired.torn).toBeUndefined()
+      expect(canonical(repaired.events)).toEqual(canonical([...stored.events, ...closers]))
+      expect(() => checkLogInvariants(repaired.events, createEventTypeRegistry())).not.toThrow()
+      const next = { type: 'turn/start', seq: repaired.events.length, time: 9, data: { turn: repaired.events.filter((e) => e.type === 'turn/start').length + 1 } }
+      await backend.appendBatch(h, [next])
+      expect((await backend.loadStored(h.id))!.events.at(-1)).toEqual(next)
+    })
+
+    it('D-7: a repair against a stale revision is refused and writes nothing', async () => {
+      const backend = await fresh()
+      const { header: h, events } = await realisticLog(1, 17, 12)
+      await backend.create(h, events.slice(0, 20))
+      const stored = (await backend.loadStored(h.id))!
+      await backend.appendBatch(h, events.slice(20))
+      await expect(backend.commitRepair(h.id, repairClosers(stored.events), stored.revision)).rejects.toBeInstanceOf(StaleRevisionError)
+      expect(canonical((await backend.loadStored(h.id))!.events)).toEqual(canonical(events))
+      // A second instance's write makes the first instance's token stale too.
+      const fresh2 = (await backend.loadStored(h.id))!
+      const other = open(dirs[dirs.length - 1])
+      await other.appendBatch(h, [])
+      await other.commitRepair(h.id, repairClosers(fresh2.events), fresh2.revision)
+      await expect(backend.commitRepair(h.id, [], fresh2.revision)).rejects.toBeInstanceOf(StaleRevisionError)
+    })
+
+    if (harness.bytes) {
+      const bytes = harness.bytes
+      it('D-5: truncating a real log at every byte offset loads the whole-record prefix, repairs and accepts a new turn', async () => {
+        const dir = await tempDir()
+        const { header: h, events } = await realisticLog(1, 19, 22, () => 2, 1)
+        const backend = open(dir, false)
+        await backend.create(h, events.slice(0, 40))
+        await backend.appendBatch(h, events.slice(40))
+        const path = await bytes.file(backend, h.id)
+        const full = await readFile(path)
+        const headerEnd = full.indexOf(0x0a) + 1
+        let torn = 0
+        const prefixesChecked = new Set<string>()
+        for (let size = headerEnd; size <= full.length; size++) {
+          writeFileSync(path, full.subarray(0, size))
+          const stored = (await backend.loadStored(h.id))!
+          expect(canonical(stored.events)).toEqual(canonical(events.slice(0, stored.events.length)))
+          // Only a whole last line is committed; a cut inside a line drops exactly that line.
+          const kept = full.subarray(0, size).lastIndexOf(0x0a) + 1
+          expect(stored.torn === undefined).toBe(kept === size)
+          if (stored.torn) {
+            torn++
+            expect(stored.torn).toMatchObject({ reason: 'no-newline', cutAt: kept, droppedBytes: size - kept, droppedRecords: 1 })
+          }
+          // Repair and what follows depend only on the kept prefix and on whether a tail is cut:
+          // run them once per such pair.
+          const key = `${stored.events.length}:${stored.torn !== undefined}`
+          if (prefixesChecked.has(key)) continue
+          prefixesChecked.add(key)
+          const closers = repairClosers(stored.events)
+          if (stored.torn || closers.length) await backend.commitRepair(h.id, closers, stored.revision)
+          const after = (await backend.loadStored(h.id))!
+          expect(after.torn).toBeUndefined()
+          expect(checkLogInvariants(after.events, createEventTypeRegistry()).turnOpen).toBe(false)
+          const next = { type: 'turn/start', seq: after.events.length, time: 1, data: { turn: after.events.filter((e) => e.type === 'turn/start').length + 1 } }
+          await backend.appendBatch(h, [next])
+          expect((await backend.loadStored(h.id))!.events.length).toBe(after.events.length + 1)
+        }
+        console.log(`D-5 byte-offset sweep: ${full.length - headerEnd + 1} offsets, ${torn} torn, ${prefixesChecked.size} (prefix, torn) cases repaired and extended`)
+        expect(torn).toBeGreaterThan(full.length / 2)
+      }, 120_000)
+    }
+
+    describe('through ctx.sessionPersistence', () => {
+      it('D-2: events are written behind in one batch after the window, or at once by flush()', async () => {
+        const backend = await fresh()
+        const ctx = await boot(backend)
+        const session = ctx.sessions.create({ id: 'wb', cwd: '/p' })
+        await appendTurn(session, { rng: prng(1) })
+        expect(await backend.loadStored('wb')).toBeUndefined()
+        await ctx.sessionPersistence.flush(session)
+        expect(canonical((await backend.loadStored('wb'))!.events)).toEqual(canonical(session.events))
+        await appendTurn(session, { rng: prng(2) })
+        await ctx.parallel('session/flush', session)
+        expect(canonical((await backend.loadStored('wb'))!.events)).toEqual(canonical(session.events))
+      })
+
+      it('D-2: the window timer writes without a flush', async () => {
+        const observed = observeWrites(await fresh())
+        const ctx = await boot(observed.backend, 5)
+        const written = observed.nextWrite()
+        const session = ctx.sessions.create({ id: 'timer' })
+        session.append('turn/start', { turn: 1 })
+        session.append('step/start', { turn: 1, step: 1 })
+        await written
+        expect((await observed.backend.loadStored('timer'))?.events.length).toBe(2)
+      })
+
+      it('C-1..C-3: a cold load closes an interrupted turn, commits the closers, and the session takes a new turn', async () => {
+        const backend = await fresh()
+        const { header: h, events } = await realisticLog(1, 23, 60)
+        await backend.create(h, events)
+        const ctx = await boot(backend)
+        const { session, repaired, wasLive } = await ctx.sessionPersistence.load(h.id)
+        expect(wasLive).toBe(false)
+        expect(repaired.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'interrupted' } } })
+        expect(canonical((await backend.loadStored(h.id))!.events)).toEqual(canonical(session.events))
+        await appendTurn(session, { rng: prng(3) })
+        await ctx.sessionPersistence.flush(session)
+        const stored = (await backend.loadStored(h.id))!
+        expect(canonical(stored.events)).toEqual(canonical(session.events))
+        expect(checkLogInvariants(stored.events, createEventTypeRegistry()).turnOpen).toBe(false)
+      })
+
+      it('C-5: loading a live id flushes it and refuses while its turn is open; a closed turn returns the live session', async () => {
+        const backend = await fresh()
+        const ctx = await boot(backend)
+        const session = ctx.sessions.create({ id: 'live' })
+        await appendTurn(session, { rng: prng(4), stopAfter: 8 })
+        await expect(ctx.sessionPersistence.load('live')).rejects.toThrow(/turn 1 open/)
+        expect((await backend.loadStored('live'))!.events.length).toBe(8)
+        session.append('step/end', { turn: 1, step: 1 })
+        session.append('turn/end', { turn: 1, reason: { kind: 'aborted', reason: { kind: 'user' } } })
+        const result = await ctx.sessionPersistence.load('live')
+        expect(result).toMatchObject({ wasLive: true, repaired: [] })
+        expect(result.session).toBe(session)
+      })
+
+      it('S-3: a cold load refuses an unknown required type and accepts an ignorable one', async () => {
+        const backend = await fresh()
+        await backend.create(header('ign'), [{ type: 'plugin/x', seq: 0, time: 1, data: {}, ignorable: true }])
+        await backend.create(header('req'), [{ type: 'plugin/x', seq: 0, time: 1, data: {} }])
+        const ctx = await boot(backend)
+        expect((await ctx.sessionPersistence.load('ign')).session.events).toHaveLength(1)
+        await expect(ctx.sessionPersistence.load('req')).rejects.toThrow(/unknown event type "plugin\/x"/)
+      })
+
+      it('list: id, title from the last session/title, cwd, created, updated, turn count', async () => {
+        const backend = await fresh()
+        const ctx = await boot(backend)
+        const session = ctx.sessions.create({ id: 'titled', cwd: '/w' })
+        await appendTurn(session, { rng: prng(5) })
+        session.append('session/title', { title: 'first', messageSeqs: [4], source: { kind: 'fallback' } })
+        await appendTurn(session, { rng: prng(6) })
+        session.append('session/title', { title: 'second', messageSeqs: [4], source: { kind: 'model' } })
+        ctx.sessions.create({ id: 'untitled' })
+        await ctx.sessionPersistence.flushAll()
+        const listed = await ctx.sessionPersistence.list()
+        expect(listed.find((s) => s.id === 'titled')).toMatchObject({ title: 'second', cwd: '/w', turns: 2, length: session.length, createdAt: session.header.createdAt })
+        expect(listed.find((s) => s.id === 'untitled')).toMatchObject({ title: null, turns: 0, length: 0 })
+        // Listing again after more appends sees them.
+        await appendTurn(session, { rng: prng(7) })
+        await ctx.sessionPersistence.flush(session)
+        expect((await backend.list()).find((s) => s.id === 'titled')).toMatchObject({ turns: 3, length: session.length })
+      })
+
+      it('S-14: fork from a boundary materialises the child; delete moves to the trash and frees the id', async () => {
+        const backend = await fresh()
+        const { header: h, events } = await realisticLog(2, 29)
+        await backend.create(h, events)
+        const ctx = await boot(backend)
+        const boundary = events.findIndex((e) => e.type === 'turn/end')
+        const child = await ctx.sessionPersistence.fork(h.id, boundary, 'child')
+        const stored = (await backend.loadStored('child'))!
+        expect(stored.header).toMatchObject({ parentSession: h.id, seedLength: boundary + 1 })
+        expect(canonical(stored.events)).toEqual(canonical(child.events))
+        expect(stored.events.at(-1)?.type).toBe('session/end-seed')
+        expect(await ctx.sessionPersistence.delete('child')).toBe(true)
+        expect(await backend.loadStored('child')).toBeUndefined()
+        expect((await backend.list()).map((s) => s.id)).toEqual([h.id])
+        expect(ctx.sessions.get('child')).toBeUndefined()
+        await backend.create(header('child'), [])
+        expect((await backend.loadStored('child'))!.events).toEqual([])
+      })
+    })
+  })
+}
+
+/** Closers as the session core computes them (C-2..C-4). */
+const repairClosers = (events: readonly SessionEvent[]): SessionEvent[] => interruptedTurnClosers(events)
+
+/** Wraps a backend so a test can await its next successful write (no sleeping). */
+function observeWrites(backend: PersistenceBackend): { backend: PersistenceBackend; nextWrite(): Promise<void> } {
+  let waiters: (() => void)[] = []
+  const done = <T>(promise: Promise<T>) => promise.then((value) => { for (const w of waiters.splice(0)) w(); return value })
+  const wrapped: PersistenceBackend = Object.create(backend)
+  wrapped.create = (h, events) => done(backend.create(h, events))
+  wrapped.appendBatch = (h, events) => done(backend.appendBatch(h, events))
+  return { backend: wrapped, nextWrite: () => new Promise<void>((resolve) => waiters.push(resolve)) }
+}
+
+export { header as testHeader }

@@ -1,0 +1,65 @@
+/**
+ * Checkpoint policy (D-3): nothing the model or a tool acts on is only in memory. Before every
+ * model request of a live session, every top-level tool execution and every `agent/pre-step`
+ * continuation, the session is flushed through the `session/flush` durability barrier.
+ *
+ * Load with `ctx.plugin(CheckpointPolicy)`; it needs only `ctx.sessions` (whoever listens to
+ * `session/flush` does the writing, normally `ctx.sessionPersistence`).
+ */
+import type { Context } from 'cordis'
+import type {} from '../agent/api.js'
+import type { StreamChunk } from '../llm/types.js'
+import type { Session } from '../session/api.js'
+import { abortedBeforeDispatchRecord } from '../tools/errors.js'
+
+/** The barrier itself: resolves once every event of `session` so far is stored. */
+export async function checkpoint(ctx: Context, session: Session): Promise<void> {
+  await ctx.parallel('session/flush', session)
+}
+
+/** The live session a model call belongs to, from `meta.sessionId` set by the loop. */
+function sessionOfCall(ctx: Context, meta: Readonly<Record<string, unknown>> | undefined): Session | undefined {
+  const id = meta?.sessionId
+  if (typeof id !== 'string') return undefined
+  const session = ctx.sessions.get(id)
+  return session?.live ? session : undefined
+}
+
+export class CheckpointPolicy {
+  static inject = ['sessions']
+
+  constructor(ctx: Context) {
+    ctx.on('llm/stream', (options, next) => {
+      const session = sessionOfCall(ctx, options.meta)
+      if (session === undefined) return next()
+      return (async function* (): AsyncGenerator<StreamChunk> {
+        await checkpoint(ctx, session)
+        yield* next()
+      })()
+    })
+
+    ctx.on('tools/execute', async (_execution, context, next) => {
+      const session = context.session
+      if (session === undefined || !session.live) return next()
+      if (context.signal.aborted) return abortedBeforeDispatchRecord()
+      // A cancel while the checkpoint is pending wins: the body never starts.
+      let onAbort!: () => void
+      const aborted = new Promise<'aborted'>((resolve) => {
+        onAbort = () => resolve('aborted')
+        context.signal.addEventListener('abort', onAbort, { once: true })
+      })
+      try {
+        const outcome = await Promise.race([checkpoint(ctx, session).then(() => 'flushed' as const), aborted])
+        if (outcome === 'aborted' || context.signal.aborted) return abortedBeforeDispatchRecord()
+      } finally {
+        context.signal.removeEventListener('abort', onAbort)
+      }
+      return next()
+    })
+
+    ctx.on('agent/pre-step', async (payload, next) => {
+      if (payload.session.live) await checkpoint(ctx, payload.session)
+      return next()
+    })
+  }
+}

@@ -1,0 +1,92 @@
+import { readFile, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import type { PersistenceBackend } from './api.js'
+import { describeBackendConformance } from './backend.conformance.js'
+import { JsonlBackend } from './jsonl/backend.js'
+import { encodeSessionId, NO_CWD_KEY, projectKey } from './jsonl/paths.js'
+
+const jsonl = (backend: PersistenceBackend) => backend as JsonlBackend
+
+async function rewriteLines(backend: PersistenceBackend, id: string, edit: (lines: string[]) => void): Promise<void> {
+  const path = (await jsonl(backend).pathOf(id))!
+  const lines = (await readFile(path, 'utf8')).split('\n')
+  edit(lines)
+  await writeFile(path, lines.join('\n'))
+}
+
+describeBackendConformance({
+  name: 'jsonl',
+  open: (dir, durable = true) => new JsonlBackend({ root: dir, fsync: durable }),
+  async modes(backend, root, id) {
+    const file = (await jsonl(backend).pathOf(id))!
+    return [
+      { path: root, mode: 0o700 },
+      { path: dirname(dirname(file)), mode: 0o700 },
+      { path: dirname(file), mode: 0o700 },
+      { path: file, mode: 0o600 },
+    ]
+  },
+  corrupt: (backend, id, seq) => rewriteLines(backend, id, (lines) => {
+    for (let i = 1; i < lines.length; i++) {
+      if (lines[i] === '') continue
+      const record = JSON.parse(lines[i]) as { seq?: number; seq0?: number; data: { texts?: unknown[]; args?: unknown[] } }
+      const first = record.seq ?? record.seq0!
+      const count = record.seq === undefined ? (record.data.texts ?? record.data.args)!.length : 1
+      if (seq >= first && seq < first + count) {
+        lines[i] = '{"type":"assistant/chunk","seq":'
+        return
+      }
+    }
+    throw new Error(`no record holds seq ${seq}`)
+  }),
+  setHeaderVersion: (backend, id, version) => rewriteLines(backend, id, (lines) => {
+    lines[0] = JSON.stringify({ ...JSON.parse(lines[0]), version })
+  }),
+  bytes: { file: async (backend, id) => (await jsonl(backend).pathOf(id))! },
+})
+
+describe('JSONL layout (D-4)', () => {
+  it('D-4: ids are encoded so dots and separators cannot name another folder', () => {
+    expect(encodeSessionId('..')).toBe('%2E.')
+    expect(encodeSessionId('.')).toBe('%2E')
+    expect(encodeSessionId('a/b')).toBe('a%2Fb')
+    expect(encodeSessionId('a\\b')).toBe('a%5Cb')
+    expect(encodeSessionId('50%')).toBe('50%25')
+    expect(encodeSessionId('abc-DEF_1.2')).toBe('abc-DEF_1.2')
+    expect(encodeSessionId('x'.repeat(500)).length).toBeLessThanOrEqual(120)
+    expect(encodeSessionId('x'.repeat(500))).not.toBe(encodeSessionId(`${'x'.repeat(499)}y`))
+    expect(() => encodeSessionId('')).toThrow(/empty/)
+  })
+
+  it('D-4: sessions without a cwd go under _no-cwd; project keys are readable and distinct', () => {
+    expect(projectKey(undefined)).toBe(NO_CWD_KEY)
+    expect(projectKey('/home/me/my project')).toMatch(/^my_project-[0-9a-f]{16}$/)
+    expect(projectKey('/a/proj')).not.toBe(projectKey('/b/proj'))
+    expect(projectKey('/')).toMatch(/^root-/)
+  })
+
+  it('D-4: the file is a header line then one record per line, chunk runs packed (R-1)', async () => {
+    const { realisticLog } = await import('./backend.conformance.js')
+    const { mkdtemp, rm } = await import('node:fs/promises')
+    const { tmpdir } = await import('node:os')
+    const root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-layout-'))
+    try {
+      const backend = new JsonlBackend({ root })
+      const { header, events } = await realisticLog(1, 3)
+      await backend.create(header, events)
+      const path = (await backend.pathOf(header.id))!
+      expect(path).toBe(join(root, projectKey(header.cwd), encodeSessionId(header.id), 'session.jsonl'))
+      const lines = (await readFile(path, 'utf8')).split('\n')
+      expect(lines.at(-1)).toBe('')
+      expect(JSON.parse(lines[0])).toEqual(header)
+      const types = lines.slice(1, -1).map((line) => (JSON.parse(line) as { type: string }).type)
+      expect(types).toContain('reasoning-chunks')
+      expect(types).toContain('text-chunks')
+      expect(types).toContain('tool-call-chunks')
+      expect(types.length).toBeLessThan(events.length / 2)
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
+  })
+})

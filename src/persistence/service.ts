@@ -1,0 +1,250 @@
+/**
+ * `ctx.sessionPersistence` (K-2): write-behind (D-2), cold load with crash repair (C-1..C-5,
+ * D-5, D-7) and session management (list, load, fork, delete) over one `PersistenceBackend`.
+ *
+ * Load with `ctx.plugin(SessionPersistence, { backend })` after `ctx.sessions`.
+ */
+import { Context, Service } from 'cordis'
+import type { ListenerErrorReporter } from '../kernel/index.js'
+import type { Session } from '../session/api.js'
+import { interruptedTurnClosers } from '../session/repair.js'
+import type { SessionEvent } from '../session/types.js'
+import {
+  PersistenceError, SessionNotStoredError, StaleRevisionError,
+  type LoadResult, type PersistenceBackend, type SessionPersistenceService, type StoredSessionSummary,
+} from './api.js'
+
+export interface SessionPersistenceConfig {
+  readonly backend: PersistenceBackend
+  /** D-2 batch window, from the first pending event (default 200 ms). */
+  readonly maxDelayMs?: number
+  /** Close the backend when the plugin unloads (default true). */
+  readonly closeBackend?: boolean
+  /** Where failed background writes are reported (default: stderr). */
+  readonly report?: ListenerErrorReporter
+}
+
+/** Per live session write-behind state. */
+interface Tracked {
+  readonly session: Session
+  /** Appended but not yet stored, seq-contiguous. */
+  readonly queue: SessionEvent[]
+  /** Undefined: unknown (the session became live without us); appendBatch then materialises if needed. */
+  stored: boolean | undefined
+  timer?: ReturnType<typeof setTimeout>
+  writing?: Promise<void>
+  flushing?: Promise<void>
+  /** D-2: set by a failed batch; cleared by the next event or flush(). */
+  paused: boolean
+  error?: unknown
+}
+
+const STALE_RETRIES = 3
+
+const defaultReporter: ListenerErrorReporter = (name, error) => {
+  process.stderr.write(`dsh: ${name}: ${error instanceof Error ? error.message : String(error)}\n`)
+}
+
+export class SessionPersistence extends Service implements SessionPersistenceService {
+  static inject = ['sessions']
+
+  readonly backend: PersistenceBackend
+  private readonly maxDelayMs: number
+  private readonly report: ListenerErrorReporter
+  private readonly tracked = new Map<string, Tracked>()
+  /** Ids being hydrated by `load`: their events are already stored. */
+  private readonly hydrating = new Set<string>()
+  private readonly root: Context
+
+  constructor(ctx: Context, config: SessionPersistenceConfig) {
+    super(ctx, 'sessionPersistence')
+    this.root = ctx
+    this.backend = config.backend
+    this.maxDelayMs = config.maxDelayMs ?? 200
+    this.report = config.report ?? defaultReporter
+    ctx.on('session/created', (session) => this.onCreated(session))
+    ctx.on('session/event', (session, event) => this.onEvent(session, event))
+    ctx.on('session/flush', (session) => this.flush(session))
+    ctx.effect(() => () => {
+      for (const tracked of this.tracked.values()) if (tracked.timer) clearTimeout(tracked.timer)
+      const pending = this.flushAll().catch((error) => this.report('session persistence (unload)', error))
+      if (config.closeBackend ?? true) void pending.then(() => this.backend.close?.())
+    }, 'sessionPersistence: final flush')
+  }
+
+  private get sessions() {
+    return this.root.sessions
+  }
+
+  // --- write-behind (D-2) ---
+
+  private track(session: Session, stored: boolean | undefined, queue: SessionEvent[]): Tracked {
+    const previous = this.tracked.get(session.id)
+    if (previous?.timer) clearTimeout(previous.timer)
+    const tracked: Tracked = { session, queue, stored, paused: false }
+    this.tracked.set(session.id, tracked)
+    return tracked
+  }
+
+  private onCreated(session: Session): void {
+    if (this.hydrating.has(session.id)) {
+      this.track(session, true, [])
+      return
+    }
+    // New or forked: the header and any seed are not stored yet.
+    this.schedule(this.track(session, false, [...session.events]))
+  }
+
+  private onEvent(session: Session, event: SessionEvent): void {
+    let tracked = this.tracked.get(session.id)
+    if (tracked === undefined || tracked.session !== session) {
+      // Live before we were loaded: store what it has, materialising if needed.
+      tracked = this.track(session, undefined, session.events.slice(0, event.seq))
+    }
+    tracked.queue.push(event)
+    tracked.paused = false
+    this.schedule(tracked)
+  }
+
+  /** Arms the window from the first pending event; no timer while writing or paused. */
+  private schedule(tracked: Tracked): void {
+    if (tracked.timer || tracked.writing || tracked.paused) return
+    if (tracked.queue.length === 0 && tracked.stored !== false) return
+    tracked.timer = setTimeout(() => {
+      tracked.timer = undefined
+      this.writeOnce(tracked).catch(() => undefined)
+    }, this.maxDelayMs)
+  }
+
+  /** Writes everything queued now as one batch. A failed batch stays at the head of the queue. */
+  private writeOnce(tracked: Tracked): Promise<void> {
+    if (tracked.writing) return tracked.writing
+    if (tracked.timer) {
+      clearTimeout(tracked.timer)
+      tracked.timer = undefined
+    }
+    const batch = tracked.queue.slice()
+    const { header } = tracked.session
+    const write = (async () => {
+      if (tracked.stored === false) await this.backend.create(header, batch)
+      else await this.backend.appendBatch(header, batch)
+    })()
+    tracked.writing = write.then(() => {
+      tracked.stored = true
+      tracked.queue.splice(0, batch.length)
+      tracked.error = undefined
+      tracked.paused = false
+    }, (error: unknown) => {
+      tracked.error = error
+      tracked.paused = true
+      this.report(`session persistence (${tracked.session.id})`, error)
+      throw error
+    }).finally(() => {
+      tracked.writing = undefined
+      this.schedule(tracked)
+    })
+    return tracked.writing
+  }
+
+  /** D-2 barrier, shared by concurrent callers: writes until the queue is empty. */
+  flush(target: Session | string): Promise<void> {
+    const id = typeof target === 'string' ? target : target.id
+    const tracked = this.tracked.get(id)
+    if (tracked === undefined) return Promise.resolve()
+    tracked.flushing ??= (async () => {
+      try {
+        while (tracked.queue.length > 0 || tracked.stored !== true) {
+          await (tracked.writing ?? this.writeOnce(tracked))
+        }
+      } finally {
+        tracked.flushing = undefined
+      }
+    })()
+    return tracked.flushing
+  }
+
+  async flushAll(): Promise<void> {
+    const results = await Promise.allSettled([...this.tracked.keys()].map((id) => this.flush(id)))
+    const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason)
+    if (failures.length) throw new AggregateError(failures, `session persistence: ${failures.length} session(s) failed to flush`)
+  }
+
+  writeError(id: string): unknown {
+    const tracked = this.tracked.get(id)
+    return tracked?.paused ? tracked.error : undefined
+  }
+
+  // --- cold load (C-1..C-5) ---
+
+  async load(id: string): Promise<LoadResult> {
+    const live = this.sessions.get(id)
+    if (live !== undefined) {
+      // C-5: never repair a live session; make it durable, refuse while its turn is open.
+      await this.flush(live)
+      if (live.position.turnOpen) {
+        throw new PersistenceError(`session ${JSON.stringify(id)} is live in this process with turn ${live.position.turn} open; it cannot be loaded until the turn ends`, id)
+      }
+      return { session: live, repaired: [], wasLive: true }
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.coldLoad(id)
+      } catch (error) {
+        if (!(error instanceof StaleRevisionError) || attempt >= STALE_RETRIES) throw error
+      }
+    }
+  }
+
+  private async coldLoad(id: string): Promise<LoadResult> {
+    const stored = await this.backend.loadStored(id)
+    if (stored === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+    const { header, events, torn } = stored
+    const closers = interruptedTurnClosers(events)
+    // Hydrate first: the session registry checks every event (unknown types, data, invariants)
+    // before anything is written back.
+    this.hydrating.add(id)
+    let session: Session
+    try {
+      session = this.sessions.hydrate(header, [...events, ...closers])
+    } finally {
+      this.hydrating.delete(id)
+    }
+    if (torn !== undefined || closers.length > 0) {
+      try {
+        await this.backend.commitRepair(id, closers, stored.revision)
+      } catch (error) {
+        // D-7: someone wrote it since our read; drop our copy so nothing stale stays live.
+        this.sessions.close(id)
+        this.tracked.delete(id)
+        throw error
+      }
+    }
+    return { session, repaired: closers, torn, wasLive: false }
+  }
+
+  // --- management ---
+
+  list(): Promise<readonly StoredSessionSummary[]> {
+    return this.backend.list()
+  }
+
+  async fork(sourceId: string, boundary?: number, childId?: string): Promise<Session> {
+    if (this.sessions.get(sourceId) === undefined) await this.load(sourceId)
+    const child = this.sessions.fork(sourceId, boundary, childId)
+    await this.flush(child)
+    return child
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const live = this.sessions.get(id)
+    if (live !== undefined) {
+      if (live.position.turnOpen) {
+        throw new PersistenceError(`session ${JSON.stringify(id)} is live with turn ${live.position.turn} open; cancel it before deleting`, id)
+      }
+      await this.flush(live)
+      this.sessions.close(id)
+    }
+    this.tracked.delete(id)
+    return this.backend.trash(id)
+  }
+}

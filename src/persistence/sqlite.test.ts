@@ -1,0 +1,121 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { describe, expect, it } from 'vitest'
+import type { PersistenceBackend } from './api.js'
+import { FormatVersionError } from './api.js'
+import { describeBackendConformance, realisticLog } from './backend.conformance.js'
+import { SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION, SqliteBackend } from './sqlite/backend.js'
+
+const sqlite = (backend: PersistenceBackend) => backend as SqliteBackend
+
+describeBackendConformance({
+  name: 'sqlite',
+  open: (dir) => new SqliteBackend({ file: join(dir, 'sessions.db') }),
+  async modes(backend, dir) {
+    return [
+      { path: dir, mode: 0o700 },
+      { path: join(dir, 'sessions.db'), mode: 0o600 },
+      { path: join(dir, 'sessions.db-wal'), mode: 0o600 },
+    ]
+  },
+  async corrupt(backend, id, seq) {
+    const { changes } = sqlite(backend).db.prepare(
+      "UPDATE events SET data = '{not json' WHERE session_id = ? AND seq = (SELECT max(seq) FROM events WHERE session_id = ? AND seq <= ?)",
+    ).run(id, id, seq)
+    if (changes !== 1) throw new Error(`no row holds seq ${seq}`)
+  },
+  async setHeaderVersion(backend, id, version) {
+    sqlite(backend).db.prepare("UPDATE sessions SET header = json_set(header, '$.version', ?) WHERE id = ?").run(version, id)
+  },
+})
+
+describe('SQLite store (D-6)', () => {
+  const withDir = async (fn: (dir: string) => Promise<void>) => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sqlite-'))
+    try {
+      await fn(dir)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  }
+
+  it('D-6: WAL, synchronous=FULL, application_id and user_version are set', () => withDir(async (dir) => {
+    const backend = new SqliteBackend({ file: join(dir, 's.db') })
+    expect(backend.db.pragma('journal_mode', { simple: true })).toBe('wal')
+    expect(backend.db.pragma('synchronous', { simple: true })).toBe(2)
+    expect(backend.db.pragma('application_id', { simple: true })).toBe(SQLITE_APPLICATION_ID)
+    expect(backend.db.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION)
+    const strict = backend.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%STRICT%' ORDER BY name").all()
+    expect(strict.map((r) => (r as { name: string }).name)).toEqual(['events', 'sessions', 'store_state', 'trash_events', 'trash_sessions'])
+    await backend.close()
+  }))
+
+  it('D-6: a foreign database is refused and left untouched', () => withDir(async (dir) => {
+    const file = join(dir, 'other.db')
+    const other = new Database(file)
+    other.exec('CREATE TABLE notes (x TEXT)')
+    other.close()
+    expect(() => new SqliteBackend({ file })).toThrow(FormatVersionError)
+    expect(() => new SqliteBackend({ file })).toThrow(/not a dsh session store/)
+    const check = new Database(file)
+    expect(check.pragma('journal_mode', { simple: true })).toBe('delete')
+    expect(check.pragma('application_id', { simple: true })).toBe(0)
+    check.close()
+  }))
+
+  it('D-6: a newer or older schema version is refused naming the direction, never migrated', () => withDir(async (dir) => {
+    const file = join(dir, 's.db')
+    await new SqliteBackend({ file }).close()
+    for (const [version, word] of [[SQLITE_SCHEMA_VERSION + 1, 'newer'], [SQLITE_SCHEMA_VERSION - 1, 'older']] as const) {
+      const raw = new Database(file)
+      raw.pragma(`user_version = ${version}`)
+      raw.close()
+      expect(() => new SqliteBackend({ file })).toThrow(new RegExp(`schema version ${version} is ${word}`))
+      const after = new Database(file)
+      expect(after.pragma('user_version', { simple: true })).toBe(version)
+      after.close()
+    }
+  }))
+
+  it('D-6/D-7: the revision token is storeId:incarnation:revision, bumped per transaction; a new incarnation after trash', () => withDir(async (dir) => {
+    const backend = new SqliteBackend({ file: join(dir, 's.db') })
+    const { header, events } = await realisticLog(1, 4)
+    await backend.create(header, events.slice(0, 5))
+    const first = (await backend.readStoredRevision(header.id))!
+    const [store, incarnation, revision] = first.split(':')
+    expect(revision).toBe('1')
+    await backend.appendBatch(header, events.slice(5))
+    expect(await backend.readStoredRevision(header.id)).toBe(`${store}:${incarnation}:2`)
+    await backend.trash(header.id)
+    await backend.create(header, [])
+    const again = (await backend.readStoredRevision(header.id))!.split(':')
+    expect(again[0]).toBe(store)
+    expect(again[1]).not.toBe(incarnation)
+    const trashed = backend.db.prepare('SELECT count(*) AS n FROM trash_events WHERE incarnation = ?').get(incarnation) as { n: number }
+    expect(trashed.n).toBeGreaterThan(0)
+    await backend.close()
+  }))
+
+  it('D-6: a batch that fails inside its transaction leaves no rows (no torn writes)', () => withDir(async (dir) => {
+    const backend = new SqliteBackend({ file: join(dir, 's.db') })
+    const { header, events } = await realisticLog(1, 6)
+    await backend.create(header, events.slice(0, 5))
+    const bad = [...events.slice(5, 9), { ...events[9], time: 1.5 }]
+    await expect(backend.appendBatch(header, bad)).rejects.toThrow()
+    expect((await backend.loadStored(header.id))!.events).toHaveLength(5)
+    await backend.appendBatch(header, events.slice(5))
+    expect((await backend.loadStored(header.id))!.events).toHaveLength(events.length)
+    await backend.close()
+  }))
+
+  it('D-6: packed chunk rows are stored as single rows spanning their seqs', () => withDir(async (dir) => {
+    const backend = new SqliteBackend({ file: join(dir, 's.db') })
+    const { header, events } = await realisticLog(1, 8)
+    await backend.create(header, events)
+    const rows = backend.db.prepare('SELECT type, count FROM events WHERE session_id = ? AND count > 1').all(header.id) as { type: string; count: number }[]
+    expect(new Set(rows.map((r) => r.type))).toEqual(new Set(['reasoning-chunks', 'text-chunks', 'tool-call-chunks']))
+    await backend.close()
+  }))
+})
