@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { encodeSessionFile } from '../session/codec.js'
 import { SessionsServicePlugin } from '../session/index.js'
 import { assistantMessage, userMessage } from '../session/testing/fixtures.js'
-import { findSkip, runConformance, type ConformanceSuite } from './index.js'
+import { findSkip, runConformance, sessionLogSuite, type ConformanceSuite } from './index.js'
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const corpus = resolve(repoRoot, '../shared/fixtures/dsh')
@@ -58,7 +58,7 @@ describe('conformance runner', () => {
 
   it('prints one line per log, then the summary; fails on a broken log', async () => {
     const lines: string[] = []
-    const summary = await runConformance([dir], { write: (line) => lines.push(line) })
+    const summary = await runConformance([dir], { suites: [sessionLogSuite()], write: (line) => lines.push(line) })
     const rel = (line: string) => line.replace(dir + '/', '')
     expect(lines.map(rel)).toEqual([
       'FAIL broken/session.jsonl: parse: line 3: unknown top-level key "note" on a step/start event (allowed: type, seq, time, data, ignorable, surfaceOp, sourceEventSeqs)',
@@ -73,7 +73,6 @@ describe('conformance runner', () => {
 
   it('skips by relative path with the reason, and reports a missing directory as a failure', async () => {
     const lines: string[] = []
-    const { sessionLogSuite } = await import('./session-logs.js')
     const suite = sessionLogSuite({ skips: [{ path: 'broken/session.jsonl', reason: 'known broken' }, { path: 'unpacked/session.expected.jsonl', reason: 'layout demo' }] })
     const summary = await runConformance([join(dir, 'good'), join(dir, 'broken'), join(dir, 'unpacked'), join(dir, 'missing')], { suites: [suite], write: (l) => lines.push(l) })
     expect(lines.map((l) => l.replace(dir + '/', ''))).toEqual([
@@ -93,7 +92,6 @@ describe('conformance runner', () => {
       async *run() { yield { suite: 'replay', status: 'pass', path: 'replay/x' } },
     }
     const lines: string[] = []
-    const { sessionLogSuite } = await import('./session-logs.js')
     const summary = await runConformance([join(dir, 'good')], { suites: [sessionLogSuite(), extra], write: (l) => lines.push(l) })
     expect(lines.at(-2)).toBe('PASS replay/x')
     expect(lines.at(-1)).toBe('3 passed, 0 failed, 0 skipped')
@@ -123,7 +121,7 @@ if (!existsSync(corpus)) console.warn('skipping the corpus conformance run: ../s
 describe.skipIf(!existsSync(corpus))('conformance over the recorded corpus', () => {
   it('every comparable session log passes', async () => {
     const lines: string[] = []
-    const summary = await runConformance([corpus], { write: (l) => lines.push(l) })
+    const summary = await runConformance([corpus], { suites: [sessionLogSuite()], write: (l) => lines.push(l) })
     expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([])
     expect(summary.failed).toBe(0)
     expect(summary.passed).toBeGreaterThan(0)
