@@ -1,6 +1,7 @@
 /** Runs suites over root directories, printing one line per result and a summary line. */
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { sessionLogSuite } from './session-logs.js'
+import { replaySuite } from './replay-suite.js'
 
 export interface ConformanceSummary {
   readonly passed: number
@@ -17,7 +18,7 @@ export interface RunOptions {
 }
 
 export function defaultSuites(): ConformanceSuite[] {
-  return [sessionLogSuite()]
+  return [sessionLogSuite(), replaySuite()]
 }
 
 export function formatResult(result: ConformanceResult): string {

@@ -1,0 +1,298 @@
+/**
+ * The replay suite: for each recorded scenario whose behaviour dsh implements, run a fresh
+ * session with the replay adapter (the recorded model calls) and the real built-in tools in a
+ * temporary copy of the scenario's `workspace/`, feed the recorded user prompts (and the cancel
+ * steps of `input.json`), then compare the new log with the recorded one on the core projection
+ * (docs/conformance.md, "Replay suite"). Scenarios needing a capability dsh lacks are SKIP,
+ * naming it; a mismatch prints the first difference.
+ */
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, join, relative } from 'node:path'
+import { Context } from 'cordis'
+import { AgentsServicePlugin, LoopInvariantPlugin, ReactLoopPlugin } from '../agent/index.js'
+import { LlmServicePlugin } from '../llm/index.js'
+import { LlmRetryPlugin } from '../llm/retry/index.js'
+import { applyOverride, recordedRoute, ReplayAdapter, replayModelInfo, scriptFromEvents, type ReplayEntry } from '../llm/replay/index.js'
+import type { UserMessage } from '../llm/types.js'
+import { parseSessionFile } from '../session/codec.js'
+import { SessionsServicePlugin } from '../session/index.js'
+import type { SessionEvent } from '../session/types.js'
+import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
+import { ToolsPlugin } from '../tools/index.js'
+import type { ConformanceResult, ConformanceSuite } from './types.js'
+
+/** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
+
+/** Events compared on the core projection. */
+const COMPARED = new Set([
+  'turn/start', 'turn/end', 'step/start', 'step/end', 'user/message', 'assistant/chunk', 'assistant/message',
+  'tool/call', 'tool/result', 'todo/write', 'request/header', 'request/context', 'agent/inbox/spliced',
+  'llm/retry', 'llm/retry-started',
+])
+
+/** Product-only events, dropped from both sides. */
+const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
+
+/** Event-type prefixes that name a capability dsh lacks (the scenario is skipped). */
+const CAPABILITIES: readonly [prefix: string, capability: string][] = [
+  ['compaction/', 'compaction'],
+  ['hook/', 'hooks (Claude Code / Codex formats)'],
+  ['goal/', 'goals'],
+  ['subagent/', 'subagents'],
+  ['sandbox/', 'sandbox'],
+  ['approval/', 'approval round-trips'],
+  ['tool/code-dispatch', 'code mode'],
+  ['job/', 'background jobs'],
+  ['workspace/', 'workspace instructions'],
+]
+
+const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
+
+export interface ReplaySuiteOptions {
+  /** Only scenario directories whose path contains this string. */
+  readonly filter?: string
+}
+
+interface Scenario {
+  readonly dir: string
+  readonly log: string
+}
+
+/** Scenario directories: an `examples/` directory holding a recorded `session.jsonl`. */
+function findScenarios(root: string): Scenario[] {
+  const out: Scenario[] = []
+  const walk = (dir: string): void => {
+    const entries = readdirSync(dir, { withFileTypes: true })
+    if (entries.some(e => e.isFile() && e.name === 'session.jsonl') && dir.split(/[\\/]/).includes('examples')) {
+      out.push({ dir, log: join(dir, 'session.jsonl') })
+      return
+    }
+    for (const entry of entries) {
+      if (entry.isDirectory() && entry.name !== 'workspace' && entry.name !== 'node_modules' && entry.name !== '.git') walk(join(dir, entry.name))
+    }
+  }
+  if (statSync(root).isDirectory()) walk(root)
+  return out.sort((a, b) => a.dir.localeCompare(b.dir))
+}
+
+export function replaySuite(options: ReplaySuiteOptions = {}): ConformanceSuite {
+  return {
+    name: 'replay',
+    async *run(roots) {
+      for (const root of roots) {
+        for (const scenario of findScenarios(root)) {
+          if (options.filter !== undefined && !scenario.dir.includes(options.filter)) continue
+          const path = relative(process.cwd(), scenario.dir) || scenario.dir
+          yield await runScenario(scenario, path)
+        }
+      }
+    },
+  }
+}
+
+interface Plan {
+  readonly events: readonly SessionEvent[]
+  readonly prompts: readonly UserMessage[]
+  /** Per prompt: cancel when its model call hangs. */
+  readonly cancels: ReadonlySet<number>
+  readonly script: readonly ReplayEntry[]
+  readonly route: { provider: string; model: string }
+  readonly cwd: string | undefined
+}
+
+/** Why the scenario cannot run here, or the plan to run it. */
+function plan(scenario: Scenario): string | Plan {
+  const dir = scenario.dir
+  const files = readdirSync(dir)
+  if (files.some(name => /^session\.\d+\.jsonl$/.test(name))) return 'missing capability: delegation (child session logs)'
+  const parsed = parseSessionFile(readFileSync(scenario.log, 'utf8'))
+  const events = parsed.events
+  if (!events.some(e => e.type === 'turn/start')) return 'no recorded turn (header-only or protocol-only log)'
+  for (const event of events) {
+    const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
+    if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
+    if (!COMPARED.has(event.type) && !MASKED.has(event.type)) return `missing capability: event ${event.type}`
+    if (event.type === 'tool/call') {
+      const name = (event.data as { name: string }).name
+      if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
+    }
+    if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
+      return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
+    }
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind === 'plugin' && !isRuntimeContextSnapshot(event.data as UserMessage)) {
+      return 'missing capability: plugin-authored messages'
+    }
+  }
+  let ops: { op: string; text?: string }[] = []
+  if (files.includes('input.json')) {
+    ops = (JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: { op: string; text?: string }[] }).steps
+    const unsupported = ops.find(step => !SUPPORTED_OPS.has(step.op))
+    if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
+  }
+  if (basename(dir) === 'fs-glob-sampling') return 'missing capability: workspace generated by code in the original (fixed mtimes)'
+  // The recorded prompts: user-sourced messages inserted into the inbox.
+  const prompts: UserMessage[] = []
+  for (const event of events) {
+    if (event.type !== 'agent/inbox/spliced') continue
+    for (const message of (event.data as { inserted: UserMessage[] }).inserted) if (message.source.kind === 'user') prompts.push(message)
+  }
+  const promptOps = ops.filter(step => step.op.startsWith('prompt'))
+  const cancels = new Set<number>()
+  promptOps.forEach((step, i) => { if (step.op === 'promptAndCancel') cancels.add(i) })
+  if (ops.some(step => step.op === 'cancel')) return 'missing capability: driver op cancel (unscripted timing)'
+  let script = scriptFromEvents(events)
+  const overridePath = join(dir, 'replay.override.json')
+  if (existsSync(overridePath)) {
+    const derived = script
+    script = applyOverride(script, JSON.parse(readFileSync(overridePath, 'utf8')))
+    // A hang without chunks of its own streams the recorded prefix of the cancelled attempt.
+    script = script.map((entry, i) => entry.kind === 'hang' && entry.chunks === undefined && derived[i] !== undefined
+      ? { ...entry, chunks: derived[i]!.kind === 'throw' ? [] : derived[i]!.chunks ?? [] } : entry)
+  }
+  const route = recordedRoute(readFileSync(scenario.log, 'utf8')) ?? { provider: 'replay', model: 'replay' }
+  return { events, prompts, cancels, script, route, cwd: parsed.header.cwd }
+}
+
+function isRuntimeContextSnapshot(message: UserMessage): boolean {
+  const first = message.content[0]
+  return first?.type === 'text' && first.text.startsWith('Current runtime context.')
+}
+
+async function runScenario(scenario: Scenario, path: string): Promise<ConformanceResult> {
+  let planned: string | Plan
+  try {
+    planned = plan(scenario)
+  } catch (error) {
+    return { suite: 'replay', status: 'fail', path, detail: `cannot read the scenario: ${error instanceof Error ? error.message : String(error)}` }
+  }
+  if (typeof planned === 'string') return { suite: 'replay', status: 'skip', path, detail: planned }
+  const work = mkdtempSync(join(tmpdir(), 'dsh-replay-'))
+  const ctx = new Context()
+  try {
+    const workspace = join(scenario.dir, 'workspace')
+    if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
+    const events = await replay(ctx, planned, work)
+    const difference = firstDifference(project(planned.events), project(events.log))
+    if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
+    if (events.leftover.length > 0) {
+      return { suite: 'replay', status: 'fail', path, detail: `${events.leftover[0]!.remaining} recorded model call(s) left over` }
+    }
+    return { suite: 'replay', status: 'pass', path }
+  } catch (error) {
+    return { suite: 'replay', status: 'fail', path, detail: error instanceof Error ? error.message : String(error) }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: readonly SessionEvent[]; leftover: { remaining: number }[] }> {
+  let hung: (() => void) | undefined
+  const adapter = new ReplayAdapter({
+    provider: plan.route.provider,
+    default: plan.script,
+    cwdOf: () => cwd,
+    onHang: () => hung?.(),
+  })
+  for (const fiber of [
+    ctx.plugin(SessionsServicePlugin),
+    ctx.plugin(LlmServicePlugin),
+    ctx.plugin(ToolsPlugin),
+    ctx.plugin(LoopInvariantPlugin),
+    ctx.plugin(ReactLoopPlugin),
+    ctx.plugin(AgentsServicePlugin, { loop: { provider: plan.route.provider, model: plan.route.model } }),
+  ]) await fiber.await()
+  await ctx.plugin(LlmRetryPlugin, { sleep: async () => {} }).await()
+  await ctx.plugin(BuiltinToolsPlugin).await()
+  ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model)] })
+  const agent = ctx.agents.create({ cwd })
+  try {
+    for (let i = 0; i < plan.prompts.length; i++) {
+      const prompt = plan.prompts[i]!
+      const hang = plan.cancels.has(i) ? new Promise<void>(resolve => { hung = resolve }) : undefined
+      agent.followup({ ...prompt, content: prompt.content })
+      if (hang !== undefined) {
+        await hang
+        agent.cancel()
+      }
+      await agent.whenIdle()
+    }
+    return { log: agent.session.events, leftover: adapter.leftover() }
+  } finally {
+    await agent.dispose()
+  }
+}
+
+// ---- the core projection ----
+
+type Projected = Record<string, unknown>
+
+/**
+ * Keeps what the runtime decides and drops what is product wording or incidental: ids, seq
+ * values, times, tool-result text, header contents, runtime-context snapshots and product events.
+ */
+export function project(events: readonly SessionEvent[]): Projected[] {
+  const out: Projected[] = []
+  for (const event of events) {
+    if (!COMPARED.has(event.type)) continue
+    const data = event.data as Record<string, unknown>
+    switch (event.type) {
+      case 'user/message': {
+        const message = data as unknown as UserMessage
+        if (message.source.kind === 'plugin') continue
+        out.push({ type: event.type, surfaceOp: event.surfaceOp, source: message.source.kind, content: message.content })
+        break
+      }
+      case 'assistant/message': {
+        const message = data.message as { content: unknown }
+        out.push({
+          type: event.type, turn: data.turn, step: data.step, content: message.content, interrupted: data.interrupted ?? false,
+          surfaceOp: event.surfaceOp, chunks: event.sourceEventSeqs?.length,
+        })
+        break
+      }
+      case 'tool/result': {
+        const message = data.message as { content: [{ toolCallId: string; isError: boolean }] }
+        out.push({ type: event.type, turn: data.turn, step: data.step, callId: message.content[0].toolCallId, isError: message.content[0].isError, surfaceOp: event.surfaceOp })
+        break
+      }
+      case 'request/header':
+        out.push({ type: event.type, reason: data.reason })
+        break
+      case 'request/context':
+        out.push({ type: event.type, provider: data.provider, model: data.model })
+        break
+      case 'agent/inbox/spliced': {
+        const inserted = data.inserted as UserMessage[]
+        out.push({ type: event.type, target: data.target, start: data.start, removedCount: data.removedCount ?? 0, inserted: inserted.length, outcome: data.outcome ?? null })
+        break
+      }
+      case 'llm/retry':
+        out.push({ type: event.type, turn: data.turn, step: data.step, retry: data.retry, code: (data.failure as { code: string }).code })
+        break
+      case 'llm/retry-started':
+        out.push({ type: event.type, turn: data.turn, step: data.step, retry: data.retry })
+        break
+      default:
+        out.push({ type: event.type, ...data })
+    }
+  }
+  return out
+}
+
+function firstDifference(recorded: readonly Projected[], actual: readonly Projected[]): string | undefined {
+  const n = Math.max(recorded.length, actual.length)
+  for (let i = 0; i < n; i++) {
+    const a = recorded[i] === undefined ? undefined : JSON.stringify(recorded[i])
+    const b = actual[i] === undefined ? undefined : JSON.stringify(actual[i])
+    if (a !== b) {
+      return `first difference at projected event ${i}: recorded ${clip(a ?? '(end of log)')}, replayed ${clip(b ?? '(end of log)')}`
+    }
+  }
+  return undefined
+}
+
+function clip(text: string): string {
+  return text.length > 300 ? `${text.slice(0, 300)}...` : text
+}
