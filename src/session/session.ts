@@ -58,7 +58,7 @@ export class SessionLog implements Session {
   private foldedNodes = 0
   /** Diagnostics for tests and benchmarks: full rebuilds and nodes folded by deriveMessages(). */
   readonly derivation = { rebuilds: 0, folded: 0 }
-  private readonly events_: Dispatcher | undefined
+  private readonly dispatcher: Dispatcher | undefined
   /** Cordis' listener table (stable for the service's lifetime), to skip dispatches nobody hears. */
   private readonly hooks: Dispatcher['_hooks']
   private readonly report: ListenerErrorReporter
@@ -66,8 +66,8 @@ export class SessionLog implements Session {
   constructor(readonly header: SessionHeader, private readonly deps: SessionDeps) {
     this.id = header.id
     this.now = deps.now ?? Date.now
-    this.events_ = deps.ctx?.events as unknown as Dispatcher | undefined
-    this.hooks = this.events_?._hooks ?? {}
+    this.dispatcher = deps.ctx?.events as unknown as Dispatcher | undefined
+    this.hooks = this.dispatcher?._hooks ?? {}
     this.report = deps.report ?? reportToStderr
   }
 
@@ -172,10 +172,10 @@ export class SessionLog implements Session {
 
   private veto(event: SessionEvent): void {
     const ctx = this.deps.ctx
-    if (!ctx || !this.events_ || !this.heard('session/append')) return
+    if (!ctx || !this.dispatcher || !this.heard('session/append')) return
     this.busy = 'vetoing'
     try {
-      this.events_.emit(ctx, 'session/append', this, event)
+      this.dispatcher.emit(ctx, 'session/append', this, event)
     } finally {
       this.busy = null
     }
@@ -194,11 +194,11 @@ export class SessionLog implements Session {
   /** A contained emit (same semantics as the kernel's `emitContained`, through the cached service). */
   private notify(event: SessionEvent): void {
     const ctx = this.deps.ctx
-    if (!ctx || !this.events_ || !this.heard('session/event')) return
+    if (!ctx || !this.dispatcher || !this.heard('session/event')) return
     this.busy = 'notifying'
     try {
       // `dispatch` resolves admission (scope filters, `internal/dispatch`) exactly like emit.
-      for (const callback of this.events_.dispatch('emit', [ctx, 'session/event', this, event])) {
+      for (const callback of this.dispatcher.dispatch('emit', [ctx, 'session/event', this, event])) {
         try {
           callback(this, event)
         } catch (error) {
