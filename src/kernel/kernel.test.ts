@@ -538,8 +538,8 @@ describe('K-1 plugins', () => {
 
   it('K-1: a plugin stays pending until every injected service exists', async () => {
     const root = new Context()
-    const apply = vi.fn()
-    const fiber = root.plugin({ inject: ['kernel-test-svc'], apply })
+    const apply = vi.fn((_ctx: Context) => {})
+    const fiber = root.plugin({ inject: ['kernel-test-svc'], apply: (ctx: Context) => apply(ctx) })
     await drain()
     expect(apply).not.toHaveBeenCalled()
     await root.plugin(KernelTestService, 'v1')
@@ -571,10 +571,11 @@ describe('K-1 plugins', () => {
 
   it('K-1: a plugin whose setup failed is not reloaded by dependency changes', async () => {
     const root = new Context()
-    const apply = vi.fn(() => {
-      throw new Error('broken plugin')
+    let broken = true
+    const apply = vi.fn((_ctx: Context) => {
+      if (broken) throw new Error('broken plugin')
     })
-    const fiber = root.plugin({ inject: ['kernel-test-svc'], apply })
+    const fiber = root.plugin({ inject: ['kernel-test-svc'], apply: (ctx: Context) => apply(ctx) })
     fiber.then(undefined, () => {})
     const v1 = root.plugin(KernelTestService, 'v1')
     await v1
@@ -584,11 +585,15 @@ describe('K-1 plugins', () => {
     await root.plugin(KernelTestService, 'v2')
     await drain()
     expect(apply).toHaveBeenCalledTimes(1)
+    // An explicit update clears the failure and runs setup again.
+    broken = false
+    await fiber.update({})
+    expect(apply).toHaveBeenCalledTimes(2)
   })
 
   it('K-1: a bad config (synchronous Standard Schema) is logged, not thrown; the plugin does not run', async () => {
     const root = new Context()
-    const apply = vi.fn()
+    const apply = vi.fn((_ctx: Context, _config: number) => {})
     const Config: ConfigSchema = {
       '~standard': {
         version: 1,
@@ -598,10 +603,11 @@ describe('K-1 plugins', () => {
       },
     }
     let fiber: ReturnType<Context['plugin']> | undefined
-    expect(() => (fiber = root.plugin({ Config, apply }, 'not a number'))).not.toThrow()
+    const plugin = { Config, apply: (ctx: Context, config: number) => apply(ctx, config) }
+    expect(() => (fiber = root.plugin(plugin, 'not a number' as never))).not.toThrow()
     await expect(Promise.resolve(fiber!).then(() => 'ok')).rejects.toThrow(/invalid config:\n {2}- expected a number \(at limit\)/)
     expect(apply).not.toHaveBeenCalled()
-    await root.plugin({ Config, apply }, 7)
+    await root.plugin(plugin, 7)
     expect(apply).toHaveBeenCalledWith(expect.anything(), 7)
   })
 
@@ -647,6 +653,33 @@ describe('K-1 plugins', () => {
     const second = root.plugin(KernelTestService, 'second')
     await expect(Promise.resolve(second).then(() => 'ok')).rejects.toThrow('service "kernel-test-svc" has been registered')
     expect(svcVersion(root)).toBe('first')
+  })
+})
+
+describe('K-2 services', () => {
+  it('K-2: inside a service method called through another context, this.ctx is the caller\'s context', async () => {
+    const root = new Context()
+    await root.plugin(KernelTestService, 'v1')
+    const caller = root.extend({ marker: 'caller' })
+    const svc = caller.get('kernel-test-svc') as KernelTestService
+    expect(((svc as unknown as { ctx: { marker?: string } }).ctx).marker).toBe('caller')
+  })
+
+  it('K-2 trap: #private fields of a service are unreachable through the tracing proxy', async () => {
+    class PrivateService extends Service {
+      #secret = 'hidden'
+      constructor(ctx: Context) {
+        super(ctx, 'kernel-test-private')
+      }
+
+      reveal() {
+        return this.#secret
+      }
+    }
+    const root = new Context()
+    await root.plugin(PrivateService)
+    const svc = root.get('kernel-test-private') as unknown as PrivateService
+    expect(() => svc.reveal()).toThrow(TypeError)
   })
 })
 
