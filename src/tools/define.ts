@@ -29,6 +29,9 @@ export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): 
   const { schema } = definition
   // `$schema` only adds tokens to every request; providers do not need it.
   const { $schema: _dialect, ...parameters } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>
+  if (parameters.type !== 'object') {
+    throw new TypeError(`dsh-tools: tool ${definition.name}: schema must describe an object (providers take named arguments), got ${JSON.stringify(parameters.type)}`)
+  }
   const tool: Tool<z.output<S>> = {
     name: definition.name,
     description: definition.description,

@@ -428,4 +428,9 @@ describe('defineTool', () => {
     expect(tool.timeoutMs).toBe(10)
     expect(tool.parse!({ path: 'a' })).toEqual({ path: 'a', offset: 0 })
   })
+
+  it('T-1: a schema that is not an object is refused when the tool is defined', () => {
+    expect(() => defineTool({ name: 'bad', description: '', schema: z.string(), execute: () => ({ content: [] }) }))
+      .toThrow('dsh-tools: tool bad: schema must describe an object (providers take named arguments), got "string"')
+  })
 })
