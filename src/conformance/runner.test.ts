@@ -10,6 +10,8 @@ import { encodeSessionFile } from '../session/codec.js'
 import { SessionsServicePlugin } from '../session/index.js'
 import { assistantMessage, userMessage } from '../session/testing/fixtures.js'
 import { findSkip, runConformance, sessionLogSuite, type ConformanceSuite } from './index.js'
+import { lineOfSeq } from './session-logs.js'
+import { packEvents } from '../session/chunk-rows.js'
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const corpus = resolve(repoRoot, '../shared/fixtures/dsh')
@@ -96,6 +98,13 @@ describe('conformance runner', () => {
     expect(lines.at(-2)).toBe('PASS replay/x')
     expect(lines.at(-1)).toBe('3 passed, 0 failed, 0 skipped')
     expect(summary.exitCode).toBe(0)
+  })
+
+  it('names the file line of a failing seq, counting row members', async () => {
+    const { events } = await validLog()
+    const lines = packEvents(events, { projected: true })
+    // header, turn/start, step/start, user/message, block-start, row (seqs 4..6), assistant/message
+    expect([0, 3, 4, 6, 7].map((seq) => lineOfSeq(lines, seq))).toEqual([2, 5, 6, 6, 7])
   })
 
   it('findSkip matches whole trailing path segments only', () => {

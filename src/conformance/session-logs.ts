@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs'
 import { Context } from 'cordis'
 import { encodeLine, parseSessionFile, SessionFileError, storedLines, type ParsedSessionFile } from '../session/codec.js'
-import { unpackLines } from '../session/chunk-rows.js'
+import { lineEventCount, unpackLines, type StoredLine } from '../session/chunk-rows.js'
 import {
-  SURFACE_EVENT_TYPES, SessionsServicePlugin, checkLogInvariants, interruptedTurnClosers,
+  SURFACE_EVENT_TYPES, SessionRuleError, SessionsServicePlugin, checkLogInvariants, interruptedTurnClosers,
   type EventTypeRegistry, type Session, type SessionEvent,
 } from '../session/index.js'
 import { findFiles, isSessionLogName } from './discover.js'
@@ -62,6 +62,16 @@ export function notASessionLog(text: string): string | null {
   return text.trim() === '' ? 'not a session log: empty file' : 'not a session log: first line is not a {"type":"session"} header'
 }
 
+/** The 1-based file line holding `seq` (the header is line 1; a row holds several seqs). */
+export function lineOfSeq(lines: readonly StoredLine[], seq: number): number {
+  let next = 0
+  for (let i = 0; i < lines.length; i++) {
+    next += lineEventCount(lines[i])
+    if (seq < next) return i + 2
+  }
+  return lines.length + 1
+}
+
 function short(text: string, max = 160): string {
   return text.length > max ? `${text.slice(0, max - 3)}...` : text
 }
@@ -91,7 +101,8 @@ export class SessionLogChecker {
     try {
       session = this.ctx.sessions.hydrate(header, events)
     } catch (error) {
-      throw problem('hydrate', error)
+      const seq = error instanceof SessionRuleError ? error.seq : undefined
+      throw problem(seq === undefined ? 'hydrate' : `hydrate (line ${lineOfSeq(parsed.lines, seq)})`, error)
     }
     try {
       this.checkFolds(session)

@@ -12,7 +12,7 @@ describe('conformance vocabulary', () => {
     try {
       expect(() => checker.check(log({ type: 'approval/policy', data: { policy: 'never', source: 'delegation' } }))).not.toThrow()
       expect(() => checker.check(log({ type: 'approval/policy', data: { source: 'delegation' } })))
-        .toThrow('hydrate: S-2 at seq 0: invalid approval/policy (owner approval): data.policy is missing')
+        .toThrow('hydrate (line 2): S-2 at seq 0: invalid approval/policy (owner approval): data.policy is missing')
     } finally {
       checker.dispose()
     }
@@ -21,7 +21,7 @@ describe('conformance vocabulary', () => {
   it('S-3: an unregistered type is still refused unless ignorable', async () => {
     const checker = await SessionLogChecker.create()
     try {
-      expect(() => checker.check(log({ type: 'mystery/event', data: {} }))).toThrow(/hydrate: S-3 at seq 0: unknown event type "mystery\/event"/)
+      expect(() => checker.check(log({ type: 'mystery/event', data: {} }))).toThrow(/hydrate \(line 2\): S-3 at seq 0: unknown event type "mystery\/event"/)
       expect(() => checker.check(log({ type: 'mystery/event', data: {}, ignorable: true }))).not.toThrow()
     } finally {
       checker.dispose()

@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
   LogLineReader, readHeader, SessionFileError, decodeLine, encodeHeader, encodeLine, encodeSessionFile, parseSessionFile,
@@ -159,5 +160,36 @@ describe('session file codec', () => {
     expect(reader.nextSeq).toBe(events.length)
     expect(reader.projected).toBe(false)
     expect(encodeLine(events[0])).toBe(JSON.stringify(events[0]))
+  })
+
+  it('R-5/R-6: file round trips hold on random logs (persisted: same events; projected: same text)', () => {
+    const chunk = fc.oneof(
+      fc.record({ type: fc.constantFrom('text-delta', 'reasoning-delta'), index: fc.nat(2), text: fc.string({ maxLength: 3 }) }),
+      fc.record({ type: fc.constant('tool-call-delta'), index: fc.nat(2), id: fc.constantFrom('a', 'b'), argumentsDelta: fc.string({ maxLength: 3 }) }),
+      fc.record({ type: fc.constant('tool-call-delta'), index: fc.nat(2), id: fc.constantFrom('a', 'b'), name: fc.constantFrom('bash', 'read'), argumentsDelta: fc.string({ maxLength: 3 }) }),
+      fc.record({ type: fc.constant('block-start'), index: fc.nat(2), blockType: fc.constant('text') }),
+    )
+    const draft = fc.oneof(
+      { weight: 8, arbitrary: fc.record({ type: fc.constant('assistant/chunk'), data: fc.record({ turn: fc.constant(1), step: fc.nat({ max: 1 }), chunk }) }) },
+      { weight: 1, arbitrary: fc.record({ type: fc.constant('x/odd'), data: fc.jsonValue({ maxDepth: 2 }), ignorable: fc.constant(true as const) }) },
+    )
+    const events = fc.record({
+      drafts: fc.array(fc.tuple(draft, fc.integer({ min: 1, max: 4 })), { maxLength: 30 }),
+      gaps: fc.array(fc.integer({ min: -100, max: 100 }), { maxLength: 120 }),
+    }).map(({ drafts, gaps }) => {
+      let time = 1_700_000_000_000
+      return drafts.flatMap(([d, n]) => Array.from({ length: n }, () => d)).map((d, seq) => {
+        time += gaps[seq] ?? 0
+        return { type: d.type, seq, time, ...d } as SessionEvent
+      })
+    })
+    fc.assert(fc.property(events, fc.boolean(), (log, packed) => {
+      const persisted = parseSessionFile(encodeSessionFile(header, log, { packed }))
+      expect(persisted.events.map((e) => JSON.stringify(e))).toEqual(log.map((e) => JSON.stringify(e)))
+      const projectedText = encodeSessionFile(header, log, { packed, projected: true })
+      const projected = parseSessionFile(projectedText)
+      expect(projected.events.map((e) => e.seq)).toEqual(log.map((e) => e.seq))
+      expect(encodeSessionFile(projected.header, projected.events, { packed, projected: true })).toBe(projectedText)
+    }), { numRuns: 200 })
   })
 })
