@@ -133,6 +133,20 @@ describe('bash timeout and abort', () => {
   })
 })
 
+describe('bash start failures', () => {
+  it('a shell that cannot be started is an error result, not a crash', async () => {
+    const broken = await toolsHarness({ bash: { shell: 'dsh-no-such-shell' } })
+    try {
+      const record = await broken.call('bash', { command: 'echo hi', description: 'x' })
+      expect(record.isError).toBe(true)
+      expect(record.error).toEqual({ name: 'BashError', code: 'SPAWN_FAILED' })
+      expect(resultText(record)).toContain('could not start dsh-no-such-shell')
+    } finally {
+      await broken.cleanup()
+    }
+  })
+})
+
 describe('bash large output', () => {
   it('stdout over 64 KB keeps head and tail inline and spills all of it to a private 0600 file', async () => {
     const record = await bash({ command: 'seq 1 30000' })
@@ -148,6 +162,14 @@ describe('bash large output', () => {
     expect(statSync(path).mode & 0o777).toBe(0o600)
     expect(statSync(join(path, '..')).mode & 0o777).toBe(0o700)
     expect(record.meta).toMatchObject({ exitCode: 0, spilled: [path] })
+  })
+
+  it('output still flowing from a background child after the shell exits is read to the end', async () => {
+    const record = await bash({ command: '(seq 1 20000; exec >&-) & exit 0' })
+    const text = resultText(record)
+    expect(text.endsWith('19999\n20000\n')).toBe(true)
+    const path = /the full stdout is saved to (\S+)/.exec(text)![1]
+    expect(readFileSync(path, 'utf8')).toBe(Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join(''))
   })
 
   it('a large stderr is spilled on its own and the exit code still follows', async () => {

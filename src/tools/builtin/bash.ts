@@ -90,13 +90,25 @@ class OutputCapture {
   private filePath: string | undefined
   private fileBytes = 0
   private opening: Promise<void> | undefined
+  /** Chunks that arrived while the spill file was opening. */
+  private waiting: Buffer[] = []
+  private draining = false
   private failure: unknown
 
   constructor(private readonly label: string, private readonly source: Readable, private readonly limits: CaptureLimits) {
     source.on('data', (chunk: Buffer) => this.push(chunk))
   }
 
+  /** Chunks received so far: lets the caller tell a live stream from an idle one. */
+  chunksSeen = 0
+
+  /** Paused for backpressure or while the spill file opens: unread output is still coming. */
+  get busy(): boolean {
+    return this.source.isPaused()
+  }
+
   private push(chunk: Buffer): void {
+    this.chunksSeen++
     this.total += chunk.length
     if (this.head === undefined) {
       this.chunks.push(chunk)
@@ -115,14 +127,18 @@ class OutputCapture {
     this.pushTail(all)
     // Pause until the file is open so the writes queue in order behind the buffered bytes.
     this.source.pause()
+    this.waiting = [all]
     this.opening = openSpillStream(this.label).then(({ path, stream }) => {
       this.file = stream
       this.filePath = path
       stream.on('error', (error) => { this.failure = error })
-      this.toFile(all)
+      const waiting = this.waiting
+      this.waiting = []
+      for (const chunk of waiting) this.toFile(chunk)
       this.source.resume()
     }, (error) => {
       this.failure = error
+      this.waiting = []
       this.source.resume()
     })
   }
@@ -137,13 +153,22 @@ class OutputCapture {
 
   private toFile(chunk: Buffer): void {
     const file = this.file
-    if (!file || this.fileBytes >= this.limits.maxSpillBytes) return
+    if (!file) {
+      // `pause()` does not stop chunks already on their way: keep them for the file in order.
+      if (this.failure === undefined) this.waiting.push(chunk)
+      return
+    }
+    if (this.fileBytes >= this.limits.maxSpillBytes) return
     const part = chunk.subarray(0, this.limits.maxSpillBytes - this.fileBytes)
     this.fileBytes += part.length
     // Backpressure: a fast producer waits for the disk instead of growing memory.
-    if (!file.write(part)) {
+    if (!file.write(part) && !this.draining) {
+      this.draining = true
       this.source.pause()
-      file.once('drain', () => this.source.resume())
+      file.once('drain', () => {
+        this.draining = false
+        this.source.resume()
+      })
     }
   }
 
@@ -230,12 +255,22 @@ export async function runBash(command: string, options: {
       child.once('exit', (code, signal) => {
         exited = { code, signal }
         // A background child that inherited the pipes would hold `close` back for as long as
-        // it runs; after a short drain, stop reading and report what the shell did.
-        drainTimer = setTimeout(() => {
+        // it runs. Once both streams have been idle (and not paused by us) for `drainMs`, stop
+        // reading and report what the shell did; output still flowing keeps the call open
+        // until it ends or the timeout fires.
+        let seen = -1
+        const check = () => {
+          const now = stdout.chunksSeen + stderr.chunksSeen
+          if (now !== seen || stdout.busy || stderr.busy) {
+            seen = now
+            drainTimer = setTimeout(check, config.drainMs)
+            return
+          }
           child.stdout?.destroy()
           child.stderr?.destroy()
           resolve(exited!)
-        }, config.drainMs)
+        }
+        check()
       })
       child.once('close', (code, signal) => {
         clearTimeout(drainTimer)
