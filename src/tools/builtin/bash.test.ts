@@ -62,7 +62,7 @@ describe('bash output format', () => {
     expect(resultText(await bash({ command: 'echo "[${DSH_TEST_VAR:-unset}]"' }))).toBe('[unset]\n')
   })
 
-  it('a missing workdir is an error result naming it', async () => {
+  it('T-7: a missing workdir is an error result naming it', async () => {
     const record = await bash({ command: 'pwd', workdir: 'missing' })
     expect(record.isError).toBe(true)
     expect(resultText(record)).toContain(join(h.cwd, 'missing'))
@@ -102,7 +102,7 @@ describe('bash timeout and abort', () => {
     }
   })
 
-  it('abort kills the process group (the shell and its background children)', async () => {
+  it('T-6: abort ends the started body promptly: the process group (shell and background children) is killed', async () => {
     const fifo = join(h.cwd, 'started')
     execFileSync('mkfifo', [fifo])
     const controller = new AbortController()
