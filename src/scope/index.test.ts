@@ -1,5 +1,6 @@
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
+import { emitContained } from '../kernel/index.js'
 import {
   bindScopeParent,
   contextScope,
@@ -234,6 +235,12 @@ describe('P-4 event admission extends upward (through Cordis dispatch)', () => {
     root.emit(scopeTarget({}), 'scope-test/ping', 'other')
     root.emit(scopeTarget(agent), 'scope-test/ping', 'mine')
     expect(seen).toEqual(['mine'])
+  })
+
+  it('P-4: a contained emit with a scope carrier admits the same listeners', () => {
+    const { root, child, seen } = setup()
+    emitContained(root, 'scope-test/ping', ['contained'], () => {}, scopeTarget(child))
+    expect(seen).toEqual(['untagged:contained', 'parent:contained', 'child:contained'])
   })
 
   it('P-4: admission applies to serial dispatch too', async () => {
