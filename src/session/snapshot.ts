@@ -3,7 +3,7 @@
  * caller mutating its object afterwards cannot change history, and whatever is in memory
  * serialises to exactly what will be read back.
  */
-import { childPath } from './validators.js'
+import { at, formatPath, rootPath, type Path } from './validators.js'
 import type { JsonValue } from './types.js'
 
 /** A snapshot refusal; `path` names the offending value (e.g. `data.message.content[0].text`). */
@@ -20,56 +20,60 @@ export class SnapshotError extends Error {
  * cycles and anything that is not a plain object, an array or a primitive.
  */
 export function snapshotJson(value: unknown, path = 'data'): JsonValue {
-  return copy(value, path, new Set())
+  return copy(value, rootPath(path), [])
 }
 
-function copy(value: unknown, path: string, ancestors: Set<object>): JsonValue {
+const fail = (path: Path, problem: string): never => { throw new SnapshotError(formatPath(path), problem) }
+
+/** `ancestors` is the chain of enclosing containers (shallow, so a linear scan beats a Set). */
+function copy(value: unknown, path: Path, ancestors: object[]): JsonValue {
   switch (typeof value) {
     case 'string':
     case 'boolean':
       return value
     case 'number':
-      if (!Number.isFinite(value)) throw new SnapshotError(path, `is ${value}, which JSON cannot represent`)
-      if (Object.is(value, -0)) throw new SnapshotError(path, 'is -0, which JSON cannot represent')
+      if (!Number.isFinite(value)) fail(path, `is ${value}, which JSON cannot represent`)
+      if (value === 0 && 1 / value < 0) fail(path, 'is -0, which JSON cannot represent')
       return value
     case 'undefined':
-      throw new SnapshotError(path, 'is undefined (omit the key instead)')
+      return fail(path, 'is undefined (omit the key instead)')
     case 'bigint':
-      throw new SnapshotError(path, 'is a BigInt')
+      return fail(path, 'is a BigInt')
     case 'function':
-      throw new SnapshotError(path, 'is a function')
+      return fail(path, 'is a function')
     case 'symbol':
-      throw new SnapshotError(path, 'is a symbol')
+      return fail(path, 'is a symbol')
   }
   if (value === null) return null
   const object = value as object
-  if (ancestors.has(object)) throw new SnapshotError(path, 'is a cycle back to an enclosing value')
-  if (Object.getOwnPropertySymbols(object).length > 0) throw new SnapshotError(path, 'has symbol keys')
-  ancestors.add(object)
+  if (ancestors.includes(object)) fail(path, 'is a cycle back to an enclosing value')
+  if (Object.getOwnPropertySymbols(object).length > 0) fail(path, 'has symbol keys')
+  ancestors.push(object)
   let result: JsonValue
   if (Array.isArray(object)) {
     const out: JsonValue[] = new Array(object.length)
     for (let i = 0; i < object.length; i++) {
-      if (!(i in object)) throw new SnapshotError(childPath(path, i), 'is a hole (undefined)')
-      out[i] = copy(object[i], childPath(path, i), ancestors)
+      if (!(i in object)) fail(at(path, i), 'is a hole (undefined)')
+      out[i] = copy(object[i], at(path, i), ancestors)
     }
     result = out
   } else {
     const proto = Object.getPrototypeOf(object)
     if (proto !== Object.prototype && proto !== null) {
       const name = (proto?.constructor as { name?: string } | undefined)?.name
-      throw new SnapshotError(path, `is a class instance${name ? ` (${name})` : ''}, not a plain object`)
+      fail(path, `is a class instance${name ? ` (${name})` : ''}, not a plain object`)
     }
     const out: Record<string, JsonValue> = {}
-    for (const key of Object.keys(object)) {
-      const item = copy((object as Record<string, unknown>)[key], childPath(path, key), ancestors)
+    for (const key in object) {
+      if (!Object.hasOwn(object, key)) continue
+      const item = copy((object as Record<string, unknown>)[key], at(path, key), ancestors)
       // A JSON.parse'd own "__proto__" key must stay data, not become the prototype.
       if (key === '__proto__') Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
       else out[key] = item
     }
     result = out
   }
-  ancestors.delete(object)
+  ancestors.pop()
   return Object.freeze(result)
 }
 

@@ -5,14 +5,33 @@
  */
 import type { EventDataValidator } from './types.js'
 
-type Check = (value: unknown, path: string) => string | null
+/**
+ * Where a value sits, as a linked list built while descending; rendered to a string
+ * (`data.message.content[0].text`) only when there is a problem to report.
+ */
+export interface Path { readonly parent: Path | null; readonly key: string | number }
+
+type Check = (value: unknown, path: Path) => string | null
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
-/** `data.message.content[0].text`-style paths for error messages. */
-export function childPath(base: string, key: string | number): string {
-  if (typeof key === 'number') return `${base}[${key}]`
-  return IDENTIFIER.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`
+export function rootPath(name: string): Path {
+  return { parent: null, key: name }
+}
+
+export function at(parent: Path, key: string | number): Path {
+  return { parent, key }
+}
+
+export function formatPath(path: Path): string {
+  const keys: (string | number)[] = []
+  for (let cursor: Path | null = path; cursor; cursor = cursor.parent) keys.push(cursor.key)
+  let out = String(keys.pop())
+  for (let i = keys.length - 1; i >= 0; i--) {
+    const key = keys[i]
+    out += typeof key === 'number' ? `[${key}]` : IDENTIFIER.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`
+  }
+  return out
 }
 
 function describe(value: unknown): string {
@@ -26,24 +45,24 @@ function describe(value: unknown): string {
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
-export const str: Check = (v, p) => typeof v === 'string' ? null : `${p} must be a string, got ${describe(v)}`
-export const bool: Check = (v, p) => typeof v === 'boolean' ? null : `${p} must be a boolean, got ${describe(v)}`
-export const num: Check = (v, p) => typeof v === 'number' && Number.isFinite(v) ? null : `${p} must be a finite number, got ${describe(v)}`
+export const str: Check = (v, p) => typeof v === 'string' ? null : `${formatPath(p)} must be a string, got ${describe(v)}`
+export const bool: Check = (v, p) => typeof v === 'boolean' ? null : `${formatPath(p)} must be a boolean, got ${describe(v)}`
+export const num: Check = (v, p) => typeof v === 'number' && Number.isFinite(v) ? null : `${formatPath(p)} must be a finite number, got ${describe(v)}`
 export const nonNegInt: Check = (v, p) =>
-  Number.isSafeInteger(v) && (v as number) >= 0 ? null : `${p} must be a non-negative integer, got ${describe(v)}`
+  Number.isSafeInteger(v) && (v as number) >= 0 ? null : `${formatPath(p)} must be a non-negative integer, got ${describe(v)}`
 export const posInt: Check = (v, p) =>
-  Number.isSafeInteger(v) && (v as number) >= 1 ? null : `${p} must be a positive integer, got ${describe(v)}`
+  Number.isSafeInteger(v) && (v as number) >= 1 ? null : `${formatPath(p)} must be a positive integer, got ${describe(v)}`
 export const any: Check = () => null
 
 export function literal(...values: readonly (string | boolean | number)[]): Check {
-  return (v, p) => values.includes(v as never) ? null : `${p} must be ${values.map((x) => JSON.stringify(x)).join(' or ')}, got ${describe(v)}`
+  return (v, p) => values.includes(v as never) ? null : `${formatPath(p)} must be ${values.map((x) => JSON.stringify(x)).join(' or ')}, got ${describe(v)}`
 }
 
 export function arrayOf(item: Check): Check {
   return (v, p) => {
-    if (!Array.isArray(v)) return `${p} must be an array, got ${describe(v)}`
+    if (!Array.isArray(v)) return `${formatPath(p)} must be an array, got ${describe(v)}`
     for (let i = 0; i < v.length; i++) {
-      const problem = item(v[i], childPath(p, i))
+      const problem = item(v[i], at(p, i))
       if (problem) return problem
     }
     return null
@@ -55,15 +74,15 @@ export function object(required: Record<string, Check>, optional: Record<string,
   const requiredEntries = Object.entries(required)
   const optionalEntries = Object.entries(optional)
   return (v, p) => {
-    if (!isPlainObject(v)) return `${p} must be an object, got ${describe(v)}`
+    if (!isPlainObject(v)) return `${formatPath(p)} must be an object, got ${describe(v)}`
     for (const [key, check] of requiredEntries) {
-      if (!Object.hasOwn(v, key)) return `${childPath(p, key)} is missing`
-      const problem = check(v[key], childPath(p, key))
+      if (!Object.hasOwn(v, key)) return `${formatPath(at(p, key))} is missing`
+      const problem = check(v[key], at(p, key))
       if (problem) return problem
     }
     for (const [key, check] of optionalEntries) {
       if (v[key] === undefined) continue
-      const problem = check(v[key], childPath(p, key))
+      const problem = check(v[key], at(p, key))
       if (problem) return problem
     }
     return null
@@ -74,10 +93,10 @@ export function object(required: Record<string, Check>, optional: Record<string,
 export function tagged(key: string, variants: Record<string, Check>): Check {
   const tags = Object.keys(variants)
   return (v, p) => {
-    if (!isPlainObject(v)) return `${p} must be an object, got ${describe(v)}`
+    if (!isPlainObject(v)) return `${formatPath(p)} must be an object, got ${describe(v)}`
     const tag = v[key]
     const check = typeof tag === 'string' && Object.hasOwn(variants, tag) ? variants[tag] : undefined
-    if (!check) return `${childPath(p, key)} must be one of ${tags.map((t) => JSON.stringify(t)).join(', ')}, got ${describe(tag)}`
+    if (!check) return `${formatPath(at(p, key))} must be one of ${tags.map((t) => JSON.stringify(t)).join(', ')}, got ${describe(tag)}`
     return check(v, p)
   }
 }
@@ -135,10 +154,10 @@ const toolResultMessage: Check = both(
   (v, p) => {
     const m = v as { content: { type: string; toolCallId?: string }[]; source: { callId: string } }
     if (m.content.length !== 1 || m.content[0].type !== 'tool-result') {
-      return `${childPath(p, 'content')} must hold exactly one tool-result block (S-12)`
+      return `${formatPath(at(p, 'content'))} must hold exactly one tool-result block (S-12)`
     }
     if (m.content[0].toolCallId !== m.source.callId) {
-      return `${childPath(p, 'source')}.callId ${JSON.stringify(m.source.callId)} differs from the block's toolCallId ${JSON.stringify(m.content[0].toolCallId)}`
+      return `${formatPath(at(p, 'source'))}.callId ${JSON.stringify(m.source.callId)} differs from the block's toolCallId ${JSON.stringify(m.content[0].toolCallId)}`
     }
     return null
   },
@@ -191,9 +210,9 @@ const epochHeader = object({
 const todoItem = object({ content: str, status: literal('pending', 'in_progress', 'completed') })
 
 const emptyObject: Check = (v, p) => {
-  if (!isPlainObject(v)) return `${p} must be an object, got ${describe(v)}`
+  if (!isPlainObject(v)) return `${formatPath(p)} must be an object, got ${describe(v)}`
   const keys = Object.keys(v)
-  return keys.length === 0 ? null : `${p} must be empty, has ${keys.map((k) => JSON.stringify(k)).join(', ')}`
+  return keys.length === 0 ? null : `${formatPath(p)} must be empty, has ${keys.map((k) => JSON.stringify(k)).join(', ')}`
 }
 
 /** Data checks for the core vocabulary (S-1), keyed by event type. */
@@ -219,7 +238,8 @@ export const CORE_CHECKS: Record<string, Check> = {
 
 /** Adapts a path-aware check to the registry's `EventDataValidator` (paths start at `data`). */
 export function toValidator(check: Check): EventDataValidator {
-  return (data) => check(data, 'data')
+  const root = rootPath('data')
+  return (data) => check(data, root)
 }
 
 /** Loose validator for plugin-owned types whose owner has not registered a stricter one. */
