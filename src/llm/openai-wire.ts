@@ -231,10 +231,10 @@ export class ChatCompletionTranslator {
       return
     }
     if (block.id === '' && id !== '') block.id = id
-    const announceName = block.name === '' && name !== ''
-    if (announceName) block.name = name
+    if (block.name === '' && name !== '') block.name = name
     block.text += args
-    out.push({ type: 'tool-call-delta', index: block.index, id: block.id, ...announceName ? { name } : {}, argumentsDelta: args })
+    // Every delta repeats the name once known, so a run of deltas packs into one chunk row.
+    out.push({ type: 'tool-call-delta', index: block.index, id: block.id, ...block.name !== '' ? { name: block.name } : {}, argumentsDelta: args })
   }
 
   private open(kind: TranslatedBlock['kind'], out: StreamChunk[]): TranslatedBlock {
