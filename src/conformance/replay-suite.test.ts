@@ -16,6 +16,7 @@ const MUST_PASS = [
   'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/empty-response-retry', 'acp-agent/tests/snapshots/max-tokens-continue',
   'acp-agent/tests/snapshots/fs-read', 'acp-agent/tests/snapshots/fs-write', 'acp-agent/tests/snapshots/fs-write-overwrite',
   'acp-agent/tests/snapshots/fs-policy-reject', 'jsonrpc-agent/tests/snapshots/text-turn',
+  'headless-agent/tests/semantic-checkpoint-snapshots/tool-outcome-unknown',
 ]
 
 describe('replay suite projection', () => {
