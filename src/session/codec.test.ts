@@ -180,7 +180,8 @@ describe('session file codec', () => {
       let time = 1_700_000_000_000
       return drafts.flatMap(([d, n]) => Array.from({ length: n }, () => d)).map((d, seq) => {
         time += gaps[seq] ?? 0
-        return { type: d.type, seq, time, ...d } as SessionEvent
+        const { type, ...rest } = d
+        return { type, seq, time, ...rest } as SessionEvent
       })
     })
     fc.assert(fc.property(events, fc.boolean(), (log, packed) => {
