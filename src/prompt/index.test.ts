@@ -135,6 +135,17 @@ describe('Y-1 variables', () => {
     await expect(prompt.assemble()).rejects.toThrow('system prompt section "bad2": variable {{absent}} is undefined')
   })
 
+  it('Y-1: a failing or non-string variable function fails the assembly, naming the variable', async () => {
+    const { prompt } = await setup()
+    prompt.variable('broken', () => { throw new Error('no git') })
+    prompt.variable('number', (() => 42) as never)
+    const a = prompt.section({ name: 'a', order: 1, text: '{{broken}}' })
+    await expect(prompt.assemble()).rejects.toThrow('system prompt variable "broken" failed: no git')
+    a()
+    prompt.section({ name: 'b', order: 1, text: '{{number}}' })
+    await expect(prompt.assemble()).rejects.toThrow('system prompt variable "number": must give a string or undefined')
+  })
+
   it('Y-1: variables are scoped: nearest wins', async () => {
     const { root, prompt } = await setup()
     const agent = {}

@@ -124,10 +124,21 @@ export class SystemPromptPlugin extends Service implements SystemPromptService {
     if (complete.length === 1) active = complete
 
     const values = new Map<string, string | undefined>()
+    const evaluate = ({ name, value }: Variable) => {
+      if (typeof value === 'string') return value
+      let result: unknown
+      try {
+        result = value()
+      } catch (error) {
+        throw new Error(`system prompt variable "${name}" failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      }
+      if (result !== undefined && typeof result !== 'string') throw new TypeError(`system prompt variable "${name}": must give a string or undefined`)
+      return result
+    }
     const lookup = (name: string) => {
       const variable = this.variables.get(name, scope)
       if (variable === undefined) return { known: false } as const
-      if (!values.has(name)) values.set(name, typeof variable.value === 'string' ? variable.value : variable.value())
+      if (!values.has(name)) values.set(name, evaluate(variable))
       return { known: true, value: values.get(name) } as const
     }
     let vars: Readonly<Record<string, string>> | undefined
