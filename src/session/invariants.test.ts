@@ -112,6 +112,8 @@ describe('log invariants (S-15)', () => {
     s.append('turn/start', { turn: 1 })
     s.append('todo/write', { todos: [{ content: 'a', status: 'pending' }] })
     s.append('request/header', { header, reason: 'initial' })
+    // Tool-less sessions may omit header.tools (as recorded logs do).
+    s.append('request/header', { header: { config: header.config, system: 'sys' } as never, reason: 'change' })
     s.append('request/context', { provider: 'p', model: 'm', contextWindow: 1000 })
     // Inbox splices and user messages may happen outside a turn.
     s.append('turn/end', { turn: 1, reason: { kind: 'completed' } })

@@ -199,13 +199,13 @@ const turnEndReason: Check = tagged('kind', {
 
 const turnStep = { turn: posInt, step: posInt }
 
+/** `tools` may be absent: recorded logs of tool-less sessions omit it. */
 const epochHeader = object({
   config: object({ provider: str, model: str }, {
     maxTokens: posInt, temperature: num, stop: arrayOf(str), thinking: bool, reasoningEffort: str,
   }),
   system: str,
-  tools: any,
-})
+}, { tools: any })
 
 const todoItem = object({ content: str, status: literal('pending', 'in_progress', 'completed') })
 
