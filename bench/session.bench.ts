@@ -2,6 +2,7 @@
  * Session log benchmark (prints numbers, never pass/fail):
  *   npx tsx bench/session.bench.ts
  * - append throughput, bare and through the kernel (veto + one session/event observer);
+ * - hydrate throughput (cold load of a 100k-event log, every event checked like an append);
  * - deriveMessages() cost per step at 1k / 10k / 100k events, and the 100k/1k ratio;
  *   the fold is incremental, so the ratio should stay near 1 apart from the fresh-array copy
  *   S-11 requires (reported separately).
@@ -108,10 +109,23 @@ async function derivePerStep(events: number): Promise<DeriveCost> {
   return { total: median(totals), copy: median(copies), messages: session.deriveMessages().length }
 }
 
+/** Cold load: hydrate a 100k-event log parsed from JSON (every event re-validated). */
+async function hydrateThroughput(): Promise<number> {
+  const ctx = await boot(false)
+  const source = ctx.sessions.create({ id: 'source' })
+  fill(source, 100_000)
+  const stored = JSON.parse(JSON.stringify(source.events))
+  const header = { ...source.header, id: 'copy' }
+  const start = process.hrtime.bigint()
+  ctx.sessions.hydrate(header, stored)
+  return stored.length / (Number(process.hrtime.bigint() - start) / 1e9)
+}
+
 const bare = await appendThroughput(false)
 const observed = await appendThroughput(true)
 console.log(`append events/s (no listeners)                 ${Math.round(bare)}`)
 console.log(`append events/s (veto + session/event listener) ${Math.round(observed)}`)
+console.log(`hydrate events/s (100k-event log)               ${Math.round(await hydrateThroughput())}`)
 const results: Record<number, DeriveCost> = {}
 for (const size of [1_000, 10_000, 100_000]) {
   const r = results[size] = await derivePerStep(size)
