@@ -426,3 +426,14 @@ describe('fake server replay of StreamChunks', () => {
     }
   })
 })
+
+describe('DeepSeek plugin config', () => {
+  it('a bad config fails the plugin setup with a message naming the field', async () => {
+    const ctx = new Context()
+    await ctx.plugin(LlmServicePlugin)
+    expect(() => new DeepSeekPlugin(ctx, { idleTimeoutMs: 0 })).toThrow('deepseek-official: idleTimeoutMs must be a positive number')
+    expect(() => new DeepSeekPlugin(ctx, { baseUrl: 'api.deepseek.com' })).toThrow('deepseek-official: baseUrl must be an absolute URL, got "api.deepseek.com"')
+    expect(() => new DeepSeekPlugin(ctx, { apiKey: 42 as never })).toThrow('deepseek-official: apiKey must be a string')
+    expect(() => new DeepSeekPlugin(ctx, { retry: 'sometimes' as never })).toThrow('deepseek-official: retry must be "normal" or "always"')
+  })
+})

@@ -92,6 +92,12 @@ export class DeepSeekPlugin {
 
   constructor(ctx: Context, config: DeepSeekConfig = {}) {
     validateTransportConfig(DEEPSEEK_PROVIDER, config ?? {})
+    if (config?.apiKey !== undefined && typeof config.apiKey !== 'string') {
+      throw new LlmError('INVALID_CONFIG', `${DEEPSEEK_PROVIDER}: apiKey must be a string`)
+    }
+    if (config?.credentials !== undefined && typeof config.credentials !== 'function') {
+      throw new LlmError('INVALID_CONFIG', `${DEEPSEEK_PROVIDER}: credentials must be a function (name) => secret`)
+    }
     const adapter = new DeepSeekAdapter(config ?? {})
     ctx.effect(() => ctx.llm.register({ adapter, models: DEEPSEEK_MODELS, retry: config?.retry ?? 'normal' }))
   }
