@@ -90,6 +90,18 @@ describe('grep', () => {
     expect(record.meta).toMatchObject({ matches: 250, limitReached: true })
   })
 
+  it('a result over 50 KB is spilled: a preview inline, every match in the file', async () => {
+    await put('wide.txt', Array.from({ length: 200 }, (_, i) => `hit ${i + 1} ${'w'.repeat(400)}`).join('\n'))
+    const record = await h.call('grep', { pattern: '^hit' })
+    const text = resultText(record)
+    expect(Buffer.byteLength(text)).toBeLessThan(50 * 1024)
+    const path = (record.meta as { spilled: string[] }).spilled[0]
+    expect(text).toContain(`the full output is saved to ${path}`)
+    const full = readFileSync(path, 'utf8').split('\n')
+    expect(full).toHaveLength(200)
+    expect(full[199]).toBe(`wide.txt:200: hit 200 ${'w'.repeat(400)}`)
+  })
+
   it('no match and an invalid regular expression', async () => {
     await put('a.txt', 'abc\n')
     expect(resultText(await h.call('grep', { pattern: 'zzz' }))).toBe('No matches found')

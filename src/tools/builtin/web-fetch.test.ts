@@ -1,3 +1,4 @@
+import { EventEmitter, once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -21,6 +22,7 @@ let server: Server
 let base: string
 /** Requests the server holds open (the timeout test); answered at teardown. */
 const held: ServerResponse[] = []
+const hangs = new EventEmitter()
 
 beforeAll(async () => {
   server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -45,6 +47,7 @@ beforeAll(async () => {
         break
       case '/hang':
         held.push(response)
+        hangs.emit('request')
         break
       default:
         response.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not here</h1>')
@@ -113,6 +116,17 @@ describe('web_fetch', () => {
     const full = readFileSync(path, 'utf8')
     expect(full.endsWith(`${'z'.repeat(10)}\n\n[truncated at 200000 characters]`)).toBe(true)
     expect(full.length).toBe(`URL: ${base}/big\n\n`.length + 200_000 + '\n\n[truncated at 200000 characters]'.length)
+  })
+
+  it('the call signal aborts a fetch in flight', async () => {
+    const controller = new AbortController()
+    const arrived = once(hangs, 'request')
+    const pending = h.call('web_fetch', { url: `${base}/hang` }, { signal: controller.signal })
+    await arrived
+    controller.abort()
+    const record = await pending
+    expect(record.error).toEqual({ name: 'WebFetchError', code: 'ABORTED' })
+    expect(resultText(record)).toContain('was aborted')
   })
 
   it('times out, refuses non-text content and non-http URLs with clear errors', async () => {
