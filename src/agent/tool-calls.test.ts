@@ -1,5 +1,6 @@
 import { getEventListeners } from 'node:events'
 import { Context } from 'cordis'
+import fc from 'fast-check'
 import { describe, expect, it, vi } from 'vitest'
 import type { ToolContext, ToolExecution, ToolOutput, ToolResultRecord } from '../tools/api.js'
 import { ToolsPlugin } from '../tools/registry.js'
@@ -476,5 +477,47 @@ describe('T-6/T-7 outcomes and cancellation', () => {
     const h = await new Harness().setup()
     expect(await runToolCalls(h.options([]))).toEqual({ concludesTurn: false, committed: 0, abortedBeforeDispatch: 0, aborted: false })
     expect(h.log).toEqual([])
+  })
+})
+
+describe('T-3/T-4 properties', () => {
+  it('T-3/T-4: any mix, pool size and finishing order keeps model order, the pool bound and barriers', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.boolean(), { minLength: 1, maxLength: 9 }),
+      fc.integer({ min: 1, max: 4 }),
+      fc.array(fc.nat(), { minLength: 20, maxLength: 20 }),
+      async (exclusive, pool, picks) => {
+        const h = await new Harness().setup()
+        const calls = exclusive.map((ex, i) => job(`k${i}`, ex ? 'exclusive' : 'parallel'))
+        const overlaps: string[] = []
+        let settled = false
+        const done = runToolCalls(h.options(calls, { maxParallelToolCalls: () => pool })).finally(() => { settled = true })
+        const finished = new Set<string>()
+        for (let round = 0; !settled; round++) {
+          await flush()
+          const running = [...h.gates.keys()].filter((id) => h.log.includes(`body:${id}`) && !finished.has(id))
+          if (running.length === 0) continue
+          if (running.length > 1 && running.some((id) => exclusive[Number(id.slice(1))])) overlaps.push(running.join(','))
+          const id = running[picks[round % picks.length] % running.length]
+          finished.add(id)
+          h.finish(id)
+        }
+        await done
+        const ids = calls.map((call) => call.callId)
+        // T-4: results in model order, each after its own tool/call.
+        expect(h.results()).toEqual(ids.map((id, i) => `result:${id}@${i + 1}`))
+        // T-3: calls start one at a time in model order.
+        expect(h.log.filter((entry) => entry.startsWith('call:'))).toEqual(ids.map((id) => `call:${id}`))
+        expect(h.maxActive).toBeLessThanOrEqual(pool)
+        // T-3: an exclusive call overlaps nothing, and starts only after every earlier result.
+        expect(overlaps).toEqual([])
+        exclusive.forEach((ex, i) => {
+          if (!ex) return
+          const start = h.log.indexOf(`call:k${i}`)
+          for (let j = 0; j < i; j++) expect(h.log.indexOf(`result:k${j}@${j + 1}`)).toBeLessThan(start)
+          for (let j = i + 1; j < calls.length; j++) expect(h.log.indexOf(`call:k${j}`)).toBeGreaterThan(h.log.indexOf(`result:k${i}@${i + 1}`))
+        })
+      },
+    ), { numRuns: 60 })
   })
 })
