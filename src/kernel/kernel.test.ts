@@ -2,7 +2,7 @@
  * Contract suite pinning what dsh relies on from cordis 4.0.0-rc.10 (K-1..K-7). If an upgrade
  * changes any of these semantics, a test here fails before the runtime misbehaves.
  */
-import { Context, Service, type Plugin } from 'cordis'
+import { Context, EventsService, Service, type Plugin } from 'cordis'
 import { createRequire } from 'node:module'
 import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -351,6 +351,24 @@ describe('K-5 listener options and internal/dispatch', () => {
       ['bail', 'kernel-test/bail', ['b'], null],
       ['waterfall', 'kernel-test/waterfall', ['w', core], null],
     ])
+  })
+
+  it('K-5: internal/dispatch is only emitted when it has listeners', () => {
+    const root = new Context()
+    const emit = vi.spyOn(EventsService.prototype, 'emit')
+    try {
+      const vetoCalls = () => emit.mock.calls.filter((call) => call[0] === 'internal/dispatch').length
+      root.emit('kernel-test/emit', 'x')
+      expect(vetoCalls()).toBe(0)
+      const off = root.on('internal/dispatch', () => {})
+      root.emit('kernel-test/emit', 'x')
+      expect(vetoCalls()).toBe(1)
+      off()
+      root.emit('kernel-test/emit', 'x')
+      expect(vetoCalls()).toBe(1)
+    } finally {
+      emit.mockRestore()
+    }
   })
 
   it('K-5: internal/* events are not reported to internal/dispatch', async () => {
