@@ -80,6 +80,7 @@ export class SessionsServicePlugin extends Service implements SessionsService {
 
   hydrate(header: SessionHeader, events: readonly SessionEvent[]): Session {
     const checked = checkHeader(header)
+    if (!Array.isArray(events)) throw new TypeError(`hydrate: events of session ${checked.id} must be an array`)
     this.assertFree(checked.id)
     const session = this.instantiate(checked)
     for (const event of events) session.admit(event)
