@@ -20,6 +20,8 @@ export interface LoopHarnessOptions {
   readonly cwd?: string
   /** Extra plugins loaded before the agent is created (e.g. a prompt service). */
   readonly setup?: (ctx: Context) => void | Promise<void>
+  /** The A-11 invariant is on unless a benchmark turns it off to measure it. */
+  readonly invariant?: boolean
 }
 
 export interface LoopHarness {
@@ -40,10 +42,10 @@ export async function loopHarness(options: LoopHarnessOptions = {}): Promise<Loo
     ctx.plugin(SessionsServicePlugin),
     ctx.plugin(LlmServicePlugin),
     ctx.plugin(ToolsPlugin),
-    ctx.plugin(LoopInvariantPlugin),
     ctx.plugin(ReactLoopPlugin),
     ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL } }),
   ]) await fiber.await()
+  if (options.invariant !== false) await ctx.plugin(LoopInvariantPlugin).await()
   const model = new ScriptedModel(options.responses ?? [])
   model.register(ctx)
   for (const tool of options.tools ?? []) ctx.tools.register(tool)

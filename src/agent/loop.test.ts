@@ -478,6 +478,24 @@ describe('agent loop: cancellation (A-9)', () => {
     expect(h.of('user/message').map(e => (e.data.content[0] as { text: string }).text)).toEqual(['first', 'after cancel'])
   })
 
+  it('A-9: a wake during maintenance is latched (status stays idle) and runs once maintenance ends', async () => {
+    const h = await loopHarness({ responses: [text('after maintenance')] })
+    const gate = deferred()
+    const statuses: string[] = []
+    h.ctx.on('agent/status', (_agent, status) => { statuses.push(status) })
+    const { ReactLoop } = await import('./loop.js')
+    const loop = (h.agent as unknown as { loop: InstanceType<typeof ReactLoop> }).loop
+    const maintenance = loop.maintain(async () => { await gate.promise })
+    h.agent.steer('while maintaining')
+    expect(h.agent.status).toBe('idle')
+    expect(h.of('turn/start')).toHaveLength(0)
+    gate.resolve()
+    await maintenance
+    await h.agent.whenIdle()
+    expect(h.of('turn/end').map(e => e.data.reason.kind)).toEqual(['completed'])
+    expect(statuses).toEqual(['running', 'idle'])
+  })
+
   it('A-9: dispose cancels with reason disposed and never replays a latched wake', async () => {
     const ready = deferred()
     const h = await loopHarness({ responses: [hang([], () => ready.resolve())] })

@@ -124,7 +124,7 @@ export class ReactLoop implements AgentLoop {
     this.phase = { kind: 'idle', lastTurn }
     this.driver = undefined
     if (wasRunning) this.emitStatus('idle')
-    if (latched && !this.disposed && this.failure === undefined && this.inbox.nextTurn.length > 0) {
+    if (latched && !this.disposed && this.failure === undefined && this.inbox.hasPending) {
       this.driver = this.kick()
       return
     }
