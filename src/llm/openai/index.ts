@@ -8,6 +8,7 @@ import type { RetryMode } from '../api.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
 import { buildRequestBody, type WireDialect } from '../openai-wire.js'
+import type { CredentialLookup } from '../deepseek/index.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, ReasoningEffort, StreamChunk } from '../types.js'
 
 export interface OpenAiModelConfig {
@@ -25,8 +26,10 @@ export interface OpenAiCompatibleConfig {
   /** Base URL up to and including the API version, e.g. `http://127.0.0.1:8000/v1`. */
   baseUrl: string
   apiKey?: string
-  /** Environment variable holding the key; without apiKey and apiKeyEnv no key is sent. */
+  /** Variable holding the key; without apiKey and apiKeyEnv no key is sent. */
   apiKeyEnv?: string
+  /** Resolves apiKeyEnv (e.g. the config seam's credential layers) before the environment. */
+  credentials?: CredentialLookup
   models: OpenAiModelConfig[]
   /** Extra request headers (gateways). */
   headers?: Record<string, string>
@@ -50,7 +53,7 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
 
   async *stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...this.config.headers }
-    const apiKey = this.apiKey()
+    const apiKey = await this.apiKey()
     if (apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`
     yield* streamChatCompletion({
       url: `${this.config.baseUrl.replace(/\/+$/, '')}/chat/completions`,
@@ -62,10 +65,10 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
     })
   }
 
-  private apiKey(): string | undefined {
+  private async apiKey(): Promise<string | undefined> {
     if (this.config.apiKey !== undefined) return this.config.apiKey
     if (this.config.apiKeyEnv === undefined) return undefined
-    const key = process.env[this.config.apiKeyEnv]
+    const key = await this.config.credentials?.(this.config.apiKeyEnv) ?? process.env[this.config.apiKeyEnv]
     if (key === undefined || key === '') {
       throw new LlmError('MISSING_CREDENTIAL', `${this.provider}: no API key; set ${this.config.apiKeyEnv} in the environment or pass apiKey in the plugin config`)
     }
@@ -81,6 +84,8 @@ export function openAiModels(config: OpenAiCompatibleConfig): ModelInfo[] {
   if (typeof config.baseUrl !== 'string') fail('baseUrl is required (e.g. http://127.0.0.1:8000/v1)')
   validateTransportConfig(label, config)
   if (config.apiKeyEnv !== undefined && (typeof config.apiKeyEnv !== 'string' || config.apiKeyEnv === '')) fail('apiKeyEnv must be a variable name')
+  if (config.apiKey !== undefined && typeof config.apiKey !== 'string') fail('apiKey must be a string')
+  if (config.credentials !== undefined && typeof config.credentials !== 'function') fail('credentials must be a function (name) => secret')
   if (!Array.isArray(config.models) || config.models.length === 0) fail('models must list at least one {model, contextWindow, defaultMaxTokens}')
   return config.models.map((m, i) => {
     const where = `models[${i}]`

@@ -78,18 +78,19 @@ describe('OpenAI-compatible adapter', () => {
     expect(chunks.find(c => c.type === 'block-end')).toEqual({ type: 'block-end', index: 0, block: { type: 'tool-call', id: 'call-0', name: 'ls', arguments: '{}' } })
   })
 
-  it('uses apiKey, or the apiKeyEnv variable; a missing variable is MISSING_CREDENTIAL naming it', async () => {
+  it('uses apiKey, or apiKeyEnv via the credentials lookup then the environment; a missing variable is MISSING_CREDENTIAL naming it', async () => {
     vi.stubEnv('GATEWAY_KEY', 'gw-secret')
     vi.stubEnv('ABSENT_KEY', '')
     try {
-      server.enqueue(streamResponse([{ text: 'a' }, { finish: 'stop' }]), streamResponse([{ text: 'b' }, { finish: 'stop' }]))
+      server.enqueue(...['a', 'b', 'c'].map(text => streamResponse([{ text }, { finish: 'stop' }])))
       await run(await setup({ apiKey: 'direct', headers: { 'x-tenant': 't1' } }))
       await run(await setup({ apiKeyEnv: 'GATEWAY_KEY' }))
-      expect(server.requests.map(r => r.headers.authorization)).toEqual(['Bearer direct', 'Bearer gw-secret'])
+      await run(await setup({ apiKeyEnv: 'GATEWAY_KEY', credentials: name => name === 'GATEWAY_KEY' ? 'from-store' : undefined }))
+      expect(server.requests.map(r => r.headers.authorization)).toEqual(['Bearer direct', 'Bearer gw-secret', 'Bearer from-store'])
       expect(server.requests[0].headers['x-tenant']).toBe('t1')
-      const chunks = await run(await setup({ apiKeyEnv: 'ABSENT_KEY' }))
+      const chunks = await run(await setup({ apiKeyEnv: 'ABSENT_KEY', credentials: () => undefined }))
       expect(chunks).toEqual([{ type: 'finish', reason: { kind: 'error', failure: expect.objectContaining({ code: 'MISSING_CREDENTIAL', message: expect.stringContaining('ABSENT_KEY') }) } }])
-      expect(server.requests).toHaveLength(2)
+      expect(server.requests).toHaveLength(3)
     } finally {
       vi.unstubAllEnvs()
     }
