@@ -133,19 +133,21 @@ export class CompactionPlugin {
   /** Estimated prompt size: the last request's reported usage when there is one, else characters / 4. */
   estimate(session: Session, incoming: readonly Message[] = []): number {
     const extra = incoming.reduce((sum, message) => sum + estimateTokens(message), 0)
-    const nodes = this.nodes(session)
-    let lastUsage: TokenUsage | undefined
-    let afterUsage = 0
-    for (let index = nodes.length - 1; index >= 0 && lastUsage === undefined; index -= 1) {
-      const event = nodes[index].event
-      if (event.type === 'assistant/message') lastUsage = (event.data as { usage?: TokenUsage }).usage
-      if (lastUsage === undefined) afterUsage += nodes[index].tokens
+    // Walk back only to the last reported usage, so the per-step check stays flat in log size.
+    let after = 0
+    for (let seq = session.length - 1; seq >= 0; seq -= 1) {
+      const event = session.events[seq]
+      if (event.type === 'compaction/end') break
+      if (event.type === 'assistant/message') {
+        const usage = (event.data as { usage?: TokenUsage }).usage
+        if (usage?.inputTokens !== undefined) {
+          return usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0) + after + extra
+        }
+      }
+      const message = eventMessage(event)
+      if (message !== null) after += estimateTokens(message)
     }
-    if (lastUsage !== undefined && lastUsage.inputTokens !== undefined) {
-      const reported = (lastUsage.inputTokens ?? 0) + (lastUsage.cacheReadTokens ?? 0) + (lastUsage.outputTokens ?? 0)
-      return reported + afterUsage + extra
-    }
-    return nodes.reduce((sum, node) => sum + node.tokens, 0) + extra
+    return this.nodes(session).reduce((sum, node) => sum + node.tokens, 0) + extra
   }
 
   private async maybeCompact(session: Session, turn: number, incoming: readonly Message[], signal: AbortSignal): Promise<void> {
