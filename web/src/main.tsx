@@ -1,0 +1,3 @@
+import { createRoot } from 'react-dom/client'
+function App() { return <div>hello</div> }
+createRoot(document.getElementById('root')!).render(<App />)
