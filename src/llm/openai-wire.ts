@@ -32,7 +32,10 @@ export type WireMessage =
 const textOf = (blocks: readonly ContentBlock[], separator: string) =>
   blocks.filter(b => b.type === 'text').map(b => (b as { text: string }).text).join(separator)
 
-const imageUrl = (image: ImageBlock): WireContentPart => ({ type: 'image_url', image_url: { url: `data:${image.mimeType};base64,${image.data}` } })
+// An attachment reference has no bytes to send; the model gets a note instead of a broken URL.
+const imageUrl = (image: ImageBlock): WireContentPart => 'attachment' in image
+  ? { type: 'text', text: `[image ${image.attachment.name ?? image.attachment.attachmentId} is not available to this adapter]` }
+  : { type: 'image_url', image_url: { url: `data:${image.mimeType};base64,${image.data}` } }
 
 /** Text plus images as OpenAI content parts; a plain string when there is no image. */
 function userContent(blocks: readonly ContentBlock[]): string | WireContentPart[] {

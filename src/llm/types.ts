@@ -9,13 +9,26 @@ export type Role = 'system' | 'user' | 'assistant'
 
 export interface TextBlock { readonly type: 'text'; readonly text: string }
 export interface ReasoningBlock { readonly type: 'reasoning'; readonly text: string; readonly signature?: string }
-export interface ImageBlock {
+/** An image carried inline (base64 data without the `data:` prefix). */
+export interface InlineImageBlock {
   readonly type: 'image'
-  /** Base64 data without the `data:` prefix. */
   readonly data: string
   readonly mimeType: string
   readonly id?: string
 }
+/** An image stored by reference in an attachment store (as recorded logs of the original do). */
+export interface AttachedImageBlock {
+  readonly type: 'image'
+  readonly attachment: {
+    readonly attachmentId: string
+    readonly mediaType: string
+    readonly width?: number
+    readonly height?: number
+    readonly bytes?: number
+    readonly name?: string
+  }
+}
+export type ImageBlock = InlineImageBlock | AttachedImageBlock
 /** `arguments` is the raw JSON string the model produced; the harness never re-encodes it. */
 export interface ToolCallBlock { readonly type: 'tool-call'; readonly id: string; readonly name: string; readonly arguments: string }
 export interface ToolResultBlock {
