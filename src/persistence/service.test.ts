@@ -1,0 +1,150 @@
+import { Context } from 'cordis'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { SessionsServicePlugin } from '../session/service.js'
+import type { SessionEvent, SessionHeader } from '../session/types.js'
+import { OperationChains, type PersistenceBackend, type StoredSession } from './api.js'
+import { SessionPersistence } from './service.js'
+
+/** In-memory backend recording every write attempt; `failNext` makes the next write reject. */
+class MemoryBackend implements PersistenceBackend {
+  readonly kind = 'memory'
+  readonly stored = new Map<string, { header: SessionHeader; events: SessionEvent[] }>()
+  readonly writes: { id: string; seqs: number[]; ok: boolean }[] = []
+  failNext = 0
+  private waiters: (() => void)[] = []
+
+  nextWrite(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve))
+  }
+
+  private async write(header: SessionHeader, events: readonly SessionEvent[], create: boolean): Promise<void> {
+    await Promise.resolve()
+    const ok = this.failNext === 0
+    this.writes.push({ id: header.id, seqs: events.map((e) => e.seq), ok })
+    for (const waiter of this.waiters.splice(0)) waiter()
+    if (!ok) {
+      this.failNext--
+      throw new Error('disk full')
+    }
+    const entry = this.stored.get(header.id)
+    if (create && entry) throw new Error('exists')
+    if (!entry) this.stored.set(header.id, { header, events: [...events] })
+    else entry.events.push(...events)
+  }
+
+  create(header: SessionHeader, events: readonly SessionEvent[]) { return this.write(header, events, true) }
+  appendBatch(header: SessionHeader, events: readonly SessionEvent[]) { return this.write(header, events, false) }
+  async loadStored(id: string): Promise<StoredSession | undefined> {
+    const entry = this.stored.get(id)
+    return entry && { ...entry, revision: String(entry.events.length) }
+  }
+  async readStoredRevision(id: string) { return this.stored.has(id) ? String(this.stored.get(id)!.events.length) : undefined }
+  async commitRepair(): Promise<string> { throw new Error('not used') }
+  async list() { return [] }
+  async trash() { return false }
+}
+
+async function boot(backend: PersistenceBackend, maxDelayMs = 200) {
+  const ctx = new Context()
+  await ctx.plugin(SessionsServicePlugin, {})
+  await ctx.plugin(SessionPersistence, { backend, maxDelayMs, report: () => undefined })
+  return ctx
+}
+
+describe('write-behind (D-2)', () => {
+  afterEach(() => { vi.useRealTimers() })
+
+  it('D-2: the window runs from the first pending event, not the last', async () => {
+    vi.useFakeTimers()
+    const backend = new MemoryBackend()
+    const ctx = await boot(backend, 200)
+    const session = ctx.sessions.create({ id: 'w' })
+    session.append('turn/start', { turn: 1 })
+    await vi.advanceTimersByTimeAsync(150)
+    expect(backend.writes).toEqual([])
+    session.append('step/start', { turn: 1, step: 1 })
+    const written = backend.nextWrite()
+    await vi.advanceTimersByTimeAsync(50)
+    await written
+    expect(backend.writes).toEqual([{ id: 'w', seqs: [0, 1], ok: true }])
+  })
+
+  it('D-2: a failed batch stays at the head, writing pauses until the next event, which retries it first', async () => {
+    vi.useFakeTimers()
+    const backend = new MemoryBackend()
+    const ctx = await boot(backend, 10)
+    const session = ctx.sessions.create({ id: 'f' })
+    session.append('turn/start', { turn: 1 })
+    backend.failNext = 1
+    const failed = backend.nextWrite()
+    await vi.advanceTimersByTimeAsync(10)
+    await failed
+    await vi.advanceTimersByTimeAsync(0)
+    expect(ctx.sessionPersistence.writeError('f')).toBeInstanceOf(Error)
+    // Paused: no timer is armed, however long we wait.
+    expect(vi.getTimerCount()).toBe(0)
+    await vi.advanceTimersByTimeAsync(10_000)
+    expect(backend.writes).toHaveLength(1)
+    session.append('step/start', { turn: 1, step: 1 })
+    const retried = backend.nextWrite()
+    await vi.advanceTimersByTimeAsync(10)
+    await retried
+    await vi.advanceTimersByTimeAsync(0)
+    expect(backend.writes.at(-1)).toEqual({ id: 'f', seqs: [0, 1], ok: true })
+    expect(ctx.sessionPersistence.writeError('f')).toBeUndefined()
+    expect(backend.stored.get('f')!.events.map((e) => e.seq)).toEqual([0, 1])
+  })
+
+  it('D-2: flush() retries a paused queue, rejects while the backend fails, and nothing is lost', async () => {
+    const backend = new MemoryBackend()
+    const ctx = await boot(backend, 1_000_000)
+    const session = ctx.sessions.create({ id: 'r' })
+    session.append('turn/start', { turn: 1 })
+    backend.failNext = 2
+    await expect(ctx.sessionPersistence.flush(session)).rejects.toThrow(/disk full/)
+    await expect(ctx.sessionPersistence.flush(session)).rejects.toThrow(/disk full/)
+    await ctx.sessionPersistence.flush(session)
+    expect(backend.stored.get('r')!.events.map((e) => e.seq)).toEqual([0])
+  })
+
+  it('D-2: flush() is one shared barrier that writes until the queue is empty, including events appended meanwhile', async () => {
+    const backend = new MemoryBackend()
+    const ctx = await boot(backend, 1_000_000)
+    const session = ctx.sessions.create({ id: 'b' })
+    session.append('turn/start', { turn: 1 })
+    const first = ctx.sessionPersistence.flush(session)
+    const second = ctx.sessionPersistence.flush('b')
+    expect(second).toBe(first)
+    session.append('step/start', { turn: 1, step: 1 })
+    await first
+    expect(backend.stored.get('b')!.events.map((e) => e.seq)).toEqual([0, 1])
+    expect(backend.writes.map((w) => w.seqs)).toEqual([[0], [1]])
+    // K-4: session/flush is dispatched in parallel mode and awaits the barrier.
+    session.append('step/end', { turn: 1, step: 1 })
+    await ctx.parallel('session/flush', session)
+    expect(backend.stored.get('b')!.events).toHaveLength(3)
+  })
+
+  it('D-2: a header-only session is materialised by flush()', async () => {
+    const backend = new MemoryBackend()
+    const ctx = await boot(backend, 1_000_000)
+    ctx.sessions.create({ id: 'h' })
+    await ctx.sessionPersistence.flushAll()
+    expect(backend.stored.get('h')?.events).toEqual([])
+  })
+})
+
+describe('OperationChains (D-1)', () => {
+  it('D-1: per-key operations run in order and one failure does not poison the next', async () => {
+    const chains = new OperationChains()
+    const order: string[] = []
+    const a = chains.run('k', async () => { order.push('a'); throw new Error('boom') })
+    const b = chains.run('k', async () => { order.push('b'); return 2 })
+    const other = chains.run('other', () => { order.push('o'); return 3 })
+    await expect(a).rejects.toThrow('boom')
+    expect(await b).toBe(2)
+    expect(await other).toBe(3)
+    expect(order.indexOf('a')).toBeLessThan(order.indexOf('b'))
+    await chains.idle()
+  })
+})
