@@ -591,6 +591,40 @@ describe('agent invariant (A-11)', () => {
   })
 })
 
+describe('agent loop: failing extension points', () => {
+  it('a throwing agent/pre-step listener ends the turn with an error naming the hook; the agent keeps working', async () => {
+    const h = await loopHarness({ responses: [text('later')] })
+    let fail = true
+    h.ctx.on('agent/pre-step', async (_payload, next) => {
+      if (fail) { fail = false; throw new Error('policy plugin crashed') }
+      return next()
+    })
+    h.agent.followup('first')
+    await h.agent.whenIdle()
+    expect(h.of('turn/end')[0]!.data.reason).toEqual({ kind: 'error', error: { code: 'PRE_STEP_FAILED', message: 'agent/pre-step or prompt assembly failed: policy plugin crashed' } })
+    h.agent.followup('second')
+    await h.agent.whenIdle()
+    expect(h.of('turn/end')[1]!.data.reason.kind).toBe('completed')
+  })
+
+  it('a throwing llm/stream listener (e.g. a failed checkpoint flush) goes through agent/request-error, then closes the step', async () => {
+    const h = await loopHarness({ responses: [] })
+    h.ctx.on('llm/stream', () => { throw new Error('disk full') })
+    h.agent.followup('go')
+    await h.agent.whenIdle()
+    expect(h.types().slice(-3)).toEqual(['request/context', 'step/end', 'turn/end'])
+    expect(h.of('turn/end')[0]!.data.reason).toEqual({ kind: 'error', error: { code: 'LLM_STREAM_FAILED', message: 'disk full' } })
+  })
+
+  it('a throwing agent/turn-stopping listener ends the turn with an error', async () => {
+    const h = await loopHarness({ responses: [text('ok')] })
+    h.ctx.on('agent/turn-stopping', async () => { throw new Error('nope') })
+    h.agent.followup('go')
+    await h.agent.whenIdle()
+    expect(h.of('turn/end')[0]!.data.reason).toMatchObject({ kind: 'error', error: { code: 'TURN_STOPPING_FAILED' } })
+  })
+})
+
 describe('agents registry and scope (K-2, P-1, K-4)', () => {
   it('P-1: a tool registered through agent.ctx is visible to that agent only and dies with it', async () => {
     const h = await loopHarness({ responses: [toolCalls([{ id: 'e', name: 'echo', arguments: { text: 'scoped' } }]), text('ok')] })

@@ -17,6 +17,8 @@ import type {
   AbortReason, EpochHeader, InboxTarget, JsonValue, RequestContext, TurnEndReason,
 } from '../session/types.js'
 import { scopeTarget } from '../scope/index.js'
+import { SessionRuleError } from '../session/types.js'
+import { LoopInvariantError } from './invariant.js'
 import type { ToolsService } from '../tools/api.js'
 import type {
   Agent, AgentLoop, AgentStatus, CancelOptions, PreStepDecision, PreStepPayload,
@@ -40,6 +42,13 @@ type StepEnd =
   | { readonly kind: 'max-tokens' }
   | { readonly kind: 'aborted' }
   | { readonly kind: 'error'; readonly error: LlmFailure }
+
+interface Streamed {
+  readonly assembler: BlockAssembler
+  readonly chunkSeqs: number[]
+  /** Consumption stopped because the activity was cancelled. */
+  readonly cancelled: boolean
+}
 
 interface PreStep {
   readonly claimed: readonly UserMessage[]
@@ -160,7 +169,8 @@ export class ReactLoop implements AgentLoop {
     let maxTokens = false
     while (true) {
       if (signal.aborted) return this.aborted()
-      const pre = await this.preStep(target, turn, step + 1, signal)
+      const pre = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step or prompt assembly', () => this.preStep(target, turn, step + 1, signal))
+      if ('failure' in pre) return signal.aborted ? this.aborted() : { kind: 'error', error: pre.failure }
       target = 'next-step'
       if (signal.aborted) {
         // Claimed but never entered: with keepInbox they go back to the front of the queue.
@@ -183,10 +193,13 @@ export class ReactLoop implements AgentLoop {
       if (end.kind === 'max-tokens') maxTokens = true
       if (end.kind === 'continue') continue
       if (this.inbox.nextStep.length === 0) {
-        await this.ctx.serial(scopeTarget(this.agent.scope), 'agent/turn-stopping', {
+        const stopping = await hookFailure('TURN_STOPPING_FAILED', 'agent/turn-stopping', () => this.ctx.serial(scopeTarget(this.agent.scope), 'agent/turn-stopping', {
           session: this.session, agent: this.agent, turn, signal,
           steer: input => { this.send(toUserMessage(input), 'next-step', false) },
-        })
+        }))
+        if (stopping !== undefined && typeof stopping === 'object' && 'failure' in stopping) {
+          return signal.aborted ? this.aborted() : { kind: 'error', error: stopping.failure }
+        }
       }
       if (signal.aborted) return this.aborted()
       if (this.inbox.nextStep.length === 0) return maxTokens ? { kind: 'max-tokens' } : COMPLETED
@@ -225,12 +238,20 @@ export class ReactLoop implements AgentLoop {
       try {
         options = this.request(pre.assembly, signal)
       } catch (error) {
+        if (isFatal(error)) throw error
         // A request that cannot be built (unknown model...) fails like a provider error.
         const end = await this.requestError(turn, step, toFailure(error, 'INVALID_REQUEST'), signal)
         if (end === 'retry') continue
         return end
       }
-      const { assembler, chunkSeqs, cancelled } = await this.stream(turn, step, options, signal)
+      const streamed = await this.stream(turn, step, options, signal)
+      if ('failure' in streamed) {
+        if (signal.aborted) return { kind: 'aborted' }
+        const end = await this.requestError(turn, step, streamed.failure, signal)
+        if (end === 'retry') continue
+        return end
+      }
+      const { assembler, chunkSeqs, cancelled } = streamed
       const source = { provider: options.provider, model: options.model }
       const usage = assembler.usage
       if (cancelled || signal.aborted) {
@@ -269,11 +290,12 @@ export class ReactLoop implements AgentLoop {
 
   private async requestError(turn: number, step: number, failure: LlmFailure, signal: AbortSignal): Promise<StepEnd | 'retry'> {
     const { provider, model } = this.agent.config
-    const decision = await this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/request-error',
+    const decision = await hookFailure('REQUEST_ERROR_FAILED', 'agent/request-error', () => this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/request-error',
       { session: this.session, turn, step, provider, model, failure, signal },
-      async (): Promise<RequestErrorDecision> => ({ kind: 'fail' }))
+      async (): Promise<RequestErrorDecision> => ({ kind: 'fail' })))
     // L-10: cancellation during a retry wait wins over the retry.
     if (signal.aborted) return { kind: 'aborted' }
+    if ('failure' in decision && !('kind' in decision)) return { kind: 'error', error: decision.failure }
     if (decision.kind === 'retry') return 'retry'
     return { kind: 'error', error: decision.failure ?? failure }
   }
@@ -335,11 +357,16 @@ export class ReactLoop implements AgentLoop {
    * Streams one attempt, appending every chunk. Cancellation stops consumption at once (an
    * adapter that ignores the signal cannot hold the loop) and the aborted tail is not logged.
    */
-  private async stream(turn: number, step: number, options: LlmCallOptions, signal: AbortSignal) {
+  private async stream(turn: number, step: number, options: LlmCallOptions, signal: AbortSignal): Promise<Streamed | { readonly failure: LlmFailure }> {
     const assembler = new BlockAssembler()
     const chunkSeqs: number[] = []
     let cancelled = false
-    const iterator = this.llm().stream(options)[Symbol.asyncIterator]()
+    let iterator: AsyncIterator<StreamChunk>
+    try {
+      iterator = this.llm().stream(options)[Symbol.asyncIterator]()
+    } catch (error) {
+      return { failure: listenerFailure(error) }
+    }
     let onAbort: (() => void) | undefined
     const aborted = new Promise<'aborted'>(resolve => {
       onAbort = () => resolve('aborted')
@@ -348,7 +375,13 @@ export class ReactLoop implements AgentLoop {
     })
     try {
       while (true) {
-        const next = await Promise.race([iterator.next(), aborted])
+        let next: IteratorResult<StreamChunk> | 'aborted'
+        try {
+          next = await Promise.race([iterator.next(), aborted])
+        } catch (error) {
+          // An `llm/stream` listener threw (adapter throws are finish chunks already, L-4).
+          return { failure: listenerFailure(error) }
+        }
         if (next === 'aborted' || signal.aborted) {
           cancelled = true
           // Close the stream without waiting for a misbehaving adapter.
@@ -447,6 +480,28 @@ export class ReactLoop implements AgentLoop {
       }
     }
   }
+}
+
+/**
+ * A loop bug (A-11 violation, a rejected append) stops the loop loudly; anything else thrown by an
+ * extension point ends the turn with an error naming the hook, so one bad plugin cannot wedge it.
+ */
+function isFatal(error: unknown): boolean {
+  return error instanceof LoopInvariantError || error instanceof SessionRuleError
+}
+
+async function hookFailure<T>(code: string, hook: string, run: () => Promise<T>): Promise<T | { failure: LlmFailure }> {
+  try {
+    return await run()
+  } catch (error) {
+    if (isFatal(error)) throw error
+    return { failure: { code, message: `${hook} failed: ${error instanceof Error ? error.message : String(error)}` } }
+  }
+}
+
+function listenerFailure(error: unknown): LlmFailure {
+  if (isFatal(error)) throw error
+  return toFailure(error, 'LLM_STREAM_FAILED')
 }
 
 function sameHeader(a: EpochHeader, b: EpochHeader): boolean {
