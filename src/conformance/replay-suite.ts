@@ -14,11 +14,12 @@ import { AgentsServicePlugin, LoopInvariantPlugin, ReactLoopPlugin } from '../ag
 import { LlmServicePlugin } from '../llm/index.js'
 import { LlmRetryPlugin } from '../llm/retry/index.js'
 import { applyOverride, recordedRoute, ReplayAdapter, replayModelInfo, scriptFromEvents, type ReplayEntry } from '../llm/replay/index.js'
-import type { UserMessage } from '../llm/types.js'
+import type { TokenUsage, UserMessage } from '../llm/types.js'
 import { parseSessionFile } from '../session/codec.js'
 import { interruptedTurnClosers, SessionsServicePlugin, TOOL_OUTCOME_UNKNOWN } from '../session/index.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
+import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
@@ -30,14 +31,17 @@ const COMPARED = new Set([
   'turn/start', 'turn/end', 'step/start', 'step/end', 'user/message', 'assistant/chunk', 'assistant/message',
   'tool/call', 'tool/result', 'todo/write', 'request/header', 'request/context', 'agent/inbox/spliced',
   'llm/retry', 'llm/retry-started',
+  'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
 ])
+
+/** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
+const COMPACTION_PLUGINS = new Set(['compact', 'compaction'])
 
 /** Product-only events, dropped from both sides. */
 const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
 
 /** Event-type prefixes that name a capability dsh lacks (the scenario is skipped). */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['compaction/', 'compaction'],
   ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
   ['subagent/', 'subagents'],
@@ -109,6 +113,9 @@ interface Plan {
   /** Per prompt: cancel when its model call hangs. */
   readonly cancels: ReadonlySet<number>
   readonly script: readonly ReplayEntry[]
+  /** Model calls outside the loop (compaction summaries), from the recorded compaction/summary events. */
+  readonly auxiliary: readonly ReplayEntry[]
+  readonly compaction: boolean
   readonly route: { provider: string; model: string }
   readonly cwd: string | undefined
 }
@@ -141,7 +148,7 @@ function plan(scenario: Scenario): string | Plan {
     if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
       return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
-    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage)) {
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
@@ -174,7 +181,19 @@ function plan(scenario: Scenario): string | Plan {
       ? { ...entry, chunks: derived[i]!.kind === 'throw' ? [] : derived[i]!.chunks ?? [] } : entry)
   }
   const route = recordedRoute(readFileSync(scenario.log, 'utf8')) ?? { provider: 'replay', model: 'replay' }
-  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, route, cwd: parsed.header.cwd }
+  const auxiliary: ReplayEntry[] = []
+  for (const event of events) {
+    if (event.type !== 'compaction/summary') continue
+    const data = event.data as { summary: { type: string; text?: string }[]; rawOutput?: { type: string; text?: string }[]; usage?: TokenUsage }
+    const text = (data.rawOutput ?? data.summary).map(block => block.text ?? '').join('')
+    auxiliary.push({ kind: 'chunks', chunks: [
+      { type: 'text-delta', index: 0, text },
+      ...(data.usage !== undefined ? [{ type: 'usage', usage: data.usage } as const] : []),
+      { type: 'finish', reason: { kind: 'stop' } },
+    ] })
+  }
+  const compaction = events.some(e => e.type.startsWith('compaction/'))
+  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd }
 }
 
 /** The closers crash repair appends (C-2, C-3): interrupted tool results, step/end, turn/end interrupted. */
@@ -183,6 +202,11 @@ function isRepairCloser(event: SessionEvent): boolean {
   if (event.type === 'turn/end') return data.reason?.kind === 'interrupted'
   if (event.type === 'step/end') return true
   return event.type === 'tool/result' && (data.error?.code === TOOL_OUTCOME_UNKNOWN || data.error?.code === 'TOOL_NOT_STARTED')
+}
+
+function isCompactionMessage(message: UserMessage): boolean {
+  const source = message.source as { kind: string; plugin?: string }
+  return source.kind === 'plugin' && source.plugin !== undefined && COMPACTION_PLUGINS.has(source.plugin)
 }
 
 function isRuntimeContextSnapshot(message: UserMessage): boolean {
@@ -222,6 +246,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: rea
   const adapter = new ReplayAdapter({
     provider: plan.route.provider,
     default: plan.script,
+    auxiliary: plan.auxiliary,
     cwdOf: () => cwd,
     onHang: () => hung?.(),
   })
@@ -235,6 +260,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: rea
   ]) await fiber.await()
   await ctx.plugin(LlmRetryPlugin, { sleep: async () => {} }).await()
   await ctx.plugin(BuiltinToolsPlugin).await()
+  if (plan.compaction) await ctx.plugin(CompactionPlugin).await()
   ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model)] })
   let sessionId: string | undefined
   if (plan.seed !== undefined) {
@@ -279,6 +305,10 @@ export function project(events: readonly SessionEvent[]): Projected[] {
     switch (event.type) {
       case 'user/message': {
         const message = data as unknown as UserMessage
+        if (isCompactionMessage(message)) {
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'compaction', sources: event.sourceEventSeqs?.length })
+          continue
+        }
         // Runtime-context snapshots are product text (scenarios with other plugin messages are skipped).
         if (message.source.kind !== 'user') continue
         out.push({ type: event.type, surfaceOp: event.surfaceOp, source: message.source.kind, content: message.content })
@@ -310,6 +340,15 @@ export function project(events: readonly SessionEvent[]): Projected[] {
       }
       case 'llm/retry':
         out.push({ type: event.type, turn: data.turn, step: data.step, retry: data.retry, code: (data.failure as { code: string }).code })
+        break
+      case 'compaction/start':
+        out.push({ type: event.type, turn: data.turn })
+        break
+      case 'compaction/summary':
+        out.push({ type: event.type, shadowedRange: data.shadowedRange, shadowedSeqs: data.shadowedSeqs })
+        break
+      case 'compaction/end':
+        out.push({ type: event.type, turn: data.turn, failed: data.error !== undefined })
         break
       case 'llm/retry-started':
         out.push({ type: event.type, turn: data.turn, step: data.step, retry: data.retry })

@@ -156,6 +156,11 @@ export interface ReplayAdapterOptions {
   /** Scripts per live session id; `default` serves sessions not listed. */
   readonly sessions?: Readonly<Record<string, readonly ReplayEntry[]>>
   readonly default?: readonly ReplayEntry[]
+  /**
+   * Calls not made by the agent loop (no `meta.agentLoop`: compaction summaries, titles...) are
+   * served from this script, per session, when given; otherwise they share the loop's script.
+   */
+  readonly auxiliary?: readonly ReplayEntry[]
   /** Resolves a session's cwd for `hang.readyFile`. */
   readonly cwdOf?: (sessionId: string | undefined) => string | undefined
   /** Called when a `hang` entry has emitted its chunks (tests and drivers cancel here). */
@@ -172,11 +177,13 @@ export class ReplayAdapter implements LlmAdapter {
     this.provider = options.provider
   }
 
-  private cursor(sessionId: string | undefined): Cursor {
-    const key = sessionId ?? ''
+  private cursor(sessionId: string | undefined, auxiliary: boolean): Cursor {
+    const key = auxiliary ? `auxiliary:${sessionId ?? ''}` : sessionId ?? ''
     let cursor = this.cursors.get(key)
     if (cursor === undefined) {
-      const script = (sessionId !== undefined ? this.options.sessions?.[sessionId] : undefined) ?? this.options.default
+      const script = auxiliary
+        ? this.options.auxiliary!
+        : (sessionId !== undefined ? this.options.sessions?.[sessionId] : undefined) ?? this.options.default
       if (script === undefined) throw new ReplayError(`no replay script for session ${JSON.stringify(sessionId)}`)
       this.cursors.set(key, cursor = { script, next: 0 })
     }
@@ -196,7 +203,7 @@ export class ReplayAdapter implements LlmAdapter {
 
   async *stream(options: LlmCallOptions): AsyncIterable<StreamChunk> {
     const sessionId = typeof options.meta?.sessionId === 'string' ? options.meta.sessionId : undefined
-    const cursor = this.cursor(sessionId)
+    const cursor = this.cursor(sessionId, this.options.auxiliary !== undefined && options.meta?.agentLoop !== true)
     const index = cursor.next++
     const entry = cursor.script[index]
     if (entry === undefined) {
