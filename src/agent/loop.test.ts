@@ -554,6 +554,45 @@ describe('agent loop: request header and context (A-10)', () => {
   })
 })
 
+describe('agent loop: runtime context and route changes (A-3, A-10)', () => {
+  it('A-3: when every runtime context disappears a single "none" snapshot is entered', async () => {
+    let dispose!: () => void
+    const h = await loopHarness({
+      responses: [text('1'), text('2'), text('3')],
+      setup: async (ctx) => {
+        await ctx.plugin(SystemPromptPlugin).await()
+        dispose = ctx.systemPrompt.context({ name: 'policy', render: () => 'strict' })
+      },
+    })
+    const snapshots = () => h.of('user/message').filter(e => e.data.source.kind === 'plugin').map(e => (e.data.content[0] as { text: string }).text)
+    h.agent.followup('t1')
+    await h.agent.whenIdle()
+    dispose()
+    h.agent.followup('t2')
+    await h.agent.whenIdle()
+    h.agent.followup('t3')
+    await h.agent.whenIdle()
+    expect(snapshots()).toHaveLength(2)
+    expect(snapshots()[1]).toMatch(/^Current runtime context\.\n\nNone/)
+  })
+
+  it('A-10: request/context is appended when the route changes (a new loop on another model)', async () => {
+    const h = await loopHarness({ responses: [text('1'), text('2')] })
+    h.ctx.llm.register({ adapter: { provider: 'other', stream: h.model.stream.bind(h.model) }, models: [{ provider: 'other', model: 'big', contextWindow: 1_000_000, defaultMaxTokens: 100, reasoningEfforts: [], imageInput: false }] })
+    h.agent.followup('t1')
+    await h.agent.whenIdle()
+    await h.agent.dispose()
+    const again = h.ctx.agents.create({ sessionId: h.session.id, loop: { provider: 'other', model: 'big' } })
+    again.followup('t2')
+    await again.whenIdle()
+    expect(h.of('request/context').map(e => e.data)).toEqual([
+      { provider: 'scripted', model: 'scripted-1', contextWindow: 128000 },
+      { provider: 'other', model: 'big', contextWindow: 1000000 },
+    ])
+    expect(h.of('request/header').map(e => [e.data.reason, e.data.header.config.provider])).toEqual([['initial', 'scripted'], ['resume', 'other']])
+  })
+})
+
 describe('agent invariant (A-11)', () => {
   it('A-11: a marked request whose messages differ from the log is vetoed loudly', async () => {
     const h = await loopHarness({ responses: [text('1')] })
