@@ -68,7 +68,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     ctx.effect(() => () => {
       for (const tracked of this.tracked.values()) if (tracked.timer) clearTimeout(tracked.timer)
       const pending = this.flushAll().catch((error) => this.report('session persistence (unload)', error))
-      if (config.closeBackend ?? true) void pending.then(() => this.backend.close?.())
+      // Returned so unloading waits: nothing appended before teardown may be lost.
+      return (config.closeBackend ?? true) ? pending.then(() => this.backend.close?.()) : pending
     }, 'sessionPersistence: final flush')
   }
 

@@ -1,0 +1,43 @@
+/**
+ * Composition rows for persistence: each builds a backend from plain config and loads the
+ * persistence service over it, so a profile can choose JSONL or SQLite with one row.
+ */
+import type { Context } from 'cordis'
+import { JsonlBackend } from './jsonl/backend.js'
+import { SessionPersistence } from './service.js'
+
+export interface JsonlPersistenceConfig {
+  /** Sessions root (from the command line: `$DSH_HOME/sessions`). */
+  readonly root: string
+  readonly maxDelayMs?: number
+  readonly packed?: boolean
+}
+
+export const JsonlPersistencePlugin = {
+  name: 'persistence-jsonl',
+  inject: ['sessions'],
+  apply(ctx: Context, config: JsonlPersistenceConfig) {
+    if (typeof config?.root !== 'string' || config.root === '') throw new TypeError('persistence-jsonl: config.root must name the sessions folder')
+    const backend = new JsonlBackend({ root: config.root, ...(config.packed !== undefined ? { packed: config.packed } : {}) })
+    ctx.plugin(SessionPersistence, { backend, ...(config.maxDelayMs !== undefined ? { maxDelayMs: config.maxDelayMs } : {}) })
+  },
+}
+
+export interface SqlitePersistenceConfig {
+  /** Database file (from the command line: `$DSH_HOME/sessions.db`). */
+  readonly file: string
+  readonly maxDelayMs?: number
+  readonly packed?: boolean
+}
+
+export const SqlitePersistencePlugin = {
+  name: 'persistence-sqlite',
+  inject: ['sessions'],
+  async apply(ctx: Context, config: SqlitePersistenceConfig) {
+    if (typeof config?.file !== 'string' || config.file === '') throw new TypeError('persistence-sqlite: config.file must name the database file')
+    // better-sqlite3 is a native module: import it only when a profile chooses SQLite.
+    const { SqliteBackend } = await import('./sqlite/backend.js')
+    const backend = new SqliteBackend({ file: config.file, ...(config.packed !== undefined ? { packed: config.packed } : {}) })
+    ctx.plugin(SessionPersistence, { backend, ...(config.maxDelayMs !== undefined ? { maxDelayMs: config.maxDelayMs } : {}) })
+  },
+}
