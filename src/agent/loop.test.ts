@@ -699,6 +699,62 @@ describe('agents registry and scope (K-2, P-1, K-4)', () => {
     expect(ends).toEqual(['1 completed'])
   })
 
+  it('P-4: a listener registered through agent.ctx hears only its own agent; untagged listeners hear all', async () => {
+    const h = await loopHarness({ responses: [text('a'), text('b')] })
+    const other = h.ctx.agents.create({ cwd: process.cwd() })
+    const scoped: string[] = []
+    const global: string[] = []
+    h.agent.ctx.on('agent/pre-step', async (payload, next) => { scoped.push(payload.agent.id); return next() })
+    h.ctx.on('agent/pre-step', async (payload, next) => { global.push(payload.agent.id); return next() })
+    h.agent.followup('mine')
+    await h.agent.whenIdle()
+    other.followup('theirs')
+    await other.whenIdle()
+    expect(scoped).toEqual([h.agent.id])
+    expect(global).toEqual([h.agent.id, other.id])
+  })
+
+  it('K-4: agent/created and agent/disposed are contained emits', async () => {
+    const h = await loopHarness({ responses: [] })
+    const seen: string[] = []
+    h.ctx.on('agent/created', () => { throw new Error('observer bug') })
+    h.ctx.on('agent/created', (agent) => { seen.push(`created ${agent.id}`) })
+    h.ctx.on('agent/disposed', (agent) => { seen.push(`disposed ${agent.id}`) })
+    const stderr = process.stderr.write
+    process.stderr.write = (() => true) as typeof process.stderr.write
+    let agent
+    try {
+      agent = h.ctx.agents.create({ cwd: process.cwd() })
+    } finally {
+      process.stderr.write = stderr
+    }
+    await h.ctx.agents.dispose(agent.id)
+    expect(seen).toEqual([`created ${agent.id}`, `disposed ${agent.id}`])
+    expect(h.ctx.agents.get(agent.id)).toBeUndefined()
+  })
+
+  it('K-2: the loop driver is a replaceable service; ctx.agents builds agents on whichever agentLoop is loaded', async () => {
+    const { Context, Service } = await import('cordis')
+    const { AgentsServicePlugin } = await import('./index.js')
+    const { SessionsServicePlugin } = await import('../session/index.js')
+    const sent: string[] = []
+    class EchoLoopPlugin extends Service {
+      constructor(ctx: InstanceType<typeof Context>) { super(ctx, 'agentLoop') }
+      create(): import('./api.js').AgentLoop {
+        return {
+          status: 'idle', inbox: { nextTurn: [], nextStep: [] },
+          send: (message) => { sent.push((message.content[0] as { text: string }).text); return message },
+          cancel: () => {}, maintain: async () => {}, whenIdle: async () => {}, dispose: async () => {},
+        }
+      }
+    }
+    const ctx = new Context()
+    for (const fiber of [ctx.plugin(SessionsServicePlugin), ctx.plugin(EchoLoopPlugin), ctx.plugin(AgentsServicePlugin, { loop: { provider: 'x', model: 'y' } })]) await fiber.await()
+    const agent = ctx.agents.create({})
+    agent.followup('through the custom driver')
+    expect(sent).toEqual(['through the custom driver'])
+  })
+
   it('K-2: ctx.agents.create rejects a second agent for the same session and an unknown session', async () => {
     const h = await loopHarness({ responses: [] })
     expect(() => h.ctx.agents.create(h.session.id)).toThrow(/already has a live agent/)
