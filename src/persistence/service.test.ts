@@ -2,7 +2,7 @@ import { Context } from 'cordis'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { SessionsServicePlugin } from '../session/service.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
-import { OperationChains, type PersistenceBackend, type StoredSession } from './api.js'
+import { OperationChains, SeqMismatchError, SessionExistsError, type PersistenceBackend, type StoredSession } from './api.js'
 import { SessionPersistence } from './service.js'
 
 /** In-memory backend recording every write attempt; `failNext` makes the next write reject. */
@@ -11,6 +11,8 @@ class MemoryBackend implements PersistenceBackend {
   readonly stored = new Map<string, { header: SessionHeader; events: SessionEvent[] }>()
   readonly writes: { id: string; seqs: number[]; ok: boolean }[] = []
   failNext = 0
+  /** The next write lands, then reports failure anyway (a lost acknowledgement). */
+  landThenFail = false
   private waiters: (() => void)[] = []
 
   nextWrite(): Promise<void> {
@@ -27,9 +29,14 @@ class MemoryBackend implements PersistenceBackend {
       throw new Error('disk full')
     }
     const entry = this.stored.get(header.id)
-    if (create && entry) throw new Error('exists')
+    if (create && entry) throw new SessionExistsError(`${header.id} exists`)
+    if (entry && events.length && events[0].seq !== entry.events.length) throw new SeqMismatchError(`${header.id}: seq ${events[0].seq}`)
     if (!entry) this.stored.set(header.id, { header, events: [...events] })
     else entry.events.push(...events)
+    if (this.landThenFail) {
+      this.landThenFail = false
+      throw new Error('acknowledgement lost')
+    }
   }
 
   create(header: SessionHeader, events: readonly SessionEvent[]) { return this.write(header, events, true) }
@@ -123,6 +130,36 @@ describe('write-behind (D-2)', () => {
     session.append('step/end', { turn: 1, step: 1 })
     await ctx.parallel('session/flush', session)
     expect(backend.stored.get('b')!.events).toHaveLength(3)
+  })
+
+  it('D-2: a write that landed but reported failure is reconciled on retry, not duplicated', async () => {
+    const backend = new MemoryBackend()
+    const ctx = await boot(backend, 1_000_000)
+    const session = ctx.sessions.create({ id: 'lost' })
+    session.append('turn/start', { turn: 1 })
+    backend.landThenFail = true
+    await expect(ctx.sessionPersistence.flush(session)).rejects.toThrow(/acknowledgement lost/)
+    session.append('step/start', { turn: 1, step: 1 })
+    await ctx.sessionPersistence.flush(session)
+    expect(backend.stored.get('lost')!.events.map((e) => e.seq)).toEqual([0, 1])
+    backend.landThenFail = true
+    session.append('step/end', { turn: 1, step: 1 })
+    await expect(ctx.sessionPersistence.flush(session)).rejects.toThrow(/acknowledgement lost/)
+    session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
+    await ctx.sessionPersistence.flush(session)
+    expect(backend.stored.get('lost')!.events.map((e) => e.seq)).toEqual([0, 1, 2, 3])
+  })
+
+  it('D-1: a new session whose id is already stored as another session never overwrites it', async () => {
+    const backend = new MemoryBackend()
+    const ctx = await boot(backend, 1_000_000)
+    const other = { type: 'session', version: 0, id: 'taken', createdAt: 1, delegationDepth: 0 } as const
+    backend.stored.set('taken', { header: other, events: [{ type: 'turn/start', seq: 0, time: 1, data: { turn: 1 } }] })
+    const session = ctx.sessions.create({ id: 'taken' })
+    session.append('turn/start', { turn: 1 })
+    await expect(ctx.sessionPersistence.flush(session)).rejects.toBeInstanceOf(SessionExistsError)
+    expect(backend.stored.get('taken')!.header).toBe(other)
+    expect(backend.stored.get('taken')!.events).toHaveLength(1)
   })
 
   it('D-2: a header-only session is materialised by flush()', async () => {

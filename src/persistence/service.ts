@@ -10,9 +10,10 @@ import type { Session } from '../session/api.js'
 import { interruptedTurnClosers } from '../session/repair.js'
 import type { SessionEvent } from '../session/types.js'
 import {
-  PersistenceError, SessionNotStoredError, StaleRevisionError,
+  PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
   type LoadResult, type PersistenceBackend, type SessionPersistenceService, type StoredSessionSummary,
 } from './api.js'
+import { encodeEvent, encodeHeader } from './records.js'
 
 export interface SessionPersistenceConfig {
   readonly backend: PersistenceBackend
@@ -127,8 +128,12 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     const batch = tracked.queue.slice()
     const { header } = tracked.session
     const write = (async () => {
-      if (tracked.stored === false) await this.backend.create(header, batch)
-      else await this.backend.appendBatch(header, batch)
+      try {
+        if (tracked.stored === false) await this.backend.create(header, batch)
+        else await this.backend.appendBatch(header, batch)
+      } catch (error) {
+        if (!(error instanceof SessionExistsError || error instanceof SeqMismatchError) || !await this.reconcile(tracked, batch)) throw error
+      }
     })()
     tracked.writing = write.then(() => {
       tracked.stored = true
@@ -145,6 +150,27 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       this.schedule(tracked)
     })
     return tracked.writing
+  }
+
+  /**
+   * After "already stored" or a seq mismatch: if the store holds this very session (same header)
+   * and its events are a prefix of ours (an earlier write that reported failure but landed, or a
+   * session that was live before we were loaded), write only what is missing. Rare path: reads
+   * the stored log once. False when the store holds something else.
+   */
+  private async reconcile(tracked: Tracked, batch: readonly SessionEvent[]): Promise<boolean> {
+    const { session } = tracked
+    const stored = await this.backend.loadStored(session.id)
+    if (stored === undefined || stored.torn !== undefined || encodeHeader(stored.header) !== encodeHeader(session.header)) return false
+    const first = batch[0]?.seq ?? session.length
+    const have = stored.events.length
+    if (have < first || have > first + batch.length) return false
+    for (let seq = Math.max(0, first - 8); seq < have; seq++) {
+      if (encodeEvent(stored.events[seq]) !== encodeEvent(session.events[seq])) return false
+    }
+    const missing = batch.slice(have - first)
+    if (missing.length > 0) await this.backend.appendBatch(session.header, missing)
+    return true
   }
 
   /** D-2 barrier, shared by concurrent callers: writes until the queue is empty. */
