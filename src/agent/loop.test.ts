@@ -184,6 +184,16 @@ describe('agent loop: turns and steps (A-4..A-8)', () => {
     expect(h.model.requests).toHaveLength(0)
   })
 
+  it('A-4: a reject in a later step also ends the turn blocked, after the earlier step closed', async () => {
+    const h = await loopHarness({ tools: [echo], responses: [toolCalls([{ id: 'c1', name: 'echo', arguments: { text: 'x' } }])] })
+    h.ctx.on('agent/pre-step', async (payload, next) => payload.step === 2 ? { kind: 'reject' } : next())
+    h.agent.followup('go')
+    await h.agent.whenIdle()
+    expect(h.types().slice(-3)).toEqual(['tool/result', 'step/end', 'turn/end'])
+    expect(h.of('turn/end')[0]!.data.reason).toEqual({ kind: 'blocked' })
+    expect(h.model.requests).toHaveLength(1)
+  })
+
   it('A-4: an empty first step closes the turn completed without a model call', async () => {
     const h = await loopHarness({ responses: [] })
     h.ctx.on('agent/pre-step', async (_payload, next) => {
