@@ -1,0 +1,80 @@
+/**
+ * What both protocol servers do with agents: pick a model route, open an agent on a new,
+ * live or stored session, and read the final answer of a turn.
+ */
+import type { Context } from 'cordis'
+import type { Agent, AgentLoopConfig } from '../agent/api.js'
+import { ErrorCodes, RpcError } from './jsonrpc.js'
+import '../agent/api.js'
+import '../cli/host.js'
+import '../llm/api.js'
+import '../persistence/api.js'
+
+export interface RouteRequest {
+  readonly provider?: string
+  readonly model?: string
+  readonly maxTokens?: number
+}
+
+/**
+ * The loop overrides for a request: an explicit model (or `DSH_MODEL`, or settings
+ * `model.default`) must be in the catalogue; nothing named leaves the agents row's default.
+ */
+export function resolveRoute(ctx: Context, request: RouteRequest): Partial<AgentLoopConfig> {
+  const host = ctx.get('host')
+  const settingsModel = host?.settings.model?.default
+  const name = request.model ?? host?.env.value('DSH_MODEL') ?? (typeof settingsModel === 'string' ? settingsModel : undefined)
+  const route: { provider?: string; model?: string; maxTokens?: number } = {}
+  if (request.maxTokens !== undefined) route.maxTokens = request.maxTokens
+  if (name === undefined && request.provider === undefined) return route
+  const models = ctx.llm.models()
+  const found = models.find(info => (request.provider === undefined || info.provider === request.provider)
+    && (name === undefined || info.model === name || `${info.provider}/${info.model}` === name))
+  if (found === undefined) {
+    const wanted = [request.provider, name].filter(Boolean).join('/')
+    throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown model route "${wanted}" (available: ${models.map(info => `${info.provider}/${info.model}`).join(', ') || 'none'})`)
+  }
+  return { ...route, provider: found.provider, model: found.model }
+}
+
+function isNotStored(error: unknown): boolean {
+  return error instanceof Error && error.name === 'SessionNotStoredError'
+}
+
+/**
+ * The live agent of `sessionId`; otherwise the stored session loaded (crash repair included),
+ * otherwise a new session with that id (or a fresh id when none is given) in `cwd`.
+ */
+export async function openAgent(ctx: Context, options: { sessionId?: string; cwd: string; loop: Partial<AgentLoopConfig>; create?: boolean }): Promise<{ agent: Agent; created: boolean }> {
+  const { agents, sessions } = ctx
+  const id = options.sessionId
+  if (id !== undefined) {
+    const live = agents.get(id)
+    if (live !== undefined) return { agent: live, created: false }
+    if (sessions.get(id) !== undefined) return { agent: agents.create({ sessionId: id, loop: options.loop }), created: false }
+    const persistence = ctx.get('sessionPersistence')
+    if (persistence !== undefined) {
+      try {
+        const { session } = await persistence.load(id)
+        return { agent: agents.create({ sessionId: session.id, loop: options.loop }), created: false }
+      } catch (error) {
+        if (!isNotStored(error)) throw error
+      }
+    }
+    if (options.create === false) throw new RpcError(ErrorCodes.invalidParams, `invalid params: no session "${id}" (neither live nor stored)`)
+    const session = sessions.create({ id, cwd: options.cwd })
+    return { agent: agents.create({ sessionId: session.id, loop: options.loop }), created: true }
+  }
+  return { agent: agents.create({ cwd: options.cwd, loop: options.loop }), created: true }
+}
+
+/** Refuses a turn the model adapter cannot serve (a missing API key...) before any work starts. */
+export function checkReadiness(ctx: Context, agent: Agent): void {
+  const problem = ctx.llm.adapter(agent.config.provider)?.readiness?.()
+  if (problem !== undefined) throw new RpcError(ErrorCodes.serverError, problem)
+  if (ctx.llm.adapter(agent.config.provider) === undefined) {
+    throw new RpcError(ErrorCodes.serverError, `no model adapter for provider "${agent.config.provider}"`)
+  }
+}
+
+export { finalResponse, messageText } from './final-response.js'

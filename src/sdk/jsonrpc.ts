@@ -1,0 +1,286 @@
+/**
+ * Newline-delimited JSON-RPC 2.0 over a pair of streams, shared by the SDK server, the ACP server
+ * and the TypeScript client. One frame per line; lines split on `\n` only, so U+2028 / U+2029
+ * (which JSON.stringify leaves raw inside strings) never cut a frame. A bad frame gets the
+ * standard error answer and the peer keeps reading: nothing a client sends can stop it.
+ */
+import type { z } from 'zod'
+
+export const ErrorCodes = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  /** Ours: the request is valid but the server cannot serve it now (busy session, no persistence...). */
+  serverError: -32000,
+} as const
+
+export type JsonRpcId = string | number | null
+
+export interface JsonRpcErrorObject {
+  readonly code: number
+  readonly message: string
+  readonly data?: unknown
+}
+
+/** Throw from a handler to answer with this exact code and message. */
+export class RpcError extends Error {
+  constructor(readonly code: number, message: string, readonly data?: unknown) {
+    super(message)
+    this.name = 'RpcError'
+  }
+
+  toJSON(): JsonRpcErrorObject {
+    return this.data === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, data: this.data }
+  }
+}
+
+/** Splits text into lines on `\n` only; a `\r` before the `\n` is dropped. */
+export class LineSplitter {
+  private buffer = ''
+
+  push(text: string): string[] {
+    this.buffer += text
+    const lines: string[] = []
+    let start = 0
+    for (let at = this.buffer.indexOf('\n'); at >= 0; at = this.buffer.indexOf('\n', start)) {
+      const line = this.buffer.slice(start, at)
+      lines.push(line.endsWith('\r') ? line.slice(0, -1) : line)
+      start = at + 1
+    }
+    this.buffer = this.buffer.slice(start)
+    return lines
+  }
+
+  /** The unterminated rest at end of input (a last frame without newline still counts). */
+  end(): string | undefined {
+    const rest = this.buffer
+    this.buffer = ''
+    return rest.trim() === '' ? undefined : rest
+  }
+}
+
+export interface MethodSpec<S extends z.ZodType = z.ZodType> {
+  readonly params: S
+  readonly run: (params: z.output<S>) => unknown
+}
+
+/** A request handler with its params schema: bad params are answered -32602 before `run`. */
+export function method<S extends z.ZodType>(params: S, run: (params: z.output<S>) => unknown): MethodSpec<S> {
+  return { params, run }
+}
+
+export interface NotificationFrame {
+  readonly method: string
+  readonly params?: unknown
+}
+
+export interface PeerOptions {
+  readonly input: NodeJS.ReadableStream
+  readonly output: NodeJS.WritableStream
+  /** Requests this side answers, by method name. */
+  readonly methods?: Readonly<Record<string, MethodSpec>>
+  /** Notifications this side accepts; others are logged and dropped (notifications get no answer). */
+  readonly notifications?: Readonly<Record<string, MethodSpec>>
+  /** Any notification received, before the per-method handler. */
+  readonly onNotification?: (frame: NotificationFrame) => void
+  /** Diagnostics (never the output stream). */
+  readonly log?: (message: string) => void
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+function isId(value: unknown): value is JsonRpcId {
+  return value === null || typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))
+}
+
+function paramsError(error: z.ZodError): string {
+  const issue = error.issues[0]
+  if (issue === undefined) return 'invalid params'
+  const path = issue.path.length > 0 ? issue.path.join('.') : 'params'
+  return `invalid params: ${path}: ${issue.message}`
+}
+
+export class JsonRpcPeer {
+  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void; method: string }>()
+  private nextId = 0
+  /** Requests from the other side still being handled. */
+  private readonly handling = new Set<Promise<void>>()
+  private closedReason: Error | undefined
+  /** Resolves when the input ended (EOF) or failed. */
+  readonly closed: Promise<void>
+
+  constructor(private readonly options: PeerOptions) {
+    const splitter = new LineSplitter()
+    const input = options.input
+    if ('setEncoding' in input && typeof input.setEncoding === 'function') input.setEncoding('utf8')
+    this.closed = new Promise(resolve => {
+      const finish = (reason: Error) => {
+        if (this.closedReason !== undefined) return
+        const rest = splitter.end()
+        if (rest !== undefined) this.receive(rest)
+        this.closedReason = reason
+        for (const { reject, method } of this.pending.values()) reject(new RpcError(ErrorCodes.internalError, `${method}: ${reason.message}`))
+        this.pending.clear()
+        resolve()
+      }
+      input.on('data', (text: string | Buffer) => {
+        for (const line of splitter.push(typeof text === 'string' ? text : text.toString('utf8'))) this.receive(line)
+      })
+      input.on('end', () => finish(new Error('the connection closed')))
+      input.on('close', () => finish(new Error('the connection closed')))
+      input.on('error', (error: Error) => finish(error))
+    })
+  }
+
+  /** Writes one frame; U+2028/U+2029 stay raw (the reader splits on `\n` only). */
+  send(frame: object): void {
+    try {
+      this.options.output.write(`${JSON.stringify(frame)}\n`)
+    } catch (error) {
+      this.options.log?.(`cannot write a frame: ${describe(error)}`)
+    }
+  }
+
+  notify(method: string, params?: unknown): void {
+    this.send(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params })
+  }
+
+  /** Sends a request; resolves with its result, rejects with an `RpcError` for an error answer. */
+  request<T = unknown>(method: string, params?: unknown): Promise<T> {
+    if (this.closedReason !== undefined) return Promise.reject(new RpcError(ErrorCodes.internalError, `${method}: ${this.closedReason.message}`))
+    const id = this.nextId++
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, method })
+      this.send(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params })
+    })
+  }
+
+  /** Rejects every request still waiting for an answer (e.g. the other side died). */
+  failPending(reason: string): void {
+    for (const { reject, method } of this.pending.values()) reject(new RpcError(ErrorCodes.internalError, `${method}: ${reason}`))
+    this.pending.clear()
+  }
+
+  /** Resolves once every request received so far has been answered. */
+  async settled(): Promise<void> {
+    while (this.handling.size > 0) await Promise.all(this.handling)
+  }
+
+  /** Resolves once everything written so far has been handed to the output. */
+  drain(): Promise<void> {
+    return new Promise(resolve => {
+      try {
+        this.options.output.write('', () => resolve())
+      } catch {
+        resolve()
+      }
+    })
+  }
+
+  private error(id: JsonRpcId, code: number, message: string, data?: unknown): void {
+    this.send({ jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } })
+  }
+
+  private receive(line: string): void {
+    if (line.trim() === '') return
+    let frame: unknown
+    try {
+      frame = JSON.parse(line)
+    } catch (error) {
+      this.error(null, ErrorCodes.parseError, `Parse error: ${describe(error)}`)
+      return
+    }
+    if (Array.isArray(frame)) {
+      this.error(null, ErrorCodes.invalidRequest, 'Invalid Request: batch frames are not supported; send one object per line')
+      return
+    }
+    if (frame === null || typeof frame !== 'object') {
+      this.error(null, ErrorCodes.invalidRequest, `Invalid Request: a frame must be a JSON object, not ${frame === null ? 'null' : typeof frame}`)
+      return
+    }
+    const f = frame as Record<string, unknown>
+    const id = isId(f.id) ? f.id : null
+    if (f.jsonrpc !== '2.0') {
+      this.error(id, ErrorCodes.invalidRequest, 'Invalid Request: "jsonrpc" must be "2.0"')
+      return
+    }
+    if (f.method === undefined && ('result' in f || 'error' in f)) {
+      this.answer(f)
+      return
+    }
+    if (typeof f.method !== 'string') {
+      this.error(id, ErrorCodes.invalidRequest, 'Invalid Request: "method" must be a string')
+      return
+    }
+    if ('id' in f && !isId(f.id)) {
+      this.error(null, ErrorCodes.invalidRequest, 'Invalid Request: "id" must be a string, a number or null')
+      return
+    }
+    if (f.params !== undefined && (f.params === null || typeof f.params !== 'object')) {
+      if ('id' in f) this.error(id, ErrorCodes.invalidParams, 'invalid params: "params" must be an object or an array')
+      return
+    }
+    if ('id' in f) {
+      const handled = this.handleRequest(id, f.method, f.params)
+      this.handling.add(handled)
+      void handled.finally(() => this.handling.delete(handled))
+    }
+    else this.handleNotification(f.method, f.params)
+  }
+
+  private answer(frame: Record<string, unknown>): void {
+    const pending = typeof frame.id === 'number' ? this.pending.get(frame.id) : undefined
+    if (pending === undefined) {
+      this.options.log?.(`dropped an answer for unknown request id ${JSON.stringify(frame.id)}`)
+      return
+    }
+    this.pending.delete(frame.id as number)
+    if ('error' in frame) {
+      const error = frame.error as Partial<JsonRpcErrorObject> | null
+      pending.reject(new RpcError(typeof error?.code === 'number' ? error.code : ErrorCodes.internalError, typeof error?.message === 'string' ? error.message : 'error', error?.data))
+    } else pending.resolve(frame.result)
+  }
+
+  private async handleRequest(id: JsonRpcId, name: string, params: unknown): Promise<void> {
+    const spec = this.options.methods?.[name]
+    if (spec === undefined || !Object.hasOwn(this.options.methods!, name)) {
+      this.error(id, ErrorCodes.methodNotFound, `Method not found: ${name}`)
+      return
+    }
+    const parsed = spec.params.safeParse(params ?? {})
+    if (!parsed.success) {
+      this.error(id, ErrorCodes.invalidParams, paramsError(parsed.error))
+      return
+    }
+    try {
+      const result = await spec.run(parsed.data)
+      this.send({ jsonrpc: '2.0', id, result: result ?? null })
+    } catch (error) {
+      if (error instanceof RpcError) this.send({ jsonrpc: '2.0', id, error: error.toJSON() })
+      else this.error(id, ErrorCodes.internalError, `Internal error: ${describe(error)}`)
+    }
+  }
+
+  private handleNotification(name: string, params: unknown): void {
+    try {
+      this.options.onNotification?.({ method: name, ...(params === undefined ? {} : { params }) })
+    } catch (error) {
+      this.options.log?.(`notification listener failed on ${name}: ${describe(error)}`)
+    }
+    const spec = this.options.notifications?.[name]
+    if (spec === undefined || !Object.hasOwn(this.options.notifications!, name)) {
+      if (this.options.onNotification === undefined) this.options.log?.(`ignored unknown notification ${name}`)
+      return
+    }
+    const parsed = spec.params.safeParse(params ?? {})
+    if (!parsed.success) {
+      this.options.log?.(`ignored notification ${name}: ${paramsError(parsed.error)}`)
+      return
+    }
+    Promise.resolve().then(() => spec.run(parsed.data)).catch(error => this.options.log?.(`notification ${name} failed: ${describe(error)}`))
+  }
+}

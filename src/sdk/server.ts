@@ -1,0 +1,214 @@
+/**
+ * The JSON-RPC SDK server (`dsh --profile sdk`): newline-delimited JSON-RPC 2.0 on stdin/stdout,
+ * stdout carrying frames only (diagnostics go to stderr). See docs/protocols.md.
+ *
+ * Requests: `initialize`, `session/prompt` (an enqueue receipt), `session/cancel`, `session/list`,
+ * `session/load`, `shutdown`. Notifications to the client: `session.event {sessionId, event}` for
+ * every appended event of every live session, `session.status {sessionId, status}`.
+ *
+ * The server ends on stdin EOF (running turns finish first) or on `shutdown` (running turns are
+ * cancelled); either way every session is flushed and the exit code is 0.
+ */
+import { readFileSync } from 'node:fs'
+import { isAbsolute, resolve } from 'node:path'
+import { Service, type Context } from 'cordis'
+import { z } from 'zod'
+import type { Agent } from '../agent/api.js'
+import type { ContentBlock } from '../llm/types.js'
+import type { Session } from '../session/api.js'
+import type { SessionEvent } from '../session/types.js'
+import { checkReadiness, openAgent, resolveRoute, type RouteRequest } from './agents.js'
+import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
+import '../cli/host.js'
+
+export const SDK_PROTOCOL_VERSION = 1
+
+export interface SdkServerConfig {
+  /** Frames in (default: process.stdin). */
+  readonly input?: NodeJS.ReadableStream
+  /** Frames out (default: the host's stdout). */
+  readonly output?: NodeJS.WritableStream
+}
+
+const textBlock = z.object({ type: z.literal('text'), text: z.string() })
+const imageBlock = z.object({ type: z.literal('image'), data: z.string().min(1), mimeType: z.string().regex(/^image\//, 'must be an image/* type') })
+export const contentBlocksSchema = z.array(z.discriminatedUnion('type', [textBlock, imageBlock])).min(1, 'needs at least one content block')
+
+const initializeParams = z.object({
+  cwd: z.string().min(1).optional(),
+  provider: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  maxTokens: z.number().int().positive().optional(),
+})
+const promptParams = z.object({
+  sessionId: z.string().min(1).optional(),
+  contentBlocks: contentBlocksSchema,
+})
+const sessionParams = z.object({ sessionId: z.string().min(1) })
+const cancelParams = sessionParams.extend({ keepInbox: z.boolean().optional() })
+const loadParams = sessionParams.extend({ events: z.boolean().optional() })
+
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+  } catch {
+    return '0.0.0'
+  }
+}
+
+export class SdkServerApp extends Service {
+  static readonly inject = ['host', 'sessions', 'agents', 'llm']
+
+  private cwd: string
+  private route: RouteRequest = {}
+  private stopping = false
+
+  constructor(ctx: Context, private readonly config: SdkServerConfig = {}) {
+    super(ctx, 'app')
+    this.cwd = ctx.host.cwd
+  }
+
+  async run(): Promise<number> {
+    const { host } = this.ctx
+    const log = (message: string) => { host.stderr.write(`dsh sdk: ${message}\n`) }
+    let stop!: (how: 'eof' | 'shutdown') => void
+    const stopped = new Promise<'eof' | 'shutdown'>(resolve => { stop = resolve })
+    const peer: JsonRpcPeer = new JsonRpcPeer({
+      input: this.config.input ?? process.stdin,
+      output: this.config.output ?? host.stdout,
+      log,
+      methods: {
+        initialize: method(initializeParams, params => this.initialize(params)),
+        'session/prompt': method(promptParams, params => this.prompt(params)),
+        'session/cancel': method(cancelParams, params => this.cancel(params)),
+        'session/list': method(z.object({}), () => this.list()),
+        'session/load': method(loadParams, params => this.load(params)),
+        shutdown: method(z.object({}), async () => {
+          await this.stop(true)
+          // After the answer is written (it goes out once this handler returns).
+          setImmediate(() => stop('shutdown'))
+          return {}
+        }),
+      },
+    })
+    const offEvent = this.ctx.on('session/event', (session: Session, event: SessionEvent) => {
+      peer.notify('session.event', { sessionId: session.id, event })
+    })
+    const offStatus = this.ctx.on('agent/status', (agent: Agent, status) => {
+      peer.notify('session.status', { sessionId: agent.id, status })
+    })
+    const onSignal = () => { void this.stop(true).then(() => stop('shutdown')) }
+    host.signal.addEventListener('abort', onSignal, { once: true })
+    void peer.closed.then(async () => {
+      await peer.settled()
+      await this.stop(false)
+      stop('eof')
+    })
+    try {
+      await stopped
+    } finally {
+      host.signal.removeEventListener('abort', onSignal)
+      offEvent()
+      offStatus()
+      await peer.drain()
+    }
+    return 0
+  }
+
+  private initialize(params: z.output<typeof initializeParams>) {
+    if (params.cwd !== undefined) this.cwd = isAbsolute(params.cwd) ? params.cwd : resolve(this.ctx.host.cwd, params.cwd)
+    const route: RouteRequest = { provider: params.provider, model: params.model, maxTokens: params.maxTokens }
+    const loop = resolveRoute(this.ctx, route)
+    this.route = route
+    return {
+      protocolVersion: SDK_PROTOCOL_VERSION,
+      serverInfo: { name: 'dsh', version: packageVersion() },
+      cwd: this.cwd,
+      ...(loop.provider !== undefined ? { provider: loop.provider, model: loop.model } : {}),
+      methods: ['initialize', 'session/prompt', 'session/cancel', 'session/list', 'session/load', 'shutdown'],
+      notifications: ['session.event', 'session.status'],
+    }
+  }
+
+  private async prompt(params: z.output<typeof promptParams>) {
+    if (this.stopping) throw new RpcError(ErrorCodes.serverError, 'the server is shutting down')
+    const loop = resolveRoute(this.ctx, this.route)
+    const { agent, created } = await openAgent(this.ctx, { sessionId: params.sessionId, cwd: this.cwd, loop })
+    try {
+      checkReadiness(this.ctx, agent)
+    } catch (error) {
+      if (created) {
+        await agent.dispose()
+        this.ctx.sessions.close(agent.id)
+      }
+      throw error
+    }
+    const message = agent.followup(params.contentBlocks as ContentBlock[])
+    return { messageId: message.id, sessionId: agent.id }
+  }
+
+  private cancel(params: z.output<typeof cancelParams>) {
+    const agent = this.ctx.agents.get(params.sessionId)
+    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: no live session "${params.sessionId}"`)
+    const wasRunning = agent.status === 'running'
+    agent.cancel({ keepInbox: params.keepInbox ?? false })
+    return { cancelled: wasRunning }
+  }
+
+  private async list() {
+    const live = new Map(this.ctx.sessions.list().map(session => [session.id, session]))
+    const stored = await this.ctx.get('sessionPersistence')?.list() ?? []
+    const out = stored.map(summary => ({
+      ...summary,
+      live: live.has(summary.id),
+      status: this.ctx.agents.get(summary.id)?.status ?? 'idle',
+    }))
+    for (const session of live.values()) {
+      if (stored.some(summary => summary.id === session.id)) continue
+      out.push({
+        id: session.id, title: null, cwd: session.header.cwd, createdAt: session.header.createdAt, updatedAt: Date.now(),
+        turns: session.position.turn, length: session.length, live: true, status: this.ctx.agents.get(session.id)?.status ?? 'idle',
+      } as (typeof out)[number])
+    }
+    return { sessions: out }
+  }
+
+  private async load(params: z.output<typeof loadParams>) {
+    const live = this.ctx.sessions.get(params.sessionId)
+    let repaired = 0
+    let session: Session
+    if (live !== undefined) session = live
+    else {
+      const persistence = this.ctx.get('sessionPersistence')
+      if (persistence === undefined) throw new RpcError(ErrorCodes.serverError, 'session/load needs a persistence row in the profile')
+      let result
+      try {
+        result = await persistence.load(params.sessionId)
+      } catch (error) {
+        if (error instanceof Error && error.name === 'SessionNotStoredError') throw new RpcError(ErrorCodes.invalidParams, `invalid params: no stored session "${params.sessionId}"`)
+        throw error
+      }
+      session = result.session
+      repaired = result.repaired.length
+    }
+    const agent = this.ctx.agents.get(session.id) ?? this.ctx.agents.create({ sessionId: session.id, loop: resolveRoute(this.ctx, this.route) })
+    return {
+      sessionId: session.id,
+      cwd: session.header.cwd,
+      length: session.length,
+      turns: session.position.turn,
+      repaired,
+      status: agent.status,
+      ...(params.events ? { events: session.events } : {}),
+    }
+  }
+
+  /** Refuses new prompts; cancels (`cancel`) or drains running turns; flushes every session. */
+  private async stop(cancel: boolean): Promise<void> {
+    this.stopping = true
+    const agents = this.ctx.agents.list()
+    if (cancel) for (const agent of agents) agent.cancel({ reason: { kind: 'disposed' } })
+    await Promise.all(agents.map(agent => agent.whenIdle()))
+    await this.ctx.get('sessionPersistence')?.flushAll()
+  }
+}
