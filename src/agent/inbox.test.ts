@@ -1,0 +1,67 @@
+import { Context } from 'cordis'
+import { describe, expect, it } from 'vitest'
+import type { UserMessage } from '../llm/types.js'
+import { SessionsServicePlugin } from '../session/index.js'
+import { Inbox, InboxError } from './inbox.js'
+
+const msg = (text: string): UserMessage => ({ id: text, role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } })
+
+async function session() {
+  const ctx = new Context()
+  await ctx.plugin(SessionsServicePlugin).await()
+  return ctx.sessions.create({})
+}
+
+describe('inbox (A-1, A-2)', () => {
+  it('A-1: the splice is appended before the live list changes, and an append veto leaves the lists untouched', async () => {
+    const s = await session()
+    const inbox = Inbox.fromLog(s)
+    const seenLength: number[] = []
+    const original = s.append.bind(s)
+    ;(s as { append: typeof s.append }).append = ((type: string, data: unknown, options?: object) => {
+      seenLength.push(inbox.nextTurn.length)
+      if ((data as { inserted: UserMessage[] }).inserted[0]?.id === 'vetoed') throw new Error('veto')
+      return original(type, data, options)
+    }) as typeof s.append
+    inbox.push('next-turn', msg('a'))
+    expect(seenLength).toEqual([0])
+    expect(() => inbox.push('next-turn', msg('vetoed'))).toThrow('veto')
+    expect(inbox.nextTurn.map(m => m.id)).toEqual(['a'])
+  })
+
+  it('A-3: claim takes all of next-step and, at a turn boundary, only the first next-turn message', async () => {
+    const s = await session()
+    const inbox = Inbox.fromLog(s)
+    inbox.push('next-turn', msg('t1'))
+    inbox.push('next-turn', msg('t2'))
+    inbox.push('next-step', msg('s1'))
+    inbox.push('next-step', msg('s2'))
+    expect(inbox.claim('next-step', 1).map(m => m.id)).toEqual(['s1', 's2'])
+    inbox.push('next-step', msg('s3'))
+    expect(inbox.claim('next-turn', 2).map(m => m.id)).toEqual(['s3', 't1'])
+    expect(inbox.nextTurn.map(m => m.id)).toEqual(['t2'])
+    expect(Inbox.fromLog(s).nextTurn.map(m => m.id)).toEqual(['t2'])
+  })
+
+  it('bad splices are refused with a message naming the list; a corrupt log names the seq', async () => {
+    const s = await session()
+    const inbox = Inbox.fromLog(s)
+    expect(() => inbox.splice('next-turn', 2, 0, [msg('x')])).toThrow(InboxError)
+    expect(() => inbox.splice('next-step', 0, 1, [])).toThrow(/cannot remove 1 message\(s\) at 0 from next-step \(length 0\)/)
+    s.append('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] })
+    expect(() => Inbox.fromLog(s)).toThrow(/seq 0: splice of 1 at 0 does not fit next-turn \(length 0\)/)
+  })
+
+  it('A-9: clear empties both lists through splices marked canceled', async () => {
+    const s = await session()
+    const inbox = Inbox.fromLog(s)
+    inbox.push('next-turn', msg('t'))
+    inbox.push('next-step', msg('s'))
+    inbox.clear()
+    expect(inbox.hasPending).toBe(false)
+    expect(s.events.slice(-2).map(e => e.data)).toEqual([
+      { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' },
+      { target: 'next-turn', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' },
+    ])
+  })
+})
