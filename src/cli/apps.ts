@@ -1,5 +1,5 @@
 /**
- * Small apps: `dsh sessions` (list stored sessions) and the `web` placeholder.
+ * Small apps: `dsh sessions` (list stored sessions).
  */
 import { Service, type Context } from 'cordis'
 import './host.js'
@@ -38,19 +38,5 @@ export class SessionsListApp extends Service {
     const line = (cells: string[]) => cells.map((c, i) => c.slice(0, widths[i]).padEnd(widths[i])).join('  ').trimEnd()
     host.stdout.write(`${[header, ...rows].map(line).join('\n')}\n`)
     return 0
-  }
-}
-
-/** The `web` profile until the browser UI exists: says so instead of failing obscurely. */
-export class WebPlaceholderApp extends Service {
-  static readonly inject = ['host']
-
-  constructor(ctx: Context) {
-    super(ctx, 'app')
-  }
-
-  async run(): Promise<number> {
-    this.ctx.host.stderr.write('dsh: the web UI is not available yet; use `dsh --profile headless "task"` for now\n')
-    return 1
   }
 }

@@ -67,7 +67,7 @@ Headless app (dsh --profile headless ...):
 
 Other commands:
   dsh sessions                     list stored sessions
-  dsh web [--port P] [--no-open]   browser UI (not available yet)
+  dsh web [--port P] [--no-open]   browser UI on 127.0.0.1:3080 (see docs/web.md)
 
 Environment: DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, DSH_HOME (default ~/.dsh), DSH_MODEL.
 `

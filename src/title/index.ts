@@ -14,7 +14,8 @@ import '../session/api.js'
 export interface SessionTitleData {
   readonly title: string
   readonly messageSeqs: readonly number[]
-  readonly source: { readonly kind: 'fallback' } | { readonly kind: 'llm'; readonly provider: string; readonly model: string }
+  /** `user`: a rename (e.g. from the web UI); no automatic title replaces it. */
+  readonly source: { readonly kind: 'fallback' } | { readonly kind: 'llm'; readonly provider: string; readonly model: string } | { readonly kind: 'user' }
 }
 
 export interface SessionTitleConfig {
@@ -71,7 +72,8 @@ export class SessionTitlePlugin {
     for (const event of session.events) {
       if (event.type !== 'session/title') continue
       state.fallback = true
-      if ((event.data as SessionTitleData).source.kind === 'llm') state.llm = true
+      const kind = (event.data as SessionTitleData).source.kind
+      if (kind === 'llm' || kind === 'user') state.llm = true
     }
     return state
   }
@@ -84,6 +86,10 @@ export class SessionTitlePlugin {
 
   private observe(session: Session, event: SessionEvent): void {
     const state = this.state(session)
+    if (event.type === 'session/title' && (event.data as SessionTitleData).source.kind === 'user') {
+      state.fallback = state.llm = true
+      return
+    }
     if (!state.fallback && event.type === 'user/message') {
       const message = event.data as Message
       if (message.source.kind !== 'user') return
@@ -139,6 +145,9 @@ export class SessionTitlePlugin {
     }
     const title = cleanTitle(raw)
     if (title === '') return
+    // A rename that landed while the model was answering wins.
+    const last = [...session.events].reverse().find(event => event.type === 'session/title')
+    if ((last?.data as SessionTitleData | undefined)?.source.kind === 'user') return
     this.append(session, { title, messageSeqs: prompts.map(event => event.seq), source: { kind: 'llm', ...route } })
   }
 }

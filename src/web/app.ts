@@ -1,0 +1,96 @@
+/**
+ * The `web` app: `dsh web [--host H] [--port P] [--no-open] [--trust-host] [--allow-host NAME]...`.
+ * Starts the server on 127.0.0.1:3080 by default, prints the tokened URL, opens a browser when
+ * one is available, and serves until the launcher's signal.
+ */
+import { spawn } from 'node:child_process'
+import { Service, type Context } from 'cordis'
+import { WebServer } from './server.js'
+import { isLoopbackHost, newToken } from './security.js'
+import '../cli/host.js'
+import './api.js'
+
+export interface WebArgs {
+  host: string
+  port: number
+  open: boolean
+  trustHost: boolean
+  allowHosts: string[]
+  token?: string
+}
+
+export class WebUsageError extends Error {}
+
+export function parseWebArgs(args: readonly string[]): WebArgs {
+  const parsed: WebArgs = { host: '127.0.0.1', port: 3080, open: true, trustHost: false, allowHosts: [] }
+  for (let index = 0; index < args.length; index += 1) {
+    const arg = args[index]
+    const value = () => {
+      const next = args[index + 1]
+      if (next === undefined || next.startsWith('--')) throw new WebUsageError(`${arg} needs a value`)
+      index += 1
+      return next
+    }
+    if (arg === '--host') parsed.host = value()
+    else if (arg === '--port') {
+      const port = Number(value())
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new WebUsageError(`--port must be 0..65535, not "${args[index]}"`)
+      parsed.port = port
+    } else if (arg === '--no-open') parsed.open = false
+    else if (arg === '--trust-host') parsed.trustHost = true
+    else if (arg === '--allow-host') parsed.allowHosts.push(value())
+    else if (arg === '--token') parsed.token = value()
+    else if (arg === '--cwd') value()
+    else throw new WebUsageError(`unknown option ${arg} (dsh web [--host H] [--port P] [--no-open] [--trust-host] [--allow-host NAME])`)
+  }
+  if (!isLoopbackHost(parsed.host) && !parsed.trustHost) {
+    throw new WebUsageError(`refusing to listen on non-loopback host "${parsed.host}": anyone who can reach it could drive your agent; pass --trust-host to do it anyway`)
+  }
+  if (parsed.allowHosts.length > 0 && !parsed.trustHost) throw new WebUsageError('--allow-host needs --trust-host')
+  if (parsed.token !== undefined && parsed.token.length < 16) throw new WebUsageError('--token must be at least 16 characters')
+  return parsed
+}
+
+function openBrowser(url: string): void {
+  // Best effort: no opener (a server, CI) is not an error; the URL is printed anyway.
+  const child = spawn('xdg-open', [url], { stdio: 'ignore', detached: true })
+  child.on('error', () => {})
+  child.unref()
+}
+
+export class WebApp extends Service {
+  static readonly inject = ['host', 'webApi', 'sessions', 'agents']
+
+  constructor(ctx: Context) {
+    super(ctx, 'app')
+  }
+
+  async run(): Promise<number> {
+    const { host } = this.ctx
+    let args: WebArgs
+    try {
+      args = parseWebArgs(host.args)
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 2
+    }
+    const server = new WebServer(this.ctx, {
+      host: args.host,
+      port: args.port,
+      token: args.token ?? host.env.value('DSH_WEB_TOKEN') ?? newToken(),
+      trustedHosts: args.trustHost ? args.allowHosts : [],
+    })
+    try {
+      await server.listen()
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      host.stderr.write(`dsh: cannot listen on ${args.host}:${args.port}: ${code === 'EADDRINUSE' ? 'the port is in use (try --port 0)' : (error as Error).message}\n`)
+      return 1
+    }
+    host.stdout.write(`dsh web: ${server.url}\n`)
+    if (args.open) openBrowser(server.url)
+    if (!host.signal.aborted) await new Promise(resolve => host.signal.addEventListener('abort', resolve, { once: true }))
+    await server.close()
+    return 0
+  }
+}

@@ -1,0 +1,347 @@
+/**
+ * The `web-api` plugin: `ctx.webApi` and the core methods of `dsh web` over the existing
+ * services (sessions, agents, persistence, llm, home folder). Every method takes and returns JSON;
+ * secrets are written, never read back.
+ */
+import { Service, type Context } from 'cordis'
+import type { Agent, AgentStatus } from '../agent/api.js'
+import type { UserMessage } from '../llm/types.js'
+import type { Session } from '../session/api.js'
+import type { InboxTarget, SessionEvent } from '../session/types.js'
+import type { StoredSessionSummary } from '../persistence/api.js'
+import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
+import { titleOf } from '../title/index.js'
+import { emitContained } from '../kernel/index.js'
+import { WebApiError, type WebApiService, type WebMethod } from './api.js'
+import '../agent/api.js'
+import '../llm/api.js'
+import '../persistence/api.js'
+import '../session/api.js'
+
+export interface WebApiConfig {
+  /** The dsh home folder for settings and credentials (filled from the host by the catalogue). */
+  readonly home?: string
+  /** Default workspace for new sessions (filled from the host). */
+  readonly cwd?: string
+  /** Credential names the settings page offers even when unset. */
+  readonly credentialNames?: readonly string[]
+}
+
+export interface SessionSummary {
+  readonly id: string
+  readonly title: string | null
+  readonly cwd?: string
+  readonly parentSession?: string
+  readonly createdAt: number
+  readonly updatedAt: number
+  readonly turns: number
+  readonly length: number
+  readonly status: AgentStatus
+}
+
+export interface InboxSnapshot {
+  readonly nextTurn: readonly { text: string }[]
+  readonly nextStep: readonly { text: string }[]
+}
+
+const CREDENTIAL_NAME = /^[A-Z][A-Z0-9_]{0,63}$/
+
+function text(message: UserMessage): string {
+  return message.content.map(block => block.type === 'text' ? block.text : `[${block.type}]`).join('\n')
+}
+
+export function inboxSnapshot(agent: Agent | undefined): InboxSnapshot {
+  if (agent === undefined) return { nextTurn: [], nextStep: [] }
+  return {
+    nextTurn: agent.inbox.nextTurn.map(message => ({ text: text(message) })),
+    nextStep: agent.inbox.nextStep.map(message => ({ text: text(message) })),
+  }
+}
+
+/**
+ * Drops the `assistant/chunk` events of steps whose `assistant/message` is already in `events`:
+ * a finished step is drawn from its message, so history pages carry no streaming deltas.
+ */
+export function withoutFinishedChunks(events: readonly SessionEvent[]): SessionEvent[] {
+  const finished = new Set<string>()
+  const kept: SessionEvent[] = []
+  for (let index = events.length - 1; index >= 0; index -= 1) {
+    const event = events[index]
+    if (event.type === 'assistant/message' || event.type === 'assistant/chunk') {
+      const { turn, step } = event.data as { turn: number; step: number }
+      const key = `${turn}:${step}`
+      if (event.type === 'assistant/message') finished.add(key)
+      else if (finished.has(key)) continue
+    }
+    kept.push(event)
+  }
+  return kept.reverse()
+}
+
+function str(params: Record<string, unknown>, key: string, optional = false): string {
+  const value = params[key]
+  if (value === undefined && optional) return ''
+  if (typeof value !== 'string' || (value === '' && !optional)) throw new WebApiError(400, 'BAD_PARAMS', `"${key}" must be a non-empty string`)
+  return value
+}
+
+function int(params: Record<string, unknown>, key: string, fallback?: number): number {
+  const value = params[key] ?? fallback
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new WebApiError(400, 'BAD_PARAMS', `"${key}" must be a non-negative integer`)
+  return value
+}
+
+export class WebApiPlugin extends Service implements WebApiService {
+  static readonly inject = ['sessions', 'agents', 'llm', 'sessionPersistence']
+
+  private readonly methods = new Map<string, WebMethod>()
+  private readonly root: Context
+
+  constructor(ctx: Context, private readonly config: WebApiConfig = {}) {
+    super(ctx, 'webApi')
+    this.root = ctx
+    const changed = (id: string) => emitContained(ctx, 'web/session-changed', [id])
+    ctx.on('agent/status', agent => changed(agent.id))
+    ctx.on('session/created', session => changed(session.id))
+    ctx.on('session/event', (session, event) => {
+      if (event.type === 'session/title' || event.type === 'turn/start') changed(session.id)
+    })
+    this.registerCore()
+  }
+
+  register(name: string, method: WebMethod): () => void {
+    if (this.methods.has(name)) throw new Error(`web api: method "${name}" is already registered`)
+    return this.ctx.effect(() => {
+      this.methods.set(name, method)
+      return () => { if (this.methods.get(name) === method) this.methods.delete(name) }
+    }, `webApi: ${name}`)
+  }
+
+  get(name: string): WebMethod | undefined {
+    return this.methods.get(name)
+  }
+
+  names(): readonly string[] {
+    return [...this.methods.keys()].sort()
+  }
+
+  private get home(): string {
+    if (this.config.home === undefined) throw new WebApiError(500, 'NO_HOME', 'the web api has no home folder configured')
+    return this.config.home
+  }
+
+  summary(session: Session): SessionSummary {
+    const last = session.events[session.length - 1]
+    return {
+      id: session.id,
+      title: titleOf(session) ?? null,
+      ...session.header.cwd === undefined ? {} : { cwd: session.header.cwd },
+      ...session.header.parentSession === undefined ? {} : { parentSession: session.header.parentSession },
+      createdAt: session.header.createdAt,
+      updatedAt: last?.time ?? session.header.createdAt,
+      turns: session.position.turn,
+      length: session.length,
+      status: this.root.agents.get(session.id)?.status ?? 'idle',
+    }
+  }
+
+  /** The live session, loading (and repairing) a stored one on first use. */
+  async session(id: string): Promise<Session> {
+    const live = this.root.sessions.get(id)
+    if (live !== undefined) return live
+    try {
+      return (await this.root.sessionPersistence.load(id)).session
+    } catch (error) {
+      const name = (error as Error).name
+      if (name === 'SessionNotStoredError') throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
+      throw error
+    }
+  }
+
+  /** Model route: the requested name, settings `model.default`, the agents' default, the first model. */
+  route(requested?: string): { provider: string; model: string } | undefined {
+    const models = this.root.llm.models()
+    const settings = this.config.home === undefined ? {} : readSettings(this.config.home)
+    const fromSettings = settings.model?.default
+    const name = requested || (typeof fromSettings === 'string' ? fromSettings : undefined)
+    if (name === undefined) return undefined
+    const found = models.find(info => info.model === name || `${info.provider}/${info.model}` === name)
+    if (found === undefined) throw new WebApiError(400, 'UNKNOWN_MODEL', `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
+    return { provider: found.provider, model: found.model }
+  }
+
+  private async agent(id: string): Promise<Agent> {
+    const existing = this.root.agents.get(id)
+    if (existing !== undefined) return existing
+    const session = await this.session(id)
+    const route = this.route()
+    return this.root.agents.create({ sessionId: session.id, ...route === undefined ? {} : { loop: route } })
+  }
+
+  /** A missing key or an unready adapter is reported before any input is queued. */
+  private ready(agent: Agent): void {
+    const problem = this.root.llm.adapter(agent.config.provider)?.readiness?.()
+    if (problem !== undefined) throw new WebApiError(409, 'NOT_READY', problem)
+  }
+
+  private registerCore(): void {
+    const { root } = this
+    const add = (name: string, method: WebMethod) => this.register(name, method)
+
+    add('sessions.list', async () => {
+      const byId = new Map<string, SessionSummary>()
+      for (const stored of await root.sessionPersistence.list() as StoredSessionSummary[]) {
+        byId.set(stored.id, { ...stored, status: 'idle' })
+      }
+      for (const session of root.sessions.list()) byId.set(session.id, this.summary(session))
+      return [...byId.values()].sort((a, b) => b.updatedAt - a.updatedAt)
+    })
+
+    add('sessions.create', params => {
+      const cwd = str(params, 'cwd', true) || this.config.cwd
+      const model = typeof params.model === 'string' ? params.model : undefined
+      const route = this.route(model)
+      const agent = root.agents.create({ ...cwd ? { cwd } : {}, ...route === undefined ? {} : { loop: route } })
+      return this.summary(agent.session)
+    })
+
+    add('sessions.history', async params => {
+      const session = await this.session(str(params, 'id'))
+      const from = int(params, 'from', 0)
+      const agent = root.agents.get(session.id)
+      return {
+        header: session.header,
+        summary: this.summary(session),
+        events: withoutFinishedChunks(session.events.slice(from)),
+        length: session.length,
+        inbox: inboxSnapshot(agent),
+        model: agent?.config.model ?? null,
+      }
+    })
+
+    add('sessions.rename', async params => {
+      const session = await this.session(str(params, 'id'))
+      const title = str(params, 'title').trim().slice(0, 200)
+      if (title === '') throw new WebApiError(400, 'BAD_PARAMS', '"title" must not be blank')
+      session.append('session/title', { title, messageSeqs: [], source: { kind: 'user' } })
+      return this.summary(session)
+    })
+
+    add('sessions.fork', async params => {
+      const source = await this.session(str(params, 'id'))
+      const boundary = params.boundary === undefined ? undefined : int(params, 'boundary')
+      const child = await root.sessionPersistence.fork(source.id, boundary)
+      const title = titleOf(source)
+      if (title !== undefined) child.append('session/title', { title: `${title} (fork)`, messageSeqs: [], source: { kind: 'user' } })
+      return this.summary(child)
+    })
+
+    add('sessions.delete', async params => {
+      const id = str(params, 'id')
+      const agent = root.agents.get(id)
+      if (agent?.status === 'running') throw new WebApiError(409, 'RUNNING', 'stop the running turn before deleting the session')
+      if (agent !== undefined) await root.agents.dispose(id)
+      if (root.sessions.get(id) !== undefined) {
+        await root.sessionPersistence.flush(id)
+        root.sessions.close(id)
+      }
+      const deleted = await root.sessionPersistence.delete(id)
+      emitContained(root, 'web/session-changed', [id])
+      return { deleted }
+    })
+
+    add('sessions.export', async params => {
+      const session = await this.session(str(params, 'id'))
+      const lines = [JSON.stringify(session.header), ...session.events.map(event => JSON.stringify(event))]
+      return { filename: `${session.id}.jsonl`, jsonl: `${lines.join('\n')}\n` }
+    })
+
+    add('prompt', async params => {
+      const agent = await this.agent(str(params, 'id'))
+      const input = str(params, 'text')
+      this.ready(agent)
+      agent.followup(input)
+      return { status: agent.status, inbox: inboxSnapshot(agent) }
+    })
+
+    add('steer', async params => {
+      const agent = await this.agent(str(params, 'id'))
+      const input = str(params, 'text')
+      this.ready(agent)
+      // Steering an idle session starts a turn with the input, like a prompt.
+      if (agent.status === 'running') agent.steer(input)
+      else agent.followup(input)
+      return { status: agent.status, inbox: inboxSnapshot(agent) }
+    })
+
+    add('cancel', async params => {
+      const agent = root.agents.get(str(params, 'id'))
+      if (agent !== undefined) agent.cancel({ keepInbox: params.keepInbox === true, reason: { kind: 'user' } })
+      return { status: agent?.status ?? 'idle' }
+    })
+
+    add('inbox.edit', async params => this.spliceInbox(params, true))
+    add('inbox.remove', async params => this.spliceInbox(params, false))
+
+    add('models.list', () => {
+      const settings = this.config.home === undefined ? {} : readSettings(this.config.home)
+      const fallback = root.agents.list()[0]?.config
+      const models = root.llm.models().map(info => ({
+        ...info,
+        ready: root.llm.adapter(info.provider)?.readiness?.() ?? null,
+      }))
+      return { models, default: settings.model?.default ?? fallback?.model ?? models[0]?.model ?? null }
+    })
+
+    add('settings.get', () => {
+      const settings = readSettings(this.home)
+      const stored = readCredentials(this.home)
+      const names = new Set([...this.config.credentialNames ?? ['DEEPSEEK_API_KEY'], ...Object.keys(stored)])
+      const credentials = [...names].sort().map(name => ({
+        name,
+        set: Boolean(stored[name]) || Boolean(process.env[name]),
+        source: stored[name] ? 'credentials' : process.env[name] ? 'environment' : null,
+      }))
+      return { defaultModel: settings.model?.default ?? null, credentials }
+    })
+
+    add('settings.set', params => {
+      const settings: Settings = readSettings(this.home)
+      if (params.defaultModel !== undefined) {
+        const model = str(params, 'defaultModel')
+        const route = this.route(model)
+        settings.model = { ...settings.model, default: route?.model ?? model }
+      }
+      writeSettings(this.home, settings)
+      return { defaultModel: settings.model?.default ?? null }
+    })
+
+    add('credentials.set', params => {
+      const name = str(params, 'name')
+      if (!CREDENTIAL_NAME.test(name)) throw new WebApiError(400, 'BAD_PARAMS', `"${name}" is not a credential name (UPPER_SNAKE_CASE)`)
+      const value = params.value === null || params.value === '' ? undefined : str(params, 'value')
+      writeCredential(this.home, name, value)
+      // Adapters read credentials per request from the host's layers, whose first layer is the
+      // live process environment: updating it makes the new key effective without a restart.
+      if (value === undefined) delete process.env[name]
+      else process.env[name] = value
+      return { name, set: value !== undefined }
+    })
+  }
+
+  private async spliceInbox(params: Record<string, unknown>, edit: boolean) {
+    const agent = this.root.agents.get(str(params, 'id'))
+    if (agent === undefined) throw new WebApiError(404, 'NO_AGENT', 'the session has no queued input')
+    const target = str(params, 'target') as InboxTarget
+    if (target !== 'next-turn' && target !== 'next-step') throw new WebApiError(400, 'BAD_PARAMS', '"target" must be next-turn or next-step')
+    const index = int(params, 'index')
+    const inbox = agent.inbox as unknown as { splice?: (target: InboxTarget, start: number, removed: number, inserted: readonly UserMessage[]) => unknown }
+    if (typeof inbox.splice !== 'function') throw new WebApiError(501, 'UNSUPPORTED', 'this loop does not support editing queued input')
+    const list = target === 'next-turn' ? agent.inbox.nextTurn : agent.inbox.nextStep
+    const current = list[index]
+    if (current === undefined) throw new WebApiError(409, 'GONE', `queued item ${index} of ${target} is gone (it may have been sent)`)
+    const inserted: UserMessage[] = edit ? [{ ...current, content: [{ type: 'text', text: str(params, 'text') }] }] : []
+    inbox.splice.call(agent.inbox, target, index, 1, inserted)
+    return { inbox: inboxSnapshot(agent) }
+  }
+}

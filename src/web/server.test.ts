@@ -1,0 +1,298 @@
+/**
+ * The web server over real HTTP on 127.0.0.1: the Host and token guards, and every core API
+ * method against the scripted model with JSONL persistence in a temporary home.
+ */
+import { request } from 'node:http'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { AgentsServicePlugin, ReactLoopPlugin } from '../agent/index.js'
+import { LlmServicePlugin } from '../llm/index.js'
+import { SessionsServicePlugin } from '../session/index.js'
+import { ToolsPlugin } from '../tools/index.js'
+import { JsonlPersistencePlugin } from '../persistence/plugins.js'
+import type { SessionEvent } from '../session/types.js'
+import { SCRIPTED_MODEL, SCRIPTED_PROVIDER, ScriptedModel, hang, text } from '../../test-support/scripted-model.js'
+import { WebApiPlugin } from './methods.js'
+import { WebServer } from './server.js'
+import { hostAllowed, isLoopbackHost } from './security.js'
+import { parseWebArgs } from './app.js'
+
+const TOKEN = 'test-token-0123456789abcdef'
+
+interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: string }
+
+function http(port: number, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: { Host: `127.0.0.1:${port}`, ...options.headers } }, res => {
+      let body = ''
+      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+    })
+    req.on('error', reject)
+    req.end(options.body)
+  })
+}
+
+/** An open SSE stream: parsed events and a way to wait for one. */
+function openStream(port: number, path: string, headers: Record<string, string> = {}) {
+  const events: { event: string; id?: string; data: any }[] = []
+  const waiters: { test: (e: { event: string; data: any }) => boolean; resolve: (e: any) => void }[] = []
+  let close = () => {}
+  const ready = new Promise<number>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: { Host: `localhost:${port}`, 'X-Dsh-Token': TOKEN, ...headers } }, res => {
+      resolve(res.statusCode ?? 0)
+      let buffer = ''
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        buffer += chunk
+        let end: number
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end)
+          buffer = buffer.slice(end + 2)
+          const fields: Record<string, string> = {}
+          for (const line of block.split('\n')) {
+            const index = line.indexOf(': ')
+            if (index > 0) fields[line.slice(0, index)] = line.slice(index + 2)
+          }
+          if (fields.event === undefined) continue
+          const parsed = { event: fields.event, id: fields.id, data: JSON.parse(fields.data) }
+          events.push(parsed)
+          for (const waiter of [...waiters]) if (waiter.test(parsed)) { waiters.splice(waiters.indexOf(waiter), 1); waiter.resolve(parsed) }
+        }
+      })
+    })
+    req.on('error', reject)
+    req.end()
+    close = () => req.destroy()
+  })
+  const waitFor = (test: (e: { event: string; data: any }) => boolean) => {
+    const found = events.find(test)
+    return found ? Promise.resolve(found) : new Promise<any>(resolve => waiters.push({ test, resolve }))
+  }
+  return { events, ready, waitFor, close: () => close() }
+}
+
+describe('dsh web server', () => {
+  let ctx: Context
+  let server: WebServer
+  let model: ScriptedModel
+  let home: string
+  let port: number
+
+  const call = async (method: string, params: unknown = {}, headers: Record<string, string> = {}) => {
+    const reply = await http(port, `/api/${method}`, { method: 'POST', body: JSON.stringify(params), headers: { 'Content-Type': 'application/json', 'X-Dsh-Token': TOKEN, ...headers } })
+    return { status: reply.status, json: JSON.parse(reply.body) }
+  }
+  const ok = async (method: string, params: unknown = {}) => {
+    const reply = await call(method, params)
+    if (reply.status !== 200) throw new Error(`${method}: ${reply.status} ${JSON.stringify(reply.json)}`)
+    return reply.json.result
+  }
+  const idle = (id: string) => ctx.agents.get(id)!.whenIdle()
+
+  beforeEach(async () => {
+    home = mkdtempSync(join(tmpdir(), 'dsh-web-'))
+    ctx = new Context()
+    for (const fiber of [
+      ctx.plugin(SessionsServicePlugin),
+      ctx.plugin(LlmServicePlugin),
+      ctx.plugin(ToolsPlugin),
+      ctx.plugin(ReactLoopPlugin),
+      ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL } }),
+      ctx.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions'), maxDelayMs: 5 }),
+    ]) await fiber.await()
+    await ctx.plugin(WebApiPlugin, { home, cwd: home }).await()
+    model = new ScriptedModel()
+    model.register(ctx)
+    server = new WebServer(ctx, { host: '127.0.0.1', port: 0, token: TOKEN, staticDir: join(home, 'static') })
+    await server.listen()
+    port = server.port
+  })
+
+  afterEach(async () => {
+    await server.close()
+    for (const agent of ctx.agents.list()) await agent.dispose()
+    await ctx.sessionPersistence.flushAll()
+    rmSync(home, { recursive: true, force: true })
+  })
+
+  describe('guards', () => {
+    it('refuses a Host header that is not loopback (DNS rebinding), on the page and the API', async () => {
+      for (const host of [`evil.example:${port}`, 'evil.example', `127.0.0.1.nip.io:${port}`, `localhost:${port + 1}`]) {
+        expect((await http(port, '/', { headers: { Host: host } })).status).toBe(403)
+        expect((await call('sessions.list', {}, { Host: host })).status).toBe(403)
+      }
+      expect((await call('sessions.list', {}, { Host: `localhost:${port}` })).status).toBe(200)
+      expect((await call('sessions.list', {}, { Host: `[::1]:${port}` })).status).toBe(200)
+    })
+
+    it('answers 401 to API calls and streams without the token or with a wrong one', async () => {
+      expect((await call('sessions.list', {}, { 'X-Dsh-Token': '' })).status).toBe(401)
+      expect((await call('sessions.list', {}, { 'X-Dsh-Token': 'x'.repeat(TOKEN.length) })).status).toBe(401)
+      const stream = await http(port, '/api/events', {})
+      expect(stream.status).toBe(401)
+      expect(JSON.parse(stream.body).error.code).toBe('UNAUTHORIZED')
+    })
+
+    it('trades ?token= for an HttpOnly SameSite=Strict cookie that then authorises the API', async () => {
+      expect((await http(port, '/')).status).toBe(401)
+      expect((await http(port, '/?token=wrong')).status).toBe(401)
+      const page = await http(port, `/?token=${TOKEN}&session=abc`)
+      expect(page.status).toBe(303)
+      expect(page.headers.location).toBe('/?session=abc')
+      const cookie = String(page.headers['set-cookie']).split(';')[0]
+      expect(String(page.headers['set-cookie'])).toMatch(/HttpOnly; SameSite=Strict/)
+      const reply = await http(port, '/api/sessions.list', { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json', Cookie: cookie } })
+      expect(reply.status).toBe(200)
+    })
+
+    it('refuses non-JSON posts and cross-origin calls (CSRF), and names unknown methods', async () => {
+      const plain = await http(port, '/api/sessions.list', { method: 'POST', body: '{}', headers: { 'Content-Type': 'text/plain', 'X-Dsh-Token': TOKEN } })
+      expect(plain.status).toBe(415)
+      expect((await call('sessions.list', {}, { Origin: 'http://evil.example' })).status).toBe(403)
+      expect((await call('sessions.list', {}, { Origin: `http://127.0.0.1:${port}` })).status).toBe(200)
+      const unknown = await call('no.such')
+      expect(unknown.status).toBe(404)
+      expect(unknown.json.error.message).toContain('sessions.list')
+      const bad = await http(port, '/api/sessions.list', { method: 'POST', body: '{', headers: { 'Content-Type': 'application/json', 'X-Dsh-Token': TOKEN } })
+      expect(bad.status).toBe(400)
+    })
+
+    it('loopback names, bound host and trusted names; non-loopback binding needs --trust-host', () => {
+      expect(isLoopbackHost('127.0.0.2')).toBe(true)
+      expect(isLoopbackHost('::1')).toBe(true)
+      expect(isLoopbackHost('10.0.0.1')).toBe(false)
+      expect(hostAllowed('box.lan:80', { bound: '0.0.0.0', trusted: ['box.lan'], port: 80 })).toBe(true)
+      expect(hostAllowed('box.lan:80', { bound: '0.0.0.0', trusted: [], port: 80 })).toBe(false)
+      expect(hostAllowed(undefined, { bound: '127.0.0.1', trusted: [], port: 80 })).toBe(false)
+      expect(() => parseWebArgs(['--host', '0.0.0.0'])).toThrow(/--trust-host/)
+      expect(parseWebArgs(['--host', '0.0.0.0', '--trust-host', '--allow-host', 'box.lan'])).toMatchObject({ host: '0.0.0.0', allowHosts: ['box.lan'] })
+      expect(parseWebArgs([])).toMatchObject({ host: '127.0.0.1', port: 3080, open: true })
+      expect(() => parseWebArgs(['--port', 'x'])).toThrow(/--port/)
+    })
+  })
+
+  describe('methods', () => {
+    it('create, prompt, history without finished chunks, list, rename (user title), export', async () => {
+      model.push(text('Hello **there**'))
+      const created = await ok('sessions.create', { cwd: home })
+      expect(created).toMatchObject({ cwd: home, status: 'idle', title: null })
+      await ok('prompt', { id: created.id, text: 'say hello please' })
+      await idle(created.id)
+      const history = await ok('sessions.history', { id: created.id })
+      const types = history.events.map((event: SessionEvent) => event.type)
+      expect(types).toContain('user/message')
+      expect(types).toContain('assistant/message')
+      expect(types).not.toContain('assistant/chunk')
+      expect(history.length).toBeGreaterThan(history.events.length)
+      const later = await ok('sessions.history', { id: created.id, from: history.length - 1 })
+      expect(later.events).toHaveLength(1)
+
+      await ok('sessions.rename', { id: created.id, title: 'Greeting test' })
+      const session = ctx.sessions.get(created.id)!
+      expect(session.events.at(-1)).toMatchObject({ type: 'session/title', data: { title: 'Greeting test', source: { kind: 'user' } } })
+      const list = await ok('sessions.list')
+      expect(list.find((entry: { id: string }) => entry.id === created.id)).toMatchObject({ title: 'Greeting test', turns: 1 })
+      expect((await call('sessions.rename', { id: created.id, title: '  ' })).status).toBe(400)
+
+      const exported = await ok('sessions.export', { id: created.id })
+      const lines = exported.jsonl.trim().split('\n').map((line: string) => JSON.parse(line))
+      expect(lines[0]).toMatchObject({ type: 'session', id: created.id })
+      expect(lines).toHaveLength(session.length + 1)
+    })
+
+    it('fork (S-14) gives a stored child with the parent; delete moves it to the trash', async () => {
+      model.push(text('one'))
+      const created = await ok('sessions.create', {})
+      await ok('prompt', { id: created.id, text: 'first' })
+      await idle(created.id)
+      const child = await ok('sessions.fork', { id: created.id })
+      expect(child.parentSession).toBe(created.id)
+      expect(child.id).not.toBe(created.id)
+      await ctx.sessionPersistence.flushAll()
+      expect((await ok('sessions.list')).map((entry: { id: string }) => entry.id)).toContain(child.id)
+      expect(await ok('sessions.delete', { id: child.id })).toEqual({ deleted: true })
+      expect((await ok('sessions.list')).map((entry: { id: string }) => entry.id)).not.toContain(child.id)
+      expect((await call('sessions.history', { id: child.id })).status).toBe(404)
+    })
+
+    it('A-2/A-9: prompt while running queues next-turn (editable, removable); steer goes next-step; cancel aborts', async () => {
+      let started!: () => void
+      const running = new Promise<void>(resolve => { started = resolve })
+      model.push(hang([{ type: 'block-start', index: 0, blockType: 'text' }, { type: 'text-delta', index: 0, text: 'working' }], () => started()))
+      const created = await ok('sessions.create', {})
+      const stream = openStream(port, `/api/events?session=${created.id}&from=0`)
+      expect(await stream.ready).toBe(200)
+      await ok('prompt', { id: created.id, text: 'long task' })
+      await running
+      await stream.waitFor(e => e.event === 'log' && e.data.type === 'assistant/chunk')
+
+      const queued = await ok('prompt', { id: created.id, text: 'next thing' })
+      expect(queued.status).toBe('running')
+      expect(queued.inbox.nextTurn).toEqual([{ text: 'next thing' }])
+      expect((await ok('inbox.edit', { id: created.id, target: 'next-turn', index: 0, text: 'edited thing' })).inbox.nextTurn).toEqual([{ text: 'edited thing' }])
+      await ok('prompt', { id: created.id, text: 'second queued' })
+      expect((await ok('inbox.remove', { id: created.id, target: 'next-turn', index: 0 })).inbox.nextTurn).toEqual([{ text: 'second queued' }])
+      expect((await call('inbox.remove', { id: created.id, target: 'next-turn', index: 5 })).status).toBe(409)
+      const steered = await ok('steer', { id: created.id, text: 'also check tests' })
+      expect(steered.inbox.nextStep).toEqual([{ text: 'also check tests' }])
+      await stream.waitFor(e => e.event === 'status' && e.data.inbox.nextStep.length === 1)
+
+      await ok('cancel', { id: created.id })
+      await idle(created.id)
+      const end = await stream.waitFor(e => e.event === 'log' && e.data.type === 'turn/end')
+      expect(end.data.data.reason).toMatchObject({ kind: 'aborted', reason: { kind: 'user' } })
+      await stream.waitFor(e => e.event === 'status' && e.data.status === 'idle')
+      stream.close()
+    })
+
+    it('the event stream resumes after the last seen seq (Last-Event-ID) and pushes sidebar summaries', async () => {
+      model.push(text('streamed'), text('again'))
+      const created = await ok('sessions.create', {})
+      const first = openStream(port, `/api/events?session=${created.id}&from=0`)
+      await first.ready
+      await ok('prompt', { id: created.id, text: 'go' })
+      await idle(created.id)
+      await first.waitFor(e => e.event === 'log' && e.data.type === 'turn/end')
+      await first.waitFor(e => e.event === 'summary' && e.data.id === created.id)
+      const seen = first.events.filter(e => e.event === 'log')
+      expect(seen.map(e => e.data.seq)).toEqual(seen.map((_, index) => index))
+      first.close()
+
+      const lastSeen = 3
+      await ok('prompt', { id: created.id, text: 'more' })
+      await idle(created.id)
+      const second = openStream(port, `/api/events?session=${created.id}&from=0`, { 'Last-Event-ID': String(lastSeen) })
+      await second.ready
+      await second.waitFor(e => e.event === 'ready')
+      const resumed = second.events.filter(e => e.event === 'log').map(e => e.data.seq as number)
+      expect(resumed[0]).toBe(lastSeen + 1)
+      expect(resumed.at(-1)).toBe(ctx.sessions.get(created.id)!.length - 1)
+      second.close()
+    })
+
+    it('models, default model and credentials: a key is written but never sent back', async () => {
+      const models = await ok('models.list')
+      expect(models.models.map((info: { model: string }) => info.model)).toContain(SCRIPTED_MODEL)
+      expect((await call('settings.set', { defaultModel: 'nope' })).status).toBe(400)
+      expect(await ok('settings.set', { defaultModel: SCRIPTED_MODEL })).toEqual({ defaultModel: SCRIPTED_MODEL })
+      expect((await ok('models.list')).default).toBe(SCRIPTED_MODEL)
+
+      const secret = 'sk-web-test-secret-value'
+      const previous = process.env.DSH_WEB_TEST_KEY
+      try {
+        await ok('credentials.set', { name: 'DSH_WEB_TEST_KEY', value: secret })
+        expect(readFileSync(join(home, '.credentials.yaml'), 'utf8')).toContain(secret)
+        const settings = await call('settings.get')
+        expect(JSON.stringify(settings.json)).not.toContain(secret)
+        expect(settings.json.result.credentials).toContainEqual({ name: 'DSH_WEB_TEST_KEY', set: true, source: 'credentials' })
+        expect((await call('credentials.set', { name: 'bad name', value: 'x' })).status).toBe(400)
+      } finally {
+        if (previous === undefined) delete process.env.DSH_WEB_TEST_KEY
+        else process.env.DSH_WEB_TEST_KEY = previous
+      }
+    })
+  })
+})
