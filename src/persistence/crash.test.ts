@@ -1,11 +1,13 @@
 /**
- * Real crash test (C-1..C-4, D-2..D-5): child processes run a session with write-behind and
- * checkpoints and are SIGKILLed at seeded random points; each store is then cold-loaded.
- * Every event flushed before the kill must come back byte for byte, the log must pass the
- * invariants, an interrupted turn must be closed as C-2/C-3 say, and the session must accept
+ * Real crash test (C-1..C-4, D-2..D-5): child processes run a session (a scripted workload, or
+ * the real agent loop with a scripted model and the checkpoint policy) with write-behind, report
+ * every durable write, and are SIGKILLed at seeded random points; each store is then cold-loaded.
+ * Every event reported written before the kill must come back byte for byte, the log must pass
+ * the invariants, an interrupted turn must be closed as C-2/C-3 say, and the session must accept
  * a new turn. Reproduce a run with DSH_CRASH_SEED; scale with DSH_CRASH_KILLS.
  */
 import { spawn, execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -30,7 +32,8 @@ const SEED = Number(process.env.DSH_CRASH_SEED ?? 20261202)
 const CONCURRENCY = 6
 const CLOCK_START = 1_750_000_000_000
 
-interface Run { index: number; kind: 'jsonl' | 'sqlite'; seed: number; windowMs: number; killAfterFlushes: number; killDelayMs: number }
+interface Run { index: number; mode: 'workload' | 'loop'; kind: 'jsonl' | 'sqlite'; seed: number; windowMs: number; killAfterFlushes: number; killDelayMs: number }
+interface Crash { id: string; lastFlushed: number; hash: string }
 
 let work: string
 let child: string
@@ -51,13 +54,13 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true })
 })
 
-/** Spawns one child, kills it after its Nth flush report (plus a short random delay). */
-function crashOnce(run: Run, store: string, id: string): Promise<number> {
+/** Spawns one child, kills it after its Nth durable-write report (plus a short random delay). */
+function crashOnce(run: Run, store: string, id: string): Promise<Crash> {
   return new Promise((resolvePromise, reject) => {
-    const proc = spawn(process.execPath, [child, run.kind, store, id, String(run.seed), String(run.windowMs)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const proc = spawn(process.execPath, [child, run.mode, run.kind, store, id, String(run.seed), String(run.windowMs)], { stdio: ['ignore', 'pipe', 'pipe'] })
     let buffered = ''
     let flushes = 0
-    let lastFlushed = -1
+    const crash: Crash = { id, lastFlushed: -2, hash: '' }
     let killing = false
     let stderr = ''
     proc.stderr.on('data', (data: Buffer) => { stderr += data.toString() })
@@ -67,9 +70,10 @@ function crashOnce(run: Run, store: string, id: string): Promise<number> {
       while ((newline = buffered.indexOf('\n')) >= 0) {
         const line = buffered.slice(0, newline)
         buffered = buffered.slice(newline + 1)
-        const match = /^flushed (-?\d+)$/.exec(line)
+        const match = /^flushed (-?\d+) ([0-9a-f]{64})$/.exec(line)
         if (!match || killing) continue
-        lastFlushed = Number(match[1])
+        crash.lastFlushed = Number(match[1])
+        crash.hash = match[2]
         if (++flushes >= run.killAfterFlushes) {
           killing = true
           setTimeout(() => proc.kill('SIGKILL'), run.killDelayMs)
@@ -78,10 +82,16 @@ function crashOnce(run: Run, store: string, id: string): Promise<number> {
     })
     proc.on('error', reject)
     proc.on('exit', (code, signal) => {
-      if (signal !== 'SIGKILL') reject(new Error(`crash child exited ${code ?? signal} before the kill: ${stderr}`))
-      else resolvePromise(lastFlushed)
+      if (signal !== 'SIGKILL') reject(new Error(`crash child ${run.mode}/${run.kind} exited ${code ?? signal} before the kill: ${stderr}`))
+      else resolvePromise(crash)
     })
   })
+}
+
+function prefixHash(events: readonly SessionEvent[], through: number): string {
+  const hash = createHash('sha256')
+  for (let seq = 0; seq <= through; seq++) hash.update(`${encodeEvent(events[seq])}\n`)
+  return hash.digest('hex')
 }
 
 /** The events the child produced, regenerated in process from the same seed and clock. */
@@ -98,7 +108,17 @@ async function reference(id: string, seed: number, length: number): Promise<Sess
 const open = (kind: Run['kind'], store: string): PersistenceBackend =>
   kind === 'sqlite' ? new SqliteBackend({ file: store }) : new JsonlBackend({ root: store })
 
-async function verify(run: Run, store: string, id: string, lastFlushed: number): Promise<{ recovered: number; repaired: boolean }> {
+async function verify(run: Run, store: string, crash: Crash): Promise<{ recovered: number; repaired: boolean }> {
+  const { lastFlushed } = crash
+  let id = crash.id
+  if (run.mode === 'loop') {
+    // The loop names its session itself: the store holds exactly one.
+    const listing = open(run.kind, store)
+    const ids = (await listing.list()).map((s) => s.id)
+    await listing.close?.()
+    expect(ids, `run ${run.index}: one stored session`).toHaveLength(1)
+    id = ids[0]
+  }
   const backend = open(run.kind, store)
   const ctx = new Context()
   await ctx.plugin(SessionsServicePlugin, {})
@@ -107,10 +127,14 @@ async function verify(run: Run, store: string, id: string, lastFlushed: number):
   expect(before, `run ${run.index}: stored session`).toBeDefined()
   const kept = before!.events.length
   const { session, repaired } = await ctx.sessionPersistence.load(id)
-  const expected = await reference(id, run.seed, kept + 1)
-  // Everything flushed is there, byte for byte; whatever the write-behind added is a true prefix too.
-  expect(kept, `run ${run.index}: kept ${kept} events, flushed through seq ${lastFlushed}`).toBeGreaterThan(lastFlushed)
-  expect(session.events.slice(0, kept).map(encodeEvent)).toEqual(expected.slice(0, kept).map(encodeEvent))
+  // Everything reported written is there, byte for byte.
+  expect(kept, `run ${run.index}: kept ${kept} events, written through seq ${lastFlushed}`).toBeGreaterThan(lastFlushed)
+  expect(prefixHash(before!.events, lastFlushed), `run ${run.index}: hash of events 0..${lastFlushed}`).toBe(crash.hash)
+  if (run.mode === 'workload') {
+    // The workload is deterministic: whatever else was stored is a true prefix of it too.
+    const expected = await reference(id, run.seed, kept + 1)
+    expect(session.events.slice(0, kept).map(encodeEvent)).toEqual(expected.slice(0, kept).map(encodeEvent))
+  }
   // C-2/C-3: the closers are exactly those of the kept prefix.
   expect(repaired.map(encodeEvent)).toEqual(interruptedTurnClosers(before!.events).map(encodeEvent))
   if (repaired.length) expect(repaired.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'interrupted' } } })
@@ -132,12 +156,13 @@ describe('persistence crash test (SIGKILL)', () => {
     const runs: Run[] = Array.from({ length: KILLS }, (_, index) => ({
       index,
       kind: index % 2 === 0 ? 'jsonl' : 'sqlite',
+      mode: index % 4 < 2 ? 'workload' : 'loop',
       seed: Math.floor(rng() * 1e9),
       windowMs: [0, 1, 5, 200][Math.floor(rng() * 4)],
-      killAfterFlushes: 1 + Math.floor(rng() * 10),
+      killAfterFlushes: 1 + Math.floor(rng() * 16),
       killDelayMs: Math.floor(rng() * 4),
     }))
-    const totals = { kills: 0, recovered: 0, repaired: 0, jsonl: 0, sqlite: 0, childMs: 0, verifyMs: 0 }
+    const totals = { kills: 0, recovered: 0, repaired: 0, jsonl: 0, sqlite: 0, workload: 0, loop: 0, childMs: 0, verifyMs: 0 }
     const started = performance.now()
     let next = 0
     const worker = async () => {
@@ -146,19 +171,20 @@ describe('persistence crash test (SIGKILL)', () => {
         const id = `crash-${run.index}`
         const store = run.kind === 'sqlite' ? join(work, `${id}.db`) : join(work, id)
         let at = performance.now()
-        const lastFlushed = await crashOnce(run, store, id)
+        const crash = await crashOnce(run, store, id)
         totals.childMs += performance.now() - at
         at = performance.now()
-        const { recovered, repaired } = await verify(run, store, id, lastFlushed)
+        const { recovered, repaired } = await verify(run, store, crash)
         totals.verifyMs += performance.now() - at
         totals.kills++
         totals[run.kind]++
+        totals[run.mode]++
         totals.recovered += recovered
         if (repaired) totals.repaired++
       }
     }
     await Promise.all(Array.from({ length: CONCURRENCY }, worker))
-    console.log(`crash test (seed ${SEED}): ${totals.kills} kills (${totals.jsonl} jsonl, ${totals.sqlite} sqlite), ` +
+    console.log(`crash test (seed ${SEED}): ${totals.kills} kills (${totals.jsonl} jsonl, ${totals.sqlite} sqlite; ${totals.workload} workload, ${totals.loop} real loop), ` +
       `${totals.recovered} events recovered, ${totals.repaired} interrupted turns closed, ${Math.round(performance.now() - started)} ms (children ${Math.round(totals.childMs)} ms, verification ${Math.round(totals.verifyMs)} ms summed over workers)`)
     expect(totals.kills).toBe(KILLS)
     expect(totals.repaired).toBeGreaterThan(0)
