@@ -92,6 +92,9 @@ export class AgentsServicePlugin extends Service implements AgentsService {
       session = sessions.create(opts.cwd !== undefined ? { cwd: opts.cwd } : {})
     }
     if (this.agents.has(session.id)) throw new Error(`dsh-agents: session "${session.id}" already has a live agent`)
+    if (session.position.turnOpen) {
+      throw new Error(`dsh-agents: session "${session.id}" ends inside an open turn (turn ${session.position.turn}); load it through persistence so crash repair closes it first`)
+    }
     const route = { ...this.config.loop, ...opts.loop }
     if (typeof route.provider !== 'string' || typeof route.model !== 'string') {
       throw new Error('dsh-agents: an agent needs a model route {provider, model} (agents config `loop` or create options `loop`)')

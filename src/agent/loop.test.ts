@@ -769,5 +769,8 @@ describe('agents registry and scope (K-2, P-1, K-4)', () => {
     const h = await loopHarness({ responses: [] })
     expect(() => h.ctx.agents.create(h.session.id)).toThrow(/already has a live agent/)
     expect(() => h.ctx.agents.create('no-such-session')).toThrow(/no live session/)
+    const crashed = h.ctx.sessions.create({})
+    crashed.append('turn/start', { turn: 1 })
+    expect(() => h.ctx.agents.create(crashed.id)).toThrow(/open turn/)
   })
 })
