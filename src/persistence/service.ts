@@ -140,6 +140,10 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       tracked.queue.splice(0, batch.length)
       tracked.error = undefined
       tracked.paused = false
+      // A closed session with nothing left to write needs no more tracking.
+      if (!tracked.session.live && tracked.queue.length === 0 && this.tracked.get(tracked.session.id) === tracked) {
+        this.tracked.delete(tracked.session.id)
+      }
     }, (error: unknown) => {
       tracked.error = error
       tracked.paused = true
