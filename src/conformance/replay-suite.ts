@@ -250,18 +250,32 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: rea
     cwdOf: () => cwd,
     onHang: () => hung?.(),
   })
-  for (const fiber of [
+  const fibers = [
     ctx.plugin(SessionsServicePlugin),
     ctx.plugin(LlmServicePlugin),
     ctx.plugin(ToolsPlugin),
     ctx.plugin(LoopInvariantPlugin),
     ctx.plugin(ReactLoopPlugin),
     ctx.plugin(AgentsServicePlugin, { loop: { provider: plan.route.provider, model: plan.route.model } }),
-  ]) await fiber.await()
-  await ctx.plugin(LlmRetryPlugin, { sleep: async () => {} }).await()
-  await ctx.plugin(BuiltinToolsPlugin).await()
-  if (plan.compaction) await ctx.plugin(CompactionPlugin).await()
-  ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model)] })
+    ctx.plugin(LlmRetryPlugin, { sleep: async () => {} }),
+    ctx.plugin(BuiltinToolsPlugin),
+    ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
+  ]
+  try {
+    for (const fiber of fibers) await fiber.await()
+    ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model)] })
+    return await drive(ctx, plan, cwd, adapter, (resolve) => { hung = resolve })
+  } finally {
+    for (const fiber of fibers.reverse()) await fiber.dispose()
+  }
+}
+
+/** A scenario that does not settle in this time fails instead of hanging the run. */
+const SCENARIO_TIMEOUT_MS = 60_000
+
+async function drive(
+  ctx: Context, plan: Plan, cwd: string, adapter: ReplayAdapter, onHang: (resolve: () => void) => void,
+): Promise<{ log: readonly SessionEvent[]; leftover: { remaining: number }[] }> {
   let sessionId: string | undefined
   if (plan.seed !== undefined) {
     // Cold load of the crashed log: hydrate, then the repair closers (C-1..C-4), then the seed marker.
@@ -275,17 +289,30 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: rea
   try {
     for (let i = 0; i < plan.prompts.length; i++) {
       const prompt = plan.prompts[i]!
-      const hang = plan.cancels.has(i) ? new Promise<void>(resolve => { hung = resolve }) : undefined
-      agent.followup({ ...prompt, content: prompt.content })
+      const hang = plan.cancels.has(i) ? new Promise<void>(resolve => onHang(resolve)) : undefined
+      agent.followup(prompt)
       if (hang !== undefined) {
-        await hang
+        await settle(hang, () => agent.cancel(), `prompt ${i + 1}: the recorded cancel point (a hanging model call) never came`)
         agent.cancel()
       }
-      await agent.whenIdle()
+      await settle(agent.whenIdle(), () => agent.cancel(), `prompt ${i + 1}: the turn did not finish (a recorded hang without a cancel step?)`)
     }
     return { log: agent.session.events, leftover: adapter.leftover() }
   } finally {
     await agent.dispose()
+  }
+}
+
+async function settle(work: Promise<void>, giveUp: () => void, message: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<'timeout'>(resolve => { timer = setTimeout(() => resolve('timeout'), SCENARIO_TIMEOUT_MS) })
+  try {
+    if (await Promise.race([work.then(() => 'done' as const), timeout]) === 'timeout') {
+      giveUp()
+      throw new Error(`${message}; gave up after ${SCENARIO_TIMEOUT_MS / 1000} s`)
+    }
+  } finally {
+    clearTimeout(timer)
   }
 }
 
