@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { SessionEvent } from '../session/types.js'
 import { project, replaySuite } from './replay-suite.js'
@@ -35,6 +36,50 @@ describe('replay suite projection', () => {
     ])
     expect(failed).not.toEqual(b)
     expect(project([ev('turn/end', { turn: 1, reason: { kind: 'completed' } })])).not.toEqual(project([ev('turn/end', { turn: 1, reason: { kind: 'max-tokens' } })]))
+  })
+})
+
+/** A tiny recorded scenario of our own: one prompt, one text reply. */
+function scenario(root: string, name: string, tweak: (lines: object[]) => object[] = (l) => l): void {
+  const dir = join(root, 'examples', name)
+  mkdirSync(dir, { recursive: true })
+  const prompt = { id: 'p1', role: 'user', content: [{ type: 'text', text: 'say hi' }], source: { kind: 'user' } }
+  const chunk = (c: object) => ({ type: 'assistant/chunk', data: { turn: 1, step: 1, chunk: c } })
+  const lines: object[] = [
+    { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, inserted: [prompt] } },
+    { type: 'turn/start', data: { turn: 1 } },
+    { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, removedCount: 1, inserted: [] } },
+    { type: 'step/start', data: { turn: 1, step: 1 } },
+    { type: 'user/message', data: prompt, surfaceOp: 'append' },
+    { type: 'request/header', data: { header: { config: { provider: 'rec', model: 'm' }, system: '', tools: [] }, reason: 'initial' } },
+    { type: 'request/context', data: { provider: 'rec', model: 'm' } },
+    chunk({ type: 'text-delta', index: 0, text: 'hi' }),
+    chunk({ type: 'finish', reason: { kind: 'stop' } }),
+    { type: 'assistant/message', data: { turn: 1, step: 1, message: { id: 'a', role: 'assistant', content: [{ type: 'text', text: 'hi' }], source: { kind: 'model', provider: 'rec', model: 'm' } } }, sourceEventSeqs: [7, 8], surfaceOp: 'append' },
+    { type: 'step/end', data: { turn: 1, step: 1 } },
+    { type: 'turn/end', data: { turn: 1, reason: { kind: 'completed' } } },
+  ]
+  const header = { type: 'session', version: 0, id: name, createdAt: 0, delegationDepth: 0 }
+  writeFileSync(join(dir, 'session.jsonl'), [header, ...tweak(lines)].map(line => JSON.stringify(line)).join('\n') + '\n')
+}
+
+describe('replay suite on scenarios of our own', () => {
+  it('passes a faithful recording, prints the first difference of a tampered one, and skips a missing tool', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'dsh-replay-test-'))
+    try {
+      scenario(root, 'faithful')
+      scenario(root, 'tampered', lines => lines.map(line => (line as { type: string }).type === 'turn/end' ? { type: 'turn/end', data: { turn: 1, reason: { kind: 'max-tokens' } } } : line))
+      scenario(root, 'needs-tool', lines => [...lines.slice(0, 10), { type: 'tool/call', data: { turn: 1, step: 1, callId: 'c', name: 'teleport', arguments: '{}' } }, ...lines.slice(10)])
+      const results: ConformanceResult[] = []
+      for await (const result of replaySuite().run([root])) results.push(result)
+      const by = (name: string) => results.find(r => r.path.endsWith(name))!
+      expect(by('faithful').status).toBe('pass')
+      expect(by('tampered').status).toBe('fail')
+      expect(by('tampered').detail).toMatch(/^first difference at projected event \d+: recorded \{"type":"turn\/end".*"max-tokens".*replayed \{"type":"turn\/end".*"completed"/)
+      expect(by('needs-tool')).toMatchObject({ status: 'skip', detail: 'missing capability: tool teleport' })
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 })
 
