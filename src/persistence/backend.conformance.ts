@@ -128,6 +128,20 @@ export function describeBackendConformance(harness: BackendHarness): void {
       expect(canonical((await backend.loadStored(h.id))!.events)).toEqual(canonical(events))
     })
 
+    it('D-1: two instances on one store: each judges seqs against the real stored end', async () => {
+      const dir = await tempDir()
+      const a = open(dir)
+      const b = open(dir)
+      const { header: h, events } = await realisticLog(1, 31)
+      await a.create(h, events.slice(0, 10))
+      await b.appendBatch(h, events.slice(10, 20))
+      await expect(a.appendBatch(h, events.slice(10, 15))).rejects.toBeInstanceOf(SeqMismatchError)
+      await a.appendBatch(h, events.slice(20, 30))
+      await b.appendBatch(h, events.slice(30))
+      expect(canonical((await a.loadStored(h.id))!.events)).toEqual(canonical(events))
+      expect(await a.readStoredRevision(h.id)).toBe(await b.readStoredRevision(h.id))
+    })
+
     it('D-1: concurrent materialisation of one id: exactly one writer wins', async () => {
       const dir = await tempDir()
       const writers = [open(dir), open(dir), open(dir), open(dir)]

@@ -139,7 +139,7 @@ export class JsonlBackend implements PersistenceBackend {
           await handle.close()
         }
       }
-      if (closers.length > 0) await this.append(id, state, closers)
+      if (closers.length > 0) state = await this.append(id, state, closers)
       return state.revision
     })
   }
@@ -230,7 +230,8 @@ export class JsonlBackend implements PersistenceBackend {
   }
 
   /** Append + fsync; a failed write is truncated back to the previous size. */
-  private async append(id: string, state: FileState, events: readonly SessionEvent[]): Promise<void> {
+  /** Returns the state it ended with (a fresh one if another writer forced a rescan). */
+  private async append(id: string, state: FileState, events: readonly SessionEvent[]): Promise<FileState> {
     const handle = await open(state.file, 'r+')
     try {
       const before = await handle.stat({ bigint: true })
@@ -238,8 +239,7 @@ export class JsonlBackend implements PersistenceBackend {
         // Someone else wrote the file: learn its real end before judging our seq.
         await handle.close().catch(() => undefined)
         const fresh = await this.scan(id, state.dir, true)
-        Object.assign(state, fresh)
-        return this.append(id, state, events)
+        return this.append(id, fresh, events)
       }
       if (state.torn !== undefined) {
         throw new PersistenceError(`session ${JSON.stringify(id)} has an unrepaired crash tail (${state.torn.detail}); load it to repair before appending`, id)
@@ -258,6 +258,7 @@ export class JsonlBackend implements PersistenceBackend {
       state.size += bytes.length
       state.nextSeq += events.length
       state.revision = revisionOf(await handle.stat({ bigint: true }))
+      return state
     } finally {
       await handle.close().catch(() => undefined)
     }
