@@ -1,8 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
 import { LlmServicePlugin } from '../index.js'
 import type { LlmCallOptions, StreamChunk } from '../types.js'
-import { applyOverride, ReplayAdapter, replayModelInfo, scriptFromEvents, scriptFromLogText, substitute, type ReplayEntry } from './index.js'
+import { applyOverride, ReplayAdapter, ReplayPlugin, replayModelInfo, scriptFromEvents, scriptFromLogText, substitute, type ReplayEntry } from './index.js'
 import type { SessionEvent } from '../../session/types.js'
 
 const chunk = (turn: number, step: number, c: StreamChunk, seq = 0): SessionEvent =>
@@ -102,5 +105,36 @@ describe('replay adapter', () => {
     const chunks = await done
     expect(chunks[0]).toEqual({ type: 'text-delta', index: 0, text: 'partial' })
     expect(chunks.at(-1)).toMatchObject({ type: 'finish', reason: { kind: 'aborted' } })
+  })
+})
+
+describe('ReplayPlugin (from config)', () => {
+  it('registers the recorded route and serves the log, with an override patch applied', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dsh-replay-plugin-'))
+    try {
+      const log = join(dir, 'session.jsonl')
+      writeFileSync(log, [
+        '{"type":"session","version":0,"id":"x","createdAt":0,"delegationDepth":0}',
+        '{"type":"turn/start","data":{"turn":1}}',
+        '{"type":"step/start","data":{"turn":1,"step":1}}',
+        '{"type":"request/header","data":{"header":{"config":{"provider":"rec","model":"m1"},"system":"","tools":[]},"reason":"initial"}}',
+        '{"type":"assistant/chunk","data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"first"}}}',
+        '{"type":"assistant/chunk","data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}',
+        '{"type":"step/end","data":{"turn":1,"step":1}}',
+        '{"type":"step/start","data":{"turn":1,"step":2}}',
+        '{"type":"assistant/chunk","data":{"turn":1,"step":2,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}',
+      ].join('\n') + '\n')
+      const override = join(dir, 'replay.override.json')
+      writeFileSync(override, JSON.stringify({ patches: [{ at: 1, entry: { kind: 'throw', message: 'boom', code: 'SERVER' } }] }))
+      const ctx = new Context()
+      await ctx.plugin(LlmServicePlugin).await()
+      await ctx.plugin(ReplayPlugin, { log, override }).await()
+      expect(ctx.llm.model('rec', 'm1')).toBeDefined()
+      const call = { provider: 'rec', model: 'm1', messages: [] }
+      expect(await drain(ctx.llm.stream(call))).toEqual([{ type: 'text-delta', index: 0, text: 'first' }, finish('stop')])
+      expect((await drain(ctx.llm.stream(call))).at(-1)).toEqual({ type: 'finish', reason: { kind: 'error', failure: { code: 'SERVER', message: 'boom' } } })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
