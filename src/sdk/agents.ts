@@ -23,7 +23,7 @@ export interface RouteRequest {
 export function resolveRoute(ctx: Context, request: RouteRequest): Partial<AgentLoopConfig> {
   const host = ctx.get('host')
   const settingsModel = host?.settings.model?.default
-  const name = request.model ?? host?.env.value('DSH_MODEL') ?? (typeof settingsModel === 'string' ? settingsModel : undefined)
+  const name = request.model ?? (host?.env.value('DSH_MODEL') || undefined) ?? (typeof settingsModel === 'string' ? settingsModel : undefined)
   const route: { provider?: string; model?: string; maxTokens?: number } = {}
   if (request.maxTokens !== undefined) route.maxTokens = request.maxTokens
   if (name === undefined && request.provider === undefined) return route

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url'
 import type { ContentBlock } from '../llm/types.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import { finalResponse } from './final-response.js'
-import { JsonRpcPeer, RpcError, type NotificationFrame } from './jsonrpc.js'
+import { ErrorCodes, JsonRpcPeer, RpcError, type NotificationFrame } from './jsonrpc.js'
 
 export { RpcError, ErrorCodes } from './jsonrpc.js'
 
@@ -94,16 +94,19 @@ export class DshClient {
   private exitInfo: ExitInfo | undefined
   private readonly listeners = new Set<(notification: Notification) => void>()
   private readonly peer: JsonRpcPeer
+  private outputEnded = false
 
   private constructor(readonly process: ChildProcess, private readonly options: ClientOptions) {
     const child = process
     this.exited = new Promise(resolve => {
-      child.on('exit', (code, signal) => {
+      child.on('close', (code, signal) => {
         this.exitInfo = { code, signal }
         resolve(this.exitInfo)
       })
     })
     child.on('error', error => { this.stderr += `spawn failed: ${error.message}\n` })
+    child.stdout!.on('close', () => { this.outputEnded = true })
+    child.stdout!.on('end', () => { this.outputEnded = true })
     if (child.stderr !== null) child.stderr.setEncoding('utf8').on('data', (text: string) => { this.stderr += text })
     // Writes to a server that already exited must not crash the caller.
     child.stdin!.on('error', () => undefined)
@@ -149,7 +152,12 @@ export class DshClient {
 
   /** Any request by name (including methods this class has no helper for). */
   request<T = unknown>(method: string, params?: unknown): Promise<T> {
-    return this.peer.request<T>(method, params)
+    return this.peer.request<T>(method, params).catch(async (error: unknown) => {
+      if (!this.outputEnded) throw error
+      // The server went away: name how it ended instead of "connection closed".
+      const info = await this.exited
+      throw new RpcError(ErrorCodes.internalError, `${method}: the server exited (${info.signal ?? `code ${info.code}`})${this.stderrTail()}`)
+    })
   }
 
   initialize(params: InitializeParams = {}): Promise<Record<string, unknown>> {

@@ -1,0 +1,344 @@
+/**
+ * The JSON-RPC SDK server and client through real processes (`node bin/dsh.js --profile sdk`)
+ * against the fake DeepSeek server on 127.0.0.1.
+ */
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { waitForFile } from '../../test-support/wait-for-file.js'
+import { dshBin, tempHome } from '../../test-support/run-dsh.js'
+import type { SessionEvent } from '../session/types.js'
+import { DshClient, type Notification } from './client.js'
+import { ErrorCodes, LineSplitter } from './jsonrpc.js'
+
+let server: FakeDeepSeek
+beforeAll(async () => { server = await FakeDeepSeek.start() })
+afterAll(async () => { await server.close() })
+
+const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+function envFor(home: string) {
+  return { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined }
+}
+
+async function startClient(home: string, cwd: string, options: { env?: Record<string, string | undefined> } = {}): Promise<DshClient> {
+  return DshClient.start({ cwd, env: { ...envFor(home), ...options.env } })
+}
+
+/** Resolves with the first notification matching `test`. */
+function nextNotification(client: DshClient, test: (n: Notification) => boolean): Promise<Notification> {
+  return new Promise(resolve => {
+    const off = client.onNotification(n => {
+      if (!test(n)) return
+      off()
+      resolve(n)
+    })
+  })
+}
+
+const isEvent = (type: string, sessionId?: string) => (n: Notification) =>
+  n.method === 'session.event' && n.params.event.type === type && (sessionId === undefined || n.params.sessionId === sessionId)
+
+describe('SDK server: methods and notifications', () => {
+  it('initialize answers the protocol version, server info and cwd', async () => {
+    const { home, cwd } = tempHome()
+    const client = await DshClient.start({ cwd, env: envFor(home), initialize: false })
+    try {
+      const result = await client.initialize({ cwd })
+      expect(result).toMatchObject({ protocolVersion: 1, serverInfo: { name: 'dsh' }, cwd })
+      await expect(client.initialize({ model: 'no-such-model' })).rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('no-such-model') })
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('run(prompt) resolves to {sessionId, finalResponse, events, notifications}; session.event carries every log event in seq order', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ reasoning: 'thinking' }, { text: 'SDK OK' }, { finish: 'stop', usage }]))
+    const client = await startClient(home, cwd)
+    try {
+      const result = await client.run('Reply with exactly: SDK OK')
+      expect(result.finalResponse).toBe('SDK OK')
+      expect(result.reason).toEqual({ kind: 'completed' })
+      expect(result.events.map(event => event.seq)).toEqual(result.events.map((_, index) => index))
+      expect(result.events[0]).toMatchObject({ type: 'agent/inbox/spliced', data: { target: 'next-turn' } })
+      expect(result.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+      // Full envelopes: seq, time, data, and surfaceOp where the log has one.
+      const message = result.events.find(event => event.type === 'assistant/message')!
+      expect(message).toMatchObject({ seq: expect.any(Number), time: expect.any(Number), surfaceOp: 'append' })
+      // session.status: running right after the first event, idle last.
+      const methods = result.notifications.map(n => n.method === 'session.status' ? `status:${n.params.status}` : 'event')
+      expect(methods[0]).toBe('event')
+      expect(methods[1]).toBe('status:running')
+      expect(methods.at(-1)).toBe('status:idle')
+      expect(methods.filter(m => m.startsWith('status'))).toEqual(['status:running', 'status:idle'])
+      expect(result.notifications.every(n => n.params.sessionId === result.sessionId)).toBe(true)
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('session/prompt is an enqueue receipt {messageId, sessionId}; the message id is the queued user message', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'queued' }, { finish: 'stop', usage }]))
+    const client = await startClient(home, cwd)
+    try {
+      const spliced = nextNotification(client, isEvent('agent/inbox/spliced'))
+      const idle = nextNotification(client, n => n.method === 'session.status' && n.params.status === 'idle')
+      const receipt = await client.prompt('hello', 'my-session')
+      expect(receipt.sessionId).toBe('my-session')
+      const inserted = (await spliced).params.event.data.inserted
+      expect(inserted[0].id).toBe(receipt.messageId)
+      await idle
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('session/list and session/load see the live and stored sessions; load of an unknown id is -32602', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'one' }, { finish: 'stop', usage }]))
+    const client = await startClient(home, cwd)
+    try {
+      const { sessionId } = await client.run('first')
+      const { sessions } = await client.list()
+      expect(sessions).toContainEqual(expect.objectContaining({ id: sessionId, live: true, status: 'idle' }))
+      const loaded = await client.load(sessionId, { events: true })
+      expect(loaded).toMatchObject({ sessionId, turns: 1, repaired: 0, status: 'idle' })
+      expect(loaded.events!.length).toBe(loaded.length)
+      await expect(client.load('nope')).rejects.toMatchObject({ code: ErrorCodes.invalidParams })
+      await expect(client.cancel('nope')).rejects.toMatchObject({ code: ErrorCodes.invalidParams })
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('a missing API key refuses the prompt with one message naming DEEPSEEK_API_KEY, before any model request', async () => {
+    const { home, cwd } = tempHome()
+    const client = await startClient(home, cwd, { env: { DEEPSEEK_API_KEY: undefined } })
+    const before = server.requests.length
+    try {
+      await expect(client.prompt('hello')).rejects.toMatchObject({ code: ErrorCodes.serverError, message: expect.stringContaining('DEEPSEEK_API_KEY') })
+      expect(server.requests.length).toBe(before)
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('two sessions interleave on one server: each gets its own events, status and answer', async () => {
+    const { home, cwd } = tempHome()
+    let releaseA!: () => void
+    const holdA = new Promise<void>(resolve => { releaseA = resolve })
+    server.enqueue(streamResponse([{ text: 'answer A' }, { until: holdA }, { finish: 'stop', usage }]))
+    const client = await startClient(home, cwd)
+    try {
+      const order: string[] = []
+      client.onNotification(n => {
+        if (n.method === 'session.event' && n.params.event.type === 'turn/end') order.push(`end:${n.params.sessionId}`)
+      })
+      const requested = server.requests.length
+      const runA = client.run('question A', { sessionId: 'session-a' })
+      await server.waitForRequests(requested + 1)
+      server.enqueue(streamResponse([{ text: 'answer B' }, { finish: 'stop', usage }]))
+      const b = await client.run('question B', { sessionId: 'session-b' })
+      releaseA()
+      const a = await runA
+      expect(a.finalResponse).toBe('answer A')
+      expect(b.finalResponse).toBe('answer B')
+      expect(order).toEqual(['end:session-b', 'end:session-a'])
+      expect(a.events.map(e => e.seq)).toEqual(a.events.map((_, i) => i))
+      expect(b.events.map(e => e.seq)).toEqual(b.events.map((_, i) => i))
+      expect(a.notifications.every(n => n.params.sessionId === 'session-a')).toBe(true)
+    } finally {
+      releaseA()
+      await client.close()
+    }
+  })
+
+  it('session/cancel during a tool call: the body is stopped, the turn ends aborted, the session goes idle', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([
+      { toolCall: { id: 'call-sleep', name: 'bash', arguments: '{"command":"sleep 30","description":"wait"}' } },
+      { finish: 'tool_calls', usage },
+    ]))
+    const client = await startClient(home, cwd)
+    try {
+      const started = nextNotification(client, isEvent('tool/call'))
+      const run = client.run('run the long command')
+      const call = await started
+      const events: SessionEvent[] = []
+      client.subscribe(call.params.sessionId, event => events.push(event))
+      expect(await client.cancel(call.params.sessionId)).toEqual({ cancelled: true })
+      const result = await run
+      expect(result.reason).toEqual({ kind: 'aborted', reason: { kind: 'user' } })
+      const toolResult = result.events.find(event => event.type === 'tool/result')
+      expect(toolResult).toMatchObject({ data: { message: { content: [{ toolCallId: 'call-sleep', isError: true }] } } })
+      expect(events.at(-1)?.type).toBe('turn/end')
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('stdin EOF lets a running turn finish, flushes and exits 0; shutdown cancels and exits 0', async () => {
+    const { home, cwd } = tempHome()
+    let release!: () => void
+    const hold = new Promise<void>(resolve => { release = resolve })
+    server.enqueue(streamResponse([{ text: 'finished after EOF' }, { until: hold }, { finish: 'stop', usage }]))
+    const client = await startClient(home, cwd)
+    const requested = server.requests.length
+    const receipt = await client.prompt('long', 'eof-session')
+    await server.waitForRequests(requested + 1)
+    client.process.stdin!.end()
+    release()
+    expect(await client.exited).toEqual({ code: 0, signal: null })
+    // The turn finished and was stored: a new server loads it closed (nothing to repair).
+    const second = await startClient(home, cwd)
+    try {
+      const loaded = await second.load(receipt.sessionId, { events: true })
+      expect(loaded.repaired).toBe(0)
+      expect(loaded.events!.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+      expect(await second.shutdown()).toEqual({ code: 0, signal: null })
+    } finally {
+      await second.close()
+    }
+  })
+
+  it('a server killed mid-turn: a new server loads the session (the interrupted turn is closed) and a new prompt works', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([
+      { toolCall: { id: 'call-hang', name: 'bash', arguments: '{"command":"touch started && sleep 30","description":"wait"}' } },
+      { finish: 'tool_calls', usage },
+    ]))
+    const first = await startClient(home, cwd)
+    // The body runs only after the checkpoint stored the call (D-3): the file says it started.
+    const started = waitForFile(join(cwd, 'started'))
+    void first.run('start something long', { sessionId: 'crashed' }).catch(() => undefined)
+    await started
+    first.process.kill('SIGKILL')
+    await first.exited
+
+    const second = await startClient(home, cwd)
+    try {
+      const loaded = await second.load('crashed', { events: true })
+      expect(loaded.repaired).toBe(3)
+      const tail = loaded.events!.slice(-3)
+      expect(tail.map(event => event.type)).toEqual(['tool/result', 'step/end', 'turn/end'])
+      expect(tail[0]).toMatchObject({ data: { error: { code: 'TOOL_OUTCOME_UNKNOWN' } } })
+      expect(tail[2]).toMatchObject({ data: { reason: { kind: 'interrupted' } } })
+      server.enqueue(streamResponse([{ text: 'resumed fine' }, { finish: 'stop', usage }]))
+      const result = await second.run('go on', { sessionId: 'crashed' })
+      expect(result.finalResponse).toBe('resumed fine')
+      expect(result.events[0]!.seq).toBe(loaded.length)
+      const request = server.requests.at(-1)!.body
+      expect(request.messages.some((m: { role: string; tool_call_id?: string }) => m.role === 'tool' && m.tool_call_id === 'call-hang')).toBe(true)
+    } finally {
+      await second.close()
+    }
+  })
+})
+
+/** Raw frames against a raw process: every kind of bad input. */
+describe('SDK server: bad frames get JSON-RPC errors and never stop the server', () => {
+  it('garbage, non-object, batch, missing jsonrpc, bad id, unknown method, bad params, U+2028 inside a frame', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
+    const env: Record<string, string> = {}
+    for (const [key, value] of Object.entries({ ...process.env, ...envFor(home) })) if (value !== undefined) env[key] = value
+    const child = spawn(process.execPath, [dshBin, '--profile', 'sdk'], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    const frames: any[] = []
+    const raw: string[] = []
+    const splitter = new LineSplitter()
+    const waiters: { test: (frame: any) => boolean; resolve: (frame: any) => void }[] = []
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      for (const line of splitter.push(text)) {
+        raw.push(line)
+        const frame = JSON.parse(line)
+        frames.push(frame)
+        for (const waiter of waiters.filter(w => w.test(frame))) {
+          waiters.splice(waiters.indexOf(waiter), 1)
+          waiter.resolve(frame)
+        }
+      }
+    })
+    const answer = (id: unknown) => new Promise<any>(resolve => {
+      const found = frames.find(frame => frame.id === id && !('method' in frame))
+      if (found !== undefined) resolve(found)
+      else waiters.push({ test: frame => frame.id === id && !('method' in frame), resolve })
+    })
+    const send = (line: string) => child.stdin.write(`${line}\n`)
+    try {
+      send('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}')
+      await answer(0)
+      send('this is not json')
+      send('42')
+      send('[{"jsonrpc":"2.0","id":1,"method":"session/list"}]')
+      send('{"id":2,"method":"session/list"}')
+      send('{"jsonrpc":"2.0","id":{"x":1},"method":"session/list"}')
+      send('{"jsonrpc":"2.0","id":3,"method":"no/such/method"}')
+      send('{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"contentBlocks":[]}}')
+      send('{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"contentBlocks":[{"type":"video"}]}}')
+      send('{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"maxTokens":-1}}')
+      send('{"jsonrpc":"2.0","id":7,"method":"session/list","params":"nope"}')
+      // U+2028 raw between tokens is not JSON whitespace: one parse error for the whole line, not two frames.
+      send('{"jsonrpc":"2.0",\u2028"id":8,"method":"session/list"}')
+      // U+2028 / U+2029 raw inside a string are fine and must survive the round trip.
+      send('{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"sep","contentBlocks":[{"type":"text","text":"line\u2028sep\u2029end"}]}}')
+      const errors = async (id: unknown) => (await answer(id)).error
+      expect(await errors(3)).toMatchObject({ code: -32601, message: expect.stringContaining('no/such/method') })
+      expect(await errors(2)).toMatchObject({ code: -32600 })
+      expect(await errors(4)).toMatchObject({ code: -32602, message: expect.stringContaining('contentBlocks') })
+      expect(await errors(5)).toMatchObject({ code: -32602 })
+      expect(await errors(6)).toMatchObject({ code: -32602, message: expect.stringContaining('maxTokens') })
+      expect(await errors(7)).toMatchObject({ code: -32602 })
+      expect((await answer(9)).result).toMatchObject({ sessionId: 'sep', messageId: expect.any(String) })
+      const nullErrors = frames.filter(frame => frame.id === null).map(frame => frame.error.code)
+      // garbage -32700, 42 -32600, batch -32600, bad id -32600, U+2028 between tokens -32700
+      expect(nullErrors).toEqual([-32700, -32600, -32600, -32600, -32700])
+      const spliced = await new Promise<any>(resolve => {
+        const test = (frame: any) => frame.method === 'session.event' && frame.params.event.type === 'user/message'
+        const found = frames.find(test)
+        if (found) resolve(found)
+        else waiters.push({ test, resolve })
+      })
+      expect(spliced.params.event.data.content[0].text).toBe('line\u2028sep\u2029end')
+      // Still alive and answering.
+      send('{"jsonrpc":"2.0","id":10,"method":"session/list"}')
+      expect((await answer(10)).result.sessions).toEqual(expect.any(Array))
+      // stdout carries frames only: every line parsed as a JSON-RPC frame.
+      expect(raw.every(line => JSON.parse(line).jsonrpc === '2.0')).toBe(true)
+    } finally {
+      child.stdin.end()
+      await new Promise(resolve => child.on('exit', resolve))
+    }
+    expect(child.exitCode).toBe(0)
+  })
+})
+
+describe('client shutdown escalation', () => {
+  /** A stand-in server that says `ready` (a notification) once its signal handlers are installed. */
+  const stubborn = (signals: string) => [process.execPath, '-e', `${signals}; process.stdin.resume(); process.stdin.on('end', () => {}); setInterval(() => {}, 1000); process.stdout.write('{"jsonrpc":"2.0","method":"ready"}\\n')`] as [string, ...string[]]
+  const ready = (client: DshClient) => nextNotification(client, n => n.method === 'ready')
+
+  it('a server that exits on EOF is closed by EOF alone', async () => {
+    const client = await DshClient.start({ command: [process.execPath, '-e', 'process.stdin.resume(); process.stdin.on("end", () => process.exit(0))'], initialize: false })
+    expect(await client.close()).toMatchObject({ via: 'eof', code: 0 })
+  })
+
+  it('a server that ignores EOF gets SIGTERM', async () => {
+    const client = await DshClient.start({ command: stubborn(''), initialize: false, eofTimeoutMs: 100, termTimeoutMs: 10_000 })
+    await ready(client)
+    expect(await client.close()).toMatchObject({ via: 'sigterm', signal: 'SIGTERM' })
+  })
+
+  it('a server that ignores EOF and SIGTERM gets SIGKILL', async () => {
+    const client = await DshClient.start({ command: stubborn("process.on('SIGTERM', () => {})"), initialize: false, eofTimeoutMs: 100, termTimeoutMs: 100 })
+    await ready(client)
+    expect(await client.close()).toMatchObject({ via: 'sigkill', signal: 'SIGKILL' })
+  })
+
+  it('a request fails naming the exit code and stderr when the server dies', async () => {
+    const client = await DshClient.start({ command: [process.execPath, '-e', 'process.stdin.resume(); process.stdin.on("data", () => { process.stderr.write("boom\\n"); process.exit(3) })'], initialize: false })
+    await expect(client.request('session/list')).rejects.toMatchObject({ message: expect.stringMatching(/code 3[\s\S]*boom/) })
+  })
+})
