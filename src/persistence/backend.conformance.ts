@@ -10,6 +10,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
+import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SessionsServicePlugin } from '../session/service.js'
 import type { Session } from '../session/api.js'
@@ -105,6 +106,22 @@ export function describeBackendConformance(harness: BackendHarness): void {
       const dir = dirs[dirs.length - 1]
       const other = open(dir)
       expect(canonical((await other.loadStored(h.id))!.events)).toEqual(canonical(events))
+    })
+
+    it('D-1: any split of a log into batches round-trips (property)', async () => {
+      const dir = await tempDir()
+      const { header: h, events } = await realisticLog(2, 37)
+      let run = 0
+      await fc.assert(fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 1, max: events.length - 1 }), { maxLength: 12 }), async (cuts) => {
+        const backend = open(join(dir, `p${run++}`), false)
+        const bounds = [0, ...[...cuts].sort((a, b) => a - b), events.length]
+        await backend.create({ ...h }, events.slice(0, bounds[1]))
+        for (let i = 1; i < bounds.length - 1; i++) await backend.appendBatch(h, events.slice(bounds[i], bounds[i + 1]))
+        const stored = (await backend.loadStored(h.id))!
+        expect(canonical(stored.events)).toEqual(canonical(events))
+        expect(stored.torn).toBeUndefined()
+        await backend.close?.()
+      }), { numRuns: 15, seed: 4242 })
     })
 
     it('D-1: an empty create materialises a header-only session; unknown ids load as undefined', async () => {
@@ -327,6 +344,13 @@ export function describeBackendConformance(harness: BackendHarness): void {
         const stored = (await backend.loadStored(h.id))!
         expect(canonical(stored.events)).toEqual(canonical(session.events))
         expect(checkLogInvariants(stored.events, createEventTypeRegistry()).turnOpen).toBe(false)
+        // C-4: a second cold load finds nothing to repair.
+        const revision = await backend.readStoredRevision(h.id)
+        const second = await boot(backend)
+        const again = await second.sessionPersistence.load(h.id)
+        expect(again.repaired).toEqual([])
+        expect(canonical(again.session.events)).toEqual(canonical(session.events))
+        expect(await backend.readStoredRevision(h.id)).toBe(revision)
       })
 
       it('C-5: loading a live id flushes it and refuses while its turn is open; a closed turn returns the live session', async () => {
