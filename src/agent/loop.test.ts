@@ -765,6 +765,17 @@ describe('agents registry and scope (K-2, P-1, K-4)', () => {
     expect(sent).toEqual(['through the custom driver'])
   })
 
+  it('agent/status announces changes only: back-to-back turns stay running', async () => {
+    const h = await loopHarness({ responses: [text('1'), text('2')] })
+    const statuses: string[] = []
+    h.ctx.on('agent/status', (_agent, status) => { statuses.push(status) })
+    h.agent.send('queued first', 'next-turn', false)
+    h.agent.followup('then this')
+    await h.agent.whenIdle()
+    expect(h.of('turn/end')).toHaveLength(2)
+    expect(statuses).toEqual(['running', 'idle'])
+  })
+
   it('K-2: ctx.agents.create rejects a second agent for the same session and an unknown session', async () => {
     const h = await loopHarness({ responses: [] })
     expect(() => h.ctx.agents.create(h.session.id)).toThrow(/already has a live agent/)

@@ -152,8 +152,10 @@ export class ReactLoop implements AgentLoop {
     const turn = this.session.position.turn + 1
     this.abortReason = { kind: 'user' }
     this.keepInboxOnAbort = false
+    const wasRunning = this.phase.kind === 'running'
     this.phase = { kind: 'running', abort, turn, step: 0, wakeRequested: false }
-    this.emitStatus('running')
+    // Back-to-back turns stay `running`: only a change is announced.
+    if (!wasRunning) this.emitStatus('running')
     this.session.append('turn/start', { turn })
     const reason = await this.steps(turn, abort.signal)
     this.session.append('turn/end', { turn, reason })
