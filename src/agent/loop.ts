@@ -420,6 +420,7 @@ export class ReactLoop implements AgentLoop {
 
   async maintain(work: (signal: AbortSignal) => Promise<void>): Promise<void> {
     while (this.phase.kind !== 'idle') await this.whenIdle()
+    if (this.disposed) throw new Error(`dsh-agent: agent ${this.agent.id} is disposed; maintenance is refused`)
     this.assertHealthy()
     const abort = new AbortController()
     this.phase = { kind: 'maintenance', abort, lastTurn: this.phase.lastTurn, wakeRequested: false }
