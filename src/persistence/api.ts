@@ -132,11 +132,32 @@ export interface LoadResult {
   readonly wasLive: boolean
 }
 
+/** What `inspect` reports about one id, without hydrating or repairing anything. */
+export interface SessionInspection {
+  readonly id: string
+  readonly live: boolean
+  /** Undefined when nothing is stored yet. */
+  readonly stored?: {
+    readonly header: SessionHeader
+    readonly length: number
+    readonly revision: string
+    readonly torn?: TornTail
+    /** The stored log ends inside an open turn: a cold load would append these closers. */
+    readonly pendingClosers: number
+  }
+  /** Appended but not yet written (write-behind queue). */
+  readonly pendingEvents: number
+  /** D-2: the failure that paused automatic writing, if any. */
+  readonly writeError?: unknown
+}
+
 export interface SessionPersistenceService {
   readonly backend: PersistenceBackend
   /** D-2 barrier: resolves once every event of the session appended so far is stored. */
   flush(session: Session | string): Promise<void>
   flushAll(): Promise<void>
+  /** Stored and write-behind state of an id; never writes, never hydrates. */
+  inspect(id: string): Promise<SessionInspection>
   /** Cold load (C-1..C-5), repair, hydrate into `ctx.sessions`. */
   load(id: string): Promise<LoadResult>
   list(): Promise<readonly StoredSessionSummary[]>

@@ -4,7 +4,7 @@
  * every durable write, and are SIGKILLed at seeded random points; each store is then cold-loaded.
  * Every event reported written before the kill must come back byte for byte, the log must pass
  * the invariants, an interrupted turn must be closed as C-2/C-3 say, and the session must accept
- * a new turn. Reproduce a run with DSH_CRASH_SEED; scale with DSH_CRASH_KILLS.
+ * a new prompt through the real loop. Reproduce a run with DSH_CRASH_SEED; scale with DSH_CRASH_KILLS.
  */
 import { spawn, execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -14,6 +14,11 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { Context } from 'cordis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { AgentsServicePlugin, LoopInvariantPlugin, ReactLoopPlugin } from '../agent/index.js'
+import { LlmServicePlugin } from '../llm/index.js'
+import { ToolsPlugin } from '../tools/index.js'
+import { SCRIPTED_MODEL, SCRIPTED_PROVIDER, ScriptedModel, text } from '../../test-support/scripted-model.js'
+import { CheckpointPolicy } from './checkpoint.js'
 import { SessionsServicePlugin } from '../session/service.js'
 import { checkLogInvariants } from '../session/invariants.js'
 import { createEventTypeRegistry } from '../session/registry.js'
@@ -120,9 +125,19 @@ async function verify(run: Run, store: string, crash: Crash): Promise<{ recovere
     id = ids[0]
   }
   const backend = open(run.kind, store)
+  // A full runtime, so the recovered session can take a real prompt afterwards.
   const ctx = new Context()
-  await ctx.plugin(SessionsServicePlugin, {})
-  await ctx.plugin(SessionPersistence, { backend, maxDelayMs: 1_000_000, closeBackend: false })
+  for (const fiber of [
+    ctx.plugin(SessionsServicePlugin, {}),
+    ctx.plugin(LlmServicePlugin),
+    ctx.plugin(ToolsPlugin),
+    ctx.plugin(ReactLoopPlugin),
+    ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL } }),
+    ctx.plugin(LoopInvariantPlugin),
+    ctx.plugin(SessionPersistence, { backend, maxDelayMs: 1_000_000, closeBackend: false }),
+    ctx.plugin(CheckpointPolicy),
+  ]) await fiber.await()
+  new ScriptedModel([text('recovered')]).register(ctx)
   const before = await backend.loadStored(id)
   expect(before, `run ${run.index}: stored session`).toBeDefined()
   const kept = before!.events.length
@@ -140,8 +155,12 @@ async function verify(run: Run, store: string, crash: Crash): Promise<{ recovere
   if (repaired.length) expect(repaired.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'interrupted' } } })
   const position = checkLogInvariants(session.events, createEventTypeRegistry())
   expect(position.turnOpen).toBe(false)
-  // The session is live again and takes a new turn that survives another cold load.
-  await appendTurn(session, { rng: prng(run.seed + 1), chunks: () => 3, toolRounds: 1 })
+  // The session is live again: the real loop takes a new prompt (A-11 checks the request
+  // against the repaired log), and the turn survives another cold load.
+  const agent = ctx.agents.create({ sessionId: session.id })
+  agent.followup('are you back?')
+  await agent.whenIdle()
+  expect(session.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
   await ctx.sessionPersistence.flush(session)
   const again = await backend.loadStored(id)
   expect(again!.events.map(encodeEvent)).toEqual(session.events.map(encodeEvent))

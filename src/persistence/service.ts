@@ -11,7 +11,7 @@ import { interruptedTurnClosers } from '../session/repair.js'
 import type { SessionEvent } from '../session/types.js'
 import {
   PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
-  type LoadResult, type PersistenceBackend, type SessionPersistenceService, type StoredSessionSummary,
+  type LoadResult, type PersistenceBackend, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
 } from './api.js'
 import { encodeEvent, encodeHeader } from './records.js'
 
@@ -203,6 +203,24 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   writeError(id: string): unknown {
     const tracked = this.tracked.get(id)
     return tracked?.paused ? tracked.error : undefined
+  }
+
+  async inspect(id: string): Promise<SessionInspection> {
+    const tracked = this.tracked.get(id)
+    const stored = await this.backend.loadStored(id)
+    return {
+      id,
+      live: this.sessions.get(id)?.live === true,
+      ...stored && {
+        stored: {
+          header: stored.header, length: stored.events.length, revision: stored.revision,
+          ...stored.torn && { torn: stored.torn },
+          pendingClosers: interruptedTurnClosers(stored.events).length,
+        },
+      },
+      pendingEvents: tracked?.queue.length ?? 0,
+      ...tracked?.paused && { writeError: tracked.error },
+    }
   }
 
   // --- cold load (C-1..C-5) ---
