@@ -1,4 +1,5 @@
 import { Context } from 'cordis'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { UserMessage } from '../llm/types.js'
 import { SessionsServicePlugin } from '../session/index.js'
@@ -63,5 +64,33 @@ describe('inbox (A-1, A-2)', () => {
       { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' },
       { target: 'next-turn', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' },
     ])
+  })
+})
+
+describe('inbox property (A-1)', () => {
+  it('A-1: after any sequence of sends, claims and clears, folding the log rebuilds exactly the live lists', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('push' as const), target: fc.constantFrom('next-turn' as const, 'next-step' as const) }),
+      fc.record({ kind: fc.constant('claim' as const), target: fc.constantFrom('next-turn' as const, 'next-step' as const) }),
+      fc.record({ kind: fc.constant('clear' as const) }),
+      fc.record({ kind: fc.constant('remove' as const), target: fc.constantFrom('next-turn' as const, 'next-step' as const), at: fc.nat(5) }),
+    )
+    await fc.assert(fc.asyncProperty(fc.array(op, { maxLength: 40 }), async (ops) => {
+      const s = await session()
+      const inbox = Inbox.fromLog(s)
+      let n = 0
+      for (const o of ops) {
+        if (o.kind === 'push') inbox.push(o.target, msg(`m${n++}`))
+        else if (o.kind === 'claim') inbox.claim(o.target, 1)
+        else if (o.kind === 'clear') inbox.clear()
+        else {
+          const list = o.target === 'next-turn' ? inbox.nextTurn : inbox.nextStep
+          if (o.at < list.length) inbox.splice(o.target, o.at, 1, [])
+        }
+        const rebuilt = Inbox.fromLog(s)
+        expect(rebuilt.nextTurn).toEqual(inbox.nextTurn)
+        expect(rebuilt.nextStep).toEqual(inbox.nextStep)
+      }
+    }), { numRuns: 100 })
   })
 })
