@@ -31,6 +31,7 @@ export interface WebServerOptions {
 }
 
 const MAX_BODY = 4 * 1024 * 1024
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 const HEARTBEAT_MS = 15_000
 
 const TYPES: Record<string, string> = {
@@ -109,6 +110,7 @@ export class WebServer {
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     response.setHeader('X-Content-Type-Options', 'nosniff')
     response.setHeader('Referrer-Policy', 'no-referrer')
+    response.setHeader('X-Frame-Options', 'DENY')
     const allowed = { bound: this.options.host, trusted: this.options.trustedHosts ?? [], port: this.boundPort }
     if (!hostAllowed(request.headers.host, allowed)) {
       this.json(response, 403, { error: { code: 'BAD_HOST', message: `Host "${request.headers.host ?? ''}" is not allowed (dsh web answers loopback names only unless started with --trust-host)` } })
@@ -157,6 +159,8 @@ export class WebServer {
       return
     }
     const body = readFileSync(path)
+    // Model output is untrusted: even if markup slipped through, no inline or foreign script runs.
+    if (isPage) response.setHeader('Content-Security-Policy', CSP)
     response.writeHead(200, {
       'Content-Type': TYPES[extname(path)] ?? 'application/octet-stream',
       'Cache-Control': relative.startsWith('assets') ? 'public, max-age=31536000, immutable' : 'no-store',

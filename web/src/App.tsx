@@ -1,0 +1,547 @@
+import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
+import { ApiError, SessionStream, call, type InboxSnapshot, type SessionSummary } from './api'
+import { LogFold, describeEnd, type Item, type Usage } from './fold'
+import { renderMarkdown } from './markdown'
+import { TodoStrip, ToolCallCard, formatMs } from './cards'
+
+type Theme = 'light' | 'dark'
+
+function initialTheme(): Theme {
+  const saved = localStorage.getItem('dsh-theme')
+  if (saved === 'light' || saved === 'dark') return saved
+  return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'
+}
+
+function ago(ms: number): string {
+  const seconds = Math.max(0, Math.round((Date.now() - ms) / 1000))
+  if (seconds < 60) return 'just now'
+  if (seconds < 3600) return `${Math.round(seconds / 60)}m`
+  if (seconds < 86_400) return `${Math.round(seconds / 3600)}h`
+  return `${Math.round(seconds / 86_400)}d`
+}
+
+function basename(path: string): string {
+  const parts = path.split(/[\\/]/).filter(Boolean)
+  return parts.at(-1) ?? path
+}
+
+function tokens(n: number | undefined): string {
+  if (n === undefined) return '0'
+  return n >= 10_000 ? `${(n / 1000).toFixed(0)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n)
+}
+
+function sessionFromUrl(): string | null {
+  return new URLSearchParams(location.search).get('session')
+}
+
+function setUrlSession(id: string | null): void {
+  const url = new URL(location.href)
+  if (id === null) url.searchParams.delete('session')
+  else url.searchParams.set('session', id)
+  history.replaceState(null, '', url)
+}
+
+export function App() {
+  const [theme, setTheme] = useState<Theme>(initialTheme)
+  const [sessions, setSessions] = useState<SessionSummary[]>([])
+  const [selected, setSelected] = useState<string | null>(sessionFromUrl)
+  const [view, setView] = useState<'chat' | 'settings' | 'new'>(() => sessionFromUrl() ? 'chat' : 'new')
+  const [connection, setConnection] = useState<'open' | 'retrying' | 'closed'>('open')
+
+  useEffect(() => {
+    document.documentElement.dataset.theme = theme
+    localStorage.setItem('dsh-theme', theme)
+  }, [theme])
+
+  const refresh = useCallback(() => {
+    call<SessionSummary[]>('sessions.list').then(setSessions, () => {})
+  }, [])
+  useEffect(refresh, [refresh])
+
+  const onSummary = useCallback((summary: SessionSummary | { id: string; deleted: true }) => {
+    setSessions(list => {
+      const rest = list.filter(entry => entry.id !== summary.id)
+      if ('deleted' in summary) return rest
+      return [summary, ...rest].sort((a, b) => b.updatedAt - a.updatedAt)
+    })
+  }, [])
+
+  const select = useCallback((id: string | null) => {
+    setSelected(id)
+    setUrlSession(id)
+    setView(id === null ? 'new' : 'chat')
+  }, [])
+
+  const current = sessions.find(entry => entry.id === selected)
+
+  return (
+    <div className="app">
+      <Sidebar sessions={sessions} selected={selected} onSelect={select} onNew={() => { setView('new') }}
+        onSettings={() => setView('settings')} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')} />
+      <main className="main">
+        {connection !== 'open' ? (
+          <div className="banner" role="status">{connection === 'retrying' ? 'Reconnecting to dsh web…' : 'The dsh web server is not answering. Retrying; if it was restarted with a new token, open the link it printed.'}</div>
+        ) : null}
+        {view === 'settings' ? <Settings onClose={() => setView(selected ? 'chat' : 'new')} />
+          : view === 'new' || selected === null ? <NewSession sessions={sessions} onCreated={summary => { onSummary(summary); select(summary.id) }} />
+            : <Chat key={selected} id={selected} summary={current} onSummary={onSummary} onConnection={setConnection}
+              onSelect={select} onOpenSettings={() => setView('settings')} />}
+        {view !== 'chat' || selected === null ? <GlobalStream onSummary={onSummary} onConnection={setConnection} /> : null}
+      </main>
+    </div>
+  )
+}
+
+/** Keeps the sidebar current while no conversation stream is open. */
+function GlobalStream(props: { onSummary: (summary: any) => void; onConnection: (state: 'open' | 'retrying' | 'closed') => void }) {
+  const { onSummary, onConnection } = props
+  useEffect(() => {
+    const stream = new SessionStream(null, 0, { log() {}, status() {}, summary: onSummary, connection: onConnection })
+    return () => stream.close()
+  }, [onSummary, onConnection])
+  return null
+}
+
+function Sidebar(props: {
+  sessions: SessionSummary[]; selected: string | null; onSelect(id: string): void; onNew(): void; onSettings(): void; theme: Theme; onTheme(): void
+}) {
+  const [query, setQuery] = useState('')
+  const groups = useMemo(() => {
+    const needle = query.trim().toLowerCase()
+    const byCwd = new Map<string, SessionSummary[]>()
+    for (const session of props.sessions) {
+      if (needle && !(session.title ?? '').toLowerCase().includes(needle) && !session.id.includes(needle)) continue
+      const cwd = session.cwd ?? '(no folder)'
+      let list = byCwd.get(cwd)
+      if (!list) byCwd.set(cwd, list = [])
+      list.push(session)
+    }
+    return [...byCwd]
+  }, [props.sessions, query])
+  return (
+    <aside className="sidebar">
+      <div className="brand">
+        <span className="logo">dsh</span>
+        <div className="brand-actions">
+          <button className="icon-button" title={props.theme === 'dark' ? 'Light theme' : 'Dark theme'} onClick={props.onTheme} data-testid="theme-toggle">{props.theme === 'dark' ? '☀' : '☾'}</button>
+          <button className="icon-button" title="Settings" onClick={props.onSettings} data-testid="open-settings">⚙</button>
+        </div>
+      </div>
+      <button className="new-session" onClick={props.onNew} data-testid="new-session">+ New session</button>
+      <input className="search" placeholder="Search sessions" value={query} onChange={event => setQuery(event.target.value)} aria-label="Search sessions" />
+      <nav className="session-groups">
+        {groups.length === 0 ? <div className="empty-note">{query ? 'No session matches.' : 'No sessions yet.'}</div> : null}
+        {groups.map(([cwd, list]) => (
+          <section key={cwd} className="group">
+            <div className="group-head" title={cwd}><span className="folder">▸</span>{basename(cwd)}<span className="group-path">{cwd}</span></div>
+            {list.map(session => (
+              <button key={session.id} className={`session-row ${session.id === props.selected ? 'active' : ''}`} onClick={() => props.onSelect(session.id)} data-testid="session-row">
+                <span className={`dot ${session.status}`} title={session.status} />
+                <span className="session-title">{session.title ?? 'Untitled session'}</span>
+                <span className="session-time">{ago(session.updatedAt)}</span>
+              </button>
+            ))}
+          </section>
+        ))}
+      </nav>
+    </aside>
+  )
+}
+
+function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: SessionSummary): void }) {
+  const recent = useMemo(() => [...new Set(props.sessions.map(session => session.cwd).filter((cwd): cwd is string => !!cwd))].slice(0, 6), [props.sessions])
+  const [cwd, setCwd] = useState('')
+  const [model, setModel] = useState('')
+  const [models, setModels] = useState<{ model: string; provider: string }[]>([])
+  const [error, setError] = useState('')
+  const [busy, setBusy] = useState(false)
+  useEffect(() => {
+    call('models.list').then(result => { setModels(result.models); setModel(result.default ?? '') }, () => {})
+  }, [])
+  const create = async () => {
+    setBusy(true)
+    setError('')
+    try {
+      props.onCreated(await call<SessionSummary>('sessions.create', { cwd: cwd.trim(), ...model ? { model } : {} }))
+    } catch (caught) {
+      setError((caught as Error).message)
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <div className="page-center">
+      <div className="panel new-panel">
+        <h1>New session</h1>
+        <p className="muted">The agent works in a folder on this machine. Leave it empty for the folder <code>dsh web</code> was started in.</p>
+        <label className="field">
+          <span>Workspace folder</span>
+          <input value={cwd} onChange={event => setCwd(event.target.value)} placeholder="/path/to/project" data-testid="new-cwd"
+            onKeyDown={event => { if (event.key === 'Enter') void create() }} />
+        </label>
+        {recent.length > 0 ? (
+          <div className="chips">{recent.map(path => <button key={path} className="chip" onClick={() => setCwd(path)} title={path}>{basename(path)}</button>)}</div>
+        ) : null}
+        <label className="field">
+          <span>Model</span>
+          <select value={model} onChange={event => setModel(event.target.value)} data-testid="new-model">
+            {models.map(info => <option key={`${info.provider}/${info.model}`} value={info.model}>{info.model}</option>)}
+          </select>
+        </label>
+        {error ? <div className="inline-error">{error}</div> : null}
+        <div className="actions"><button className="primary" onClick={() => void create()} disabled={busy} data-testid="create-session">Start session</button></div>
+      </div>
+    </div>
+  )
+}
+
+function Settings(props: { onClose(): void }) {
+  const [settings, setSettings] = useState<{ defaultModel: string | null; credentials: { name: string; set: boolean; source: string | null }[] } | null>(null)
+  const [models, setModels] = useState<{ model: string; provider: string; ready: string | null }[]>([])
+  const [keys, setKeys] = useState<Record<string, string>>({})
+  const [message, setMessage] = useState('')
+  const load = useCallback(() => {
+    call('settings.get').then(setSettings, error => setMessage(error.message))
+    call('models.list').then(result => setModels(result.models), () => {})
+  }, [])
+  useEffect(load, [load])
+  const saveKey = async (name: string) => {
+    try {
+      await call('credentials.set', { name, value: keys[name] ?? '' })
+      setKeys({ ...keys, [name]: '' })
+      setMessage(`${name} saved.`)
+      load()
+    } catch (error) {
+      setMessage((error as Error).message)
+    }
+  }
+  const setDefault = async (model: string) => {
+    try {
+      await call('settings.set', { defaultModel: model })
+      setMessage(`Default model: ${model}`)
+      load()
+    } catch (error) {
+      setMessage((error as Error).message)
+    }
+  }
+  return (
+    <div className="page-center">
+      <div className="panel settings-panel" data-testid="settings">
+        <div className="panel-head"><h1>Settings</h1><button className="ghost" onClick={props.onClose}>Close</button></div>
+        <h2>API keys</h2>
+        <p className="muted">Keys are stored in your dsh home folder (<code>.credentials.yaml</code>, mode 600). They are never sent back to the browser.</p>
+        {settings?.credentials.map(credential => (
+          <div className="key-row" key={credential.name}>
+            <div className="key-name"><code>{credential.name}</code><span className={`badge ${credential.set ? 'ok' : 'warn'}`}>{credential.set ? `set (${credential.source})` : 'not set'}</span></div>
+            <div className="key-input">
+              <input type="password" autoComplete="off" placeholder={credential.set ? 'Replace key…' : 'Paste key…'} value={keys[credential.name] ?? ''}
+                onChange={event => setKeys({ ...keys, [credential.name]: event.target.value })} data-testid={`key-${credential.name}`} />
+              <button className="primary" onClick={() => void saveKey(credential.name)} disabled={!keys[credential.name]}>Save</button>
+            </div>
+          </div>
+        ))}
+        <h2>Default model</h2>
+        <div className="model-list">
+          {models.map(info => (
+            <label key={`${info.provider}/${info.model}`} className={`model-row ${settings?.defaultModel === info.model ? 'active' : ''}`}>
+              <input type="radio" name="default-model" checked={settings?.defaultModel === info.model} onChange={() => void setDefault(info.model)} />
+              <span className="mono">{info.model}</span><span className="muted">{info.provider}</span>
+              {info.ready ? <span className="badge warn" title={info.ready}>needs a key</span> : <span className="badge ok">ready</span>}
+            </label>
+          ))}
+        </div>
+        {message ? <div className="toast">{message}</div> : null}
+      </div>
+    </div>
+  )
+}
+
+const PAGE = 120
+
+function Chat(props: {
+  id: string; summary?: SessionSummary; onSummary(summary: any): void; onConnection(state: 'open' | 'retrying' | 'closed'): void
+  onSelect(id: string | null): void; onOpenSettings(): void
+}) {
+  const { id, onSummary, onConnection } = props
+  const foldRef = useRef(new LogFold())
+  const [items, setItems] = useState<readonly Item[]>([])
+  const [todos, setTodos] = useState<readonly { content: string; status: string }[]>([])
+  const [status, setStatus] = useState<'idle' | 'running'>('idle')
+  const [inbox, setInbox] = useState<InboxSnapshot>({ nextTurn: [], nextStep: [] })
+  const [model, setModel] = useState<string | null>(null)
+  const [loaded, setLoaded] = useState(false)
+  const [shown, setShown] = useState(PAGE)
+  const scroller = useRef<HTMLDivElement>(null)
+  const stick = useRef(true)
+
+  const publish = useCallback(() => {
+    setItems(foldRef.current.items)
+    setTodos(foldRef.current.todos)
+  }, [])
+
+  useEffect(() => {
+    let stream: SessionStream | undefined
+    let cancelled = false
+    const fold = foldRef.current
+    call('sessions.history', { id }).then(history => {
+      if (cancelled) return
+      fold.apply(history.events)
+      publish()
+      setStatus(history.summary.status)
+      setInbox(history.inbox)
+      setModel(history.model)
+      setLoaded(true)
+      // Batch live events per animation frame: streaming deltas arrive faster than frames.
+      let pending: any[] = []
+      let frame = 0
+      stream = new SessionStream(id, history.length, {
+        log(event) {
+          pending.push(event)
+          if (frame === 0) frame = requestAnimationFrame(() => {
+            frame = 0
+            const batch = pending
+            pending = []
+            if (fold.apply(batch)) publish()
+          })
+        },
+        status(next) { setStatus(next.status); setInbox(next.inbox) },
+        summary: onSummary,
+        connection: onConnection,
+      })
+    }, error => {
+      if (cancelled) return
+      fold.notice('error', (error as Error).message)
+      publish()
+      setLoaded(true)
+    })
+    return () => { cancelled = true; stream?.close() }
+  }, [id, onSummary, onConnection, publish])
+
+  useLayoutEffect(() => {
+    const element = scroller.current
+    if (element && stick.current) element.scrollTop = element.scrollHeight
+  }, [items, loaded])
+
+  const onScroll = () => {
+    const element = scroller.current
+    if (!element) return
+    stick.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80
+    if (element.scrollTop < 200 && shown < items.length) {
+      // Render an earlier page and keep the view where it was.
+      const before = element.scrollHeight
+      setShown(count => count + PAGE)
+      requestAnimationFrame(() => { element.scrollTop += element.scrollHeight - before })
+    }
+  }
+
+  const report = useCallback((error: unknown) => {
+    const apiError = error as ApiError
+    foldRef.current.notice('error', apiError.code === 'NOT_READY' ? `${apiError.message} — add it in Settings.` : apiError.message)
+    publish()
+  }, [publish])
+
+  const send = async (text: string, mode: 'prompt' | 'steer') => {
+    stick.current = true
+    try {
+      const result = await call(mode, { id, text })
+      setInbox(result.inbox)
+      return true
+    } catch (error) {
+      report(error)
+      return false
+    }
+  }
+
+  const visible = items.length > shown ? items.slice(items.length - shown) : items
+  const title = props.summary?.title ?? 'Untitled session'
+  return (
+    <div className="chat">
+      <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onSelect={props.onSelect} onError={report} />
+      <div className="conversation" ref={scroller} onScroll={onScroll} data-testid="conversation">
+        <div className="conversation-inner">
+          {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
+          {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
+          {visible.map(item => <Row key={item.key} item={item} sessionId={id} onSelect={props.onSelect} onError={report} />)}
+          {status === 'running' && !items.some(item => item.kind === 'assistant' && item.streaming) ? <div className="thinking" data-testid="thinking"><span className="spinner" /> Working…</div> : null}
+        </div>
+      </div>
+      <div className="dock">
+        {todos.length > 0 ? <TodoStrip todos={todos} /> : null}
+        <QueueDock id={id} inbox={inbox} onInbox={setInbox} onError={report} />
+        <Composer running={status === 'running'} onSend={send} onStop={() => call('cancel', { id }).catch(report)} />
+      </div>
+    </div>
+  )
+}
+
+function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; model: string | null; onSelect(id: string | null): void; onError(error: unknown): void }) {
+  const [editing, setEditing] = useState(false)
+  const [draft, setDraft] = useState(props.title)
+  const rename = async () => {
+    setEditing(false)
+    if (draft.trim() === '' || draft === props.title) return
+    await call('sessions.rename', { id: props.id, title: draft }).catch(props.onError)
+  }
+  const fork = async () => {
+    try {
+      const child = await call<SessionSummary>('sessions.fork', { id: props.id })
+      props.onSelect(child.id)
+    } catch (error) { props.onError(error) }
+  }
+  const exportLog = async () => {
+    try {
+      const { filename, jsonl } = await call('sessions.export', { id: props.id })
+      const link = document.createElement('a')
+      link.href = URL.createObjectURL(new Blob([jsonl], { type: 'application/x-ndjson' }))
+      link.download = filename
+      link.click()
+      setTimeout(() => URL.revokeObjectURL(link.href), 1000)
+    } catch (error) { props.onError(error) }
+  }
+  const remove = async () => {
+    if (!confirm('Delete this session? It is moved to the trash folder of your dsh home.')) return
+    try {
+      await call('sessions.delete', { id: props.id })
+      props.onSelect(null)
+    } catch (error) { props.onError(error) }
+  }
+  return (
+    <header className="chat-header">
+      <div className="chat-title">
+        {editing ? (
+          <input autoFocus className="title-input" value={draft} onChange={event => setDraft(event.target.value)} data-testid="title-input"
+            onBlur={() => void rename()} onKeyDown={event => { if (event.key === 'Enter') void rename(); if (event.key === 'Escape') setEditing(false) }} />
+        ) : (
+          <h1 title="Rename" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="chat-title">{props.title}</h1>
+        )}
+        <div className="chat-sub">
+          <span className={`pill ${props.status}`} data-testid="status">{props.status === 'running' ? 'running' : 'idle'}</span>
+          {props.model ? <span className="muted mono">{props.model}</span> : null}
+          {props.summary?.cwd ? <span className="muted mono" title={props.summary.cwd}>{props.summary.cwd}</span> : null}
+        </div>
+      </div>
+      <div className="header-actions">
+        <button className="ghost" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="rename">Rename</button>
+        <button className="ghost" onClick={() => void fork()} data-testid="fork">Fork</button>
+        <button className="ghost" onClick={() => void exportLog()} data-testid="export">Export</button>
+        <button className="ghost danger" onClick={() => void remove()} data-testid="delete">Delete</button>
+      </div>
+    </header>
+  )
+}
+
+function usageLine(usage: Usage): string {
+  const parts = [`${tokens(usage.inputTokens)} in`, `${tokens(usage.outputTokens)} out`]
+  if (usage.cacheReadTokens) parts.push(`${tokens(usage.cacheReadTokens)} cached`)
+  if (usage.reasoningTokens) parts.push(`${tokens(usage.reasoningTokens)} reasoning`)
+  return parts.join(' · ')
+}
+
+const Markdown = memo(function Markdown({ text }: { text: string }) {
+  const html = useMemo(() => renderMarkdown(text), [text])
+  return <div className="markdown" dangerouslySetInnerHTML={{ __html: html }} />
+})
+
+const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: Item; sessionId: string; onSelect(id: string): void; onError(error: unknown): void }) {
+  switch (item.kind) {
+    case 'user':
+      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.text}</div></div>
+    case 'assistant':
+      return (
+        <div className={`row assistant-row ${item.streaming ? 'streaming' : ''}`} data-testid="assistant-message">
+          {item.reasoning ? (
+            <details className="reasoning" open={item.streaming && !item.text}>
+              <summary>{item.streaming && !item.text ? 'Thinking…' : 'Reasoning'}</summary>
+              <div className="reasoning-text">{item.reasoning}</div>
+            </details>
+          ) : null}
+          {item.text ? (item.streaming ? <div className="markdown streaming-text">{item.text}<span className="caret" /></div> : <Markdown text={item.text} />) : null}
+          {item.calls.map(toolCall => <ToolCallCard key={toolCall.id} call={toolCall} />)}
+        </div>
+      )
+    case 'turn-end': {
+      const end = describeEnd(item.reason)
+      const fork = async () => {
+        try { onSelect((await call<SessionSummary>('sessions.fork', { id: sessionId, boundary: item.seq })).id) } catch (error) { onError(error) }
+      }
+      return (
+        <div className="turn-end" data-testid="turn-end">
+          {end.level ? <div className={`notice ${end.level}`}>{end.text}</div> : null}
+          <div className="turn-meta">
+            <span>{usageLine(item.usage)}</span>
+            {item.durationMs !== undefined ? <span>{formatMs(item.durationMs)}</span> : null}
+            <button className="link-button" onClick={() => void fork()} title="Fork the session after this turn">Fork from here</button>
+          </div>
+        </div>
+      )
+    }
+    case 'notice':
+      return <div className={`notice ${item.level}`} data-testid="notice">{item.text}</div>
+  }
+})
+
+function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: InboxSnapshot): void; onError(error: unknown): void }) {
+  const entries = [
+    ...props.inbox.nextStep.map((entry, index) => ({ ...entry, target: 'next-step' as const, index })),
+    ...props.inbox.nextTurn.map((entry, index) => ({ ...entry, target: 'next-turn' as const, index })),
+  ]
+  const [editing, setEditing] = useState<string | null>(null)
+  const [draft, setDraft] = useState('')
+  if (entries.length === 0) return null
+  const act = async (method: string, params: Record<string, unknown>) => {
+    try { props.onInbox((await call(method, { id: props.id, ...params })).inbox) } catch (error) { props.onError(error) }
+    setEditing(null)
+  }
+  return (
+    <div className="queue" data-testid="queue">
+      <div className="queue-head">Queued</div>
+      {entries.map(entry => {
+        const key = `${entry.target}:${entry.index}`
+        return (
+          <div className="queue-item" key={key} data-testid="queue-item">
+            <span className={`badge ${entry.target === 'next-step' ? 'warn' : ''}`}>{entry.target === 'next-step' ? 'steer' : 'next'}</span>
+            {editing === key ? (
+              <input autoFocus value={draft} onChange={event => setDraft(event.target.value)}
+                onKeyDown={event => { if (event.key === 'Enter') void act('inbox.edit', { target: entry.target, index: entry.index, text: draft }); if (event.key === 'Escape') setEditing(null) }} />
+            ) : <span className="queue-text">{entry.text}</span>}
+            <button className="link-button" onClick={() => { setEditing(key); setDraft(entry.text) }}>Edit</button>
+            <button className="link-button danger" onClick={() => void act('inbox.remove', { target: entry.target, index: entry.index })} data-testid="queue-remove">Remove</button>
+          </div>
+        )
+      })}
+    </div>
+  )
+}
+
+function Composer(props: { running: boolean; onSend(text: string, mode: 'prompt' | 'steer'): Promise<boolean>; onStop(): void }) {
+  const [text, setText] = useState('')
+  const area = useRef<HTMLTextAreaElement>(null)
+  useLayoutEffect(() => {
+    const element = area.current
+    if (!element) return
+    element.style.height = 'auto'
+    element.style.height = `${Math.min(element.scrollHeight, 240)}px`
+  }, [text])
+  const submit = async (mode: 'prompt' | 'steer') => {
+    const value = text.trim()
+    if (!value) return
+    setText('')
+    if (!await props.onSend(value, mode)) setText(value)
+  }
+  return (
+    <div className="composer">
+      <textarea ref={area} value={text} rows={1} placeholder={props.running ? 'Queue a message (Enter) or steer the running step (Ctrl+Enter)…' : 'Message dsh…'}
+        onChange={event => setText(event.target.value)} data-testid="composer"
+        onKeyDown={event => {
+          if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return
+          event.preventDefault()
+          void submit(event.ctrlKey || event.metaKey ? 'steer' : 'prompt')
+        }} />
+      <div className="composer-actions">
+        <span className="hint">{props.running ? 'Enter queues · Ctrl+Enter steers' : 'Enter sends · Shift+Enter new line'}</span>
+        {props.running ? <button className="stop" onClick={props.onStop} data-testid="stop">■ Stop</button> : null}
+        <button className="primary" onClick={() => void submit('prompt')} disabled={!text.trim()} data-testid="send">{props.running ? 'Queue' : 'Send'}</button>
+      </div>
+    </div>
+  )
+}

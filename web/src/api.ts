@@ -1,0 +1,104 @@
+/**
+ * The browser side of the dsh web API: `call` posts JSON to `/api/<method>` (the token rides in
+ * the HttpOnly cookie the server set when the page was opened), `SessionStream` follows a
+ * session's log over SSE and resumes after the last seq it saw.
+ */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message)
+  }
+}
+
+export async function call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+  let response: Response
+  try {
+    response = await fetch(`/api/${method}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(params),
+      credentials: 'same-origin',
+    })
+  } catch {
+    throw new ApiError(0, 'OFFLINE', 'the dsh web server is not reachable')
+  }
+  const body = await response.json().catch(() => ({}))
+  if (!response.ok) throw new ApiError(response.status, body?.error?.code ?? 'HTTP', body?.error?.message ?? `HTTP ${response.status}`)
+  return body.result as T
+}
+
+export interface SessionEvent {
+  readonly type: string
+  readonly seq: number
+  readonly time: number
+  readonly data: any
+}
+
+export interface SessionSummary {
+  readonly id: string
+  readonly title: string | null
+  readonly cwd?: string
+  readonly parentSession?: string
+  readonly createdAt: number
+  readonly updatedAt: number
+  readonly turns: number
+  readonly length: number
+  readonly status: 'idle' | 'running'
+}
+
+export interface InboxSnapshot {
+  readonly nextTurn: readonly { text: string }[]
+  readonly nextStep: readonly { text: string }[]
+}
+
+export interface StreamHandlers {
+  log(event: SessionEvent): void
+  status(status: { id: string; status: 'idle' | 'running'; inbox: InboxSnapshot }): void
+  summary(summary: SessionSummary | { id: string; deleted: true }): void
+  connection(state: 'open' | 'retrying' | 'closed'): void
+}
+
+/**
+ * An EventSource that survives server restarts: the browser's own reconnect sends Last-Event-ID;
+ * when the browser gives up (e.g. the server was down for a while) we reopen from the last seq.
+ */
+export class SessionStream {
+  private source?: EventSource
+  private lastSeq: number
+  private timer?: ReturnType<typeof setTimeout>
+  private closed = false
+
+  constructor(private readonly sessionId: string | null, from: number, private readonly handlers: StreamHandlers) {
+    this.lastSeq = from - 1
+    this.open()
+  }
+
+  private open(): void {
+    const params = new URLSearchParams()
+    if (this.sessionId !== null) params.set('session', this.sessionId)
+    params.set('from', String(this.lastSeq + 1))
+    const source = new EventSource(`/api/events?${params}`)
+    this.source = source
+    source.addEventListener('log', (message) => {
+      const event = JSON.parse((message as MessageEvent).data) as SessionEvent
+      if (event.seq <= this.lastSeq) return
+      this.lastSeq = event.seq
+      this.handlers.log(event)
+    })
+    source.addEventListener('status', message => this.handlers.status(JSON.parse((message as MessageEvent).data)))
+    source.addEventListener('summary', message => this.handlers.summary(JSON.parse((message as MessageEvent).data)))
+    source.addEventListener('ready', () => this.handlers.connection('open'))
+    source.onerror = () => {
+      if (this.closed) return
+      if (source.readyState === EventSource.CLOSED) {
+        this.handlers.connection('closed')
+        this.timer = setTimeout(() => this.open(), 2000)
+      } else this.handlers.connection('retrying')
+    }
+  }
+
+  close(): void {
+    this.closed = true
+    clearTimeout(this.timer)
+    this.source?.close()
+  }
+}

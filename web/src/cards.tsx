@@ -1,0 +1,194 @@
+/**
+ * Tool cards: a registry keyed by tool name. A card gets the call (name, raw JSON arguments,
+ * start time) and its result once it lands (text, isError, meta). Built-in cards cover the
+ * built-in tools; any other tool falls back to the JSON card. Extensions register more with
+ * `registerToolCard` (or `window.dsh.registerToolCard` from a script loaded after the app).
+ */
+import { useState, type ReactNode } from 'react'
+import type { ToolCallView } from './fold'
+import { highlight } from './markdown'
+
+export interface ToolCardProps {
+  readonly call: ToolCallView
+  /** Parsed arguments, or undefined while they are still streaming / not JSON. */
+  readonly args: any
+  readonly running: boolean
+}
+
+export type ToolCard = (props: ToolCardProps) => ReactNode
+
+const cards = new Map<string, ToolCard>()
+
+export function registerToolCard(name: string, card: ToolCard): () => void {
+  cards.set(name, card)
+  return () => { if (cards.get(name) === card) cards.delete(name) }
+}
+
+export function toolCard(name: string): ToolCard {
+  return cards.get(name) ?? JsonCard
+}
+
+function parseArgs(raw: string): any {
+  try { return JSON.parse(raw) } catch { return undefined }
+}
+
+function duration(call: ToolCallView): string {
+  if (call.result?.meta?.durationMs !== undefined) return formatMs(call.result.meta.durationMs)
+  if (call.startedAt !== undefined && call.result) return formatMs(call.result.time - call.startedAt)
+  return ''
+}
+
+export function formatMs(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`
+  return `${Math.floor(ms / 60_000)}m ${Math.round((ms % 60_000) / 1000)}s`
+}
+
+function Shell(props: { icon: string; title: ReactNode; meta?: ReactNode; state: 'running' | 'ok' | 'error'; children?: ReactNode; open?: boolean; testId?: string }) {
+  const [open, setOpen] = useState(props.open ?? true)
+  return (
+    <div className={`tool-card state-${props.state}`} data-testid={props.testId}>
+      <button className="tool-head" onClick={() => setOpen(!open)} aria-expanded={open}>
+        <span className="tool-icon" aria-hidden>{props.icon}</span>
+        <span className="tool-title">{props.title}</span>
+        <span className="tool-meta">{props.meta}</span>
+        <span className={`tool-state ${props.state}`}>{props.state === 'running' ? <span className="spinner" /> : props.state === 'ok' ? '✓' : '✕'}</span>
+      </button>
+      {open && props.children !== undefined ? <div className="tool-body">{props.children}</div> : null}
+    </div>
+  )
+}
+
+function state(props: ToolCardProps): 'running' | 'ok' | 'error' {
+  if (!props.call.result) return 'running'
+  return props.call.result.isError ? 'error' : 'ok'
+}
+
+function Output({ text, max = 400 }: { text: string; max?: number }) {
+  const lines = text.split('\n')
+  const [all, setAll] = useState(lines.length <= max)
+  const shown = all ? text : lines.slice(-max).join('\n')
+  return (
+    <>
+      {!all ? <button className="link-button" onClick={() => setAll(true)}>Show all {lines.length} lines</button> : null}
+      <pre className="tool-output">{shown}</pre>
+    </>
+  )
+}
+
+const BashCard: ToolCard = (props) => {
+  const { call, args } = props
+  const result = call.result
+  const exit = result?.meta?.exitCode
+  const output = result ? result.text.replace(/\n?\[exit code: -?\d+\]\s*$/, '') : ''
+  return (
+    <Shell icon="❯" testId="card-bash" state={state(props)}
+      title={<span className="mono">{args?.description ?? 'bash'}</span>}
+      meta={<>{exit !== undefined && exit !== null ? <span className={`exit ${exit === 0 ? 'ok' : 'bad'}`}>exit {exit}</span> : null}{result?.meta?.timedOut ? <span className="exit bad">timed out</span> : null}<span>{duration(call)}</span></>}>
+      <div className="terminal">
+        <div className="terminal-cmd"><span className="prompt">$</span><code dangerouslySetInnerHTML={{ __html: highlight(args?.command ?? call.arguments, 'bash') }} /></div>
+        {result ? <Output text={output || '(no output)'} /> : <div className="terminal-wait">running…</div>}
+      </div>
+    </Shell>
+  )
+}
+
+const ReadCard: ToolCard = (props) => {
+  const { args, call } = props
+  const range = args?.offset || args?.limit ? `lines ${args.offset ?? 1}–${(args.offset ?? 1) + (args.limit ?? 2000) - 1}` : ''
+  return (
+    <Shell icon="📄" testId="card-read" state={state(props)} open={false} title={<span className="mono">{args?.file_path ?? 'read'}</span>} meta={<span>{range}</span>}>
+      {call.result ? <Output text={call.result.text} max={200} /> : null}
+    </Shell>
+  )
+}
+
+export function Diff({ text }: { text: string }) {
+  const lines = text.split('\n').filter(line => !line.startsWith('===') && !line.startsWith('Index:'))
+  return (
+    <pre className="diff">{lines.map((line, index) => {
+      const cls = line.startsWith('+++') || line.startsWith('---') ? 'diff-file' : line.startsWith('@@') ? 'diff-hunk' : line.startsWith('+') ? 'diff-add' : line.startsWith('-') ? 'diff-del' : ''
+      return <div key={index} className={cls}>{line || ' '}</div>
+    })}</pre>
+  )
+}
+
+function simpleDiff(before: string, after: string): string {
+  return [...before.split('\n').map(line => `-${line}`), ...after.split('\n').map(line => `+${line}`)].join('\n')
+}
+
+const EditCard: ToolCard = (props) => {
+  const { args, call } = props
+  const meta = call.result?.meta
+  const diff = typeof meta?.diff === 'string' ? meta.diff : args ? simpleDiff(args.old_string ?? '', args.new_string ?? '') : ''
+  const what = meta?.replacements !== undefined ? `${meta.replacements} replacement${meta.replacements === 1 ? '' : 's'}` : ''
+  return (
+    <Shell icon="✎" testId="card-edit" state={state(props)} title={<span className="mono">{args?.file_path ?? 'edit'}</span>} meta={<span>{what}</span>}>
+      {call.result?.isError ? <pre className="tool-output error-text">{call.result.text}</pre> : <Diff text={diff} />}
+    </Shell>
+  )
+}
+
+const WriteCard: ToolCard = (props) => {
+  const { args, call } = props
+  const meta = call.result?.meta
+  const diff = typeof meta?.diff === 'string' ? meta.diff : typeof args?.content === 'string' ? args.content.split('\n').map((line: string) => `+${line}`).join('\n') : ''
+  return (
+    <Shell icon="✚" testId="card-write" state={state(props)} title={<span className="mono">{args?.file_path ?? 'write'}</span>}
+      meta={<span>{meta ? `${meta.created ? 'created' : 'updated'} · ${meta.lines} lines` : ''}</span>}>
+      {call.result?.isError ? <pre className="tool-output error-text">{call.result.text}</pre> : <Diff text={diff} />}
+    </Shell>
+  )
+}
+
+const ListCard = (label: string): ToolCard => (props) => {
+  const { args, call } = props
+  const lines = call.result ? call.result.text.split('\n').filter(Boolean) : []
+  return (
+    <Shell icon="⌕" testId={`card-${label}`} state={state(props)} open={false}
+      title={<><span className="muted">{label}</span> <span className="mono">{args?.pattern ?? ''}</span>{args?.path ? <span className="muted"> in {args.path}</span> : null}</>}
+      meta={<span>{call.result ? `${lines.length} line${lines.length === 1 ? '' : 's'}` : ''}</span>}>
+      {call.result ? <ul className="path-list">{lines.slice(0, 500).map((line, index) => <li key={index} className="mono">{line}</li>)}</ul> : null}
+    </Shell>
+  )
+}
+
+export function TodoStrip({ todos }: { todos: readonly { content: string; status: string }[] }) {
+  const done = todos.filter(todo => todo.status === 'completed').length
+  return (
+    <div className="todo-strip" data-testid="todo-strip">
+      <div className="todo-head">Plan · {done}/{todos.length} done</div>
+      <ul>{todos.map((todo, index) => (
+        <li key={index} className={`todo ${todo.status}`}><span className="todo-mark">{todo.status === 'completed' ? '✓' : todo.status === 'in_progress' ? '◐' : '○'}</span>{todo.content}</li>
+      ))}</ul>
+    </div>
+  )
+}
+
+const TodoCard: ToolCard = (props) => {
+  const todos = props.args?.todos
+  return Array.isArray(todos) ? <TodoStrip todos={todos} /> : <JsonCard {...props} />
+}
+
+export const JsonCard: ToolCard = (props) => {
+  const { call, args } = props
+  return (
+    <Shell icon="⚙" testId="card-json" state={state(props)} open={false} title={<span className="mono">{call.name}</span>}>
+      <pre className="tool-output json">{args !== undefined ? JSON.stringify(args, null, 2) : call.arguments}</pre>
+      {call.result ? <Output text={call.result.text} max={200} /> : null}
+    </Shell>
+  )
+}
+
+registerToolCard('bash', BashCard)
+registerToolCard('read', ReadCard)
+registerToolCard('edit', EditCard)
+registerToolCard('write', WriteCard)
+registerToolCard('glob', ListCard('glob'))
+registerToolCard('grep', ListCard('grep'))
+registerToolCard('todo_write', TodoCard)
+
+export function ToolCallCard({ call }: { call: ToolCallView }) {
+  const Card = toolCard(call.name)
+  return <Card call={call} args={parseArgs(call.arguments)} running={!call.result} />
+}

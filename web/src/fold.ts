@@ -1,0 +1,192 @@
+/**
+ * Folds a session log into the items the conversation draws: user prompts, assistant steps
+ * (streamed from `assistant/chunk` until `assistant/message` lands), tool calls paired with their
+ * results, turn ends with token usage, retries and errors. Each event costs O(1): the fold keeps
+ * indexes by step and call id and replaces only the item an event touches, so memoised rows
+ * re-render only when their own item changed.
+ */
+import type { SessionEvent } from './api'
+
+export interface Usage { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; reasoningTokens?: number }
+
+export interface ToolCallView {
+  readonly id: string
+  readonly name: string
+  readonly arguments: string
+  readonly startedAt?: number
+  readonly result?: { text: string; isError: boolean; meta?: any; error?: { name: string; code: string }; time: number }
+}
+
+export type Item =
+  | { kind: 'user'; key: string; seq: number; text: string; time: number }
+  | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number }
+  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number }
+  | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
+
+function textOf(content: readonly any[] | undefined): string {
+  return (content ?? []).filter(block => block.type === 'text').map(block => block.text).join('')
+}
+
+function addUsage(into: Usage, usage: Usage | undefined): Usage {
+  if (!usage) return into
+  const out: any = { ...into }
+  for (const [key, value] of Object.entries(usage)) if (typeof value === 'number') out[key] = (out[key] ?? 0) + value
+  return out
+}
+
+export class LogFold {
+  items: Item[] = []
+  /** The latest plan (`todo/write`), drawn as a strip above the composer. */
+  todos: readonly { content: string; status: string }[] = []
+  /** Bumped on every change so React sees a new value. */
+  version = 0
+  private readonly byKey = new Map<string, number>()
+  private readonly callStep = new Map<string, string>()
+  private turnUsage: Usage = {}
+  private turnStart = new Map<number, number>()
+  private readonly toolStarts = new Map<string, number>()
+
+  private put(item: Item): void {
+    const index = this.byKey.get(item.key)
+    if (index === undefined) {
+      this.byKey.set(item.key, this.items.length)
+      this.items.push(item)
+    } else this.items[index] = item
+  }
+
+  private get(key: string): Item | undefined {
+    const index = this.byKey.get(key)
+    return index === undefined ? undefined : this.items[index]
+  }
+
+  /** Applies events in seq order; returns true when the items changed. */
+  apply(events: readonly SessionEvent[]): boolean {
+    const before = this.version
+    for (const event of events) this.one(event)
+    if (this.version !== before) this.items = this.items.slice()
+    return this.version !== before
+  }
+
+  /** A local notice (e.g. an API error) shown in the conversation. */
+  notice(level: 'error' | 'warning' | 'info', text: string): void {
+    this.put({ kind: 'notice', key: `local:${Date.now()}:${Math.random()}`, seq: Number.MAX_SAFE_INTEGER, level, text, time: Date.now() })
+    this.version += 1
+    this.items = this.items.slice()
+  }
+
+  private one(event: SessionEvent): void {
+    const data = event.data
+    switch (event.type) {
+      case 'turn/start':
+        this.turnUsage = {}
+        this.turnStart.set(data.turn, event.time)
+        return
+      case 'user/message':
+        if (data.source?.kind !== 'user') return
+        this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: textOf(data.content), time: event.time })
+        break
+      case 'assistant/chunk':
+        this.chunk(event)
+        break
+      case 'assistant/message': {
+        const key = `a:${data.turn}:${data.step}`
+        const previous = this.get(key)
+        const content: any[] = data.message.content ?? []
+        const calls: ToolCallView[] = content.filter(block => block.type === 'tool-call').map(block => {
+          const old = previous?.kind === 'assistant' ? previous.calls.find(call => call.id === block.id) : undefined
+          this.callStep.set(block.id, key)
+          return { ...old, id: block.id, name: block.name, arguments: block.arguments }
+        })
+        this.turnUsage = addUsage(this.turnUsage, data.usage)
+        this.put({
+          kind: 'assistant', key, seq: previous?.seq ?? event.seq, turn: data.turn, step: data.step,
+          text: textOf(content), reasoning: content.filter(block => block.type === 'reasoning').map(block => block.text).join(''),
+          streaming: false, calls, usage: data.usage, time: event.time,
+        })
+        break
+      }
+      case 'tool/call':
+        this.toolStarts.set(data.callId, event.time)
+        this.updateCall(data.callId, call => ({ ...call, startedAt: event.time }))
+        break
+      case 'tool/result': {
+        const block = data.message.content[0]
+        this.updateCall(block.toolCallId, call => ({
+          ...call,
+          startedAt: call.startedAt ?? this.toolStarts.get(block.toolCallId),
+          result: { text: textOf(block.content), isError: block.isError, meta: data.meta, error: data.error, time: event.time },
+        }))
+        break
+      }
+      case 'todo/write':
+        this.todos = data.todos ?? []
+        break
+      case 'turn/end': {
+        const started = this.turnStart.get(data.turn)
+        this.put({ kind: 'turn-end', key: `e:${data.turn}`, seq: event.seq, turn: data.turn, reason: data.reason, usage: this.turnUsage, time: event.time, ...started === undefined ? {} : { durationMs: event.time - started } })
+        this.finishStreaming()
+        break
+      }
+      case 'llm/retry': {
+        const failure = data.failure ?? {}
+        const of = data.maxRetries == null ? '' : `/${data.maxRetries}`
+        this.put({ kind: 'notice', key: `r:${event.seq}`, seq: event.seq, level: 'warning', text: `Provider error ${failure.code ?? ''}${failure.status ? ` (${failure.status})` : ''}: ${failure.message ?? ''} — retry ${data.retry}${of} in ${Math.round((data.delayMs ?? 0) / 100) / 10}s`, time: event.time })
+        break
+      }
+      case 'compaction/summary':
+        this.put({ kind: 'notice', key: `c:${event.seq}`, seq: event.seq, level: 'info', text: 'Earlier conversation was summarised to fit the context window.', time: event.time })
+        break
+      default:
+        return
+    }
+    this.version += 1
+  }
+
+  private chunk(event: SessionEvent): void {
+    const { turn, step, chunk } = event.data
+    const key = `a:${turn}:${step}`
+    let item = this.get(key)
+    if (item === undefined) {
+      item = { kind: 'assistant', key, seq: event.seq, turn, step, text: '', reasoning: '', streaming: true, calls: [], time: event.time }
+    }
+    if (item.kind !== 'assistant' || !item.streaming) return
+    if (chunk.type === 'text-delta') item = { ...item, text: item.text + chunk.text }
+    else if (chunk.type === 'reasoning-delta') item = { ...item, reasoning: item.reasoning + chunk.text }
+    else if (chunk.type === 'tool-call-delta') {
+      const calls = item.calls.slice()
+      const index = calls.findIndex(call => call.id === chunk.id)
+      if (index < 0) calls.push({ id: chunk.id, name: chunk.name ?? '…', arguments: chunk.argumentsDelta ?? '' })
+      else calls[index] = { ...calls[index], name: chunk.name ?? calls[index].name, arguments: calls[index].arguments + (chunk.argumentsDelta ?? '') }
+      item = { ...item, calls }
+    } else if (chunk.type === 'usage') item = { ...item, usage: chunk.usage }
+    else if (this.get(key) !== undefined) return
+    this.put(item)
+  }
+
+  private updateCall(callId: string, update: (call: ToolCallView) => ToolCallView): void {
+    const key = this.callStep.get(callId)
+    const item = key === undefined ? undefined : this.get(key)
+    if (item?.kind !== 'assistant') return
+    this.put({ ...item, calls: item.calls.map(call => call.id === callId ? update(call) : call) })
+  }
+
+  /** A turn that ended mid-stream (stop, error) leaves its partial step as it was, not streaming. */
+  private finishStreaming(): void {
+    for (let index = this.items.length - 1; index >= 0 && index >= this.items.length - 8; index -= 1) {
+      const item = this.items[index]
+      if (item.kind === 'assistant' && item.streaming) this.items[index] = { ...item, streaming: false }
+    }
+  }
+}
+
+export function describeEnd(reason: any): { level: 'error' | 'warning' | 'info' | null; text: string } {
+  switch (reason?.kind) {
+    case 'completed': return { level: null, text: '' }
+    case 'aborted': return { level: 'info', text: reason.reason?.kind === 'user' ? 'Stopped' : `Stopped (${reason.reason?.kind ?? 'aborted'})` }
+    case 'error': return { level: 'error', text: `${reason.error?.code ?? 'ERROR'}: ${reason.error?.message ?? 'the model request failed'}` }
+    case 'blocked': return { level: 'warning', text: `Blocked${reason.message ? `: ${reason.message}` : ''}` }
+    case 'max-tokens': return { level: 'warning', text: 'The model hit its output limit' }
+    case 'interrupted': return { level: 'warning', text: 'Interrupted (the process stopped during this turn)' }
+    default: return { level: 'info', text: String(reason?.kind ?? '') }
+  }
+}
