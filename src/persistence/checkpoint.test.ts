@@ -111,6 +111,20 @@ describe('checkpoint policy (D-3)', () => {
     expect(log).toEqual(['flush p', 'flushed p', 'default'])
   })
 
+  it('D-3: when the flush fails, the model request never leaves and the tool body never runs', async () => {
+    const ctx = new Context()
+    await ctx.plugin(SessionsServicePlugin, {})
+    await ctx.plugin(CheckpointPolicy)
+    ctx.on('session/flush', async () => { throw new Error('disk full') })
+    const session = ctx.sessions.create({ id: 'f' })
+    const calls: string[] = []
+    const inner = async function* (): AsyncGenerator<StreamChunk> { calls.push('adapter') }
+    await expect(drain(ctx.waterfall('llm/stream', options({ sessionId: 'f' }), inner))).rejects.toThrow()
+    const context: ToolContext = { callId: 'c1', cwd: '/', signal: new AbortController().signal, session }
+    await expect(ctx.waterfall('tools/execute', call, context, async () => { calls.push('body'); return ok })).rejects.toThrow()
+    expect(calls).toEqual([])
+  })
+
   describe('with ctx.sessionPersistence', () => {
     let root: string | undefined
     afterEach(async () => { if (root) await rm(root, { recursive: true, force: true }) })
