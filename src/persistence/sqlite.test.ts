@@ -118,4 +118,22 @@ describe('SQLite store (D-6)', () => {
     expect(new Set(rows.map((r) => r.type))).toEqual(new Set(['reasoning-chunks', 'text-chunks', 'tool-call-chunks']))
     await backend.close()
   }))
+
+  it('D-5: a missing row is a seq gap: a crash tail after the last turn/end, corruption before it', () => withDir(async (dir) => {
+    const backend = new SqliteBackend({ file: join(dir, 's.db') })
+    const { header, events } = await realisticLog(2, 9, 20)
+    await backend.create(header, events)
+    const rows = backend.db.prepare('SELECT seq FROM events WHERE session_id = ? AND count = 1 ORDER BY seq').all(header.id) as { seq: number }[]
+    const lastTurnEnd = events.findLastIndex((e) => e.type === 'turn/end')
+    const tailRow = rows.find((r) => r.seq > lastTurnEnd + 3)!.seq
+    backend.db.prepare('DELETE FROM events WHERE session_id = ? AND seq = ?').run(header.id, tailRow)
+    const stored = (await backend.loadStored(header.id))!
+    expect(stored.torn).toMatchObject({ reason: 'wrong-seq', fromSeq: tailRow, cutAt: tailRow + 1 })
+    await backend.commitRepair(header.id, [], stored.revision)
+    expect((await backend.loadStored(header.id))!.events).toHaveLength(tailRow)
+    const early = rows.find((r) => r.seq > 5)!.seq
+    backend.db.prepare('DELETE FROM events WHERE session_id = ? AND seq = ?').run(header.id, early)
+    await expect(backend.loadStored(header.id)).rejects.toThrow(/row seq \d+ is bad \(wrong-seq.*turn\/end follows/)
+    await backend.close()
+  }))
 })
