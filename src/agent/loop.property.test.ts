@@ -70,4 +70,56 @@ describe('agent loop property (A-5..A-7, T-4)', () => {
       await h.dispose()
     }), { numRuns: 40 })
   }, 120_000)
+
+  it('A-9/T-6: cancelling at any model call or tool body leaves a well-formed log, and the agent keeps working', async () => {
+    const where = fc.record({ at: fc.nat(8), inTool: fc.boolean(), afterChunks: fc.nat(3) })
+    await fc.assert(fc.asyncProperty(fc.array(move, { maxLength: 8 }).map(m => [...m, { kind: 'text' } as Move]), where, async (moves, cancel) => {
+      let agentRef: { cancel(): void } | undefined
+      let requests = 0
+      let bodies = 0
+      const cancellingTools: Tool[] = tools.map(tool => ({
+        ...tool,
+        execute: async (args: never, context: never) => {
+          if (cancel.inTool && bodies++ === cancel.at) agentRef!.cancel()
+          return tool.execute(args, context)
+        },
+      }))
+      const responses: ScriptedResponse[] = moves.map((m, n) => async function* (request, signal) {
+        const chunks = response(m, n) as StreamChunk[]
+        const index = requests++
+        for (let i = 0; i < chunks.length; i++) {
+          if (!cancel.inTool && index === cancel.at && i === cancel.afterChunks) {
+            agentRef!.cancel()
+            await new Promise<void>(resolve => { if (signal?.aborted) resolve(); else signal?.addEventListener('abort', () => resolve()) })
+            throw Object.assign(new Error('aborted'), { code: 'ABORTED' })
+          }
+          yield chunks[i]!
+        }
+      })
+      const h = await loopHarness({ tools: cancellingTools, responses })
+      agentRef = h.agent
+      h.agent.followup('go')
+      await h.agent.whenIdle()
+      for (let turn = 0; turn < 12 && h.model.remaining > 0; turn++) {
+        h.agent.followup('again')
+        await h.agent.whenIdle()
+      }
+      // Well-formed whatever the cancel point: every call answered, steps and turns closed.
+      expect(h.of('tool/result').map(e => e.data.message.source.callId)).toEqual(h.of('tool/call').map(e => e.data.callId))
+      expect(h.session.position.turnOpen).toBe(false)
+      expect(h.of('step/start')).toHaveLength(h.of('step/end').length)
+      const aborted = h.of('turn/end').filter(e => e.data.reason.kind === 'aborted')
+      expect(aborted.length).toBeLessThanOrEqual(1)
+      for (const end of aborted) {
+        const index = h.session.events.indexOf(end)
+        expect(h.session.events[index - 1]!.type).toBe('step/end')
+      }
+      for (const result of h.of('tool/result')) {
+        if (result.data.error?.code === 'ABORTED' || result.data.error?.code === 'ABORTED_BEFORE_DISPATCH') {
+          expect(aborted).toHaveLength(1)
+        }
+      }
+      await h.dispose()
+    }), { numRuns: 60 })
+  }, 120_000)
 })
