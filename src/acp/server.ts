@@ -30,6 +30,8 @@ export interface AcpServerConfig {
   /** Optional model route for every session (else the agents row default, DSH_MODEL, settings). */
   readonly model?: string
   readonly provider?: string
+  /** Overrides `promptCapabilities.image` (default: from the model catalogue). */
+  readonly imageInput?: boolean
 }
 
 export type StopReason = 'end_turn' | 'cancelled'
@@ -116,7 +118,7 @@ export class AcpServerApp extends Service {
         initialize: method(initializeParams, () => ({
           protocolVersion: ACP_PROTOCOL_VERSION,
           agentInfo: { name: 'dsh', version: packageVersion() },
-          agentCapabilities: { promptCapabilities: { image: false, audio: false, embeddedContext: false } },
+          agentCapabilities: { promptCapabilities: { image: this.imageInput(), audio: false, embeddedContext: false } },
           authMethods: [],
         })),
         // Credentials come from the environment and $DSH_HOME; there is nothing to negotiate.
@@ -152,6 +154,18 @@ export class AcpServerApp extends Service {
       await peer.drain()
     }
     return 0
+  }
+
+  /**
+   * Whether prompts may carry images: the configured route's model accepts them, or (no route
+   * configured: the agents row decides) every catalogued model does.
+   */
+  private imageInput(): boolean {
+    if (this.config.imageInput !== undefined) return this.config.imageInput
+    const models = this.ctx.llm.models()
+    const route = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
+    if (route.model !== undefined) return models.some(info => info.provider === route.provider && info.model === route.model && info.imageInput)
+    return models.length > 0 && models.every(info => info.imageInput)
   }
 
   private async newSession(cwd: string) {

@@ -2,6 +2,7 @@
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { sessionLogSuite } from './session-logs.js'
 import { replaySuite } from './replay-suite.js'
+import { protocolSuite } from './protocol-suite.js'
 
 export interface ConformanceSummary {
   readonly passed: number
@@ -18,7 +19,7 @@ export interface RunOptions {
 }
 
 export function defaultSuites(): ConformanceSuite[] {
-  return [sessionLogSuite(), replaySuite()]
+  return [sessionLogSuite(), replaySuite(), protocolSuite()]
 }
 
 export function formatResult(result: ConformanceResult): string {

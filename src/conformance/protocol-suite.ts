@@ -1,0 +1,481 @@
+/**
+ * The protocol suite: drives the real `dsh --profile acp` / `dsh --profile sdk` processes with
+ * each recorded scenario's input (the replay adapter, swapped in by a patch on the `model` row,
+ * supplies the recorded model calls) and compares what they print with the recorded transcripts
+ * (`stdout.expected.jsonl` for ACP; `notifications.expected.jsonl` + `result.expected.json` for
+ * the SDK), normalised as the corpus INDEX.md describes. What is masked, and why, is listed in
+ * docs/protocols.md ("Conformance").
+ */
+import { spawn } from 'node:child_process'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, dirname, join, relative } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { applyOverride, recordedRoute, scriptFromEvents, type ReplayEntry } from '../llm/replay/index.js'
+import type { UserMessage } from '../llm/types.js'
+import { parseSessionFile } from '../session/codec.js'
+import type { SessionEvent } from '../session/types.js'
+import { DshClient, type Notification } from '../sdk/client.js'
+import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
+import type { ConformanceResult, ConformanceSuite } from './types.js'
+
+const SUITE = 'protocol'
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
+const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
+
+/** Event-type prefixes of a recorded log that name a capability dsh lacks. */
+const CAPABILITIES: readonly [prefix: string, capability: string][] = [
+  ['hook/', 'hooks (Claude Code / Codex formats)'],
+  ['goal/', 'goals'],
+  ['subagent/', 'subagents'],
+  ['sandbox/', 'sandbox'],
+  ['approval/', 'approval policies and presets'],
+  ['tool/code-dispatch', 'code mode'],
+  ['job/', 'background jobs'],
+  ['workspace/', 'workspace instructions'],
+  ['todo/', 'todo events'],
+]
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
+
+type Kind = 'acp' | 'sdk'
+
+interface Scenario {
+  readonly dir: string
+  readonly kind: Kind
+}
+
+function findScenarios(root: string): Scenario[] {
+  const out: Scenario[] = []
+  const walk = (dir: string): void => {
+    const entries = readdirSync(dir, { withFileTypes: true })
+    const has = (name: string) => entries.some(entry => entry.isFile() && entry.name === name)
+    if (has('stdout.expected.jsonl')) out.push({ dir, kind: 'acp' })
+    else if (has('notifications.expected.jsonl')) out.push({ dir, kind: 'sdk' })
+    for (const entry of entries) {
+      if (entry.isDirectory() && !['workspace', 'node_modules', '.git'].includes(entry.name)) walk(join(dir, entry.name))
+    }
+  }
+  if (existsSync(root) && statSync(root).isDirectory()) walk(root)
+  return out.sort((a, b) => a.dir.localeCompare(b.dir))
+}
+
+export interface ProtocolSuiteOptions {
+  /** Only scenario directories whose path contains this string. */
+  readonly filter?: string
+}
+
+export function protocolSuite(options: ProtocolSuiteOptions = {}): ConformanceSuite {
+  return {
+    name: SUITE,
+    async *run(roots) {
+      for (const root of roots) {
+        for (const scenario of findScenarios(root)) {
+          if (options.filter !== undefined && !scenario.dir.includes(options.filter)) continue
+          const path = relative(process.cwd(), scenario.dir) || scenario.dir
+          yield await runScenario(scenario, path)
+        }
+      }
+    },
+  }
+}
+
+interface Step {
+  readonly op: string
+  readonly text?: string
+  readonly content?: readonly unknown[]
+  readonly waitForFile?: { readonly path: string }
+}
+
+interface Plan {
+  readonly events: readonly SessionEvent[]
+  readonly header: { readonly id: string }
+  readonly steps: readonly Step[]
+  readonly permissionAnswers: readonly { kind: string }[]
+  readonly script: readonly ReplayEntry[]
+  readonly route: { provider: string; model: string }
+  /** The recorded composition had the runtime-context plugin (its snapshot message is in the log). */
+  readonly runtimeContext: boolean
+}
+
+function isRuntimeContextSnapshot(message: UserMessage): boolean {
+  const first = message.content[0]
+  return first?.type === 'text' && first.text.startsWith('Current runtime context.')
+}
+
+/** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
+const indexes = new Map<string, Map<string, { cls: string; tags: string }>>()
+
+/** The INDEX.md row of a scenario inside a corpus (found in an ancestor folder), if any. */
+function indexRow(dir: string): { cls: string; tags: string } | undefined {
+  for (let root = dirname(dir); root !== dirname(root); root = dirname(root)) {
+    const file = join(root, 'INDEX.md')
+    if (!existsSync(file)) continue
+    let rows = indexes.get(root)
+    if (rows === undefined) {
+      rows = new Map()
+      for (const match of readFileSync(file, 'utf8').matchAll(/^\| `([^`]+)` \| ([A-Z]+) \| ([^|]*) \|/gm)) rows.set(match[1]!, { cls: match[2]!, tags: match[3]!.trim() })
+      indexes.set(root, rows)
+    }
+    return rows.get(relative(root, dir).split(/[\\/]/).join('/'))
+  }
+  return undefined
+}
+
+/** Why the scenario cannot run here, or its plan. */
+function plan(scenario: Scenario): string | Plan {
+  const dir = scenario.dir
+  const files = readdirSync(dir)
+  if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
+  const row = indexRow(dir)
+  if (row?.cls === 'PRODUCT') return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
+  if (row?.cls === 'DELEGATION') return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row.tags})`
+  if (files.some(name => /^session\.\d+\.jsonl$/.test(name))) return 'missing capability: delegation (child session logs)'
+  if (!files.includes('session.jsonl')) return 'no recorded session.jsonl to take the model calls from'
+  const text = readFileSync(join(dir, 'session.jsonl'), 'utf8')
+  const parsed = parseSessionFile(text)
+  const events = parsed.events
+  for (const event of events) {
+    const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
+    if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
+    if (event.type === 'tool/call') {
+      const name = (event.data as { name: string }).name
+      if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
+    }
+    if (event.type === 'user/message') {
+      const message = event.data as UserMessage
+      if (message.source.kind !== 'user' && !isRuntimeContextSnapshot(message)) {
+        const source = message.source as { kind: string; plugin?: string }
+        return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
+      }
+    }
+  }
+  if (basename(dir) === 'fs-glob-sampling') return 'missing capability: workspace generated by code in the original (fixed mtimes)'
+  let steps: Step[] = []
+  let permissionAnswers: { kind: string }[] = []
+  if (files.includes('input.json')) {
+    const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[]; permissionAnswers?: { kind: string }[] }
+    steps = input.steps
+    permissionAnswers = input.permissionAnswers ?? []
+    const unsupported = steps.find(step => !SUPPORTED_OPS.has(step.op))
+    if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
+  } else if (scenario.kind === 'acp') return 'no input.json driver script'
+  let script = scriptFromEvents(events)
+  const overridePath = join(dir, 'replay.override.json')
+  if (existsSync(overridePath)) {
+    const derived = script
+    script = applyOverride(script, JSON.parse(readFileSync(overridePath, 'utf8')))
+    // A hang without chunks of its own streams the recorded prefix of the cancelled attempt.
+    script = script.map((entry, i) => entry.kind === 'hang' && entry.chunks === undefined && derived[i] !== undefined
+      ? { ...entry, chunks: derived[i]!.kind === 'throw' ? [] : derived[i]!.chunks ?? [] } : entry)
+  }
+  const route = recordedRoute(text) ?? { provider: 'replay', model: 'replay' }
+  const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
+  return { events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext }
+}
+
+/** The dsh command: the compiled launcher, or the sources through tsx when this runs from sources. */
+function dshCommand(): [string, ...string[]] {
+  const here = fileURLToPath(import.meta.url)
+  if (!here.endsWith('.ts')) return [process.execPath, join(dirname(here), '..', '..', 'bin', 'dsh.js')]
+  const main = pathToFileURL(join(dirname(here), '..', 'cli', 'main.ts')).href
+  const tsx = import.meta.resolve('tsx')
+  const code = `const { main } = await import(${JSON.stringify(main)}); process.exit(await main(process.argv.slice(1)))`
+  return [process.execPath, '--import', tsx, '--input-type=module', '-e', code, '--']
+}
+
+/** The patch layer: the replay adapter in place of the model row; no runtime-context plugin when the recording had none. */
+function writePatch(plan: Plan, folder: string): string {
+  const rows: unknown[] = [{
+    id: 'model',
+    name: 'llm-replay',
+    config: { script: plan.script, provider: plan.route.provider, models: [plan.route.model] },
+  }]
+  // The recorded route (an image prompt was routed to a vision model, for instance).
+  rows.push({ id: 'agents', config: { loop: plan.route } })
+  if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true })
+  // No retry waits: the recorded retries replay at once.
+  rows.push({ id: 'llm-retry', config: { baseDelayMs: 1, maxDelayMs: 1 } })
+  const file = join(folder, 'replay.patch.yml')
+  writeFileSync(file, JSON.stringify(rows))
+  return file
+}
+
+function waitForFile(path: string): Promise<void> {
+  return new Promise(resolve => {
+    const watcher = watch(dirname(path), () => {
+      if (!existsSync(path)) return
+      watcher.close()
+      resolve()
+    })
+    if (existsSync(path)) {
+      watcher.close()
+      resolve()
+    }
+  })
+}
+
+async function runScenario(scenario: Scenario, path: string): Promise<ConformanceResult> {
+  let planned: string | Plan
+  try {
+    planned = plan(scenario)
+  } catch (error) {
+    return { suite: SUITE, status: 'fail', path, detail: `cannot read the scenario: ${error instanceof Error ? error.message : String(error)}` }
+  }
+  if (typeof planned === 'string') return { suite: SUITE, status: 'skip', path, detail: planned }
+  const work = mkdtempSync(join(tmpdir(), 'dsh-protocol-'))
+  const cwd = join(work, 'cwd')
+  const home = join(work, 'home')
+  try {
+    mkdirSync(cwd)
+    mkdirSync(home)
+    const workspace = join(scenario.dir, 'workspace')
+    if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
+    const patch = writePatch(planned, work)
+    const env: Record<string, string | undefined> = { DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }
+    const difference = scenario.kind === 'acp'
+      ? await runAcp(scenario, planned, { cwd, patch, env })
+      : await runSdk(scenario, planned, { cwd, patch, env })
+    if (difference !== undefined) return { suite: SUITE, status: 'fail', path, detail: difference }
+    return { suite: SUITE, status: 'pass', path }
+  } catch (error) {
+    return { suite: SUITE, status: 'fail', path, detail: error instanceof Error ? error.message : String(error) }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+interface Run {
+  readonly cwd: string
+  readonly patch: string
+  readonly env: Readonly<Record<string, string | undefined>>
+}
+
+function childEnv(env: Run['env']): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [key, value] of Object.entries({ ...process.env, ...env })) if (value !== undefined) out[key] = value
+  return out
+}
+
+// ---- ACP ----
+
+async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string | undefined> {
+  const [command, ...args] = dshCommand()
+  const child = spawn(command, [...args, '--profile', 'acp', '--patch', run.patch], { cwd: run.cwd, env: childEnv(run.env), stdio: ['pipe', 'pipe', 'pipe'] })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (text: string) => { stderr += text })
+  const exited = new Promise<number | null>(resolve => child.on('close', code => resolve(code)))
+  const answers = [...plan.permissionAnswers]
+  const peer = new JsonRpcPeer({
+    input: child.stdout,
+    output: child.stdin,
+    methods: {
+      'session/request_permission': {
+        params: { safeParse: (value: unknown) => ({ success: true, data: value }) } as never,
+        run: () => {
+          const answer = answers.shift()
+          if (answer === undefined) return { outcome: { outcome: 'cancelled' } }
+          return { outcome: { outcome: 'selected', optionId: answer.kind === 'allow_once' ? 'allow-once' : 'reject-once' } }
+        },
+      },
+    },
+  })
+  const lines: string[] = []
+  const splitter = new LineSplitter()
+  child.stdout.on('data', (text: string | Buffer) => { lines.push(...splitter.push(String(text))) })
+  let sessionId: string | undefined
+  try {
+    for (const step of plan.steps) {
+      switch (step.op) {
+        case 'initialize':
+          await peer.request('initialize', { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } })
+          break
+        case 'newSession':
+          sessionId = (await peer.request<{ sessionId: string }>('session/new', { cwd: run.cwd, mcpServers: [] })).sessionId
+          break
+        case 'prompt':
+        case 'promptExpectError':
+        case 'promptContent': {
+          const prompt = step.op === 'promptContent' ? step.content : [{ type: 'text', text: step.text }]
+          const answered = peer.request('session/prompt', { sessionId, prompt })
+          if (step.op === 'promptExpectError') await answered.then(() => { throw new Error('the prompt was expected to fail but succeeded') }, () => undefined)
+          else await answered
+          break
+        }
+        case 'promptAndCancel': {
+          const answered = peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: step.text }] })
+          if (step.waitForFile !== undefined) await waitForFile(join(run.cwd, step.waitForFile.path))
+          peer.notify('session/cancel', { sessionId })
+          await answered
+          break
+        }
+        case 'waitForTurnEnd':
+          break
+      }
+    }
+  } catch (error) {
+    child.kill('SIGKILL')
+    throw new Error(`${error instanceof Error ? error.message : String(error)}${stderr ? `; stderr: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''}`)
+  }
+  child.stdin.end()
+  const code = await exited
+  if (code !== 0) return `dsh --profile acp exited ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`
+  const expected = readJsonLines(join(scenario.dir, 'stdout.expected.jsonl'))
+  const actual = normaliseAcp(lines.map(line => JSON.parse(line)), { sessionId, cwd: run.cwd })
+  return firstDifference(expected.map(maskAcp), actual.map(maskAcp))
+}
+
+function readJsonLines(file: string): unknown[] {
+  return readFileSync(file, 'utf8').split('\n').filter(line => line.trim() !== '').map(line => JSON.parse(line))
+}
+
+/** Replaces the session id, the cwd and every UUID in every string. */
+function placeholders(value: unknown, known: { sessionId?: string; cwd: string }): unknown {
+  if (typeof value === 'string') {
+    let text = value
+    if (known.sessionId !== undefined) text = text.split(known.sessionId).join('{{sessionId}}')
+    text = text.split(known.cwd).join('{{cwd}}')
+    return text.replace(UUID, '{{sessionId}}')
+  }
+  if (Array.isArray(value)) return value.map(item => placeholders(item, known))
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, placeholders(item, known)]))
+  }
+  return value
+}
+
+/** INDEX.md: ids renumbered 1, 2, 3 in first-seen order (answers and agent requests counted apart). */
+export function normaliseAcp(frames: readonly Record<string, unknown>[], known: { sessionId?: string; cwd: string }): Record<string, unknown>[] {
+  const answers = new Map<unknown, number>()
+  const requests = new Map<unknown, number>()
+  return frames.map(frame => {
+    const out = placeholders(frame, known) as Record<string, unknown>
+    if (!('id' in frame)) return out
+    const ids = 'method' in frame ? requests : answers
+    if (!ids.has(frame.id)) ids.set(frame.id, ids.size + 1)
+    return { ...out, id: ids.get(frame.id) }
+  })
+}
+
+/**
+ * In the `initialize` answer: the product identity (the original names itself
+ * `deepseek-harness-acp`, we are `dsh`) and `promptCapabilities.image`, which follows the model
+ * catalogue (the replay catalogue entry accepts images for every recorded model).
+ */
+function maskAcp(frame: unknown): unknown {
+  const f = frame as { result?: { agentInfo?: unknown; agentCapabilities?: { promptCapabilities?: Record<string, unknown> } } }
+  if (f.result?.agentInfo === undefined) return frame
+  const capabilities = f.result.agentCapabilities
+  const prompt = capabilities?.promptCapabilities
+  return {
+    ...f,
+    result: {
+      ...f.result,
+      agentInfo: '{{agentInfo}}',
+      ...(prompt !== undefined ? { agentCapabilities: { ...capabilities, promptCapabilities: { ...prompt, image: '{{image}}' } } } : {}),
+    },
+  }
+}
+
+// ---- SDK ----
+
+async function runSdk(scenario: Scenario, plan: Plan, run: Run): Promise<string | undefined> {
+  const prompt = plan.events.find(event => event.type === 'agent/inbox/spliced')
+  const first = (prompt?.data as { inserted?: UserMessage[] } | undefined)?.inserted?.[0]
+  if (first === undefined) return 'the recorded log has no prompt'
+  const client = await DshClient.start({
+    command: [...dshCommand(), '--profile', 'sdk', '--patch', run.patch] as [string, ...string[]],
+    cwd: run.cwd,
+    env: run.env,
+    initialize: { cwd: run.cwd, provider: plan.route.provider, model: plan.route.model },
+  })
+  let result
+  try {
+    result = await client.run(first.content, { sessionId: plan.header.id })
+  } finally {
+    const closed = await client.close()
+    if (closed.via !== 'eof' || closed.code !== 0) throw new Error(`dsh --profile sdk did not exit cleanly on EOF (${closed.via}, code ${closed.code}): ${client.stderr.trim().split('\n').slice(-3).join(' | ')}`)
+  }
+  const known = { sessionId: plan.header.id, cwd: run.cwd }
+  const expected = readJsonLines(join(scenario.dir, 'notifications.expected.jsonl'))
+  const actual = result.notifications.map(n => maskSdk(placeholders(normaliseNotification(n), known)))
+  const difference = firstDifference(withoutTitles(expected.map(maskSdk)), withoutTitles(actual))
+  if (difference !== undefined) return `notifications: ${difference}`
+  const expectedResult = JSON.parse(readFileSync(join(scenario.dir, 'result.expected.json'), 'utf8')) as unknown
+  const actualResult = placeholders({ sessionId: result.sessionId, finalResponse: result.finalResponse }, known)
+  const resultDifference = firstDifference([expectedResult], [actualResult])
+  return resultDifference === undefined ? undefined : `result: ${resultDifference}`
+}
+
+/** The recorded notifications are `{method, params}` with event times 0. */
+function normaliseNotification(notification: Notification): unknown {
+  if (notification.method !== 'session.event') return { method: notification.method, params: notification.params }
+  const event = notification.params.event as SessionEvent
+  return { method: notification.method, params: { ...notification.params, event: { ...event, time: 0 } } }
+}
+
+/**
+ * Product text and product-owned fields: the request header's system prompt and tool schemas
+ * (placeholders in the recording), the header config beyond the route, and the context window
+ * of `request/context` (a catalogue detail: the replay catalogue entry has one, the original's
+ * route reported none).
+ */
+function maskSdk(value: unknown): unknown {
+  const n = value as { method?: string; params?: { event?: SessionEvent } }
+  const event = n.params?.event
+  if (event === undefined) return value
+  if (event.type === 'request/header') {
+    const data = event.data as { header: { config: { provider: string; model: string } }; reason: string }
+    const masked = { ...data, header: { config: { provider: data.header.config.provider, model: data.header.config.model }, system: '{{system}}', tools: '{{tools}}' } }
+    return { ...n, params: { ...n.params, event: { ...event, data: masked } } }
+  }
+  if (event.type === 'request/context') {
+    const { contextWindow: _window, ...data } = event.data as { contextWindow?: number }
+    return { ...n, params: { ...n.params, event: { ...event, data } } }
+  }
+  return value
+}
+
+/**
+ * Drops `session/title` events and renumbers the remaining seqs (and `sourceEventSeqs`) to stay
+ * contiguous: the title is product text, and our title plugin appends it one microtask after the
+ * prompt (after `request/header`), where the original appended it before.
+ */
+function withoutTitles(notifications: readonly unknown[]): unknown[] {
+  type N = { method: string; params: { event?: SessionEvent & { sourceEventSeqs?: number[] } } }
+  const kept = (notifications as N[]).filter(n => n.params.event?.type !== 'session/title')
+  const seqs = new Map<number, number>()
+  for (const n of kept) if (n.params.event !== undefined) seqs.set(n.params.event.seq, seqs.size)
+  return kept.map(n => {
+    const event = n.params.event
+    if (event === undefined) return n
+    const renumbered = { ...event, seq: seqs.get(event.seq)! }
+    if (event.sourceEventSeqs !== undefined) renumbered.sourceEventSeqs = event.sourceEventSeqs.map(seq => seqs.get(seq) ?? -1)
+    return { ...n, params: { ...n.params, event: renumbered } }
+  })
+}
+
+// ---- comparison ----
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).filter(([, item]) => item !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(',')}}`
+  }
+  return JSON.stringify(value)
+}
+
+function firstDifference(expected: readonly unknown[], actual: readonly unknown[]): string | undefined {
+  const n = Math.max(expected.length, actual.length)
+  for (let i = 0; i < n; i++) {
+    const a = i < expected.length ? canonical(expected[i]) : undefined
+    const b = i < actual.length ? canonical(actual[i]) : undefined
+    if (a !== b) return `first difference at line ${i + 1}: expected ${clip(a ?? '(end)')}, got ${clip(b ?? '(end)')}`
+  }
+  return undefined
+}
+
+function clip(text: string): string {
+  return text.length > 300 ? `${text.slice(0, 300)}...` : text
+}
