@@ -129,6 +129,26 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     await expect.poll(() => page.getByTestId('queue').count()).toBe(0)
   })
 
+  it('write and edit cards show their diffs; code blocks are highlighted', async () => {
+    const source = 'export function greet(name: string): string {\n  return `Hello, ${name}`\n}\n'
+    fake.enqueue(
+      streamResponse([{ text: 'Creating the module.' },
+        { toolCall: { id: 'call-w', name: 'write', arguments: JSON.stringify({ file_path: 'src/greet.ts', content: source }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'call-e', name: 'edit', arguments: JSON.stringify({ file_path: 'src/greet.ts', old_string: 'return `Hello, ${name}`', new_string: "const trimmed = name.trim()\n  return `Hello, ${trimmed}!`" }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Now `greet` trims its input:\n\n```ts\nimport { greet } from "./greet"\n// prints "Hello, Ada!"\nconsole.log(greet("  Ada "))\n```' }, { finish: 'stop', usage }]),
+    )
+    await page.getByTestId('composer').fill('add a greet module, then make it trim')
+    await page.getByTestId('composer').press('Enter')
+    await page.getByTestId('card-edit').filter({ hasText: '1 replacement' }).waitFor()
+    await page.locator('.markdown', { hasText: 'trims its input' }).waitFor()
+    expect(await page.getByTestId('card-write').locator('.diff-add').count()).toBeGreaterThan(2)
+    expect(await page.getByTestId('card-edit').locator('.diff-del').allTextContents()).toEqual(['-  return `Hello, ${name}`'])
+    expect(await page.locator('.code-block .hl-k').count()).toBeGreaterThan(0)
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+    await page.getByTestId('card-edit').scrollIntoViewIfNeeded()
+    await shoot('diff')
+  })
+
   it('Stop cancels a running turn and says so in the conversation', async () => {
     fake.enqueue(streamResponse([{ text: 'Starting a long job' }], { done: false, end: 'hang' }))
     await page.getByTestId('composer').fill('a long one')

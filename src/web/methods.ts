@@ -283,6 +283,8 @@ export class WebApiPlugin extends Service implements WebApiService {
     add('inbox.edit', async params => this.spliceInbox(params, true))
     add('inbox.remove', async params => this.spliceInbox(params, false))
 
+    add('server.info', () => ({ cwd: this.config.cwd ?? null, methods: this.names() }))
+
     add('models.list', () => {
       const settings = this.config.home === undefined ? {} : readSettings(this.config.home)
       const fallback = root.agents.list()[0]?.config

@@ -155,8 +155,10 @@ function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: Sess
   const [models, setModels] = useState<{ model: string; provider: string }[]>([])
   const [error, setError] = useState('')
   const [busy, setBusy] = useState(false)
+  const [serverCwd, setServerCwd] = useState('')
   useEffect(() => {
     call('models.list').then(result => { setModels(result.models); setModel(result.default ?? '') }, () => {})
+    call('server.info').then(result => setServerCwd(result.cwd ?? ''), () => {})
   }, [])
   const create = async () => {
     setBusy(true)
@@ -173,10 +175,10 @@ function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: Sess
     <div className="page-center">
       <div className="panel new-panel">
         <h1>New session</h1>
-        <p className="muted">The agent works in a folder on this machine. Leave it empty for the folder <code>dsh web</code> was started in.</p>
+        <p className="muted">The agent reads and changes files in a folder on this machine. Leave it empty for the folder <code>dsh web</code> was started in.</p>
         <label className="field">
           <span>Workspace folder</span>
-          <input value={cwd} onChange={event => setCwd(event.target.value)} placeholder="/path/to/project" data-testid="new-cwd"
+          <input value={cwd} onChange={event => setCwd(event.target.value)} placeholder={serverCwd || '/path/to/project'} data-testid="new-cwd"
             onKeyDown={event => { if (event.key === 'Enter') void create() }} />
         </label>
         {recent.length > 0 ? (
@@ -198,11 +200,12 @@ function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: Sess
 function Settings(props: { onClose(): void }) {
   const [settings, setSettings] = useState<{ defaultModel: string | null; credentials: { name: string; set: boolean; source: string | null }[] } | null>(null)
   const [models, setModels] = useState<{ model: string; provider: string; ready: string | null }[]>([])
+  const [effective, setEffective] = useState<string | null>(null)
   const [keys, setKeys] = useState<Record<string, string>>({})
   const [message, setMessage] = useState('')
   const load = useCallback(() => {
     call('settings.get').then(setSettings, error => setMessage(error.message))
-    call('models.list').then(result => setModels(result.models), () => {})
+    call('models.list').then(result => { setModels(result.models); setEffective(result.default) }, () => {})
   }, [])
   useEffect(load, [load])
   const saveKey = async (name: string) => {
@@ -243,8 +246,8 @@ function Settings(props: { onClose(): void }) {
         <h2>Default model</h2>
         <div className="model-list">
           {models.map(info => (
-            <label key={`${info.provider}/${info.model}`} className={`model-row ${settings?.defaultModel === info.model ? 'active' : ''}`}>
-              <input type="radio" name="default-model" checked={settings?.defaultModel === info.model} onChange={() => void setDefault(info.model)} />
+            <label key={`${info.provider}/${info.model}`} className={`model-row ${effective === info.model ? 'active' : ''}`}>
+              <input type="radio" name="default-model" checked={effective === info.model} onChange={() => void setDefault(info.model)} />
               <span className="mono">{info.model}</span><span className="muted">{info.provider}</span>
               {info.ready ? <span className="badge warn" title={info.ready}>needs a key</span> : <span className="badge ok">ready</span>}
             </label>

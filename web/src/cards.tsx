@@ -104,7 +104,7 @@ const ReadCard: ToolCard = (props) => {
 }
 
 export function Diff({ text }: { text: string }) {
-  const lines = text.split('\n').filter(line => !line.startsWith('===') && !line.startsWith('Index:'))
+  const lines = text.replace(/\n+$/, '').split('\n').filter(line => !line.startsWith('===') && !line.startsWith('Index:') && !line.startsWith('\\ No newline'))
   return (
     <pre className="diff">{lines.map((line, index) => {
       const cls = line.startsWith('+++') || line.startsWith('---') ? 'diff-file' : line.startsWith('@@') ? 'diff-hunk' : line.startsWith('+') ? 'diff-add' : line.startsWith('-') ? 'diff-del' : ''
@@ -132,7 +132,7 @@ const EditCard: ToolCard = (props) => {
 const WriteCard: ToolCard = (props) => {
   const { args, call } = props
   const meta = call.result?.meta
-  const diff = typeof meta?.diff === 'string' ? meta.diff : typeof args?.content === 'string' ? args.content.split('\n').map((line: string) => `+${line}`).join('\n') : ''
+  const diff = typeof meta?.diff === 'string' ? meta.diff : typeof args?.content === 'string' ? args.content.replace(/\n$/, '').split('\n').map((line: string) => `+${line}`).join('\n') : ''
   return (
     <Shell icon="✚" testId="card-write" state={state(props)} title={<span className="mono">{args?.file_path ?? 'write'}</span>}
       meta={<span>{meta ? `${meta.created ? 'created' : 'updated'} · ${meta.lines} lines` : ''}</span>}>

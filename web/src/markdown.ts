@@ -9,7 +9,7 @@ export function escapeHtml(text: string): string {
 }
 
 const KEYWORDS = new Set(('abstract as async await break case catch class const continue def default defer del delete do elif else enum except export extends false final finally fn for from func function go if impl implements import in instanceof interface is lambda let loop match mod module mut new nil none null of package pass private protected pub public raise return self static struct super switch this throw throws trait true try type typeof undefined unsafe use val var void while with yield').split(' '))
-const SHELL = new Set('cd ls cat echo grep rg sed awk git npm npx node pnpm yarn cargo go python pip make mkdir rm cp mv export sudo apt curl wget chmod touch find xargs tar docker'.split(' '))
+const SHELL = new Set('if then else elif fi for while until do done case esac in function return local export cd ls cat echo printf grep rg sed awk git npm npx node pnpm yarn cargo go python pip make mkdir rm cp mv sudo apt curl wget chmod touch find xargs tar docker'.split(' '))
 
 const TOKEN = /(\/\/[^\n]*|#(?![{[])[^\n]*|\/\*[\s\S]*?\*\/|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`|\b\d[\d_]*(?:\.\d+)?(?:e[+-]?\d+)?\b|\b[A-Za-z_$][\w$]*\b)/g
 
@@ -30,7 +30,7 @@ export function highlight(code: string, language = ''): string {
     else if (token.startsWith('#')) cls = hashComments ? 'c' : ''
     else if (/^["'`]/.test(token)) cls = 's'
     else if (/^\d/.test(token)) cls = 'n'
-    else if (KEYWORDS.has(token) || shell && SHELL.has(token)) cls = 'k'
+    else if (shell ? SHELL.has(token) : KEYWORDS.has(token)) cls = 'k'
     else if (/^[A-Z][a-z]\w*$/.test(token)) cls = 't'
     out += cls ? `<span class="hl-${cls}">${escapeHtml(token)}</span>` : escapeHtml(token)
   }
