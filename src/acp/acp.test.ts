@@ -1,0 +1,263 @@
+/**
+ * The ACP agent server through a real process (`node bin/dsh.js --profile acp`) against the fake
+ * DeepSeek server on 127.0.0.1, driven by a client-side JSON-RPC peer.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { errorResponse, FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { dshBin, tempHome } from '../../test-support/run-dsh.js'
+import { waitForFile } from '../../test-support/wait-for-file.js'
+import { ErrorCodes, JsonRpcPeer, LineSplitter, method, type NotificationFrame } from '../sdk/jsonrpc.js'
+
+let server: FakeDeepSeek
+beforeAll(async () => { server = await FakeDeepSeek.start() })
+afterAll(async () => { await server.close() })
+
+const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+interface Connection {
+  readonly child: ChildProcessWithoutNullStreams
+  readonly peer: JsonRpcPeer
+  readonly notifications: NotificationFrame[]
+  /** Every frame the agent wrote, parsed. */
+  readonly frames: any[]
+  readonly permissionRequests: any[]
+  stderr: string
+  close(): Promise<number | null>
+}
+
+/** A test plugin (loaded by path through a patch) that asks approval for every bash call. */
+function askPatch(): string {
+  const folder = mkdtempSync(join(tmpdir(), 'dsh-acp-plugin-'))
+  const plugin = join(folder, 'ask-bash.mjs')
+  writeFileSync(plugin, `export default {
+  name: 'ask-bash',
+  apply(ctx) {
+    ctx.on('tools/pre-execute', (execution, next) => execution.name === 'bash' ? { kind: 'ask', reason: 'bash needs approval' } : next())
+  },
+}
+`)
+  const patch = join(folder, 'patch.yml')
+  writeFileSync(patch, JSON.stringify([{ insert: [{ id: 'ask-bash', name: plugin }] }]))
+  return patch
+}
+
+function connect(options: { home: string; cwd: string; patches?: string[]; answer?: (params: any) => unknown }): Connection {
+  const env: Record<string, string> = {}
+  const vars = { ...process.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined }
+  for (const [key, value] of Object.entries(vars)) if (value !== undefined) env[key] = value
+  const patches = (options.patches ?? []).flatMap(file => ['--patch', file])
+  const child = spawn(process.execPath, [dshBin, '--profile', 'acp', ...patches], { cwd: options.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
+  const notifications: NotificationFrame[] = []
+  const frames: any[] = []
+  const permissionRequests: any[] = []
+  const splitter = new LineSplitter()
+  child.stdout.on('data', (text: string | Buffer) => { for (const line of splitter.push(String(text))) frames.push(JSON.parse(line)) })
+  const connection: Connection = {
+    child,
+    notifications,
+    frames,
+    permissionRequests,
+    stderr: '',
+    peer: new JsonRpcPeer({
+      input: child.stdout,
+      output: child.stdin,
+      onNotification: frame => notifications.push(frame),
+      methods: {
+        'session/request_permission': method(z.any(), params => {
+          permissionRequests.push(params)
+          return options.answer?.(params) ?? { outcome: { outcome: 'cancelled' } }
+        }),
+      },
+    }),
+    close: async () => {
+      child.stdin.end()
+      if (child.exitCode !== null) return child.exitCode
+      return new Promise(resolve => child.on('close', code => resolve(code)))
+    },
+  }
+  child.stderr.setEncoding('utf8').on('data', (text: string) => { connection.stderr += text })
+  return connection
+}
+
+async function openSession(connection: Connection, cwd: string): Promise<string> {
+  await connection.peer.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+  const { sessionId } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd, mcpServers: [] })
+  return sessionId
+}
+
+const chunks = (connection: Connection, sessionId: string) => connection.notifications
+  .filter(n => n.method === 'session/update' && (n.params as any).sessionId === sessionId)
+  .map(n => (n.params as any).update)
+
+describe('ACP server', () => {
+  it('initialize (capabilities), authenticate, session/new (absolute cwd only)', async () => {
+    const { home, cwd } = tempHome()
+    const connection = connect({ home, cwd })
+    try {
+      const init = await connection.peer.request<any>('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      expect(init).toEqual({
+        protocolVersion: 1,
+        agentInfo: { name: 'dsh', version: expect.any(String) },
+        agentCapabilities: { promptCapabilities: { image: false, audio: false, embeddedContext: false } },
+        authMethods: [],
+      })
+      expect(await connection.peer.request('authenticate', { methodId: 'none' })).toEqual({})
+      await expect(connection.peer.request('session/new', { cwd: 'relative/dir', mcpServers: [] }))
+        .rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('absolute') })
+      await expect(connection.peer.request('session/new', {})).rejects.toMatchObject({ code: ErrorCodes.invalidParams })
+      const { sessionId } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd, mcpServers: [] })
+      expect(sessionId).toMatch(/^[0-9a-f-]{36}$/)
+      await expect(connection.peer.request('session/prompt', { sessionId: 'unknown', prompt: [{ type: 'text', text: 'x' }] }))
+        .rejects.toMatchObject({ code: ErrorCodes.invalidParams })
+    } finally {
+      expect(await connection.close()).toBe(0)
+    }
+  })
+
+  it('session/prompt: committed assistant text arrives as one agent_message_chunk per message, then stopReason end_turn', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ text: 'Running it.' }, { toolCall: { id: 'call-1', name: 'bash', arguments: '{"command":"echo hi","description":"echo"}' } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ reasoning: 'done' }, { text: 'DO' }, { text: 'NE' }, { finish: 'stop', usage }]),
+    )
+    const connection = connect({ home, cwd })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      const result = await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'run echo then say DONE' }] })
+      expect(result).toEqual({ stopReason: 'end_turn' })
+      expect(chunks(connection, sessionId)).toEqual([
+        { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Running it.' } },
+        { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'DONE' } },
+      ])
+      // The updates precede the answer on the wire.
+      const answerAt = connection.frames.findIndex(frame => frame.result?.stopReason !== undefined)
+      const lastUpdateAt = connection.frames.findLastIndex(frame => frame.method === 'session/update')
+      expect(lastUpdateAt).toBeLessThan(answerAt)
+    } finally {
+      expect(await connection.close()).toBe(0)
+    }
+  })
+
+  it('a failed turn answers the prompt with -32603 "Internal error: turn failed: ..."', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(errorResponse(401, { error: { message: 'bad key' } }))
+    const connection = connect({ home, cwd })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      await expect(connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hello' }] }))
+        .rejects.toMatchObject({ code: ErrorCodes.internalError, message: expect.stringMatching(/^Internal error: turn failed: /) })
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('session/cancel during a tool call: the prompt answers stopReason cancelled', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([
+      { toolCall: { id: 'call-sleep', name: 'bash', arguments: '{"command":"touch started && sleep 30","description":"wait"}' } },
+      { finish: 'tool_calls', usage },
+    ]))
+    const connection = connect({ home, cwd })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      const answered = connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait a long time' }] })
+      await waitForFile(join(cwd, 'started'))
+      connection.peer.notify('session/cancel', { sessionId })
+      expect(await answered).toEqual({ stopReason: 'cancelled' })
+      // The session takes a new prompt afterwards.
+      server.enqueue(streamResponse([{ text: 'after cancel' }, { finish: 'stop', usage }]))
+      expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(chunks(connection, sessionId).at(-1)).toEqual({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'after cancel' } })
+    } finally {
+      expect(await connection.close()).toBe(0)
+    }
+  })
+
+  it('T-7: a tools/pre-execute ask becomes session/request_permission; allow_once runs the tool', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'call-ok', name: 'bash', arguments: '{"command":"echo approved-run","description":"echo"}' } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'ran' }, { finish: 'stop', usage }]),
+    )
+    const before = server.requests.length
+    const connection = connect({ home, cwd, patches: [askPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow-once' } }) })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'echo' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(connection.permissionRequests).toEqual([{
+        sessionId,
+        toolCall: { toolCallId: 'call-ok', title: 'bash: bash needs approval', rawInput: { command: 'echo approved-run', description: 'echo' } },
+        options: [
+          { optionId: 'allow-once', name: 'Allow once', kind: 'allow_once' },
+          { optionId: 'reject-once', name: 'Reject', kind: 'reject_once' },
+        ],
+      }])
+      const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
+      expect(tool.content).toBe('approved-run\n')
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('T-7: reject_once (or a cancelled permission) denies the call: the model sees a denial, the body never runs', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'call-no', name: 'bash', arguments: '{"command":"touch should-not-exist","description":"touch"}' } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'denied' }, { finish: 'stop', usage }]),
+    )
+    const before = server.requests.length
+    const connection = connect({ home, cwd, patches: [askPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'reject-once' } }) })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(connection.permissionRequests).toHaveLength(1)
+      const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
+      expect(tool.content).toMatch(/denied/)
+      const { existsSync } = await import('node:fs')
+      expect(existsSync(join(cwd, 'should-not-exist'))).toBe(false)
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('two sessions on one connection stay apart', async () => {
+    const { home, cwd } = tempHome()
+    const other = mkdtempSync(join(tmpdir(), 'dsh-acp-other-'))
+    const connection = connect({ home, cwd })
+    try {
+      const a = await openSession(connection, cwd)
+      const { sessionId: b } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd: other, mcpServers: [] })
+      expect(b).not.toBe(a)
+      server.enqueue(streamResponse([{ text: 'for A' }, { finish: 'stop', usage }]))
+      await connection.peer.request('session/prompt', { sessionId: a, prompt: [{ type: 'text', text: 'a' }] })
+      server.enqueue(streamResponse([{ text: 'for B' }, { finish: 'stop', usage }]))
+      await connection.peer.request('session/prompt', { sessionId: b, prompt: [{ type: 'text', text: 'b' }] })
+      expect(chunks(connection, a).map(update => update.content.text)).toEqual(['for A'])
+      expect(chunks(connection, b).map(update => update.content.text)).toEqual(['for B'])
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('bad frames get JSON-RPC errors and the server keeps serving', async () => {
+    const { home, cwd } = tempHome()
+    const connection = connect({ home, cwd })
+    try {
+      connection.child.stdin.write('not json\n')
+      connection.child.stdin.write('"a string"\n')
+      connection.child.stdin.write('{"jsonrpc":"2.0","id":"x","method":"nope/never"}\n')
+      connection.child.stdin.write('{"jsonrpc":"2.0","id":"y","method":"session/prompt","params":{"sessionId":"s"}}\n')
+      const init = await connection.peer.request('initialize', { protocolVersion: 1 })
+      expect(init).toMatchObject({ protocolVersion: 1 })
+      const errors = connection.frames.filter(frame => frame.error !== undefined)
+      expect(errors.map(frame => [frame.id, frame.error.code])).toEqual([[null, -32700], [null, -32600], ['x', -32601], ['y', -32602]])
+    } finally {
+      expect(await connection.close()).toBe(0)
+    }
+  })
+})
