@@ -1,0 +1,43 @@
+import { existsSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { normaliseAcp, protocolSuite } from './protocol-suite.js'
+import type { ConformanceResult } from './types.js'
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+const examples = resolve(repoRoot, '../shared/fixtures/dsh/examples')
+
+describe('protocol suite normalisation (INDEX.md)', () => {
+  it('renumbers answer ids and agent-request ids apart, in first-seen order, and replaces session id, cwd and UUIDs', () => {
+    const frames = [
+      { jsonrpc: '2.0', id: 0, result: { protocolVersion: 1 } },
+      { jsonrpc: '2.0', id: 1, result: { sessionId: 'sess-1' } },
+      { jsonrpc: '2.0', id: 0, method: 'session/request_permission', params: { sessionId: 'sess-1', toolCall: { toolCallId: 'c' } } },
+      { jsonrpc: '2.0', method: 'session/update', params: { sessionId: 'sess-1', update: { text: 'in /work/x/file and 0b7e2a06-9f9b-4248-b7df-0b7e2a069c0a' } } },
+      { jsonrpc: '2.0', id: 2, result: { stopReason: 'end_turn' } },
+    ]
+    expect(normaliseAcp(frames, { sessionId: 'sess-1', cwd: '/work/x' })).toEqual([
+      { jsonrpc: '2.0', id: 1, result: { protocolVersion: 1 } },
+      { jsonrpc: '2.0', id: 2, result: { sessionId: '{{sessionId}}' } },
+      { jsonrpc: '2.0', id: 1, method: 'session/request_permission', params: { sessionId: '{{sessionId}}', toolCall: { toolCallId: 'c' } } },
+      { jsonrpc: '2.0', method: 'session/update', params: { sessionId: '{{sessionId}}', update: { text: 'in {{cwd}}/file and {{sessionId}}' } } },
+      { jsonrpc: '2.0', id: 3, result: { stopReason: 'end_turn' } },
+    ])
+  })
+})
+
+if (!existsSync(examples)) console.warn('skipping: ../shared/fixtures/dsh absent')
+describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and SDK transcripts', () => {
+  it('the CORE ACP scenarios and the SDK text turn pass; nothing fails; every skip names a reason', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite().run([resolve(examples, 'acp-agent'), resolve(examples, 'jsonrpc-agent')])) results.push(result)
+    const failed = results.filter(result => result.status === 'fail')
+    expect(failed).toEqual([])
+    const passed = results.filter(result => result.status === 'pass').map(result => result.path.split(/[\\/]/).slice(-4).join('/'))
+    for (const name of ['acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/cancel', 'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/handshake', 'jsonrpc-agent/tests/snapshots/text-turn']) {
+      expect(passed).toContain(name)
+    }
+    expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)
+  }, 240_000)
+})
