@@ -62,10 +62,10 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
 
   const shoot = async (name: string) => {
     for (const theme of ['light', 'dark'] as const) {
-      await page.evaluate(value => { document.documentElement.dataset.theme = value }, theme)
+      await page.evaluate(`document.documentElement.dataset.theme = ${JSON.stringify(theme)}`)
       await page.screenshot({ path: join(shots, `${name}-${theme}.png`) })
     }
-    await page.evaluate(() => { document.documentElement.dataset.theme = localStorage.getItem('dsh-theme') ?? 'light' })
+    await page.evaluate(`document.documentElement.dataset.theme = localStorage.getItem('dsh-theme') ?? 'light'`)
   }
 
   it('opens with the printed link only, and creates a session', async () => {

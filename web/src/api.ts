@@ -3,6 +3,10 @@
  * the HttpOnly cookie the server set when the page was opened), `SessionStream` follows a
  * session's log over SSE and resumes after the last seq it saw.
  */
+import type { InboxSnapshot, SessionEvent, SessionSummary } from './types'
+
+export type { InboxSnapshot, SessionEvent, SessionSummary }
+
 export class ApiError extends Error {
   constructor(readonly status: number, readonly code: string, message: string) {
     super(message)
@@ -24,30 +28,6 @@ export async function call<T = any>(method: string, params: Record<string, unkno
   const body = await response.json().catch(() => ({}))
   if (!response.ok) throw new ApiError(response.status, body?.error?.code ?? 'HTTP', body?.error?.message ?? `HTTP ${response.status}`)
   return body.result as T
-}
-
-export interface SessionEvent {
-  readonly type: string
-  readonly seq: number
-  readonly time: number
-  readonly data: any
-}
-
-export interface SessionSummary {
-  readonly id: string
-  readonly title: string | null
-  readonly cwd?: string
-  readonly parentSession?: string
-  readonly createdAt: number
-  readonly updatedAt: number
-  readonly turns: number
-  readonly length: number
-  readonly status: 'idle' | 'running'
-}
-
-export interface InboxSnapshot {
-  readonly nextTurn: readonly { text: string }[]
-  readonly nextStep: readonly { text: string }[]
 }
 
 export interface StreamHandlers {

@@ -5,7 +5,7 @@
  * indexes by step and call id and replaces only the item an event touches, so memoised rows
  * re-render only when their own item changed.
  */
-import type { SessionEvent } from './api'
+import type { SessionEvent } from './types'
 
 export interface Usage { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; reasoningTokens?: number }
 

@@ -1,0 +1,24 @@
+/** Shapes the server sends (see docs/web.md); kept free of DOM types so tests run in Node. */
+export interface SessionEvent {
+  readonly type: string
+  readonly seq: number
+  readonly time: number
+  readonly data: any
+}
+
+export interface SessionSummary {
+  readonly id: string
+  readonly title: string | null
+  readonly cwd?: string
+  readonly parentSession?: string
+  readonly createdAt: number
+  readonly updatedAt: number
+  readonly turns: number
+  readonly length: number
+  readonly status: 'idle' | 'running'
+}
+
+export interface InboxSnapshot {
+  readonly nextTurn: readonly { text: string }[]
+  readonly nextStep: readonly { text: string }[]
+}
