@@ -1,0 +1,85 @@
+/**
+ * Opens a stored session of 5,000 messages (2,500 turns with markdown answers) in headless
+ * Chromium through a real `dsh web` process, and prints:
+ *   first-render ms   navigation start -> the newest messages are on screen
+ *   interactive ms    navigation start -> a typed key shows in the composer
+ *   keystroke ms      mean time for one key typed into the composer afterwards
+ * Run: npx tsx bench/web.bench.ts   (needs `npm run build` and the Debian chromium package)
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import { chromium } from 'playwright-core'
+import { SessionsServicePlugin } from '../src/session/index.js'
+import { JsonlPersistencePlugin } from '../src/persistence/plugins.js'
+import { assistantMessage, userMessage } from '../src/session/testing/fixtures.js'
+import { findChromium, ensureWebBuild } from '../test-support/chromium.js'
+import { repoRoot } from '../test-support/run-dsh.js'
+import { startDshWeb } from '../test-support/web-process.js'
+
+const MESSAGES = 5000
+
+async function seed(home: string, cwd: string): Promise<string> {
+  const ctx = new Context()
+  await ctx.plugin(SessionsServicePlugin).await()
+  await ctx.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions') }).await()
+  const session = ctx.sessions.create({ cwd })
+  for (let turn = 1; turn <= MESSAGES / 2; turn += 1) {
+    session.append('turn/start', { turn })
+    session.append('step/start', { turn, step: 1 })
+    session.append('user/message', userMessage(`Question ${turn}: what does module ${turn} do?`, `u-${turn}`), { surfaceOp: 'append' })
+    const answer = `Module **${turn}** parses the config and runs the checks.\n\n\`\`\`ts\nexport function check${turn}(input: string): boolean {\n  return input.length > ${turn % 50}\n}\n\`\`\`\n\n- reads \`config.json\`\n- returns a boolean`
+    session.append('assistant/message', { turn, step: 1, message: assistantMessage(`a-${turn}`, answer), usage: { inputTokens: 900, outputTokens: 120 } }, { surfaceOp: 'append' })
+    session.append('step/end', { turn, step: 1 })
+    session.append('turn/end', { turn, reason: { kind: 'completed' } })
+  }
+  await ctx.sessionPersistence.flush(session)
+  const id = session.id
+  for (const fiber of [...ctx.registry.values()].flatMap(runtime => [...runtime.fibers]).reverse()) await fiber.dispose()
+  return id
+}
+
+async function main(): Promise<void> {
+  const browserPath = findChromium()
+  if (browserPath.path === undefined) {
+    console.log(`skipped: ${browserPath.reason}`)
+    return
+  }
+  ensureWebBuild(repoRoot)
+  const home = mkdtempSync(join(tmpdir(), 'dsh-web-bench-'))
+  const id = await seed(home, home)
+  const web = await startDshWeb({ cwd: home, args: ['--port', '0'], env: { DSH_HOME: home } })
+  const browser = await chromium.launch({ executablePath: browserPath.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 820 } })
+    // Trade the token for the cookie first, so the timed load is the app alone.
+    await page.goto(web.url)
+    const runs: { first: number; interactive: number; key: number }[] = []
+    for (let run = 0; run < 3; run += 1) {
+      const started = performance.now()
+      await page.goto(`${web.origin}/?session=${id}`)
+      await page.getByText(`Question ${MESSAGES / 2}:`).waitFor()
+      const first = performance.now() - started
+      await page.getByTestId('composer').press('x')
+      await page.waitForFunction(`document.querySelector('[data-testid="composer"]')?.value === 'x'`)
+      const interactive = performance.now() - started
+      const keys = 40
+      const typing = performance.now()
+      await page.getByTestId('composer').pressSequentially('y'.repeat(keys))
+      await page.waitForFunction(`document.querySelector('[data-testid="composer"]')?.value.length === ${keys + 1}`)
+      runs.push({ first, interactive, key: (performance.now() - typing) / keys })
+    }
+    const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]
+    console.log(`messages ${MESSAGES}`)
+    console.log(`first-render-ms ${median(runs.map(r => r.first)).toFixed(0)}`)
+    console.log(`interactive-ms ${median(runs.map(r => r.interactive)).toFixed(0)}`)
+    console.log(`keystroke-ms ${median(runs.map(r => r.key)).toFixed(1)}`)
+  } finally {
+    await browser.close()
+    await web.stop()
+    rmSync(home, { recursive: true, force: true })
+  }
+}
+
+await main()
