@@ -68,6 +68,8 @@ Headless app (dsh --profile headless ...):
 Other commands:
   dsh sessions                     list stored sessions
   dsh web [--port P] [--no-open]   browser UI on 127.0.0.1:3080 (see docs/web.md)
+  dsh --profile sdk                JSON-RPC SDK server on stdin/stdout (see docs/protocols.md)
+  dsh --profile acp                ACP agent server on stdin/stdout, for editors
 
 Environment: DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, DSH_HOME (default ~/.dsh), DSH_MODEL.
 `
