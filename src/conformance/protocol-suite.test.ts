@@ -34,7 +34,7 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
     for await (const result of protocolSuite().run([resolve(examples, 'acp-agent'), resolve(examples, 'jsonrpc-agent')])) results.push(result)
     const failed = results.filter(result => result.status === 'fail')
     expect(failed).toEqual([])
-    const passed = results.filter(result => result.status === 'pass').map(result => result.path.split(/[\\/]/).slice(-4).join('/'))
+    const passed = results.filter(result => result.status === 'pass').map(result => result.path.split(/[\\/]/).slice(-5, -1).join('/'))
     for (const name of ['acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/cancel', 'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/handshake', 'jsonrpc-agent/tests/snapshots/text-turn']) {
       expect(passed).toContain(name)
     }

@@ -72,7 +72,9 @@ export function protocolSuite(options: ProtocolSuiteOptions = {}): ConformanceSu
       for (const root of roots) {
         for (const scenario of findScenarios(root)) {
           if (options.filter !== undefined && !scenario.dir.includes(options.filter)) continue
-          const path = relative(process.cwd(), scenario.dir) || scenario.dir
+          // The subject is the transcript checked (the replay suite reports the same folders).
+          const transcript = join(scenario.dir, scenario.kind === 'acp' ? 'stdout.expected.jsonl' : 'notifications.expected.jsonl')
+          const path = relative(process.cwd(), transcript) || transcript
           yield await runScenario(scenario, path)
         }
       }
