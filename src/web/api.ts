@@ -22,11 +22,22 @@ export class WebApiError extends Error {
   }
 }
 
+/** A file the server hands to the page under `/ext/<path>` (e.g. a tool card script). */
+export interface WebAsset {
+  readonly contentType: string
+  readonly body: string | Uint8Array
+  /** Load it as an ES module into the page at start-up (tool cards, extra UI). */
+  readonly script?: boolean
+}
+
 export interface WebApiService {
   /** Adds `name`; returns the disposer (the registration is an effect of the caller's fiber). */
   register(name: string, method: WebMethod): () => void
   get(name: string): WebMethod | undefined
   names(): readonly string[]
+  /** Serves `asset` at `/ext/<path>`; scripts are imported by the page before it first renders. */
+  registerAsset(path: string, asset: WebAsset): () => void
+  asset(path: string): WebAsset | undefined
 }
 
 declare module 'cordis' {

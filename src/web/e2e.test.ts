@@ -19,6 +19,24 @@ if (chromium.path === undefined) console.warn(`skipping web e2e tests: ${chromiu
 const shots = join(repoRoot, 'test-output', 'web')
 const usage = { prompt_tokens: 1200, completion_tokens: 85, prompt_cache_hit_tokens: 1000 }
 
+const DICE_CARD = `const { h, registerToolCard } = window.dsh
+registerToolCard('roll_dice', ({ call, args }) => h('div', { className: 'tool-card', 'data-testid': 'card-dice' },
+  h('div', { className: 'tool-head' }, 'd' + (args?.sides ?? '?') + ' rolled: ', h('b', null, call.result ? call.result.text : '…'))))
+`
+
+const DICE_PLUGIN = `export default {
+  name: 'dice',
+  inject: ['tools', 'webApi'],
+  apply(ctx) {
+    ctx.tools.register({
+      name: 'roll_dice', description: 'Roll a die', parameters: { type: 'object', properties: { sides: { type: 'number' } } },
+      execute: args => ({ content: [{ type: 'text', text: String(Math.min(17, args.sides)) }], isError: false }),
+    })
+    ctx.webApi.registerAsset('dice-card.js', { contentType: 'text/javascript', script: true, body: ${JSON.stringify(DICE_CARD)} })
+  },
+}
+`
+
 function gate() {
   let open!: () => void
   const promise = new Promise<void>(resolve => { open = resolve })
@@ -46,7 +64,9 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     home = mkdtempSync(join(tmpdir(), 'dsh-web-e2e-home-'))
     work = mkdtempSync(join(tmpdir(), 'dsh-web-e2e-work-'))
     // Model titles would take scripted responses out of order: keep the fallback titles only.
-    writeFileSync(join(home, 'test.patch.yml'), '- id: session-title\n  config:\n    llm: false\n')
+    // An out-of-tree plugin that adds a tool and its card (served to the page under /ext/).
+    writeFileSync(join(home, 'dice-plugin.mjs'), DICE_PLUGIN)
+    writeFileSync(join(home, 'test.patch.yml'), `- id: session-title\n  config:\n    llm: false\n- insert:\n    - id: dice\n      name: ${join(home, 'dice-plugin.mjs')}\n`)
     web = await start()
     const { chromium: launcher } = await import('playwright-core')
     browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
@@ -147,6 +167,18 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
     await page.getByTestId('card-edit').scrollIntoViewIfNeeded()
     await shoot('diff')
+  })
+
+  it('a plugin adds a tool card: its script is served under /ext/ and registers with window.dsh', async () => {
+    fake.enqueue(
+      streamResponse([{ toolCall: { id: 'call-d', name: 'roll_dice', arguments: '{"sides":20}' } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'You rolled 17.' }, { finish: 'stop', usage }]),
+    )
+    await page.getByTestId('composer').fill('roll a d20')
+    await page.getByTestId('composer').press('Enter')
+    await page.getByTestId('card-dice').filter({ hasText: 'd20 rolled: 17' }).waitFor()
+    await page.locator('.markdown', { hasText: 'You rolled 17.' }).waitFor()
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
   })
 
   it('Stop cancels a running turn and says so in the conversation', async () => {

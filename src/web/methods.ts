@@ -12,7 +12,7 @@ import type { StoredSessionSummary } from '../persistence/api.js'
 import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
 import { titleOf } from '../title/index.js'
 import { emitContained } from '../kernel/index.js'
-import { WebApiError, type WebApiService, type WebMethod } from './api.js'
+import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import '../agent/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
@@ -95,6 +95,7 @@ export class WebApiPlugin extends Service implements WebApiService {
   static readonly inject = ['sessions', 'agents', 'llm', 'sessionPersistence']
 
   private readonly methods = new Map<string, WebMethod>()
+  private readonly assets = new Map<string, WebAsset>()
   private readonly root: Context
 
   constructor(ctx: Context, private readonly config: WebApiConfig = {}) {
@@ -123,6 +124,19 @@ export class WebApiPlugin extends Service implements WebApiService {
 
   names(): readonly string[] {
     return [...this.methods.keys()].sort()
+  }
+
+  registerAsset(path: string, asset: WebAsset): () => void {
+    if (!/^[\w.-]+(\/[\w.-]+)*$/.test(path) || path.split('/').includes('..')) throw new Error(`web api: bad asset path "${path}" (letters, digits, . _ - and /)`)
+    if (this.assets.has(path)) throw new Error(`web api: asset "${path}" is already registered`)
+    return this.ctx.effect(() => {
+      this.assets.set(path, asset)
+      return () => { if (this.assets.get(path) === asset) this.assets.delete(path) }
+    }, `webApi: /ext/${path}`)
+  }
+
+  asset(path: string): WebAsset | undefined {
+    return this.assets.get(path)
   }
 
   private get home(): string {
@@ -284,6 +298,10 @@ export class WebApiPlugin extends Service implements WebApiService {
     add('inbox.remove', async params => this.spliceInbox(params, false))
 
     add('server.info', () => ({ cwd: this.config.cwd ?? null, methods: this.names() }))
+
+    add('extensions.list', () => ({
+      scripts: [...this.assets].filter(([, asset]) => asset.script).map(([path]) => `/ext/${path}`),
+    }))
 
     add('models.list', () => {
       const settings = this.config.home === undefined ? {} : readSettings(this.config.home)

@@ -273,6 +273,23 @@ describe('dsh web server', () => {
       second.close()
     })
 
+    it('plugins add methods and assets; assets need the token and are listed as extension scripts', async () => {
+      const dispose = ctx.webApi.register('echo.twice', params => ({ twice: `${params.word}${params.word}` }))
+      expect(await ok('echo.twice', { word: 'ab' })).toEqual({ twice: 'abab' })
+      expect(() => ctx.webApi.register('echo.twice', () => null)).toThrow(/already registered/)
+      dispose()
+      expect((await call('echo.twice', {})).status).toBe(404)
+
+      ctx.webApi.registerAsset('cards/dice.js', { contentType: 'text/javascript', body: 'export {}', script: true })
+      expect(() => ctx.webApi.registerAsset('../x.js', { contentType: 'text/plain', body: '' })).toThrow(/bad asset path/)
+      expect(await ok('extensions.list')).toEqual({ scripts: ['/ext/cards/dice.js'] })
+      expect((await http(port, '/ext/cards/dice.js')).status).toBe(401)
+      const served = await http(port, '/ext/cards/dice.js', { headers: { 'X-Dsh-Token': TOKEN } })
+      expect(served).toMatchObject({ status: 200, body: 'export {}' })
+      expect(served.headers['content-type']).toBe('text/javascript')
+      expect((await http(port, '/ext/cards/none.js', { headers: { 'X-Dsh-Token': TOKEN } })).status).toBe(404)
+    })
+
     it('models, default model and credentials: a key is written but never sent back', async () => {
       const models = await ok('models.list')
       expect(models.models.map((info: { model: string }) => info.model)).toContain(SCRIPTED_MODEL)

@@ -129,6 +129,17 @@ export class WebServer {
       }
       return this.call(request, response, url.pathname.slice('/api/'.length))
     }
+    if (url.pathname.startsWith('/ext/') && request.method === 'GET') {
+      if (!this.authorised(request)) return this.page(response, 401, NO_TOKEN_PAGE)
+      const asset = this.ctx.webApi.asset(decodeURIComponent(url.pathname.slice('/ext/'.length)))
+      if (asset === undefined) {
+        this.json(response, 404, { error: { code: 'NOT_FOUND', message: `${url.pathname} not found` } })
+        return
+      }
+      response.writeHead(200, { 'Content-Type': asset.contentType, 'Cache-Control': 'no-store' })
+      response.end(asset.body)
+      return
+    }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       this.json(response, 405, { error: { code: 'METHOD', message: `${request.method} is not allowed here` } })
       return

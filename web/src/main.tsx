@@ -1,9 +1,22 @@
+import { createElement } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './App'
-import { registerToolCard } from './cards'
+import { Diff, JsonCard, TodoStrip, registerToolCard } from './cards'
+import { call } from './api'
+import { highlight, renderMarkdown } from './markdown'
 import './styles.css'
 
-// Extensions loaded after the app can add cards for their own tools.
-;(window as unknown as { dsh: unknown }).dsh = { registerToolCard }
+// What extension scripts (served by server plugins under /ext/) use to add tool cards without
+// bundling their own React: `dsh.registerToolCard('my_tool', props => dsh.h('div', null, ...))`.
+;(window as unknown as { dsh: unknown }).dsh = { registerToolCard, h: createElement, Diff, JsonCard, TodoStrip, highlight, renderMarkdown }
 
-createRoot(document.getElementById('root')!).render(<App />)
+async function loadExtensions(): Promise<void> {
+  try {
+    const { scripts } = await call<{ scripts: string[] }>('extensions.list')
+    await Promise.all(scripts.map(url => import(/* @vite-ignore */ url).catch(error => console.error(`dsh: extension ${url} failed`, error))))
+  } catch {
+    // No server or no token yet: the app shows that itself.
+  }
+}
+
+void loadExtensions().then(() => createRoot(document.getElementById('root')!).render(<App />))
