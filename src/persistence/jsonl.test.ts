@@ -89,4 +89,23 @@ describe('JSONL layout (D-4)', () => {
       await rm(root, { recursive: true, force: true })
     }
   })
+  it('S-13: a stored header written without delegationDepth reads as depth 0, as in the file codec', async () => {
+    const { realisticLog } = await import('./backend.conformance.js')
+    const { mkdtemp, rm } = await import('node:fs/promises')
+    const { tmpdir } = await import('node:os')
+    const root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-header-'))
+    try {
+      const backend = new JsonlBackend({ root })
+      const { header, events } = await realisticLog(1, 1)
+      await backend.create(header, events)
+      await rewriteLines(backend, header.id, (lines) => {
+        const { delegationDepth: _depth, ...older } = JSON.parse(lines[0]) as Record<string, unknown>
+        lines[0] = JSON.stringify(older)
+      })
+      const loaded = await new JsonlBackend({ root }).loadStored(header.id)
+      expect(loaded?.header.delegationDepth).toBe(0)
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
+  })
 })

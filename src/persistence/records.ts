@@ -4,7 +4,7 @@
  */
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import { encodeHeader } from '../session/codec.js'
-import { checkHeader as checkSessionHeader } from '../session/header.js'
+import { SessionVersionError, checkStoredHeader } from '../session/header.js'
 import { isChunkRowType, packEvents, unpackRow, type ChunkRow } from '../session/chunk-rows.js'
 import type { BadRecordReason, TornTail } from './api.js'
 import { CorruptSessionError, FormatVersionError, PersistenceError } from './api.js'
@@ -21,15 +21,16 @@ export class BadRecord extends Error {
 }
 
 /**
- * S-13 through the session codec (version checked before shape); failures name the store
- * location, and a version mismatch becomes a `FormatVersionError` naming the direction.
+ * S-13 through the session's stored-header check (version before shape, the same leniency as
+ * the file codec); failures name the store location, and a version mismatch becomes a
+ * `FormatVersionError` naming the direction.
  */
 export function checkHeader(value: unknown, where: string): SessionHeader {
   try {
-    return checkSessionHeader(value)
+    return checkStoredHeader(value)
   } catch (error) {
     const message = `${where}: ${error instanceof Error ? error.message : String(error)}`
-    if (/format version \d+ is (newer|older)/.test(message)) throw new FormatVersionError(message)
+    if (error instanceof SessionVersionError) throw new FormatVersionError(message)
     throw new PersistenceError(message)
   }
 }

@@ -10,8 +10,8 @@ import {
   chunkRowProblem, isChunkRowType, packEvents, unpackRow,
   type ChunkRow, type StoredEvent, type StoredLine,
 } from './chunk-rows.js'
-import { checkHeader } from './header.js'
-import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.js'
+import { checkStoredHeader } from './header.js'
+import type { SessionEvent, SessionHeader } from './types.js'
 
 /** A problem in a stored log; `line` is 1-based (the header is line 1). */
 export class SessionFileError extends Error {
@@ -64,8 +64,8 @@ function parseJson(text: string, line: number | undefined): unknown {
 
 /**
  * S-13: validate a parsed header line. A first line that is not a `{"type":"session"}` object
- * is a missing header; otherwise the session core's check runs (version first, then shape).
- * A header without `delegationDepth` (older writers) reads as depth 0.
+ * is a missing header; otherwise the session core's `checkStoredHeader` runs (version first,
+ * then shape; a header without `delegationDepth` reads as depth 0), its message given a line.
  */
 export function readHeader(value: unknown, line = 1): SessionHeader {
   if (!isPlainObject(value) || value.type !== 'session') {
@@ -73,16 +73,12 @@ export function readHeader(value: unknown, line = 1): SessionHeader {
     throw new SessionFileError(line, `missing session header: expected {"type":"session",...}, found ${what}`)
   }
   if (value.version === undefined) throw new SessionFileError(line, 'session header has no version')
-  const candidate = value.version === SESSION_FORMAT_VERSION && !hasOwn.call(value, 'delegationDepth') ? { ...value, delegationDepth: 0 } : value
   try {
-    return checkHeader(candidate)
+    return checkStoredHeader(value)
   } catch (error) {
     throw new SessionFileError(line, error instanceof Error ? error.message : String(error))
   }
 }
-
-/** The name persistence imports; same check as readHeader. */
-export { readHeader as checkHeader }
 
 export function decodeHeader(text: string): SessionHeader {
   return readHeader(parseJson(text, 1), 1)

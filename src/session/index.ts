@@ -5,7 +5,7 @@ export { EventTypeRegistry, RUNTIME_EVENT_TYPES, CORE_OWNER, createEventTypeRegi
 export { SnapshotError, snapshotJson, isDeepFrozen } from './snapshot.js'
 export { SurfaceManager, deriveEventMessage, firstDifference, type SurfacePlan } from './surface.js'
 export { LogFolder, TOOL_NOT_STARTED, checkEnvelope, checkEventType, checkLogInvariants, isReplace, isSurfaceType, resultCallId } from './invariants.js'
-export { checkHeader } from './header.js'
+export { SessionVersionError, checkHeader, checkStoredHeader } from './header.js'
 export { SessionLog, type SessionDeps } from './session.js'
 export { SessionsServicePlugin, SessionsError, type SessionsServiceConfig } from './service.js'
 export { TOOL_OUTCOME_UNKNOWN, interruptedTurnClosers, notStartedText, unknownOutcomeText } from './repair.js'
