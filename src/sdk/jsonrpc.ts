@@ -36,27 +36,34 @@ export class RpcError extends Error {
   }
 }
 
-/** Splits text into lines on `\n` only; a `\r` before the `\n` is dropped. */
+/**
+ * Splits text into lines on `\n` only; a `\r` before the `\n` is dropped. Each piece of input is
+ * scanned once (a frame arriving in many pieces is joined once, at its newline).
+ */
 export class LineSplitter {
-  private buffer = ''
+  private parts: string[] = []
 
   push(text: string): string[] {
-    this.buffer += text
     const lines: string[] = []
     let start = 0
-    for (let at = this.buffer.indexOf('\n'); at >= 0; at = this.buffer.indexOf('\n', start)) {
-      const line = this.buffer.slice(start, at)
+    for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', start)) {
+      let line = text.slice(start, at)
+      if (this.parts.length > 0) {
+        this.parts.push(line)
+        line = this.parts.join('')
+        this.parts = []
+      }
       lines.push(line.endsWith('\r') ? line.slice(0, -1) : line)
       start = at + 1
     }
-    this.buffer = this.buffer.slice(start)
+    if (start < text.length) this.parts.push(text.slice(start))
     return lines
   }
 
   /** The unterminated rest at end of input (a last frame without newline still counts). */
   end(): string | undefined {
-    const rest = this.buffer
-    this.buffer = ''
+    const rest = this.parts.join('')
+    this.parts = []
     return rest.trim() === '' ? undefined : rest
   }
 }

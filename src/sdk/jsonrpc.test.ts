@@ -1,0 +1,80 @@
+import { PassThrough } from 'node:stream'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { ErrorCodes, JsonRpcPeer, LineSplitter, method, RpcError } from './jsonrpc.js'
+
+describe('LineSplitter', () => {
+  it('splits on \\n only: U+2028, U+2029 and lone \\r stay inside a line; \\r\\n ends one', () => {
+    const splitter = new LineSplitter()
+    expect(splitter.push('a\u2028b\u2029c\rd\r\ne\nf')).toEqual(['a\u2028b\u2029c\rd', 'e'])
+    expect(splitter.end()).toBe('f')
+  })
+
+  it('any split of the input into pieces gives the same lines (property)', () => {
+    const line = fc.string({ unit: fc.constantFrom('a', 'é', '\u2028', '\u2029', '\r', '{', '"', '😀') })
+      .filter(text => !text.endsWith('\r'))
+    fc.assert(fc.property(fc.array(line, { maxLength: 8 }), fc.array(fc.nat(), { maxLength: 6 }), (lines, cuts) => {
+      const text = lines.map(l => `${l}\n`).join('')
+      const points = [...new Set(cuts.map(cut => cut % (text.length + 1)))].sort((a, b) => a - b)
+      const splitter = new LineSplitter()
+      const out: string[] = []
+      let from = 0
+      for (const point of [...points, text.length]) {
+        out.push(...splitter.push(text.slice(from, point)))
+        from = point
+      }
+      expect(out).toEqual(lines)
+      expect(splitter.end()).toBeUndefined()
+    }))
+  })
+})
+
+/** Two peers over in-memory streams. */
+function pair(methods: ConstructorParameters<typeof JsonRpcPeer>[0]['methods']) {
+  const toServer = new PassThrough()
+  const toClient = new PassThrough()
+  const lines: string[] = []
+  const splitter = new LineSplitter()
+  toClient.on('data', (chunk: Buffer) => lines.push(...splitter.push(chunk.toString('utf8'))))
+  const server = new JsonRpcPeer({ input: toServer, output: toClient, methods })
+  const client = new JsonRpcPeer({ input: toClient, output: toServer })
+  return { server, client, toServer, lines }
+}
+
+describe('JsonRpcPeer', () => {
+  it('answers results, RpcError codes, -32602 from the schema and -32603 for other throws', async () => {
+    const { client } = pair({
+      echo: method(z.object({ text: z.string() }), params => ({ text: params.text })),
+      busy: method(z.object({}), () => { throw new RpcError(ErrorCodes.serverError, 'busy now') }),
+      broken: method(z.object({}), async () => { throw new Error('kaput') }),
+    })
+    expect(await client.request('echo', { text: 'line\u2028sep' })).toEqual({ text: 'line\u2028sep' })
+    await expect(client.request('echo', { text: 1 })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('text') })
+    await expect(client.request('busy', {})).rejects.toMatchObject({ code: -32000, message: 'busy now' })
+    await expect(client.request('broken', {})).rejects.toMatchObject({ code: -32603, message: 'Internal error: kaput' })
+    await expect(client.request('toString', {})).rejects.toMatchObject({ code: -32601 })
+  })
+
+  it('settled() waits for requests in flight; the input ending rejects our own pending requests', async () => {
+    let release!: () => void
+    const { server, client, toServer } = pair({ slow: method(z.object({}), () => new Promise(resolve => { release = () => resolve('done') })) })
+    const answer = client.request('slow', {})
+    await new Promise(resolve => setImmediate(resolve))
+    let settled = false
+    const waiting = server.settled().then(() => { settled = true })
+    await new Promise(resolve => setImmediate(resolve))
+    expect(settled).toBe(false)
+    release()
+    await waiting
+    expect(await answer).toBe('done')
+    toServer.end()
+    await server.closed
+    // A peer whose other side never answers: its input ending fails what is pending.
+    const input = new PassThrough()
+    const lonely = new JsonRpcPeer({ input, output: new PassThrough() })
+    const pending = lonely.request('never')
+    input.end()
+    await expect(pending).rejects.toMatchObject({ code: ErrorCodes.internalError, message: expect.stringContaining('closed') })
+  })
+})
