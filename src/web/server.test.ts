@@ -14,7 +14,7 @@ import { SessionsServicePlugin } from '../session/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { JsonlPersistencePlugin } from '../persistence/plugins.js'
 import type { SessionEvent } from '../session/types.js'
-import { SCRIPTED_MODEL, SCRIPTED_PROVIDER, ScriptedModel, hang, text } from '../../test-support/scripted-model.js'
+import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, SCRIPTED_PROVIDER, ScriptedModel, hang, text } from '../../test-support/scripted-model.js'
 import { WebApiPlugin } from './methods.js'
 import { WebServer } from './server.js'
 import { hostAllowed, isLoopbackHost } from './security.js'
@@ -271,6 +271,20 @@ describe('dsh web server', () => {
       expect(resumed[0]).toBe(lastSeen + 1)
       expect(resumed.at(-1)).toBe(ctx.sessions.get(created.id)!.length - 1)
       second.close()
+    })
+
+    it('a prompt to a model that is not ready (no key) is refused with the reason, and nothing is queued', async () => {
+      ctx.llm.register({
+        adapter: { provider: 'locked', stream: () => { throw new Error('must not be called') }, readiness: () => 'LOCKED_API_KEY is not set' },
+        models: [{ ...SCRIPTED_MODEL_INFO, provider: 'locked', model: 'locked-1' }],
+      })
+      const created = await ok('sessions.create', { model: 'locked-1' })
+      const refused = await call('prompt', { id: created.id, text: 'hello' })
+      expect(refused.status).toBe(409)
+      expect(refused.json.error).toEqual({ code: 'NOT_READY', message: 'LOCKED_API_KEY is not set' })
+      expect(ctx.sessions.get(created.id)!.events.some(event => event.type === 'user/message' || event.type === 'agent/inbox/spliced')).toBe(false)
+      const models = await ok('models.list')
+      expect(models.models.find((info: { model: string }) => info.model === 'locked-1').ready).toBe('LOCKED_API_KEY is not set')
     })
 
     it('plugins add methods and assets; assets need the token and are listed as extension scripts', async () => {
