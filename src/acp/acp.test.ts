@@ -156,7 +156,7 @@ describe('ACP server', () => {
     }
   })
 
-  it('session/cancel during a tool call: the prompt answers stopReason cancelled', async () => {
+  it('A-9, T-6: session/cancel during a tool call: the prompt answers stopReason cancelled', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([
       { toolCall: { id: 'call-sleep', name: 'bash', arguments: '{"command":"touch started && sleep 30","description":"wait"}' } },
@@ -176,6 +176,20 @@ describe('ACP server', () => {
     } finally {
       expect(await connection.close()).toBe(0)
     }
+  })
+
+  it('stdin EOF cancels a running turn (no one can see it), answers the prompt and exits 0', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([
+      { toolCall: { id: 'call-eof', name: 'bash', arguments: '{"command":"touch started && sleep 30","description":"wait"}' } },
+      { finish: 'tool_calls', usage },
+    ]))
+    const connection = connect({ home, cwd })
+    const sessionId = await openSession(connection, cwd)
+    const answered = connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] })
+    await waitForFile(join(cwd, 'started'))
+    expect(await connection.close()).toBe(0)
+    expect(await answered).toEqual({ stopReason: 'cancelled' })
   })
 
   it('T-7: a tools/pre-execute ask becomes session/request_permission; allow_once runs the tool', async () => {
@@ -225,21 +239,50 @@ describe('ACP server', () => {
     }
   })
 
-  it('two sessions on one connection stay apart', async () => {
+  it('two sessions interleave on one connection: B answers while A is still streaming, each gets its own updates', async () => {
     const { home, cwd } = tempHome()
     const other = mkdtempSync(join(tmpdir(), 'dsh-acp-other-'))
+    let releaseA!: () => void
+    const holdA = new Promise<void>(resolve => { releaseA = resolve })
     const connection = connect({ home, cwd })
     try {
       const a = await openSession(connection, cwd)
       const { sessionId: b } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd: other, mcpServers: [] })
       expect(b).not.toBe(a)
-      server.enqueue(streamResponse([{ text: 'for A' }, { finish: 'stop', usage }]))
-      await connection.peer.request('session/prompt', { sessionId: a, prompt: [{ type: 'text', text: 'a' }] })
+      server.enqueue(streamResponse([{ text: 'for A' }, { until: holdA }, { finish: 'stop', usage }]))
+      const requested = server.requests.length
+      const answerA = connection.peer.request('session/prompt', { sessionId: a, prompt: [{ type: 'text', text: 'a' }] })
+      await server.waitForRequests(requested + 1)
       server.enqueue(streamResponse([{ text: 'for B' }, { finish: 'stop', usage }]))
-      await connection.peer.request('session/prompt', { sessionId: b, prompt: [{ type: 'text', text: 'b' }] })
+      expect(await connection.peer.request('session/prompt', { sessionId: b, prompt: [{ type: 'text', text: 'b' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(chunks(connection, a)).toEqual([])
+      releaseA()
+      expect(await answerA).toEqual({ stopReason: 'end_turn' })
       expect(chunks(connection, a).map(update => update.content.text)).toEqual(['for A'])
       expect(chunks(connection, b).map(update => update.content.text)).toEqual(['for B'])
     } finally {
+      releaseA()
+      await connection.close()
+    }
+  })
+
+  it('a second prompt on a session whose prompt is running is refused (-32000); the first still completes', async () => {
+    const { home, cwd } = tempHome()
+    let release!: () => void
+    const hold = new Promise<void>(resolve => { release = resolve })
+    const connection = connect({ home, cwd })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      server.enqueue(streamResponse([{ text: 'first' }, { until: hold }, { finish: 'stop', usage }]))
+      const requested = server.requests.length
+      const first = connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '1' }] })
+      await server.waitForRequests(requested + 1)
+      await expect(connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '2' }] }))
+        .rejects.toMatchObject({ code: ErrorCodes.serverError, message: expect.stringContaining('already running') })
+      release()
+      expect(await first).toEqual({ stopReason: 'end_turn' })
+    } finally {
+      release()
       await connection.close()
     }
   })

@@ -156,7 +156,7 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
-  it('session/cancel during a tool call: the body is stopped, the turn ends aborted, the session goes idle', async () => {
+  it('A-9, T-6: session/cancel during a tool call: the body is stopped, the turn ends aborted, the session goes idle', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([
       { toolCall: { id: 'call-sleep', name: 'bash', arguments: '{"command":"sleep 30","description":"wait"}' } },
@@ -180,7 +180,7 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
-  it('stdin EOF lets a running turn finish, flushes and exits 0; shutdown cancels and exits 0', async () => {
+  it('D-2: stdin EOF lets a running turn finish, flushes and exits 0; shutdown cancels and exits 0', async () => {
     const { home, cwd } = tempHome()
     let release!: () => void
     const hold = new Promise<void>(resolve => { release = resolve })
@@ -204,7 +204,29 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
-  it('a server killed mid-turn: a new server loads the session (the interrupted turn is closed) and a new prompt works', async () => {
+  it('shutdown during a running turn cancels it (aborted, disposed), answers {} and exits 0 with the log stored', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([
+      { toolCall: { id: 'call-long', name: 'bash', arguments: '{"command":"touch started && sleep 30","description":"wait"}' } },
+      { finish: 'tool_calls', usage },
+    ]))
+    const client = await startClient(home, cwd)
+    const ended = nextNotification(client, isEvent('turn/end'))
+    void client.prompt('long one', 'shut')
+    await waitForFile(join(cwd, 'started'))
+    expect(await client.shutdown()).toEqual({ code: 0, signal: null })
+    expect((await ended).params.event.data.reason).toEqual({ kind: 'aborted', reason: { kind: 'disposed' } })
+    const second = await startClient(home, cwd)
+    try {
+      const loaded = await second.load('shut', { events: true })
+      expect(loaded.repaired).toBe(0)
+      expect(loaded.events!.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
+    } finally {
+      await second.close()
+    }
+  })
+
+  it('C-1..C-4, D-3: a server killed mid-turn: a new server loads the session (the interrupted turn is closed) and a new prompt works', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([
       { toolCall: { id: 'call-hang', name: 'bash', arguments: '{"command":"touch started && sleep 30","description":"wait"}' } },
