@@ -2,14 +2,14 @@
  * Stored records shared by the backends: the header line (S-13) and event records, which are
  * either one event envelope or a packed chunk row (R-1..R-4) standing for several events.
  */
-import type { SessionEvent, SessionHeader } from '../session/types.js'
+import { ENVELOPE_KEYS, type SessionEvent, type SessionHeader } from '../session/types.js'
 import { encodeHeader } from '../session/codec.js'
 import { SessionVersionError, checkStoredHeader } from '../session/header.js'
+import { isPlainObject } from '../session/validators.js'
 import { isChunkRowType, packEvents, unpackRow, type ChunkRow } from '../session/chunk-rows.js'
 import type { BadRecordReason, TornTail } from './api.js'
 import { CorruptSessionError, FormatVersionError, PersistenceError } from './api.js'
 
-const ENVELOPE_KEYS = new Set(['type', 'seq', 'time', 'data', 'ignorable', 'surfaceOp', 'sourceEventSeqs'])
 const ROW_KEYS = new Set(['type', 'seq0', 'time0', 'data'])
 
 /** A record that cannot be read; D-5 decides whether it is a crash tail or corruption. */
@@ -48,7 +48,7 @@ export function encodeEvent(event: SessionEvent): string {
  * safe-integer time, a data field.
  */
 export function checkEnvelope(value: unknown, expectedSeq: number): SessionEvent {
-  if (!isObject(value)) throw new BadRecord('invalid-envelope', 'record is not a JSON object')
+  if (!isPlainObject(value)) throw new BadRecord('invalid-envelope', 'record is not a JSON object')
   for (const key of Object.keys(value)) {
     if (!ENVELOPE_KEYS.has(key)) throw new BadRecord('invalid-envelope', `unknown top-level key ${JSON.stringify(key)}`)
   }
@@ -69,10 +69,6 @@ export function checkRow(value: Record<string, unknown>, expectedSeq: number): v
   if (!Number.isSafeInteger(value.time0)) throw new BadRecord('invalid-envelope', `time0 ${JSON.stringify(value.time0)} is not a safe integer`)
 }
 
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 /** Encodes a batch as stored records (one string each), packing chunk runs when asked (R-1..R-4). */
 export function encodeRecords(events: readonly SessionEvent[], packed: boolean): string[] {
   const lines = packed ? packEvents(events) : events
@@ -81,7 +77,7 @@ export function encodeRecords(events: readonly SessionEvent[], packed: boolean):
 
 /** Decodes one parsed record whose first seq must be `expectedSeq`; throws `BadRecord`. */
 export function decodeRecord(value: unknown, expectedSeq: number): SessionEvent[] {
-  if (isObject(value) && isChunkRowType(value.type)) {
+  if (isPlainObject(value) && isChunkRowType(value.type)) {
     checkRow(value, expectedSeq)
     try {
       return unpackRow(value as unknown as ChunkRow)
@@ -155,7 +151,7 @@ function isTurnEnd(text: string): boolean {
   if (!text.includes('"turn/end"')) return false
   try {
     const value: unknown = JSON.parse(text)
-    if (!isObject(value) || value.type !== 'turn/end' || !Number.isSafeInteger(value.seq)) return false
+    if (!isPlainObject(value) || value.type !== 'turn/end' || !Number.isSafeInteger(value.seq)) return false
     checkEnvelope(value, value.seq as number)
     return true
   } catch {

@@ -11,7 +11,8 @@ import {
   type ChunkRow, type StoredEvent, type StoredLine,
 } from './chunk-rows.js'
 import { checkStoredHeader } from './header.js'
-import type { SessionEvent, SessionHeader } from './types.js'
+import { ENVELOPE_KEYS, type SessionEvent, type SessionHeader } from './types.js'
+import { isPlainObject } from './validators.js'
 
 /** A problem in a stored log; `line` is 1-based (the header is line 1). */
 export class SessionFileError extends Error {
@@ -21,14 +22,7 @@ export class SessionFileError extends Error {
   }
 }
 
-/** S-1: the only top-level keys an event line may carry. */
-export const ENVELOPE_KEYS: ReadonlySet<string> = new Set(['type', 'seq', 'time', 'data', 'ignorable', 'surfaceOp', 'sourceEventSeqs'])
-
 const hasOwn = Object.prototype.hasOwnProperty
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
 
 function describe(value: unknown): string {
   if (value === undefined) return 'missing'

@@ -4,11 +4,10 @@
  * event. `check` never mutates; `apply` assumes a passed check (validate before commit, S-10).
  */
 import type { LogPosition } from './api.js'
-import { SURFACE_EVENT_TYPES, SessionRuleError, type SessionEvent } from './types.js'
+import { ENVELOPE_KEYS, SURFACE_EVENT_TYPES, SessionRuleError, type SessionEvent } from './types.js'
 import { createEventTypeRegistry, type EventTypeRegistry } from './registry.js'
 import { isPlainObject } from './validators.js'
 
-const ENVELOPE_KEYS = new Set(['type', 'seq', 'time', 'data', 'ignorable', 'surfaceOp', 'sourceEventSeqs'])
 const SURFACE_TYPES: ReadonlySet<string> = new Set(SURFACE_EVENT_TYPES)
 const SURFACE_OP_KEYS = ['end', 'op', 'start']
 

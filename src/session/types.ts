@@ -64,6 +64,9 @@ export type SessionEventType = keyof SessionEventMap | (string & {})
 
 export type SurfaceOp = 'append' | { readonly op: 'replace'; readonly start: number; readonly end: number }
 
+/** S-1: the only top-level keys an event envelope may carry; every reader checks against this set. */
+export const ENVELOPE_KEYS: ReadonlySet<string> = new Set(['type', 'seq', 'time', 'data', 'ignorable', 'surfaceOp', 'sourceEventSeqs'])
+
 /** The envelope (S-1). No other top-level key is accepted on load. */
 export interface SessionEvent<T extends string = string> {
   readonly type: T

@@ -12,7 +12,8 @@ import {
   OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
   type PersistenceBackend, type StoredSession, type StoredSessionSummary, type TornTail,
 } from '../api.js'
-import { checkHeader, encodeHeader, encodeRecords, isObject, scanRecords, type RawRecord } from '../records.js'
+import { checkHeader, encodeHeader, encodeRecords, scanRecords, type RawRecord } from '../records.js'
+import { isPlainObject } from '../../session/validators.js'
 import { encodeSessionId, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
 
 export interface JsonlBackendOptions {
@@ -333,10 +334,10 @@ export class JsonlBackend implements PersistenceBackend {
         } catch {
           continue
         }
-        if (!isObject(value)) continue
+        if (!isPlainObject(value)) continue
         length += lineEventCount(value as unknown as StoredLine)
         if (value.type === 'turn/start') turns++
-        if (value.type === 'session/title' && isObject(value.data) && typeof value.data.title === 'string') title = value.data.title
+        if (value.type === 'session/title' && isPlainObject(value.data) && typeof value.data.title === 'string') title = value.data.title
       }
       if (end > 0 || cache === undefined) {
         const size = from + end
