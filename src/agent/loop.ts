@@ -17,6 +17,7 @@ import type {
   AbortReason, EpochHeader, InboxTarget, JsonValue, RequestContext, TurnEndReason,
 } from '../session/types.js'
 import { scopeTarget } from '../scope/index.js'
+import { emitContained } from '../kernel/index.js'
 import { SessionRuleError } from '../session/types.js'
 import { LoopInvariantError } from './invariant.js'
 import type { ToolsService } from '../tools/api.js'
@@ -159,7 +160,7 @@ export class ReactLoop implements AgentLoop {
     this.session.append('turn/start', { turn })
     const reason = await this.steps(turn, abort.signal)
     this.session.append('turn/end', { turn, reason })
-    this.emitContained('agent/turn-end', [this.agent, turn, reason])
+    this.notify('agent/turn-end', [this.agent, turn, reason])
     if (reason.kind === 'aborted') return false
     return !this.disposed && this.inbox.hasPending
   }
@@ -468,20 +469,12 @@ export class ReactLoop implements AgentLoop {
   }
 
   private emitStatus(status: AgentStatus): void {
-    this.emitContained('agent/status', [this.agent, status])
+    this.notify('agent/status', [this.agent, status])
   }
 
   /** A contained emit for this agent's scope: observers never break the loop (K-3). */
-  private emitContained(name: string, args: unknown[]): void {
-    const callbacks = (this.ctx.events as unknown as { dispatch(type: string, args: unknown[]): ((...a: unknown[]) => unknown)[] })
-      .dispatch('emit', [scopeTarget(this.agent.scope), name, ...args])
-    for (const callback of callbacks) {
-      try {
-        callback(...args)
-      } catch (error) {
-        process.stderr.write(`dsh: listener of ${name} failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
-      }
-    }
+  private notify(name: string, args: unknown[]): void {
+    emitContained(this.ctx, name, args, undefined, scopeTarget(this.agent.scope))
   }
 }
 

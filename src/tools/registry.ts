@@ -4,6 +4,7 @@
  * Every failure on this path becomes an error record; nothing here throws at the caller.
  */
 import { Context, Service } from 'cordis'
+import { emitContained } from '../kernel/index.js'
 import type { ToolSchema } from '../llm/types.js'
 import { contextScope, scopeTarget, ScopedLayers, type ScopeKey } from '../scope/index.js'
 import type {
@@ -26,6 +27,7 @@ import {
   ToolError,
   ToolErrorCode,
 } from './errors.js'
+import { schemaProblems } from './json-schema.js'
 
 const PARALLEL: ToolExecutionMode = Object.freeze({ kind: 'parallel' })
 const EXCLUSIVE: ToolExecutionMode = Object.freeze({ kind: 'exclusive' })
@@ -57,53 +59,9 @@ export function parseArguments<A>(tool: Tool<A>, raw: string): A {
       throw new ToolError(`invalid arguments for ${tool.name}: ${error instanceof Error ? error.message : String(error)}`, ToolErrorCode.invalidArguments)
     }
   }
-  const problem = checkSchema(tool.parameters, value, '')
-  if (problem !== undefined) throw new ToolError(`invalid arguments for ${tool.name}: ${problem}`, ToolErrorCode.invalidArguments)
+  const problems = schemaProblems(tool.parameters, value)
+  if (problems.length > 0) throw new ToolError(`invalid arguments for ${tool.name}: ${problems.join('; ')}`, ToolErrorCode.invalidArguments)
   return value as A
-}
-
-function typeOf(value: unknown): string {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return 'array'
-  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number'
-  return typeof value
-}
-
-function matchesType(type: unknown, actual: string): boolean {
-  return type === actual || (type === 'number' && actual === 'integer')
-}
-
-/**
- * The small JSON Schema subset checked for tools without `parse`: `type` (primitive or list),
- * `enum`, `required` and nested `properties`. Tools needing more define `parse` (see defineTool).
- */
-function checkSchema(schema: unknown, value: unknown, path: string): string | undefined {
-  if (typeof schema !== 'object' || schema === null) return undefined
-  const where = path === '' ? '(arguments)' : path
-  const { type, enum: allowed, required, properties } = schema as Record<string, unknown>
-  const actual = typeOf(value)
-  if (type !== undefined) {
-    const types = Array.isArray(type) ? type : [type]
-    if (!types.some((t) => matchesType(t, actual))) return `${where}: expected ${types.join(' or ')}, got ${actual}`
-  }
-  if (Array.isArray(allowed) && !allowed.some((option) => option === value)) {
-    return `${where}: expected one of ${allowed.map((option) => JSON.stringify(option)).join(', ')}`
-  }
-  if (actual !== 'object') return undefined
-  const record = value as Record<string, unknown>
-  if (Array.isArray(required)) {
-    for (const name of required) {
-      if (typeof name === 'string' && !Object.hasOwn(record, name)) return `${path === '' ? name : `${path}.${name}`}: required`
-    }
-  }
-  if (typeof properties === 'object' && properties !== null) {
-    for (const [name, sub] of Object.entries(properties)) {
-      if (!Object.hasOwn(record, name)) continue
-      const problem = checkSchema(sub, record[name], path === '' ? name : `${path}.${name}`)
-      if (problem !== undefined) return problem
-    }
-  }
-  return undefined
 }
 
 function assertTool(tool: Tool): void {
@@ -236,14 +194,7 @@ export class ToolsPlugin extends Service implements ToolsService {
   }
 
   committed(execution: ToolExecution, record: ToolResultRecord): void {
-    const events = this.ctx.events as unknown as { dispatch(type: string, args: unknown[]): ((...a: unknown[]) => unknown)[] }
-    for (const callback of events.dispatch('emit', [target(execution), 'tools/result', execution, record])) {
-      try {
-        callback(execution, record)
-      } catch (error) {
-        process.stderr.write(`dsh: listener of tools/result failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
-      }
-    }
+    emitContained(this.ctx, 'tools/result', [execution, record], undefined, target(execution))
   }
 
   /** `tools/pre-execute` plus approval; `undefined` means the call may run. */
