@@ -1,9 +1,10 @@
 /**
  * `defineTool`: the recommended way to write a tool. One zod 4 schema gives both the JSON Schema
  * the model sees (`parameters`) and the validator the registry runs (`parse`), so the two cannot
- * drift apart.
+ * drift apart. zod is only a type import here (the schema brings its own methods), so loading
+ * the tools seam never loads zod; the built-in tools use plain JSON Schema (json-schema.ts).
  */
-import { z } from 'zod'
+import type { z } from 'zod'
 import type { Tool, ToolContext, ToolOutput } from './api.js'
 import { ToolError, ToolErrorCode } from './errors.js'
 
@@ -28,7 +29,7 @@ export function formatIssues(error: z.ZodError): string {
 export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): Tool<z.output<S>> {
   const { schema } = definition
   // `$schema` only adds tokens to every request; providers do not need it.
-  const { $schema: _dialect, ...parameters } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>
+  const { $schema: _dialect, ...parameters } = schema.toJSONSchema({ io: 'input' }) as Record<string, unknown>
   if (parameters.type !== 'object') {
     throw new TypeError(`dsh-tools: tool ${definition.name}: schema must describe an object (providers take named arguments), got ${JSON.stringify(parameters.type)}`)
   }

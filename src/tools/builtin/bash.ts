@@ -17,9 +17,8 @@ import { stat } from 'node:fs/promises'
 import type { Readable } from 'node:stream'
 import type { WriteStream } from 'node:fs'
 import { Context } from 'cordis'
-import { z } from 'zod'
 import type { Tool, ToolContext, ToolOutput } from '../api.js'
-import { defineTool } from '../define.js'
+import type { JsonSchema } from '../json-schema.js'
 import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { openSpillStream, spillOutput } from './spill.js'
@@ -55,12 +54,23 @@ export const BASH_DEFAULTS = {
   shell: 'bash',
 } as const
 
-export const bashSchema = z.object({
-  command: z.string().min(1).describe('The bash command to run.'),
-  description: z.string().describe('What the command does, in 5-10 words (shown to the user).'),
-  timeoutMs: z.number().int().positive().optional().describe('Timeout in milliseconds (default 60000, at most 600000). The whole process tree is killed on expiry.'),
-  workdir: z.string().optional().describe('Working directory; default the session working directory; a relative path is resolved against it.'),
-})
+export interface BashArgs {
+  readonly command: string
+  readonly description: string
+  readonly timeoutMs?: number
+  readonly workdir?: string
+}
+
+export const bashParameters = {
+  type: 'object',
+  properties: {
+    command: { type: 'string', minLength: 1, description: 'The bash command to run.' },
+    description: { type: 'string', description: 'What the command does, in 5-10 words (shown to the user).' },
+    timeoutMs: { type: 'integer', exclusiveMinimum: 0, description: 'Timeout in milliseconds (default 60000, at most 600000). The whole process tree is killed on expiry.' },
+    workdir: { type: 'string', description: 'Working directory; default the session working directory; a relative path is resolved against it.' },
+  },
+  required: ['command', 'description'],
+} as const satisfies JsonSchema
 
 interface CaptureLimits {
   readonly maxOutputBytes: number
@@ -314,12 +324,12 @@ export function formatBashRun(run: BashRun, timeoutMs: number): string {
   return text
 }
 
-export function createBashTool(config: BashToolConfig = {}): Tool<z.output<typeof bashSchema>> {
+export function createBashTool(config: BashToolConfig = {}): Tool<BashArgs> {
   const resolved = { ...BASH_DEFAULTS, ...config }
-  return defineTool({
+  return {
     name: 'bash',
     description: `Run a bash command with \`bash -c\` and return its output: stdout, then a [stderr] section, then [exit code: N] when it is not 0. Each call runs in a fresh shell: no cwd, variables or functions persist between calls (pass workdir instead of cd). Default timeout ${resolved.defaultTimeoutMs} ms, at most ${resolved.maxTimeoutMs} ms; the whole process tree is killed on expiry. Output over ${Math.round(resolved.maxOutputBytes / 1024)} KB per stream is cut to its head and tail, and the full text is saved to a file whose path is shown. stdin is closed: do not run interactive commands.`,
-    schema: bashSchema,
+    parameters: bashParameters,
     // The tool enforces its own timeout and reports partial output; the pipeline's limit is a
     // backstop above the largest timeout a call may ask for.
     timeoutMs: resolved.maxTimeoutMs + resolved.killGraceMs + 30_000,
@@ -341,7 +351,7 @@ export function createBashTool(config: BashToolConfig = {}): Tool<z.output<typeo
       }
       return spillOutput(output, 'bash')
     },
-  })
+  }
 }
 
 export class BashToolPlugin {

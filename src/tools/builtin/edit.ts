@@ -3,9 +3,8 @@
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { Context } from 'cordis'
-import { z } from 'zod'
 import type { Tool, ToolOutput } from '../api.js'
-import { defineTool } from '../define.js'
+import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, EditError, FsError, fsFailure } from './errors.js'
 import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
@@ -16,12 +15,23 @@ export interface EditToolConfig {
   readonly timeoutMs?: number
 }
 
-export const editSchema = z.object({
-  file_path: z.string().min(1).describe('Path of the file to edit; a relative path is resolved against the session working directory.'),
-  old_string: z.string().describe('Literal text to replace; must match exactly, including whitespace and indentation.'),
-  new_string: z.string().describe('Literal replacement text (an empty string deletes the match).'),
-  replace_all: z.boolean().optional().describe('Replace every occurrence. Default false: old_string must then occur exactly once.'),
-})
+export interface EditArgs {
+  readonly file_path: string
+  readonly old_string: string
+  readonly new_string: string
+  readonly replace_all?: boolean
+}
+
+export const editParameters = {
+  type: 'object',
+  properties: {
+    file_path: { type: 'string', minLength: 1, description: 'Path of the file to edit; a relative path is resolved against the session working directory.' },
+    old_string: { type: 'string', description: 'Literal text to replace; must match exactly, including whitespace and indentation.' },
+    new_string: { type: 'string', description: 'Literal replacement text (an empty string deletes the match).' },
+    replace_all: { type: 'boolean', description: 'Replace every occurrence. Default false: old_string must then occur exactly once.' },
+  },
+  required: ['file_path', 'old_string', 'new_string'],
+} as const satisfies JsonSchema
 
 /** Non-overlapping occurrences of `needle` in `haystack`. */
 export function countOccurrences(haystack: string, needle: string): number {
@@ -61,11 +71,11 @@ export function applyEdit(text: string, oldString: string, newString: string, re
   return { text: text.slice(0, at) + replacement + text.slice(at + search.length), count: 1 }
 }
 
-export function createEditTool(ledger: FileObservations, config: EditToolConfig = {}): Tool<z.output<typeof editSchema>> {
-  return defineTool({
+export function createEditTool(ledger: FileObservations, config: EditToolConfig = {}): Tool<EditArgs> {
+  return {
     name: 'edit',
     description: 'Edit an existing text file by replacing literal text: old_string must occur exactly once unless replace_all is true. Requires reading the file first in this session. Returns a unified diff of the change.',
-    schema: editSchema,
+    parameters: editParameters,
     timeoutMs: config.timeoutMs ?? 60_000,
     execute: withSpill('edit', async (args, context): Promise<ToolOutput> => {
       const path = resolvePath(context.cwd, args.file_path)
@@ -88,7 +98,7 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
         meta: { path, replacements: result.count, diff },
       }
     }),
-  })
+  }
 }
 
 /** Registers `edit` on `ctx.tools`, sharing `ctx.readLedger` with read and write. */

@@ -4,9 +4,8 @@
 import { stat } from 'node:fs/promises'
 import { Context } from 'cordis'
 import { glob } from 'tinyglobby'
-import { z } from 'zod'
 import type { Tool, ToolOutput } from '../api.js'
-import { defineTool } from '../define.js'
+import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { displayPath, resolvePath } from './paths.js'
 import { spillText, withSpill } from './spill.js'
@@ -22,10 +21,19 @@ export const GLOB_DEFAULTS = { maxResults: 100, timeoutMs: 60_000 } as const
 /** Folders the search tools never enter. */
 export const IGNORED_DIRECTORIES = ['**/node_modules/**', '**/.git/**'] as const
 
-export const globSchema = z.object({
-  pattern: z.string().min(1).describe('Glob pattern relative to path, e.g. "**/*.ts" or "src/**/*.{js,json}".'),
-  path: z.string().optional().describe('Folder to search in (default: the session working directory).'),
-})
+export interface GlobArgs {
+  readonly pattern: string
+  readonly path?: string
+}
+
+export const globParameters = {
+  type: 'object',
+  properties: {
+    pattern: { type: 'string', minLength: 1, description: 'Glob pattern relative to path, e.g. "**/*.ts" or "src/**/*.{js,json}".' },
+    path: { type: 'string', description: 'Folder to search in (default: the session working directory).' },
+  },
+  required: ['pattern'],
+} as const satisfies JsonSchema
 
 /** Stats in bounded batches so a huge match list does not open thousands of handles at once. */
 async function withMtimes(paths: readonly string[], signal: AbortSignal): Promise<{ path: string; mtimeMs: number }[]> {
@@ -52,12 +60,12 @@ export async function globNewestFirst(pattern: string, base: string, signal: Abo
   return dated.map((entry) => entry.path)
 }
 
-export function createGlobTool(config: GlobToolConfig = {}): Tool<z.output<typeof globSchema>> {
+export function createGlobTool(config: GlobToolConfig = {}): Tool<GlobArgs> {
   const maxResults = config.maxResults ?? GLOB_DEFAULTS.maxResults
-  return defineTool({
+  return {
     name: 'glob',
     description: `Find files by glob pattern (e.g. "**/*.ts"), newest first. Shows at most ${maxResults} paths; the full list of a larger result is saved to a file whose path is shown. node_modules and .git are skipped.`,
-    schema: globSchema,
+    parameters: globParameters,
     timeoutMs: config.timeoutMs ?? GLOB_DEFAULTS.timeoutMs,
     isConcurrencySafe: () => true,
     execute: withSpill('glob', async (args, context): Promise<ToolOutput> => {
@@ -73,7 +81,7 @@ export function createGlobTool(config: GlobToolConfig = {}): Tool<z.output<typeo
       }
       return { content: [{ type: 'text', text }], meta: { count: files.length, ...(listPath ? { listPath } : {}) } }
     }),
-  })
+  }
 }
 
 export class GlobToolPlugin {

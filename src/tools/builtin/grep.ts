@@ -6,9 +6,8 @@
 import { readFile, stat } from 'node:fs/promises'
 import { Context } from 'cordis'
 import { glob } from 'tinyglobby'
-import { z } from 'zod'
 import type { Tool, ToolOutput } from '../api.js'
-import { defineTool } from '../define.js'
+import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { IGNORED_DIRECTORIES } from './glob.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
@@ -25,11 +24,21 @@ export interface GrepToolConfig {
 
 export const GREP_DEFAULTS = { maxMatches: 250, maxLineChars: 500, maxFileBytes: 10 * 1024 * 1024, timeoutMs: 60_000 } as const
 
-export const grepSchema = z.object({
-  pattern: z.string().min(1).describe('JavaScript regular expression, matched against each line (e.g. "function\\\\s+\\\\w+").'),
-  path: z.string().optional().describe('File or folder to search (default: the session working directory).'),
-  include: z.string().optional().describe('Glob filter for file names, e.g. "*.ts" or "*.{ts,tsx}"; a pattern without "/" matches at any depth.'),
-})
+export interface GrepArgs {
+  readonly pattern: string
+  readonly path?: string
+  readonly include?: string
+}
+
+export const grepParameters = {
+  type: 'object',
+  properties: {
+    pattern: { type: 'string', minLength: 1, description: 'JavaScript regular expression, matched against each line (e.g. "function\\\\s+\\\\w+").' },
+    path: { type: 'string', description: 'File or folder to search (default: the session working directory).' },
+    include: { type: 'string', description: 'Glob filter for file names, e.g. "*.ts" or "*.{ts,tsx}"; a pattern without "/" matches at any depth.' },
+  },
+  required: ['pattern'],
+} as const satisfies JsonSchema
 
 export interface GrepMatch {
   readonly path: string
@@ -102,16 +111,16 @@ export async function grepFiles(regex: RegExp, base: string, include: string | u
   return { matches, limitReached: false, filesSearched, skippedLarge }
 }
 
-export function createGrepTool(config: GrepToolConfig = {}): Tool<z.output<typeof grepSchema>> {
+export function createGrepTool(config: GrepToolConfig = {}): Tool<GrepArgs> {
   const limits = {
     maxMatches: config.maxMatches ?? GREP_DEFAULTS.maxMatches,
     maxLineChars: config.maxLineChars ?? GREP_DEFAULTS.maxLineChars,
     maxFileBytes: config.maxFileBytes ?? GREP_DEFAULTS.maxFileBytes,
   }
-  return defineTool({
+  return {
     name: 'grep',
     description: `Search file contents with a JavaScript regular expression. Prints matching lines as "path:line: text", at most ${limits.maxMatches} matches. Binary files, node_modules and .git are skipped. Narrow the search with path and include (e.g. "*.ts").`,
-    schema: grepSchema,
+    parameters: grepParameters,
     timeoutMs: config.timeoutMs ?? GREP_DEFAULTS.timeoutMs,
     isConcurrencySafe: () => true,
     execute: withSpill('grep', async (args, context): Promise<ToolOutput> => {
@@ -127,7 +136,7 @@ export function createGrepTool(config: GrepToolConfig = {}): Tool<z.output<typeo
       const text = notes.length > 0 ? `${lines.join('\n')}\n\n${notes.join('\n')}` : lines.join('\n')
       return { content: [{ type: 'text', text }], meta }
     }),
-  })
+  }
 }
 
 export class GrepToolPlugin {

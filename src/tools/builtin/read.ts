@@ -7,9 +7,8 @@ import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { StringDecoder } from 'node:string_decoder'
 import { Context } from 'cordis'
-import { z } from 'zod'
 import type { Tool, ToolOutput } from '../api.js'
-import { defineTool } from '../define.js'
+import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { ledgerKey, type FileObservations, type FileVersion } from './ledger.js'
 import { looksBinary, resolvePath } from './paths.js'
@@ -26,11 +25,21 @@ export interface ReadToolConfig {
 
 export const READ_DEFAULTS = { maxLines: 2000, maxLineChars: 2000, maxBytes: 50 * 1024, timeoutMs: 60_000 } as const
 
-export const readSchema = z.object({
-  file_path: z.string().min(1).describe('Path of the file to read; a relative path is resolved against the session working directory.'),
-  offset: z.number().int().min(1).optional().describe('1-based line number to start from (default 1).'),
-  limit: z.number().int().min(1).optional().describe('Number of lines to read (default and maximum 2000).'),
-})
+export interface ReadArgs {
+  readonly file_path: string
+  readonly offset?: number
+  readonly limit?: number
+}
+
+export const readParameters = {
+  type: 'object',
+  properties: {
+    file_path: { type: 'string', minLength: 1, description: 'Path of the file to read; a relative path is resolved against the session working directory.' },
+    offset: { type: 'integer', minimum: 1, description: '1-based line number to start from (default 1).' },
+    limit: { type: 'integer', minimum: 1, description: 'Number of lines to read (default and maximum 2000).' },
+  },
+  required: ['file_path'],
+} as const satisfies JsonSchema
 
 export interface ReadPage {
   /** Formatted lines `     N\ttext`. */
@@ -112,16 +121,16 @@ export async function readPage(path: string, offset: number, limit: number, limi
   }
 }
 
-export function createReadTool(ledger: FileObservations, config: ReadToolConfig = {}): Tool<z.output<typeof readSchema>> {
+export function createReadTool(ledger: FileObservations, config: ReadToolConfig = {}): Tool<ReadArgs> {
   const limits = {
     maxLines: config.maxLines ?? READ_DEFAULTS.maxLines,
     maxLineChars: config.maxLineChars ?? READ_DEFAULTS.maxLineChars,
     maxBytes: config.maxBytes ?? READ_DEFAULTS.maxBytes,
   }
-  return defineTool({
+  return {
     name: 'read',
     description: `Read a text file. Returns numbered lines ("     N\\t<line>", 1-based). At most ${limits.maxLines} lines, ${limits.maxLineChars} characters per line and ${Math.round(limits.maxBytes / 1024)} KB per call; a footer tells how to continue with offset. Reading a file is required before write or edit may change it.`,
-    schema: readSchema,
+    parameters: readParameters,
     timeoutMs: config.timeoutMs ?? READ_DEFAULTS.timeoutMs,
     isConcurrencySafe: () => true,
     async execute(args, context): Promise<ToolOutput> {
@@ -149,7 +158,7 @@ export function createReadTool(ledger: FileObservations, config: ReadToolConfig 
         meta: { path, firstLine: page.firstLine, lastLine: page.lastLine, totalLines: page.totalLines, cutLines: page.cutLines },
       }
     },
-  })
+  }
 }
 
 export interface ReadToolPluginConfig extends ReadToolConfig {}

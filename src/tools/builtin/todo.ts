@@ -4,19 +4,32 @@
  * reloads and forks without any state in the tool.
  */
 import { Context } from 'cordis'
-import { z } from 'zod'
 import type { Tool, ToolOutput } from '../api.js'
-import { defineTool } from '../define.js'
+import type { JsonSchema } from '../json-schema.js'
 import type { TodoItem } from '../../session/types.js'
 
-export const todoStatus = z.enum(['pending', 'in_progress', 'completed'])
+export interface TodoWriteArgs {
+  readonly todos: readonly TodoItem[]
+}
 
-export const todoWriteSchema = z.object({
-  todos: z.array(z.object({
-    content: z.string().min(1).describe('What to do, in a few words.'),
-    status: todoStatus.describe('pending, in_progress (ideally one at a time) or completed.'),
-  })).describe('The complete new list; it replaces the previous one.'),
-})
+export const todoWriteParameters = {
+  type: 'object',
+  properties: {
+    todos: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          content: { type: 'string', minLength: 1, description: 'What to do, in a few words.' },
+          status: { type: 'string', enum: ['pending', 'in_progress', 'completed'], description: 'pending, in_progress (ideally one at a time) or completed.' },
+        },
+        required: ['content', 'status'],
+      },
+      description: 'The complete new list; it replaces the previous one.',
+    },
+  },
+  required: ['todos'],
+} as const satisfies JsonSchema
 
 const marks: Record<TodoItem['status'], string> = { pending: '[ ]', in_progress: '[~]', completed: '[x]' }
 
@@ -29,18 +42,18 @@ export function renderTodos(todos: readonly TodoItem[]): string {
   return [header, ...todos.map((t) => `${marks[t.status]} ${t.content}`)].join('\n')
 }
 
-export function createTodoWriteTool(): Tool<z.output<typeof todoWriteSchema>> {
-  return defineTool({
+export function createTodoWriteTool(): Tool<TodoWriteArgs> {
+  return {
     name: 'todo_write',
     description: 'Replace the task list for the current work. Send the complete list every time (content and status: pending, in_progress or completed). Use it to plan multi-step tasks and to show progress; keep one item in_progress at a time.',
-    schema: todoWriteSchema,
+    parameters: todoWriteParameters,
     timeoutMs: 10_000,
     execute(args, context): ToolOutput {
       const todos = args.todos.map((t) => ({ content: t.content, status: t.status }))
       context.session?.append('todo/write', { todos })
       return { content: [{ type: 'text', text: renderTodos(todos) }], meta: { todos } }
     },
-  })
+  }
 }
 
 export class TodoWriteToolPlugin {

@@ -3,9 +3,8 @@
  * default tool set: a deployment enables it by loading `WebFetchToolPlugin`.
  */
 import { Context } from 'cordis'
-import { z } from 'zod'
 import type { Tool, ToolOutput } from '../api.js'
-import { defineTool } from '../define.js'
+import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, WebFetchError } from './errors.js'
 import { htmlToMarkdown } from './html.js'
 import { withSpill } from './spill.js'
@@ -21,9 +20,17 @@ export interface WebFetchToolConfig {
 
 export const WEB_FETCH_DEFAULTS = { timeoutMs: 30_000, maxChars: 200_000, maxBodyBytes: 10 * 1024 * 1024, userAgent: 'dsh-web-fetch' } as const
 
-export const webFetchSchema = z.object({
-  url: z.string().min(1).describe('The http(s) URL to fetch.'),
-})
+export interface WebFetchArgs {
+  readonly url: string
+}
+
+export const webFetchParameters = {
+  type: 'object',
+  properties: {
+    url: { type: 'string', minLength: 1, description: 'The http(s) URL to fetch.' },
+  },
+  required: ['url'],
+} as const satisfies JsonSchema
 
 const TEXTUAL = /^(text\/|application\/(json|xml|javascript|ecmascript|x-javascript|ld\+json|[a-z.+-]*\+(json|xml))\b)/i
 const HTML = /^(text\/html|application\/xhtml\+xml)\b/i
@@ -59,12 +66,12 @@ function decode(bytes: Uint8Array, contentType: string): string {
   }
 }
 
-export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<z.output<typeof webFetchSchema>> {
+export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<WebFetchArgs> {
   const settings = { ...WEB_FETCH_DEFAULTS, ...config }
-  return defineTool({
+  return {
     name: 'web_fetch',
     description: `Fetch a web page or other text resource over http(s) and return its content; HTML is converted to markdown-style text (links kept as [text](url)). At most ${settings.maxChars} characters; times out after ${settings.timeoutMs / 1000} s.`,
-    schema: webFetchSchema,
+    parameters: webFetchParameters,
     timeoutMs: settings.timeoutMs + 5_000,
     isConcurrencySafe: () => true,
     execute: withSpill('web_fetch', async (args, context): Promise<ToolOutput> => {
@@ -114,7 +121,7 @@ export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<z.outp
         meta: { url: response.url || url.href, status: response.status, contentType, truncated: cut || body.cut },
       }
     }),
-  })
+  }
 }
 
 /** Off by default: load it explicitly to give the model web access. */

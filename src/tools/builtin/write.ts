@@ -5,10 +5,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { Context } from 'cordis'
 import { createTwoFilesPatch } from 'diff'
-import { z } from 'zod'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonValue } from '../../session/types.js'
-import { defineTool } from '../define.js'
+import type { JsonSchema } from '../json-schema.js'
 import { fsFailure } from './errors.js'
 import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
@@ -22,10 +21,19 @@ export interface WriteToolConfig {
 
 export const WRITE_DEFAULTS = { maxMetaDiffChars: 100_000, timeoutMs: 60_000 } as const
 
-export const writeSchema = z.object({
-  file_path: z.string().min(1).describe('Path of the file to write; a relative path is resolved against the session working directory. Parent folders are created.'),
-  content: z.string().describe('The complete new content of the file.'),
-})
+export interface WriteArgs {
+  readonly file_path: string
+  readonly content: string
+}
+
+export const writeParameters = {
+  type: 'object',
+  properties: {
+    file_path: { type: 'string', minLength: 1, description: 'Path of the file to write; a relative path is resolved against the session working directory. Parent folders are created.' },
+    content: { type: 'string', description: 'The complete new content of the file.' },
+  },
+  required: ['file_path', 'content'],
+} as const satisfies JsonSchema
 
 export function countLines(text: string): number {
   if (text.length === 0) return 0
@@ -49,12 +57,12 @@ async function readExisting(path: string): Promise<Buffer | undefined> {
   }
 }
 
-export function createWriteTool(ledger: FileObservations, config: WriteToolConfig = {}): Tool<z.output<typeof writeSchema>> {
+export function createWriteTool(ledger: FileObservations, config: WriteToolConfig = {}): Tool<WriteArgs> {
   const maxMetaDiff = config.maxMetaDiffChars ?? WRITE_DEFAULTS.maxMetaDiffChars
-  return defineTool({
+  return {
     name: 'write',
     description: 'Write a file with the given content, replacing it entirely. Creates the file (and missing parent folders) if it does not exist. Overwriting an existing file requires reading its current version with read first in this session; prefer edit for changing part of a file.',
-    schema: writeSchema,
+    parameters: writeParameters,
     timeoutMs: config.timeoutMs ?? WRITE_DEFAULTS.timeoutMs,
     execute: withSpill('write', async (args, context): Promise<ToolOutput> => {
       const path = resolvePath(context.cwd, args.file_path)
@@ -79,7 +87,7 @@ export function createWriteTool(ledger: FileObservations, config: WriteToolConfi
         meta: { path, created: false, lines, bytes: size, ...diffMeta },
       }
     }),
-  })
+  }
 }
 
 /** Registers `write` on `ctx.tools`, sharing `ctx.readLedger` with read and edit. */
