@@ -287,6 +287,29 @@ describe('ACP server', () => {
     }
   })
 
+  it('a session in another folder: tools run there and the runtime context names that folder, not the server\'s', async () => {
+    const { home, cwd } = tempHome()
+    const other = mkdtempSync(join(tmpdir(), 'dsh-acp-elsewhere-'))
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'call-pwd', name: 'bash', arguments: '{"command":"pwd","description":"where"}' } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
+    )
+    const before = server.requests.length
+    const connection = connect({ home, cwd })
+    try {
+      await connection.peer.request('initialize', { protocolVersion: 1 })
+      const { sessionId } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd: other, mcpServers: [] })
+      expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'where?' }] })).toEqual({ stopReason: 'end_turn' })
+      const messages = server.requests[before + 1]!.body.messages as { role: string; content: string }[]
+      const context = messages.find(m => m.role === 'user' && m.content.startsWith('Current runtime context.'))!
+      expect(context.content).toContain(other)
+      expect(context.content).not.toContain(cwd)
+      expect(messages.find(m => m.role === 'tool')!.content.trim()).toBe(other)
+    } finally {
+      await connection.close()
+    }
+  })
+
   it('bad frames get JSON-RPC errors and the server keeps serving', async () => {
     const { home, cwd } = tempHome()
     const connection = connect({ home, cwd })

@@ -9,6 +9,7 @@ import '../agent/api.js'
 import '../cli/host.js'
 import '../llm/api.js'
 import '../persistence/api.js'
+import '../prompt/api.js'
 
 export interface RouteRequest {
   readonly provider?: string
@@ -46,11 +47,36 @@ function isNotStored(error: unknown): boolean {
  * otherwise a new session with that id (or a fresh id when none is given) in `cwd`.
  */
 export async function openAgent(ctx: Context, options: { sessionId?: string; cwd: string; loop: Partial<AgentLoopConfig>; create?: boolean }): Promise<{ agent: Agent; created: boolean }> {
+  const id = options.sessionId
+  const live = id === undefined ? undefined : ctx.agents.get(id)
+  if (live !== undefined) return { agent: live, created: false }
+  if (id === undefined) return open(ctx, options)
+  // Two prompts for one new id at once: the second waits for the first to open it.
+  let inFlight = opening.get(ctx)
+  if (inFlight === undefined) opening.set(ctx, inFlight = new Map())
+  const pending = inFlight.get(id)
+  if (pending !== undefined) return { agent: (await pending).agent, created: false }
+  const opened = open(ctx, options)
+  inFlight.set(id, opened)
+  try {
+    return await opened
+  } finally {
+    inFlight.delete(id)
+  }
+}
+
+const opening = new WeakMap<Context, Map<string, Promise<{ agent: Agent; created: boolean }>>>()
+
+async function open(ctx: Context, options: { sessionId?: string; cwd: string; loop: Partial<AgentLoopConfig>; create?: boolean }): Promise<{ agent: Agent; created: boolean }> {
+  const opened = await openNewAgent(ctx, options)
+  await followSessionCwd(ctx, opened.agent)
+  return opened
+}
+
+async function openNewAgent(ctx: Context, options: { sessionId?: string; cwd: string; loop: Partial<AgentLoopConfig>; create?: boolean }): Promise<{ agent: Agent; created: boolean }> {
   const { agents, sessions } = ctx
   const id = options.sessionId
   if (id !== undefined) {
-    const live = agents.get(id)
-    if (live !== undefined) return { agent: live, created: false }
     if (sessions.get(id) !== undefined) return { agent: agents.create({ sessionId: id, loop: options.loop }), created: false }
     const persistence = ctx.get('sessionPersistence')
     if (persistence !== undefined) {
@@ -66,6 +92,23 @@ export async function openAgent(ctx: Context, options: { sessionId?: string; cwd
     return { agent: agents.create({ sessionId: session.id, loop: options.loop }), created: true }
   }
   return { agent: agents.create({ cwd: options.cwd, loop: options.loop }), created: true }
+}
+
+/**
+ * The `cwd` runtime context renders the folder dsh was started in; an agent whose session lives
+ * elsewhere (ACP `session/new {cwd}`, SDK `initialize {cwd}`) gets the same wording with its own
+ * folder, registered in its scope (P-3: it shadows the global entry, in the same position).
+ */
+export async function followSessionCwd(ctx: Context, agent: Agent): Promise<void> {
+  const cwd = agent.session.header.cwd
+  const hostCwd = ctx.get('host')?.cwd
+  const prompt = ctx.get('systemPrompt')
+  if (cwd === undefined || hostCwd === undefined || prompt === undefined || cwd === hostCwd) return
+  const global = (await prompt.assemble()).contexts.find(context => context.name === 'cwd')
+  if (global === undefined || !global.text.includes(hostCwd)) return
+  const text = global.text.split(hostCwd).join(cwd)
+  const dispose = prompt.context({ name: 'cwd', order: 0, render: () => text }, agent.scope)
+  agent.ctx.effect(() => dispose)
 }
 
 /** Refuses a turn the model adapter cannot serve (a missing API key...) before any work starts. */

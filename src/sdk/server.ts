@@ -17,7 +17,7 @@ import type { Agent } from '../agent/api.js'
 import type { ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
-import { checkReadiness, openAgent, resolveRoute, type RouteRequest } from './agents.js'
+import { checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
 import '../cli/host.js'
 
@@ -191,7 +191,11 @@ export class SdkServerApp extends Service {
       session = result.session
       repaired = result.repaired.length
     }
-    const agent = this.ctx.agents.get(session.id) ?? this.ctx.agents.create({ sessionId: session.id, loop: resolveRoute(this.ctx, this.route) })
+    let agent = this.ctx.agents.get(session.id)
+    if (agent === undefined) {
+      agent = this.ctx.agents.create({ sessionId: session.id, loop: resolveRoute(this.ctx, this.route) })
+      await followSessionCwd(this.ctx, agent)
+    }
     return {
       sessionId: session.id,
       cwd: session.header.cwd,
