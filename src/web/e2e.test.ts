@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
-import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { FakeDeepSeek, errorResponse, streamResponse } from '../../test-support/fake-deepseek.js'
 import { repoRoot } from '../../test-support/run-dsh.js'
 import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
 import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
@@ -19,9 +19,9 @@ if (chromium.path === undefined) console.warn(`skipping web e2e tests: ${chromiu
 const shots = join(repoRoot, 'test-output', 'web')
 const usage = { prompt_tokens: 1200, completion_tokens: 85, prompt_cache_hit_tokens: 1000 }
 
-const DICE_CARD = `const { h, registerToolCard } = window.dsh
-registerToolCard('roll_dice', ({ call, args }) => h('div', { className: 'tool-card', 'data-testid': 'card-dice' },
-  h('div', { className: 'tool-head' }, 'd' + (args?.sides ?? '?') + ' rolled: ', h('b', null, call.result ? call.result.text : '…'))))
+const DICE_CARD = `const { h, registerToolCard, ToolShell } = window.dsh
+registerToolCard('roll_dice', ({ call, args, running }) => h('div', { 'data-testid': 'card-dice' },
+  h(ToolShell, { icon: '🎲', title: 'd' + (args?.sides ?? '?') + ' rolled: ' + (running ? '…' : call.result.text), state: running ? 'running' : 'ok' })))
 `
 
 const DICE_PLUGIN = `export default {
@@ -98,6 +98,7 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     await page.getByTestId('create-session').click()
     await page.getByTestId('composer').waitFor()
     expect(new URL(page.url()).searchParams.get('session')).toBeTruthy()
+    await shoot('empty-chat')
   })
 
   it('streams text as it arrives, then shows a bash card with output and exit code', async () => {
@@ -189,6 +190,17 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     await page.getByTestId('stop').click()
     await page.locator('.notice', { hasText: 'Stopped' }).waitFor()
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+  })
+
+  it('a provider error ends the turn and shows in the conversation', async () => {
+    fake.enqueue(errorResponse(401, { error: { message: 'Authentication Fails, Your api key is invalid', type: 'authentication_error' } }))
+    await page.getByTestId('composer').fill('this one fails')
+    await page.getByTestId('composer').press('Enter')
+    const notice = page.locator('.notice.error')
+    await notice.waitFor()
+    expect(await notice.textContent()).toMatch(/invalid/i)
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+    await shoot('error')
   })
 
   it('a reload shows the same history from the log', async () => {

@@ -46,7 +46,8 @@ export function App() {
   const [sessions, setSessions] = useState<SessionSummary[]>([])
   const [selected, setSelected] = useState<string | null>(sessionFromUrl)
   const [view, setView] = useState<'chat' | 'settings' | 'new'>(() => sessionFromUrl() ? 'chat' : 'new')
-  const [connection, setConnection] = useState<'open' | 'retrying' | 'closed'>('open')
+  const [connection, setConnectionState] = useState<'open' | 'retrying' | 'closed'>('open')
+  const lastConnection = useRef<'open' | 'retrying' | 'closed'>('open')
 
   useEffect(() => {
     document.documentElement.dataset.theme = theme
@@ -57,6 +58,13 @@ export function App() {
     call<SessionSummary[]>('sessions.list').then(setSessions, () => {})
   }, [])
   useEffect(refresh, [refresh])
+
+  // After an outage the sidebar reloads: summaries sent meanwhile were missed.
+  const setConnection = useCallback((state: 'open' | 'retrying' | 'closed') => {
+    if (state === 'open' && lastConnection.current !== 'open') refresh()
+    lastConnection.current = state
+    setConnectionState(state)
+  }, [refresh])
 
   const onSummary = useCallback((summary: SessionSummary | { id: string; deleted: true }) => {
     setSessions(list => {
@@ -290,6 +298,8 @@ function Chat(props: {
       if (cancelled) return
       fold.apply(history.events)
       publish()
+      // Summaries pushed while no stream was open (e.g. right after a fork) are not lost.
+      onSummary(history.summary)
       setStatus(history.summary.status)
       setInbox(history.inbox)
       setModel(history.model)
@@ -471,7 +481,7 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
         <div className="turn-end" data-testid="turn-end">
           {end.level ? <div className={`notice ${end.level}`}>{end.text}</div> : null}
           <div className="turn-meta">
-            <span>{usageLine(item.usage)}</span>
+            {item.usage.inputTokens || item.usage.outputTokens ? <span>{usageLine(item.usage)}</span> : null}
             {item.durationMs !== undefined ? <span>{formatMs(item.durationMs)}</span> : null}
             <button className="link-button" onClick={() => void fork()} title="Fork the session after this turn">Fork from here</button>
           </div>

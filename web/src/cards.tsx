@@ -44,7 +44,8 @@ export function formatMs(ms: number): string {
   return `${Math.floor(ms / 60_000)}m ${Math.round((ms % 60_000) / 1000)}s`
 }
 
-function Shell(props: { icon: string; title: ReactNode; meta?: ReactNode; state: 'running' | 'ok' | 'error'; children?: ReactNode; open?: boolean; testId?: string }) {
+/** The frame every card uses: a header row (icon, title, meta, state) and a collapsible body. */
+export function ToolShell(props: { icon: string; title: ReactNode; meta?: ReactNode; state: 'running' | 'ok' | 'error'; children?: ReactNode; open?: boolean; testId?: string }) {
   const [open, setOpen] = useState(props.open ?? true)
   return (
     <div className={`tool-card state-${props.state}`} data-testid={props.testId}>
@@ -82,14 +83,14 @@ const BashCard: ToolCard = (props) => {
   const exit = result?.meta?.exitCode
   const output = result ? result.text.replace(/\n?\[exit code: -?\d+\]\s*$/, '') : ''
   return (
-    <Shell icon="❯" testId="card-bash" state={state(props)}
+    <ToolShell icon="❯" testId="card-bash" state={state(props)}
       title={<span className="mono">{args?.description ?? 'bash'}</span>}
       meta={<>{exit !== undefined && exit !== null ? <span className={`exit ${exit === 0 ? 'ok' : 'bad'}`}>exit {exit}</span> : null}{result?.meta?.timedOut ? <span className="exit bad">timed out</span> : null}<span>{duration(call)}</span></>}>
       <div className="terminal">
         <div className="terminal-cmd"><span className="prompt">$</span><code dangerouslySetInnerHTML={{ __html: highlight(args?.command ?? call.arguments, 'bash') }} /></div>
         {result ? <Output text={output || '(no output)'} /> : <div className="terminal-wait">running…</div>}
       </div>
-    </Shell>
+    </ToolShell>
   )
 }
 
@@ -97,9 +98,9 @@ const ReadCard: ToolCard = (props) => {
   const { args, call } = props
   const range = args?.offset || args?.limit ? `lines ${args.offset ?? 1}–${(args.offset ?? 1) + (args.limit ?? 2000) - 1}` : ''
   return (
-    <Shell icon="📄" testId="card-read" state={state(props)} open={false} title={<span className="mono">{args?.file_path ?? 'read'}</span>} meta={<span>{range}</span>}>
+    <ToolShell icon="📄" testId="card-read" state={state(props)} open={false} title={<span className="mono">{args?.file_path ?? 'read'}</span>} meta={<span>{range}</span>}>
       {call.result ? <Output text={call.result.text} max={200} /> : null}
-    </Shell>
+    </ToolShell>
   )
 }
 
@@ -123,9 +124,9 @@ const EditCard: ToolCard = (props) => {
   const diff = typeof meta?.diff === 'string' ? meta.diff : args ? simpleDiff(args.old_string ?? '', args.new_string ?? '') : ''
   const what = meta?.replacements !== undefined ? `${meta.replacements} replacement${meta.replacements === 1 ? '' : 's'}` : ''
   return (
-    <Shell icon="✎" testId="card-edit" state={state(props)} title={<span className="mono">{args?.file_path ?? 'edit'}</span>} meta={<span>{what}</span>}>
+    <ToolShell icon="✎" testId="card-edit" state={state(props)} title={<span className="mono">{args?.file_path ?? 'edit'}</span>} meta={<span>{what}</span>}>
       {call.result?.isError ? <pre className="tool-output error-text">{call.result.text}</pre> : <Diff text={diff} />}
-    </Shell>
+    </ToolShell>
   )
 }
 
@@ -134,10 +135,10 @@ const WriteCard: ToolCard = (props) => {
   const meta = call.result?.meta
   const diff = typeof meta?.diff === 'string' ? meta.diff : typeof args?.content === 'string' ? args.content.replace(/\n$/, '').split('\n').map((line: string) => `+${line}`).join('\n') : ''
   return (
-    <Shell icon="✚" testId="card-write" state={state(props)} title={<span className="mono">{args?.file_path ?? 'write'}</span>}
+    <ToolShell icon="✚" testId="card-write" state={state(props)} title={<span className="mono">{args?.file_path ?? 'write'}</span>}
       meta={<span>{meta ? `${meta.created ? 'created' : 'updated'} · ${meta.lines} lines` : ''}</span>}>
       {call.result?.isError ? <pre className="tool-output error-text">{call.result.text}</pre> : <Diff text={diff} />}
-    </Shell>
+    </ToolShell>
   )
 }
 
@@ -145,11 +146,11 @@ const ListCard = (label: string): ToolCard => (props) => {
   const { args, call } = props
   const lines = call.result ? call.result.text.split('\n').filter(Boolean) : []
   return (
-    <Shell icon="⌕" testId={`card-${label}`} state={state(props)} open={false}
+    <ToolShell icon="⌕" testId={`card-${label}`} state={state(props)} open={false}
       title={<><span className="muted">{label}</span> <span className="mono">{args?.pattern ?? ''}</span>{args?.path ? <span className="muted"> in {args.path}</span> : null}</>}
       meta={<span>{call.result ? `${lines.length} line${lines.length === 1 ? '' : 's'}` : ''}</span>}>
       {call.result ? <ul className="path-list">{lines.slice(0, 500).map((line, index) => <li key={index} className="mono">{line}</li>)}</ul> : null}
-    </Shell>
+    </ToolShell>
   )
 }
 
@@ -173,10 +174,10 @@ const TodoCard: ToolCard = (props) => {
 export const JsonCard: ToolCard = (props) => {
   const { call, args } = props
   return (
-    <Shell icon="⚙" testId="card-json" state={state(props)} open={false} title={<span className="mono">{call.name}</span>}>
+    <ToolShell icon="⚙" testId="card-json" state={state(props)} open={false} title={<span className="mono">{call.name}</span>}>
       <pre className="tool-output json">{args !== undefined ? JSON.stringify(args, null, 2) : call.arguments}</pre>
       {call.result ? <Output text={call.result.text} max={200} /> : null}
-    </Shell>
+    </ToolShell>
   )
 }
 

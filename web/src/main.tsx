@@ -1,14 +1,14 @@
 import { createElement } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './App'
-import { Diff, JsonCard, TodoStrip, registerToolCard } from './cards'
+import { Diff, JsonCard, TodoStrip, ToolShell, registerToolCard } from './cards'
 import { call } from './api'
 import { highlight, renderMarkdown } from './markdown'
 import './styles.css'
 
 // What extension scripts (served by server plugins under /ext/) use to add tool cards without
 // bundling their own React: `dsh.registerToolCard('my_tool', props => dsh.h('div', null, ...))`.
-;(window as unknown as { dsh: unknown }).dsh = { registerToolCard, h: createElement, Diff, JsonCard, TodoStrip, highlight, renderMarkdown }
+;(window as unknown as { dsh: unknown }).dsh = { registerToolCard, h: createElement, ToolShell, Diff, JsonCard, TodoStrip, highlight, renderMarkdown }
 
 async function loadExtensions(): Promise<void> {
   try {
