@@ -24,5 +24,6 @@ export default function setup(): void {
   const built = existsSync(stamp) ? statSync(stamp).mtimeMs : 0
   if (built >= newestSource(join(root, 'src'))) return
   execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' })
+  execFileSync(process.execPath, [join(root, 'scripts', 'shipped-config.mjs')], { stdio: 'inherit' })
   writeFileSync(stamp, `${new Date().toISOString()}\n`)
 }

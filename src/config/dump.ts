@@ -2,10 +2,12 @@
  * `--dump-config`: the composed plugin tree as loadable YAML (a bundle-shaped list of rows),
  * each run of rows preceded by a comment naming the layer it came from.
  */
-import { Document, isMap, isSeq, type YAMLSeq } from 'yaml'
+import type { YAMLSeq } from 'yaml'
 import { stripTracking, type TrackedRow } from './rows.js'
+import { loadYaml } from './yaml.js'
 
 function annotate(seq: YAMLSeq, rows: readonly TrackedRow[]): void {
+  const { isMap, isSeq } = loadYaml()
   let previous: string | undefined
   rows.forEach((row, index) => {
     const node = seq.items[index]
@@ -21,6 +23,7 @@ function annotate(seq: YAMLSeq, rows: readonly TrackedRow[]): void {
 }
 
 export function dumpConfig(rows: readonly TrackedRow[], header?: string): string {
+  const { Document, isSeq } = loadYaml()
   const doc = new Document(rows.map(stripTracking))
   if (header !== undefined) doc.commentBefore = ` ${header}`
   if (isSeq(doc.contents)) annotate(doc.contents, rows)

@@ -5,7 +5,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml'
+import { loadYaml } from './yaml.js'
 
 export function resolveHome(env: NodeJS.ProcessEnv = process.env): string {
   const configured = env.DSH_HOME
@@ -42,7 +42,7 @@ function readYamlFile(path: string): unknown {
   if (!existsSync(path)) return undefined
   const text = readFileSync(path, 'utf8')
   try {
-    return parseYaml(text)
+    return loadYaml().parse(text)
   } catch (error) {
     throw new Error(`${path}: invalid YAML: ${(error as Error).message}`)
   }
@@ -59,7 +59,7 @@ export function readSettings(home: string): Settings {
 }
 
 export function writeSettings(home: string, settings: Settings): void {
-  writeFileAtomic(homePaths(home).settings, stringifyYaml(settings), 0o600)
+  writeFileAtomic(homePaths(home).settings, loadYaml().stringify(settings), 0o600)
 }
 
 /** Parses a dotenv file: `KEY=value`, optional `export`, quotes, `#` comments. */
@@ -103,7 +103,7 @@ export function writeCredential(home: string, name: string, secret: string | und
   const current = readCredentials(home)
   if (secret === undefined) delete current[name]
   else current[name] = secret
-  writeFileAtomic(homePaths(home).credentials, stringifyYaml(current), 0o600)
+  writeFileAtomic(homePaths(home).credentials, loadYaml().stringify(current), 0o600)
 }
 
 export interface EnvironmentLayers {

@@ -6,13 +6,12 @@
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { parse as parseYaml } from 'yaml'
 import { homePaths } from './home.js'
 import { compose, ConfigError, type ComposeResult, type Layer } from './rows.js'
+import { packageRoot, shippedDocument } from './shipped.js'
+import { loadYaml } from './yaml.js'
 
-/** The package root (works from src/ under tsx and from dist/ when built). */
-export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
+export { packageRoot }
 const shippedBundles = join(packageRoot, 'bundles')
 const shippedProfiles = join(packageRoot, 'profiles')
 
@@ -26,6 +25,8 @@ export interface ProfileDefinition {
 }
 
 function readYamlDocument(path: string, what: string): unknown {
+  const shipped = shippedDocument(path)
+  if (shipped !== undefined) return shipped.value
   let text: string
   try {
     text = readFileSync(path, 'utf8')
@@ -34,7 +35,7 @@ function readYamlDocument(path: string, what: string): unknown {
   }
   if (text.trim() === '') throw new ConfigError(path, undefined, undefined, `${what} is empty (write [] to disable a layer)`)
   try {
-    return parseYaml(text)
+    return loadYaml().parse(text)
   } catch (error) {
     throw new ConfigError(path, undefined, undefined, `invalid YAML: ${(error as Error).message.split('\n')[0]}`)
   }
