@@ -110,6 +110,8 @@ describe('ACP server', () => {
       await expect(connection.peer.request('session/new', { cwd: 'relative/dir', mcpServers: [] }))
         .rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('absolute') })
       await expect(connection.peer.request('session/new', {})).rejects.toMatchObject({ code: ErrorCodes.invalidParams })
+      await expect(connection.peer.request('session/new', { cwd: join(cwd, 'missing'), mcpServers: [] }))
+        .rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('not an existing folder') })
       const { sessionId } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd, mcpServers: [] })
       expect(sessionId).toMatch(/^[0-9a-f-]{36}$/)
       await expect(connection.peer.request('session/prompt', { sessionId: 'unknown', prompt: [{ type: 'text', text: 'x' }] }))

@@ -17,7 +17,7 @@ import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { ApprovalService, ToolExecution } from '../tools/api.js'
-import { checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
+import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from '../sdk/jsonrpc.js'
 import '../cli/host.js'
 import '../tools/api.js'
@@ -170,6 +170,7 @@ export class AcpServerApp extends Service {
 
   private async newSession(cwd: string) {
     if (!isAbsolute(cwd)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd must be an absolute path, got ${JSON.stringify(cwd)}`)
+    checkFolder(cwd)
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { cwd, loop })
     this.opened.add(agent.id)

@@ -2,6 +2,7 @@
  * What both protocol servers do with agents: pick a model route, open an agent on a new,
  * live or stored session, and read the final answer of a turn.
  */
+import { statSync } from 'node:fs'
 import type { Context } from 'cordis'
 import type { Agent, AgentLoopConfig } from '../agent/api.js'
 import { ErrorCodes, RpcError } from './jsonrpc.js'
@@ -109,6 +110,17 @@ export async function followSessionCwd(ctx: Context, agent: Agent): Promise<void
   const text = global.text.split(hostCwd).join(cwd)
   const dispose = prompt.context({ name: 'cwd', order: 0, render: () => text }, agent.scope)
   agent.ctx.effect(() => dispose)
+}
+
+/** A session folder must be an existing directory (tools run there). */
+export function checkFolder(cwd: string): void {
+  let folder = false
+  try {
+    folder = statSync(cwd).isDirectory()
+  } catch {
+    folder = false
+  }
+  if (!folder) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd ${JSON.stringify(cwd)} is not an existing folder`)
 }
 
 /** Refuses a turn the model adapter cannot serve (a missing API key...) before any work starts. */

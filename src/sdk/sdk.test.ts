@@ -48,6 +48,7 @@ describe('SDK server: methods and notifications', () => {
       const result = await client.initialize({ cwd })
       expect(result).toMatchObject({ protocolVersion: 1, serverInfo: { name: 'dsh' }, cwd })
       await expect(client.initialize({ model: 'no-such-model' })).rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('no-such-model') })
+      await expect(client.initialize({ cwd: join(cwd, 'missing') })).rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('not an existing folder') })
     } finally {
       await client.close()
     }

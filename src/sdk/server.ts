@@ -17,7 +17,7 @@ import type { Agent } from '../agent/api.js'
 import type { ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
-import { checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
+import { checkFolder, checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
 import '../cli/host.js'
 
@@ -116,9 +116,11 @@ export class SdkServerApp extends Service {
   }
 
   private initialize(params: z.output<typeof initializeParams>) {
-    if (params.cwd !== undefined) this.cwd = isAbsolute(params.cwd) ? params.cwd : resolve(this.ctx.host.cwd, params.cwd)
+    const cwd = params.cwd === undefined ? this.cwd : isAbsolute(params.cwd) ? params.cwd : resolve(this.ctx.host.cwd, params.cwd)
+    checkFolder(cwd)
     const route: RouteRequest = { provider: params.provider, model: params.model, maxTokens: params.maxTokens }
     const loop = resolveRoute(this.ctx, route)
+    this.cwd = cwd
     this.route = route
     return {
       protocolVersion: SDK_PROTOCOL_VERSION,
