@@ -75,7 +75,7 @@ function check(session: Session, options: LlmCallOptions, fold: Fold): void {
   if ((options.system ?? '') !== header.system) fail('the system prompt differs from the folded request/header')
   // Tools are compared once per (tool list, header) pair: the loop reuses one array per assembly.
   if (fold.verifiedTools !== options.tools || fold.verifiedFor !== header) {
-    if (JSON.stringify(options.tools ?? []) !== JSON.stringify(header.tools)) fail('the tool schemas differ from the folded request/header')
+    if (JSON.stringify(options.tools ?? []) !== JSON.stringify(header.tools ?? [])) fail('the tool schemas differ from the folded request/header')
     fold.verifiedTools = options.tools
     fold.verifiedFor = header
   }

@@ -628,6 +628,22 @@ describe('agent invariant (A-11)', () => {
     await expect(async () => { for await (const _ of bogus) { /* drain */ } }).rejects.toThrow(/system prompt/)
   })
 
+  it('A-11: a folded request/header without tools (recorded tool-less logs) matches a request with none', async () => {
+    const h = await loopHarness({ responses: [text('1'), text('2')] })
+    h.agent.followup('t1')
+    await h.agent.whenIdle()
+    const { tools: _tools, ...header } = h.of('request/header')[0]!.data.header
+    h.session.append('turn/start', { turn: 2 })
+    h.session.append('request/header', { header, reason: 'change' })
+    const request = h.ctx.llm.stream({
+      provider: 'scripted', model: 'scripted-1', system: header.system, tools: [], maxTokens: header.config.maxTokens,
+      messages: h.session.deriveMessages(), meta: { sessionId: h.session.id, agentLoop: true },
+    })
+    const chunks: string[] = []
+    for await (const chunk of request) chunks.push(chunk.type)
+    expect(chunks).toContain('finish')
+  })
+
   it('A-11: a loop whose request breaks the invariant stops and whenIdle rejects', async () => {
     const h = await loopHarness({ responses: [text('1')] })
     // Simulate a loop bug: an observer sneaks an extra message onto the surface after derivation.

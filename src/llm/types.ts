@@ -41,7 +41,14 @@ export interface ToolResultBlock {
 export type ContentBlock = TextBlock | ReasoningBlock | ImageBlock | ToolCallBlock | ToolResultBlock
 export type ContentBlockType = ContentBlock['type']
 
-/** Who produced a message: an axis separate from the role. */
+/**
+ * Who produced a message: an axis separate from the role. These are the kinds the runtime
+ * writes and branches on. A loaded log may carry other, plugin-defined kinds on a user message
+ * (recorded logs have `goal`, `skill-catalog`, ...; the session validators accept any string
+ * `kind` there and check only the kinds below), so code reading sources from a log must treat
+ * an unrecognised kind as opaque (no exhaustive switch). They are not a `{kind: string}` member
+ * here because a string-typed kind would stop `kind === 'tool'` from narrowing to `callId`.
+ */
 export type MessageSource =
   | { readonly kind: 'user' }
   | { readonly kind: 'plugin'; readonly plugin?: string; readonly [key: string]: unknown }

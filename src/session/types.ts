@@ -34,8 +34,8 @@ export type InboxTarget = 'next-turn' | 'next-step'
 export interface EpochHeader {
   readonly config: { readonly provider: string; readonly model: string; readonly maxTokens?: number; readonly temperature?: number; readonly stop?: readonly string[]; readonly thinking?: boolean; readonly reasoningEffort?: string }
   readonly system: string
-  /** Tool schemas as sent to the model. */
-  readonly tools: JsonValue
+  /** Tool schemas as sent to the model. The loop always writes it (`[]` without tools); recorded logs of tool-less sessions omit it, which reads as `[]`. */
+  readonly tools?: JsonValue
 }
 
 export interface RequestContext { readonly provider: string; readonly model: string; readonly contextWindow?: number }
