@@ -120,7 +120,15 @@ export class JsonRpcPeer {
   /** Resolves when the input ended (EOF) or failed. */
   readonly closed: Promise<void>
 
+  /** Set when the output failed (the other side went away): later frames are dropped, not fatal. */
+  private outputError: Error | undefined
+
   constructor(private readonly options: PeerOptions) {
+    // EPIPE and friends arrive as 'error' events; unhandled they would kill the process.
+    options.output.on('error', (error: Error) => {
+      if (this.outputError === undefined) options.log?.(`output closed: ${error.message}`)
+      this.outputError = error
+    })
     const splitter = new LineSplitter()
     const input = options.input
     if ('setEncoding' in input && typeof input.setEncoding === 'function') input.setEncoding('utf8')
@@ -145,6 +153,7 @@ export class JsonRpcPeer {
 
   /** Writes one frame; U+2028/U+2029 stay raw (the reader splits on `\n` only). */
   send(frame: object): void {
+    if (this.outputError !== undefined) return
     try {
       this.options.output.write(`${JSON.stringify(frame)}\n`)
     } catch (error) {

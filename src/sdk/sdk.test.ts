@@ -205,6 +205,28 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
+  it('a client that closes its end of stdout mid-turn: writes fail quietly (EPIPE), the turn finishes and is stored, exit 0', async () => {
+    const { home, cwd } = tempHome()
+    let release!: () => void
+    const hold = new Promise<void>(resolve => { release = resolve })
+    server.enqueue(streamResponse([{ text: 'nobody reads this' }, { until: hold }, { finish: 'stop', usage }]))
+    const client = await startClient(home, cwd)
+    const requested = server.requests.length
+    await client.prompt('write into the void', 'void-session')
+    await server.waitForRequests(requested + 1)
+    client.process.stdout!.destroy()
+    client.process.stdin!.end()
+    release()
+    expect(await client.exited).toEqual({ code: 0, signal: null })
+    const second = await startClient(home, cwd)
+    try {
+      const loaded = await second.load('void-session', { events: true })
+      expect(loaded.events!.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+    } finally {
+      await second.close()
+    }
+  })
+
   it('shutdown during a running turn cancels it (aborted, disposed), answers {} and exits 0 with the log stored', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([
