@@ -68,6 +68,17 @@ describe('session titles', () => {
     expect(titleOf(session)).toBe('hello there')
   })
 
+  it('a vetoed fallback title is dropped, not an uncaught error, and disposal still settles', async () => {
+    const { ctx, fiber } = await setup('x', { llm: false })
+    ctx.on('session/append', (_session, event) => {
+      if (event.type === 'session/title') throw new Error('titles are vetoed here')
+    })
+    const session = runTurn(ctx, 'hello there')
+    await fiber.dispose()
+    expect(titleOf(session)).toBeUndefined()
+    expect(session.events.at(-1)!.type).toBe('user/message')
+  })
+
   it('fallbackTitle keeps at most N words', () => {
     expect(fallbackTitle('  a b   c d e f g ', 3)).toBe('a b c')
   })

@@ -39,13 +39,17 @@ export function fallbackTitle(text: string, words = 5): string {
   return text.split(/\s+/).filter(Boolean).slice(0, words).join(' ').slice(0, MAX_TITLE_CHARS)
 }
 
-/** The session's current title: the data of its last `session/title` event. */
-export function titleOf(session: Pick<Session, 'events'>): string | undefined {
+function lastTitle(session: Pick<Session, 'events'>): SessionTitleData | undefined {
   for (let index = session.events.length - 1; index >= 0; index -= 1) {
     const event = session.events[index]
-    if (event.type === 'session/title') return (event.data as SessionTitleData).title
+    if (event.type === 'session/title') return event.data as SessionTitleData
   }
   return undefined
+}
+
+/** The session's current title: the data of its last `session/title` event. */
+export function titleOf(session: Pick<Session, 'events'>): string | undefined {
+  return lastTitle(session)?.title
 }
 
 function cleanTitle(raw: string): string {
@@ -96,15 +100,25 @@ export class SessionTitlePlugin {
       const title = fallbackTitle(promptText(message), this.config.fallbackWords)
       if (title === '') return
       state.fallback = true
-      // An observer may not append re-entrantly (S-5): land right after the current append.
-      queueMicrotask(() => this.append(session, { title, messageSeqs: [event.seq], source: { kind: 'fallback' } }))
+      // An observer may not append re-entrantly (S-5): land in the next microtask, right after
+      // the current append returns (docs/session.md, Notification).
+      this.track(Promise.resolve().then(() => this.append(session, { title, messageSeqs: [event.seq], source: { kind: 'fallback' } })))
       return
     }
     if (!state.llm && event.type === 'turn/end' && this.config.llm !== false && this.ctx.get('llm') !== undefined) {
       state.llm = true
-      const job = this.requestTitle(session).catch(() => undefined).finally(() => this.pending.delete(job))
-      this.pending.add(job)
+      this.track(this.requestTitle(session))
     }
+  }
+
+  /**
+   * Titles are best effort: a failed model call or a vetoed append is dropped rather than
+   * surfacing as an unhandled rejection (a bare queueMicrotask throw would kill the process).
+   * Tracked so disposal waits for titles already on their way.
+   */
+  private track(work: Promise<void>): void {
+    const job: Promise<void> = work.catch(() => undefined).finally(() => this.pending.delete(job))
+    this.pending.add(job)
   }
 
   private append(session: Session, data: SessionTitleData): void {
@@ -146,8 +160,7 @@ export class SessionTitlePlugin {
     const title = cleanTitle(raw)
     if (title === '') return
     // A rename that landed while the model was answering wins.
-    const last = [...session.events].reverse().find(event => event.type === 'session/title')
-    if ((last?.data as SessionTitleData | undefined)?.source.kind === 'user') return
+    if (lastTitle(session)?.source.kind === 'user') return
     this.append(session, { title, messageSeqs: prompts.map(event => event.seq), source: { kind: 'llm', ...route } })
   }
 }
