@@ -11,6 +11,18 @@ describe('LineSplitter', () => {
     expect(splitter.end()).toBe('f')
   })
 
+  it('a line over the bound is dropped as it arrives and reported once; the next line is intact', () => {
+    let overflows = 0
+    const splitter = new LineSplitter(10, () => { overflows++ })
+    expect(splitter.push('short\n0123456')).toEqual(['short'])
+    expect(splitter.push('789abcdef')).toEqual([])
+    expect(splitter.push('more and more')).toEqual([])
+    expect(splitter.push('xyz\nok\n')).toEqual(['ok'])
+    expect(overflows).toBe(1)
+    expect(splitter.push('0123456789abc\n')).toEqual([])
+    expect(overflows).toBe(2)
+  })
+
   it('any split of the input into pieces gives the same lines (property)', () => {
     const line = fc.string({ unit: fc.constantFrom('a', 'é', '\u2028', '\u2029', '\r', '{', '"', '😀') })
       .filter(text => !text.endsWith('\r'))
@@ -54,6 +66,23 @@ describe('JsonRpcPeer', () => {
     await expect(client.request('busy', {})).rejects.toMatchObject({ code: -32000, message: 'busy now' })
     await expect(client.request('broken', {})).rejects.toMatchObject({ code: -32603, message: 'Internal error: kaput' })
     await expect(client.request('toString', {})).rejects.toMatchObject({ code: -32601 })
+  })
+
+  it('a frame over maxFrameChars gets -32600 and the peer keeps serving', async () => {
+    const toServer = new PassThrough()
+    const toClient = new PassThrough()
+    const lines: string[] = []
+    const splitter = new LineSplitter()
+    toClient.on('data', (chunk: Buffer) => lines.push(...splitter.push(chunk.toString('utf8'))))
+    const server = new JsonRpcPeer({ input: toServer, output: toClient, maxFrameChars: 100, methods: { ping: method(z.object({}), () => 'pong') } })
+    toServer.write(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${'x'.repeat(200)}"}}\n`)
+    toServer.write('{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    await new Promise(resolve => setImmediate(resolve))
+    await server.settled()
+    expect(lines.map(line => JSON.parse(line))).toEqual([
+      { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: frame longer than 100 characters (dropped)' } },
+      { jsonrpc: '2.0', id: 2, result: 'pong' },
+    ])
   })
 
   it('settled() waits for requests in flight; the input ending rejects our own pending requests', async () => {

@@ -36,35 +36,64 @@ export class RpcError extends Error {
   }
 }
 
+/** Default bound of one frame (characters): room for large inline images, far below V8's string limit. */
+export const MAX_FRAME_CHARS = 64 * 1024 * 1024
+
 /**
  * Splits text into lines on `\n` only; a `\r` before the `\n` is dropped. Each piece of input is
- * scanned once (a frame arriving in many pieces is joined once, at its newline).
+ * scanned once (a frame arriving in many pieces is joined once, at its newline). A line longer
+ * than `maxChars` is dropped as it arrives and reported once at its newline.
  */
 export class LineSplitter {
   private parts: string[] = []
+  private size = 0
+  private overflow = false
+
+  constructor(private readonly maxChars = MAX_FRAME_CHARS, private readonly onOverflow?: () => void) {}
 
   push(text: string): string[] {
     const lines: string[] = []
     let start = 0
     for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', start)) {
-      let line = text.slice(start, at)
+      const tail = text.slice(start, at)
+      start = at + 1
+      if (this.overflow || this.size + tail.length > this.maxChars) {
+        this.reset()
+        this.onOverflow?.()
+        continue
+      }
+      let line = tail
       if (this.parts.length > 0) {
-        this.parts.push(line)
+        this.parts.push(tail)
         line = this.parts.join('')
-        this.parts = []
+        this.reset()
       }
       lines.push(line.endsWith('\r') ? line.slice(0, -1) : line)
-      start = at + 1
     }
-    if (start < text.length) this.parts.push(text.slice(start))
+    if (start < text.length && !this.overflow) {
+      const rest = text.slice(start)
+      this.size += rest.length
+      if (this.size > this.maxChars) {
+        this.parts = []
+        this.overflow = true
+      } else this.parts.push(rest)
+    }
     return lines
   }
 
   /** The unterminated rest at end of input (a last frame without newline still counts). */
   end(): string | undefined {
+    const overflow = this.overflow
     const rest = this.parts.join('')
+    this.reset()
+    if (overflow) this.onOverflow?.()
+    return overflow || rest.trim() === '' ? undefined : rest
+  }
+
+  private reset(): void {
     this.parts = []
-    return rest.trim() === '' ? undefined : rest
+    this.size = 0
+    this.overflow = false
   }
 }
 
@@ -94,6 +123,8 @@ export interface PeerOptions {
   readonly onNotification?: (frame: NotificationFrame) => void
   /** Diagnostics (never the output stream). */
   readonly log?: (message: string) => void
+  /** Longest accepted frame in characters (default MAX_FRAME_CHARS); longer ones get -32600. */
+  readonly maxFrameChars?: number
 }
 
 function describe(error: unknown): string {
@@ -129,7 +160,10 @@ export class JsonRpcPeer {
       if (this.outputError === undefined) options.log?.(`output closed: ${error.message}`)
       this.outputError = error
     })
-    const splitter = new LineSplitter()
+    const maxChars = options.maxFrameChars ?? MAX_FRAME_CHARS
+    const splitter = new LineSplitter(maxChars, () => {
+      this.error(null, ErrorCodes.invalidRequest, `Invalid Request: frame longer than ${maxChars} characters (dropped)`)
+    })
     const input = options.input
     if ('setEncoding' in input && typeof input.setEncoding === 'function') input.setEncoding('utf8')
     this.closed = new Promise(resolve => {
