@@ -227,6 +227,30 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
+  it('close() on a real server whose turn never ends: EOF waits, SIGTERM cancels and flushes (exit 143), the log is stored', async () => {
+    const { home, cwd } = tempHome()
+    let release!: () => void
+    const never = new Promise<void>(resolve => { release = resolve })
+    server.enqueue(streamResponse([{ text: 'stuck' }, { until: never }, { finish: 'stop', usage }]))
+    const client = await DshClient.start({ cwd, env: envFor(home), eofTimeoutMs: 300, termTimeoutMs: 10_000 })
+    try {
+      const requested = server.requests.length
+      await client.prompt('hang forever', 'stuck-session')
+      await server.waitForRequests(requested + 1)
+      expect(await client.close()).toMatchObject({ via: 'sigterm', code: 143 })
+    } finally {
+      release()
+    }
+    const second = await startClient(home, cwd)
+    try {
+      const loaded = await second.load('stuck-session', { events: true })
+      expect(loaded.repaired).toBe(0)
+      expect(loaded.events!.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
+    } finally {
+      await second.close()
+    }
+  })
+
   it('shutdown during a running turn cancels it (aborted, disposed), answers {} and exits 0 with the log stored', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([
