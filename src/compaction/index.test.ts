@@ -4,7 +4,7 @@ import { loopHarness } from '../../test-support/agent-harness.js'
 import { errorFinish, SCRIPTED_MODEL_INFO, text, toolCalls } from '../../test-support/scripted-model.js'
 import type { LlmCallOptions, Message } from '../llm/types.js'
 import { defineTool } from '../tools/index.js'
-import { CompactionPlugin } from './index.js'
+import { CompactionPlugin, estimateTokens } from './index.js'
 
 const big = defineTool({
   name: 'dump',
@@ -21,6 +21,33 @@ async function harness(responses: NonNullable<Parameters<typeof loopHarness>[0]>
 }
 
 describe('compaction', () => {
+  it('the estimate without reported usage is the surface size, folded incrementally across appends and a replace', async () => {
+    const h = await harness([
+      toolCalls([{ id: 'c1', name: 'dump', arguments: { size: 4000 } }]),
+      text('looked at it'),
+      text('second answer'),
+    ])
+    const plugin = new CompactionPlugin(h.ctx)
+    const surfaceSize = () => h.session.deriveMessages().reduce((sum, message) => sum + estimateTokens(message), 0)
+    expect(plugin.estimate(h.session)).toBe(0)
+    h.agent.followup('dump something')
+    await h.agent.whenIdle()
+    expect(plugin.estimate(h.session)).toBe(surfaceSize())
+    // A replace (as the pruning tier writes) shrinks the surface; the fold recomputes it.
+    const result = h.of('tool/result')[0]!
+    const block = result.data.message.content[0]
+    h.session.append('turn/start', { turn: 2 })
+    h.session.append('tool/result', { ...result.data, message: { ...result.data.message, content: [{ ...block, content: [{ type: 'text', text: 'stub' }] }] } },
+      { surfaceOp: { op: 'replace', start: result.seq, end: result.seq }, sourceEventSeqs: [result.seq] })
+    h.session.append('turn/end', { turn: 2, reason: { kind: 'completed' } })
+    expect(plugin.estimate(h.session)).toBe(surfaceSize())
+    expect(plugin.estimate(h.session)).toBeLessThan(1000)
+    h.agent.followup('and now?')
+    await h.agent.whenIdle()
+    expect(plugin.estimate(h.session)).toBe(surfaceSize())
+    await h.dispose()
+  })
+
   it('recovers from a context-overflow error: summary replaces the old span, the retried request sees it, invariant holds', async () => {
     const h = await harness([
       text('first answer'),

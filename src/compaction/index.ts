@@ -18,6 +18,7 @@ import type { Context } from 'cordis'
 import type { Message, TextBlock, TokenUsage, ToolResultMessage, UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
+import { deriveEventMessage } from '../session/surface.js'
 import '../agent/api.js'
 import '../agent/events.js'
 import '../llm/api.js'
@@ -85,11 +86,28 @@ interface SurfaceNode {
   readonly tokens: number
 }
 
+/**
+ * What the per-step check needs, folded forward from the events appended since the last look so
+ * the check stays flat in log size: `request/context` is written only when the route changes,
+ * so the latest one can sit at the start of a long session.
+ */
+interface SessionFold {
+  scanned: number
+  context: { provider: string; model: string; contextWindow?: number } | undefined
+  /** Estimated tokens of the surface; recomputed only when a replace happened. */
+  surfaceTokens: number
+  generation: number
+  /** Seq of the last assistant/message reporting input usage, and of the last compaction/end (-1: none). */
+  usageSeq: number
+  compactionEndSeq: number
+}
+
 export class CompactionPlugin {
   static readonly inject = ['sessions', 'llm']
 
   /** Steps already retried after a context overflow, keyed `session:turn:step`. */
   private readonly overflowRetried = new Set<string>()
+  private readonly folds = new WeakMap<Session, SessionFold>()
 
   constructor(private readonly ctx: Context, private readonly config: CompactionConfig = {}) {
     ctx.on('agent/pre-step', async (payload, next) => {
@@ -110,22 +128,39 @@ export class CompactionPlugin {
     })
   }
 
-  private route(session: Session): { provider: string; model: string; contextWindow?: number } | undefined {
-    for (let seq = session.length - 1; seq >= 0; seq -= 1) {
-      const event = session.events[seq]
-      if (event.type === 'request/context') {
-        const data = event.data as { provider: string; model: string; contextWindow?: number }
-        const contextWindow = data.contextWindow ?? this.ctx.llm.model(data.provider, data.model)?.contextWindow
-        return { provider: this.config.provider ?? data.provider, model: this.config.model ?? data.model, contextWindow }
+  private fold(session: Session): SessionFold {
+    let fold = this.folds.get(session)
+    if (fold === undefined) this.folds.set(session, fold = { scanned: 0, context: undefined, surfaceTokens: 0, generation: 0, usageSeq: -1, compactionEndSeq: -1 })
+    const events = session.events
+    for (let seq = fold.scanned; seq < events.length; seq += 1) {
+      const event = events[seq]
+      if (event.type === 'request/context') fold.context = event.data as SessionFold['context']
+      else if (event.type === 'compaction/end') fold.compactionEndSeq = seq
+      if (event.type === 'assistant/message' && (event.data as { usage?: TokenUsage }).usage?.inputTokens !== undefined) fold.usageSeq = seq
+      if (event.surfaceOp === 'append') {
+        const message = deriveEventMessage(event)
+        if (message !== null) fold.surfaceTokens += estimateTokens(message)
       }
     }
-    return undefined
+    fold.scanned = events.length
+    if (fold.generation !== session.replaceGeneration) {
+      fold.generation = session.replaceGeneration
+      fold.surfaceTokens = this.nodes(session).reduce((sum, node) => sum + node.tokens, 0)
+    }
+    return fold
+  }
+
+  private route(session: Session): { provider: string; model: string; contextWindow?: number } | undefined {
+    const data = this.fold(session).context
+    if (data === undefined) return undefined
+    const contextWindow = data.contextWindow ?? this.ctx.llm.model(data.provider, data.model)?.contextWindow
+    return { provider: this.config.provider ?? data.provider, model: this.config.model ?? data.model, contextWindow }
   }
 
   private nodes(session: Session): SurfaceNode[] {
     return session.surface().map(seq => {
       const event = session.events[seq]
-      const message = eventMessage(event)
+      const message = deriveEventMessage(event)
       return { seq, event, message, tokens: message === null ? 0 : estimateTokens(message) }
     })
   }
@@ -133,21 +168,17 @@ export class CompactionPlugin {
   /** Estimated prompt size: the last request's reported usage when there is one, else characters / 4. */
   estimate(session: Session, incoming: readonly Message[] = []): number {
     const extra = incoming.reduce((sum, message) => sum + estimateTokens(message), 0)
-    // Walk back only to the last reported usage, so the per-step check stays flat in log size.
+    const fold = this.fold(session)
+    // A compaction since the last reported usage makes that usage stale: fall back to the estimate.
+    if (fold.usageSeq < 0 || fold.usageSeq < fold.compactionEndSeq) return fold.surfaceTokens + extra
+    const usage = (session.events[fold.usageSeq].data as { usage: TokenUsage }).usage
+    // Only what came after the last model response is counted here (usually one step's results).
     let after = 0
-    for (let seq = session.length - 1; seq >= 0; seq -= 1) {
-      const event = session.events[seq]
-      if (event.type === 'compaction/end') break
-      if (event.type === 'assistant/message') {
-        const usage = (event.data as { usage?: TokenUsage }).usage
-        if (usage?.inputTokens !== undefined) {
-          return usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0) + after + extra
-        }
-      }
-      const message = eventMessage(event)
+    for (let seq = fold.usageSeq + 1; seq < session.length; seq += 1) {
+      const message = deriveEventMessage(session.events[seq])
       if (message !== null) after += estimateTokens(message)
     }
-    return this.nodes(session).reduce((sum, node) => sum + node.tokens, 0) + extra
+    return usage.inputTokens! + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0) + after + extra
   }
 
   private async maybeCompact(session: Session, turn: number, incoming: readonly Message[], signal: AbortSignal): Promise<void> {
@@ -272,16 +303,6 @@ export class CompactionPlugin {
     session.append('compaction/end', { compactionId, turn })
     return true
   }
-}
-
-function eventMessage(event: SessionEvent): Message | null {
-  if (event.type === 'user/message') return event.data as Message
-  if (event.type === 'tool/result') return (event.data as { message: Message }).message
-  if (event.type === 'assistant/message') {
-    const message = (event.data as { message: Message }).message
-    return message.content.length === 0 ? null : message
-  }
-  return null
 }
 
 function isCompactCommand(messages: readonly UserMessage[]): boolean {
