@@ -203,17 +203,16 @@ function writePatch(plan: Plan, folder: string): string {
   return file
 }
 
-function waitForFile(path: string): Promise<void> {
+/** Resolves once `path` exists or `stop` settles; the watcher is closed either way. */
+function waitForFile(path: string, stop: Promise<unknown>): Promise<void> {
   return new Promise(resolve => {
-    const watcher = watch(dirname(path), () => {
-      if (!existsSync(path)) return
-      watcher.close()
-      resolve()
-    })
-    if (existsSync(path)) {
+    const watcher = watch(dirname(path), () => { if (existsSync(path)) done() })
+    const done = () => {
       watcher.close()
       resolve()
     }
+    void stop.then(done, done)
+    if (existsSync(path)) done()
   })
 }
 
@@ -306,7 +305,8 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
         }
         case 'promptAndCancel': {
           const answered = peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: step.text }] })
-          if (step.waitForFile !== undefined) await waitForFile(join(run.cwd, step.waitForFile.path))
+          // The ready file, unless the prompt ends (or the server dies) first: never wait forever.
+          if (step.waitForFile !== undefined) await waitForFile(join(run.cwd, step.waitForFile.path), Promise.race([answered, exited]))
           peer.notify('session/cancel', { sessionId })
           await answered
           break
