@@ -140,7 +140,8 @@ declare module 'cordis' {
     'agent/pre-step'(payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision>
     /**
      * @mode serial. The turn would end and next-step is empty (A-8). Listeners may `steer()`;
-     * when input arrived the turn goes on. Return values are ignored.
+     * when input arrived the turn goes on. Listeners should return nothing: the loop ignores
+     * results, but in serial mode a result that is not null/undefined/false skips later listeners.
      */
     'agent/turn-stopping'(payload: TurnStoppingPayload): Promise<void>
     /** @mode emit (contained). The public status changed. */
