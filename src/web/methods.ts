@@ -270,6 +270,17 @@ export class WebApiPlugin extends Service implements WebApiService {
       return { filename: `${session.id}.jsonl`, jsonl: `${lines.join('\n')}\n` }
     })
 
+    add('sessions.setModel', async params => {
+      const session = await this.session(str(params, 'id'))
+      const route = this.route(str(params, 'model'))!
+      const existing = root.agents.get(session.id)
+      if (existing?.status === 'running') throw new WebApiError(409, 'RUNNING', 'the model can change between turns: stop the running turn first')
+      // The loop route is fixed per agent; the inbox lives in the log, so a new agent keeps it.
+      if (existing !== undefined) await root.agents.dispose(session.id)
+      const agent = root.agents.create({ sessionId: session.id, loop: route })
+      return { model: agent.config.model, provider: agent.config.provider }
+    })
+
     add('prompt', async params => {
       const agent = await this.agent(str(params, 'id'))
       const input = str(params, 'text')

@@ -19,6 +19,7 @@ import { WebApiPlugin } from './methods.js'
 import { WebServer } from './server.js'
 import { hostAllowed, isLoopbackHost } from './security.js'
 import { parseWebArgs } from './app.js'
+import { SessionTitlePlugin, titleOf } from '../title/index.js'
 
 const TOKEN = 'test-token-0123456789abcdef'
 
@@ -285,6 +286,54 @@ describe('dsh web server', () => {
       expect(ctx.sessions.get(created.id)!.events.some(event => event.type === 'user/message' || event.type === 'agent/inbox/spliced')).toBe(false)
       const models = await ok('models.list')
       expect(models.models.find((info: { model: string }) => info.model === 'locked-1').ready).toBe('LOCKED_API_KEY is not set')
+    })
+
+    it('sessions.setModel switches the route between turns and is refused while a turn runs', async () => {
+      const other = new ScriptedModel([text('from the other model')])
+      ctx.llm.register({ adapter: { provider: 'other', stream: options => other.stream(options) }, models: [{ ...SCRIPTED_MODEL_INFO, provider: 'other', model: 'other-1' }] })
+      const created = await ok('sessions.create', {})
+      expect(await ok('sessions.setModel', { id: created.id, model: 'other-1' })).toEqual({ model: 'other-1', provider: 'other' })
+      await ok('prompt', { id: created.id, text: 'hi' })
+      await idle(created.id)
+      expect(other.requests).toHaveLength(1)
+      expect((await ok('sessions.history', { id: created.id })).model).toBe('other-1')
+
+      let started!: () => void
+      const running = new Promise<void>(resolve => { started = resolve })
+      model.push(hang([], () => started()))
+      await ok('sessions.setModel', { id: created.id, model: SCRIPTED_MODEL })
+      await ok('prompt', { id: created.id, text: 'long' })
+      await running
+      expect((await call('sessions.setModel', { id: created.id, model: 'other-1' })).status).toBe(409)
+      await ok('cancel', { id: created.id })
+      await idle(created.id)
+    })
+
+    it('a rename is never replaced by the model title that lands after it', async () => {
+      await ctx.plugin(SessionTitlePlugin).await()
+      let renamed!: () => void
+      const afterRename = new Promise<void>(resolve => { renamed = resolve })
+      let streamed!: () => void
+      const titleStreamed = new Promise<void>(resolve => { streamed = resolve })
+      // The title call is in flight when the rename lands.
+      model.push(text('answer'), async function* () {
+        try {
+          await afterRename
+          yield* text('Model Proposed Title')
+        } finally {
+          streamed()
+        }
+      })
+      const created = await ok('sessions.create', {})
+      await ok('prompt', { id: created.id, text: 'explain the build' })
+      await idle(created.id)
+      await ok('sessions.rename', { id: created.id, title: 'My own name' })
+      renamed()
+      await titleStreamed
+      // The title plugin appends right after its stream ends: let those continuations run.
+      await new Promise(resolve => setImmediate(resolve))
+      expect(model.requests.at(-1)?.meta?.purpose).toBe('session-title')
+      expect(titleOf(ctx.sessions.get(created.id)!)).toBe('My own name')
     })
 
     it('plugins add methods and assets; assets need the token and are listed as extension scripts', async () => {

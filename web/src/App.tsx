@@ -369,7 +369,7 @@ function Chat(props: {
   const title = props.summary?.title ?? 'Untitled session'
   return (
     <div className="chat">
-      <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onSelect={props.onSelect} onError={report} />
+      <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onError={report} />
       <div className="conversation" ref={scroller} onScroll={onScroll} data-testid="conversation">
         <div className="conversation-inner">
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
@@ -387,7 +387,27 @@ function Chat(props: {
   )
 }
 
-function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; model: string | null; onSelect(id: string | null): void; onError(error: unknown): void }) {
+function ModelPicker(props: { id: string; model: string | null; running: boolean; onModel(model: string): void; onError(error: unknown): void }) {
+  const [models, setModels] = useState<{ model: string; provider: string }[]>([])
+  const [fallback, setFallback] = useState<string | null>(null)
+  useEffect(() => {
+    call('models.list').then(result => { setModels(result.models); setFallback(result.default) }, () => {})
+  }, [])
+  const current = props.model ?? fallback ?? ''
+  const change = async (model: string) => {
+    try {
+      props.onModel((await call('sessions.setModel', { id: props.id, model })).model)
+    } catch (error) { props.onError(error) }
+  }
+  return (
+    <select className="model-picker mono" value={current} disabled={props.running || models.length === 0} title={props.running ? 'The model can change between turns' : 'Model for the next turns'}
+      onChange={event => void change(event.target.value)} data-testid="model-picker">
+      {models.map(info => <option key={`${info.provider}/${info.model}`} value={info.model}>{info.model}</option>)}
+    </select>
+  )
+}
+
+function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onError(error: unknown): void }) {
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(props.title)
   const rename = async () => {
@@ -429,7 +449,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
         )}
         <div className="chat-sub">
           <span className={`pill ${props.status}`} data-testid="status">{props.status === 'running' ? 'running' : 'idle'}</span>
-          {props.model ? <span className="muted mono">{props.model}</span> : null}
+          <ModelPicker id={props.id} model={props.model} running={props.status === 'running'} onModel={props.onModel} onError={props.onError} />
           {props.summary?.cwd ? <span className="muted mono" title={props.summary.cwd}>{props.summary.cwd}</span> : null}
         </div>
       </div>
