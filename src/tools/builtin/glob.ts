@@ -3,7 +3,6 @@
  */
 import { stat } from 'node:fs/promises'
 import { Context } from 'cordis'
-import { glob } from 'tinyglobby'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
@@ -51,7 +50,7 @@ async function withMtimes(paths: readonly string[], signal: AbortSignal): Promis
 export async function globNewestFirst(pattern: string, base: string, signal: AbortSignal): Promise<string[]> {
   const info = await stat(base).catch((error) => fsFailure(error, base))
   if (!info.isDirectory()) throw new FsError(`${base} is not a directory`, BuiltinErrorCode.notDirectory)
-  const matches = await glob(pattern, {
+  const matches = await (await import('tinyglobby')).glob(pattern, {
     cwd: base, absolute: true, onlyFiles: true, dot: true, expandDirectories: false,
     ignore: [...IGNORED_DIRECTORIES], followSymbolicLinks: false,
   })

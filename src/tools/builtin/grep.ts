@@ -5,7 +5,6 @@
  */
 import { readFile, stat } from 'node:fs/promises'
 import { Context } from 'cordis'
-import { glob } from 'tinyglobby'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
@@ -65,7 +64,7 @@ async function candidateFiles(base: string, include: string | undefined): Promis
   const info = await stat(base).catch((error) => fsFailure(error, base))
   if (info.isFile()) return [base]
   const pattern = include === undefined ? '**/*' : include.includes('/') ? include : `**/${include}`
-  const files = await glob(pattern, {
+  const files = await (await import('tinyglobby')).glob(pattern, {
     cwd: base, absolute: true, onlyFiles: true, dot: true, expandDirectories: false,
     ignore: [...IGNORED_DIRECTORIES], followSymbolicLinks: false,
   })

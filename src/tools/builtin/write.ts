@@ -2,9 +2,9 @@
  * `write`: create a file, or overwrite one this session has read in its current version.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
 import { Context } from 'cordis'
-import { createTwoFilesPatch } from 'diff'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonValue } from '../../session/types.js'
 import type { JsonSchema } from '../json-schema.js'
@@ -42,10 +42,14 @@ export function countLines(text: string): number {
   return text.endsWith('\n') ? n : n + 1
 }
 
+// `diff` is loaded on the first diff, not at start-up (most runs never write a file).
+let diffModule: typeof import('diff') | undefined
+
 /** `before` or `after` as text for a diff, or undefined when either is binary. */
 export function unifiedDiff(label: string, before: Uint8Array, after: string): string | undefined {
   if (looksBinary(before)) return undefined
-  return createTwoFilesPatch(label, label, Buffer.from(before).toString('utf8'), after, '', '', { context: 3 })
+  diffModule ??= createRequire(import.meta.url)('diff') as typeof import('diff')
+  return diffModule.createTwoFilesPatch(label, label, Buffer.from(before).toString('utf8'), after, '', '', { context: 3 })
 }
 
 async function readExisting(path: string): Promise<Buffer | undefined> {
