@@ -281,7 +281,7 @@ async function drive(
     // Cold load of the crashed log: hydrate, then the repair closers (C-1..C-4), then the seed marker.
     const header: SessionHeader = { ...plan.header, id: 'replay-resume', cwd }
     const crashed = plan.seed.crashed
-    const session = ctx.sessions.hydrate(header, [...crashed, ...interruptedTurnClosers(crashed, header)])
+    const session = ctx.sessions.hydrate(header, [...crashed, ...interruptedTurnClosers(crashed)])
     if (plan.seed.endSeed) session.append('session/end-seed', {})
     sessionId = session.id
   }

@@ -149,7 +149,7 @@ export class SessionLogChecker {
   private checkRepair({ header, events }: ParsedSessionFile): void {
     let closers: SessionEvent[]
     try {
-      closers = interruptedTurnClosers(events, header)
+      closers = interruptedTurnClosers(events)
     } catch (error) {
       throw problem('repair', error)
     }
@@ -171,7 +171,7 @@ export class SessionLogChecker {
     } finally {
       this.ctx.sessions.close(id)
     }
-    if (interruptedTurnClosers(repaired, header).length > 0) throw new CheckFailure('repair: not idempotent (closers of the repaired log are not empty, C-4)')
+    if (interruptedTurnClosers(repaired).length > 0) throw new CheckFailure('repair: not idempotent (closers of the repaired log are not empty, C-4)')
   }
 
   /**

@@ -28,7 +28,7 @@ async function rehydrate(events: readonly SessionEvent[]) {
 describe('crash repair (C-1..C-4)', () => {
   it('C-2/C-3/C-4: unknown-outcome and not-started results in model order, then step/end, then turn/end interrupted', () => {
     const s = crashedMidTools()
-    const closers = interruptedTurnClosers(s.events, header)
+    const closers = interruptedTurnClosers(s.events)
     expect(closers.map((e) => [e.type, e.seq, e.time])).toEqual([
       ['tool/result', 7, 9], ['tool/result', 8, 9], ['step/end', 9, 9], ['turn/end', 10, 9],
     ])

@@ -7,7 +7,7 @@
 import type { ToolCallBlock } from '../llm/types.js'
 import { TOOL_NOT_STARTED } from './invariants.js'
 import { snapshotJson } from './snapshot.js'
-import type { SessionEvent, SessionHeader } from './types.js'
+import type { SessionEvent } from './types.js'
 
 export const TOOL_OUTCOME_UNKNOWN = 'TOOL_OUTCOME_UNKNOWN'
 
@@ -25,10 +25,9 @@ export function notStartedText(name: string, callId: string): string {
  * The closers for a log ending inside an open turn, or `[]` when no turn is open (so applying
  * them and asking again yields `[]`). In order: one error `tool/result` per unpaired tool call of
  * the open step's last assistant message (C-2), `step/end` if a step is open, then
- * `turn/end {reason: {kind: 'interrupted'}}` (C-3). `_header` is accepted so callers can pass the
- * stored pair; repair depends on the events alone.
+ * `turn/end {reason: {kind: 'interrupted'}}` (C-3). Repair depends on the events alone.
  */
-export function interruptedTurnClosers(events: readonly SessionEvent[], _header?: SessionHeader): SessionEvent[] {
+export function interruptedTurnClosers(events: readonly SessionEvent[]): SessionEvent[] {
   let turnStart = -1
   for (let i = events.length - 1; i >= 0; i--) {
     if (events[i].type === 'turn/end') return []
