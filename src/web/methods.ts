@@ -7,7 +7,7 @@ import { Service, type Context } from 'cordis'
 import type { Agent, AgentStatus } from '../agent/api.js'
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
-import type { InboxTarget, SessionEvent } from '../session/types.js'
+import type { InboxTarget, SessionEvent, SessionHeader } from '../session/types.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
 import { titleOf } from '../title/index.js'
@@ -172,6 +172,36 @@ export class WebApiPlugin extends Service implements WebApiService {
     }
   }
 
+  /**
+   * The log of a session for reading. A stored session that is not live is read as it is on
+   * disk, without loading it: loading repairs an open turn, which must not happen just because
+   * a page looks at a session another dsh process may still be writing.
+   */
+  async view(id: string): Promise<{ header: SessionHeader; events: readonly SessionEvent[]; summary: SessionSummary; live: boolean }> {
+    const live = this.root.sessions.get(id)
+    if (live !== undefined) return { header: live.header, events: live.events, summary: this.summary(live), live: true }
+    const stored = await this.root.sessionPersistence.backend.loadStored(id)
+    if (stored === undefined) throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
+    const { header, events } = stored
+    let title: string | null = null
+    let turns = 0
+    for (const event of events) {
+      if (event.type === 'turn/start') turns += 1
+      else if (event.type === 'session/title') title = (event.data as { title: string }).title
+    }
+    return {
+      header,
+      events,
+      live: false,
+      summary: {
+        id, title, turns, length: events.length, status: 'idle', createdAt: header.createdAt,
+        updatedAt: events.at(-1)?.time ?? header.createdAt,
+        ...header.cwd === undefined ? {} : { cwd: header.cwd },
+        ...header.parentSession === undefined ? {} : { parentSession: header.parentSession },
+      },
+    }
+  }
+
   /** Model route: the requested name, settings `model.default`, the agents' default, the first model. */
   route(requested?: string): { provider: string; model: string } | undefined {
     const models = this.root.llm.models()
@@ -220,14 +250,16 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
 
     add('sessions.history', async params => {
-      const session = await this.session(str(params, 'id'))
+      const id = str(params, 'id')
       const from = int(params, 'from', 0)
-      const agent = root.agents.get(session.id)
+      const view = await this.view(id)
+      const agent = root.agents.get(id)
       return {
-        header: session.header,
-        summary: this.summary(session),
-        events: withoutFinishedChunks(session.events.slice(from)),
-        length: session.length,
+        header: view.header,
+        summary: view.summary,
+        events: withoutFinishedChunks(view.events.slice(from)),
+        length: view.events.length,
+        live: view.live,
         inbox: inboxSnapshot(agent),
         model: agent?.config.model ?? null,
       }
@@ -265,9 +297,9 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
 
     add('sessions.export', async params => {
-      const session = await this.session(str(params, 'id'))
-      const lines = [JSON.stringify(session.header), ...session.events.map(event => JSON.stringify(event))]
-      return { filename: `${session.id}.jsonl`, jsonl: `${lines.join('\n')}\n` }
+      const view = await this.view(str(params, 'id'))
+      const lines = [JSON.stringify(view.header), ...view.events.map(event => JSON.stringify(event))]
+      return { filename: `${view.header.id}.jsonl`, jsonl: `${lines.join('\n')}\n` }
     })
 
     add('sessions.setModel', async params => {

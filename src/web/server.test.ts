@@ -353,6 +353,39 @@ describe('dsh web server', () => {
       expect((await http(port, '/ext/cards/none.js', { headers: { 'X-Dsh-Token': TOKEN } })).status).toBe(404)
     })
 
+    it('C-1: looking at a stored session with an open turn does not repair it; acting on it does, and the stream has no seq gap', async () => {
+      // Another process left a turn open (it may still be running): write it through a second runtime.
+      const other = new Context()
+      await other.plugin(SessionsServicePlugin).await()
+      await other.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions'), maxDelayMs: 5 }).await()
+      const crashed = other.sessions.create({ cwd: home })
+      crashed.append('turn/start', { turn: 1 })
+      crashed.append('step/start', { turn: 1, step: 1 })
+      crashed.append('user/message', { id: 'u1', role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: 'still working?' }] }, { surfaceOp: 'append' })
+      await other.sessionPersistence.flush(crashed)
+      const id = crashed.id
+      const revision = await ctx.sessionPersistence.backend.readStoredRevision(id)
+
+      const history = await ok('sessions.history', { id })
+      expect(history).toMatchObject({ live: false, length: 3, summary: { id, turns: 1, status: 'idle' } })
+      const stream = openStream(port, `/api/events?session=${id}&from=0`)
+      await stream.ready
+      await stream.waitFor(e => e.event === 'ready')
+      expect(await ok('sessions.export', { id })).toMatchObject({ filename: `${id}.jsonl` })
+      expect(ctx.sessions.get(id)).toBeUndefined()
+      expect(await ctx.sessionPersistence.backend.readStoredRevision(id)).toBe(revision)
+
+      model.push(text('resumed'))
+      await ok('prompt', { id, text: 'go on' })
+      await idle(id)
+      const session = ctx.sessions.get(id)!
+      await stream.waitFor(e => e.event === 'log' && e.data.seq === session.length - 1)
+      const seqs = stream.events.filter(e => e.event === 'log').map(e => e.data.seq as number)
+      expect(seqs).toEqual(session.events.map(event => event.seq))
+      expect(session.events.find(event => event.type === 'turn/end')).toMatchObject({ data: { turn: 1, reason: { kind: 'interrupted' } } })
+      stream.close()
+    })
+
     it('models, default model and credentials: a key is written but never sent back', async () => {
       const models = await ok('models.list')
       expect(models.models.map((info: { model: string }) => info.model)).toContain(SCRIPTED_MODEL)

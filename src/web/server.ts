@@ -207,12 +207,12 @@ export class WebServer {
   private async stream(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
     const api = this.ctx.webApi as unknown as WebApiPlugin
     const sessionId = url.searchParams.get('session')
-    let session: Session | undefined
     let from = Number(url.searchParams.get('from') ?? '0')
     const lastId = request.headers['last-event-id']
     if (typeof lastId === 'string' && /^\d+$/.test(lastId)) from = Number(lastId) + 1
     if (!Number.isInteger(from) || from < 0) throw new WebApiError(400, 'BAD_PARAMS', '"from" must be a non-negative integer')
-    if (sessionId) session = await api.session(sessionId)
+    // A stored session is streamed as stored until something loads it (see WebApiPlugin.view).
+    const view = sessionId ? await api.view(sessionId) : undefined
 
     response.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', Connection: 'keep-alive' })
     this.streams.add(response)
@@ -220,27 +220,41 @@ export class WebServer {
       response.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
     }
     response.write('retry: 1000\n\n')
-    const status = () => {
-      if (session === undefined) return
-      const agent = this.ctx.agents.get(session.id)
-      send('status', { id: session.id, status: (agent?.status ?? 'idle') as AgentStatus, inbox: inboxSnapshot(agent) })
+    /** The next seq this stream owes the page. */
+    let next = from
+    const sendLog = (events: readonly SessionEvent[]) => {
+      for (const event of events) {
+        if (event.seq < next) continue
+        send('log', event, event.seq)
+        next = event.seq + 1
+      }
     }
-    if (session !== undefined) {
-      for (const event of withoutFinishedChunks(session.events.slice(from))) send('log', event, event.seq)
+    const status = () => {
+      if (sessionId === null) return
+      const agent = this.ctx.agents.get(sessionId)
+      send('status', { id: sessionId, status: (agent?.status ?? 'idle') as AgentStatus, inbox: inboxSnapshot(agent) })
+    }
+    if (view !== undefined) {
+      sendLog(withoutFinishedChunks(view.events.slice(from)))
+      next = Math.max(next, view.events.length)
       status()
     }
-    send('ready', { session: session?.id ?? null, length: session?.length ?? 0 })
+    send('ready', { session: sessionId, length: view?.events.length ?? 0 })
 
     const disposers: (() => void)[] = []
-    if (session !== undefined) {
-      const watched = session
-      disposers.push(this.ctx.on('session/event', (from: Session, event: SessionEvent) => {
-        if (from !== watched) return
-        send('log', event, event.seq)
+    if (sessionId) {
+      disposers.push(this.ctx.on('session/event', (session: Session, event: SessionEvent) => {
+        if (session.id !== sessionId) return
+        // Events appended without notification (crash-repair closers of a load) come first.
+        if (event.seq > next) sendLog(session.events.slice(next, event.seq))
+        sendLog([event])
         // The inbox logs a splice before applying it: read the lists once the splice is applied.
         if (event.type === 'agent/inbox/spliced') queueMicrotask(status)
       }))
-      disposers.push(this.ctx.on('agent/status', agent => { if (agent.id === watched.id) status() }))
+      disposers.push(this.ctx.on('session/created', session => {
+        if (session.id === sessionId && session.length > next) sendLog(session.events.slice(next))
+      }))
+      disposers.push(this.ctx.on('agent/status', agent => { if (agent.id === sessionId) status() }))
     }
     disposers.push(this.ctx.on('web/session-changed', id => {
       const live = this.ctx.sessions.get(id)
