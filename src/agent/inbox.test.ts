@@ -37,9 +37,9 @@ describe('inbox (A-1, A-2)', () => {
     inbox.push('next-turn', msg('t2'))
     inbox.push('next-step', msg('s1'))
     inbox.push('next-step', msg('s2'))
-    expect(inbox.claim('next-step', 1).map(m => m.id)).toEqual(['s1', 's2'])
+    expect(inbox.claim('next-step').map(m => m.id)).toEqual(['s1', 's2'])
     inbox.push('next-step', msg('s3'))
-    expect(inbox.claim('next-turn', 2).map(m => m.id)).toEqual(['s3', 't1'])
+    expect(inbox.claim('next-turn').map(m => m.id)).toEqual(['s3', 't1'])
     expect(inbox.nextTurn.map(m => m.id)).toEqual(['t2'])
     expect(Inbox.fromLog(s).nextTurn.map(m => m.id)).toEqual(['t2'])
   })
@@ -81,7 +81,7 @@ describe('inbox property (A-1)', () => {
       let n = 0
       for (const o of ops) {
         if (o.kind === 'push') inbox.push(o.target, msg(`m${n++}`))
-        else if (o.kind === 'claim') inbox.claim(o.target, 1)
+        else if (o.kind === 'claim') inbox.claim(o.target)
         else if (o.kind === 'clear') inbox.clear()
         else {
           const list = o.target === 'next-turn' ? inbox.nextTurn : inbox.nextStep

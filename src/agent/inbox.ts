@@ -63,7 +63,7 @@ export class Inbox implements InboxView {
   }
 
   /** all of next-step, plus the first next-turn message at a turn boundary. */
-  claim(target: InboxTarget, _turn: number): UserMessage[] {
+  claim(target: InboxTarget): UserMessage[] {
     const claimed = this.splice('next-step', 0, this.lists['next-step'].length, [])
     if (target === 'next-turn' && this.lists['next-turn'].length > 0) {
       claimed.push(...this.splice('next-turn', 0, 1, []))

@@ -215,7 +215,7 @@ export class ReactLoop implements AgentLoop {
 
   /** A-3: claim, then assemble, then the `agent/pre-step` waterfall. */
   private async preStep(target: InboxTarget, turn: number, step: number, signal: AbortSignal): Promise<PreStep> {
-    const claimed = this.inbox.claim(target, turn)
+    const claimed = this.inbox.claim(target)
     const assembly = await this.assemble()
     const context = this.contexts.message(assembly.contexts)
     const payload: PreStepPayload = { session: this.session, agent: this.agent, messages: claimed, turn, step, signal, assembly }
