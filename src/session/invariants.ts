@@ -13,10 +13,6 @@ const SURFACE_OP_KEYS = ['end', 'op', 'start']
 
 export const TOOL_NOT_STARTED = 'TOOL_NOT_STARTED'
 
-export function isSurfaceType(type: string): boolean {
-  return SURFACE_TYPES.has(type)
-}
-
 export function isReplace(event: Pick<SessionEvent, 'surfaceOp'>): boolean {
   return typeof event.surfaceOp === 'object' && event.surfaceOp !== null
 }
