@@ -3,6 +3,9 @@
  * services (sessions, agents, persistence, llm, home folder). Every method takes and returns JSON;
  * secrets are written, never read back.
  */
+import { statSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import type { Agent, AgentStatus } from '../agent/api.js'
 import type { UserMessage } from '../llm/types.js'
@@ -202,6 +205,17 @@ export class WebApiPlugin extends Service implements WebApiService {
     }
   }
 
+  /** A new session's folder: absolute or relative to the server's folder, and it must exist. */
+  private workspace(given: string): string | undefined {
+    const base = this.config.cwd ?? process.cwd()
+    const path = given.trim() === '' ? this.config.cwd : resolve(base, given.trim().replace(/^~(?=$|\/)/, homedir()))
+    if (path === undefined) return undefined
+    let folder = false
+    try { folder = statSync(path).isDirectory() } catch { folder = false }
+    if (!folder) throw new WebApiError(400, 'BAD_CWD', `"${path}" is not an existing folder`)
+    return path
+  }
+
   /** Model route: the requested name, settings `model.default`, the agents' default, the first model. */
   route(requested?: string): { provider: string; model: string } | undefined {
     const models = this.root.llm.models()
@@ -242,7 +256,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
 
     add('sessions.create', params => {
-      const cwd = str(params, 'cwd', true) || this.config.cwd
+      const cwd = this.workspace(str(params, 'cwd', true))
       const model = typeof params.model === 'string' ? params.model : undefined
       const route = this.route(model)
       const agent = root.agents.create({ ...cwd ? { cwd } : {}, ...route === undefined ? {} : { loop: route } })

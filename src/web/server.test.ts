@@ -3,7 +3,7 @@
  * method against the scripted model with JSONL persistence in a temporary home.
  */
 import { request } from 'node:http'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -180,6 +180,11 @@ describe('dsh web server', () => {
       model.push(text('Hello **there**'))
       const created = await ok('sessions.create', { cwd: home })
       expect(created).toMatchObject({ cwd: home, status: 'idle', title: null })
+      const missing = await call('sessions.create', { cwd: join(home, 'no-such-folder') })
+      expect(missing.status).toBe(400)
+      expect(missing.json.error.message).toContain('no-such-folder')
+      mkdirSync(join(home, 'project'))
+      expect(await ok('sessions.create', { cwd: 'project' })).toMatchObject({ cwd: join(home, 'project') })
       await ok('prompt', { id: created.id, text: 'say hello please' })
       await idle(created.id)
       const history = await ok('sessions.history', { id: created.id })

@@ -154,6 +154,17 @@ const ListCard = (label: string): ToolCard => (props) => {
   )
 }
 
+const WebFetchCard: ToolCard = (props) => {
+  const { args, call } = props
+  const meta = call.result?.meta
+  return (
+    <ToolShell icon="🌐" testId="card-web" state={state(props)} open={false} title={<span className="mono">{meta?.url ?? args?.url ?? 'web_fetch'}</span>}
+      meta={<span>{meta ? `${meta.status} · ${meta.contentType ?? ''}${meta.truncated ? ' · truncated' : ''}` : ''}</span>}>
+      {call.result ? <Output text={call.result.text} max={200} /> : null}
+    </ToolShell>
+  )
+}
+
 export function TodoStrip({ todos }: { todos: readonly { content: string; status: string }[] }) {
   const done = todos.filter(todo => todo.status === 'completed').length
   return (
@@ -188,6 +199,7 @@ registerToolCard('write', WriteCard)
 registerToolCard('glob', ListCard('glob'))
 registerToolCard('grep', ListCard('grep'))
 registerToolCard('todo_write', TodoCard)
+registerToolCard('web_fetch', WebFetchCard)
 
 export function ToolCallCard({ call }: { call: ToolCallView }) {
   const Card = toolCard(call.name)
