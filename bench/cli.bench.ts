@@ -1,67 +1,165 @@
 /**
- * Whole-process figures for the dsh command, as a user runs it:
- * - cold start of `dsh --version` and `dsh --profile headless --dump-config` (medians);
+ * Whole-process figures for the dsh command, as a user runs it (each number is a median of
+ * BENCH_RUNS runs, default 7; see docs/benchmarks.md):
+ * - cold start of `dsh --version` and `dsh --profile headless --dump-config`;
  * - a one-answer headless task against the local fake DeepSeek server (zero model latency);
- * - a headless task of 20 scripted steps, each a `bash` call of `true`: total wall time and
- *   the per-step overhead over the one-answer run.
- * Requires dist/ (npm ci builds it).
+ * - a task of 20 scripted steps, each a `bash` call of `true`: per-step overhead over the
+ *   one-answer run (bash spawn, model round trip over HTTP and fsync checkpoints included);
+ * - the same on a stored session already holding ~1k and ~100k events (`--session ID`): the
+ *   one-time cold load (resume of one answer minus a fresh one answer) and the per-step
+ *   overhead, which should not grow with the log;
+ * - peak RSS of each kind of run (the child's own `maxRSS`, reported through a preload).
+ * Requires dist/ (npm ci builds it). BENCH_DSH_BIN=path/to/bin/dsh.js measures another build (e.g. a
+ * copy of an older commit) under the same conditions.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Context } from 'cordis'
+import { JsonlBackend } from '../src/persistence/jsonl/backend.js'
+import { appendTurn, prng } from '../src/persistence/testing/workload.js'
+import type { Session } from '../src/session/api.js'
+import { SessionsServicePlugin } from '../src/session/service.js'
 import { FakeDeepSeek, streamResponse, type FakeResponse } from '../test-support/fake-deepseek.js'
 import { dshBin } from '../test-support/run-dsh.js'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7)
+const STEPS = 20
+const bin = process.env.BENCH_DSH_BIN ?? dshBin
+const peakRssPreload = join(import.meta.dirname, 'support', 'peak-rss.cjs')
 
-interface Run { ms: number; rssKb: number; code: number | null }
+interface Run { ms: number; rssKb: number; cpuMs: number }
 
 function run(args: string[], env: Record<string, string>): Promise<Run> {
+  const rssFile = join(tmpdir(), `dsh-bench-rss-${process.pid}`)
+  writeFileSync(rssFile, '')
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint()
-    // /usr/bin/time is not everywhere; report peak RSS through the child's own resource usage.
-    const child = spawn(process.execPath, [dshBin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
+    const child = spawn(process.execPath, ['--require', peakRssPreload, bin, ...args], {
+      env: { ...process.env, ...env, DSH_BENCH_RSS_FILE: rssFile },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
     child.on('error', reject)
     child.on('exit', code => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6
-      resolve({ ms, rssKb: process.resourceUsage().maxRSS, code })
+      const [rssKb, cpuUs] = readFileSync(rssFile, 'utf8').trim().split(' ').map(Number)
+      rmSync(rssFile, { force: true })
+      if (code !== 0) reject(new Error(`dsh ${args.join(' ')}: exit ${code}`))
+      else resolve({ ms, rssKb, cpuMs: cpuUs / 1000 })
     })
   })
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
-async function timed(label: string, args: string[], env: Record<string, string>, before?: () => void): Promise<number> {
-  const times: number[] = []
+interface Timed { ms: number; cpuMs: number; rssMb: number }
+
+async function timed(label: string, args: string[], env: Record<string, string>, before?: () => void): Promise<Timed> {
+  const runs: Run[] = []
   for (let i = 0; i < RUNS; i += 1) {
     before?.()
-    const result = await run(args, env)
-    if (result.code !== 0) throw new Error(`${label}: exit ${result.code}`)
-    times.push(result.ms)
+    runs.push(await run(args, env))
   }
-  console.log(`${label.padEnd(44)} median ${median(times).toFixed(1)} ms  (min ${Math.min(...times).toFixed(1)}, max ${Math.max(...times).toFixed(1)}, ${RUNS} runs)`)
-  return median(times)
+  const times = runs.map(r => r.ms)
+  const cpuMs = median(runs.map(r => r.cpuMs))
+  const rssMb = Math.max(...runs.map(r => r.rssKb)) / 1024
+  console.log(`${label.padEnd(46)} median ${median(times).toFixed(1).padStart(7)} ms  (min ${Math.min(...times).toFixed(1)}, max ${Math.max(...times).toFixed(1)}), CPU ${cpuMs.toFixed(0)} ms, peak RSS ${rssMb.toFixed(0)} MB`)
+  return { ms: median(times), cpuMs, rssMb }
 }
 
 const usage = { prompt_tokens: 10, completion_tokens: 2 }
 const answer = (): FakeResponse => streamResponse([{ text: 'done' }, { finish: 'stop', usage }])
 const bashTrue = (i: number): FakeResponse => streamResponse([{ toolCall: { id: `call-${i}`, name: 'bash', arguments: '{"command":"true","description":"noop"}' } }, { finish: 'tool_calls', usage }])
 
+/**
+ * Compacts the whole current surface into one summary message, the events the compaction plugin
+ * writes after a summary call (start, summary, replacing user/message, end).
+ */
+function compactSurface(session: Session, surface: number[], id: string): number[] {
+  const [first, last] = [surface[0], surface[surface.length - 1]]
+  const turn = session.position.turn
+  const start = session.append('compaction/start', { compactionId: id, turn })
+  const summary = session.append('compaction/summary', {
+    compactionId: id, summary: [{ type: 'text', text: `summary ${id}` }], shadowedRange: { start: first, end: last },
+    shadowedSeqs: surface, shadowedTokenCount: surface.length * 40, provider: 'deepseek-official', model: 'deepseek-v4-flash', maxTokens: 4096,
+  })
+  const message = session.append('user/message', {
+    id: `summary-${id}`, role: 'user', source: { kind: 'plugin', plugin: 'compaction', compactionId: id },
+    content: [{ type: 'text', text: `Summary of the earlier conversation (${id}).` }],
+  }, { surfaceOp: { op: 'replace', start: first, end: last }, sourceEventSeqs: [start.seq, summary.seq, ...surface] })
+  session.append('compaction/end', { compactionId: id, turn })
+  return [message.seq]
+}
+
+/**
+ * Stores a realistic session of at least `count` events (whole turns) where dsh looks for it.
+ * With `compactEvery`, the surface is compacted each time that many events were added since the
+ * last compaction (unless the log is nearly done), so the model context stays about as large
+ * as a `compactEvery`-event session's while the log grows, as it does in long real sessions.
+ */
+async function storeSession(home: string, cwd: string, id: string, count: number, compactEvery?: number): Promise<number> {
+  const ctx = new Context()
+  await ctx.plugin(SessionsServicePlugin, {})
+  const session = ctx.sessions.create({ id, cwd })
+  const rng = prng(42)
+  let surface: number[] = []
+  let since = 0
+  while (session.length < count) {
+    const from = session.length
+    await appendTurn(session, { rng })
+    for (let seq = from; seq < session.length; seq += 1) if (session.events[seq].surfaceOp === 'append') surface.push(seq)
+    since += session.length - from
+    if (compactEvery !== undefined && since >= compactEvery && count - session.length > compactEvery) {
+      surface = compactSurface(session, surface, `c${session.length}`)
+      since = 0
+    }
+  }
+  const backend = new JsonlBackend({ root: join(home, 'sessions') })
+  await backend.create(session.header, [])
+  for (let at = 0; at < session.length; at += 5000) await backend.appendBatch(session.header, session.events.slice(at, at + 5000))
+  return session.length
+}
+
 const server = await FakeDeepSeek.start()
 const home = mkdtempSync(join(tmpdir(), 'dsh-bench-home-'))
 const cwd = mkdtempSync(join(tmpdir(), 'dsh-bench-work-'))
 const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'bench' }
+const answerOnly = () => { server.requests.splice(0); server.enqueue(answer()) }
+const steps = () => {
+  server.requests.splice(0)
+  for (let i = 0; i < STEPS; i += 1) server.enqueue(bashTrue(i))
+  server.enqueue(answer())
+}
+const lastRequestBytes = () => Buffer.byteLength(server.requests[server.requests.length - 1]?.raw ?? '')
+const task = (session?: string) => ['--profile', 'headless', '--cwd', cwd, ...session === undefined ? [] : ['--session', session]]
 try {
   await timed('dsh --version', ['--version'], env)
   await timed('dsh --profile headless --dump-config', ['--profile', 'headless', '--dump-config'], env)
-  const one = await timed('headless one-answer task', ['--profile', 'headless', '--cwd', cwd, 'say done'], env, () => server.enqueue(answer()))
-  const steps = 20
-  const twenty = await timed(`headless ${steps} bash steps`, ['--profile', 'headless', '--cwd', cwd, 'run true 20 times'], env, () => {
-    for (let i = 0; i < steps; i += 1) server.enqueue(bashTrue(i))
-    server.enqueue(answer())
-  })
-  console.log(`per-step overhead (incl. bash spawn and fsync checkpoints): ${((twenty - one) / steps).toFixed(2)} ms`)
+  const one = await timed('headless one-answer task', [...task(), 'say done'], env, answerOnly)
+  const many = await timed(`headless ${STEPS} bash steps`, [...task(), `run true ${STEPS} times`], env, steps)
+  const fresh = (many.ms - one.ms) / STEPS
+  console.log(`per-step overhead, fresh session: ${fresh.toFixed(2)} ms wall (incl. bash spawn, HTTP round trip, fsync checkpoints), ${((many.cpuMs - one.cpuMs) / STEPS).toFixed(2)} ms dsh CPU`)
+
+  // Each resumed run appends one more turn, so the logs grow slightly over the runs.
+  const perStep: Record<string, number> = {}
+  const sessions = [
+    ['1k', 1_000, undefined, '1k'],
+    ['100k', 100_000, 1_000, '100k compacted'],
+    ['100k-full', 100_000, undefined, '100k uncompacted'],
+  ] as const
+  for (const [key, count, compactEvery, label] of sessions) {
+    const id = `bench-${key}`
+    const events = await storeSession(home, cwd, id, count, compactEvery)
+    const resumeOne = await timed(`resume ${label} (${events} events): one answer`, [...task(id), 'say done'], env, answerOnly)
+    const resumeMany = await timed(`resume ${label}: ${STEPS} bash steps`, [...task(id), `run true ${STEPS} times`], env, steps)
+    perStep[key] = (resumeMany.ms - resumeOne.ms) / STEPS
+    console.log(`resume ${label}: cold load ${(resumeOne.ms - one.ms).toFixed(1)} ms wall, ${(resumeOne.cpuMs - one.cpuMs).toFixed(0)} ms CPU over a fresh session; ` +
+      `per-step overhead ${perStep[key].toFixed(2)} ms wall, ${((resumeMany.cpuMs - resumeOne.cpuMs) / STEPS).toFixed(2)} ms CPU; request body ${(lastRequestBytes() / 1024).toFixed(0)} KB`)
+  }
+  console.log(`per-step overhead 100k (compacted) / 1k: ${(perStep['100k'] / perStep['1k']).toFixed(2)}x; 100k uncompacted / 1k: ${(perStep['100k-full'] / perStep['1k']).toFixed(2)}x`)
 } finally {
   await server.close()
+  rmSync(home, { recursive: true, force: true })
+  rmSync(cwd, { recursive: true, force: true })
 }
