@@ -3,8 +3,10 @@
  * event envelope (S-1) or a packed chunk row (R-3). Two forms: persisted (seq/time on every
  * line) and projected (seq/time stripped, R-6). See docs/session-format.md.
  *
- * The line helpers (`encodeLine`, `decodeLine`, `LogLineReader`) are what persistence backends
- * use; they do no work proportional to the log size, so appends and tail scans stay cheap.
+ * The line helpers (`encodeLine`, `decodeLine`, `LogLineReader`) read and write whole files and
+ * single lines (replay, conformance, tools); they do no work proportional to the log size. The
+ * persistence backends decode with `persistence/records.ts` instead, which classifies each bad
+ * record for the D-5 torn-tail rule; both share the header check, `ENVELOPE_KEYS` and the rows.
  */
 import {
   chunkRowProblem, isChunkRowType, packEvents, unpackRow,
@@ -130,7 +132,7 @@ export interface LineReaderOptions {
 /**
  * Incremental reader: feed lines after the header in order; each call returns the events the
  * line stands for, checking that the form does not change mid-file and that seqs are
- * contiguous. Persistence backends use it to find a torn tail line by line.
+ * contiguous, so a reader can stop at the first bad line.
  */
 export class LogLineReader {
   private projectedForm: boolean | undefined
