@@ -19,7 +19,7 @@ export const DEEPSEEK_API_KEY_ENV = 'DEEPSEEK_API_KEY'
 
 /** Both V4 models: 1M-token context, text input only, thinking on by default. */
 export const DEEPSEEK_MODELS: readonly ModelInfo[] = Object.freeze([
-  { provider: DEEPSEEK_PROVIDER, model: 'deepseek-v4-flash', contextWindow: 1_048_576, defaultMaxTokens: 256_000, reasoningEfforts: ['low', 'high', 'max'], imageInput: false, thinking: true },
+  { provider: DEEPSEEK_PROVIDER, model: DEEPSEEK_DEFAULT_MODEL, contextWindow: 1_048_576, defaultMaxTokens: 256_000, reasoningEfforts: ['low', 'high', 'max'], imageInput: false, thinking: true },
   { provider: DEEPSEEK_PROVIDER, model: 'deepseek-v4-pro', contextWindow: 1_048_576, defaultMaxTokens: 256_000, reasoningEfforts: ['low', 'high', 'max'], imageInput: false, thinking: true },
 ].map(m => Object.freeze(m)) as ModelInfo[])
 
