@@ -21,7 +21,7 @@ const usage = { prompt_tokens: 1200, completion_tokens: 85, prompt_cache_hit_tok
 
 const DICE_CARD = `const { h, registerToolCard, ToolShell } = window.dsh
 registerToolCard('roll_dice', ({ call, args, running }) => h('div', { 'data-testid': 'card-dice' },
-  h(ToolShell, { icon: '🎲', title: 'd' + (args?.sides ?? '?') + ' rolled: ' + (running ? '…' : call.result.text), state: running ? 'running' : 'ok' })))
+  h(ToolShell, { icon: '⚄', title: 'd' + (args?.sides ?? '?') + ' rolled: ' + (running ? '…' : call.result.text), state: running ? 'running' : 'ok' })))
 `
 
 const DICE_PLUGIN = `export default {
@@ -180,6 +180,7 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     await page.getByTestId('card-dice').filter({ hasText: 'd20 rolled: 17' }).waitFor()
     await page.locator('.markdown', { hasText: 'You rolled 17.' }).waitFor()
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+    await shoot('plugin-card')
   })
 
   it('Stop cancels a running turn and says so in the conversation', async () => {

@@ -98,7 +98,7 @@ const ReadCard: ToolCard = (props) => {
   const { args, call } = props
   const range = args?.offset || args?.limit ? `lines ${args.offset ?? 1}–${(args.offset ?? 1) + (args.limit ?? 2000) - 1}` : ''
   return (
-    <ToolShell icon="📄" testId="card-read" state={state(props)} open={false} title={<span className="mono">{args?.file_path ?? 'read'}</span>} meta={<span>{range}</span>}>
+    <ToolShell icon="≡" testId="card-read" state={state(props)} open={false} title={<span className="mono">{args?.file_path ?? 'read'}</span>} meta={<span>{range}</span>}>
       {call.result ? <Output text={call.result.text} max={200} /> : null}
     </ToolShell>
   )
@@ -158,7 +158,7 @@ const WebFetchCard: ToolCard = (props) => {
   const { args, call } = props
   const meta = call.result?.meta
   return (
-    <ToolShell icon="🌐" testId="card-web" state={state(props)} open={false} title={<span className="mono">{meta?.url ?? args?.url ?? 'web_fetch'}</span>}
+    <ToolShell icon="◎" testId="card-web" state={state(props)} open={false} title={<span className="mono">{meta?.url ?? args?.url ?? 'web_fetch'}</span>}
       meta={<span>{meta ? `${meta.status} · ${meta.contentType ?? ''}${meta.truncated ? ' · truncated' : ''}` : ''}</span>}>
       {call.result ? <Output text={call.result.text} max={200} /> : null}
     </ToolShell>
