@@ -370,9 +370,10 @@ function Chat(props: {
   return (
     <div className="chat">
       <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onError={report} />
-      <div className="conversation" ref={scroller} onScroll={onScroll} data-testid="conversation">
+      <div className="conversation" ref={scroller} onScroll={onScroll} onClick={copyCode} data-testid="conversation">
         <div className="conversation-inner">
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
+          {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
           {visible.map(item => <Row key={item.key} item={item} sessionId={id} onSelect={props.onSelect} onError={report} />)}
           {status === 'running' && !items.some(item => item.kind === 'assistant' && item.streaming) ? <div className="thinking" data-testid="thinking"><span className="spinner" /> Working…</div> : null}
@@ -461,6 +462,17 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
       </div>
     </header>
   )
+}
+
+/** Code blocks come from rendered markdown: one delegated handler serves their Copy buttons. */
+function copyCode(event: React.MouseEvent<HTMLElement>): void {
+  const button = (event.target as HTMLElement).closest('[data-copy-code]')
+  const code = button?.parentElement?.querySelector('pre')?.textContent
+  if (!button || code == null) return
+  void navigator.clipboard?.writeText(code).then(() => {
+    button.textContent = 'Copied'
+    setTimeout(() => { button.textContent = 'Copy' }, 1200)
+  }, () => {})
 }
 
 function usageLine(usage: Usage): string {

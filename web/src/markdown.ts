@@ -47,7 +47,7 @@ const marked = new Marked({
     code({ text, lang }) {
       const language = (lang ?? '').split(/\s/)[0]
       const label = language ? `<span class="code-lang">${escapeHtml(language)}</span>` : ''
-      return `<div class="code-block">${label}<pre><code>${highlight(text, language)}</code></pre></div>`
+      return `<div class="code-block">${label}<button class="copy-code" type="button" data-copy-code>Copy</button><pre><code>${highlight(text, language)}</code></pre></div>`
     },
     link({ href, title, tokens }) {
       const inner = this.parser.parseInline(tokens)
