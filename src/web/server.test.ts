@@ -3,7 +3,7 @@
  * method against the scripted model with JSONL persistence in a temporary home.
  */
 import { request } from 'node:http'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -356,6 +356,12 @@ describe('dsh web server', () => {
       expect(served).toMatchObject({ status: 200, body: 'export {}' })
       expect(served.headers['content-type']).toBe('text/javascript')
       expect((await http(port, '/ext/cards/none.js', { headers: { 'X-Dsh-Token': TOKEN } })).status).toBe(404)
+      expect((await http(port, '/ext/%E0%A4%A', { headers: { 'X-Dsh-Token': TOKEN } })).status).toBe(400)
+      mkdirSync(join(home, 'static'))
+      writeFileSync(join(home, 'static', 'app.js'), 'ok')
+      writeFileSync(join(home, 'secret.txt'), 'secret')
+      expect((await http(port, '/app.js')).status).toBe(200)
+      expect((await http(port, '/..%2fsecret.txt')).status).toBe(404)
     })
 
     it('C-1: looking at a stored session with an open turn does not repair it; acting on it does, and the stream has no seq gap', async () => {

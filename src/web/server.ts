@@ -131,7 +131,7 @@ export class WebServer {
     }
     if (url.pathname.startsWith('/ext/') && request.method === 'GET') {
       if (!this.authorised(request)) return this.page(response, 401, NO_TOKEN_PAGE)
-      const asset = this.ctx.webApi.asset(decodeURIComponent(url.pathname.slice('/ext/'.length)))
+      const asset = this.ctx.webApi.asset(decodePath(url.pathname.slice('/ext/'.length)))
       if (asset === undefined) {
         this.json(response, 404, { error: { code: 'NOT_FOUND', message: `${url.pathname} not found` } })
         return
@@ -162,7 +162,7 @@ export class WebServer {
       }
       if (!this.authorised(request)) return this.page(response, 401, NO_TOKEN_PAGE)
     }
-    const relative = normalize(decodeURIComponent(isPage ? '/index.html' : url.pathname)).replace(/^([/\\])+/, '')
+    const relative = normalize(decodePath(isPage ? '/index.html' : url.pathname)).replace(/^([/\\])+/, '')
     const path = join(this.staticDir, relative)
     if (!path.startsWith(this.staticDir.endsWith(sep) ? this.staticDir : this.staticDir + sep) || !existsSync(path) || !statSync(path).isFile()) {
       if (isPage) return this.page(response, 500, '<p>The browser app is not built: run <code>npm run build</code>.</p>')
@@ -288,6 +288,14 @@ export class WebServer {
     }
     const message = error instanceof Error ? error.message : String(error)
     this.json(response, 500, { error: { code: 'INTERNAL', message } })
+  }
+}
+
+function decodePath(path: string): string {
+  try {
+    return decodeURIComponent(path)
+  } catch {
+    throw new WebApiError(400, 'BAD_PATH', `malformed path ${path}`)
   }
 }
 
