@@ -1,12 +1,22 @@
-import { readFile, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { PersistenceBackend } from './api.js'
-import { describeBackendConformance } from './backend.conformance.js'
+import { describeBackendConformance, realisticLog } from './backend.conformance.js'
 import { JsonlBackend } from './jsonl/backend.js'
 import { encodeSessionId, NO_CWD_KEY, projectKey } from './jsonl/paths.js'
 
 const jsonl = (backend: PersistenceBackend) => backend as JsonlBackend
+
+async function withRoot(body: (root: string) => Promise<void>): Promise<void> {
+  const root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-'))
+  try {
+    await body(root)
+  } finally {
+    await rm(root, { recursive: true, force: true })
+  }
+}
 
 async function rewriteLines(backend: PersistenceBackend, id: string, edit: (lines: string[]) => void): Promise<void> {
   const path = (await jsonl(backend).pathOf(id))!
@@ -66,46 +76,31 @@ describe('JSONL layout (D-4)', () => {
     expect(projectKey('/')).toMatch(/^root-/)
   })
 
-  it('D-4: the file is a header line then one record per line, chunk runs packed (R-1)', async () => {
-    const { realisticLog } = await import('./backend.conformance.js')
-    const { mkdtemp, rm } = await import('node:fs/promises')
-    const { tmpdir } = await import('node:os')
-    const root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-layout-'))
-    try {
-      const backend = new JsonlBackend({ root })
-      const { header, events } = await realisticLog(1, 3)
-      await backend.create(header, events)
-      const path = (await backend.pathOf(header.id))!
-      expect(path).toBe(join(root, projectKey(header.cwd), encodeSessionId(header.id), 'session.jsonl'))
-      const lines = (await readFile(path, 'utf8')).split('\n')
-      expect(lines.at(-1)).toBe('')
-      expect(JSON.parse(lines[0])).toEqual(header)
-      const types = lines.slice(1, -1).map((line) => (JSON.parse(line) as { type: string }).type)
-      expect(types).toContain('reasoning-chunks')
-      expect(types).toContain('text-chunks')
-      expect(types).toContain('tool-call-chunks')
-      expect(types.length).toBeLessThan(events.length / 2)
-    } finally {
-      await rm(root, { recursive: true, force: true })
-    }
-  })
-  it('S-13: a stored header written without delegationDepth reads as depth 0, as in the file codec', async () => {
-    const { realisticLog } = await import('./backend.conformance.js')
-    const { mkdtemp, rm } = await import('node:fs/promises')
-    const { tmpdir } = await import('node:os')
-    const root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-header-'))
-    try {
-      const backend = new JsonlBackend({ root })
-      const { header, events } = await realisticLog(1, 1)
-      await backend.create(header, events)
-      await rewriteLines(backend, header.id, (lines) => {
-        const { delegationDepth: _depth, ...older } = JSON.parse(lines[0]) as Record<string, unknown>
-        lines[0] = JSON.stringify(older)
-      })
-      const loaded = await new JsonlBackend({ root }).loadStored(header.id)
-      expect(loaded?.header.delegationDepth).toBe(0)
-    } finally {
-      await rm(root, { recursive: true, force: true })
-    }
-  })
+  it('D-4: the file is a header line then one record per line, chunk runs packed (R-1)', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const { header, events } = await realisticLog(1, 3)
+    await backend.create(header, events)
+    const path = (await backend.pathOf(header.id))!
+    expect(path).toBe(join(root, projectKey(header.cwd), encodeSessionId(header.id), 'session.jsonl'))
+    const lines = (await readFile(path, 'utf8')).split('\n')
+    expect(lines.at(-1)).toBe('')
+    expect(JSON.parse(lines[0])).toEqual(header)
+    const types = lines.slice(1, -1).map((line) => (JSON.parse(line) as { type: string }).type)
+    expect(types).toContain('reasoning-chunks')
+    expect(types).toContain('text-chunks')
+    expect(types).toContain('tool-call-chunks')
+    expect(types.length).toBeLessThan(events.length / 2)
+  }))
+
+  it('S-13: a stored header written without delegationDepth reads as depth 0, as in the file codec', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const { header, events } = await realisticLog(1, 1)
+    await backend.create(header, events)
+    await rewriteLines(backend, header.id, (lines) => {
+      const { delegationDepth: _depth, ...older } = JSON.parse(lines[0]) as Record<string, unknown>
+      lines[0] = JSON.stringify(older)
+    })
+    const loaded = await new JsonlBackend({ root }).loadStored(header.id)
+    expect(loaded?.header.delegationDepth).toBe(0)
+  }))
 })
