@@ -173,6 +173,14 @@ describe('agent loop: turns and steps (A-4..A-8)', () => {
     expect(h.of('user/message').map(e => (e.data.content[0] as { text: string }).text)).toEqual(['go', 'one more step'])
   })
 
+  it('A-8: a value an agent/turn-stopping listener returns is never mistaken for a hook failure', async () => {
+    const h = await loopHarness({ responses: [text('one')] })
+    h.ctx.on('agent/turn-stopping', (async () => ({ failure: { code: 'X', message: 'just data' } })) as never)
+    h.agent.followup('go')
+    await h.agent.whenIdle()
+    expect(h.of('turn/end')[0]!.data.reason).toEqual({ kind: 'completed' })
+  })
+
   it('A-4: a pre-step reject ends the turn blocked; the claimed messages are consumed', async () => {
     const h = await loopHarness({ responses: [] })
     h.ctx.on('agent/pre-step', async (): Promise<PreStepDecision> => ({ kind: 'reject', message: 'policy' }))

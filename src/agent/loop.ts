@@ -173,7 +173,7 @@ export class ReactLoop implements AgentLoop {
     while (true) {
       if (signal.aborted) return this.aborted()
       const pre = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step or prompt assembly', () => this.preStep(target, turn, step + 1, signal))
-      if ('failure' in pre) return signal.aborted ? this.aborted() : { kind: 'error', error: pre.failure }
+      if (pre instanceof HookFailed) return signal.aborted ? this.aborted() : { kind: 'error', error: pre.failure }
       target = 'next-step'
       if (signal.aborted) {
         // Claimed but never entered: with keepInbox they go back to the front of the queue.
@@ -200,7 +200,7 @@ export class ReactLoop implements AgentLoop {
           session: this.session, agent: this.agent, turn, signal,
           steer: input => { this.send(toUserMessage(input), 'next-step', false) },
         }))
-        if (stopping !== undefined && typeof stopping === 'object' && 'failure' in stopping) {
+        if (stopping instanceof HookFailed) {
           return signal.aborted ? this.aborted() : { kind: 'error', error: stopping.failure }
         }
       }
@@ -298,7 +298,7 @@ export class ReactLoop implements AgentLoop {
       async (): Promise<RequestErrorDecision> => ({ kind: 'fail' })))
     // L-10: cancellation during a retry wait wins over the retry.
     if (signal.aborted) return { kind: 'aborted' }
-    if ('failure' in decision && !('kind' in decision)) return { kind: 'error', error: decision.failure }
+    if (decision instanceof HookFailed) return { kind: 'error', error: decision.failure }
     if (decision.kind === 'retry') return 'retry'
     return { kind: 'error', error: decision.failure ?? failure }
   }
@@ -486,12 +486,17 @@ function isFatal(error: unknown): boolean {
   return error instanceof LoopInvariantError || error instanceof SessionRuleError
 }
 
-async function hookFailure<T>(code: string, hook: string, run: () => Promise<T>): Promise<T | { failure: LlmFailure }> {
+/** A hook that threw; a class so no value a listener returns can be mistaken for it. */
+class HookFailed {
+  constructor(readonly failure: LlmFailure) {}
+}
+
+async function hookFailure<T>(code: string, hook: string, run: () => Promise<T>): Promise<T | HookFailed> {
   try {
     return await run()
   } catch (error) {
     if (isFatal(error)) throw error
-    return { failure: { code, message: `${hook} failed: ${error instanceof Error ? error.message : String(error)}` } }
+    return new HookFailed({ code, message: `${hook} failed: ${error instanceof Error ? error.message : String(error)}` })
   }
 }
 
