@@ -17,6 +17,7 @@ import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
 import { DshClient, type Notification } from '../sdk/client.js'
 import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
+import { isRuntimeContextSnapshot } from './replay-suite.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
 const SUITE = 'protocol'
@@ -98,11 +99,6 @@ interface Plan {
   readonly route: { provider: string; model: string }
   /** The recorded composition had the runtime-context plugin (its snapshot message is in the log). */
   readonly runtimeContext: boolean
-}
-
-function isRuntimeContextSnapshot(message: UserMessage): boolean {
-  const first = message.content[0]
-  return first?.type === 'text' && first.text.startsWith('Current runtime context.')
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */

@@ -21,6 +21,7 @@ import type { SessionEvent, SessionHeader } from '../session/types.js'
 import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
+import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
@@ -209,9 +210,13 @@ function isCompactionMessage(message: UserMessage): boolean {
   return source.kind === 'plugin' && source.plugin !== undefined && COMPACTION_PLUGINS.has(source.plugin)
 }
 
-function isRuntimeContextSnapshot(message: UserMessage): boolean {
+/**
+ * A runtime-context snapshot in a recorded log. Matched by its text alone: the recording runtime
+ * may have named the plugin differently, so `isRuntimeContextMessage` (ours) is too strict here.
+ */
+export function isRuntimeContextSnapshot(message: UserMessage): boolean {
   const first = message.content[0]
-  return first?.type === 'text' && first.text.startsWith('Current runtime context.')
+  return first?.type === 'text' && first.text.startsWith(RUNTIME_CONTEXT_PREFIX)
 }
 
 async function runScenario(scenario: Scenario, path: string): Promise<ConformanceResult> {
