@@ -168,6 +168,9 @@ describe('log invariants (S-15)', () => {
     s.append('user/message', { ...userMessage('j'), content: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] }, { surfaceOp: 'append' })
     expect(ruleError(() => s.append('user/message', { ...userMessage('k'), content: [{ type: 'image', mimeType: 'image/png' }] } as never, { surfaceOp: 'append' })).message)
       .toMatch(/S-2 at seq 3: .*data.content\[0\].data is missing/)
+    // A reference must name what AttachedImageBlock promises (adapters print attachmentId).
+    expect(ruleError(() => s.append('user/message', { ...userMessage('a'), content: [{ type: 'image', attachment: { mediaType: 'image/png' } }] } as never, { surfaceOp: 'append' })).message)
+      .toMatch(/data.content\[0\].attachment.attachmentId is missing/)
     expect(ruleError(() => s.append('user/message', { ...userMessage('t'), source: { kind: 'tool' } } as never, { surfaceOp: 'append' })).message)
       .toMatch(/data.source.callId is missing/)
     // A kind named like an Object.prototype member is just another open kind.

@@ -113,8 +113,9 @@ export function both(...checks: Check[]): Check {
 
 const textBlock = object({ text: str })
 /** Inline base64 (`data` + `mimeType`) or, as recorded logs store it, an `attachment` reference. */
+const attachment = object({ attachmentId: str, mediaType: str }, { width: nonNegInt, height: nonNegInt, bytes: nonNegInt, name: str })
 const imageBlock: Check = (v, p) => isPlainObject(v) && Object.hasOwn(v, 'attachment')
-  ? object({ attachment: object({}) }, { id: str })(v, p)
+  ? object({ attachment }, { id: str })(v, p)
   : object({ data: str, mimeType: str }, { id: str })(v, p)
 const toolResultBlock = object({ toolCallId: str, content: arrayOf(tagged('type', { text: textBlock, image: imageBlock })), isError: bool })
 export const contentBlock: Check = tagged('type', {
