@@ -82,8 +82,9 @@ export interface ToolsService {
   /** T-2 fail-closed classification. */
   executionMode(execution: ToolExecution): ToolExecutionMode
   /**
-   * Runs one call through `tools/pre-execute`, validation, `tools/execute` (with the tool's
-   * timeout) and `tools/post-execute`. Never throws for tool failures: they become error records.
+   * Runs one call through argument validation, `tools/pre-execute` (and approval),
+   * `tools/execute` (with the tool's timeout) and `tools/post-execute`. Never throws for tool
+   * failures: they become error records.
    */
   execute(execution: ToolExecution, context: Omit<ToolContext, 'callId' | 'scope'>): Promise<ToolResultRecord>
   /** The first half of `execute`: parse, validate, `tools/pre-execute` and approval. Never throws. */
