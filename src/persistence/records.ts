@@ -10,7 +10,6 @@ import { isChunkRowType, packEvents, unpackRow, type ChunkRow } from '../session
 import type { BadRecordReason, TornTail } from './api.js'
 import { CorruptSessionError, FormatVersionError, PersistenceError } from './api.js'
 
-const ROW_KEYS = new Set(['type', 'seq0', 'time0', 'data'])
 
 /** A record that cannot be read; D-5 decides whether it is a crash tail or corruption. */
 export class BadRecord extends Error {
@@ -60,15 +59,6 @@ export function checkEnvelope(value: unknown, expectedSeq: number): SessionEvent
   return value as unknown as SessionEvent
 }
 
-/** Checks a packed row's envelope; the caller unpacks it. */
-export function checkRow(value: Record<string, unknown>, expectedSeq: number): void {
-  for (const key of Object.keys(value)) {
-    if (!ROW_KEYS.has(key)) throw new BadRecord('invalid-envelope', `unknown top-level key ${JSON.stringify(key)} in a ${String(value.type)} row`)
-  }
-  if (value.seq0 !== expectedSeq) throw new BadRecord('wrong-seq', `seq0 ${JSON.stringify(value.seq0)} where ${expectedSeq} was expected`)
-  if (!Number.isSafeInteger(value.time0)) throw new BadRecord('invalid-envelope', `time0 ${JSON.stringify(value.time0)} is not a safe integer`)
-}
-
 /** Encodes a batch as stored records (one string each), packing chunk runs when asked (R-1..R-4). */
 export function encodeRecords(events: readonly SessionEvent[], packed: boolean): string[] {
   const lines = packed ? packEvents(events) : events
@@ -78,7 +68,9 @@ export function encodeRecords(events: readonly SessionEvent[], packed: boolean):
 /** Decodes one parsed record whose first seq must be `expectedSeq`; throws `BadRecord`. */
 export function decodeRecord(value: unknown, expectedSeq: number): SessionEvent[] {
   if (isPlainObject(value) && isChunkRowType(value.type)) {
-    checkRow(value, expectedSeq)
+    // Seq first, so a row from the wrong place reads as wrong-seq (D-5); unpackRow checks the rest
+    // of the R-3 shape (chunkRowProblem, the one place those rules live).
+    if (value.seq0 !== expectedSeq) throw new BadRecord('wrong-seq', `seq0 ${JSON.stringify(value.seq0)} where ${expectedSeq} was expected`)
     try {
       return unpackRow(value as unknown as ChunkRow)
     } catch (error) {
