@@ -51,8 +51,11 @@ function findScenarios(root: string): Scenario[] {
   const walk = (dir: string): void => {
     const entries = readdirSync(dir, { withFileTypes: true })
     const has = (name: string) => entries.some(entry => entry.isFile() && entry.name === name)
-    if (has('stdout.expected.jsonl')) out.push({ dir, kind: 'acp' })
-    else if (has('notifications.expected.jsonl')) out.push({ dir, kind: 'sdk' })
+    // Like the replay suite: protocol scenarios are recorded under an `examples/` folder; a stray
+    // transcript elsewhere (say, beside a plain session log) is not a scenario to drive.
+    const scenarioDir = dir.split(/[\\/]/).includes('examples')
+    if (scenarioDir && has('stdout.expected.jsonl')) out.push({ dir, kind: 'acp' })
+    else if (scenarioDir && has('notifications.expected.jsonl')) out.push({ dir, kind: 'sdk' })
     for (const entry of entries) {
       if (entry.isDirectory() && !['workspace', 'node_modules', '.git'].includes(entry.name)) walk(join(dir, entry.name))
     }
