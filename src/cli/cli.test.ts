@@ -98,6 +98,30 @@ describe('dsh --profile headless', () => {
   })
 })
 
+describe('signals', () => {
+  it('SIGINT mid-stream cancels the turn, flushes the log and exits 130', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'partial answer' }, { until: new Promise(() => {}) }], { end: 'hang' }))
+    const before = server.requests.length
+    let child: import('node:child_process').ChildProcess | undefined
+    const running = runDsh(['--profile', 'headless', '--output', 'stream-json', 'a long task'], { cwd, env: envFor(home), onSpawn: c => { child = c } })
+    await server.waitForRequests(before + 1)
+    child!.kill('SIGINT')
+    const result = await running
+    expect(result.code).toBe(130)
+    const lines = result.stdout.trim().split('\n').map(line => JSON.parse(line))
+    const sessionId = lines[0].sessionId
+    expect(lines.filter(line => line.type === 'session_event').at(-1).event).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
+    // Everything appended before the signal is on disk: a new run continues the stored session.
+    server.enqueue(streamResponse([{ text: 'resumed' }, { finish: 'stop', usage }]))
+    const again = await runDsh(['--profile', 'headless', '--session', sessionId, 'go on'], { cwd, env: envFor(home) })
+    expect(again.code).toBe(0)
+    const texts = server.requests.at(-1)!.body.messages.map((message: { role: string; content: string }) => `${message.role}:${message.content}`)
+    expect(texts).toContain('user:a long task')
+    expect(texts).toContain('assistant:partial answer')
+  })
+})
+
 describe('composition errors and dumps through the CLI', () => {
   it('a patch with an unknown key fails with one line naming the file, row and key', async () => {
     const { home, cwd } = tempHome()
