@@ -29,6 +29,8 @@ import { dshBin } from '../test-support/run-dsh.js'
 const RUNS = Number(process.env.BENCH_RUNS ?? 7)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
 const bin = process.env.BENCH_DSH_BIN ?? dshBin
+/** BENCH_RESUME=0 skips the stored-session runs (the fresh-session figures take seconds, not minutes). */
+const RESUME = process.env.BENCH_RESUME !== '0'
 const peakRssPreload = join(import.meta.dirname, 'support', 'peak-rss.cjs')
 
 interface Run { ms: number; rssKb: number; cpuMs: number }
@@ -190,7 +192,7 @@ try {
     ['100k', 100_000, 1_000, '100k compacted'],
     ['100k-full', 100_000, undefined, '100k uncompacted'],
   ] as const
-  for (const [key, count, compactEvery, label] of sessions) {
+  for (const [key, count, compactEvery, label] of RESUME ? sessions : []) {
     const id = `bench-${key}`
     const events = await storeSession(home, cwd, id, count, compactEvery)
     const resumeOne = await timed(`resume ${label} (${events} events): one answer`, [...task(id), 'say done'], env, answerOnly)
@@ -199,7 +201,7 @@ try {
     console.log(`resume ${label}: cold load ${(resumeOne.ms - one.ms).toFixed(1)} ms wall, ${(resumeOne.cpuMs - one.cpuMs).toFixed(0)} ms CPU over a fresh session; ` +
       `per step: ${((resumeMany.ms - resumeOne.ms) / STEPS).toFixed(2)} ms wall, ${((resumeMany.cpuMs - resumeOne.cpuMs) / STEPS).toFixed(2)} ms CPU (whole-process differences), steady step ${perStep[key].toFixed(2)} ms; request body ${(lastRequestBytes() / 1024).toFixed(0)} KB`)
   }
-  console.log(`steady step 100k (compacted) / 1k: ${(perStep['100k'] / perStep['1k']).toFixed(2)}x; 100k uncompacted / 1k: ${(perStep['100k-full'] / perStep['1k']).toFixed(2)}x`)
+  if (RESUME) console.log(`steady step 100k (compacted) / 1k: ${(perStep['100k'] / perStep['1k']).toFixed(2)}x; 100k uncompacted / 1k: ${(perStep['100k-full'] / perStep['1k']).toFixed(2)}x`)
 } finally {
   await server.close()
   rmSync(home, { recursive: true, force: true })

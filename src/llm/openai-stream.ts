@@ -1,9 +1,11 @@
 /**
- * The transport shared by every chat-completions adapter (L-7, L-9): one POST, SSE framing with
+ * The transport shared by every chat-completions adapter (L-7, L-9): one POST over node:http(s)
+ * (./http-post.ts; cheaper per request than fetch and its web streams), SSE framing with
  * eventsource-parser, an idle watchdog, HTTP error classification and the translation into
  * StreamChunks. One call is one provider attempt: nothing here retries (L-5).
  */
 import { createParser } from 'eventsource-parser'
+import { post, readText, type HeaderLookup, type HttpExchange, type ReadResult } from './http-post.js'
 import { LlmError } from './errors.js'
 import { ChatCompletionTranslator } from './openai-wire.js'
 import type { StreamChunk } from './types.js'
@@ -22,6 +24,9 @@ export interface ChatCompletionRequest {
   readonly label: string
 }
 
+/** Statuses a WHATWG fetch gives no body (L-9 treats a 2xx of these as EMPTY_RESPONSE). */
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304])
+
 const REQUEST_ID_HEADERS = ['x-request-id', 'x-ds-request-id', 'request-id', 'x-trace-id']
 
 /** POSTs the request and yields the translated chunks; failures are thrown as LlmError. */
@@ -34,24 +39,26 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
   const classify = (error: unknown, what: string, requestId?: string): LlmError =>
     classifyTransportError(error, { label: request.label, what, idleTimeoutMs, idleFired: watchdog.fired, callerAborted: aborted(request.signal), requestId })
 
+  let exchange: HttpExchange | undefined
+  let ended = false
   try {
     if (aborted(request.signal)) throw classify(request.signal?.reason, 'request')
-    let response: Response
     try {
       watchdog.arm()
-      response = await fetch(request.url, { method: 'POST', headers: request.headers, body: JSON.stringify(request.body), signal })
+      exchange = await post(request.url, request.headers, Buffer.from(JSON.stringify(request.body), 'utf8'), signal)
     } catch (error) {
       throw classify(error, 'request')
     } finally {
       watchdog.disarm()
     }
+    const { response, body } = exchange
     const requestId = readRequestId(response.headers)
 
-    if (!response.ok) {
+    if (response.status < 200 || response.status > 299) {
       let text = ''
       try {
         watchdog.arm()
-        text = await response.text()
+        text = await readText(body)
       } catch (error) {
         if (watchdog.fired || aborted(request.signal)) throw classify(error, 'reading the error body', requestId)
       } finally {
@@ -59,28 +66,27 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
       }
       throw classifyHttpError(request.label, response.status, text, response.headers, requestId)
     }
-    if (response.body === null) {
+    if (NULL_BODY_STATUSES.has(response.status)) {
       throw new LlmError('EMPTY_RESPONSE', `${request.label}: HTTP ${response.status} without a body`, { status: response.status, requestId })
     }
 
     const translator = new ChatCompletionTranslator()
     if (requestId !== undefined) translator.requestId = requestId
-    yield* translateSse(response.body, translator, {
-      read: async reader => {
-        try {
-          watchdog.arm()
-          return await reader.read()
-        } catch (error) {
-          throw classify(error, 'reading the stream', requestId)
-        } finally {
-          watchdog.disarm()
-        }
-      },
-      label: request.label,
-      requestId,
-    })
+    yield* translateBytes(async () => {
+      try {
+        watchdog.arm()
+        return await body.next()
+      } catch (error) {
+        throw classify(error, 'reading the stream', requestId)
+      } finally {
+        watchdog.disarm()
+      }
+    }, translator, { label: request.label, requestId })
+    ended = true
   } finally {
     watchdog.disarm()
+    // Closed before the abort below, which would cut a connection that can be reused.
+    exchange?.close(ended)
     consumer.abort()
   }
 }
@@ -118,39 +124,44 @@ export interface TranslateHooks {
  */
 export async function* translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
   const reader = body.getReader()
+  try {
+    yield* translateBytes(() => (hooks.read === undefined ? reader.read() : hooks.read(reader)) as Promise<ReadResult>, translator, hooks)
+  } finally {
+    // Releases the connection when we stop early ([DONE], an error or the consumer leaving).
+    reader.cancel().catch(() => {})
+  }
+}
+
+/** The SSE translation over any source of byte reads (a web stream or a node:http response). */
+async function* translateBytes(read: () => Promise<ReadResult>, translator: ChatCompletionTranslator, hooks: { readonly label: string; readonly requestId?: string }): AsyncGenerator<StreamChunk> {
   const decoder = new TextDecoder()
   const pending: string[] = []
   const parser = createParser({ onEvent: event => { pending.push(event.data) } })
   const details = hooks.requestId === undefined ? {} : { requestId: hooks.requestId }
   let received = 0
-  try {
-    for (;;) {
-      const result = hooks.read === undefined ? await reader.read() : await hooks.read(reader)
-      if (result.done) {
-        parser.feed(decoder.decode())
-      } else {
-        received += result.value.byteLength
-        parser.feed(decoder.decode(result.value, { stream: true }))
-      }
-      for (let i = 0; i < pending.length; i++) {
-        const data = pending[i]
-        if (data.trim() === '[DONE]') {
-          pending.length = 0
-          yield* translator.done()
-          return
-        }
-        const chunks = translator.data(data)
-        for (const chunk of chunks) yield chunk
-      }
-      pending.length = 0
-      if (result.done) {
-        if (received === 0) throw new LlmError('EMPTY_RESPONSE', `${hooks.label}: the provider sent an empty body`, details)
-        throw new LlmError('STREAM_CLOSED', `${hooks.label}: the stream ended before [DONE]; the truncated response cannot be trusted`, details)
-      }
+  for (;;) {
+    const result = await read()
+    if (result.done) {
+      parser.feed(decoder.decode())
+    } else {
+      received += result.value.byteLength
+      parser.feed(decoder.decode(result.value, { stream: true }))
     }
-  } finally {
-    // Releases the connection when we stop early ([DONE], an error or the consumer leaving).
-    reader.cancel().catch(() => {})
+    for (let i = 0; i < pending.length; i++) {
+      const data = pending[i]
+      if (data.trim() === '[DONE]') {
+        pending.length = 0
+        yield* translator.done()
+        return
+      }
+      const chunks = translator.data(data)
+      for (const chunk of chunks) yield chunk
+    }
+    pending.length = 0
+    if (result.done) {
+      if (received === 0) throw new LlmError('EMPTY_RESPONSE', `${hooks.label}: the provider sent an empty body`, details)
+      throw new LlmError('STREAM_CLOSED', `${hooks.label}: the stream ended before [DONE]; the truncated response cannot be trusted`, details)
+    }
   }
 }
 
@@ -169,7 +180,7 @@ class IdleWatchdog {
   }
 }
 
-function readRequestId(headers: Headers): string | undefined {
+function readRequestId(headers: HeaderLookup): string | undefined {
   for (const name of REQUEST_ID_HEADERS) {
     const value = headers.get(name)
     if (value !== null && value !== '') return value
@@ -186,7 +197,7 @@ const QUOTA = /quota|insufficient[ _]balance|insufficient_quota|billing|out of c
 const CONTEXT_OVERFLOW = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|too long for the model|exceeds? the (model'?s? )?(maximum|max|context)/i
 
 /** L-9: HTTP status (and wording) -> failure code; Retry-After and the request id are kept. */
-export function classifyHttpError(label: string, status: number, bodyText: string, headers: Headers, requestId?: string, now = Date.now()): LlmError {
+export function classifyHttpError(label: string, status: number, bodyText: string, headers: HeaderLookup, requestId?: string, now = Date.now()): LlmError {
   const detail = providerMessage(bodyText)
   let code: string
   if (status === 401 || status === 403) code = 'AUTH'
