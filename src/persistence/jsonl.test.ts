@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { copyFile, link, mkdtemp, readdir, readFile, readlink, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -90,6 +91,56 @@ describe('JSONL layout (D-4)', () => {
     expect(types).toContain('text-chunks')
     expect(types).toContain('tool-call-chunks')
     expect(types.length).toBeLessThan(events.length / 2)
+  }))
+
+  /** Descriptors of this process open on `path` (Linux /proc). */
+  async function openOn(path: string): Promise<number> {
+    let count = 0
+    for (const fd of await readdir('/proc/self/fd')) {
+      if (await readlink(`/proc/self/fd/${fd}`).catch(() => '') === path) count++
+    }
+    return count
+  }
+
+  it.skipIf(!existsSync('/proc/self/fd'))('D-4: one append handle is kept between flushes and released by close()', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const { header, events } = await realisticLog(3, 5)
+    await backend.create(header, events.slice(0, 10))
+    const path = (await backend.pathOf(header.id))!
+    for (let at = 10; at < 30; at += 5) await backend.appendBatch(header, events.slice(at, at + 5))
+    expect(await openOn(path)).toBe(1)
+    await backend.close()
+    expect(await openOn(path)).toBe(0)
+    expect((await new JsonlBackend({ root }).loadStored(header.id))!.events).toEqual(events.slice(0, 30))
+  }))
+
+  it('D-4: a file replaced at its path is never written through the kept handle', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const { header, events } = await realisticLog(3, 6)
+    await backend.create(header, events.slice(0, 10))
+    await backend.appendBatch(header, events.slice(10, 20))
+    const path = (await backend.pathOf(header.id))!
+    // Another writer swaps in a copy (new inode, same bytes); the old inode stays observable.
+    const old = join(root, 'old-inode')
+    await link(path, old)
+    await copyFile(path, `${path}.copy`)
+    await rename(`${path}.copy`, path)
+    const oldSize = (await stat(old)).size
+    await backend.appendBatch(header, events.slice(20, 30))
+    expect((await stat(old)).size).toBe(oldSize)
+    expect((await new JsonlBackend({ root }).loadStored(header.id))!.events).toEqual(events.slice(0, 30))
+    await backend.close()
+  }))
+
+  it('D-4: after trash() the next session with that id is written to its own new file', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const { header, events } = await realisticLog(2, 8)
+    await backend.create(header, events.slice(0, 10))
+    await backend.appendBatch(header, events.slice(10, 15))
+    expect(await backend.trash(header.id)).toBe(true)
+    await backend.appendBatch(header, events.slice(0, 5))
+    expect((await new JsonlBackend({ root }).loadStored(header.id))!.events).toEqual(events.slice(0, 5))
+    await backend.close()
   }))
 
   it('S-13: a stored header written without delegationDepth reads as depth 0, as in the file codec', () => withRoot(async (root) => {

@@ -1,9 +1,12 @@
 /**
  * JSONL backend (D-4): one append-only file per session. Appends cost O(batch): the file is
- * never rewritten; the next seq and size are cached per session and revalidated by `fstat`.
+ * never rewritten; the next seq and size are cached per session and revalidated by `stat`.
+ * The append handle stays open between flushes (a step flushes three times, D-3), checked
+ * against the path's inode on every append so a replaced or moved file is never written.
  */
 import { randomUUID } from 'node:crypto'
 import { constants as fsConstants } from 'node:fs'
+import type { BigIntStats } from 'node:fs'
 import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../../session/types.js'
@@ -45,6 +48,15 @@ interface SummaryCache {
   readonly title: string | null
 }
 
+/** An append handle kept open, with the inode it was opened on. */
+interface OpenHandle {
+  readonly handle: FileHandle
+  readonly dev: bigint
+  readonly ino: bigint
+}
+
+/** Open append handles kept at most; the least recently used is closed beyond that. */
+const MAX_OPEN_HANDLES = 16
 const DIR_MODE = 0o700
 const FILE_MODE = 0o600
 const NEWLINE = 0x0a
@@ -58,6 +70,8 @@ export class JsonlBackend implements PersistenceBackend {
   /** id -> session folder; filled by writes and lookups, so a known id is never searched for. */
   private readonly index = new Map<string, string>()
   private readonly states = new Map<string, FileState>()
+  /** id -> open append handle, in least-recently-used order. */
+  private readonly handles = new Map<string, OpenHandle>()
 
   constructor(options: JsonlBackendOptions) {
     this.root = options.root
@@ -166,6 +180,7 @@ export class JsonlBackend implements PersistenceBackend {
       if (dir === undefined) return false
       const trash = join(this.root, TRASH_DIR)
       await mkdir(trash, { recursive: true, mode: DIR_MODE })
+      await this.dropHandle(id)
       await rename(dir, join(trash, `${Date.now()}-${randomUUID().slice(0, 8)}-${encodeSessionId(id)}`))
       this.index.delete(id)
       this.states.delete(id)
@@ -175,6 +190,7 @@ export class JsonlBackend implements PersistenceBackend {
 
   async close(): Promise<void> {
     await this.chains.idle()
+    await Promise.all([...this.handles.keys()].map(id => this.dropHandle(id)))
   }
 
   // --- internals ---
@@ -184,6 +200,7 @@ export class JsonlBackend implements PersistenceBackend {
     if (known !== undefined && await exists(join(known, SESSION_FILE))) return known
     this.index.delete(id)
     this.states.delete(id)
+    await this.dropHandle(id)
     const encoded = encodeSessionId(id)
     for (const project of await readdirOrEmpty(this.root)) {
       if (project.startsWith('.')) continue
@@ -233,36 +250,73 @@ export class JsonlBackend implements PersistenceBackend {
   /** Append + fsync; a failed write is truncated back to the previous size. */
   /** Returns the state it ended with (a fresh one if another writer forced a rescan). */
   private async append(id: string, state: FileState, events: readonly SessionEvent[]): Promise<FileState> {
-    const handle = await open(state.file, 'r+')
-    try {
-      const before = await handle.stat({ bigint: true })
-      if (revisionOf(before) !== state.revision) {
-        // Someone else wrote the file: learn its real end before judging our seq.
-        await handle.close().catch(() => undefined)
-        const fresh = await this.scan(id, state.dir, true)
-        return this.append(id, fresh, events)
-      }
-      if (state.torn !== undefined) {
-        throw new PersistenceError(`session ${JSON.stringify(id)} has an unrepaired crash tail (${state.torn.detail}); load it to repair before appending`, id)
-      }
-      if (events[0].seq !== state.nextSeq) {
-        throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch starts at seq ${events[0].seq} but the stored log ends before seq ${state.nextSeq}`, id)
-      }
-      const bytes = Buffer.from(encodeRecords(events, this.packed).join('\n') + '\n', 'utf8')
-      try {
-        await writeAllAt(handle, bytes, state.size)
-        if (this.fsync) await handle.sync()
-      } catch (error) {
-        await handle.truncate(state.size).catch(() => undefined)
-        throw error
-      }
-      state.size += bytes.length
-      state.nextSeq += events.length
-      state.revision = revisionOf(await handle.stat({ bigint: true }))
-      return state
-    } finally {
-      await handle.close().catch(() => undefined)
+    const { handle, before } = await this.appendHandle(id, state.file)
+    if (revisionOf(before) !== state.revision) {
+      // Someone else wrote the file: learn its real end before judging our seq.
+      const fresh = await this.scan(id, state.dir, true)
+      return this.append(id, fresh, events)
     }
+    if (state.torn !== undefined) {
+      throw new PersistenceError(`session ${JSON.stringify(id)} has an unrepaired crash tail (${state.torn.detail}); load it to repair before appending`, id)
+    }
+    if (events[0].seq !== state.nextSeq) {
+      throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch starts at seq ${events[0].seq} but the stored log ends before seq ${state.nextSeq}`, id)
+    }
+    const bytes = Buffer.from(encodeRecords(events, this.packed).join('\n') + '\n', 'utf8')
+    try {
+      await writeAllAt(handle, bytes, state.size)
+      if (this.fsync) await handle.sync()
+    } catch (error) {
+      await handle.truncate(state.size).catch(() => undefined)
+      // A handle whose write or fsync failed is not trusted again: the next append reopens.
+      await this.dropHandle(id)
+      throw error
+    }
+    state.size += bytes.length
+    state.nextSeq += events.length
+    state.revision = revisionOf(await handle.stat({ bigint: true }))
+    return state
+  }
+
+  /**
+   * The open append handle of `id` and the stat of the file it writes, judged as before by the
+   * revision. A kept handle is used only while the path still names its inode (one `stat` of
+   * the path, as cheap as the `fstat` it replaces); otherwise the file is opened afresh.
+   */
+  private async appendHandle(id: string, file: string): Promise<{ handle: FileHandle; before: BigIntStats }> {
+    const kept = this.handles.get(id)
+    if (kept !== undefined) {
+      const info = await stat(file, { bigint: true })
+      if (info.dev === kept.dev && info.ino === kept.ino) {
+        this.handles.delete(id)
+        this.handles.set(id, kept)
+        return { handle: kept.handle, before: info }
+      }
+      await this.dropHandle(id)
+    }
+    const handle = await open(file, 'r+')
+    let before: BigIntStats
+    try {
+      before = await handle.stat({ bigint: true })
+    } catch (error) {
+      await handle.close().catch(() => undefined)
+      throw error
+    }
+    this.handles.set(id, { handle, dev: before.dev, ino: before.ino })
+    for (const [oldest, evicted] of this.handles) {
+      if (this.handles.size <= MAX_OPEN_HANDLES) break
+      this.handles.delete(oldest)
+      // Closed in its own session's chain, after any append still using it.
+      void this.chains.run(oldest, () => evicted.handle.close()).catch(() => undefined)
+    }
+    return { handle, before }
+  }
+
+  private async dropHandle(id: string): Promise<void> {
+    const kept = this.handles.get(id)
+    if (kept === undefined) return
+    this.handles.delete(id)
+    await kept.handle.close().catch(() => undefined)
   }
 
   private async scan(id: string, dir: string, force = false): Promise<FileState> {
