@@ -176,9 +176,11 @@ export class SystemPromptPlugin extends Service implements SystemPromptService {
     // Optional service: `ctx.tools` would throw without inject (K-1).
     const tools = this.ctx.get('tools') as ToolsLike | undefined
     if (!tools) return []
+    // Read once: `this` is Cordis's tracing proxy, and the comparator runs O(n log n) times.
+    const order = this.toolOrder
     const rank = (name: string) => {
-      const index = this.toolOrder.indexOf(name)
-      return index < 0 ? this.toolOrder.length : index
+      const index = order.indexOf(name)
+      return index < 0 ? order.length : index
     }
     return [...tools.schemas(scope)].sort((a, b) => rank(a.name) - rank(b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   }
