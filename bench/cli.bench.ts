@@ -152,6 +152,7 @@ async function storeSession(home: string, cwd: string, id: string, count: number
   const backend = new JsonlBackend({ root: join(home, 'sessions') })
   await backend.create(session.header, [])
   for (let at = 0; at < session.length; at += 5000) await backend.appendBatch(session.header, session.events.slice(at, at + 5000))
+  await backend.close()
   return session.length
 }
 
