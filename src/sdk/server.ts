@@ -100,8 +100,13 @@ export class SdkServerApp extends Service {
     const onSignal = () => { void this.stop(true).then(() => stop('shutdown')) }
     host.signal.addEventListener('abort', onSignal, { once: true })
     void peer.closed.then(async () => {
+      // EOF right after `shutdown` (or a signal) must not stop twice: by then the app may be unloading.
+      if (this.stopping) return
       await peer.settled()
       await this.stop(false)
+      stop('eof')
+    }).catch(error => {
+      log(`stopping after end of input failed: ${error instanceof Error ? error.message : String(error)}`)
       stop('eof')
     })
     try {
