@@ -30,15 +30,8 @@ export interface WebApiConfig {
   readonly credentialNames?: readonly string[]
 }
 
-export interface SessionSummary {
-  readonly id: string
-  readonly title: string | null
-  readonly cwd?: string
-  readonly parentSession?: string
-  readonly createdAt: number
-  readonly updatedAt: number
-  readonly turns: number
-  readonly length: number
+/** A stored session as the sidebar lists it: the persistence summary plus the live status. */
+export interface SessionSummary extends StoredSessionSummary {
   readonly status: AgentStatus
 }
 
