@@ -46,3 +46,39 @@ function isFile(path: string): boolean {
 export function isSessionLogName(name: string): boolean {
   return /^(?:session(?:\.\d+)?|seed|session\.expected|parent\.expected|child\.expected)\.jsonl$/.test(name)
 }
+
+/**
+ * Recorded scenario folders: every folder under `root` inside an `examples/` path segment for
+ * which `classify` (given a file-name test for that folder) returns a scenario. Workspaces are
+ * never searched; a matched folder's subfolders are searched only when `descend` is true.
+ * Sorted by folder; an absent root yields none.
+ */
+export function findScenarioDirs<T extends { readonly dir: string }>(
+  root: string,
+  classify: (dir: string, has: (name: string) => boolean) => T | undefined,
+  options: { readonly descend?: boolean } = {},
+): T[] {
+  const out: T[] = []
+  const walk = (dir: string): void => {
+    const entries = readdirSync(dir, { withFileTypes: true })
+    const has = (name: string) => entries.some(entry => entry.isFile() && entry.name === name)
+    const scenario = dir.split(/[\\/]/).includes('examples') ? classify(dir, has) : undefined
+    if (scenario !== undefined) {
+      out.push(scenario)
+      if (!options.descend) return
+    }
+    for (const entry of entries) {
+      if (entry.isDirectory() && entry.name !== 'workspace' && !IGNORED_DIRS.has(entry.name)) walk(join(dir, entry.name))
+    }
+  }
+  if (isDirectory(root)) walk(root)
+  return out.sort((a, b) => a.dir.localeCompare(b.dir))
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}

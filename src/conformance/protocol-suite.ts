@@ -7,7 +7,8 @@
  * docs/protocols.md ("Conformance").
  */
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs'
+import { findScenarioDirs } from './discover.js'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -46,22 +47,11 @@ interface Scenario {
   readonly kind: Kind
 }
 
+/** ACP scenarios record `stdout.expected.jsonl`; SDK scenarios `notifications.expected.jsonl`. */
 function findScenarios(root: string): Scenario[] {
-  const out: Scenario[] = []
-  const walk = (dir: string): void => {
-    const entries = readdirSync(dir, { withFileTypes: true })
-    const has = (name: string) => entries.some(entry => entry.isFile() && entry.name === name)
-    // Like the replay suite: protocol scenarios are recorded under an `examples/` folder; a stray
-    // transcript elsewhere (say, beside a plain session log) is not a scenario to drive.
-    const scenarioDir = dir.split(/[\\/]/).includes('examples')
-    if (scenarioDir && has('stdout.expected.jsonl')) out.push({ dir, kind: 'acp' })
-    else if (scenarioDir && has('notifications.expected.jsonl')) out.push({ dir, kind: 'sdk' })
-    for (const entry of entries) {
-      if (entry.isDirectory() && !['workspace', 'node_modules', '.git'].includes(entry.name)) walk(join(dir, entry.name))
-    }
-  }
-  if (existsSync(root) && statSync(root).isDirectory()) walk(root)
-  return out.sort((a, b) => a.dir.localeCompare(b.dir))
+  return findScenarioDirs<Scenario>(root, (dir, has) =>
+    has('stdout.expected.jsonl') ? { dir, kind: 'acp' } : has('notifications.expected.jsonl') ? { dir, kind: 'sdk' } : undefined,
+  { descend: true })
 }
 
 export interface ProtocolSuiteOptions {

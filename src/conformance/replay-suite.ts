@@ -7,6 +7,7 @@
  * naming it; a mismatch prints the first difference.
  */
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { findScenarioDirs } from './discover.js'
 import { tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
 import { Context } from 'cordis'
@@ -65,29 +66,16 @@ interface Scenario {
   readonly log: string
 }
 
-/** Scenario directories: an `examples/` directory holding a recorded `session.jsonl`. */
+/**
+ * Scenario directories: an `examples/` directory holding a recorded `session.jsonl`, or a resume
+ * scenario (a seeded log continued by the runtime, scripted by `replay.jsonl`).
+ */
 function findScenarios(root: string): Scenario[] {
-  const out: Scenario[] = []
-  const walk = (dir: string): void => {
-    const entries = readdirSync(dir, { withFileTypes: true })
-    const has = (name: string) => entries.some(e => e.isFile() && e.name === name)
-    if (dir.split(/[\\/]/).includes('examples')) {
-      if (has('session.jsonl')) {
-        out.push({ dir, log: join(dir, 'session.jsonl') })
-        return
-      }
-      // Resume scenarios: a seeded log continued by the runtime; the script is replay.jsonl.
-      if (has('session.expected.jsonl') && has('replay.jsonl')) {
-        out.push({ dir, log: join(dir, 'session.expected.jsonl') })
-        return
-      }
-    }
-    for (const entry of entries) {
-      if (entry.isDirectory() && entry.name !== 'workspace' && entry.name !== 'node_modules' && entry.name !== '.git') walk(join(dir, entry.name))
-    }
-  }
-  if (statSync(root).isDirectory()) walk(root)
-  return out.sort((a, b) => a.dir.localeCompare(b.dir))
+  if (!statSync(root).isDirectory()) return []
+  return findScenarioDirs<Scenario>(root, (dir, has) =>
+    has('session.jsonl') ? { dir, log: join(dir, 'session.jsonl') }
+      : has('session.expected.jsonl') && has('replay.jsonl') ? { dir, log: join(dir, 'session.expected.jsonl') }
+        : undefined)
 }
 
 export function replaySuite(options: ReplaySuiteOptions = {}): ConformanceSuite {
