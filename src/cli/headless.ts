@@ -41,6 +41,8 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
     } else if (arg === '--session') parsed.session = value()
     else if (arg === '--model') parsed.model = value()
     else if (arg === '--cwd') parsed.cwd = value()
+    // Read by the MCP row (it runs the project's .mcp.json servers); nothing to do here.
+    else if (arg === '--trust-project-mcp') continue
     else if (arg === '--') words.push(...args.slice(index + 1)), index = args.length
     else if (arg.startsWith('--')) throw new UsageError(`unknown option ${arg}`)
     else words.push(arg)

@@ -8,6 +8,7 @@
 import { join } from 'node:path'
 import type { Context } from 'cordis'
 import type { Host } from '../cli/host.js'
+import { readSettings, writeSettings, type Settings } from './home.js'
 
 type Loader = () => Promise<unknown>
 
@@ -61,6 +62,18 @@ const deepseek = (host: Host) => {
   return { ...credentials(host), ...baseUrl === undefined ? {} : { baseUrl } }
 }
 
+/** The flag that trusts a project's `.mcp.json` for one run (it starts code from the repository). */
+export const TRUST_PROJECT_MCP_FLAG = '--trust-project-mcp'
+
+const mcpDefaults = (host: Host) => ({
+  servers: host.settings.mcpServers,
+  cwd: host.cwd,
+  trustProject: host.args.includes(TRUST_PROJECT_MCP_FLAG) || host.env.value('DSH_TRUST_PROJECT_MCP') === '1',
+  settings: { read: () => readSettings(host.home), write: (settings: Settings) => writeSettings(host.home, settings) },
+  lookup: (name: string) => host.env.value(name),
+  log: (line: string) => { host.stderr.write(`${line}\n`) },
+})
+
 registerBuiltinPlugin('sessions', 'the session log service (ctx.sessions)',
   async () => (await import('../session/index.js')).SessionsServicePlugin)
 registerBuiltinPlugin('llm', 'the model layer: adapter registry, catalogue, llm/stream (ctx.llm)',
@@ -111,5 +124,9 @@ registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session
   async () => (await import('../llm/replay/index.js')).ReplayPlugin)
 registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (session/prompt, session.event notifications)',
   async () => (await import('../sdk/server.js')).SdkServerApp)
+registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.json as tools (ctx.mcp)',
+  async () => withHost((await import('../mcp/plugin.js')).McpPlugin, mcpDefaults))
+registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',
+  async () => withHost((await import('../mcp/plugin.js')).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
