@@ -78,7 +78,7 @@ async function list(args: readonly string[], home: string, io: McpCommandIo): Pr
   const envLayers = environmentLayers({ home, cwd, ...(io.env ? { env: io.env } : {}) })
   const settings = readSettings(home)
   const root = new Context()
-  root.plugin(ToolsPlugin)
+  await root.plugin(ToolsPlugin).await()
   const stderrLines: string[] = []
   const fiber = root.plugin(McpPlugin, {
     servers: settings.mcpServers,

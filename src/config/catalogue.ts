@@ -51,7 +51,9 @@ function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, 
     apply(ctx: Context, config: Record<string, unknown> | undefined) {
       const host = ctx.get('host') as Host | undefined
       const filled = { ...(host ? defaults(host) : {}), ...(config ?? {}) }
-      ctx.plugin(plugin as never, filled as never)
+      // Awaiting the inner fiber lets a plugin with an asynchronous start (MCP servers) hold
+      // the launch until it is up, and lets its failure fail this row.
+      return ctx.plugin(plugin as never, filled as never).await().then(() => undefined)
     },
   }
 }

@@ -110,13 +110,21 @@ export class McpPlugin extends Service implements McpService {
     const trusted = this.config.trustProject === true || this.projectTrusted()
     const parsed = parseServerMap(project.servers, { source: project.path, ...(lookup ? { lookup } : {}) })
     for (const error of parsed.errors) this.addInvalid(error, 'project')
+    const untrusted: string[] = []
     for (const server of parsed.servers) {
       if (this.entries.has(server.name)) {
         this.log(`dsh: MCP server "${server.name}" of ${project.path} is also in settings; the settings entry wins`)
         continue
       }
-      if (trusted) this.add(server, 'project')
-      else this.entries.set(server.name, { server: undefined, placeholder: this.placeholder(server.name, 'project', 'untrusted', `${project.path} is not trusted: run with --trust-project-mcp or confirm it in the web settings`, server) })
+      if (trusted) {
+        this.add(server, 'project')
+        continue
+      }
+      untrusted.push(server.name)
+      this.entries.set(server.name, { server: undefined, placeholder: this.placeholder(server.name, 'project', 'untrusted', `${project.path} is not trusted: run with --trust-project-mcp or confirm it in the web settings`, server) })
+    }
+    if (untrusted.length > 0) {
+      this.log(`dsh: MCP servers of ${project.path} not started (${untrusted.join(', ')}): they run code from the project; pass --trust-project-mcp or confirm them in dsh web`)
     }
   }
 
