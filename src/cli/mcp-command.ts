@@ -8,7 +8,7 @@
  */
 import { Context } from 'cordis'
 import { environmentLayers, readSettings, resolveHome, writeSettings, type Settings } from '../config/home.js'
-import { TRUST_PROJECT_MCP_FLAG } from '../config/catalogue.js'
+import { TRUST_PROJECT_MCP_FLAG } from './catalogue.js'
 import type { McpServerStatus } from '../mcp/api.js'
 import { McpConfigError, parseServerConfig } from '../mcp/config.js'
 import { McpPlugin } from '../mcp/plugin.js'
