@@ -208,3 +208,35 @@ export function toolAllowed(config: Pick<McpServerConfig, 'enabledTools' | 'disa
   if (config.enabledTools !== undefined && !config.enabledTools.includes(tool)) return false
   return !(config.disabledTools ?? []).includes(tool)
 }
+
+/**
+ * MC-10: the `mcpServers` list of ACP `session/new` (and the SDK's `session/create`):
+ * `{name, command, args, env: [{name, value}]}` for stdio, `{type: "http"|"sse", name, url,
+ * headers: [{name, value}]}` otherwise. Mappings are accepted for `env`/`headers` too.
+ */
+export function parseSessionServers(list: readonly unknown[], source = 'session/new mcpServers'): McpServerConfig[] {
+  const pairs = (value: unknown, key: string, index: number): Record<string, string> | undefined => {
+    if (value === undefined) return undefined
+    if (isRecord(value)) return value as Record<string, string>
+    if (!Array.isArray(value)) throw new McpConfigError(source, `#${index}`, key, 'must be a list of {name, value}')
+    const out: Record<string, string> = {}
+    for (const pair of value) {
+      if (!isRecord(pair) || typeof pair.name !== 'string' || typeof pair.value !== 'string') {
+        throw new McpConfigError(source, `#${index}`, key, `entries must be {name, value} strings, got ${JSON.stringify(pair)}`)
+      }
+      out[pair.name] = pair.value
+    }
+    return out
+  }
+  const names = new Set<string>()
+  return list.map((raw, index) => {
+    if (!isRecord(raw)) throw new McpConfigError(source, `#${index}`, undefined, `a server must be an object, got ${JSON.stringify(raw)}`)
+    const { name, env, headers, ...rest } = raw
+    if (typeof name !== 'string') throw new McpConfigError(source, `#${index}`, 'name', 'every server needs a name')
+    if (names.has(name)) throw new McpConfigError(source, name, 'name', 'two servers of one session share this name')
+    names.add(name)
+    const envMap = pairs(env, 'env', index)
+    const headerMap = pairs(headers, 'headers', index)
+    return parseServerConfig(name, { ...rest, ...(envMap ? { env: envMap } : {}), ...(headerMap ? { headers: headerMap } : {}) }, { source })
+  })
+}
