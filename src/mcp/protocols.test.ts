@@ -1,7 +1,7 @@
 /**
- * MC-10 through the real ACP server process (`dsh --profile acp`): `session/new.mcpServers` starts
- * servers whose tools only that session sees, and `mcpServers: refuse` answers -32602 as the
- * original does.
+ * MC-10 through real protocol server processes: ACP `session/new.mcpServers` and the SDK's
+ * `session/create` start servers whose tools only that session sees; the ACP row's
+ * `mcpServers: refuse` answers -32602 as the original does.
  */
 import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { TEST_SERVER } from '../../test-support/mcp.js'
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
+import { DshClient } from '../sdk/client.js'
 import { ErrorCodes, JsonRpcPeer } from '../sdk/jsonrpc.js'
 
 let server: FakeDeepSeek
@@ -82,6 +83,32 @@ describe('ACP session/new.mcpServers', () => {
       expect(await connection.peer.request('session/new', { cwd, mcpServers: [] })).toMatchObject({ sessionId: expect.any(String) })
     } finally {
       expect(await connection.close()).toBe(0)
+    }
+  })
+})
+
+describe('SDK session/create mcpServers', () => {
+  it('MC-10: a session created with servers can call their tools; another session cannot see them', async () => {
+    const { home, cwd } = tempHome()
+    const client = await DshClient.start({ cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined } })
+    try {
+      const { sessionId } = await client.createSession({ mcpServers: [acpServer] })
+      server.enqueue(
+        streamResponse([{ toolCall: { id: 'call-1', name: 'mcp__sess__add', arguments: '{"a":1,"b":2}' } }, { finish: 'tool_calls', usage }]),
+        streamResponse([{ text: 'three' }, { finish: 'stop', usage }]),
+      )
+      const before = server.requests.length
+      const run = await client.run('add', { sessionId })
+      expect(run.finalResponse).toBe('three')
+      expect(toolNames(server.requests[before].body)).toContain('mcp__sess__add')
+      expect(server.requests[before + 1].body.messages.find((message: { role: string }) => message.role === 'tool')).toMatchObject({ content: '3' })
+      server.enqueue(streamResponse([{ text: 'plain' }, { finish: 'stop', usage }]))
+      const otherAt = server.requests.length
+      await client.run('hi')
+      expect(toolNames(server.requests[otherAt].body).some(name => name.startsWith('mcp__'))).toBe(false)
+      await expect(client.createSession({ mcpServers: [{ name: 'x' }] })).rejects.toMatchObject({ code: ErrorCodes.invalidParams })
+    } finally {
+      await client.close()
     }
   })
 })
