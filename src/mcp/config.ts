@@ -128,6 +128,7 @@ export function parseServerConfig(name: string | undefined, raw: unknown, option
   }
 
   const declared = string('type') ?? string('transport')
+  if (declared === undefined && raw.command !== undefined && raw.url !== undefined) fail('url', 'a server takes either command (stdio) or url (http), not both')
   const transport: McpTransportKind =
     declared === undefined ? (raw.url !== undefined ? 'streamable-http' : 'stdio')
     : declared === 'stdio' || declared === 'local' ? 'stdio'

@@ -9,7 +9,7 @@ import { Context } from 'cordis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ToolsPlugin } from '../tools/index.js'
 import type { ToolExecution } from '../tools/api.js'
-import { McpPlugin, type McpPluginConfig } from './plugin.js'
+import { McpPlugin, McpServerPlugin, type McpPluginConfig } from './plugin.js'
 import { publicToolName } from './names.js'
 import { LONG_TOOL_NAME, readEvents, testServerEntry, waitForEvent, waitForStatus } from '../../test-support/mcp.js'
 
@@ -209,5 +209,18 @@ describe('MCP stdio client', () => {
     ctx.on('tools/pre-execute', async (exec, next) => /^mcp__basic__a/.test(exec.name) ? { kind: 'deny', reason: 'no adding' } : next())
     expect(await call(ctx, 'mcp__basic__add', { a: 1, b: 2 })).toMatchObject({ isError: true, error: { code: 'DENIED' } })
     expect(await call(ctx, 'mcp__basic__echo', { text: 'ok' })).toMatchObject({ isError: false })
+  })
+
+  it('a mcp-server row is listed by ctx.mcp; unloading it disconnects and unregisters its tools', async () => {
+    const log = logFile()
+    const { ctx, mcp } = await start({})
+    const entry = testServerEntry({ log })
+    const fiber = ctx.plugin(McpServerPlugin, { serverName: 'row', transport: 'stdio', command: entry.command, args: entry.args, env: entry.env, log: () => {} })
+    await fiber.await()
+    expect(mcp.servers()).toMatchObject([{ name: 'row', source: 'row', state: 'connected' }])
+    expect(ctx.tools.list()).toHaveLength(9)
+    await fiber.dispose()
+    expect(ctx.tools.list()).toEqual([])
+    expect(mcp.servers()).toEqual([])
   })
 })

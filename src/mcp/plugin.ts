@@ -77,6 +77,7 @@ export class McpPlugin extends Service implements McpService {
   static readonly inject = ['tools']
   private readonly entries = new Map<string, Entry>()
   private readonly sessionEntries = new Set<McpServer>()
+  private readonly attached = new Set<McpServer>()
   private readonly starting = new Set<Promise<void>>()
   private readonly version = clientVersion()
   private projectText: string | undefined
@@ -190,9 +191,16 @@ export class McpPlugin extends Service implements McpService {
     while (this.starting.size > 0) await Promise.all([...this.starting])
   }
 
+  /** Lists a server started elsewhere (a `mcp-server` row); the disposer forgets it. */
+  attach(server: McpServer): () => void {
+    this.attached.add(server)
+    return () => { this.attached.delete(server) }
+  }
+
   servers(): readonly McpServerStatus[] {
     const out: McpServerStatus[] = []
     for (const entry of this.entries.values()) out.push(entry.server?.status() ?? entry.placeholder!)
+    for (const server of this.attached) out.push(server.status())
     for (const server of this.sessionEntries) out.push(server.status())
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   }
@@ -267,8 +275,9 @@ export class McpServerPlugin {
     const config = parseServerConfig(undefined, rest, { source: 'plugin row mcp-server', ...(lookup ? { lookup } : {}) })
     const server = new McpServer(ctx, { config, source: 'row', clientVersion: clientVersion(), stderr: log ?? defaultLog })
     ctx.effect(() => () => { void server.dispose() }, `mcp server ${config.name}`)
+    // Optional: listed by `ctx.mcp` (dsh mcp list, web settings) when the `mcp` row is loaded.
     const mcp = ctx.get('mcp') as McpPlugin | undefined
-    void mcp
+    if (mcp !== undefined) ctx.effect(() => mcp.attach(server), `mcp listing ${config.name}`)
     this.started = server.start()
   }
 
