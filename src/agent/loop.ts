@@ -127,17 +127,23 @@ export class ReactLoop implements AgentLoop {
     this.converge(latched)
   }
 
-  /** Back to idle; replay a latched wake unless disposed or the wake's input is gone (A-9). */
+  /**
+   * Back to idle, or replay a latched wake unless disposed or the wake's input is gone (A-9).
+   * The replay is decided before `idle` is announced: a replayed wake goes straight into its
+   * turn (status stays `running`), and a status listener that sends input starts the only driver.
+   */
   private converge(latched: boolean): void {
+    if (latched && !this.disposed && this.failure === undefined && this.inbox.hasPending) {
+      this.driver = this.kick()
+      return
+    }
     const lastTurn = this.phase.kind === 'running' ? this.phase.turn : this.phase.lastTurn
     const wasRunning = this.phase.kind === 'running'
     this.phase = { kind: 'idle', lastTurn }
     this.driver = undefined
     if (wasRunning) this.emitStatus('idle')
-    if (latched && !this.disposed && this.failure === undefined && this.inbox.hasPending) {
-      this.driver = this.kick()
-      return
-    }
+    // A listener's input woke a new driver: the waiters wait for that one.
+    if (this.driver !== undefined) return
     const waiters = this.idleWaiters
     this.idleWaiters = []
     for (const waiter of waiters) {
