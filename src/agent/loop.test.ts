@@ -674,7 +674,7 @@ describe('agent loop: failing extension points', () => {
     })
     h.agent.followup('first')
     await h.agent.whenIdle()
-    expect(h.of('turn/end')[0]!.data.reason).toEqual({ kind: 'error', error: { code: 'PRE_STEP_FAILED', message: 'agent/pre-step or prompt assembly failed: policy plugin crashed' } })
+    expect(h.of('turn/end')[0]!.data.reason).toEqual({ kind: 'error', error: { code: 'PRE_STEP_FAILED', message: 'agent/pre-step failed: policy plugin crashed' } })
     h.agent.followup('second')
     await h.agent.whenIdle()
     expect(h.of('turn/end')[1]!.data.reason.kind).toBe('completed')

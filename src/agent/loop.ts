@@ -69,6 +69,8 @@ export class ReactLoop implements AgentLoop {
   private failure: unknown
   private abortReason: AbortReason = { kind: 'user' }
   private keepInboxOnAbort = false
+  /** The turn failed before entering its claimed input and put it back: wait for the next wake. */
+  private holdAfterError = false
   private readonly session: Session
   private readonly contexts: RuntimeContextTracker
   /** A-10: folded from the log once, then kept current by this instance's own appends. */
@@ -168,6 +170,10 @@ export class ReactLoop implements AgentLoop {
     this.session.append('turn/end', { turn, reason })
     this.notify('agent/turn-end', [this.agent, turn, reason])
     if (reason.kind === 'aborted') return false
+    if (this.holdAfterError) {
+      this.holdAfterError = false
+      return false
+    }
     return !this.disposed && this.inbox.hasPending
   }
 
@@ -178,13 +184,20 @@ export class ReactLoop implements AgentLoop {
     let maxTokens = false
     while (true) {
       if (signal.aborted) return this.aborted()
-      const pre = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step or prompt assembly', () => this.preStep(target, turn, step + 1, signal))
-      if (pre instanceof HookFailed) return signal.aborted ? this.aborted() : { kind: 'error', error: pre.failure }
+      const claim = this.inbox.claimFrom(target)
+      const pre = await this.preStep([...claim.step, ...claim.turn], turn, step + 1, signal)
       target = 'next-step'
       if (signal.aborted) {
-        // Claimed but never entered: with keepInbox they go back to the front of the queue.
-        if (this.keepInboxOnAbort && pre.claimed.length > 0) this.inbox.splice('next-turn', 0, 0, pre.claimed)
+        // Claimed but never entered: with keepInbox each goes back to the front of its list.
+        if (this.keepInboxOnAbort) this.inbox.unclaim(claim)
         return this.aborted()
+      }
+      if (pre instanceof HookFailed) {
+        // Input is never lost: it waits at the front of its list for the next wake (no retry
+        // loop against a hook that keeps failing).
+        this.inbox.unclaim(claim)
+        if (claim.step.length + claim.turn.length > 0) this.holdAfterError = true
+        return { kind: 'error', error: pre.failure }
       }
       if (pre.decision.kind === 'reject') {
         return pre.decision.message === undefined ? { kind: 'blocked' } : { kind: 'blocked', message: pre.decision.message }
@@ -219,14 +232,15 @@ export class ReactLoop implements AgentLoop {
     return { kind: 'aborted', reason: this.abortReason }
   }
 
-  /** A-3: claim, then assemble, then the `agent/pre-step` waterfall. */
-  private async preStep(target: InboxTarget, turn: number, step: number, signal: AbortSignal): Promise<PreStep> {
-    const claimed = this.inbox.claim(target)
-    const assembly = await this.assemble()
+  /** A-3: (claimed by the caller) assemble, then the `agent/pre-step` waterfall. */
+  private async preStep(claimed: readonly UserMessage[], turn: number, step: number, signal: AbortSignal): Promise<PreStep | HookFailed> {
+    const assembly = await hookFailure('PRE_STEP_FAILED', 'system prompt assembly', () => this.assemble())
+    if (assembly instanceof HookFailed) return assembly
     const context = this.contexts.message(assembly.contexts)
-    const payload: PreStepPayload = { session: this.session, agent: this.agent, messages: claimed, turn, step, signal, assembly }
-    const decision = await this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/pre-step', payload,
-      async (): Promise<PreStepDecision> => ({ kind: 'enter', messages: context === undefined ? claimed : [...claimed, context] }))
+    const payload: PreStepPayload = { session: this.session, agent: this.agent, messages: [...claimed], turn, step, signal, assembly }
+    const decision = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step', () => this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/pre-step', payload,
+      async (): Promise<PreStepDecision> => ({ kind: 'enter', messages: context === undefined ? [...claimed] : [...claimed, context] })))
+    if (decision instanceof HookFailed) return decision
     return { claimed, assembly, decision }
   }
 
@@ -502,8 +516,23 @@ async function hookFailure<T>(code: string, hook: string, run: () => Promise<T>)
     return await run()
   } catch (error) {
     if (isFatal(error)) throw error
-    return new HookFailed({ code, message: `${hook} failed: ${error instanceof Error ? error.message : String(error)}` })
+    return new HookFailed({ code, message: `${hook} failed: ${describeError(error)}` })
   }
+}
+
+/** A thrown value as a non-empty description: never a message that ends after a colon. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const message = error.message.trim()
+    if (message !== '') return message
+    const at = error.stack?.split('\n').map(line => line.trim()).find(line => line.startsWith('at '))
+    return `${error.name || 'Error'} with an empty message${at !== undefined ? ` (${at})` : ''}`
+  }
+  if (typeof error === 'string') return error.trim() !== '' ? error.trim() : 'an empty string was thrown'
+  if (error === undefined || error === null) return `${String(error)} was thrown`
+  let text: string | undefined
+  try { text = JSON.stringify(error) } catch { /* cyclic: fall back to String() */ }
+  return `a ${typeof error} was thrown: ${text ?? String(error)}`
 }
 
 function listenerFailure(error: unknown): LlmFailure {
