@@ -33,8 +33,8 @@ import { toUserMessage } from './messages.js'
 
 type Phase =
   | { readonly kind: 'idle'; readonly lastTurn: number }
-  | { readonly kind: 'maintenance'; readonly abort: AbortController; readonly lastTurn: number; wakeRequested: boolean }
-  | { readonly kind: 'running'; readonly abort: AbortController; readonly turn: number; step: number; wakeRequested: boolean }
+  | { readonly kind: 'maintenance'; readonly abort: AbortController; readonly lastTurn: number; readonly latched: string[] }
+  | { readonly kind: 'running'; readonly abort: AbortController; readonly turn: number; step: number; wakeRequested: boolean; readonly latched: string[] }
 
 /** How one step ended: `continue` means tool results wait for the model in a new step. */
 type StepEnd =
@@ -102,18 +102,31 @@ export class ReactLoop implements AgentLoop {
     const phase = this.phase
     const wakingAfterAbort = wake && phase.kind !== 'idle' && phase.abort.signal.aborted
     const queued = this.inbox.push(wakingAfterAbort ? 'next-turn' : target, message)
-    if (wake) this.wake()
+    if (wake) this.wake(queued)
     return queued
   }
 
-  private wake(): void {
+  private wake(queued: UserMessage): void {
     if (this.disposed || this.failure !== undefined) return
-    if (this.phase.kind === 'idle') {
+    const phase = this.phase
+    if (phase.kind === 'idle') {
       this.driver = this.kick()
       return
     }
-    // Running: a live turn picks the input up at its next boundary; aborted or maintenance: latched.
-    this.phase.wakeRequested = true
+    // Aborted or maintenance: latched for this message only, so input kept from before an
+    // abort (cancel with keepInbox) never runs on its own.
+    if (phase.kind === 'maintenance' || phase.abort.signal.aborted) phase.latched.push(queued.id)
+    // Live: the turn picks the input up at its next boundary (or the driver replays it when the
+    // wake lands after the turn's last look at the inbox).
+    else phase.wakeRequested = true
+  }
+
+  /** A-9: whether the activity that just ended leaves a wake to replay. */
+  private replayWanted(): boolean {
+    const phase = this.phase
+    if (phase.kind === 'idle') return false
+    if (phase.latched.some(id => this.inbox.has(id))) return true
+    return phase.kind === 'running' && !phase.abort.signal.aborted && phase.wakeRequested
   }
 
   // ---- the driver ----
@@ -122,7 +135,7 @@ export class ReactLoop implements AgentLoop {
     let latched = false
     try {
       while (await this.turn()) { /* another turn while work is pending */ }
-      latched = this.phase.kind !== 'idle' && this.phase.wakeRequested
+      latched = this.replayWanted()
     } catch (error) {
       this.failure = error
     }
@@ -162,7 +175,7 @@ export class ReactLoop implements AgentLoop {
     this.abortReason = { kind: 'user' }
     this.keepInboxOnAbort = false
     const wasRunning = this.phase.kind === 'running'
-    this.phase = { kind: 'running', abort, turn, step: 0, wakeRequested: false }
+    this.phase = { kind: 'running', abort, turn, step: 0, wakeRequested: false, latched: [] }
     // Back-to-back turns stay `running`: only a change is announced.
     if (!wasRunning) this.emitStatus('running')
     this.session.append('turn/start', { turn })
@@ -444,13 +457,13 @@ export class ReactLoop implements AgentLoop {
     if (this.disposed) throw new Error(`dsh-agent: agent ${this.agent.id} is disposed; maintenance is refused`)
     this.assertHealthy()
     const abort = new AbortController()
-    this.phase = { kind: 'maintenance', abort, lastTurn: this.phase.lastTurn, wakeRequested: false }
+    this.phase = { kind: 'maintenance', abort, lastTurn: this.phase.lastTurn, latched: [] }
     let done!: () => void
     this.driver = new Promise<void>(resolve => { done = resolve })
     try {
       await work(abort.signal)
     } finally {
-      const latched = this.phase.wakeRequested
+      const latched = this.replayWanted()
       done()
       this.converge(latched)
     }
