@@ -409,7 +409,9 @@ describe('agent loop: tools through the scheduler (T-3..T-7)', () => {
   })
 
   it('T-7: a tool that hangs past its timeout gets a TIMEOUT result', async () => {
-    const stuck: Tool = { name: 'stuck', description: 'never returns', parameters: { type: 'object' }, timeoutMs: 20, execute: () => new Promise(() => {}) }
+    // It stops only when signalled: the timeout aborts it and waits for it (T-6).
+    const stuck: Tool = { name: 'stuck', description: 'returns only when signalled', parameters: { type: 'object' }, timeoutMs: 20,
+      execute: (_args, context) => new Promise((_resolve, reject) => { context.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }) }) }
     const h = await loopHarness({ tools: [stuck], responses: [toolCalls([{ id: 's', name: 'stuck' }]), text('moving on')] })
     h.agent.followup('go')
     await h.agent.whenIdle()
