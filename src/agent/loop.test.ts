@@ -627,6 +627,22 @@ describe('agent invariant (A-11)', () => {
     await expect(async () => { for await (const _ of bogus) { /* drain */ } }).rejects.toThrow(LoopInvariantError)
   })
 
+  it('A-11: a temperature or stop list that differs from the folded header is vetoed', async () => {
+    const h = await loopHarness({ responses: [text('1')], loop: { temperature: 0.5 } })
+    h.agent.followup('t1')
+    await h.agent.whenIdle()
+    const header = h.of('request/header')[0]!.data.header
+    expect(header.config.temperature).toBe(0.5)
+    const ask = (extra: { temperature?: number; stop?: string[] }) => h.ctx.llm.stream({
+      provider: 'scripted', model: 'scripted-1', system: header.system, tools: [], maxTokens: header.config.maxTokens,
+      messages: h.session.deriveMessages(), meta: { sessionId: h.session.id, agentLoop: true }, ...extra,
+    })
+    const drain = async (stream: AsyncIterable<unknown>) => { for await (const _ of stream) { /* drain */ } }
+    await expect(drain(ask({ temperature: 0.9 }))).rejects.toThrow(/temperature/)
+    await expect(drain(ask({}))).rejects.toThrow(/temperature/)
+    await expect(drain(ask({ temperature: 0.5, stop: ['END'] }))).rejects.toThrow(/stop/)
+  })
+
   it('A-11: a system prompt that differs from the folded header is vetoed', async () => {
     const h = await loopHarness({ responses: [text('1')] })
     h.agent.followup('t1')
