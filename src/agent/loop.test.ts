@@ -353,6 +353,33 @@ describe('agent loop: inbox and input (A-1..A-3)', () => {
     const lastUser = h.of('user/message').slice(-2).map(e => e.data.source.kind)
     expect(lastUser).toEqual(['user', 'plugin'])
   })
+
+  it('A-3: the runtime-context message is decided inside the default, after a pre-step listener compacted the surface', async () => {
+    const h = await loopHarness({
+      responses: [text('1'), text('2')],
+      setup: async (ctx) => {
+        await ctx.plugin(SystemPromptPlugin).await()
+        ctx.systemPrompt.context({ name: 'cwd', render: () => '/a' })
+      },
+    })
+    h.agent.followup('t1')
+    await h.agent.whenIdle()
+    // Like compaction in pre-step: the whole surface (with the snapshot) is replaced by a summary.
+    h.ctx.on('agent/pre-step', async (payload, next) => {
+      const surface = h.session.surface()
+      h.session.append('user/message', {
+        id: 'summary', role: 'user', source: { kind: 'plugin', plugin: 'compaction', compactionId: 'c1' },
+        content: [{ type: 'text', text: 'summary of earlier work' }],
+      }, { surfaceOp: { op: 'replace', start: surface[0]!, end: surface[surface.length - 1]! }, sourceEventSeqs: [...surface] })
+      return next()
+    }, { prepend: true })
+    h.agent.followup('t2')
+    await h.agent.whenIdle()
+    const sent = h.model.requests[1]!.messages
+    const texts = sent.map(m => m.role === 'user' && m.content[0]?.type === 'text' ? m.content[0].text : m.role)
+    expect(texts[0]).toBe('summary of earlier work')
+    expect(texts.some(t => t.startsWith('Current runtime context.') && t.includes('/a'))).toBe(true)
+  })
 })
 
 describe('agent loop: tools through the scheduler (T-3..T-7)', () => {

@@ -249,10 +249,14 @@ export class ReactLoop implements AgentLoop {
   private async preStep(claimed: readonly UserMessage[], turn: number, step: number, signal: AbortSignal): Promise<PreStep | HookFailed> {
     const assembly = await hookFailure('PRE_STEP_FAILED', 'system prompt assembly', () => this.assemble())
     if (assembly instanceof HookFailed) return assembly
-    const context = this.contexts.message(assembly.contexts)
     const payload: PreStepPayload = { session: this.session, agent: this.agent, messages: [...claimed], turn, step, signal, assembly }
+    // The runtime-context message is decided inside the default, against the surface as the
+    // outer listeners left it (compaction in pre-step may have replaced the last snapshot).
     const decision = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step', () => this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/pre-step', payload,
-      async (): Promise<PreStepDecision> => ({ kind: 'enter', messages: context === undefined ? [...claimed] : [...claimed, context] })))
+      async (): Promise<PreStepDecision> => {
+        const context = this.contexts.message(assembly.contexts)
+        return { kind: 'enter', messages: context === undefined ? [...claimed] : [...claimed, context] }
+      }))
     if (decision instanceof HookFailed) return decision
     return { claimed, assembly, decision }
   }
