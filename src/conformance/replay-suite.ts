@@ -23,7 +23,7 @@ import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
-import { SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
+import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
@@ -80,6 +80,22 @@ export interface ReplaySuiteOptions {
   readonly filter?: string
 }
 
+/**
+ * A recorded child log. Two recorded failures need test-only injection (docs/conformance.md):
+ * a turn that ended `error` before its first step (a failed durability checkpoint) is failed at
+ * that turn's first pre-step with the recorded message; a child log without any turn (its run
+ * failed right after the session was published) gets a session that is closed as soon as it is
+ * created, so starting its agent fails.
+ */
+interface ChildPlan {
+  readonly file: string
+  readonly header: SessionHeader
+  readonly events: readonly SessionEvent[]
+  readonly script: readonly ReplayEntry[]
+  readonly failTurns: ReadonlyMap<number, string>
+  readonly failPublished: boolean
+}
+
 interface Scenario {
   readonly dir: string
   readonly log: string
@@ -127,8 +143,13 @@ interface Plan {
   readonly route: { provider: string; model: string }
   readonly cwd: string | undefined
   /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
-  readonly children: readonly { readonly file: string; readonly events: readonly SessionEvent[]; readonly script: readonly ReplayEntry[] }[]
+  readonly children: readonly ChildPlan[]
   readonly delegationRows: readonly SubagentToolRow[]
+  /**
+   * The recording delivered a settlement notice to an idle parent (`next-turn`): continuable
+   * children then wait at their step boundary until the parent is idle (the recorder's fence).
+   */
+  readonly fenceChildren: boolean
 }
 
 /** Why the scenario cannot run here, or the plan to run it. */
@@ -143,7 +164,18 @@ function plan(scenario: Scenario): string | Plan {
     const own = child.events.slice(child.header.seedLength ?? 0)
     const problem = unsupported(own)
     if (problem !== undefined) return `${problem} in ${file}`
-    children.push({ file, events: child.events, script: scriptFromEvents(own) })
+    const failTurns = new Map<number, string>()
+    let stepped = false
+    for (const event of own) {
+      if (event.type === 'turn/start') stepped = false
+      else if (event.type === 'step/start') stepped = true
+      else if (event.type === 'turn/end' && !stepped) {
+        const reason = (event.data as { turn: number; reason: { kind: string; error?: { message: string } } })
+        if (reason.reason.kind === 'error' && reason.reason.error !== undefined) failTurns.set(reason.turn, reason.reason.error.message)
+      }
+    }
+    const failPublished = !own.some(event => event.type === 'turn/start')
+    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished })
   }
   const parsed = parseSessionFile(readFileSync(scenario.log, 'utf8'))
   const events = parsed.events
@@ -199,8 +231,26 @@ function plan(scenario: Scenario): string | Plan {
     ] })
   }
   const compaction = events.some(e => e.type.startsWith('compaction/'))
+  const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
+    && (event.data as { target: string; inserted: UserMessage[] }).target === 'next-turn'
+    && (event.data as { inserted: UserMessage[] }).inserted.some(message => message.source.kind === ('subagent-settled' as never)))
   const delegationRows = DELEGATION_ROWS[basename(dir)] ?? (dir.includes('jsonrpc-agent') ? SDK_TOOL_ROWS : DEFAULT_TOOL_ROWS)
-  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd, children, delegationRows }
+  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd, children, delegationRows, fenceChildren }
+}
+
+/**
+ * An injected checkpoint failure ends the turn as dsh words a failed pre-step (its own code, the
+ * hook named); compare it as the recorded failure carrying the injected message.
+ */
+function unwrapInjected(events: readonly SessionEvent[], failTurns: ReadonlyMap<number, string>): readonly SessionEvent[] {
+  if (failTurns.size === 0) return events
+  return events.map(event => {
+    if (event.type !== 'turn/end') return event
+    const data = event.data as { turn: number; reason: { kind: string; error?: { code: string; message: string } } }
+    const message = failTurns.get(data.turn)
+    if (message === undefined || data.reason.kind !== 'error' || data.reason.error?.code !== 'PRE_STEP_FAILED' || !data.reason.error.message.endsWith(`: ${message}`)) return event
+    return { ...event, data: { turn: data.turn, reason: { kind: 'error', error: { message, code: 'UNKNOWN' } } } } as SessionEvent
+  })
 }
 
 /** The first recorded event naming something the suite cannot replay, as a SKIP reason. */
@@ -276,11 +326,12 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
     }
     for (const [i, child] of planned.children.entries()) {
-      const childDifference = firstDifference(project(child.events), project(events.children[i]!))
+      const childDifference = firstDifference(project(child.events), project(unwrapInjected(events.children[i]!, child.failTurns)))
       if (childDifference !== undefined) return { suite: 'replay', status: 'fail', path, detail: `${child.file}: ${childDifference}` }
     }
-    if (events.leftover.length > 0) {
-      return { suite: 'replay', status: 'fail', path, detail: `${events.leftover[0]!.remaining} recorded model call(s) left over` }
+    const leftover = events.leftover.filter(entry => entry.remaining > 0)
+    if (leftover.length > 0) {
+      return { suite: 'replay', status: 'fail', path, detail: `${leftover[0]!.remaining} recorded model call(s) left over` }
     }
     return { suite: 'replay', status: 'pass', path }
   } catch (error) {
@@ -330,9 +381,39 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     sessions[session.id] = recorded?.script ?? []
     children.push(session)
   })
+  if (plan.fenceChildren) {
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const parentId = payload.session.header.parentSession
+      const first = payload.session.events[0]
+      const continuable = first?.type === 'subagent/descriptor' && (first.data as { mode?: string }).mode === 'continuable'
+      if (parentId !== undefined && continuable) await ctx.agents.get(parentId)?.whenIdle()
+      return next()
+    })
+  }
   try {
     for (const fiber of fibers) await fiber.await()
     ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model)] })
+    // Children get the recorded ids in creation order: model arguments name them (send_message).
+    let created = 0
+    let current: ChildPlan | undefined
+    const recordedId = () => (current = plan.children[created++])?.header.id
+    for (const provider of [spawnProvider(ctx, { id: recordedId }), forkProvider(ctx, { id: recordedId })]) {
+      ctx.subagents.provider({
+        name: provider.name,
+        createSession(request) {
+          const session = provider.createSession(request)
+          if (current?.failPublished === true) ctx.sessions.close(session.id)
+          return session
+        },
+      })
+    }
+    const failing = new Map<string, ChildPlan>()
+    ctx.on('session/created', (session) => { if (current !== undefined && current.failTurns.size > 0) failing.set(session.id, current) })
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const message = payload.step === 1 ? failing.get(payload.session.id)?.failTurns.get(payload.turn) : undefined
+      if (message !== undefined) throw new Error(message)
+      return next()
+    })
     const result = await drive(ctx, plan, cwd, adapter, (resolve) => { hung = resolve })
     return { ...result, children: children.map(child => [...child.events]) }
   } finally {

@@ -3,7 +3,7 @@
  * (SubagentToolsPlugin). See docs/subagents.md.
  */
 export * from './api.js'
-export { SubagentsPlugin, spawnProvider, forkProvider, descriptorProblem, DESCRIPTOR_EVENT, type SubagentsConfig } from './service.js'
+export { SubagentsPlugin, spawnProvider, forkProvider, descriptorProblem, DESCRIPTOR_EVENT, type SubagentsConfig, type ProviderOptions } from './service.js'
 export {
   SubagentToolsPlugin, DEFAULT_TOOL_ROWS, delegationTool, sendMessageTool, interruptAgentTool, listAgentsTool,
   type SubagentToolRow, type SubagentToolsConfig,

@@ -43,12 +43,19 @@ export function descriptorProblem(data: unknown): string | null {
   return null
 }
 
+export interface ProviderOptions {
+  /** Chooses the child's session id (replays bind recorded ids); a random UUID otherwise. */
+  readonly id?: () => string | undefined
+}
+
 /** The fresh child: same cwd as the parent, header fields of SA-1. */
-export function spawnProvider(ctx: Context): SubagentProvider {
+export function spawnProvider(ctx: Context, options: ProviderOptions = {}): SubagentProvider {
   return {
     name: 'spawn',
     createSession({ parent, depth }: ChildSessionRequest): Session {
+      const id = options.id?.()
       return ctx.sessions.create({
+        ...id !== undefined && { id },
         ...parent.session.header.cwd !== undefined && { cwd: parent.session.header.cwd },
         parentSession: parent.id,
         origin: 'subagent',
@@ -59,7 +66,7 @@ export function spawnProvider(ctx: Context): SubagentProvider {
 }
 
 /** SA-4: the child is seeded with the parent's events up to its last completed turn. */
-export function forkProvider(ctx: Context): SubagentProvider {
+export function forkProvider(ctx: Context, options: ProviderOptions = {}): SubagentProvider {
   return {
     name: 'fork',
     createSession({ parent, depth }: ChildSessionRequest): Session {
@@ -72,7 +79,7 @@ export function forkProvider(ctx: Context): SubagentProvider {
       const header: SessionHeader = {
         type: 'session',
         version: parent.session.header.version,
-        id: randomUUID(),
+        id: options.id?.() ?? randomUUID(),
         createdAt: Date.now(),
         ...parent.session.header.cwd !== undefined && { cwd: parent.session.header.cwd },
         parentSession: parent.id,
@@ -140,7 +147,8 @@ export interface SubagentsConfig {
 
 export class SubagentsPlugin extends Service implements SubagentsService {
   static inject = ['sessions', 'agents']
-  private readonly byName = new Map<string, SubagentProvider>()
+  /** Registrations per name; the latest one is in effect (a later registration shadows). */
+  private readonly byName = new Map<string, SubagentProvider[]>()
   private readonly continuable = new Map<string, ContinuableChild>()
   /** One-shot children still running, by parent id (for whenQuiet and teardown). */
   private readonly oneShot = new Map<string, Set<Agent>>()
@@ -164,9 +172,14 @@ export class SubagentsPlugin extends Service implements SubagentsService {
       throw new TypeError('dsh-subagents: a provider needs a non-empty name and createSession()')
     }
     return this.ctx.effect(() => {
-      if (this.byName.has(provider.name)) throw new Error(`dsh-subagents: provider "${provider.name}" is already registered`)
-      this.byName.set(provider.name, provider)
-      return () => { if (this.byName.get(provider.name) === provider) this.byName.delete(provider.name) }
+      const stack = this.byName.get(provider.name) ?? []
+      stack.push(provider)
+      this.byName.set(provider.name, stack)
+      return () => {
+        const index = stack.lastIndexOf(provider)
+        if (index >= 0) stack.splice(index, 1)
+        if (stack.length === 0 && this.byName.get(provider.name) === stack) this.byName.delete(provider.name)
+      }
     }, `subagent provider ${provider.name}`)
   }
 
@@ -183,7 +196,7 @@ export class SubagentsPlugin extends Service implements SubagentsService {
 
   private createChild(options: StartOptions, mode: SubagentDescriptor['mode']): { session: Session; agent: Agent; depth: number } {
     const { parent } = options
-    const provider = this.byName.get(options.provider)
+    const provider = this.byName.get(options.provider)?.at(-1)
     if (provider === undefined) throw new SubagentError('UNKNOWN_PROVIDER', `unknown subagent provider "${options.provider}" (registered: ${this.providers().join(', ') || 'none'})`)
     const depth = this.childDepth(parent)
     if (depth > options.maxDepth) throw new SubagentError('DEPTH_EXCEEDED', depthRejected(depth, options.maxDepth))
@@ -236,7 +249,15 @@ export class SubagentsPlugin extends Service implements SubagentsService {
 
   async run(options: StartOptions, signal: AbortSignal): Promise<SubagentRunResult> {
     const { parent } = options
-    const { session, agent } = this.createChild(options, 'one-shot')
+    let child: ReturnType<SubagentsPlugin['createChild']>
+    try {
+      child = this.createChild(options, 'one-shot')
+    } catch (error) {
+      if (error instanceof SubagentError) throw error
+      // Published but never started (its agent could not be created): a failed run.
+      return { childSessionId: '', reason: undefined, text: '', output: `Error: subagent run failed: ${String(error)}`, isError: true }
+    }
+    const { session, agent } = child
     const descriptor: SubagentDescriptor = {
       version: 2, mode: 'one-shot', provider: options.provider, ...options.label !== undefined && { label: options.label },
     }
@@ -400,11 +421,14 @@ export class SubagentsPlugin extends Service implements SubagentsService {
     const parentId = child.session.header.parentSession
     const parent = parentId === undefined ? undefined : this.ctx.agents.get(parentId)
     if (parent === undefined) throw new SubagentError('NOT_A_CHILD', 'the agent that started you is not available')
-    return deliver(parent, {
+    // A busy parent claims it at its next step. An idle parent is not woken by the report
+    // itself: the reporting activation's settlement notice wakes it, and both are claimed by
+    // the same turn (as the recordings show); the activation settles in any case.
+    return parent.send({
       id: randomUUID(), role: 'user',
       content: [TEXT(`Background subagent ${child.id} reported:`), TEXT(output)],
       source: { kind: 'subagent-report', form: 'relay', senderSessionId: child.id } as never,
-    }, 'next-step')
+    }, 'next-step', parent.status === 'running')
   }
 
   interrupt(caller: Agent, agentId: string): void {
