@@ -12,7 +12,7 @@ import { Context, Service } from 'cordis'
 import type { Agent, AgentLoopConfig, PreStepDecision, PreStepPayload } from '../agent/api.js'
 import type { AssistantMessage, TextBlock, UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
-import type { SessionEvent, SessionHeader, TurnEndReason } from '../session/types.js'
+import type { JsonValue, SessionEvent, SessionHeader, TurnEndReason } from '../session/types.js'
 import type { Tool } from '../tools/api.js'
 import { emitContained } from '../kernel/index.js'
 import '../agent/api.js'
@@ -134,6 +134,17 @@ function finalText(session: Session, from: number): string {
     if (text.trim() !== '') texts.push(text)
   }
   return texts.at(-1) ?? ''
+}
+
+/** Content of the last assistant message with a non-empty block at or after `from`. */
+function lastAssistantContent(session: Session, from: number): AssistantMessage['content'] | undefined {
+  for (let seq = session.length - 1; seq >= from; seq -= 1) {
+    const event = session.events[seq]
+    if (event.type !== 'assistant/message') continue
+    const content = (event.data as { message: AssistantMessage }).message.content
+    if (content.some(b => (b.type === 'text' || b.type === 'reasoning') && b.text.trim() !== '')) return content
+  }
+  return undefined
 }
 
 function isDescriptor(event: SessionEvent | undefined): boolean {
@@ -290,7 +301,7 @@ export class SubagentsPlugin extends Service implements SubagentsService {
     }
     const reason = runError === undefined ? lastTurnEnd(session, from) : undefined
     const text = finalText(session, from)
-    this.finished(options.provider, parent.id, session, reason, text)
+    this.finished(options.provider, parent.id, session, reason, from)
     let disposeError: unknown
     try {
       await agent.dispose()
@@ -311,12 +322,13 @@ export class SubagentsPlugin extends Service implements SubagentsService {
     this.ctx.sessions.close(session.id)
   }
 
-  private finished(provider: string, parentId: string, session: Session, reason: TurnEndReason | undefined, text: string): void {
+  private finished(provider: string, parentId: string, session: Session, reason: TurnEndReason | undefined, from: number): void {
+    const last = lastAssistantContent(session, from)
     const ok = reason?.kind === 'completed' || (reason?.kind === 'max-tokens' && this.config.maxTokensAsSuccess === true)
     const info: SubagentFinished = {
       provider, agentId: session.id, parentSessionId: parentId, childSessionId: session.id,
       status: ok ? 'ok' : 'error', stopReason: reason?.kind ?? 'error',
-      ...text !== '' && { lastAssistantMessage: text },
+      ...last !== undefined && { lastAssistantMessage: last as unknown as JsonValue },
     }
     emitContained(this.ctx, 'subagent/finished', [info])
   }
@@ -407,7 +419,7 @@ export class SubagentsPlugin extends Service implements SubagentsService {
     const line = outcomeLine(record.id, reason)
     const closing = closingMessage(session)
     const content = closing.length > 0 ? [TEXT(line), TEXT('Its closing message:'), ...closing] : [TEXT(line), TEXT('It left no closing message.')]
-    this.finished(record.provider, record.parentId, session, reason, closing.map(b => b.text).join(''))
+    this.finished(record.provider, record.parentId, session, reason, session.header.seedLength ?? 0)
     const parent = this.ctx.agents.get(record.parentId)
     if (parent === undefined) return // SA-10: parent gone, the notice is dropped
     const notice: UserMessage = {
