@@ -14,6 +14,7 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool as Mc
 import { z } from 'zod'
 import type { McpServerConfig } from './config.js'
 import { scrubbedEnvironment } from './env.js'
+import { McpCallError } from './results.js'
 
 export type McpConnectionState = 'starting' | 'connected' | 'reconnecting' | 'failed' | 'closed'
 
@@ -29,12 +30,6 @@ export interface McpConnectionOptions {
   readonly parentEnv?: NodeJS.ProcessEnv
 }
 
-export class McpCallError extends Error {
-  override name = 'McpCallError'
-  constructor(message: string, readonly code = 'MCP_SERVER_ERROR') {
-    super(message)
-  }
-}
 
 const LOOSE_TOOL_LIST = z.object({
   tools: z.array(z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.unknown().optional() }).loose()),

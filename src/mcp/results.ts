@@ -10,6 +10,14 @@ import type { ToolOutput } from '../tools/api.js'
 export const MCP_SERVER_ERROR = 'MCP_SERVER_ERROR'
 export const MCP_TOOL_ERROR = 'MCP_TOOL_ERROR'
 
+/** A call that did not reach an answer (server gone, timeout, transport failure): an error result. */
+export class McpCallError extends Error {
+  override name = 'McpCallError'
+  constructor(message: string, readonly code = MCP_SERVER_ERROR) {
+    super(message)
+  }
+}
+
 function size(base64: unknown): string {
   return typeof base64 === 'string' ? `${Math.floor(base64.length * 3 / 4)} bytes` : 'no data'
 }

@@ -12,9 +12,10 @@ import type { Tool, ToolsService } from '../tools/api.js'
 import { ToolError, ToolErrorCode } from '../tools/errors.js'
 import type { McpServerState, McpServerStatus, McpToolStatus } from './api.js'
 import { toolAllowed, type McpServerConfig, type McpServerSource } from './config.js'
-import { McpCallError, McpConnection, type McpConnectionState } from './connection.js'
+// The SDK (and zod) load with the first server, not with the row: an empty `mcpServers` costs nothing at start-up.
+import type { McpConnection, McpConnectionState } from './connection.js'
 import { publicToolName } from './names.js'
-import { mapCallResult } from './results.js'
+import { mapCallResult, McpCallError } from './results.js'
 import { normaliseSchema } from './schema.js'
 import '../tools/api.js'
 
@@ -55,6 +56,8 @@ export class McpServer {
   /** Starts the connection; resolves after the first attempt (MC-5: a failure does not reject). */
   async start(): Promise<void> {
     if (!this.options.config.enabled || this.disposed) return
+    const { McpConnection } = await import('./connection.js')
+    if (this.disposed) return
     const connection = this.connection = new McpConnection({
       config: this.options.config,
       clientVersion: this.options.clientVersion,
