@@ -91,6 +91,8 @@ registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the workspace an
   async () => withHost((await import('../prompt/index.js')).InstructionsPlugin, host => ({ cwd: host.cwd, home: host.home })))
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await import('../approval/service.js')).ApprovalPlugin, permissionDefaults))
+registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
+  async () => withHost((await import('../sandbox/service.js')).SandboxPlugin, host => ({ workspaceRoot: host.cwd })))
 registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
   async () => (await import('../agent/index.js')).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',
