@@ -97,14 +97,17 @@ async function descriptorPath(fd: number): Promise<string | undefined> {
  */
 export async function fencedWriteFile(path: string, data: string | Uint8Array, fence: WriteFence, options: { mkdirs?: boolean } = {}): Promise<void> {
   const roots = await writableRoots(fence.mode, fence.root)
-  if (roots !== 'any') await checkWritable(path, fence)
-  if (options.mkdirs === true) await mkdir(dirname(path), { recursive: true })
   if (roots === 'any') {
+    if (options.mkdirs === true) await mkdir(dirname(path), { recursive: true })
     const handle = await open(path, 'w')
     try { await handle.writeFile(data) } finally { await handle.close() }
     return
   }
-  const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o666)
+  // Open the checked real path (symlinks inside the roots resolved), never following a final link.
+  const target = await realTarget(path)
+  if (target === undefined || !isUnder(target, roots)) throw new SandboxDenied(fence.mode, path)
+  if (options.mkdirs === true) await mkdir(dirname(target), { recursive: true })
+  const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o666)
     .catch((error: { code?: string }) => {
       if (error.code === 'ELOOP') throw new SandboxDenied(fence.mode, path)
       throw error
@@ -114,8 +117,8 @@ export async function fencedWriteFile(path: string, data: string | Uint8Array, f
     let opened = await descriptorPath(handle.fd)
     if (opened === undefined) {
       // No /proc: the opened inode must be the one the checked path names.
-      const named = await stat(path)
-      opened = named.ino === info.ino && named.dev === info.dev ? await realTarget(path) : undefined
+      const named = await stat(target)
+      opened = named.ino === info.ino && named.dev === info.dev ? await realTarget(target) : undefined
     }
     if (opened === undefined || !isUnder(opened, roots) || (info.isFile() && info.nlink > 1)) throw new SandboxDenied(fence.mode, path)
     await handle.truncate(0)
