@@ -81,12 +81,11 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     if (config.mode !== undefined && !isSandboxMode(config.mode)) throw new TypeError(`approval: config.mode must be read-only, workspace-write or danger-full-access, got ${JSON.stringify(config.mode)}`)
     if (config.policy !== undefined && config.policy !== 'ask' && config.policy !== 'never') throw new TypeError(`approval: config.policy must be ask or never, got ${JSON.stringify(config.policy)}`)
     this.defaults = { mode: config.mode ?? 'workspace-write', policy: config.policy ?? 'ask' }
-    const sessions = ctx.get('sessions') as SessionsLike | undefined
-    if (sessions !== undefined) {
-      for (const [type, validate] of Object.entries(APPROVAL_EVENT_VALIDATORS)) {
-        ctx.effect(() => sessions.registerEventType({ type, validate, owner: 'approval' }), `approval: event type ${type}`)
-      }
-    }
+    // The event types exist while both this plugin and `ctx.sessions` are loaded.
+    ctx.inject(['sessions'], (ctx) => {
+      const sessions = ctx.get('sessions') as SessionsLike
+      for (const [type, validate] of Object.entries(APPROVAL_EVENT_VALIDATORS)) sessions.registerEventType({ type, validate, owner: 'approval' })
+    })
     if (config.runtimeContexts !== false) this.installContexts(ctx)
     ctx.effect(() => () => {
       // Unloading: nobody will answer any more.
