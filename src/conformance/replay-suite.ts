@@ -131,7 +131,7 @@ function snapshotSections(message: UserMessage): { name: string; text: string }[
 }
 
 /** The deployment default the recording ran with, read back from its first snapshot's sections. */
-function recordedPermissions(events: readonly SessionEvent[]): { mode: SandboxMode; policy: ApprovalPolicy } | undefined {
+export function recordedPermissions(events: readonly SessionEvent[]): { mode: SandboxMode; policy: ApprovalPolicy } | undefined {
   for (const event of events) {
     if (event.type !== 'user/message' || !isRuntimeContextSnapshot(event.data as UserMessage)) continue
     const sections = snapshotSections(event.data as UserMessage)
@@ -147,9 +147,10 @@ function recordedPermissions(events: readonly SessionEvent[]): { mode: SandboxMo
  * partial-landlock-child-failure records a Landlock launcher on an older kernel ABI: a test
  * launcher prints the same notice and runs the command (the notice alone is no runner failure).
  */
-function recordedRunner(dir: string): SandboxRunner | undefined {
+export function recordedRunner(dir: string): { runner: SandboxRunner; command: readonly string[] } | undefined {
   if (basename(dir) !== 'partial-landlock-child-failure') return undefined
-  return landlockRunner(['sh', '-c', `echo "${LANDLOCK_PARTIAL_NOTICE}" >&2; shift 5; exec "$@"`, 'landlock-run'], { enforcement: 'partial' })
+  const command = ['sh', '-c', `echo "${LANDLOCK_PARTIAL_NOTICE}" >&2; shift 5; exec "$@"`, 'landlock-run']
+  return { runner: landlockRunner(command, { enforcement: 'partial' }), command }
 }
 
 /** Why the scenario cannot run here, or the plan to run it. */
@@ -229,7 +230,7 @@ function plan(scenario: Scenario): string | Plan {
   }
   const compaction = events.some(e => e.type.startsWith('compaction/'))
   const knobs = recordedPermissions(events)
-  const runner = recordedRunner(dir)
+  const runner = recordedRunner(dir)?.runner
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
