@@ -195,7 +195,7 @@ function writePatch(plan: Plan, folder: string): string {
   }]
   // The recorded route (an image prompt was routed to a vision model, for instance).
   rows.push({ id: 'agents', config: { loop: plan.route } })
-  if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true })
+  if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true }, { id: 'approval', config: { runtimeContexts: false } })
   if (plan.runnerCommand !== undefined) rows.push({ id: 'sandbox', config: { runnerCommand: plan.runnerCommand, runners: [] } })
   // No retry waits: the recorded retries replay at once.
   rows.push({ id: 'llm-retry', config: { baseDelayMs: 1, maxDelayMs: 1 } })
