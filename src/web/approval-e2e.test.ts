@@ -61,7 +61,7 @@ describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
   }
 
   it('AP-3: the card shows what will run and why; Allow once runs that call', async () => {
-    fake.enqueue(escalatedWrite('call-a', 'allowed.txt'), streamResponse([{ text: 'written' }, { finish: 'stop', usage }]))
+    fake.enqueue(escalatedWrite('call-a', 'allowed.txt'), streamResponse([{ text: 'AFTER_ALLOW' }, { finish: 'stop', usage }]))
     await prompt('write allowed.txt')
     const card = page.getByTestId('approval-card').first()
     await card.getByTestId('approval-allow').waitFor()
@@ -69,19 +69,19 @@ describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
     expect(await card.getByTestId('approval-reason').textContent()).toBe('escalate sandbox to danger-full-access: the user asked for allowed.txt')
     await card.getByTestId('approval-allow').click()
     await card.getByTestId('approval-outcome').filter({ hasText: 'Allowed once' }).waitFor()
-    await page.getByTestId('assistant-message').filter({ hasText: 'written' }).waitFor()
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_ALLOW' }).waitFor()
     expect(existsSync(join(work, 'allowed.txt'))).toBe(true)
   })
 
   it('AP-3: Reject from the keyboard refuses the call', async () => {
-    fake.enqueue(escalatedWrite('call-b', 'rejected.txt'), streamResponse([{ text: 'refused' }, { finish: 'stop', usage }]))
+    fake.enqueue(escalatedWrite('call-b', 'rejected.txt'), streamResponse([{ text: 'AFTER_REJECT' }, { finish: 'stop', usage }]))
     await prompt('write rejected.txt')
     const card = page.getByTestId('approval-card').nth(1)
     await card.getByTestId('approval-reject').waitFor()
     await card.getByTestId('approval-reject').focus()
     await page.keyboard.press('Enter')
     await card.getByTestId('approval-outcome').filter({ hasText: 'Rejected' }).waitFor()
-    await page.getByTestId('assistant-message').filter({ hasText: 'refused' }).waitFor()
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_REJECT' }).waitFor()
     expect(existsSync(join(work, 'rejected.txt'))).toBe(false)
     expect(await page.getByTestId('card-write').last().textContent()).toContain('the user rejected escalating this operation to "danger-full-access"')
   })
@@ -93,10 +93,10 @@ describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
     await page.waitForFunction(`document.querySelector('[data-testid="preset-picker"]')?.value === 'read-only'`)
     fake.enqueue(
       streamResponse([{ toolCall: { id: 'call-c', name: 'bash', arguments: JSON.stringify({ command: 'echo hi > ro.txt', description: 'write in read-only' }) } }, { finish: 'tool_calls', usage }]),
-      streamResponse([{ text: 'denied' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'AFTER_READ_ONLY' }, { finish: 'stop', usage }]),
     )
     await prompt('try to write')
-    await page.getByTestId('assistant-message').filter({ hasText: 'denied' }).waitFor()
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_READ_ONLY' }).waitFor()
     expect(existsSync(join(work, 'ro.txt'))).toBe(false)
     expect(await page.getByTestId('sandbox-denial').last().textContent()).toContain('[sandbox: file access denied under read-only mode]')
   })
