@@ -90,7 +90,8 @@ describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
     const picker = page.getByTestId('preset-picker')
     expect(await picker.inputValue()).toBe('workspace-write')
     await picker.selectOption('read-only')
-    await page.waitForFunction(`document.querySelector('[data-testid="preset-picker"]')?.value === 'read-only'`)
+    // The server confirmed the switch (the select's own value changes before it answers).
+    await page.locator('[data-testid="preset-picker"][data-mode="read-only"]').waitFor()
     fake.enqueue(
       streamResponse([{ toolCall: { id: 'call-c', name: 'bash', arguments: JSON.stringify({ command: 'echo hi > ro.txt', description: 'write in read-only' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'AFTER_READ_ONLY' }, { finish: 'stop', usage }]),

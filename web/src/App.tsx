@@ -567,7 +567,7 @@ function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval
 
 /** AP-5: the session's permission preset (sandbox mode + approval policy). */
 function PresetPicker(props: { id: string; onError(error: unknown): void }) {
-  const [view, setView] = useState<{ preset: string; presets: string[] } | undefined>()
+  const [view, setView] = useState<{ preset: string; mode: string; presets: string[] } | undefined>()
   useEffect(() => {
     setView(undefined)
     call('permission.get', { id: props.id }).then(setView, () => setView(undefined))
@@ -578,7 +578,7 @@ function PresetPicker(props: { id: string; onError(error: unknown): void }) {
   }
   return (
     <select className="preset-picker" aria-label="Permission preset" title="Permission preset: what the agent may change without asking" data-testid="preset-picker"
-      value={view.preset} onChange={event => void choose(event.target.value)}>
+      data-mode={view.mode} value={view.preset} onChange={event => void choose(event.target.value)}>
       {view.preset === 'custom' ? <option value="custom" disabled>custom</option> : null}
       {view.presets.map(name => <option key={name} value={name}>{name}</option>)}
     </select>
