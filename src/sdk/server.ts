@@ -16,6 +16,7 @@ import { isAbsolute, resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import type { ApprovalService } from '../approval/api.js'
 import { z } from 'zod'
+import '../subagents/api.js'
 import type { Agent } from '../agent/api.js'
 import type { ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
@@ -113,6 +114,13 @@ export class SdkServerApp extends Service {
       if (outcome === 'allowed-once' || outcome === 'rejected' || outcome === 'cancelled') return outcome
       throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}`)
     })
+    // SA-17: delegation runs, interleaved with the children's own session.event/status.
+    const offStarted = this.ctx.on('subagent/started', (info) => {
+      peer.notify('subagent.started', { parentSessionId: info.parentSessionId, childSessionId: info.childSessionId })
+    })
+    const offFinished = this.ctx.on('subagent/finished', (info) => {
+      peer.notify('subagent.finished', info)
+    })
     const onSignal = () => { void this.stop(true).then(() => stop('shutdown')) }
     host.signal.addEventListener('abort', onSignal, { once: true })
     void peer.closed.then(async () => {
@@ -132,6 +140,8 @@ export class SdkServerApp extends Service {
       offEvent()
       offStatus()
       offAnswerer?.()
+      offStarted()
+      offFinished()
       await peer.drain()
     }
     return 0
@@ -150,7 +160,7 @@ export class SdkServerApp extends Service {
       cwd: this.cwd,
       ...(loop.provider !== undefined ? { provider: loop.provider, model: loop.model } : {}),
       methods: ['initialize', 'session/prompt', 'session/cancel', 'session/list', 'session/load', 'shutdown'],
-      notifications: ['session.event', 'session.status'],
+      notifications: ['session.event', 'session.status', 'subagent.started', 'subagent.finished'],
     }
   }
 
