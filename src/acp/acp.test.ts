@@ -201,14 +201,14 @@ describe('ACP server', () => {
     expect(await answered).toEqual({ stopReason: 'cancelled' })
   })
 
-  it('T-7/AP-4: a tools/pre-execute ask becomes session/request_permission with only toolCallId and the two once-options; allow_once runs the tool', async () => {
+  it('T-7/AP-4: a tools/pre-execute ask becomes session/request_permission (recorded mode: only toolCallId) with the two once-options; allow_once runs the tool', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(
       streamResponse([{ toolCall: { id: 'call-ok', name: 'bash', arguments: '{"command":"echo approved-run","description":"echo"}' } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'ran' }, { finish: 'stop', usage }]),
     )
     const before = server.requests.length
-    const connection = connect({ home, cwd, patches: [askPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow-once' } }) })
+    const connection = connect({ home, cwd, recorded: true, patches: [askPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow-once' } }) })
     try {
       const sessionId = await openSession(connection, cwd)
       expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'echo' }] })).toEqual({ stopReason: 'end_turn' })

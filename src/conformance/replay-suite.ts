@@ -165,6 +165,8 @@ interface Permissions {
   readonly runner?: SandboxRunner
 }
 
+const KNOB_EVENTS = new Set(['sandbox/mode', 'approval/policy', 'permission/preset'])
+
 /** The knob sections of a runtime-context snapshot, by name. */
 const KNOB_SECTIONS = new Set([SANDBOX_POLICY_CONTEXT, APPROVAL_POLICY_CONTEXT])
 
@@ -504,6 +506,11 @@ async function drive(
     sessionId = session.id
   }
   const agent = ctx.agents.create(sessionId !== undefined ? { sessionId } : { cwd })
+  // Knob switches recorded before the first turn (a user picking a preset) are input: replay them.
+  const firstTurn = plan.events.findIndex(event => event.type === 'turn/start')
+  for (const event of plan.events.slice(plan.seed !== undefined ? plan.seed.crashed.length : 0, firstTurn < 0 ? 0 : firstTurn)) {
+    if (KNOB_EVENTS.has(event.type)) agent.session.append(event.type, event.data)
+  }
   try {
     for (let i = 0; i < plan.prompts.length; i++) {
       const prompt = plan.prompts[i]!
