@@ -284,7 +284,12 @@ function plan(scenario: Scenario): string | Plan {
     && (event.data as { target: string; inserted: UserMessage[] }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => message.source.kind === ('subagent-settled' as never)))
   const delegationRows = DELEGATION_ROWS[basename(dir)] ?? (dir.includes('jsonrpc-agent') ? SDK_TOOL_ROWS : DEFAULT_TOOL_ROWS)
-  const knobs = recordedPermissions(events)
+  // The permission plugins run where the recording depends on them: a confining or asking
+  // default, or knob events in the log. A danger-full-access + never recording (most of the
+  // corpus) behaves as if they were absent and is replayed without them.
+  const recordedKnobs = recordedPermissions(events)
+  const knobs = recordedKnobs !== undefined && (recordedKnobs.mode !== 'danger-full-access' || recordedKnobs.policy !== 'never' || events.some(event => KNOB_EVENTS.has(event.type)))
+    ? recordedKnobs : undefined
   const runner = recordedRunner(dir)?.runner
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
@@ -375,7 +380,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
     const events = await replay(ctx, planned, work)
-    const difference = firstDifference(project(planned.events, planned.header.cwd), project(events.log, work))
+    const difference = firstDifference(project(planned.events, planned.header.cwd, planned.permissions !== undefined), project(events.log, work, planned.permissions !== undefined))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
     if (events.children.length !== planned.children.length) {
       return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
@@ -549,7 +554,7 @@ type Projected = Record<string, unknown>
  * Keeps what the runtime decides and drops what is product wording or incidental: ids, seq
  * values, times, tool-result text, header contents, runtime-context snapshots and product events.
  */
-export function project(events: readonly SessionEvent[], cwd?: string): Projected[] {
+export function project(events: readonly SessionEvent[], cwd?: string, knobSections = false): Projected[] {
   const out: Projected[] = []
   const uncwd = (text: string) => cwd === undefined || cwd === '' ? text : text.split(cwd).join('{{cwd}}')
   for (const event of events) {
@@ -569,7 +574,7 @@ export function project(events: readonly SessionEvent[], cwd?: string): Projecte
         // Runtime-context snapshots are product text except the knob sections, compared byte-exact
         // (scenarios with other plugin messages are skipped).
         if (message.source.kind !== 'user') {
-          const knobs = isRuntimeContextSnapshot(message) ? snapshotSections(message).filter(s => KNOB_SECTIONS.has(s.name)) : []
+          const knobs = knobSections && isRuntimeContextSnapshot(message) ? snapshotSections(message).filter(s => KNOB_SECTIONS.has(s.name)) : []
           if (knobs.length > 0) out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'runtime-context', sections: knobs.map(s => ({ name: s.name, text: uncwd(s.text) })) })
           continue
         }
