@@ -223,6 +223,7 @@ export class SubagentsPlugin extends Service implements SubagentsService {
     emitContained(this.ctx, 'subagent/started', [{
       parentSessionId: parent.id, childSessionId: session.id, provider: provider.name, mode,
       ...options.label !== undefined && { label: options.label },
+      ...options.callId !== undefined && { callId: options.callId },
     }])
     const agent = this.ctx.agents.create({ sessionId: session.id, loop: parent.config })
     this.equip(agent, mode === 'continuable')
