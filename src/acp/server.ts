@@ -6,7 +6,8 @@
  * (answered when the turn ends: stopReason `end_turn` or `cancelled`; a failed turn is a -32603
  * error), `session/cancel` (notification). Agent -> client: `session/update` with
  * `agent_message_chunk` once per committed assistant message with text, and
- * `session/request_permission` when a tool call needs approval (`ctx.approval`, provided here).
+ * `session/request_permission` when a tool call of one of its sessions needs approval (an answerer
+ * on `ctx.approval`): params exactly `{sessionId, toolCall:{toolCallId}, options}` (AP-4).
  */
 import { readFileSync } from 'node:fs'
 import { isAbsolute } from 'node:path'
@@ -16,7 +17,7 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
-import type { ApprovalService, ToolExecution } from '../tools/api.js'
+import type { ApprovalAnswer, PendingApproval } from '../approval/api.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from '../sdk/jsonrpc.js'
 import '../host/index.js'
@@ -83,17 +84,6 @@ interface PendingPrompt {
   readonly resolve: (reason: TurnEndReason) => void
 }
 
-/** `ctx.approval` while the ACP server runs: each `ask` becomes a `session/request_permission`. */
-class AcpApproval extends Service implements ApprovalService {
-  constructor(ctx: Context, private readonly server: { requestPermission: ApprovalService['request'] }) {
-    super(ctx, 'approval')
-  }
-
-  request(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean> {
-    return this.server.requestPermission(execution, reason, signal)
-  }
-}
-
 export class AcpServerApp extends Service {
   static readonly inject = ['host', 'sessions', 'agents', 'llm']
 
@@ -104,7 +94,8 @@ export class AcpServerApp extends Service {
 
   constructor(ctx: Context, private readonly config: AcpServerConfig = {}) {
     super(ctx, 'app')
-    ctx.plugin(AcpApproval, { requestPermission: (execution: ToolExecution, reason: string | undefined, signal: AbortSignal) => this.requestPermission(execution, reason, signal) })
+    // Answers approval requests of the sessions opened here; without `ctx.approval` asks fail closed.
+    ctx.inject(['approval'], (ctx) => { ctx.approval.answerer((request, signal) => this.requestPermission(request, signal)) })
   }
 
   async run(): Promise<number> {
@@ -203,24 +194,19 @@ export class AcpServerApp extends Service {
     this.peer?.notify('session/update', { sessionId: session.id, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } })
   }
 
-  private async requestPermission(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean> {
+  private async requestPermission(request: PendingApproval, signal: AbortSignal): Promise<ApprovalAnswer | undefined> {
     const peer = this.peer
-    const agent = this.ctx.agents.list().find(candidate => candidate.scope === execution.scope)
-    if (peer === undefined || agent === undefined || !this.opened.has(agent.id)) return false
-    let rawInput: unknown
-    try {
-      rawInput = execution.arguments.trim() === '' ? {} : JSON.parse(execution.arguments)
-    } catch {
-      rawInput = execution.arguments
-    }
+    if (peer === undefined || !this.opened.has(request.sessionId)) return undefined
     const answer = await peer.request('session/request_permission', {
-      sessionId: agent.id,
-      toolCall: { toolCallId: execution.callId, title: reason === undefined ? execution.name : `${execution.name}: ${reason}`, rawInput },
+      sessionId: request.sessionId,
+      toolCall: { toolCallId: request.callId },
       options: PERMISSION_OPTIONS,
     })
-    if (signal.aborted) return false
+    if (signal.aborted) return 'cancelled'
     const parsed = permissionOutcome.safeParse(answer)
     if (!parsed.success) throw new Error(`the client answered session/request_permission with ${JSON.stringify(answer)}`)
-    return parsed.data.outcome.outcome === 'selected' && parsed.data.outcome.optionId === 'allow-once'
+    const outcome = parsed.data.outcome
+    if (outcome.outcome === 'cancelled') return 'cancelled'
+    return outcome.optionId === 'allow-once' ? 'allowed-once' : 'rejected'
   }
 }

@@ -24,6 +24,9 @@ import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
+import { ApprovalPlugin, APPROVAL_POLICY_CONTEXT, SANDBOX_POLICY_CONTEXT, type ApprovalPolicy } from '../approval/index.js'
+import { SystemPromptPlugin } from '../prompt/index.js'
+import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
@@ -52,6 +55,7 @@ const COMPARED = new Set([
   'llm/retry', 'llm/retry-started',
   'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
   'subagent/descriptor',
+  'approval/asked', 'approval/decided', 'sandbox/mode', 'permission/preset',
 ])
 
 /** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
@@ -64,8 +68,6 @@ const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
-  ['sandbox/', 'sandbox'],
-  ['approval/', 'approval round-trips'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
@@ -150,6 +152,48 @@ interface Plan {
    * children then wait at their step boundary until the parent is idle (the recorder's fence).
    */
   readonly fenceChildren: boolean
+  /** The recorded deployment's permission knobs (from its runtime-context sections) and approval answers. */
+  readonly permissions?: Permissions
+}
+
+interface Permissions {
+  readonly mode: SandboxMode
+  readonly policy: ApprovalPolicy
+  /** input.json `permissionAnswers`, in order (`allow_once` allows; anything else rejects). */
+  readonly answers: readonly { kind: string }[]
+  /** A test-only runner for scenarios that record a runner the machine cannot reproduce. */
+  readonly runner?: SandboxRunner
+}
+
+/** The knob sections of a runtime-context snapshot, by name. */
+const KNOB_SECTIONS = new Set([SANDBOX_POLICY_CONTEXT, APPROVAL_POLICY_CONTEXT])
+
+function snapshotSections(message: UserMessage): { name: string; text: string }[] {
+  const sections = (message.source as { sections?: unknown }).sections
+  return Array.isArray(sections) ? sections.filter((s): s is { name: string; text: string } => typeof s?.name === 'string' && typeof s?.text === 'string') : []
+}
+
+/** The deployment default the recording ran with, read back from its first snapshot's sections. */
+export function recordedPermissions(events: readonly SessionEvent[]): { mode: SandboxMode; policy: ApprovalPolicy } | undefined {
+  for (const event of events) {
+    if (event.type !== 'user/message' || !isRuntimeContextSnapshot(event.data as UserMessage)) continue
+    const sections = snapshotSections(event.data as UserMessage)
+    const sandbox = sections.find(s => s.name === SANDBOX_POLICY_CONTEXT)?.text.match(/^Current DSH file policy: ([a-z-]+)\./)?.[1]
+    const approval = sections.find(s => s.name === APPROVAL_POLICY_CONTEXT)?.text
+    if (!isSandboxMode(sandbox) || approval === undefined) return undefined
+    return { mode: sandbox, policy: approval.startsWith('Approval policy: ask.') ? 'ask' : 'never' }
+  }
+  return undefined
+}
+
+/**
+ * partial-landlock-child-failure records a Landlock launcher on an older kernel ABI: a test
+ * launcher prints the same notice and runs the command (the notice alone is no runner failure).
+ */
+export function recordedRunner(dir: string): { runner: SandboxRunner; command: readonly string[] } | undefined {
+  if (basename(dir) !== 'partial-landlock-child-failure') return undefined
+  const command = ['sh', '-c', `echo "${LANDLOCK_PARTIAL_NOTICE}" >&2; shift 5; exec "$@"`, 'landlock-run']
+  return { runner: landlockRunner(command, { enforcement: 'partial' }), command }
 }
 
 /** Why the scenario cannot run here, or the plan to run it. */
@@ -192,8 +236,11 @@ function plan(scenario: Scenario): string | Plan {
   const problem = unsupported(events.slice(seedLength))
   if (problem !== undefined) return problem
   let ops: { op: string; text?: string }[] = []
+  let answers: { kind: string }[] = []
   if (files.includes('input.json')) {
-    ops = (JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: { op: string; text?: string }[] }).steps
+    const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: { op: string; text?: string }[]; permissionAnswers?: { kind: string }[] }
+    ops = input.steps
+    answers = input.permissionAnswers ?? []
     const unsupported = ops.find(step => !SUPPORTED_OPS.has(step.op))
     if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
   }
@@ -235,7 +282,14 @@ function plan(scenario: Scenario): string | Plan {
     && (event.data as { target: string; inserted: UserMessage[] }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => message.source.kind === ('subagent-settled' as never)))
   const delegationRows = DELEGATION_ROWS[basename(dir)] ?? (dir.includes('jsonrpc-agent') ? SDK_TOOL_ROWS : DEFAULT_TOOL_ROWS)
-  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd, children, delegationRows, fenceChildren }
+  const knobs = recordedPermissions(events)
+  const runner = recordedRunner(dir)?.runner
+  const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
+  return {
+    header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
+    children, delegationRows, fenceChildren,
+    ...(permissions !== undefined ? { permissions } : {}),
+  }
 }
 
 /**
@@ -320,7 +374,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
     const events = await replay(ctx, planned, work)
-    const difference = firstDifference(project(planned.events), project(events.log))
+    const difference = firstDifference(project(planned.events, planned.header.cwd), project(events.log, work))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
     if (events.children.length !== planned.children.length) {
       return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
@@ -368,6 +422,12 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ctx.plugin(ReactLoopPlugin),
     ctx.plugin(AgentsServicePlugin, { loop: { provider: plan.route.provider, model: plan.route.model } }),
     ctx.plugin(LlmRetryPlugin, { sleep: async () => {} }),
+    // The recorded permission knobs: approvals, the sandbox and the knob runtime contexts.
+    ...(plan.permissions !== undefined ? [
+      ctx.plugin(SystemPromptPlugin),
+      ctx.plugin(ApprovalPlugin, { mode: plan.permissions.mode, policy: plan.permissions.policy }),
+      ctx.plugin(SandboxPlugin, plan.permissions.runner !== undefined ? { runner: plan.permissions.runner, runners: [] } : {}),
+    ] : []),
     ctx.plugin(BuiltinToolsPlugin),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ctx.plugin(SubagentsPlugin),
@@ -414,6 +474,14 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
       if (message !== undefined) throw new Error(message)
       return next()
     })
+    if (plan.permissions !== undefined) {
+      // The recorded client's answers, in order; none left is a cancelled prompt.
+      const answers = [...plan.permissions.answers]
+      ctx.approval.answerer(() => {
+        const answer = answers.shift()
+        return answer === undefined ? 'cancelled' : answer.kind === 'allow_once' ? 'allowed-once' : 'rejected'
+      })
+    }
     const result = await drive(ctx, plan, cwd, adapter, (resolve) => { hung = resolve })
     return { ...result, children: children.map(child => [...child.events]) }
   } finally {
@@ -475,8 +543,9 @@ type Projected = Record<string, unknown>
  * Keeps what the runtime decides and drops what is product wording or incidental: ids, seq
  * values, times, tool-result text, header contents, runtime-context snapshots and product events.
  */
-export function project(events: readonly SessionEvent[]): Projected[] {
+export function project(events: readonly SessionEvent[], cwd?: string): Projected[] {
   const out: Projected[] = []
+  const uncwd = (text: string) => cwd === undefined || cwd === '' ? text : text.split(cwd).join('{{cwd}}')
   for (const event of events) {
     if (!COMPARED.has(event.type)) continue
     const data = event.data as Record<string, unknown>
@@ -491,8 +560,13 @@ export function project(events: readonly SessionEvent[]): Projected[] {
           out.push(maskIds({ type: event.type, surfaceOp: event.surfaceOp, source: message.source, content: message.content }))
           continue
         }
-        // Runtime-context snapshots are product text (scenarios with other plugin messages are skipped).
-        if (message.source.kind !== 'user') continue
+        // Runtime-context snapshots are product text except the knob sections, compared byte-exact
+        // (scenarios with other plugin messages are skipped).
+        if (message.source.kind !== 'user') {
+          const knobs = isRuntimeContextSnapshot(message) ? snapshotSections(message).filter(s => KNOB_SECTIONS.has(s.name)) : []
+          if (knobs.length > 0) out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'runtime-context', sections: knobs.map(s => ({ name: s.name, text: uncwd(s.text) })) })
+          continue
+        }
         out.push({ type: event.type, surfaceOp: event.surfaceOp, source: message.source.kind, content: message.content })
         break
       }
@@ -531,6 +605,12 @@ export function project(events: readonly SessionEvent[]): Projected[] {
         break
       case 'compaction/end':
         out.push({ type: event.type, turn: data.turn, failed: data.error !== undefined })
+        break
+      case 'approval/asked':
+        out.push({ type: event.type, toolName: data.toolName, callId: data.callId, reason: data.reason })
+        break
+      case 'approval/decided':
+        out.push({ type: event.type, outcome: data.outcome })
         break
       case 'llm/retry-started':
         out.push({ type: event.type, turn: data.turn, step: data.step, retry: data.retry })
