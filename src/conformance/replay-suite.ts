@@ -505,6 +505,14 @@ async function drive(
     sessionId = session.id
   }
   const agent = ctx.agents.create(sessionId !== undefined ? { sessionId } : { cwd })
+  // A session-level sandbox switch recorded before the first prompt (the client set the mode).
+  if (plan.seed === undefined) {
+    for (const event of plan.events) {
+      if (event.type === 'agent/inbox/spliced') break
+      // Appended as recorded: the knobs read back from the snapshot already show this mode.
+      if (event.type === 'sandbox/mode' && ctx.get('approval') !== undefined) agent.session.append('sandbox/mode', { mode: (event.data as { mode: SandboxMode }).mode })
+    }
+  }
   try {
     for (let i = 0; i < plan.prompts.length; i++) {
       const prompt = plan.prompts[i]!
