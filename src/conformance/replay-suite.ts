@@ -83,18 +83,15 @@ export interface ReplaySuiteOptions {
 }
 
 /**
- * A recorded child log. Two recorded failures need test-only injection (docs/conformance.md):
- * a turn that ended `error` before its first step (a failed durability checkpoint) is failed at
- * that turn's first pre-step with the recorded message; a child log without any turn (its run
- * failed right after the session was published) gets a session that is closed as soon as it is
- * created, so starting its agent fails.
+ * A recorded child log. A child log without any turn (its run failed right after the session
+ * was published) needs test-only injection (docs/conformance.md): its session is closed as soon
+ * as it is created, so starting its agent fails.
  */
 interface ChildPlan {
   readonly file: string
   readonly header: SessionHeader
   readonly events: readonly SessionEvent[]
   readonly script: readonly ReplayEntry[]
-  readonly failTurns: ReadonlyMap<number, string>
   readonly failPublished: boolean
 }
 
@@ -218,8 +215,11 @@ function plan(scenario: Scenario): string | Plan {
         if (reason.reason.kind === 'error' && reason.reason.error !== undefined) failTurns.set(reason.turn, reason.reason.error.message)
       }
     }
+    // A-3: dsh puts claimed input back when a pre-step fails, so a turn that consumed its input
+    // and then failed its checkpoint cannot be produced by injection.
+    if (failTurns.size > 0) return `recorded a failed durability checkpoint in ${file} (turn ${[...failTurns.keys()].join(', ')}): dsh returns the claimed input to the inbox when a pre-step fails (A-3), the recording consumed it`
     const failPublished = !own.some(event => event.type === 'turn/start')
-    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished })
+    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failPublished })
   }
   const parsed = parseSessionFile(readFileSync(scenario.log, 'utf8'))
   const events = parsed.events
@@ -290,21 +290,6 @@ function plan(scenario: Scenario): string | Plan {
     children, delegationRows, fenceChildren,
     ...(permissions !== undefined ? { permissions } : {}),
   }
-}
-
-/**
- * An injected checkpoint failure ends the turn as dsh words a failed pre-step (its own code, the
- * hook named); compare it as the recorded failure carrying the injected message.
- */
-function unwrapInjected(events: readonly SessionEvent[], failTurns: ReadonlyMap<number, string>): readonly SessionEvent[] {
-  if (failTurns.size === 0) return events
-  return events.map(event => {
-    if (event.type !== 'turn/end') return event
-    const data = event.data as { turn: number; reason: { kind: string; error?: { code: string; message: string } } }
-    const message = failTurns.get(data.turn)
-    if (message === undefined || data.reason.kind !== 'error' || data.reason.error?.code !== 'PRE_STEP_FAILED' || !data.reason.error.message.endsWith(`: ${message}`)) return event
-    return { ...event, data: { turn: data.turn, reason: { kind: 'error', error: { message, code: 'UNKNOWN' } } } } as SessionEvent
-  })
 }
 
 /** The first recorded event naming something the suite cannot replay, as a SKIP reason. */
@@ -380,7 +365,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
     }
     for (const [i, child] of planned.children.entries()) {
-      const childDifference = firstDifference(project(child.events), project(unwrapInjected(events.children[i]!, child.failTurns)))
+      const childDifference = firstDifference(project(child.events), project(events.children[i]!))
       if (childDifference !== undefined) return { suite: 'replay', status: 'fail', path, detail: `${child.file}: ${childDifference}` }
     }
     const leftover = events.leftover.filter(entry => entry.remaining > 0)
@@ -467,13 +452,6 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
         },
       })
     }
-    const failing = new Map<string, ChildPlan>()
-    ctx.on('session/created', (session) => { if (current !== undefined && current.failTurns.size > 0) failing.set(session.id, current) })
-    ctx.on('agent/pre-step', async (payload, next) => {
-      const message = payload.step === 1 ? failing.get(payload.session.id)?.failTurns.get(payload.turn) : undefined
-      if (message !== undefined) throw new Error(message)
-      return next()
-    })
     if (plan.permissions !== undefined) {
       // The recorded client's answers, in order; none left is a cancelled prompt.
       const answers = [...plan.permissions.answers]
