@@ -217,7 +217,7 @@ function plan(scenario: Scenario): string | Plan {
     }
     // A-3: dsh puts claimed input back when a pre-step fails, so a turn that consumed its input
     // and then failed its checkpoint cannot be produced by injection.
-    if (failTurns.size > 0) return `recorded a failed durability checkpoint in ${file} (turn ${[...failTurns.keys()].join(', ')}): dsh returns the claimed input to the inbox when a pre-step fails (A-3), the recording consumed it`
+    if (failTurns.size > 0) return `missing capability: a turn that consumes its input and then fails its durability checkpoint (${file}, turn ${[...failTurns.keys()].join(', ')}): dsh returns claimed input to the inbox when a pre-step fails (A-3)`
     const failPublished = !own.some(event => event.type === 'turn/start')
     children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failPublished })
   }
