@@ -22,7 +22,7 @@ import { isRuntimeContextSnapshot, recordedPermissions, recordedRunner } from '.
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
 
 /** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
@@ -97,6 +97,9 @@ interface Plan {
   readonly permissionMode?: string
   /** A test-only runner command for a runner this machine cannot reproduce. */
   readonly runnerCommand?: readonly string[]
+  /** Recorded child sessions (ids and model scripts), in creation order. */
+  readonly children: readonly { readonly id: string; readonly script: readonly ReplayEntry[] }[]
+  readonly maxDepth?: number
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -125,8 +128,21 @@ function plan(scenario: Scenario): string | Plan {
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
   if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => SUPPORTED_PRODUCT_TAGS.has(tag.trim()))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
-  if (row?.cls === 'DELEGATION') return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row.tags})`
-  if (files.some(name => /^session\.\d+\.jsonl$/.test(name))) return 'missing capability: delegation (child session logs)'
+  // Delegation transcripts whose driver only prompts (foreground children): each child's recorded
+  // model calls are served under its recorded id, which the subagents row hands out in order.
+  const childFiles = files.filter(name => /^session\.\d+\.jsonl$/.test(name)).sort((x, y) => Number(x.split('.')[1]) - Number(y.split('.')[1]))
+  const children: { id: string; script: ReplayEntry[] }[] = []
+  if (row?.cls === 'DELEGATION' || childFiles.length > 0) {
+    const input = files.includes('input.json') ? JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[] } : { steps: [] }
+    const waits = input.steps.filter(step => step.op.startsWith('wait') || step.op === 'promptAndWaitForAgentMessage')
+    if (waits.length > 0) return `missing capability: delegation driver op ${waits[0]!.op} (settlement timing across processes)`
+    if (childFiles.length === 0) return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row?.tags ?? ''})`
+    if (scenario.kind !== 'acp') return 'missing capability: delegation in the SDK comparison (child notifications interleave; titles and seqs are normalised for one session only)'
+    for (const file of childFiles) {
+      const child = parseSessionFile(readFileSync(join(dir, file), 'utf8'))
+      children.push({ id: child.header.id, script: scriptFromEvents(child.events.slice(child.header.seedLength ?? 0)) })
+    }
+  }
   if (!files.includes('session.jsonl')) return 'no recorded session.jsonl to take the model calls from'
   const text = readFileSync(join(dir, 'session.jsonl'), 'utf8')
   const parsed = parseSessionFile(text)
@@ -170,9 +186,10 @@ function plan(scenario: Scenario): string | Plan {
   const permissions = recordedPermissions(events)
   const runner = recordedRunner(dir)
   return {
-    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext,
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children,
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
     ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
+    ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
   }
 }
 
@@ -191,8 +208,19 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   const rows: unknown[] = [{
     id: 'model',
     name: 'llm-replay',
-    config: { script: plan.script, provider: plan.route.provider, models: [plan.route.model] },
+    config: {
+      script: plan.script, provider: plan.route.provider, models: [plan.route.model],
+      ...plan.children.length > 0 && { sessions: Object.fromEntries(plan.children.map(child => [child.id, child.script])) },
+    },
   }]
+  if (plan.children.length > 0) rows.push({ id: 'subagents', config: { childIds: plan.children.map(child => child.id) } })
+  // The recording's composition overlay (INDEX.md: grandchild rejected at maxDepth 2).
+  if (plan.maxDepth !== undefined) {
+    rows.push({ id: 'subagent-tools', config: { tools: [
+      { provider: 'spawn', toolName: 'subagent', backgroundMode: 'continuable', maxDepth: plan.maxDepth },
+      { provider: 'fork', toolName: 'subagent_fork', backgroundMode: 'one-shot', maxDepth: 1 },
+    ] } })
+  }
   // The recorded route (an image prompt was routed to a vision model, for instance).
   rows.push({ id: 'agents', config: { loop: plan.route } })
   if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true }, { id: 'approval', config: { runtimeContexts: false } })

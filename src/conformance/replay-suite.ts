@@ -83,18 +83,15 @@ export interface ReplaySuiteOptions {
 }
 
 /**
- * A recorded child log. Two recorded failures need test-only injection (docs/conformance.md):
- * a turn that ended `error` before its first step (a failed durability checkpoint) is failed at
- * that turn's first pre-step with the recorded message; a child log without any turn (its run
- * failed right after the session was published) gets a session that is closed as soon as it is
- * created, so starting its agent fails.
+ * A recorded child log. A child log without any turn (its run failed right after the session
+ * was published) needs test-only injection (docs/conformance.md): its session is closed as soon
+ * as it is created, so starting its agent fails.
  */
 interface ChildPlan {
   readonly file: string
   readonly header: SessionHeader
   readonly events: readonly SessionEvent[]
   readonly script: readonly ReplayEntry[]
-  readonly failTurns: ReadonlyMap<number, string>
   readonly failPublished: boolean
 }
 
@@ -220,8 +217,11 @@ function plan(scenario: Scenario): string | Plan {
         if (reason.reason.kind === 'error' && reason.reason.error !== undefined) failTurns.set(reason.turn, reason.reason.error.message)
       }
     }
+    // A-3: dsh puts claimed input back when a pre-step fails, so a turn that consumed its input
+    // and then failed its checkpoint cannot be produced by injection.
+    if (failTurns.size > 0) return `missing capability: a turn that consumes its input and then fails its durability checkpoint (${file}, turn ${[...failTurns.keys()].join(', ')}): dsh returns claimed input to the inbox when a pre-step fails (A-3)`
     const failPublished = !own.some(event => event.type === 'turn/start')
-    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished })
+    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failPublished })
   }
   const parsed = parseSessionFile(readFileSync(scenario.log, 'utf8'))
   const events = parsed.events
@@ -386,7 +386,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
     }
     for (const [i, child] of planned.children.entries()) {
-      const childDifference = firstDifference(project(child.events), project(unwrapInjected(events.children[i]!, child.failTurns)))
+      const childDifference = firstDifference(project(child.events), project(events.children[i]!))
       if (childDifference !== undefined) return { suite: 'replay', status: 'fail', path, detail: `${child.file}: ${childDifference}` }
     }
     const leftover = events.leftover.filter(entry => entry.remaining > 0)
@@ -481,13 +481,6 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
         },
       })
     }
-    const failing = new Map<string, ChildPlan>()
-    ctx.on('session/created', (session) => { if (current !== undefined && current.failTurns.size > 0) failing.set(session.id, current) })
-    ctx.on('agent/pre-step', async (payload, next) => {
-      const message = payload.step === 1 ? failing.get(payload.session.id)?.failTurns.get(payload.turn) : undefined
-      if (message !== undefined) throw new Error(message)
-      return next()
-    })
     const result = await drive(ctx, plan, cwd, adapter, (resolve) => { hung = resolve })
     return { ...result, children: children.map(child => [...child.events]) }
   } finally {

@@ -22,6 +22,7 @@ import '../agent/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
 import '../session/api.js'
+import '../subagents/api.js'
 
 export interface WebApiConfig {
   /** The dsh home folder for settings and credentials (filled from the host by the catalogue). */
@@ -34,6 +35,11 @@ export interface WebApiConfig {
 
 /** A stored session as the sidebar lists it: the persistence summary plus the live status. */
 export interface SessionSummary extends StoredSessionSummary {
+  /** Delegation (child sessions): the parent's tool call that started it, while this server saw it start. */
+  readonly parentCallId?: string
+  /** Delegation: the child's label (the call's description) and its latest line of output. */
+  readonly label?: string
+  readonly lastLine?: string
   readonly status: AgentStatus
 }
 
@@ -93,6 +99,8 @@ export class WebApiPlugin extends Service implements WebApiService {
   static readonly inject = ['sessions', 'agents', 'llm', 'sessionPersistence']
 
   private readonly methods = new Map<string, WebMethod>()
+  /** Live delegation facts per child session id (O(1) per event). */
+  private readonly children = new Map<string, { parentCallId?: string; label?: string; lastLine?: string }>()
   private readonly assets = new Map<string, WebAsset>()
   private readonly root: Context
 
@@ -104,6 +112,12 @@ export class WebApiPlugin extends Service implements WebApiService {
     ctx.on('session/created', session => changed(session.id))
     ctx.on('session/event', (session, event) => {
       if (event.type === 'session/title' || event.type === 'turn/start') changed(session.id)
+      else if (session.header.parentSession !== undefined && this.childLine(session.id, event)) changed(session.id)
+    })
+    // Which parent call started a child, and the child's label (subagent/started, SA-17).
+    ctx.on('subagent/started', info => {
+      this.children.set(info.childSessionId, { ...info.callId !== undefined && { parentCallId: info.callId }, ...info.label !== undefined && { label: info.label } })
+      changed(info.childSessionId)
     })
     this.registerCore()
     this.registerApprovals(ctx)
@@ -158,6 +172,20 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
   }
 
+  /** Updates a child's latest output line from one event; true when it changed. */
+  private childLine(id: string, event: SessionEvent): boolean {
+    let line: string | undefined
+    if (event.type === 'assistant/message') {
+      const text = (event.data as { message: { content: { type: string; text?: string }[] } }).message.content
+        .filter(block => block.type === 'text').map(block => block.text ?? '').join('')
+      line = text.split('\n').map(part => part.trim()).filter(part => part !== '').at(-1)
+    } else if (event.type === 'tool/call') line = `→ ${(event.data as { name: string }).name}`
+    if (line === undefined) return event.type === 'turn/end'
+    const entry = this.children.get(id) ?? {}
+    this.children.set(id, { ...entry, lastLine: line.length > 200 ? `${line.slice(0, 200)}…` : line })
+    return true
+  }
+
   register(name: string, method: WebMethod): () => void {
     if (this.methods.has(name)) throw new Error(`web api: method "${name}" is already registered`)
     return this.ctx.effect(() => {
@@ -204,6 +232,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       turns: session.position.turn,
       length: session.length,
       status: this.root.agents.get(session.id)?.status ?? 'idle',
+      ...this.children.get(session.id),
     }
   }
 

@@ -2,7 +2,7 @@ import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useStat
 import { ApiError, SessionStream, call, type InboxSnapshot, type SessionSummary } from './api'
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
-import { TodoStrip, ToolCallCard, formatMs } from './cards'
+import { DelegationContext, TodoStrip, ToolCallCard, formatMs } from './cards'
 
 type Theme = 'light' | 'dark'
 
@@ -86,6 +86,7 @@ export function App() {
     <div className="app">
       <Sidebar sessions={sessions} selected={selected} onSelect={select} onNew={() => { setView('new') }}
         onSettings={() => setView('settings')} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')} />
+      <DelegationContext.Provider value={{ sessionId: selected, sessions, onSelect: select }}>
       <main className="main">
         {connection !== 'open' ? (
           <div className="banner" role="status">{connection === 'retrying' ? 'Reconnecting to dsh web…' : 'The dsh web server is not answering. Retrying; if it was restarted with a new token, open the link it printed.'}</div>
@@ -96,6 +97,7 @@ export function App() {
               onSelect={select} onOpenSettings={() => setView('settings')} />}
         {view !== 'chat' || selected === null ? <GlobalStream onSummary={onSummary} onConnection={setConnection} /> : null}
       </main>
+      </DelegationContext.Provider>
     </div>
   )
 }
@@ -142,10 +144,12 @@ function Sidebar(props: {
         {groups.map(([cwd, list]) => (
           <section key={cwd} className="group">
             <div className="group-head" title={cwd}><span className="folder">▸</span>{basename(cwd)}<span className="group-path">{cwd}</span></div>
-            {list.map(session => (
-              <button key={session.id} className={`session-row ${session.id === props.selected ? 'active' : ''}`} onClick={() => props.onSelect(session.id)} data-testid="session-row">
+            {nest(list).map(({ session, depth }) => (
+              <button key={session.id} className={`session-row ${session.id === props.selected ? 'active' : ''} ${depth > 0 ? 'child' : ''}`}
+                style={depth > 0 ? { paddingLeft: `${12 + depth * 16}px` } : undefined}
+                onClick={() => props.onSelect(session.id)} data-testid={depth > 0 ? 'child-session-row' : 'session-row'}>
                 <span className={`dot ${session.status}`} title={session.status} />
-                <span className="session-title">{session.title ?? 'Untitled session'}</span>
+                <span className="session-title">{depth > 0 ? '↳ ' : ''}{session.label || session.title || 'Untitled session'}</span>
                 <span className="session-time">{ago(session.updatedAt)}</span>
               </button>
             ))}
@@ -154,6 +158,23 @@ function Sidebar(props: {
       </nav>
     </aside>
   )
+}
+
+/** Children under their parent (creation order), depth-first; a child whose parent is not listed stays top-level. */
+function nest(list: readonly SessionSummary[]): { session: SessionSummary; depth: number }[] {
+  const ids = new Set(list.map(session => session.id))
+  const byParent = new Map<string, SessionSummary[]>()
+  for (const session of list) {
+    if (session.parentSession === undefined || !ids.has(session.parentSession)) continue
+    byParent.set(session.parentSession, [...byParent.get(session.parentSession) ?? [], session])
+  }
+  const out: { session: SessionSummary; depth: number }[] = []
+  const visit = (session: SessionSummary, depth: number) => {
+    out.push({ session, depth })
+    for (const child of [...byParent.get(session.id) ?? []].sort((a, b) => a.createdAt - b.createdAt)) visit(child, depth + 1)
+  }
+  for (const session of list) if (session.parentSession === undefined || !ids.has(session.parentSession)) visit(session, 0)
+  return out
 }
 
 function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: SessionSummary): void }) {
@@ -504,6 +525,9 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
           <h1 title="Rename" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="chat-title">{props.title}</h1>
         )}
         <div className="chat-sub">
+          {props.summary?.parentSession ? (
+            <button className="link-button" onClick={() => props.onSelect(props.summary!.parentSession!)} data-testid="parent-link">← Parent session</button>
+          ) : null}
           <span className={`pill ${props.status}`} data-testid="status">{props.status === 'running' ? 'running' : 'idle'}</span>
           <ModelPicker id={props.id} model={props.model} running={props.status === 'running'} onModel={props.onModel} onError={props.onError} />
           <PresetPicker id={props.id} onError={props.onError} />

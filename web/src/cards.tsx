@@ -4,8 +4,9 @@
  * built-in tools; any other tool falls back to the JSON card. Extensions register more with
  * `registerToolCard` (or `window.dsh.registerToolCard` from a script loaded after the app).
  */
-import { useState, type ReactNode } from 'react'
+import { createContext, useContext, useState, type ReactNode } from 'react'
 import type { ToolCallView } from './fold'
+import type { SessionSummary } from './types'
 import { highlight } from './markdown'
 
 export interface ToolCardProps {
@@ -214,6 +215,37 @@ export const McpCard: ToolCard = (props) => {
   )
 }
 
+/** What delegation cards need from the app: the known sessions and navigation. */
+export const DelegationContext = createContext<{ sessionId: string | null; sessions: readonly SessionSummary[]; onSelect(id: string): void }>({
+  sessionId: null, sessions: [], onSelect: () => {},
+})
+
+/**
+ * A child agent inline in its parent's conversation: label, status, its latest output line
+ * while it works, and a link to the child's own conversation.
+ */
+const SubagentCard: ToolCard = (props) => {
+  const { call, args } = props
+  const { sessionId, sessions, onSelect } = useContext(DelegationContext)
+  const childId: string | undefined = call.result?.meta?.childSessionId
+    ?? sessions.find(entry => entry.parentCallId === call.id && entry.parentSession === sessionId)?.id
+  const child = childId === undefined ? undefined : sessions.find(entry => entry.id === childId)
+  const running = child?.status === 'running' || (!call.result && child !== undefined)
+  const status = running ? 'running' : call.result?.isError ? 'failed' : child !== undefined ? 'idle' : call.result ? 'done' : 'starting'
+  return (
+    <ToolShell icon="⑂" testId="card-subagent" state={state(props)} title={<span>{args?.description ?? call.name}</span>}
+      meta={<span className={`pill ${running ? 'running' : 'idle'}`} data-testid="subagent-status">{status}</span>}>
+      {child?.lastLine ? <div className="subagent-line mono" data-testid="subagent-line">{child.lastLine}</div> : null}
+      {childId !== undefined ? (
+        <button className="link-button" onClick={() => onSelect(childId)} data-testid="open-subagent">Open the child's conversation</button>
+      ) : null}
+      {call.result ? <Output text={call.result.text} max={40} /> : null}
+    </ToolShell>
+  )
+}
+
+registerToolCard('subagent', SubagentCard)
+registerToolCard('subagent_fork', SubagentCard)
 registerToolCard('bash', BashCard)
 registerToolCard('read', ReadCard)
 registerToolCard('edit', EditCard)
