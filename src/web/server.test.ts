@@ -364,11 +364,12 @@ describe('dsh web server', () => {
       expect((await http(port, '/..%2fsecret.txt')).status).toBe(404)
     })
 
-    it('C-1: looking at a stored session with an open turn does not repair it; acting on it does, and the stream has no seq gap', async () => {
-      // Another process left a turn open (it may still be running): write it through a second runtime.
+    it('C-1: looking at a stored session with an open turn does not repair it; acting on it is refused while its writer lives, and repairs once it is gone, with no seq gap in the stream', async () => {
+      // Another runtime left a turn open (it may still be running): write it through a second runtime.
       const other = new Context()
       await other.plugin(SessionsServicePlugin).await()
-      await other.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions'), maxDelayMs: 5 }).await()
+      const otherPersistence = other.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions'), maxDelayMs: 5 })
+      await otherPersistence.await()
       const crashed = other.sessions.create({ cwd: home })
       crashed.append('turn/start', { turn: 1 })
       crashed.append('step/start', { turn: 1, step: 1 })
@@ -386,6 +387,13 @@ describe('dsh web server', () => {
       expect(ctx.sessions.get(id)).toBeUndefined()
       expect(await ctx.sessionPersistence.backend.readStoredRevision(id)).toBe(revision)
 
+      // One writer per session: while the other runtime holds it, a prompt is refused naming it.
+      const refused = await call('prompt', { id, text: 'too early' })
+      expect(refused.status).toBe(409)
+      expect(refused.json.error.code).toBe('SESSION_IN_USE')
+      expect(await ctx.sessionPersistence.backend.readStoredRevision(id)).toBe(revision)
+      // The other writer goes away (its lock released): acting on the session repairs it.
+      await otherPersistence.dispose()
       model.push(text('resumed'))
       await ok('prompt', { id, text: 'go on' })
       await idle(id)
