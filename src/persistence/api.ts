@@ -81,6 +81,32 @@ export interface PersistenceBackend {
   /** Moves a stored session to the trash (never unlinks). False when not stored. */
   trash(id: string): Promise<boolean>
   close?(): Promise<void>
+  /**
+   * One writer per session: takes the writer lock/lease of `id` for this backend instance, or
+   * throws `SessionInUseError` naming the holder. Reads never need it. Backends that share a
+   * store between processes implement it; the service takes it before writing a session.
+   */
+  acquireWriter?(id: string): Promise<void>
+  /** Gives the writer lock/lease of `id` back (no-op when not held). */
+  releaseWriter?(id: string): Promise<void>
+  /** The current writer of `id`, if any. */
+  writer?(id: string): Promise<WriterInfo | undefined>
+  /**
+   * Live appends by any process: calls `onAppend(next)` after each committed write to `id`
+   * (`next` = stored next seq). Resolves, with the disposer, once listening.
+   */
+  watch?(id: string, onAppend: (next: number) => void): Promise<() => void>
+}
+
+export interface WriterInfo {
+  readonly pid: number
+  readonly host: string
+  /** ISO-8601 time the writer took the session. */
+  readonly since: string
+  /** Fencing token of the holder (opaque). */
+  readonly token?: string
+  /** True when this backend instance is the writer. */
+  readonly mine: boolean
 }
 
 export class PersistenceError extends Error {
@@ -97,6 +123,14 @@ export class SeqMismatchError extends PersistenceError {}
 export class StaleRevisionError extends PersistenceError {}
 /** D-5: a bad record inside the committed region (a valid turn/end follows it). */
 export class CorruptSessionError extends PersistenceError {}
+/** One writer per session: another process (or host) holds the session. */
+export class SessionInUseError extends PersistenceError {
+  constructor(sessionId: string, readonly holder: { readonly pid: number; readonly host: string; readonly since: string }) {
+    super(`session ${sessionId} is in use by another writer (pid ${holder.pid} on ${holder.host}, since ${holder.since})`, sessionId)
+  }
+}
+/** Fencing: this instance's writer lease was taken by another after it expired; it never writes again. */
+export class WriterLeaseLostError extends PersistenceError {}
 /** S-13 / D-6: a newer or older format, or a foreign database. */
 export class FormatVersionError extends PersistenceError {}
 
