@@ -201,6 +201,8 @@ export interface SessionPersistenceService {
   delete(id: string): Promise<boolean>
   /** The last write failure of a session whose automatic writing is paused (D-2), if any. */
   writeError(id: string): unknown
+  /** Flushes and closes a live session and releases its writer lease; `load` brings it back. */
+  unload(id: string): Promise<void>
 }
 
 declare module 'cordis' {

@@ -38,6 +38,8 @@ interface Tracked {
   /** D-2: set by a failed batch; cleared by the next event or flush(). */
   paused: boolean
   error?: unknown
+  /** One writer per session: this process holds the backend's writer lease/lock for it. */
+  leased?: boolean
 }
 
 const STALE_RETRIES = 3
@@ -90,7 +92,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
 
   private onCreated(session: Session): void {
     if (this.hydrating.has(session.id)) {
-      this.track(session, true, [])
+      // A cold load took the writer lease before reading.
+      this.track(session, true, []).leased = true
       return
     }
     // New or forked: the header and any seed are not stored yet.
@@ -128,6 +131,10 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     const batch = tracked.queue.slice()
     const { header } = tracked.session
     const write = (async () => {
+      if (!tracked.leased && this.backend.acquireWriter) {
+        await this.backend.acquireWriter(header.id)
+        tracked.leased = true
+      }
       try {
         if (tracked.stored === false) await this.backend.create(header, batch)
         else await this.backend.appendBatch(header, batch)
@@ -245,6 +252,18 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   }
 
   private async coldLoad(id: string): Promise<LoadResult> {
+    // One writer per session: take the session before reading it, so the read sees everything
+    // a previous writer flushed and nobody else writes after it.
+    await this.backend.acquireWriter?.(id)
+    try {
+      return await this.coldLoadHeld(id)
+    } catch (error) {
+      await this.backend.releaseWriter?.(id)
+      throw error
+    }
+  }
+
+  private async coldLoadHeld(id: string): Promise<LoadResult> {
     const stored = await this.backend.loadStored(id)
     if (stored === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
     const { header, events, torn } = stored
@@ -294,6 +313,32 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       this.sessions.close(id)
     }
     this.tracked.delete(id)
+    if (this.backend.acquireWriter) {
+      await this.backend.acquireWriter(id)
+      try {
+        return await this.backend.trash(id)
+      } finally {
+        await this.backend.releaseWriter?.(id)
+      }
+    }
     return this.backend.trash(id)
+  }
+
+  /**
+   * Flushes a live session, closes it and gives its writer lease back, so another process can
+   * take it; it stays stored and a later `load` brings it back. Refuses an open turn.
+   */
+  async unload(id: string): Promise<void> {
+    const live = this.sessions.get(id)
+    if (live !== undefined) {
+      if (live.position.turnOpen) {
+        throw new PersistenceError(`session ${JSON.stringify(id)} is live with turn ${live.position.turn} open; it cannot be unloaded until the turn ends`, id)
+      }
+      await this.flush(live)
+      this.sessions.close(id)
+    }
+    const tracked = this.tracked.get(id)
+    if (tracked !== undefined && tracked.queue.length === 0) this.tracked.delete(id)
+    await this.backend.releaseWriter?.(id)
   }
 }
