@@ -12,6 +12,9 @@ import { postgresUnavailable, startPostgres, type PostgresServer } from '../../t
 import { runDsh, tempHome } from '../../test-support/run-dsh.js'
 import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
 import { PostgresBackend } from './postgres/backend.js'
+import { canonical, realisticLog } from './backend.conformance.js'
+import type { SessionEvent } from '../session/types.js'
+import { withoutFinishedChunks } from '../web/methods.js'
 
 const unavailable = postgresUnavailable()
 if (unavailable) console.warn(`skipping dsh --store postgres tests: ${unavailable}`)
@@ -60,7 +63,70 @@ async function waitForLog(web: DshWeb, id: string, type: string): Promise<void> 
   }
 }
 
+/** Reads `log` events of the session's stream until seq `last` arrived; returns them in order. */
+async function readLog(web: DshWeb, id: string, last: number, lastEventId?: number, onOpen?: () => void): Promise<SessionEvent[]> {
+  const controller = new AbortController()
+  const response = await fetch(`${web.origin}/api/events?session=${encodeURIComponent(id)}`, {
+    headers: { 'X-Dsh-Token': new URL(web.url).searchParams.get('token')!, ...lastEventId === undefined ? {} : { 'Last-Event-ID': String(lastEventId) } },
+    signal: controller.signal,
+  })
+  onOpen?.()
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  const events: SessionEvent[] = []
+  let buffer = ''
+  try {
+    while (events.at(-1)?.seq !== last) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`event stream ended at seq ${events.at(-1)?.seq}`)
+      buffer += decoder.decode(value, { stream: true })
+      let end: number
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end)
+        buffer = buffer.slice(end + 2)
+        if (!/^event: log$/m.test(block)) continue
+        events.push(JSON.parse(/^data: (.*)$/m.exec(block)![1]) as SessionEvent)
+      }
+    }
+  } finally {
+    controller.abort()
+  }
+  return events
+}
+
 describe.skipIf(unavailable !== undefined)('dsh --store postgres:// (binary)', () => {
+  it('live events across hosts: dsh web streams a session another process writes, with no gap, and resumes from Last-Event-ID', async () => {
+    const url = `${server!.url}&schema=live`
+    const { home, cwd } = tempHome()
+    const web = await startDshWeb({ cwd, args: ['--store', url, '--port', '0'], env: { DSH_HOME: home } })
+    const writer = new PostgresBackend({ url, owner: { pid: 1, host: 'host-a' } })
+    try {
+      const { header, events } = await realisticLog(3, 41)
+      await writer.acquireWriter(header.id)
+      await writer.create(header, events.slice(0, 7))
+      let opened!: () => void
+      const open = new Promise<void>((resolve) => { opened = resolve })
+      const streamed = readLog(web, header.id, events.length - 1, undefined, opened)
+      // Host A keeps writing while host B's stream opens and after.
+      const bounds = [7, 9, 30, 31, 80, events.length]
+      for (let i = 0; i < bounds.length - 1; i++) {
+        if (i === 2) await open
+        await writer.appendBatch(header, events.slice(bounds[i], bounds[i + 1]))
+      }
+      const received = await streamed
+      expect(received.map((e) => e.seq)).toEqual(events.map((e) => e.seq))
+      expect(canonical(received)).toEqual(canonical(events))
+      // A reconnect with Last-Event-ID gets exactly what follows (a replay leaves out the
+      // chunks of finished messages, as for a local session).
+      const resumed = await readLog(web, header.id, events.length - 1, 40)
+      expect(canonical(resumed)).toEqual(canonical(withoutFinishedChunks(events.slice(41))))
+      expect(resumed[0].seq).toBeGreaterThan(40)
+    } finally {
+      await writer.close()
+      await web.stop()
+    }
+  }, 120_000)
+
   it('a session started in dsh web is refused to another writer while held, then continued by dsh --session after web stops', async () => {
     const url = `${server!.url}&schema=e2e`
     const { home, cwd } = tempHome()
