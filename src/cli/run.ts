@@ -114,7 +114,9 @@ function settingsStore(settings: Host['settings']): string | undefined {
 export function selectStore(rows: Row[], url: string | undefined): Row[] {
   if (url === undefined || url === '') return rows
   if (!/^postgres(ql)?:\/\//.test(url)) throw new Error(`store ${JSON.stringify(url)}: only postgres:// URLs are supported (without one, sessions stay in local files)`)
-  return rows.map(row => row.id === 'persistence' ? { ...row, name: 'persistence-postgres', config: { url } } : row)
+  // Settings of the row that both kinds understand (maxDelayMs, packed, leaseTtlMs...) carry over.
+  const carried = (config: unknown) => typeof config === 'object' && config !== null && !Array.isArray(config) ? config : {}
+  return rows.map(row => row.id === 'persistence' ? { ...row, name: 'persistence-postgres', config: { ...carried(row.config), url } } : row)
 }
 
 /**
