@@ -53,6 +53,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   private readonly maxDelayMs: number
   private readonly report: ListenerErrorReporter
   private readonly tracked = new Map<string, Tracked>()
+  /** Cold loads in progress by id: concurrent loads of one id share one. */
+  private readonly loading = new Map<string, Promise<LoadResult>>()
   /** Ids being hydrated by `load`: their events are already stored. */
   private readonly hydrating = new Set<string>()
   private readonly root: Context
@@ -263,12 +265,24 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       }
       return { session: live, repaired: [], wasLive: true }
     }
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.coldLoad(id)
-      } catch (error) {
-        if (!(error instanceof StaleRevisionError) || attempt >= STALE_RETRIES) throw error
+    // Concurrent first uses of a stored session (two prompts at once) share one cold load; the
+    // later callers get the same live session, already repaired.
+    const pending = this.loading.get(id)
+    if (pending !== undefined) return { ...await pending, repaired: [], wasLive: true }
+    const loading = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.coldLoad(id)
+        } catch (error) {
+          if (!(error instanceof StaleRevisionError) || attempt >= STALE_RETRIES) throw error
+        }
       }
+    })()
+    this.loading.set(id, loading)
+    try {
+      return await loading
+    } finally {
+      this.loading.delete(id)
     }
   }
 
