@@ -14,6 +14,7 @@ import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
+import '../subagents/api.js'
 
 export interface HeadlessArgs {
   task: string
@@ -153,7 +154,10 @@ export class HeadlessApp extends Service {
     host.signal.addEventListener('abort', onAbort, { once: true })
     try {
       agent.followup(args.task)
-      await agent.whenIdle()
+      // Continuable children may still run and answer the parent with notices (SA-10).
+      const subagents = this.ctx.get('subagents')
+      if (subagents !== undefined) await subagents.whenQuiet(agent.id)
+      else await agent.whenIdle()
     } finally {
       host.signal.removeEventListener('abort', onAbort)
       dispose()
