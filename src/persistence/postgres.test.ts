@@ -42,6 +42,7 @@ describe.skipIf(unavailable !== undefined)('PostgreSQL backend', () => {
   describeBackendConformance({
     name: 'postgres',
     open: (dir) => open(schemaFor(dir)),
+    child: { kind: 'postgres', store: (dir) => `${server!.url}&schema=${schemaFor(dir)}` },
     async corrupt(backend, id, seq) {
       const { rowCount } = await pgb(backend).pool.query(
         "UPDATE events SET data = '{not json' WHERE session_id = $1 AND seq = (SELECT max(seq) FROM events WHERE session_id = $1 AND seq <= $2)", [id, seq])

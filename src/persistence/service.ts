@@ -11,7 +11,7 @@ import { interruptedTurnClosers } from '../session/repair.js'
 import type { SessionEvent } from '../session/types.js'
 import {
   PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
-  type LoadResult, type PersistenceBackend, type SalvageResult, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
+  type LoadResult, type PersistenceBackend, type SalvageResult, type WriterLease, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
 } from './api.js'
 import { encodeEvent, encodeHeader } from './records.js'
 
@@ -38,8 +38,6 @@ interface Tracked {
   /** D-2: set by a failed batch; cleared by the next event or flush(). */
   paused: boolean
   error?: unknown
-  /** One writer per session: this process holds the backend's writer lease/lock for it. */
-  leased?: boolean
 }
 
 const STALE_RETRIES = 3
@@ -55,9 +53,13 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   private readonly maxDelayMs: number
   private readonly report: ListenerErrorReporter
   private readonly tracked = new Map<string, Tracked>()
+  /** Cold loads in progress by id: concurrent loads of one id share one. */
+  private readonly loading = new Map<string, Promise<LoadResult>>()
   /** Ids being hydrated by `load`: their events are already stored. */
   private readonly hydrating = new Set<string>()
   private readonly root: Context
+  /** One writer per session: the writer locks this process holds (or is taking), by id. */
+  private readonly leases = new Map<string, Promise<WriterLease | undefined>>()
 
   constructor(ctx: Context, config: SessionPersistenceConfig) {
     super(ctx, 'sessionPersistence')
@@ -71,9 +73,34 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     ctx.effect(() => () => {
       for (const tracked of this.tracked.values()) if (tracked.timer) clearTimeout(tracked.timer)
       const pending = this.flushAll().catch((error) => this.report('session persistence (unload)', error))
+        .then(() => this.releaseAll())
       // Returned so unloading waits: nothing appended before teardown may be lost.
       return (config.closeBackend ?? true) ? pending.then(() => this.backend.close?.()) : pending
     }, 'sessionPersistence: final flush')
+  }
+
+  /**
+   * Takes the session's writer lock once per process, before anything is written for it or a
+   * stored copy is repaired; a refusal is not remembered, so a later attempt may succeed.
+   */
+  private lease(id: string): Promise<WriterLease | undefined> {
+    let lease = this.leases.get(id)
+    if (lease === undefined) {
+      lease = this.backend.acquireWriter?.(id) ?? Promise.resolve(undefined)
+      this.leases.set(id, lease)
+      lease.catch(() => { if (this.leases.get(id) === lease) this.leases.delete(id) })
+    }
+    return lease
+  }
+
+  private async release(id: string): Promise<void> {
+    const lease = this.leases.get(id)
+    this.leases.delete(id)
+    await (await lease?.catch(() => undefined))?.release()
+  }
+
+  private async releaseAll(): Promise<void> {
+    await Promise.all([...this.leases.keys()].map((id) => this.release(id).catch((error) => this.report(`session persistence (${id})`, error))))
   }
 
   private get sessions() {
@@ -92,8 +119,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
 
   private onCreated(session: Session): void {
     if (this.hydrating.has(session.id)) {
-      // A cold load took the writer lease before reading.
-      this.track(session, true, []).leased = true
+      this.track(session, true, [])
       return
     }
     // New or forked: the header and any seed are not stored yet.
@@ -131,10 +157,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     const batch = tracked.queue.slice()
     const { header } = tracked.session
     const write = (async () => {
-      if (!tracked.leased && this.backend.acquireWriter) {
-        await this.backend.acquireWriter(header.id)
-        tracked.leased = true
-      }
+      await this.lease(header.id)
       try {
         if (tracked.stored === false) await this.backend.create(header, batch)
         else await this.backend.appendBatch(header, batch)
@@ -242,30 +265,42 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       }
       return { session: live, repaired: [], wasLive: true }
     }
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.coldLoad(id)
-      } catch (error) {
-        if (!(error instanceof StaleRevisionError) || attempt >= STALE_RETRIES) throw error
+    // Concurrent first uses of a stored session (two prompts at once) share one cold load; the
+    // later callers get the same live session, already repaired.
+    const pending = this.loading.get(id)
+    if (pending !== undefined) return { ...await pending, repaired: [], wasLive: true }
+    const loading = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.coldLoad(id)
+        } catch (error) {
+          if (!(error instanceof StaleRevisionError) || attempt >= STALE_RETRIES) throw error
+        }
       }
+    })()
+    this.loading.set(id, loading)
+    try {
+      return await loading
+    } finally {
+      this.loading.delete(id)
     }
   }
 
   private async coldLoad(id: string): Promise<LoadResult> {
-    // One writer per session: take the session before reading it, so the read sees everything
-    // a previous writer flushed and nobody else writes after it.
-    await this.backend.acquireWriter?.(id)
+    // One writer per session: refuse before reading, so a live writer's open turn is never
+    // repaired as interrupted by a second process.
+    await this.lease(id)
+    let stored
     try {
-      return await this.coldLoadHeld(id)
+      stored = await this.backend.loadStored(id)
     } catch (error) {
-      await this.backend.releaseWriter?.(id)
+      await this.release(id)
       throw error
     }
-  }
-
-  private async coldLoadHeld(id: string): Promise<LoadResult> {
-    const stored = await this.backend.loadStored(id)
-    if (stored === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+    if (stored === undefined) {
+      await this.release(id)
+      throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+    }
     const { header, events, torn } = stored
     const closers = interruptedTurnClosers(events)
     // Hydrate first: the session registry checks every event (unknown types, data, invariants)
@@ -274,6 +309,9 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     let session: Session
     try {
       session = this.sessions.hydrate(header, [...events, ...closers])
+    } catch (error) {
+      await this.release(id)
+      throw error
     } finally {
       this.hydrating.delete(id)
     }
@@ -329,19 +367,16 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       this.sessions.close(id)
     }
     this.tracked.delete(id)
-    if (this.backend.acquireWriter) {
-      await this.backend.acquireWriter(id)
-      try {
-        return await this.backend.trash(id)
-      } finally {
-        await this.backend.releaseWriter?.(id)
-      }
+    await this.lease(id)
+    try {
+      return await this.backend.trash(id)
+    } finally {
+      await this.release(id)
     }
-    return this.backend.trash(id)
   }
 
   /**
-   * Flushes a live session, closes it and gives its writer lease back, so another process can
+   * Flushes a live session, closes it and gives its writer lock back, so another process can
    * take it; it stays stored and a later `load` brings it back. Refuses an open turn.
    */
   async unload(id: string): Promise<void> {
@@ -355,6 +390,6 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     }
     const tracked = this.tracked.get(id)
     if (tracked !== undefined && tracked.queue.length === 0) this.tracked.delete(id)
-    await this.backend.releaseWriter?.(id)
+    await this.release(id)
   }
 }

@@ -164,6 +164,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     } catch (error) {
       const name = (error as Error).name
       if (name === 'SessionNotStoredError') throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
+      if (name === 'SessionInUseError') throw new WebApiError(409, 'SESSION_IN_USE', (error as Error).message)
       throw error
     }
   }
@@ -221,12 +222,23 @@ export class WebApiPlugin extends Service implements WebApiService {
     return { provider: found.provider, model: found.model }
   }
 
+  /** Agents being opened by id: concurrent first prompts for a session share one. */
+  private readonly opening = new Map<string, Promise<Agent>>()
+
   private async agent(id: string): Promise<Agent> {
     const existing = this.root.agents.get(id)
     if (existing !== undefined) return existing
-    const session = await this.session(id)
-    const route = this.route()
-    return this.root.agents.create({ sessionId: session.id, ...route === undefined ? {} : { loop: route } })
+    let opening = this.opening.get(id)
+    if (opening === undefined) {
+      opening = (async () => {
+        const session = await this.session(id)
+        const route = this.route()
+        return this.root.agents.get(id) ?? this.root.agents.create({ sessionId: session.id, ...route === undefined ? {} : { loop: route } })
+      })()
+      this.opening.set(id, opening)
+      void opening.catch(() => undefined).finally(() => this.opening.delete(id))
+    }
+    return opening
   }
 
   /** A missing key or an unready adapter is reported before any input is queued. */

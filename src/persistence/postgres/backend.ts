@@ -13,9 +13,10 @@ import { isChunkRowType, packEvents } from '../../session/chunk-rows.js'
 import {
   FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, SessionInUseError,
   StaleRevisionError, WriterLeaseLostError,
-  type PersistenceBackend, type StoredSession, type StoredSessionSummary, type WriterInfo,
+  type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type WriterInfo, type WriterLease,
 } from '../api.js'
-import { checkHeader, encodeHeader, scanRecords, type RawRecord } from '../records.js'
+import { holderIsStale } from '../writer-lock.js'
+import { checkHeader, encodeHeader, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 
 export const POSTGRES_SCHEMA_VERSION = 1
 /** Marks a schema as a dsh store (the `dsh_store` row `format`). */
@@ -176,8 +177,8 @@ export class PostgresBackend implements PersistenceBackend {
   private readonly leaseTtlMs: number
   private readonly chains = new OperationChains()
   private readonly ready: Promise<string>
-  /** Leases this instance holds: session id -> fencing token. */
-  private readonly held = new Map<string, string>()
+  /** Leases this instance holds: session id -> fencing token and since (ISO). */
+  private readonly held = new Map<string, { token: string; since: string }>()
   /** Leases this instance lost: writes are refused until it acquires again. */
   private readonly lost = new Map<string, LeaseRow | undefined>()
   private renewTimer?: ReturnType<typeof setInterval>
@@ -301,6 +302,19 @@ export class PostgresBackend implements PersistenceBackend {
     })
   }
 
+  salvageStored(id: string): Promise<SalvagedSession | undefined> {
+    return this.chains.run(id, async () => {
+      const { row, rows } = await this.tx(async (client) => {
+        const row = (await client.query<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id])).rows[0]
+        const rows = row === undefined ? [] : (await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
+        return { row, rows }
+      }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      if (row === undefined) return undefined
+      const header = checkHeader(JSON.parse(row.header), `${this.where} session ${JSON.stringify(id)}`)
+      return { header, ...salvageRecords(rows.map(rawRecord)) }
+    })
+  }
+
   readStoredRevision(id: string): Promise<string | undefined> {
     return this.chains.run(id, async () => {
       const storeId = await this.ready
@@ -377,24 +391,40 @@ export class PostgresBackend implements PersistenceBackend {
    * write checks it in its own transaction, so once another instance took the lease this one
    * can never write again (`WriterLeaseLostError`) unless it acquires anew.
    */
-  acquireWriter(id: string): Promise<void> {
+  acquireWriter(id: string): Promise<WriterLease> {
     return this.chains.run(id, async () => {
-      if (this.held.has(id)) return
+      const lease = (since: string): WriterLease => ({
+        holder: { pid: this.owner.pid, host: this.owner.host, since },
+        release: () => this.releaseWriter(id),
+      })
+      const mine = this.held.get(id)
+      if (mine !== undefined) return lease(mine.since)
+      if (this.lost.has(id)) throw lostLease(id, undefined, this.lost.get(id))
       await this.ready
-      const taken = (await this.pool.query<{ token: string }>(
+      let taken = (await this.pool.query<{ token: string; since: Date }>(
         `INSERT INTO leases (session_id, token, holder, pid, host, since, expires_at)
            VALUES ($1, nextval('lease_tokens'), $2, $3, $4, clock_timestamp(), clock_timestamp() + $5 * interval '1 millisecond')
          ON CONFLICT (session_id) DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, pid = EXCLUDED.pid,
            host = EXCLUDED.host, since = EXCLUDED.since, expires_at = EXCLUDED.expires_at
            WHERE leases.expires_at < clock_timestamp() OR leases.holder = EXCLUDED.holder
-         RETURNING token`, [id, this.holder, this.owner.pid, this.owner.host, this.leaseTtlMs])).rows[0]
+         RETURNING token, since`, [id, this.holder, this.owner.pid, this.owner.host, this.leaseTtlMs])).rows[0]
       if (taken === undefined) {
-        const lease = (await this.pool.query<LeaseRow>(`SELECT token, holder, pid, host, since, expires_at < clock_timestamp() AS expired FROM leases WHERE session_id = $1`, [id])).rows[0]
-        throw inUse(id, lease)
+        const current = (await this.pool.query<LeaseRow>(`SELECT token, holder, pid, host, since, expires_at < clock_timestamp() AS expired FROM leases WHERE session_id = $1`, [id])).rows[0]
+        // A holder on this very host whose process is gone is stale: take over at once (only
+        // that exact lease, so two takers cannot both win).
+        if (current !== undefined && holderIsStale({ pid: current.pid, host: current.host, since: current.since.toISOString() })) {
+          taken = (await this.pool.query<{ token: string; since: Date }>(
+            `UPDATE leases SET token = nextval('lease_tokens'), holder = $2, pid = $3, host = $4, since = clock_timestamp(),
+               expires_at = clock_timestamp() + $5 * interval '1 millisecond'
+             WHERE session_id = $1 AND token = $6 RETURNING token, since`,
+            [id, this.holder, this.owner.pid, this.owner.host, this.leaseTtlMs, current.token])).rows[0]
+        }
+        if (taken === undefined) throw inUse(id, current)
       }
-      this.held.set(id, taken.token)
-      this.lost.delete(id)
+      const since = taken.since.toISOString()
+      this.held.set(id, { token: taken.token, since })
       this.armRenewal()
+      return lease(since)
     })
   }
 
@@ -424,10 +454,10 @@ export class PostgresBackend implements PersistenceBackend {
       'SELECT token, holder, pid, host, since, expires_at < clock_timestamp() AS expired FROM leases WHERE session_id = $1 FOR SHARE', [id])).rows[0]
     const mine = this.held.get(id)
     if (mine !== undefined) {
-      if (lease !== undefined && lease.token === mine) return
+      if (lease !== undefined && lease.token === mine.token) return
       this.held.delete(id)
       this.lost.set(id, lease)
-      throw lostLease(id, mine, lease)
+      throw lostLease(id, mine.token, lease)
     }
     if (this.lost.has(id)) throw lostLease(id, undefined, lease ?? this.lost.get(id))
     if (lease !== undefined && !lease.expired && lease.holder !== this.holder) throw inUse(id, lease)
