@@ -82,6 +82,8 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   let code: number
   try {
     const loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
+    // Plugins that start asynchronously (a database connection; MCP servers connect and list
+    // tools) finish before the app runs, so the first model request already sees their tools (MC-1).
     const reasons = await settle(loaded.map(({ fiber }) => fiber))
     const problems = checkLoaded(loaded, root)
     if (problems.length > 0) return fail([...problems, ...reasons].join('; '))
