@@ -1,6 +1,6 @@
 // Writer-lock child (src/persistence/writer-lock.test.ts): a separate dsh process acting on one
 // session through ctx.sessionPersistence over the built dist/ tree.
-//   argv: <jsonl|sqlite> <store path> <session id> <create|load|read>
+//   argv: <jsonl|sqlite|postgres> <store path or URL> <session id> <create|load|read>
 // Prints `held <pid>` once it is the session's writer (create: a new session with an open turn,
 // flushed; load: a cold load), `read <n>` for a plain read of n events, or `refused <message>`
 // (exit 3). A held writer stays until stdin says `release` (then disposes and prints `released`)
@@ -11,9 +11,10 @@ import { SessionsServicePlugin } from '../dist/session/index.js'
 import { SessionPersistence } from '../dist/persistence/service.js'
 import { JsonlBackend } from '../dist/persistence/jsonl/backend.js'
 import { SqliteBackend } from '../dist/persistence/sqlite/backend.js'
+import { PostgresBackend } from '../dist/persistence/postgres/backend.js'
 
 const [kind, store, id, mode] = process.argv.slice(2)
-const backend = kind === 'sqlite' ? new SqliteBackend({ file: store }) : new JsonlBackend({ root: store })
+const backend = kind === 'sqlite' ? new SqliteBackend({ file: store }) : kind === 'postgres' ? new PostgresBackend({ url: store }) : new JsonlBackend({ root: store })
 const ctx = new Context()
 await ctx.plugin(SessionsServicePlugin)
 const fiber = ctx.plugin(SessionPersistence, { backend, maxDelayMs: 1, report: () => undefined })

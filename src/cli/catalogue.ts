@@ -136,6 +136,10 @@ registerBuiltinPlugin('persistence-jsonl', 'session logs as JSONL files under $D
   async () => withHost((await import('../persistence/plugins.js')).JsonlPersistencePlugin, host => ({ root: join(host.home, 'sessions') })))
 registerBuiltinPlugin('persistence-sqlite', 'session logs in one SQLite database, $DSH_HOME/sessions.db (ctx.sessionPersistence)',
   async () => withHost((await import('../persistence/plugins.js')).SqlitePersistencePlugin, host => ({ file: join(host.home, 'sessions.db') })))
+registerBuiltinPlugin('persistence-postgres', 'session logs in PostgreSQL, shared by many dsh hosts, one writer per session (--store postgres://...)',
+  async () => (await import('../persistence/plugins.js')).PostgresPersistencePlugin)
+registerBuiltinPlugin('session-eviction', 'servers: keep only active sessions in memory, unload idle ones (reloaded on demand)',
+  async () => (await import('../hosting/eviction.js')).SessionEvictionPlugin)
 registerBuiltinPlugin('checkpoints', 'D-3: flush the log before every model request, tool body and pre-step',
   async () => (await import('../persistence/checkpoint.js')).CheckpointPolicy)
 registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session log (offline demo, conformance)',

@@ -12,6 +12,8 @@ export interface LauncherOptions {
   profile: string
   patches: string[]
   dump?: 'config' | 'default-config'
+  /** Session store URL (`postgres://...`); else DSH_STORE_URL, else settings `store:`. */
+  store?: string
   version?: boolean
   help?: boolean
   appArgs: string[]
@@ -39,6 +41,8 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
     else if (arg.startsWith('--profile=')) options.profile = arg.slice('--profile='.length)
     else if (arg === '--patch') options.patches.push(value(arg))
     else if (arg.startsWith('--patch=')) options.patches.push(arg.slice('--patch='.length))
+    else if (arg === '--store') options.store = value(arg)
+    else if (arg.startsWith('--store=')) options.store = arg.slice('--store='.length)
     else if (arg === '--dump-config') options.dump = 'config'
     else if (arg === '--dump-default-config') options.dump = 'default-config'
     else if (arg === '--version' || arg === '-V') options.version = true
@@ -54,6 +58,8 @@ const HELP = `Usage: dsh [--profile NAME] [--patch FILE]... [app arguments]
 Launcher flags (before app arguments):
   --profile NAME          composition to run (default: headless; shipped: headless, sdk, acp, web)
   --patch FILE            extra patch layer, applied last (repeatable)
+  --store URL             keep sessions in PostgreSQL (postgres://user@host/db[?schema=NAME]);
+                          also DSH_STORE_URL or \`store:\` in settings (default: local files)
   --dump-config           print the composed plugin tree as YAML and exit
   --dump-default-config   print the bundle layers only and exit
   --version, --help

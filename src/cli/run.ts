@@ -7,7 +7,7 @@ import { environmentLayers, readSettings, resolveHome } from '../config/home.js'
 import { checkLoaded, loadRows } from './loader.js'
 import { dumpConfig } from '../config/dump.js'
 import { composeProfile, resolveProfile } from '../config/profile.js'
-import { ConfigError, stripTracking } from '../config/rows.js'
+import { ConfigError, stripTracking, type Row } from '../config/rows.js'
 import type { Host } from '../host/index.js'
 import type { LauncherOptions } from './main.js'
 
@@ -71,18 +71,22 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     return fail((error as Error).message)
   }
 
+  let rows = composed.rows.map(stripTracking)
+  try {
+    rows = selectStore(rows, options.store ?? host.env.value('DSH_STORE_URL') ?? settingsStore(host.settings))
+  } catch (error) {
+    return fail((error as Error).message)
+  }
   const root = new Context()
   root.provide('host', host)
-  const rows = composed.rows.map(stripTracking)
   let code: number
   try {
     const loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
-    await settle()
-    // Plugins that start asynchronously (MCP servers connect and list tools) finish before the
-    // app runs, so the first model request already sees their tools (MC-1).
-    await Promise.all(loaded.map(({ fiber }) => fiber.await().then(() => {}, () => {})))
+    // Plugins that start asynchronously (a database connection; MCP servers connect and list
+    // tools) finish before the app runs, so the first model request already sees their tools (MC-1).
+    const reasons = await settle(loaded.map(({ fiber }) => fiber))
     const problems = checkLoaded(loaded, root)
-    if (problems.length > 0) return fail(problems.join('; '))
+    if (problems.length > 0) return fail([...problems, ...reasons].join('; '))
     const app = root.get('app')
     if (app === undefined) return fail(`profile "${profile.name}" has no app row: nothing to run`)
     code = await app.run()
@@ -95,9 +99,41 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   return exitCode ?? code
 }
 
-/** Lets plugin setups that await services finish before the tree is inspected. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i += 1) await new Promise(resolve => setImmediate(resolve))
+/** Settings `store: postgres://...` (or `store: {url: ...}`). */
+function settingsStore(settings: Host['settings']): string | undefined {
+  const value = (settings as Record<string, unknown>).store
+  if (value === undefined || value === null) return undefined
+  if (typeof value === 'string') return value
+  const url = (value as { url?: unknown }).url
+  if (typeof url === 'string') return url
+  throw new Error('settings.yaml: store must be a postgres:// URL (or {url: postgres://...})')
+}
+
+/**
+ * A store URL swaps the profile's `persistence` row for the PostgreSQL one (same row id, so
+ * every surface keeps working unchanged); without one the profile's local files stay.
+ */
+export function selectStore(rows: Row[], url: string | undefined): Row[] {
+  if (url === undefined || url === '') return rows
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new Error(`store ${JSON.stringify(url)}: only postgres:// URLs are supported (without one, sessions stay in local files)`)
+  // Settings of the row that both kinds understand (maxDelayMs, packed, leaseTtlMs...) carry over.
+  const carried = (config: unknown) => typeof config === 'object' && config !== null && !Array.isArray(config) ? config : {}
+  return rows.map(row => row.id === 'persistence' ? { ...row, name: 'persistence-postgres', config: { ...carried(row.config), url } } : row)
+}
+
+/**
+ * Lets plugin setups that await services or I/O (a database connection) finish before the tree
+ * is inspected; returns the messages of setups that failed.
+ */
+async function settle(fibers: readonly { await(): Promise<unknown> }[]): Promise<string[]> {
+  const reasons = new Set<string>()
+  for (let i = 0; i < 5; i += 1) {
+    for (const result of await Promise.allSettled(fibers.map(fiber => fiber.await()))) {
+      if (result.status === 'rejected') reasons.add(result.reason instanceof Error ? result.reason.message : String(result.reason))
+    }
+    await new Promise(resolve => setImmediate(resolve))
+  }
+  return [...reasons]
 }
 
 async function disposeAll(root: Context): Promise<void> {

@@ -116,6 +116,24 @@ export interface PersistenceBackend {
    */
   acquireWriter?(id: string): Promise<WriterLease>
   close?(): Promise<void>
+  /** The current writer of `id`, if any. */
+  writer?(id: string): Promise<WriterInfo | undefined>
+  /**
+   * Live appends by any process: calls `onAppend(next)` after each committed write to `id`
+   * (`next` = stored next seq). Resolves, with the disposer, once listening.
+   */
+  watch?(id: string, onAppend: (next: number) => void): Promise<() => void>
+}
+
+export interface WriterInfo {
+  readonly pid: number
+  readonly host: string
+  /** ISO-8601 time the writer took the session. */
+  readonly since: string
+  /** Fencing token of the holder (opaque). */
+  readonly token?: string
+  /** True when this backend instance is the writer. */
+  readonly mine: boolean
 }
 
 export class PersistenceError extends Error {
@@ -138,6 +156,8 @@ export class SessionInUseError extends PersistenceError {
     super(`session ${id} is in use by another writer (pid ${holder.pid} on ${holder.host}, since ${holder.since})`, id)
   }
 }
+/** Fencing: this instance's writer lease was taken by another after it expired; it never writes again. */
+export class WriterLeaseLostError extends PersistenceError {}
 /** S-13 / D-6: a newer or older format, or a foreign database. */
 export class FormatVersionError extends PersistenceError {}
 
@@ -223,6 +243,8 @@ export interface SessionPersistenceService {
   delete(id: string): Promise<boolean>
   /** The last write failure of a session whose automatic writing is paused (D-2), if any. */
   writeError(id: string): unknown
+  /** Flushes and closes a live session and releases its writer lease; `load` brings it back. */
+  unload(id: string): Promise<void>
 }
 
 declare module 'cordis' {

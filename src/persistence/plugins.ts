@@ -41,3 +41,38 @@ export const SqlitePersistencePlugin = {
     ctx.plugin(SessionPersistence, { backend, ...(config.maxDelayMs !== undefined ? { maxDelayMs: config.maxDelayMs } : {}) })
   },
 }
+
+export interface PostgresPersistenceConfig {
+  /** `postgres://user@host/database[?schema=NAME]` (from `--store`, DSH_STORE_URL or settings `store:`). */
+  readonly url: string
+  readonly schema?: string
+  readonly maxDelayMs?: number
+  readonly packed?: boolean
+  /** Writer lease time to live (default 30 s). */
+  readonly leaseTtlMs?: number
+  readonly poolSize?: number
+}
+
+export const PostgresPersistencePlugin = {
+  name: 'persistence-postgres',
+  inject: ['sessions'],
+  async apply(ctx: Context, config: PostgresPersistenceConfig) {
+    if (typeof config?.url !== 'string' || config.url === '') throw new TypeError('persistence-postgres: config.url must be a postgres:// URL')
+    const { PostgresBackend } = await import('./postgres/backend.js')
+    const backend = new PostgresBackend({
+      url: config.url,
+      ...(config.schema !== undefined ? { schema: config.schema } : {}),
+      ...(config.packed !== undefined ? { packed: config.packed } : {}),
+      ...(config.leaseTtlMs !== undefined ? { leaseTtlMs: config.leaseTtlMs } : {}),
+      ...(config.poolSize !== undefined ? { poolSize: config.poolSize } : {}),
+    })
+    // Fail at start-up, with the reason, when the server or the schema is not usable.
+    try {
+      await backend.open()
+    } catch (error) {
+      await backend.close().catch(() => undefined)
+      throw error
+    }
+    ctx.plugin(SessionPersistence, { backend, ...(config.maxDelayMs !== undefined ? { maxDelayMs: config.maxDelayMs } : {}) })
+  },
+}

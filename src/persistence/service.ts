@@ -53,6 +53,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   private readonly maxDelayMs: number
   private readonly report: ListenerErrorReporter
   private readonly tracked = new Map<string, Tracked>()
+  /** Cold loads in progress by id: concurrent loads of one id share one. */
+  private readonly loading = new Map<string, Promise<LoadResult>>()
   /** Ids being hydrated by `load`: their events are already stored. */
   private readonly hydrating = new Set<string>()
   private readonly root: Context
@@ -263,12 +265,24 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       }
       return { session: live, repaired: [], wasLive: true }
     }
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.coldLoad(id)
-      } catch (error) {
-        if (!(error instanceof StaleRevisionError) || attempt >= STALE_RETRIES) throw error
+    // Concurrent first uses of a stored session (two prompts at once) share one cold load; the
+    // later callers get the same live session, already repaired.
+    const pending = this.loading.get(id)
+    if (pending !== undefined) return { ...await pending, repaired: [], wasLive: true }
+    const loading = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.coldLoad(id)
+        } catch (error) {
+          if (!(error instanceof StaleRevisionError) || attempt >= STALE_RETRIES) throw error
+        }
       }
+    })()
+    this.loading.set(id, loading)
+    try {
+      return await loading
+    } finally {
+      this.loading.delete(id)
     }
   }
 
@@ -359,5 +373,23 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     } finally {
       await this.release(id)
     }
+  }
+
+  /**
+   * Flushes a live session, closes it and gives its writer lock back, so another process can
+   * take it; it stays stored and a later `load` brings it back. Refuses an open turn.
+   */
+  async unload(id: string): Promise<void> {
+    const live = this.sessions.get(id)
+    if (live !== undefined) {
+      if (live.position.turnOpen) {
+        throw new PersistenceError(`session ${JSON.stringify(id)} is live with turn ${live.position.turn} open; it cannot be unloaded until the turn ends`, id)
+      }
+      await this.flush(live)
+      this.sessions.close(id)
+    }
+    const tracked = this.tracked.get(id)
+    if (tracked !== undefined && tracked.queue.length === 0) this.tracked.delete(id)
+    await this.release(id)
   }
 }

@@ -52,9 +52,11 @@ export async function openAgent(ctx: Context, options: { sessionId?: string; cwd
   const live = id === undefined ? undefined : ctx.agents.get(id)
   if (live !== undefined) return { agent: live, created: false }
   if (id === undefined) return open(ctx, options)
-  // Two prompts for one new id at once: the second waits for the first to open it.
-  let inFlight = opening.get(ctx)
-  if (inFlight === undefined) opening.set(ctx, inFlight = new Map())
+  // Two prompts for one new id at once: the second waits for the first to open it. Keyed by the
+  // root context: a plugin's context (and a service reached through it) may be a new proxy on
+  // every access, so it cannot identify the runtime.
+  let inFlight = opening.get(ctx.root)
+  if (inFlight === undefined) opening.set(ctx.root, inFlight = new Map())
   const pending = inFlight.get(id)
   if (pending !== undefined) return { agent: (await pending).agent, created: false }
   const opened = open(ctx, options)

@@ -273,6 +273,31 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
+  it('A-2: concurrent first prompts for a stored session that is not loaded yet all land, in order, in one session', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'stored' }, { finish: 'stop', usage }]))
+    const first = await startClient(home, cwd)
+    await first.run('remember this', { sessionId: 'cold' })
+    await first.close()
+    const second = await startClient(home, cwd)
+    try {
+      for (let i = 0; i < 4; i++) server.enqueue(streamResponse([{ text: `answer ${i}` }, { finish: 'stop', usage }]))
+      const idle = nextNotification(second, n => n.method === 'session.status' && n.params.sessionId === 'cold' && n.params.status === 'idle')
+      const receipts = await Promise.all(['one', 'two', 'three'].map(text => second.prompt(text, 'cold')))
+      expect(receipts.map(r => r.sessionId)).toEqual(['cold', 'cold', 'cold'])
+      await idle
+      const loaded = await second.load('cold', { events: true })
+      const users = loaded.events!.filter(event => event.type === 'user/message')
+        .map(event => {
+          const content = (event.data as { content: string | { text?: string }[] }).content
+          return typeof content === 'string' ? content : content.map(block => block.text ?? '').join('')
+        })
+      expect(users.filter(text => !text.startsWith('Current runtime context'))).toEqual(['remember this', 'one', 'two', 'three'])
+    } finally {
+      await second.close()
+    }
+  })
+
   it('C-1..C-4, D-3: a server killed mid-turn: a new server loads the session (the interrupted turn is closed) and a new prompt works', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([

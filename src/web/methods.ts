@@ -303,12 +303,23 @@ export class WebApiPlugin extends Service implements WebApiService {
     return { provider: found.provider, model: found.model }
   }
 
+  /** Agents being opened by id: concurrent first prompts for a session share one. */
+  private readonly opening = new Map<string, Promise<Agent>>()
+
   private async agent(id: string): Promise<Agent> {
     const existing = this.root.agents.get(id)
     if (existing !== undefined) return existing
-    const session = await this.session(id)
-    const route = this.route()
-    return this.root.agents.create({ sessionId: session.id, ...route === undefined ? {} : { loop: route } })
+    let opening = this.opening.get(id)
+    if (opening === undefined) {
+      opening = (async () => {
+        const session = await this.session(id)
+        const route = this.route()
+        return this.root.agents.get(id) ?? this.root.agents.create({ sessionId: session.id, ...route === undefined ? {} : { loop: route } })
+      })()
+      this.opening.set(id, opening)
+      void opening.catch(() => undefined).finally(() => this.opening.delete(id))
+    }
+    return opening
   }
 
   /** A missing key or an unready adapter is reported before any input is queued. */

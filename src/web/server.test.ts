@@ -224,6 +224,23 @@ describe('dsh web server', () => {
       expect((await call('sessions.history', { id: child.id })).status).toBe(404)
     })
 
+    it('A-2: concurrent first prompts for a stored session that is not live all land, in order', async () => {
+      model.push(text('first'))
+      const created = await ok('sessions.create', { cwd: home })
+      await ok('prompt', { id: created.id, text: 'remember this' })
+      await idle(created.id)
+      await ctx.agents.get(created.id)!.dispose()
+      await ctx.sessionPersistence.flush(created.id)
+      ctx.sessions.close(created.id)
+      for (let i = 0; i < 3; i++) model.push(text(`answer ${i}`))
+      const replies = await Promise.all(['one', 'two', 'three'].map(words => call('prompt', { id: created.id, text: words })))
+      expect(replies.map(reply => reply.status)).toEqual([200, 200, 200])
+      await idle(created.id)
+      const users = ctx.sessions.get(created.id)!.events.filter(event => event.type === 'user/message')
+        .map(event => JSON.stringify(event.data)).filter(json => !json.includes('Current runtime context'))
+      expect(users.map(json => ['remember this', 'one', 'two', 'three'].find(words => json.includes(words)))).toEqual(['remember this', 'one', 'two', 'three'])
+    })
+
     it('A-2/A-9: prompt while running queues next-turn (editable, removable); steer goes next-step; cancel aborts', async () => {
       let started!: () => void
       const running = new Promise<void>(resolve => { started = resolve })
@@ -386,6 +403,13 @@ describe('dsh web server', () => {
       expect(await ok('sessions.export', { id })).toMatchObject({ filename: `${id}.jsonl` })
       expect(ctx.sessions.get(id)).toBeUndefined()
       expect(await ctx.sessionPersistence.backend.readStoredRevision(id)).toBe(revision)
+      // While the other runtime is its writer, acting on it is refused and changes nothing.
+      const refused = await call('prompt', { id, text: 'interfere' })
+      expect(refused.status).toBe(409)
+      expect(refused.json.error).toMatchObject({ code: 'SESSION_IN_USE', message: expect.stringMatching(new RegExp(`^session ${id} is in use by another writer \\(pid ${process.pid} on `)) })
+      expect(await ctx.sessionPersistence.backend.readStoredRevision(id)).toBe(revision)
+      // Once it is gone (a crashed holder's lock is stale; here it releases it), acting repairs.
+      await otherPersistence.dispose()
 
       // One writer per session: while the other runtime holds it, a prompt is refused naming it.
       const refused = await call('prompt', { id, text: 'too early' })

@@ -211,8 +211,30 @@ export class WebServer {
     const lastId = request.headers['last-event-id']
     if (typeof lastId === 'string' && /^\d+$/.test(lastId)) from = Number(lastId) + 1
     if (!Number.isInteger(from) || from < 0) throw new WebApiError(400, 'BAD_PARAMS', '"from" must be a non-negative integer')
+    // Live appends by other processes or hosts sharing the store (a backend with `watch`):
+    // listen before reading, so nothing committed between the read and the listen is missed.
+    const backend = this.ctx.get('sessionPersistence')?.backend
+    const remote = sessionId && backend?.watch && this.ctx.sessions.get(sessionId) === undefined
+      ? { ready: false, closed: false, chain: Promise.resolve(), dispose: undefined as (() => void) | undefined }
+      : undefined
+    const pull = () => {
+      if (remote === undefined || !remote.ready || remote.closed || sessionId === null) return
+      remote.chain = remote.chain.then(async () => {
+        // Once the session is live here, its local events are the stream.
+        if (remote.closed || this.ctx.sessions.get(sessionId) !== undefined) return
+        const events = backend!.loadStoredFrom ? await backend!.loadStoredFrom(sessionId, next) : (await backend!.loadStored(sessionId))?.events.slice(next) ?? []
+        if (!remote.closed) sendLog(events)
+      }).catch(() => undefined)
+    }
+    if (remote !== undefined) remote.dispose = await backend!.watch!(sessionId!, pull)
     // A stored session is streamed as stored until something loads it (see WebApiPlugin.view).
-    const view = sessionId ? await api.view(sessionId) : undefined
+    let view
+    try {
+      view = sessionId ? await api.view(sessionId) : undefined
+    } catch (error) {
+      remote?.dispose?.()
+      throw error
+    }
 
     response.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', Connection: 'keep-alive' })
     this.streams.add(response)
@@ -240,6 +262,10 @@ export class WebServer {
       status()
     }
     send('ready', { session: sessionId, length: view?.events.length ?? 0 })
+    if (remote !== undefined) {
+      remote.ready = true
+      pull()
+    }
 
     const disposers: (() => void)[] = []
     if (sessionId) {
@@ -263,6 +289,10 @@ export class WebServer {
     const heartbeat = setInterval(() => response.write(': ping\n\n'), HEARTBEAT_MS)
     heartbeat.unref()
     response.on('close', () => {
+      if (remote !== undefined) {
+        remote.closed = true
+        remote.dispose?.()
+      }
       clearInterval(heartbeat)
       for (const dispose of disposers) dispose()
       this.streams.delete(response)

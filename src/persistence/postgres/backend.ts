@@ -1,0 +1,641 @@
+/**
+ * PostgreSQL backend (npm `pg`): the SQLite layout in a PostgreSQL schema, shared by many dsh
+ * processes on many hosts. One `sessions` row per session and one `events` row per stored record
+ * (a packed chunk row stays one row spanning `count` seqs); every write is one transaction that
+ * bumps the session's revision and notifies listeners on commit. One writer per session is
+ * enforced by a lease row with a fencing token (see docs/persistence.md).
+ */
+import { createHash, randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import pg from 'pg'
+import type { SessionEvent, SessionHeader } from '../../session/types.js'
+import { isChunkRowType, packEvents } from '../../session/chunk-rows.js'
+import {
+  FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, SessionInUseError,
+  StaleRevisionError, WriterLeaseLostError,
+  type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type WriterInfo, type WriterLease,
+} from '../api.js'
+import { holderIsStale } from '../writer-lock.js'
+import { checkHeader, encodeHeader, salvageRecords, scanRecords, type RawRecord } from '../records.js'
+
+export const POSTGRES_SCHEMA_VERSION = 1
+/** Marks a schema as a dsh store (the `dsh_store` row `format`). */
+export const POSTGRES_FORMAT = 'dsh-session-store'
+/** NOTIFY channel prefix (plus a hash of the schema): payload `{"id","next"}` after every committed write. */
+export const POSTGRES_CHANNEL = 'dsh_session_events'
+
+export interface PostgresBackendOptions {
+  /** `postgres://...`; a `schema=NAME` query parameter selects the schema (default `dsh`). */
+  readonly url: string
+  /** Overrides the URL's schema. */
+  readonly schema?: string
+  /** Pack chunk runs into rows (R-1..R-4). Default true. */
+  readonly packed?: boolean
+  /** Writer lease time to live; renewed every third of it while held (default 30 s). */
+  readonly leaseTtlMs?: number
+  /** Pool size (default 4). */
+  readonly poolSize?: number
+  /** Who this process is, for refusal messages (default: this pid and host name). */
+  readonly owner?: { readonly pid: number; readonly host: string }
+}
+
+const SCHEMA = `
+CREATE TABLE dsh_store (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE sessions (
+  id text PRIMARY KEY,
+  incarnation uuid NOT NULL UNIQUE,
+  revision bigint NOT NULL,
+  header text NOT NULL,
+  cwd text,
+  parent_session text,
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL,
+  next_seq integer NOT NULL,
+  turns integer NOT NULL,
+  title text
+);
+CREATE INDEX sessions_updated ON sessions (updated_at DESC, id);
+CREATE TABLE events (
+  session_id text NOT NULL REFERENCES sessions(id),
+  seq integer NOT NULL,
+  count integer NOT NULL,
+  type text NOT NULL,
+  time bigint NOT NULL,
+  data text NOT NULL,
+  ignorable smallint,
+  surface_op text,
+  source_event_seqs text,
+  PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE trash_sessions (
+  incarnation uuid PRIMARY KEY,
+  id text NOT NULL,
+  trashed_at bigint NOT NULL,
+  revision bigint NOT NULL,
+  header text NOT NULL
+);
+CREATE TABLE trash_events (
+  incarnation uuid NOT NULL,
+  seq integer NOT NULL,
+  count integer NOT NULL,
+  type text NOT NULL,
+  time bigint NOT NULL,
+  data text NOT NULL,
+  ignorable smallint,
+  surface_op text,
+  source_event_seqs text,
+  PRIMARY KEY (incarnation, seq)
+);
+CREATE SEQUENCE lease_tokens;
+CREATE TABLE leases (
+  session_id text PRIMARY KEY,
+  token bigint NOT NULL,
+  holder uuid NOT NULL,
+  pid integer NOT NULL,
+  host text NOT NULL,
+  since timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+`
+
+interface SessionRow {
+  id: string
+  incarnation: string
+  revision: string
+  header: string
+  cwd: string | null
+  parent_session: string | null
+  created_at: string
+  updated_at: string
+  next_seq: number
+  turns: number
+  title: string | null
+}
+
+interface EventRow {
+  seq: number
+  count: number
+  type: string
+  time: string
+  data: string
+  ignorable: number | null
+  surface_op: string | null
+  source_event_seqs: string | null
+}
+
+interface LeaseRow {
+  token: string
+  holder: string
+  pid: number
+  host: string
+  since: Date
+  expired: boolean
+}
+
+const EVENT_COLUMNS = 'seq, count, type, time, data, ignorable, surface_op, source_event_seqs'
+
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`
+}
+
+/** Splits `schema=` off a store URL (pg would pass unknown parameters to the server). */
+export function parseStoreUrl(url: string): { connectionString: string; schema?: string } {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new PersistenceError(`store URL ${JSON.stringify(url)} is not a URL (expected postgres://user@host/database)`)
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new PersistenceError(`store URL ${JSON.stringify(url)}: only postgres:// URLs are supported`)
+  }
+  const schema = parsed.searchParams.get('schema') ?? undefined
+  parsed.searchParams.delete('schema')
+  return { connectionString: parsed.toString(), schema }
+}
+
+/** A URL with its password masked, for messages. */
+export function redactStoreUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return '(unparsable URL)'
+  }
+}
+
+export class PostgresBackend implements PersistenceBackend {
+  readonly kind = 'postgres'
+  readonly schema: string
+  readonly pool: pg.Pool
+  /** This instance's writer identity (one per backend instance). */
+  readonly holder = randomUUID()
+  readonly owner: { readonly pid: number; readonly host: string }
+  private readonly where: string
+  private readonly packed: boolean
+  private readonly leaseTtlMs: number
+  private readonly chains = new OperationChains()
+  private readonly ready: Promise<string>
+  /** Leases this instance holds: session id -> fencing token and since (ISO). */
+  private readonly held = new Map<string, { token: string; since: string }>()
+  /** Leases this instance lost: writes are refused until it acquires again. */
+  private readonly lost = new Map<string, LeaseRow | undefined>()
+  private renewTimer?: ReturnType<typeof setInterval>
+  private listener?: Promise<pg.Client>
+  private readonly watchers = new Map<string, Set<(next: number) => void>>()
+  private closed = false
+  private readonly connectionString: string
+
+  constructor(options: PostgresBackendOptions) {
+    const { connectionString, schema } = parseStoreUrl(options.url)
+    this.schema = options.schema ?? schema ?? 'dsh'
+    this.connectionString = connectionString
+    this.where = `${redactStoreUrl(options.url)} schema ${this.schema}`
+    this.packed = options.packed ?? true
+    this.leaseTtlMs = options.leaseTtlMs ?? 30_000
+    this.owner = options.owner ?? { pid: process.pid, host: hostname() }
+    this.pool = new pg.Pool({ connectionString, max: options.poolSize ?? 4 })
+    // An idle client's error (server restart) must not crash the process; the next query fails.
+    this.pool.on('error', () => undefined)
+    const searchPath = `SET search_path TO ${quoteIdent(this.schema)}`
+    this.pool.on('connect', (client) => { client.query(searchPath).catch(() => undefined) })
+    this.ready = this.openSchema()
+    this.ready.catch(() => undefined)
+  }
+
+  /** Checks identity and version before anything is written; creates the schema when absent. */
+  private async openSchema(): Promise<string> {
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN')
+      // One process at a time creates a store: the others wait here and then find it.
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('dsh-store:' || $1))", [this.schema])
+      const tables = (await client.query<{ table_name: string }>(
+        'SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [this.schema])).rows.map((r) => r.table_name)
+      if (tables.length === 0) {
+        await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(this.schema)}`)
+        await client.query(`SET LOCAL search_path TO ${quoteIdent(this.schema)}`)
+        await client.query(SCHEMA)
+        await client.query("INSERT INTO dsh_store (key, value) VALUES ('format', $1), ('schema_version', $2), ('store_id', $3)",
+          [POSTGRES_FORMAT, String(POSTGRES_SCHEMA_VERSION), randomUUID()])
+      } else if (!tables.includes('dsh_store')) {
+        throw new FormatVersionError(`${this.where}: not a dsh session store (tables ${tables.sort().join(', ')} but no dsh_store); refusing to touch it`)
+      }
+      const rows = (await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${quoteIdent(this.schema)}.dsh_store`)).rows
+      const state = new Map(rows.map((r) => [r.key, r.value]))
+      if (state.get('format') !== POSTGRES_FORMAT) {
+        throw new FormatVersionError(`${this.where}: not a dsh session store (dsh_store format ${JSON.stringify(state.get('format') ?? null)}); refusing to touch it`)
+      }
+      const version = Number(state.get('schema_version'))
+      if (version !== POSTGRES_SCHEMA_VERSION) {
+        const direction = version > POSTGRES_SCHEMA_VERSION ? 'newer' : 'older'
+        throw new FormatVersionError(`${this.where}: session store schema version ${state.get('schema_version')} is ${direction} than the supported version ${POSTGRES_SCHEMA_VERSION}; no migration is done`)
+      }
+      const storeId = state.get('store_id')
+      if (storeId === undefined) throw new PersistenceError(`${this.where}: dsh_store has no store_id`)
+      await client.query('COMMIT')
+      return storeId
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw error
+    } finally {
+      client.release()
+    }
+  }
+
+  /** Resolves once the store is open (schema checked or created); rejects with the reason. */
+  async open(): Promise<void> {
+    await this.ready
+  }
+
+  private async tx<T>(fn: (client: pg.PoolClient, storeId: string) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+    if (this.closed) throw new PersistenceError(`${this.where}: the store is closed`)
+    const storeId = await this.ready
+    const client = await this.pool.connect()
+    let broken: Error | undefined
+    try {
+      await client.query(begin)
+      const result = await fn(client, storeId)
+      await client.query('COMMIT')
+      return result
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollback: Error) => { broken = rollback })
+      throw error
+    } finally {
+      client.release(broken)
+    }
+  }
+
+  create(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
+    return this.chains.run(header.id, () => this.tx(async (client) => {
+      await this.fence(client, header.id)
+      await this.materialise(client, header, events)
+    }))
+  }
+
+  appendBatch(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
+    return this.chains.run(header.id, () => this.tx(async (client) => {
+      await this.fence(client, header.id)
+      const row = (await client.query<SessionRow>('SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [header.id])).rows[0]
+      if (row === undefined) return this.materialise(client, header, events)
+      if (events.length === 0) return
+      if (events[0].seq !== row.next_seq) {
+        throw new SeqMismatchError(`session ${JSON.stringify(header.id)}: batch starts at seq ${events[0].seq} but the stored log ends before seq ${row.next_seq}`, header.id)
+      }
+      await this.insertEvents(client, header.id, events)
+    }))
+  }
+
+  loadStored(id: string): Promise<StoredSession | undefined> {
+    return this.chains.run(id, async () => {
+      const { row, rows } = await this.tx(async (client) => {
+        const row = (await client.query<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id])).rows[0]
+        const rows = row === undefined ? [] : (await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
+        return { row, rows }
+      }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      if (row === undefined) return undefined
+      const storeId = await this.ready
+      const header = checkHeader(JSON.parse(row.header), `${this.where} session ${JSON.stringify(id)}`)
+      const { events, torn } = scanRecords(id, rows.map(rawRecord))
+      return { header, events, revision: token(storeId, row), torn }
+    })
+  }
+
+  salvageStored(id: string): Promise<SalvagedSession | undefined> {
+    return this.chains.run(id, async () => {
+      const { row, rows } = await this.tx(async (client) => {
+        const row = (await client.query<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id])).rows[0]
+        const rows = row === undefined ? [] : (await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
+        return { row, rows }
+      }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      if (row === undefined) return undefined
+      const header = checkHeader(JSON.parse(row.header), `${this.where} session ${JSON.stringify(id)}`)
+      return { header, ...salvageRecords(rows.map(rawRecord)) }
+    })
+  }
+
+  readStoredRevision(id: string): Promise<string | undefined> {
+    return this.chains.run(id, async () => {
+      const storeId = await this.ready
+      const row = (await this.pool.query<SessionRow>('SELECT incarnation, revision FROM sessions WHERE id = $1', [id])).rows[0]
+      return row === undefined ? undefined : token(storeId, row)
+    })
+  }
+
+  /** Seek read: starts at the row holding `seq`, never reads earlier rows. */
+  loadStoredFrom(id: string, seq: number): Promise<readonly SessionEvent[]> {
+    return this.chains.run(id, async () => {
+      await this.ready
+      const rows = (await this.pool.query<EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1
+           AND seq >= coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND seq <= $2), $2) ORDER BY seq`, [id, seq])).rows
+      if (rows.length === 0) return []
+      const { events } = scanRecords(id, rows.map(rawRecord), rows[0].seq)
+      return events.filter((event) => event.seq >= seq)
+    })
+  }
+
+  commitRepair(id: string, closers: readonly SessionEvent[], expectedRevision: string): Promise<string> {
+    return this.chains.run(id, () => this.tx(async (client, storeId) => {
+      await this.fence(client, id)
+      const row = (await client.query<SessionRow>('SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [id])).rows[0]
+      const current = row === undefined ? undefined : token(storeId, row)
+      if (current !== expectedRevision) {
+        throw new StaleRevisionError(`session ${JSON.stringify(id)}: written since it was loaded (revision ${current ?? 'none'}, expected ${expectedRevision}); repair refused`, id)
+      }
+      const rows = (await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
+      const { events } = scanRecords(id, rows.map(rawRecord))
+      if (closers.length > 0 && closers[0].seq !== events.length) {
+        throw new SeqMismatchError(`session ${JSON.stringify(id)}: closers start at seq ${closers[0].seq}, the log ends before seq ${events.length}`, id)
+      }
+      // Cut the crash tail: every row from the first unreadable one on.
+      await client.query('DELETE FROM events WHERE session_id = $1 AND seq >= $2', [id, firstRowAfter(rows, events.length)])
+      await client.query('UPDATE sessions SET revision = revision + 1, updated_at = $1, next_seq = $2 WHERE id = $3', [Date.now(), events.length, id])
+      if (closers.length > 0) await this.insertEvents(client, id, closers)
+      else await this.notify(client, id, events.length)
+      const after = (await client.query<SessionRow>('SELECT incarnation, revision FROM sessions WHERE id = $1', [id])).rows[0]
+      return token(storeId, after)
+    }))
+  }
+
+  async list(): Promise<readonly StoredSessionSummary[]> {
+    await this.ready
+    const rows = (await this.pool.query<SessionRow>('SELECT id, cwd, parent_session, created_at, updated_at, next_seq, turns, title FROM sessions ORDER BY updated_at DESC, id')).rows
+    return rows.map((row) => ({
+      id: row.id, title: row.title, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined,
+      createdAt: Number(row.created_at), updatedAt: Number(row.updated_at), turns: row.turns, length: row.next_seq,
+    }))
+  }
+
+  trash(id: string): Promise<boolean> {
+    return this.chains.run(id, () => this.tx(async (client) => {
+      await this.fence(client, id)
+      const row = (await client.query<SessionRow>('SELECT incarnation FROM sessions WHERE id = $1 FOR UPDATE', [id])).rows[0]
+      if (row === undefined) return false
+      await client.query('INSERT INTO trash_sessions (incarnation, id, trashed_at, revision, header) SELECT incarnation, id, $1, revision, header FROM sessions WHERE id = $2', [Date.now(), id])
+      await client.query(`INSERT INTO trash_events (incarnation, ${EVENT_COLUMNS}) SELECT $1, ${EVENT_COLUMNS} FROM events WHERE session_id = $2`, [row.incarnation, id])
+      await client.query('DELETE FROM events WHERE session_id = $1', [id])
+      await client.query('DELETE FROM sessions WHERE id = $1', [id])
+      await client.query('DELETE FROM leases WHERE session_id = $1 AND holder = $2', [id, this.holder])
+      this.held.delete(id)
+      return true
+    }))
+  }
+
+  // --- one writer per session: lease with a fencing token ---
+
+  /**
+   * Takes the writer lease of `id` for this instance: free, expired, or already ours. Otherwise
+   * `SessionInUseError` naming the holder. Each acquisition gets a new fencing token; every
+   * write checks it in its own transaction, so once another instance took the lease this one
+   * can never write again (`WriterLeaseLostError`) unless it acquires anew.
+   */
+  acquireWriter(id: string): Promise<WriterLease> {
+    return this.chains.run(id, async () => {
+      const lease = (since: string): WriterLease => ({
+        holder: { pid: this.owner.pid, host: this.owner.host, since },
+        release: () => this.releaseWriter(id),
+      })
+      const mine = this.held.get(id)
+      if (mine !== undefined) return lease(mine.since)
+      if (this.lost.has(id)) throw lostLease(id, undefined, this.lost.get(id))
+      await this.ready
+      let taken = (await this.pool.query<{ token: string; since: Date }>(
+        `INSERT INTO leases (session_id, token, holder, pid, host, since, expires_at)
+           VALUES ($1, nextval('lease_tokens'), $2, $3, $4, clock_timestamp(), clock_timestamp() + $5 * interval '1 millisecond')
+         ON CONFLICT (session_id) DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, pid = EXCLUDED.pid,
+           host = EXCLUDED.host, since = EXCLUDED.since, expires_at = EXCLUDED.expires_at
+           WHERE leases.expires_at < clock_timestamp() OR leases.holder = EXCLUDED.holder
+         RETURNING token, since`, [id, this.holder, this.owner.pid, this.owner.host, this.leaseTtlMs])).rows[0]
+      if (taken === undefined) {
+        const current = (await this.pool.query<LeaseRow>(`SELECT token, holder, pid, host, since, expires_at < clock_timestamp() AS expired FROM leases WHERE session_id = $1`, [id])).rows[0]
+        // A holder on this very host whose process is gone is stale: take over at once (only
+        // that exact lease, so two takers cannot both win).
+        if (current !== undefined && holderIsStale({ pid: current.pid, host: current.host, since: current.since.toISOString() })) {
+          taken = (await this.pool.query<{ token: string; since: Date }>(
+            `UPDATE leases SET token = nextval('lease_tokens'), holder = $2, pid = $3, host = $4, since = clock_timestamp(),
+               expires_at = clock_timestamp() + $5 * interval '1 millisecond'
+             WHERE session_id = $1 AND token = $6 RETURNING token, since`,
+            [id, this.holder, this.owner.pid, this.owner.host, this.leaseTtlMs, current.token])).rows[0]
+        }
+        if (taken === undefined) throw inUse(id, current)
+      }
+      const since = taken.since.toISOString()
+      this.held.set(id, { token: taken.token, since })
+      this.armRenewal()
+      return lease(since)
+    })
+  }
+
+  /** Gives the lease back (only if still ours). */
+  releaseWriter(id: string): Promise<void> {
+    return this.chains.run(id, async () => {
+      const wasHeld = this.held.delete(id)
+      this.lost.delete(id)
+      if (!wasHeld || this.closed) return
+      await this.pool.query('DELETE FROM leases WHERE session_id = $1 AND holder = $2', [id, this.holder])
+    })
+  }
+
+  /** The current holder of `id`'s lease, if any and not expired. */
+  async writer(id: string): Promise<WriterInfo | undefined> {
+    await this.ready
+    const lease = (await this.pool.query<LeaseRow>(`SELECT token, holder, pid, host, since, expires_at < clock_timestamp() AS expired FROM leases WHERE session_id = $1`, [id])).rows[0]
+    if (lease === undefined || lease.expired) return undefined
+    return { pid: lease.pid, host: lease.host, since: lease.since.toISOString(), token: lease.token, mine: lease.holder === this.holder }
+  }
+
+  /** Inside a write transaction: refuses when another instance holds the lease or ours was lost. */
+  private async fence(client: pg.PoolClient, id: string): Promise<void> {
+    // FOR SHARE: a concurrent takeover waits for this write to commit, and this write waits
+    // for a takeover in flight, so a write is either before the takeover or refused after it.
+    const lease = (await client.query<LeaseRow>(
+      'SELECT token, holder, pid, host, since, expires_at < clock_timestamp() AS expired FROM leases WHERE session_id = $1 FOR SHARE', [id])).rows[0]
+    const mine = this.held.get(id)
+    if (mine !== undefined) {
+      if (lease !== undefined && lease.token === mine.token) return
+      this.held.delete(id)
+      this.lost.set(id, lease)
+      throw lostLease(id, mine.token, lease)
+    }
+    if (this.lost.has(id)) throw lostLease(id, undefined, lease ?? this.lost.get(id))
+    if (lease !== undefined && !lease.expired && lease.holder !== this.holder) throw inUse(id, lease)
+  }
+
+  private armRenewal(): void {
+    if (this.renewTimer !== undefined || this.closed) return
+    this.renewTimer = setInterval(() => { this.renew().catch(() => undefined) }, Math.max(50, Math.floor(this.leaseTtlMs / 3)))
+    this.renewTimer.unref()
+  }
+
+  /** Extends every lease still ours; a lease found taken is marked lost. */
+  async renew(): Promise<void> {
+    const ids = [...this.held.keys()]
+    if (ids.length === 0) return
+    const kept = new Set((await this.pool.query<{ session_id: string }>(
+      `UPDATE leases SET expires_at = clock_timestamp() + $1 * interval '1 millisecond'
+         WHERE holder = $2 AND session_id = ANY($3::text[]) RETURNING session_id`, [this.leaseTtlMs, this.holder, ids])).rows.map((r) => r.session_id))
+    for (const id of ids) {
+      if (!kept.has(id) && this.held.has(id)) {
+        this.held.delete(id)
+        this.lost.set(id, undefined)
+      }
+    }
+  }
+
+  /** Stops renewing without releasing (what a hung or partitioned process looks like; tests). */
+  suspendRenewal(): void {
+    if (this.renewTimer !== undefined) clearInterval(this.renewTimer)
+    this.renewTimer = undefined
+  }
+
+  // --- live events across processes (LISTEN/NOTIFY) ---
+
+  /**
+   * Calls `onAppend(next)` after each committed write to `id` by any process on this store,
+   * `next` being the stored next seq. Read the new events with `loadStoredFrom`. Returns the
+   * disposer; resolves once listening (writes committed after that are all reported).
+   */
+  async watch(id: string, onAppend: (next: number) => void): Promise<() => void> {
+    const listener = this.listener ??= (async () => {
+      await this.ready
+      const client = new pg.Client({ connectionString: this.connectionString })
+      client.on('error', () => undefined)
+      await client.connect()
+      client.on('notification', (message) => {
+        if (message.channel !== this.channel || message.payload === undefined) return
+        let payload: { id?: unknown; next?: unknown }
+        try {
+          payload = JSON.parse(message.payload) as typeof payload
+        } catch {
+          return
+        }
+        if (typeof payload.id !== 'string' || typeof payload.next !== 'number') return
+        for (const callback of this.watchers.get(payload.id) ?? []) callback(payload.next)
+      })
+      await client.query(`LISTEN ${quoteIdent(this.channel)}`)
+      return client
+    })()
+    await listener
+    let set = this.watchers.get(id)
+    if (set === undefined) this.watchers.set(id, set = new Set())
+    set.add(onAppend)
+    return () => {
+      set!.delete(onAppend)
+      if (set!.size === 0 && this.watchers.get(id) === set) this.watchers.delete(id)
+    }
+  }
+
+  /** One channel per store schema, so two stores on one database do not hear each other. */
+  private get channel(): string {
+    return `${POSTGRES_CHANNEL}_${createHash('sha256').update(this.schema).digest('hex').slice(0, 16)}`
+  }
+
+  private async notify(client: pg.PoolClient, id: string, next: number): Promise<void> {
+    // Delivered on commit only, in commit order.
+    await client.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({ id, next })])
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    await this.chains.idle()
+    this.suspendRenewal()
+    const ids = [...this.held.keys()]
+    this.held.clear()
+    if (ids.length > 0) await this.pool.query('DELETE FROM leases WHERE holder = $1 AND session_id = ANY($2::text[])', [this.holder, ids]).catch(() => undefined)
+    this.closed = true
+    this.watchers.clear()
+    if (this.listener) await (await this.listener.catch(() => undefined))?.end().catch(() => undefined)
+    await this.pool.end()
+  }
+
+  // --- rows ---
+
+  private async materialise(client: pg.PoolClient, header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
+    if (events.length > 0 && events[0].seq !== 0) {
+      throw new SeqMismatchError(`session ${JSON.stringify(header.id)}: the first stored event must have seq 0, got ${events[0].seq}`, header.id)
+    }
+    const inserted = await client.query(
+      `INSERT INTO sessions (id, incarnation, revision, header, cwd, parent_session, created_at, updated_at, next_seq, turns, title)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, NULL) ON CONFLICT (id) DO NOTHING`,
+      [header.id, randomUUID(), events.length > 0 ? 0 : 1, encodeHeader(header), header.cwd ?? null, header.parentSession ?? null, header.createdAt, Date.now()])
+    if (inserted.rowCount !== 1) throw new SessionExistsError(`session ${JSON.stringify(header.id)} is already stored`, header.id)
+    if (events.length > 0) await this.insertEvents(client, header.id, events)
+    else await this.notify(client, header.id, 0)
+  }
+
+  /** Inside a transaction: rows for `events` in one statement, then the bookkeeping (one revision bump). */
+  private async insertEvents(client: pg.PoolClient, id: string, events: readonly SessionEvent[]): Promise<void> {
+    for (let i = 1; i < events.length; i++) {
+      if (events[i].seq !== events[0].seq + i) {
+        throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch is not contiguous at seq ${events[i].seq} (expected ${events[0].seq + i})`, id)
+      }
+    }
+    let turns = 0
+    let title: string | null = null
+    for (const event of events) {
+      if (event.type === 'turn/start') turns++
+      if (event.type === 'session/title') {
+        const value = (event.data as { title?: unknown } | null)?.title
+        if (typeof value === 'string') title = value
+      }
+    }
+    const columns: unknown[][] = [[], [], [], [], [], [], [], []]
+    const push = (...values: unknown[]) => values.forEach((value, i) => columns[i].push(value))
+    for (const line of this.packed ? packEvents(events) : events) {
+      if (isChunkRowType(line.type)) {
+        const row = line as { type: string; seq0: number; time0: number; data: { texts?: unknown[]; args?: unknown[] } }
+        push(row.seq0, (row.data.texts ?? row.data.args ?? []).length, row.type, row.time0, JSON.stringify(row.data), null, null, null)
+      } else {
+        const event = line as SessionEvent
+        push(event.seq, 1, event.type, event.time, JSON.stringify(event.data), event.ignorable ? 1 : null,
+          event.surfaceOp === undefined ? null : JSON.stringify(event.surfaceOp),
+          event.sourceEventSeqs === undefined ? null : JSON.stringify(event.sourceEventSeqs))
+      }
+    }
+    await client.query(
+      `INSERT INTO events (session_id, ${EVENT_COLUMNS})
+       SELECT $1, * FROM unnest($2::integer[], $3::integer[], $4::text[], $5::bigint[], $6::text[], $7::smallint[], $8::text[], $9::text[])`,
+      [id, ...columns])
+    const next = events[events.length - 1].seq + 1
+    await client.query('UPDATE sessions SET revision = revision + 1, updated_at = $1, next_seq = $2, turns = turns + $3, title = coalesce($4, title) WHERE id = $5',
+      [Date.now(), next, turns, title, id])
+    await this.notify(client, id, next)
+  }
+}
+
+function token(storeId: string, row: Pick<SessionRow, 'incarnation' | 'revision'>): string {
+  return `${storeId}:${row.incarnation}:${row.revision}`
+}
+
+function describeHolder(lease: LeaseRow | undefined): string {
+  return lease === undefined ? 'nobody holds it now' : `pid ${lease.pid} on ${lease.host}, since ${lease.since.toISOString()}`
+}
+
+function inUse(id: string, lease: LeaseRow | undefined): SessionInUseError {
+  const holder = lease === undefined ? { pid: 0, host: 'unknown', since: new Date(0).toISOString() } : { pid: lease.pid, host: lease.host, since: lease.since.toISOString() }
+  return new SessionInUseError(id, holder)
+}
+
+function lostLease(id: string, mine: string | undefined, lease: LeaseRow | undefined): WriterLeaseLostError {
+  return new WriterLeaseLostError(
+    `session ${id}: this process lost its writer lease${mine === undefined ? '' : ` (token ${mine})`} (now: ${describeHolder(lease)}); nothing more is written by it`, id)
+}
+
+/** A row rendered as the JSON record it stands for, so every backend shares one decoder. */
+function rawRecord(row: EventRow): RawRecord {
+  const packed = isChunkRowType(row.type)
+  let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
+  if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
+  if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
+  if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
+  text += '}'
+  return { text, complete: true, position: row.seq, bytes: Buffer.byteLength(text), where: `row seq ${row.seq}` }
+}
+
+/** Seq of the first row that was not kept whole (the kept prefix has `kept` events). */
+function firstRowAfter(rows: readonly EventRow[], kept: number): number {
+  for (const row of rows) if (row.seq + row.count > kept) return row.seq
+  return kept
+}
