@@ -430,17 +430,24 @@ describe('dsh web server', () => {
       expect((await ok('models.list')).default).toBe(SCRIPTED_MODEL)
 
       const secret = 'sk-web-test-secret-value'
-      const previous = process.env.DSH_WEB_TEST_KEY
+      const previous = process.env.WEBTEST_API_KEY
       try {
-        await ok('credentials.set', { name: 'DSH_WEB_TEST_KEY', value: secret })
+        await ok('credentials.set', { name: 'WEBTEST_API_KEY', value: secret })
         expect(readFileSync(join(home, '.credentials.yaml'), 'utf8')).toContain(secret)
         const settings = await call('settings.get')
         expect(JSON.stringify(settings.json)).not.toContain(secret)
-        expect(settings.json.result.credentials).toContainEqual({ name: 'DSH_WEB_TEST_KEY', set: true, source: 'credentials' })
+        expect(settings.json.result.credentials).toContainEqual({ name: 'WEBTEST_API_KEY', set: true, source: 'credentials' })
         expect((await call('credentials.set', { name: 'bad name', value: 'x' })).status).toBe(400)
+        // Credentials are provider API keys: nothing else can be planted in the environment.
+        for (const name of ['BASH_ENV', 'NODE_OPTIONS', 'PATH', 'DEEPSEEK_BASE_URL', 'LD_PRELOAD', 'DSH_WEB_TOKEN', 'DSH_HOME']) {
+          const planted = await call('credentials.set', { name, value: 'x' })
+          expect(planted.status, name).toBe(400)
+          expect(planted.json.error.message).toContain('provider API keys')
+          expect(process.env[name]).not.toBe('x')
+        }
       } finally {
-        if (previous === undefined) delete process.env.DSH_WEB_TEST_KEY
-        else process.env.DSH_WEB_TEST_KEY = previous
+        if (previous === undefined) delete process.env.WEBTEST_API_KEY
+        else process.env.WEBTEST_API_KEY = previous
       }
     })
   })
