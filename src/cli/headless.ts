@@ -3,6 +3,8 @@
  * final assistant text (or a stream of session events with `--output stream-json`) and exits
  * 0 when the final turn ended `completed`, 1 otherwise.
  */
+import { statSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, TextBlock, TokenUsage } from '../llm/types.js'
@@ -106,6 +108,18 @@ function describeFailure(reason: TurnEndReason | undefined): string {
   }
 }
 
+/** `--cwd` must name an existing folder: a missing one is a usage error, before anything is stored. */
+function checkedFolder(path: string): string {
+  let isFolder = false
+  try {
+    isFolder = statSync(path).isDirectory()
+  } catch {
+    throw new UsageError(`--cwd ${path}: no such folder`)
+  }
+  if (!isFolder) throw new UsageError(`--cwd ${path}: not a folder`)
+  return path
+}
+
 /** What to pass to allow more, from the mode in force. */
 function widerHint(mode: SandboxMode | undefined): string {
   if (mode === 'read-only') return 'To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).'
@@ -148,6 +162,7 @@ export class HeadlessApp extends Service {
     try {
       args = parseHeadlessArgs(host.args)
       if (args.task === '') throw new UsageError('no task given: dsh --profile headless "what to do"')
+      if (args.cwd !== undefined) args = { ...args, cwd: checkedFolder(resolve(args.cwd)) }
       route = this.route(args.model)
     } catch (error) {
       host.stderr.write(`dsh: ${(error as Error).message}\n`)

@@ -89,6 +89,24 @@ describe('dsh sessions', () => {
     expect(texts).not.toContain('user:interfere')
   })
 
+  it('--cwd naming a missing folder (or a file) is refused with exit 2 and nothing is stored', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    const before = server.requests.length
+    for (const target of [join(cwd, 'no-such-folder'), 'relative/missing']) {
+      const result = await runDsh(['--cwd', target, 'do something'], { cwd, env })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toMatch(/^dsh: --cwd .*: no such folder\n$/)
+    }
+    writeFileSync(join(cwd, 'a-file'), 'x')
+    const file = await runDsh(['--cwd', 'a-file', 'do something'], { cwd, env })
+    expect(file.code).toBe(2)
+    expect(file.stderr).toBe(`dsh: --cwd ${join(cwd, 'a-file')}: not a folder\n`)
+    expect(server.requests.length).toBe(before)
+    const listed = await runDsh(['sessions', '--json'], { cwd, env })
+    expect(JSON.parse(listed.stdout)).toEqual([])
+  })
+
   it('an unknown argument to `dsh sessions` is a usage error (exit 2) naming it', async () => {
     const { home, cwd } = tempHome()
     const result = await runDsh(['sessions', '--bogus'], { cwd, env: { DSH_HOME: home } })

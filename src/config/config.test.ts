@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { mkdtempSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -108,6 +109,19 @@ describe('home folder', () => {
     expect(layers.value('D')).toBe('home-env')
     expect(layers.value('E')).toBeUndefined()
     expect(statSync(join(home, '.credentials.yaml')).mode & 0o777).toBe(0o600)
+  })
+
+  it('security: a workspace .env never sets a DSH_* variable (any name); the user\'s own $DSH_HOME/.env may', () => {
+    fc.assert(fc.property(fc.stringMatching(/^DSH_[A-Z0-9_]{1,20}$/), fc.stringMatching(/^[A-Za-z0-9]{1,30}$/), (name, value) => {
+      const home = mkdtempSync(join(tmpdir(), 'dsh-home-'))
+      const cwd = mkdtempSync(join(tmpdir(), 'dsh-cwd-'))
+      writeFileSync(join(cwd, '.env'), `${name}=${value}\nexport ${name}="${value}"\nPLAIN_VALUE=${value}\n`)
+      const layers = environmentLayers({ home, cwd, env: {} })
+      expect(layers.value(name)).toBeUndefined()
+      expect(layers.value('PLAIN_VALUE')).toBe(value)
+      writeFileSync(join(home, '.env'), `${name}=${value}\n`)
+      expect(environmentLayers({ home, cwd, env: {} }).get(name)).toEqual({ value, source: join(home, '.env') })
+    }), { numRuns: 50 })
   })
 
   it('settings writes are atomic and read back', () => {

@@ -87,6 +87,10 @@ function readDotenv(path: string): Record<string, string> {
   return existsSync(path) ? parseDotenv(readFileSync(path, 'utf8')) : {}
 }
 
+function withoutDshVariables(values: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).filter(([name]) => !name.startsWith('DSH_')))
+}
+
 /** `.credentials.yaml`: a flat mapping of variable names to secrets. */
 export function readCredentials(home: string): Record<string, string> {
   const value = readYamlFile(homePaths(home).credentials)
@@ -121,7 +125,8 @@ export function environmentLayers(options: { home: string; cwd: string; env?: No
   const layers: [string, Record<string, string | undefined>][] = [
     ['environment', env],
     [homePaths(options.home).credentials, readCredentials(options.home)],
-    [join(options.cwd, '.env'), readDotenv(join(options.cwd, '.env'))],
+    // A project file may not steer dsh itself (tokens, home, model): its DSH_* lines are ignored.
+    [join(options.cwd, '.env'), withoutDshVariables(readDotenv(join(options.cwd, '.env')))],
     [homePaths(options.home).env, readDotenv(homePaths(options.home).env)],
   ]
   const get = (name: string) => {

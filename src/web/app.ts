@@ -47,9 +47,12 @@ export function parseWebArgs(args: readonly string[]): WebArgs {
     throw new WebUsageError(`refusing to listen on non-loopback host "${parsed.host}": anyone who can reach it could drive your agent; pass --trust-host to do it anyway`)
   }
   if (parsed.allowHosts.length > 0 && !parsed.trustHost) throw new WebUsageError('--allow-host needs --trust-host')
-  if (parsed.token !== undefined && parsed.token.length < 16) throw new WebUsageError('--token must be at least 16 characters')
+  if (parsed.token !== undefined && parsed.token.length < MIN_TOKEN_LENGTH) throw new WebUsageError(`--token must be at least ${MIN_TOKEN_LENGTH} characters`)
   return parsed
 }
+
+/** The shortest token accepted from any source (--token or DSH_WEB_TOKEN). */
+export const MIN_TOKEN_LENGTH = 16
 
 function openBrowser(url: string): void {
   // Best effort: no opener (a server, CI) is not an error; the URL is printed anyway.
@@ -72,6 +75,12 @@ export class WebApp extends Service {
       args = parseWebArgs(host.args)
     } catch (error) {
       host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 2
+    }
+    const fromEnv = args.token === undefined ? host.env.get('DSH_WEB_TOKEN') : undefined
+    if (fromEnv !== undefined && fromEnv.value.length < MIN_TOKEN_LENGTH) {
+      // Every token source has the same minimum: a short one is guessable.
+      host.stderr.write(`dsh: DSH_WEB_TOKEN (from ${fromEnv.source}) must be at least ${MIN_TOKEN_LENGTH} characters\n`)
       return 2
     }
     const server = new WebServer(this.ctx, {

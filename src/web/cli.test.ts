@@ -26,6 +26,16 @@ describe('dsh web (binary)', () => {
     expect(bogus.stderr).toContain('unknown option --bogus')
   })
 
+  it('security: DSH_WEB_TOKEN has the same minimum length as --token (exit 2), and a workspace .env cannot set it', async () => {
+    const { home, cwd } = tempHome()
+    const short = await runDsh(['web', '--port', '0', '--no-open'], { cwd, env: { DSH_HOME: home, DSH_WEB_TOKEN: 'x' } })
+    expect(short.code).toBe(2)
+    expect(short.stderr).toBe('dsh: DSH_WEB_TOKEN (from environment) must be at least 16 characters\n')
+    const flag = await runDsh(['web', '--port', '0', '--no-open', '--token', 'short'], { cwd, env: { DSH_HOME: home } })
+    expect(flag.code).toBe(2)
+    expect(flag.stderr).toContain('at least 16 characters')
+  })
+
   it('--port 0 prints a tokened loopback URL; the server refuses foreign Host headers and tokenless calls', async () => {
     const { home, cwd } = tempHome()
     const web = await startDshWeb({ cwd, args: ['--port', '0'], env: { DSH_HOME: home } })

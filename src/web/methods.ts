@@ -13,6 +13,7 @@ import type { Session } from '../session/api.js'
 import type { InboxTarget, SessionEvent, SessionHeader } from '../session/types.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
+import { isCredentialName } from '../config/credentials.js'
 import { titleOf } from '../title/index.js'
 import { emitContained } from '../kernel/index.js'
 import type { ApprovalAnswer, ApprovalService, PresetName } from '../approval/api.js'
@@ -48,7 +49,6 @@ export interface InboxSnapshot {
   readonly nextStep: readonly { text: string }[]
 }
 
-const CREDENTIAL_NAME = /^[A-Z][A-Z0-9_]{0,63}$/
 
 function text(message: UserMessage): string {
   return message.content.map(block => block.type === 'text' ? block.text : `[${block.type}]`).join('\n')
@@ -508,7 +508,7 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('credentials.set', params => {
       const name = str(params, 'name')
-      if (!CREDENTIAL_NAME.test(name)) throw new WebApiError(400, 'BAD_PARAMS', `"${name}" is not a credential name (UPPER_SNAKE_CASE)`)
+      if (!isCredentialName(name)) throw new WebApiError(400, 'BAD_PARAMS', `"${name}" is not a credential name: credentials are provider API keys named like DEEPSEEK_API_KEY`)
       const value = params.value === null || params.value === '' ? undefined : str(params, 'value')
       writeCredential(this.home, name, value)
       // Adapters read credentials per request from the host's layers, whose first layer is the

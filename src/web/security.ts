@@ -49,7 +49,12 @@ export function readCookie(header: string | undefined, name: string): string | u
   if (header === undefined) return undefined
   for (const part of header.split(';')) {
     const index = part.indexOf('=')
-    if (index > 0 && part.slice(0, index).trim() === name) return decodeURIComponent(part.slice(index + 1).trim())
+    if (index <= 0 || part.slice(0, index).trim() !== name) continue
+    try {
+      return decodeURIComponent(part.slice(index + 1).trim())
+    } catch {
+      return undefined // malformed: no token (401), never a crash
+    }
   }
   return undefined
 }

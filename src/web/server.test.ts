@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 /**
  * The web server over real HTTP on 127.0.0.1: the Host and token guards, and every core API
  * method against the scripted model with JSONL persistence in a temporary home.
@@ -13,6 +14,7 @@ import { LlmServicePlugin } from '../llm/index.js'
 import { SessionsServicePlugin } from '../session/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { JsonlPersistencePlugin } from '../persistence/plugins.js'
+import type { JsonlBackend } from '../persistence/jsonl/backend.js'
 import type { SessionEvent } from '../session/types.js'
 import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, SCRIPTED_PROVIDER, ScriptedModel, hang, text } from '../../test-support/scripted-model.js'
 import { WebApiPlugin } from './methods.js'
@@ -159,6 +161,56 @@ describe('dsh web server', () => {
       expect(unknown.json.error.message).toContain('sessions.list')
       const bad = await http(port, '/api/sessions.list', { method: 'POST', body: '{', headers: { 'Content-Type': 'application/json', 'X-Dsh-Token': TOKEN } })
       expect(bad.status).toBe(400)
+    })
+
+    it('security: the JSON content type is parsed exactly (no substring match), for any media type a form can send', async () => {
+      const post = (type: string) => http(port, '/api/sessions.list', { method: 'POST', body: '{}', headers: { 'Content-Type': type, 'X-Dsh-Token': TOKEN } })
+      for (const type of ['text/plain;charset=application/json', 'text/plain; application/json', 'application/x-www-form-urlencoded; x=application/json', 'multipart/form-data; boundary=application/json', 'application/jsonp', 'application/json-seq']) {
+        expect((await post(type)).status, type).toBe(415)
+      }
+      await fc.assert(fc.asyncProperty(fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data'), fc.string({ maxLength: 30 }), async (base, tail) => {
+        expect((await post(`${base};${tail}application/json`)).status).toBe(415)
+      }), { numRuns: 25 })
+      for (const type of ['application/json', 'Application/JSON', 'application/json; charset=utf-8', ' application/json ;charset="UTF-8"']) {
+        expect((await post(type)).status, type).toBe(200)
+      }
+    })
+
+    it('a corrupt or newer-format stored session and a bad fork boundary are 4xx naming the problem, not 500', async () => {
+      model.push(text('one'))
+      const created = await ok('sessions.create', { cwd: home })
+      await ok('prompt', { id: created.id, text: 'hi' })
+      await idle(created.id)
+      for (const boundary of [-1, 10_000, 1.5]) {
+        const reply = await call('sessions.fork', { id: created.id, boundary })
+        expect(reply.status, String(boundary)).toBeGreaterThanOrEqual(400)
+        expect(reply.status, String(boundary)).toBeLessThan(500)
+      }
+      await ctx.agents.get(created.id)!.dispose()
+      await ctx.sessionPersistence.flush(created.id)
+      ctx.sessions.close(created.id)
+      const path = (await (ctx.sessionPersistence.backend as JsonlBackend).pathOf(created.id))!
+      const lines = readFileSync(path, 'utf8').split('\n')
+      lines.splice(2, 0, lines[2]!)
+      writeFileSync(path, lines.join('\n'))
+      const corrupt = await call('prompt', { id: created.id, text: 'again' })
+      expect(corrupt.status).toBe(422)
+      expect(corrupt.json.error).toMatchObject({ code: 'CORRUPT_SESSION', message: expect.stringContaining(`${path}: line 4: wrong-seq`) })
+      lines.splice(2, 1)
+      lines[0] = JSON.stringify({ ...JSON.parse(lines[0]!), version: 99 })
+      writeFileSync(path, lines.join('\n'))
+      const newer = await call('sessions.history', { id: created.id })
+      expect(newer.status).toBe(422)
+      expect(newer.json.error).toMatchObject({ code: 'SESSION_VERSION', message: expect.stringContaining('newer') })
+    })
+
+    it('security: a malformed token cookie is 401, not 500', async () => {
+      const page = await http(port, '/api/sessions.list', { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json', Cookie: `x=1; dsh_token_${port}=%E0%A4%A; y=%` } })
+      expect(page.status).toBe(401)
+      await fc.assert(fc.asyncProperty(fc.string({ maxLength: 20 }).map(text => `%${text}`), async (value) => {
+        const reply = await http(port, '/api/sessions.list', { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json', Cookie: `a=${value}; dsh_token_${port}=${value}`.replace(/[^\x20-\x7e]/g, '') } })
+        expect(reply.status).toBe(401)
+      }), { numRuns: 25 })
     })
 
     it('loopback names, bound host and trusted names; non-loopback binding needs --trust-host', () => {
@@ -437,17 +489,24 @@ describe('dsh web server', () => {
       expect((await ok('models.list')).default).toBe(SCRIPTED_MODEL)
 
       const secret = 'sk-web-test-secret-value'
-      const previous = process.env.DSH_WEB_TEST_KEY
+      const previous = process.env.WEBTEST_API_KEY
       try {
-        await ok('credentials.set', { name: 'DSH_WEB_TEST_KEY', value: secret })
+        await ok('credentials.set', { name: 'WEBTEST_API_KEY', value: secret })
         expect(readFileSync(join(home, '.credentials.yaml'), 'utf8')).toContain(secret)
         const settings = await call('settings.get')
         expect(JSON.stringify(settings.json)).not.toContain(secret)
-        expect(settings.json.result.credentials).toContainEqual({ name: 'DSH_WEB_TEST_KEY', set: true, source: 'credentials' })
+        expect(settings.json.result.credentials).toContainEqual({ name: 'WEBTEST_API_KEY', set: true, source: 'credentials' })
         expect((await call('credentials.set', { name: 'bad name', value: 'x' })).status).toBe(400)
+        // Credentials are provider API keys: nothing else can be planted in the environment.
+        for (const name of ['BASH_ENV', 'NODE_OPTIONS', 'PATH', 'DEEPSEEK_BASE_URL', 'LD_PRELOAD', 'DSH_WEB_TOKEN', 'DSH_HOME']) {
+          const planted = await call('credentials.set', { name, value: 'x' })
+          expect(planted.status, name).toBe(400)
+          expect(planted.json.error.message).toContain('provider API keys')
+          expect(process.env[name]).not.toBe('x')
+        }
       } finally {
-        if (previous === undefined) delete process.env.DSH_WEB_TEST_KEY
-        else process.env.DSH_WEB_TEST_KEY = previous
+        if (previous === undefined) delete process.env.WEBTEST_API_KEY
+        else process.env.WEBTEST_API_KEY = previous
       }
     })
   })

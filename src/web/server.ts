@@ -181,8 +181,10 @@ export class WebServer {
   }
 
   private async call(request: IncomingMessage, response: ServerResponse, name: string): Promise<void> {
-    const type = request.headers['content-type'] ?? ''
-    if (!type.includes('application/json')) throw new WebApiError(415, 'CONTENT_TYPE', 'API calls must send Content-Type: application/json')
+    // The media type exactly (parameters after ';' ignored): a substring test would let a
+    // cross-site form send text/plain;charset=application/json without a preflight.
+    const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
+    if (type !== 'application/json') throw new WebApiError(415, 'CONTENT_TYPE', 'API calls must send Content-Type: application/json')
     const origin = request.headers.origin
     if (origin !== undefined && origin !== 'null') {
       const originHost = (() => { try { return new URL(origin).host } catch { return '' } })()
@@ -317,8 +319,29 @@ export class WebServer {
       return
     }
     const message = error instanceof Error ? error.message : String(error)
+    const known = clientError(error)
+    if (known !== undefined) {
+      this.json(response, known.status, { error: { code: known.code, message } })
+      return
+    }
     this.json(response, 500, { error: { code: 'INTERNAL', message } })
   }
+}
+
+/**
+ * Failures caused by what was asked for, not by the server: a damaged or newer-format session
+ * (the message names file, line and problem) and bad fork boundaries are 4xx, never 500.
+ */
+function clientError(error: unknown): { status: number; code: string } | undefined {
+  if (!(error instanceof Error)) return undefined
+  if (error.name === 'CorruptSessionError') return { status: 422, code: 'CORRUPT_SESSION' }
+  if (error.name === 'FormatVersionError') return { status: 422, code: 'SESSION_VERSION' }
+  if (error.name === 'SessionsError') {
+    const code = (error as Error & { code?: string }).code
+    if (code === 'INVALID_BOUNDARY' || code === 'OPEN_TURN') return { status: 400, code }
+    if (code === 'NOT_FOUND') return { status: 404, code: 'NO_SESSION' }
+  }
+  return undefined
 }
 
 function decodePath(path: string): string {

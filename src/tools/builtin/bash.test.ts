@@ -181,3 +181,21 @@ describe('bash large output', () => {
     expect(statSync(path).size).toBe(100000)
   })
 })
+
+describe('bash environment (security)', () => {
+  it('a command never sees API keys or tokens from the process environment; ordinary variables pass', async () => {
+    const names = ['DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'DSH_WEB_TOKEN', 'GITHUB_TOKEN']
+    const previous = names.map(name => process.env[name])
+    process.env.DSH_TEST_PLAIN = 'visible'
+    for (const name of names) process.env[name] = `secret-${name}`
+    try {
+      const record = await bash({ command: `printf '%s|' ${names.map(name => `"$${name}"`).join(' ')} "$DSH_TEST_PLAIN"; env` })
+      const output = resultText(record)
+      expect(output.startsWith('||||visible|')).toBe(true)
+      for (const name of names) expect(output).not.toContain(`secret-${name}`)
+    } finally {
+      names.forEach((name, i) => { if (previous[i] === undefined) delete process.env[name]; else process.env[name] = previous[i] })
+      delete process.env.DSH_TEST_PLAIN
+    }
+  })
+})

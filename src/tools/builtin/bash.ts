@@ -24,6 +24,7 @@ import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { openSpillStream, spillOutput } from './spill.js'
+import { scrubbedEnvironment } from '../../config/credentials.js'
 
 export interface BashToolConfig {
   readonly defaultTimeoutMs?: number
@@ -243,7 +244,8 @@ export async function runBash(command: string, options: {
     cwd: options.cwd,
     detached: true, // its own process group: -pid reaches every descendant that stays in it
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...config.env },
+    // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
+    env: scrubbedEnvironment(process.env, config.env),
   })
   const limits = config
   const stdout = new OutputCapture('stdout', child.stdout!, limits)
