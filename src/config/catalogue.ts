@@ -5,6 +5,7 @@
  * Plugins stay host-agnostic (they take cwd, home or credentials from their config). When dsh
  * runs them from the command line, `withHost` fills what the row did not set from `ctx.host`.
  */
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type { Context } from 'cordis'
 import type { Host } from '../cli/host.js'
@@ -111,5 +112,7 @@ registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session
   async () => (await import('../llm/replay/index.js')).ReplayPlugin)
 registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (session/prompt, session.event notifications)',
   async () => (await import('../sdk/server.js')).SdkServerApp)
+registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',
+  async () => withHost((await import('../hooks/index.js')).HooksPlugin, host => ({ cwd: host.cwd, dshHome: host.home, userHome: host.env.value('HOME') ?? homedir() })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
