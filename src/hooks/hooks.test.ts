@@ -21,7 +21,7 @@ function workspace(files: Record<string, unknown>): string {
   return dir
 }
 
-async function harness(cwd: string, files: HookFileSource[], responses: Parameters<typeof loopHarness>[0]['responses']) {
+async function harness(cwd: string, files: HookFileSource[], responses: NonNullable<Parameters<typeof loopHarness>[0]>['responses']) {
   return loopHarness({
     cwd,
     responses,

@@ -4,9 +4,8 @@
  * is listed in `$DSH_HOME/trusted-projects.json` (`{"projects": ["/abs/path", ...]}`) or in
  * the caller's explicit list. Nothing in a project can trust itself.
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve, sep } from 'node:path'
-import { writeFileAtomic } from './home.js'
 
 export const TRUST_FILE = 'trusted-projects.json'
 
@@ -31,7 +30,11 @@ export function trustProject(home: string, dir: string): void {
   const projects = readTrustedProjects(home)
   const target = resolve(dir)
   if (projects.includes(target)) return
-  writeFileAtomic(trustFile(home), `${JSON.stringify({ projects: [...projects, target] }, null, 2)}\n`)
+  const file = trustFile(home)
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
+  const temp = `${file}.${process.pid}.tmp`
+  writeFileSync(temp, `${JSON.stringify({ projects: [...projects, target] }, null, 2)}\n`, { mode: 0o600 })
+  renameSync(temp, file)
 }
 
 /** Whether `dir` is, or lies inside, one of `trusted`. */
