@@ -19,7 +19,9 @@ import type { SessionEvent } from '../session/types.js'
 import { DshClient, type Notification } from '../sdk/client.js'
 import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
 import { isRuntimeContextSnapshot } from './replay-suite.js'
+import type { HookFileSource } from '../hooks/api.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
+import { recreateOmittedScripts, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
@@ -27,7 +29,6 @@ const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpe
 
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
   ['subagent/', 'subagents'],
   ['sandbox/', 'sandbox'],
@@ -35,8 +36,13 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
-  ['todo/', 'todo events'],
 ]
+
+/** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo'])
+
+/** Plugin-authored messages dsh writes itself (hook output). */
+const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
 
@@ -92,6 +98,7 @@ interface Plan {
   readonly route: { provider: string; model: string }
   /** The recorded composition had the runtime-context plugin (its snapshot message is in the log). */
   readonly runtimeContext: boolean
+  readonly hooks: readonly HookFileSource[]
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -119,7 +126,7 @@ function plan(scenario: Scenario): string | Plan {
   const files = readdirSync(dir)
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
-  if (row?.cls === 'PRODUCT') return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
+  if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => PRODUCT_TAGS.has(tag.trim()))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
   if (row?.cls === 'DELEGATION') return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row.tags})`
   if (files.some(name => /^session\.\d+\.jsonl$/.test(name))) return 'missing capability: delegation (child session logs)'
   if (!files.includes('session.jsonl')) return 'no recorded session.jsonl to take the model calls from'
@@ -135,8 +142,8 @@ function plan(scenario: Scenario): string | Plan {
     }
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
-      if (message.source.kind !== 'user' && !isRuntimeContextSnapshot(message)) {
-        const source = message.source as { kind: string; plugin?: string }
+      const source = message.source as { kind: string; plugin?: string }
+      if (message.source.kind !== 'user' && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -162,7 +169,8 @@ function plan(scenario: Scenario): string | Plan {
   }
   const route = recordedRoute(text) ?? { provider: 'replay', model: 'replay' }
   const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
-  return { events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext }
+  const hooks = workspaceHookFiles(join(dir, 'workspace'))
+  return { events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, hooks }
 }
 
 /** The dsh command: the compiled launcher, or the sources through tsx when this runs from sources. */
@@ -187,6 +195,8 @@ function writePatch(plan: Plan, folder: string): string {
   if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true })
   // No retry waits: the recorded retries replay at once.
   rows.push({ id: 'llm-retry', config: { baseDelayMs: 1, maxDelayMs: 1 } })
+  // The recorded composition's hook files (the launch folder is the scenario workspace).
+  rows.push({ id: 'hooks', config: { files: plan.hooks, discover: false } })
   const file = join(folder, 'replay.patch.yml')
   writeFileSync(file, JSON.stringify(rows))
   return file
@@ -221,6 +231,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     mkdirSync(home)
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
+    recreateOmittedScripts(cwd)
     const patch = writePatch(planned, work)
     const env: Record<string, string | undefined> = { DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }
     const difference = scenario.kind === 'acp'

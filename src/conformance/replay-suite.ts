@@ -23,7 +23,9 @@ import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
+import { HooksPlugin, type HookFileSource } from '../hooks/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
+import { recreateOmittedScripts, workspaceHookFiles } from './workspace.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
@@ -34,17 +36,20 @@ const COMPARED = new Set([
   'tool/call', 'tool/result', 'todo/write', 'request/header', 'request/context', 'agent/inbox/spliced',
   'llm/retry', 'llm/retry-started',
   'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
+  'hook/invoked', 'hook/result',
 ])
 
 /** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
 const COMPACTION_PLUGINS = new Set(['compact', 'compaction'])
+
+/** Plugin-authored messages whose text comes from the scenario itself (hook output): compared in full. */
+const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
 
 /** Product-only events, dropped from both sides. */
 const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
 
 /** Event-type prefixes that name a capability dsh lacks (the scenario is skipped). */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
   ['subagent/', 'subagents'],
   ['sandbox/', 'sandbox'],
@@ -107,6 +112,8 @@ interface Plan {
   readonly compaction: boolean
   readonly route: { provider: string; model: string }
   readonly cwd: string | undefined
+  /** Hook files of the workspace, loaded as the original ACP composition did (`./hooks.json`, `./codex-hooks.json`). */
+  readonly hooks: readonly HookFileSource[]
 }
 
 /** Why the scenario cannot run here, or the plan to run it. */
@@ -137,7 +144,7 @@ function plan(scenario: Scenario): string | Plan {
     if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
       return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
-    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage)) {
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
@@ -182,7 +189,8 @@ function plan(scenario: Scenario): string | Plan {
     ] })
   }
   const compaction = events.some(e => e.type.startsWith('compaction/'))
-  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd }
+  const hooks = workspaceHookFiles(join(dir, 'workspace'))
+  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd, hooks }
 }
 
 /** The closers crash repair appends (C-2, C-3): interrupted tool results, step/end, turn/end interrupted. */
@@ -191,6 +199,11 @@ function isRepairCloser(event: SessionEvent): boolean {
   if (event.type === 'turn/end') return data.reason?.kind === 'interrupted'
   if (event.type === 'step/end') return true
   return event.type === 'tool/result' && (data.error?.code === TOOL_OUTCOME_UNKNOWN || data.error?.code === 'TOOL_NOT_STARTED')
+}
+
+function isHookMessage(message: UserMessage): boolean {
+  const source = message.source as { kind: string; plugin?: string }
+  return source.kind === 'plugin' && source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin)
 }
 
 function isCompactionMessage(message: UserMessage): boolean {
@@ -220,6 +233,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
   try {
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
+    recreateOmittedScripts(work)
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events), project(events.log))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
@@ -253,6 +267,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: rea
     ctx.plugin(LlmRetryPlugin, { sleep: async () => {} }),
     ctx.plugin(BuiltinToolsPlugin),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
+    ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),
   ]
   try {
     for (const fiber of fibers) await fiber.await()
@@ -329,6 +344,10 @@ export function project(events: readonly SessionEvent[]): Projected[] {
           out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'compaction', sources: event.sourceEventSeqs?.length })
           continue
         }
+        if (isHookMessage(message)) {
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: (message.source as { plugin: string }).plugin, content: message.content })
+          continue
+        }
         // Runtime-context snapshots are product text (scenarios with other plugin messages are skipped).
         if (message.source.kind !== 'user') continue
         out.push({ type: event.type, surfaceOp: event.surfaceOp, source: message.source.kind, content: message.content })
@@ -345,6 +364,11 @@ export function project(events: readonly SessionEvent[]): Projected[] {
       case 'tool/result': {
         const message = data.message as { content: [{ toolCallId: string; isError: boolean }] }
         out.push({ type: event.type, turn: data.turn, step: data.step, callId: message.content[0].toolCallId, isError: message.content[0].isError, surfaceOp: event.surfaceOp })
+        break
+      }
+      case 'hook/result': {
+        const { durationMs: _duration, ...rest } = data
+        out.push({ type: event.type, ...rest })
         break
       }
       case 'request/header':
