@@ -12,6 +12,7 @@
  * `hook/invoked` / `hook/result` pair inside the open turn.
  */
 import { randomUUID } from 'node:crypto'
+import { formatWithOptions } from 'node:util'
 import { existsSync, readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
@@ -118,6 +119,8 @@ export class HooksPlugin {
   private readonly turns = new WeakMap<object, TurnState>()
   /** PostToolUse context waiting for its result to be committed. */
   private readonly pendingContext = new WeakMap<ToolExecution, { message: UserMessage }>()
+  /** Calls whose body ran (PostToolUse fires only for those, not for refused calls). */
+  private readonly ran = new WeakSet<ToolExecution>()
   private readonly lifetime = new AbortController()
   private readonly detached = new Set<Promise<void>>()
   private readonly timeoutMs: number
@@ -125,7 +128,7 @@ export class HooksPlugin {
   private readonly maxStopBlocks: number
 
   constructor(private readonly ctx: Context, private readonly config: HooksConfig = {}) {
-    const logger = ctx.logger('hooks')
+    const logger = { warn: (format: string, ...args: unknown[]) => this.warn(format, ...args) }
     this.timeoutMs = config.defaultTimeoutMs ?? 600_000
     this.stderrMax = config.stderrSummaryMaxChars ?? 500
     this.maxStopBlocks = config.maxStopBlocks ?? 8
@@ -136,7 +139,7 @@ export class HooksPlugin {
     for (const source of sources) {
       const path = isAbsolute(source.path) ? source.path : resolve(cwd, source.path)
       if (source.origin === 'project' && !isTrusted(dirname(path), trusted)) {
-        logger.warn('project hooks in %s are not loaded: the project is not trusted (add it to %s, or run `dsh trust`)', path,
+        logger.warn('project hooks in %s are not loaded: the project is not trusted (add the folder to %s to trust it)', path,
           config.dshHome !== undefined ? trustFile(config.dshHome) : '$DSH_HOME/trusted-projects.json')
         continue
       }
@@ -162,6 +165,7 @@ export class HooksPlugin {
 
     ctx.on('agent/pre-step', (payload, next) => this.preStep(payload, next))
     ctx.on('tools/pre-execute', (execution, next) => this.preTool(execution, next))
+    ctx.on('tools/execute', (execution, _context, next) => { this.ran.add(execution); return next() })
     ctx.on('tools/post-execute', (execution, record, next) => this.postTool(execution, record, next))
     ctx.on('tools/result', (execution) => this.committed(execution))
     ctx.on('agent/turn-stopping', (payload) => this.stopping(payload))
@@ -171,6 +175,13 @@ export class HooksPlugin {
       this.lifetime.abort()
       return Promise.allSettled([...this.detached]).then(() => undefined)
     })
+  }
+
+  /** Warnings reach the user: the host's stderr when there is one, else the logger. */
+  private warn(format: string, ...args: unknown[]): void {
+    const host = this.ctx.get('host') as { stderr?: NodeJS.WritableStream } | undefined
+    if (host?.stderr !== undefined) host.stderr.write(`dsh hooks: ${formatWithOptions({ colors: false }, format, ...args)}\n`)
+    else this.ctx.logger('hooks').warn(format, ...args)
   }
 
   /** How many hook commands are loaded (per point), for diagnostics and tests. */
@@ -227,7 +238,7 @@ export class HooksPlugin {
     const result = await next()
     const state = execution.scope !== undefined ? this.turns.get(execution.scope) : undefined
     const groups = this.matching('PostToolUse', execution.name)
-    if (state === undefined || groups.length === 0) return result
+    if (state === undefined || groups.length === 0 || !this.ran.has(execution)) return result
     const response = result.content.map(block => block.type === 'text' ? block.text : '').join('')
     const merged = await this.runGroups(state, 'PostToolUse', groups, execution, { tool_response: response })
     if (merged.contexts.length > 0) {
@@ -255,7 +266,7 @@ export class HooksPlugin {
     const groups = this.matching('Stop')
     if (state === undefined || state.turn !== payload.turn || groups.length === 0) return
     if (state.stopBlocks >= this.maxStopBlocks) {
-      this.ctx.logger('hooks').warn('Stop hooks blocked %d times in turn %d; letting the turn end', state.stopBlocks, payload.turn)
+      this.warn('Stop hooks blocked %d times in turn %d; letting the turn end', state.stopBlocks, payload.turn)
       return
     }
     const merged = await this.runGroups(state, 'Stop', groups, undefined, { stop_hook_active: state.stopBlocks > 0 })
@@ -282,7 +293,7 @@ export class HooksPlugin {
         agent.inject(hookMessage(contexts[0]!.dialect, contexts.map(context => context.text).join('\n\n')))
       }
     })().catch((error: unknown) => {
-      this.ctx.logger('hooks').warn('SessionStart hooks failed: %s', error instanceof Error ? error.message : String(error))
+      this.warn('SessionStart hooks failed: %s', error instanceof Error ? error.message : String(error))
     })
     this.detached.add(work)
     void work.finally(() => this.detached.delete(work))
