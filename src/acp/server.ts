@@ -19,6 +19,7 @@ import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { ApprovalService, ToolExecution } from '../tools/api.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from '../sdk/jsonrpc.js'
+import type { CommandsService } from '../commands/api.js'
 import '../cli/host.js'
 import '../tools/api.js'
 
@@ -130,6 +131,7 @@ export class AcpServerApp extends Service {
         'session/cancel': method(cancelParams, params => this.cancel(params.sessionId)),
       },
     })
+    const offCommands = this.ctx.on('commands/changed', () => { for (const id of this.opened) this.advertiseCommands(id) })
     const offEvent = this.ctx.on('session/event', (session: Session, event: SessionEvent) => this.onEvent(session, event))
     const offTurnEnd = this.ctx.on('agent/turn-end', (agent: Agent, _turn: number, reason: TurnEndReason) => {
       const pending = this.prompts.get(agent.id)
@@ -150,6 +152,7 @@ export class AcpServerApp extends Service {
     } finally {
       host.signal.removeEventListener('abort', onSignal)
       offEvent()
+      offCommands()
       offTurnEnd()
       await peer.drain()
     }
@@ -174,6 +177,8 @@ export class AcpServerApp extends Service {
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { cwd, loop })
     this.opened.add(agent.id)
+    // After the answer: the client knows the session id before its first update arrives.
+    setImmediate(() => this.advertiseCommands(agent.id))
     return { sessionId: agent.id }
   }
 
@@ -182,12 +187,44 @@ export class AcpServerApp extends Service {
     if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}" (create it with session/new)`)
     if (this.prompts.has(sessionId)) throw new RpcError(ErrorCodes.serverError, `session "${sessionId}" is already running a prompt`)
     checkReadiness(this.ctx, agent)
+    // A prompt that is only `/name args` runs a registered slash command (docs/commands.md).
+    const commands = this.ctx.get('commands') as CommandsService | undefined
+    const only = content.length === 1 && content[0]!.type === 'text' ? content[0]!.text : undefined
+    if (commands !== undefined && only !== undefined && commands.parse(only) !== undefined) {
+      const outcome = await commands.execute(agent, only, { queue: false })
+      if (outcome !== undefined) {
+        if (outcome.text !== undefined && outcome.text !== '') {
+          this.peer?.notify('session/update', { sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: outcome.text } } })
+        }
+        if (outcome.kind !== 'prompt') return { stopReason: 'end_turn' }
+        const live = this.ctx.agents.get(sessionId) ?? agent
+        const ended = new Promise<TurnEndReason>(resolve => this.prompts.set(sessionId, { resolve }))
+        live.followup(outcome.input)
+        return this.stopReason(await ended)
+      }
+    }
     const ended = new Promise<TurnEndReason>(resolve => this.prompts.set(sessionId, { resolve }))
     agent.followup(content)
-    const reason = await ended
+    return this.stopReason(await ended)
+  }
+
+  private stopReason(reason: TurnEndReason): { stopReason: StopReason } {
     if (reason.kind === 'aborted') return { stopReason: 'cancelled' }
     if (reason.kind === 'error') throw new RpcError(ErrorCodes.internalError, `Internal error: turn failed: ${reason.error.message}`)
     return { stopReason: 'end_turn' }
+  }
+
+  /** ACP `available_commands_update`: the registry's commands visible to this session. */
+  private advertiseCommands(sessionId: string): void {
+    const commands = this.ctx.get('commands') as CommandsService | undefined
+    const agent = this.ctx.agents.get(sessionId)
+    if (commands === undefined || agent === undefined) return
+    const availableCommands = commands.list(agent.scope).map(command => ({
+      name: command.name,
+      description: command.description,
+      ...(command.argumentHint !== undefined ? { input: { hint: command.argumentHint } } : {}),
+    }))
+    this.peer?.notify('session/update', { sessionId, update: { sessionUpdate: 'available_commands_update', availableCommands } })
   }
 
   private cancel(sessionId: string): void {

@@ -323,8 +323,15 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
   const code = await exited
   if (code !== 0) return `dsh --profile acp exited ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`
   const expected = readJsonLines(join(scenario.dir, 'stdout.expected.jsonl'))
-  const actual = normaliseAcp(lines.map(line => JSON.parse(line)), { sessionId, cwd: run.cwd })
+  // The original advertised no slash commands: dsh's `available_commands_update` frames are masked.
+  const frames = (lines.map(line => JSON.parse(line)) as Record<string, unknown>[]).filter(frame => !isCommandsUpdate(frame))
+  const actual = normaliseAcp(frames, { sessionId, cwd: run.cwd })
   return firstDifference(expected.map(maskAcp), actual.map(maskAcp))
+}
+
+function isCommandsUpdate(frame: Record<string, unknown>): boolean {
+  const params = frame.params as { update?: { sessionUpdate?: unknown } } | undefined
+  return frame.method === 'session/update' && params?.update?.sessionUpdate === 'available_commands_update'
 }
 
 function readJsonLines(file: string): unknown[] {
