@@ -20,7 +20,7 @@ import type { ApprovalService, ToolExecution } from '../tools/api.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from '../sdk/jsonrpc.js'
 import type { CommandsService } from '../commands/api.js'
-import '../cli/host.js'
+import '../host/index.js'
 import '../tools/api.js'
 
 export const ACP_PROTOCOL_VERSION = 1

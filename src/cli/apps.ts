@@ -2,7 +2,7 @@
  * Small apps: `dsh sessions` (list stored sessions).
  */
 import { Service, type Context } from 'cordis'
-import './host.js'
+import '../host/index.js'
 import '../persistence/api.js'
 
 function age(ms: number): string {

@@ -19,7 +19,7 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { checkFolder, checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
-import '../cli/host.js'
+import '../host/index.js'
 
 export const SDK_PROTOCOL_VERSION = 1
 
