@@ -114,6 +114,8 @@ registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (sessio
   async () => (await import('../sdk/server.js')).SdkServerApp)
 registerBuiltinPlugin('commands', 'the slash-command registry every surface uses (ctx.commands; /model)',
   async () => (await import('../commands/index.js')).CommandsPlugin)
+registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
+  async () => withHost((await import('../skills/index.js')).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',
   async () => withHost((await import('../hooks/index.js')).HooksPlugin, host => ({ cwd: host.cwd, dshHome: host.home, userHome: host.env.value('HOME') ?? homedir() })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',

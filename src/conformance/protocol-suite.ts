@@ -21,10 +21,10 @@ import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
 import { isRuntimeContextSnapshot } from './replay-suite.js'
 import type { HookFileSource } from '../hooks/api.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { recreateOmittedScripts, workspaceHookFiles } from './workspace.js'
+import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
 
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
@@ -39,7 +39,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill'])
 
 /** Plugin-authored messages dsh writes itself (hook output). */
 const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
@@ -143,7 +143,7 @@ function plan(scenario: Scenario): string | Plan {
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
       const source = message.source as { kind: string; plugin?: string }
-      if (message.source.kind !== 'user' && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
+      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -197,6 +197,8 @@ function writePatch(plan: Plan, folder: string): string {
   rows.push({ id: 'llm-retry', config: { baseDelayMs: 1, maxDelayMs: 1 } })
   // The recorded composition's hook files (the launch folder is the scenario workspace).
   rows.push({ id: 'hooks', config: { files: plan.hooks, discover: false } })
+  // Only the workspace's skills (no `~/.agents/skills` of whoever runs the suite).
+  rows.push({ id: 'skills', config: { agentsHome: join(folder, 'no-agents-home') } })
   const file = join(folder, 'replay.patch.yml')
   writeFileSync(file, JSON.stringify(rows))
   return file
@@ -232,6 +234,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
     recreateOmittedScripts(cwd)
+    recreateOmittedSkills(cwd, planned.events)
     const patch = writePatch(planned, work)
     const env: Record<string, string | undefined> = { DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }
     const difference = scenario.kind === 'acp'

@@ -25,10 +25,11 @@ import { ToolsPlugin } from '../tools/index.js'
 import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
 import { HooksPlugin, type HookFileSource } from '../hooks/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { recreateOmittedScripts, workspaceHookFiles } from './workspace.js'
+import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
+import { SkillsPlugin } from '../skills/index.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill'])
 
 /** Events compared on the core projection. */
 const COMPARED = new Set([
@@ -114,6 +115,8 @@ interface Plan {
   readonly cwd: string | undefined
   /** Hook files of the workspace, loaded as the original ACP composition did (`./hooks.json`, `./codex-hooks.json`). */
   readonly hooks: readonly HookFileSource[]
+  /** The recording had the skills plugin (a catalog message or a skill call). */
+  readonly skills: boolean
 }
 
 /** Why the scenario cannot run here, or the plan to run it. */
@@ -144,7 +147,7 @@ function plan(scenario: Scenario): string | Plan {
     if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
       return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
-    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage)) {
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
@@ -190,7 +193,8 @@ function plan(scenario: Scenario): string | Plan {
   }
   const compaction = events.some(e => e.type.startsWith('compaction/'))
   const hooks = workspaceHookFiles(join(dir, 'workspace'))
-  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd, hooks }
+  const skills = events.some(e => (e.type === 'user/message' && isSkillCatalog(e.data as UserMessage)) || (e.type === 'tool/call' && (e.data as { name: string }).name === 'skill'))
+  return { skills, header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd, hooks }
 }
 
 /** The closers crash repair appends (C-2, C-3): interrupted tool results, step/end, turn/end interrupted. */
@@ -199,6 +203,10 @@ function isRepairCloser(event: SessionEvent): boolean {
   if (event.type === 'turn/end') return data.reason?.kind === 'interrupted'
   if (event.type === 'step/end') return true
   return event.type === 'tool/result' && (data.error?.code === TOOL_OUTCOME_UNKNOWN || data.error?.code === 'TOOL_NOT_STARTED')
+}
+
+function isSkillCatalog(message: UserMessage): boolean {
+  return (message.source as { kind: string }).kind === 'skill-catalog'
 }
 
 function isHookMessage(message: UserMessage): boolean {
@@ -234,6 +242,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
     recreateOmittedScripts(work)
+    recreateOmittedSkills(work, planned.events)
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events), project(events.log))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
@@ -268,6 +277,8 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: rea
     ctx.plugin(BuiltinToolsPlugin),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),
+    // Only the workspace's skills: no user or home roots.
+    ...(plan.skills ? [ctx.plugin(SkillsPlugin, { cwd, agentsHome: join(cwd, '.no-agents-home') })] : []),
   ]
   try {
     for (const fiber of fibers) await fiber.await()
@@ -342,6 +353,11 @@ export function project(events: readonly SessionEvent[]): Projected[] {
         const message = data as unknown as UserMessage
         if (isCompactionMessage(message)) {
           out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'compaction', sources: event.sourceEventSeqs?.length })
+          continue
+        }
+        // The catalog's wording is product text: its entries are what the runtime decides.
+        if (isSkillCatalog(message)) {
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'skill-catalog', entries: (message.source as { entries?: unknown }).entries })
           continue
         }
         if (isHookMessage(message)) {
