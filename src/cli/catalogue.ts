@@ -86,6 +86,10 @@ registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
   async () => (await import('../agent/index.js')).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',
   async () => (await import('../agent/index.js')).AgentsServicePlugin)
+registerBuiltinPlugin('subagents', 'delegation: child sessions through the spawn and fork providers (ctx.subagents)',
+  async () => (await import('../subagents/index.js')).SubagentsPlugin)
+registerBuiltinPlugin('subagent-tools', 'subagent, subagent_fork, send_message, interrupt_agent, list_agents',
+  async () => (await import('../subagents/index.js')).SubagentToolsPlugin)
 registerBuiltinPlugin('loop-invariant', 'A-11: every loop request must equal the log derivation',
   async () => (await import('../agent/index.js')).LoopInvariantPlugin)
 registerBuiltinPlugin('session-title', 'fallback and model session titles',

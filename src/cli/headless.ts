@@ -15,6 +15,7 @@ import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
+import '../subagents/api.js'
 
 export interface HeadlessArgs {
   task: string
@@ -158,7 +159,10 @@ export class HeadlessApp extends Service {
       command = await this.ctx.get('commands')?.execute(agent, args.task, { signal: host.signal })
       if (command === undefined) agent.followup(args.task)
       agent = this.ctx.agents.get(agent.id) ?? agent
-      await agent.whenIdle()
+      // Continuable children may still run and answer the parent with notices (SA-10).
+      const subagents = this.ctx.get('subagents')
+      if (subagents !== undefined) await subagents.whenQuiet(agent.id)
+      else await agent.whenIdle()
     } finally {
       host.signal.removeEventListener('abort', onAbort)
       dispose()

@@ -184,7 +184,7 @@ function dshCommand(): [string, ...string[]] {
 }
 
 /** The patch layer: the replay adapter in place of the model row; no runtime-context plugin when the recording had none. */
-function writePatch(plan: Plan, folder: string): string {
+function writePatch(plan: Plan, folder: string, kind: Kind): string {
   const rows: unknown[] = [{
     id: 'model',
     name: 'llm-replay',
@@ -199,6 +199,8 @@ function writePatch(plan: Plan, folder: string): string {
   rows.push({ id: 'hooks', config: { files: plan.hooks, discover: false } })
   // Only the workspace's skills (no `~/.agents/skills` of whoever runs the suite).
   rows.push({ id: 'skills', config: { agentsHome: join(folder, 'no-agents-home') } })
+  // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
+  if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')
   writeFileSync(file, JSON.stringify(rows))
   return file
@@ -235,7 +237,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
     recreateOmittedScripts(cwd)
     recreateOmittedSkills(cwd, planned.events)
-    const patch = writePatch(planned, work)
+    const patch = writePatch(planned, work, scenario.kind)
     const env: Record<string, string | undefined> = { DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }
     const difference = scenario.kind === 'acp'
       ? await runAcp(scenario, planned, { cwd, patch, env })

@@ -34,6 +34,13 @@ export interface StoredSession {
   readonly torn?: TornTail
 }
 
+export interface SalvagedSession {
+  readonly header: SessionHeader
+  readonly events: readonly SessionEvent[]
+  /** One line per stored record or seq that could not be kept. */
+  readonly skipped: readonly string[]
+}
+
 export interface StoredSessionSummary {
   readonly id: string
   /** From the last `session/title` event, else null. */
@@ -48,6 +55,20 @@ export interface StoredSessionSummary {
   readonly turns: number
   /** Stored event count (next seq). */
   readonly length: number
+}
+
+/** Who holds a session's writer lock. */
+export interface WriterHolder {
+  readonly pid: number
+  readonly host: string
+  /** ISO-8601 time the lock was taken. */
+  readonly since: string
+}
+
+/** A held writer lock; `release` is idempotent. */
+export interface WriterLease {
+  readonly holder: WriterHolder
+  release(): Promise<void>
 }
 
 export interface PersistenceBackend {
@@ -77,9 +98,23 @@ export interface PersistenceBackend {
    * Returns the new revision.
    */
   commitRepair(id: string, closers: readonly SessionEvent[], expectedRevision: string): Promise<string>
+  /**
+   * D-5 salvage: every record that is valid on its own, placed by seq, the contiguous run from 0
+   * kept (see `salvageRecords`). Reads only; the caller stores the result as a copy. Optional:
+   * a backend without it cannot salvage.
+   */
+  salvageStored?(id: string): Promise<SalvagedSession | undefined>
   list(): Promise<readonly StoredSessionSummary[]>
   /** Moves a stored session to the trash (never unlinks). False when not stored. */
   trash(id: string): Promise<boolean>
+  /**
+   * One writer per session: takes the session's writer lock for this process, whether or not
+   * the session is stored yet. Refused with `SessionInUseError` (naming pid, host and since)
+   * while another live holder has it; a holder on this host whose pid is dead is stale and
+   * taken over. Reads never take it. Every backend that runs the conformance suite provides it;
+   * a backend without it gives no single-writer guarantee.
+   */
+  acquireWriter?(id: string): Promise<WriterLease>
   close?(): Promise<void>
 }
 
@@ -97,6 +132,12 @@ export class SeqMismatchError extends PersistenceError {}
 export class StaleRevisionError extends PersistenceError {}
 /** D-5: a bad record inside the committed region (a valid turn/end follows it). */
 export class CorruptSessionError extends PersistenceError {}
+/** Another live process holds the session's writer lock. */
+export class SessionInUseError extends PersistenceError {
+  constructor(id: string, readonly holder: WriterHolder) {
+    super(`session ${id} is in use by another writer (pid ${holder.pid} on ${holder.host}, since ${holder.since})`, id)
+  }
+}
 /** S-13 / D-6: a newer or older format, or a foreign database. */
 export class FormatVersionError extends PersistenceError {}
 
@@ -151,6 +192,15 @@ export interface SessionInspection {
   readonly writeError?: unknown
 }
 
+export interface SalvageResult {
+  /** The id of the copy. */
+  readonly id: string
+  /** Events kept from the original (seq 0..kept-1); closers come after. */
+  readonly kept: number
+  readonly closers: number
+  readonly skipped: readonly string[]
+}
+
 export interface SessionPersistenceService {
   readonly backend: PersistenceBackend
   /** D-2 barrier: resolves once every event of the session appended so far is stored. */
@@ -163,6 +213,12 @@ export interface SessionPersistenceService {
   list(): Promise<readonly StoredSessionSummary[]>
   /** S-14 through `ctx.sessions.fork`, then materialised. Loads the source when it is not live. */
   fork(sourceId: string, boundary?: number, childId?: string): Promise<Session>
+  /**
+   * D-5: stores what can be salvaged from a damaged session as a new session (id `copyId`, else
+   * `<id>-salvaged`, `-salvaged-2`...), closing an open turn as interrupted. The original is never
+   * written. Throws when the backend cannot salvage.
+   */
+  salvage(id: string, copyId?: string): Promise<SalvageResult>
   /** Moves the stored session to the trash; refuses a live session with an open turn. */
   delete(id: string): Promise<boolean>
   /** The last write failure of a session whose automatic writing is paused (D-2), if any. */

@@ -9,16 +9,19 @@ import { writeFileSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context } from 'cordis'
+import { Context, type Fiber } from 'cordis'
 import fc from 'fast-check'
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { hostname } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SessionsServicePlugin } from '../session/service.js'
 import { checkLogInvariants } from '../session/invariants.js'
 import { createEventTypeRegistry } from '../session/registry.js'
 import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from '../session/types.js'
 import {
-  CorruptSessionError, FormatVersionError, SeqMismatchError, SessionExistsError, StaleRevisionError,
-  type PersistenceBackend,
+  CorruptSessionError, FormatVersionError, SeqMismatchError, SessionExistsError, SessionInUseError, StaleRevisionError,
+  type PersistenceBackend, type WriterLease,
 } from './api.js'
 import { encodeEvent } from './records.js'
 import { SessionPersistence } from './service.js'
@@ -35,6 +38,8 @@ export interface BackendHarness {
   corrupt(backend: PersistenceBackend, id: string, seq: number): Promise<void>
   /** Rewrites the stored header's version. */
   setHeaderVersion(backend: PersistenceBackend, id: string, version: number): Promise<void>
+  /** How a separate process opens this store (test-support/writer-lock-child.mjs). */
+  readonly child: { readonly kind: string; store(dir: string): string }
   /** The raw file of a store on a sequential medium (JSONL), to cut at every byte offset. */
   readonly bytes?: {
     file(backend: PersistenceBackend, id: string): Promise<string>
@@ -51,8 +56,19 @@ async function boot(backend?: PersistenceBackend, maxDelayMs = 1_000_000) {
   const ctx = new Context()
   let clock = 1_700_000_000_000
   await ctx.plugin(SessionsServicePlugin, { now: () => clock++ })
-  if (backend) await ctx.plugin(SessionPersistence, { backend, maxDelayMs, closeBackend: false, report: () => undefined })
+  if (backend) {
+    const fiber = ctx.plugin(SessionPersistence, { backend, maxDelayMs, closeBackend: false, report: () => undefined })
+    await fiber
+    persistenceFibers.set(ctx, fiber)
+  }
   return ctx
+}
+
+const persistenceFibers = new WeakMap<Context, Fiber>()
+
+/** Unloads a booted context's persistence (flush, then its writer locks are released). */
+async function shutdown(ctx: Context): Promise<void> {
+  await persistenceFibers.get(ctx)?.dispose()
 }
 
 /** A live session with `turns` realistic turns (plus, optionally, an open partial turn). */
@@ -63,6 +79,33 @@ export async function realisticLog(turns: number, seed = 1, openTail = 0, chunks
   for (let t = 0; t < turns; t++) await appendTurn(session, { rng, chunks, toolRounds })
   if (openTail > 0) await appendTurn(session, { rng, chunks, stopAfter: openTail, toolRounds: 1 })
   return { header: session.header, events: [...session.events] }
+}
+
+const writerChild = new URL('../../test-support/writer-lock-child.mjs', import.meta.url).pathname
+
+/** A separate process acting on one session (see test-support/writer-lock-child.mjs). */
+function spawnWriter(kind: string, store: string, id: string, mode: 'create' | 'load' | 'read') {
+  const child = spawn(process.execPath, [writerChild, kind, store, id, mode], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const lines: string[] = []
+  const waiting: ((line: string) => void)[] = []
+  const deliver = (line: string) => {
+    const next = waiting.shift()
+    if (next) next(line)
+    else lines.push(line)
+  }
+  let closed = false
+  createInterface({ input: child.stdout! }).on('line', deliver).on('close', () => {
+    closed = true
+    while (waiting.length > 0) deliver('(exited)')
+  })
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  return {
+    pid: child.pid!,
+    exit,
+    line: () => lines.length > 0 ? Promise.resolve(lines.shift()!) : closed ? Promise.resolve('(exited)') : new Promise<string>((resolve) => waiting.push(resolve)),
+    send: (text: string) => child.stdin!.write(`${text}\n`),
+    kill: () => child.kill('SIGKILL'),
+  }
 }
 
 export function describeBackendConformance(harness: BackendHarness): void {
@@ -217,21 +260,21 @@ export function describeBackendConformance(harness: BackendHarness): void {
       const firstTurnEnd = events.findIndex((e) => e.type === 'turn/end')
       await harness.corrupt(backend, h.id, firstTurnEnd - 3)
       await expect(backend.loadStored(h.id)).rejects.toBeInstanceOf(CorruptSessionError)
-      await expect(backend.loadStored(h.id)).rejects.toThrow(/corrupt.*turn\/end follows/)
+      await expect(backend.loadStored(h.id)).rejects.toThrow(/: unparsable: .*a valid record follows at .*the log is corrupt, not torn by a crash/)
     })
 
-    it('D-5/D-7: a bad record after the last turn/end is a crash tail: reported, cut by repair, appends continue', async () => {
+    it('D-5/D-7: a bad last record is a crash tail: reported, cut by repair, appends continue', async () => {
       const backend = await fresh()
       const { header: h, events } = await realisticLog(2, 13, 30)
       await backend.create(h, events)
-      const cut = events.length - 10
+      const cut = events.length - 1
       await harness.corrupt(backend, h.id, cut)
       const stored = (await backend.loadStored(h.id))!
       expect(stored.torn).toMatchObject({ reason: 'unparsable' })
       // The prefix kept ends at the first record of the damaged one (a packed row may span seqs).
       expect(stored.torn!.fromSeq).toBeLessThanOrEqual(cut)
       expect(stored.torn!.fromSeq).toBe(stored.events.length)
-      expect(stored.torn!.droppedRecords).toBeGreaterThan(0)
+      expect(stored.torn!.droppedRecords).toBe(1)
       expect(canonical(stored.events)).toEqual(canonical(events.slice(0, stored.events.length)))
       const closers = repairClosers(stored.events)
       const revision = await backend.commitRepair(h.id, closers, stored.revision)
@@ -243,6 +286,124 @@ export function describeBackendConformance(harness: BackendHarness): void {
       const next = { type: 'turn/start', seq: repaired.events.length, time: 9, data: { turn: repaired.events.filter((e) => e.type === 'turn/start').length + 1 } }
       await backend.appendBatch(h, [next])
       expect((await backend.loadStored(h.id))!.events.at(-1)).toEqual(next)
+    })
+
+    it('D-5: a bad record anywhere with a valid record after it (an open last turn too) is refused, never cut; salvage writes a copy', async () => {
+      const dir = await tempDir()
+      let runs = 0
+      await fc.assert(fc.asyncProperty(
+        fc.integer({ min: 0, max: 2 }), fc.integer({ min: 5, max: 40 }), fc.integer({ min: 1, max: 1_000 }), fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+        async (turns, openTail, seed, where) => {
+          const backend = open(dir)
+          const { header: base, events } = await realisticLog(turns, seed, openTail)
+          const h = { ...base, id: `damaged-${runs++}` }
+          await backend.create(h, events)
+          // Any record but the last: at least one whole valid record follows it.
+          const lastRecordSeq = await lastRecordStart(backend, h.id, events.length)
+          const seq = Math.floor(where * lastRecordSeq)
+          await harness.corrupt(backend, h.id, seq)
+          const before = await storedText(backend, h.id)
+          const refusal = await backend.loadStored(h.id).then(() => undefined, (error: unknown) => error)
+          expect(refusal).toBeInstanceOf(CorruptSessionError)
+          expect(String((refusal as Error).message)).toMatch(/(line|row seq) \d+: unparsable: .*valid record follows .*dsh sessions repair/)
+          expect((refusal as Error).message).not.toContain('\n')
+          // Through the service: refused as well, nothing written, nothing left live.
+          const ctx = await boot(backend)
+          await expect(ctx.sessionPersistence.load(h.id)).rejects.toBeInstanceOf(CorruptSessionError)
+          expect(ctx.sessions.get(h.id)).toBeUndefined()
+          expect(await storedText(backend, h.id)).toEqual(before)
+          // Salvage keeps the intact prefix in a new session and leaves the original as it was.
+          const copy = await ctx.sessionPersistence.salvage(h.id)
+          expect(copy.id).not.toBe(h.id)
+          expect(copy.kept).toBeLessThanOrEqual(seq)
+          expect(copy.skipped.join('\n')).toMatch(/not a valid record/)
+          const salvaged = (await backend.loadStored(copy.id))!
+          expect(salvaged.torn).toBeUndefined()
+          expect(canonical(salvaged.events.slice(0, copy.kept))).toEqual(canonical(events.slice(0, copy.kept)))
+          expect(() => checkLogInvariants(salvaged.events, createEventTypeRegistry())).not.toThrow()
+          expect(checkLogInvariants(salvaged.events, createEventTypeRegistry()).turnOpen).toBe(false)
+          expect(await storedText(backend, h.id)).toEqual(before)
+        }), { numRuns: 12 })
+    }, 120_000)
+
+    /** Seq of the first event of the last stored record (a packed row may hold several). */
+    async function lastRecordStart(backend: PersistenceBackend, id: string, length: number): Promise<number> {
+      let seq = length - 1
+      const probe = (await backend.loadStored(id))!.events
+      // Chunk events at the end may share one packed row: step back over the run of their type.
+      while (seq > 0 && probe[seq].type === probe[seq - 1].type && /chunk/.test(probe[seq].type)) seq--
+      return seq
+    }
+
+    /** Every stored event, as canonical text, read without classification (salvage sees all). */
+    async function storedText(backend: PersistenceBackend, id: string): Promise<string[]> {
+      const all = await backend.salvageStored!(id)
+      return [...canonical(all!.events), ...all!.skipped]
+    }
+
+    describe('one writer per session (D-7: a second writer would repair a live turn)', () => {
+      const IN_USE = /^session (\S+) is in use by another writer \(pid (\d+) on (\S+), since (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\)$/
+
+      it('D-7: the backend provides the writer lock; a second holder is refused naming pid, host and since; release lets the next one in', async () => {
+        const dir = await tempDir()
+        const a = open(dir)
+        const b = open(dir)
+        expect(a.acquireWriter).toBeTypeOf('function')
+        const lease = await a.acquireWriter!('busy')
+        expect(lease.holder.pid).toBe(process.pid)
+        const refusal = await b.acquireWriter!('busy').then(() => undefined, (error: unknown) => error as Error)
+        expect(refusal).toBeInstanceOf(SessionInUseError)
+        const [, id, pid, host, since] = IN_USE.exec(refusal!.message)!
+        expect([id, Number(pid), host, since]).toEqual(['busy', process.pid, hostname(), lease.holder.since])
+        // Another id is independent; a released lock can be taken by the other instance.
+        await (await b.acquireWriter!('other')).release()
+        await lease.release()
+        await lease.release()
+        const next = await b.acquireWriter!('busy')
+        await next.release()
+      })
+
+      it('D-7: racing acquirers of one id (ids of every shape): exactly one wins', async () => {
+        const dir = await tempDir()
+        const backends = [open(dir), open(dir), open(dir)]
+        await fc.assert(fc.asyncProperty(fc.string({ minLength: 1, maxLength: 40 }), async (id) => {
+          const results = await Promise.allSettled(backends.map((backend) => backend.acquireWriter!(id)))
+          const won = results.filter((r): r is PromiseFulfilledResult<WriterLease> => r.status === 'fulfilled')
+          expect(won).toHaveLength(1)
+          for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(SessionInUseError)
+          await won[0].value.release()
+        }), { numRuns: 40 })
+      })
+
+      it('D-7: with real processes: a second writer is refused before it repairs anything, readers still read, a killed holder is stale and taken over', async () => {
+        const dir = await tempDir()
+        const store = harness.child.store(dir)
+        const first = spawnWriter(harness.child.kind, store, 'shared', 'create')
+        const held = await first.line()
+        expect(held).toBe(`held ${first.pid}`)
+        // The first writer's turn is open; a second process must not close it as interrupted.
+        const second = spawnWriter(harness.child.kind, store, 'shared', 'load')
+        const refused = await second.line()
+        expect(refused.startsWith('refused ')).toBe(true)
+        const [, id, pid, host] = IN_USE.exec(refused.slice('refused '.length))!
+        expect([id, Number(pid), host]).toEqual(['shared', first.pid, hostname()])
+        expect(await second.exit).toBe(3)
+        const reader = spawnWriter(harness.child.kind, store, 'shared', 'read')
+        expect(await reader.line()).toBe('read 1')
+        // The holder dies without releasing: its lock is stale, the next writer takes it over
+        // and repairs the open turn.
+        first.kill()
+        await first.exit
+        const third = spawnWriter(harness.child.kind, store, 'shared', 'load')
+        expect(await third.line()).toBe(`held ${third.pid}`)
+        third.send('release')
+        expect(await third.line()).toBe('released')
+        expect(await third.exit).toBe(0)
+        const check = open(dir)
+        expect((await check.loadStored('shared'))!.events.map((e) => e.type)).toEqual(['turn/start', 'turn/end'])
+        // Released cleanly: the next writer needs no takeover.
+        await (await check.acquireWriter!('shared')).release()
+      }, 60_000)
     })
 
     it('D-7: a repair against a stale revision is refused and writes nothing', async () => {
@@ -348,8 +509,9 @@ export function describeBackendConformance(harness: BackendHarness): void {
         const stored = (await backend.loadStored(h.id))!
         expect(canonical(stored.events)).toEqual(canonical(session.events))
         expect(checkLogInvariants(stored.events, createEventTypeRegistry()).turnOpen).toBe(false)
-        // C-4: a second cold load finds nothing to repair.
+        // C-4: a second cold load (after the first writer is gone) finds nothing to repair.
         const revision = await backend.readStoredRevision(h.id)
+        await shutdown(ctx)
         const second = await boot(backend)
         const again = await second.sessionPersistence.load(h.id)
         expect(again.repaired).toEqual([])

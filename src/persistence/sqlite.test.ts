@@ -26,6 +26,7 @@ describeBackendConformance({
     ).run(id, id, seq)
     if (changes !== 1) throw new Error(`no row holds seq ${seq}`)
   },
+  child: { kind: 'sqlite', store: (dir) => join(dir, 'sessions.db') },
   async setHeaderVersion(backend, id, version) {
     sqlite(backend).db.prepare("UPDATE sessions SET header = json_set(header, '$.version', ?) WHERE id = ?").run(version, id)
   },
@@ -48,7 +49,7 @@ describe('SQLite store (D-6)', () => {
     expect(backend.db.pragma('application_id', { simple: true })).toBe(SQLITE_APPLICATION_ID)
     expect(backend.db.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION)
     const strict = backend.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%STRICT%' ORDER BY name").all()
-    expect(strict.map((r) => (r as { name: string }).name)).toEqual(['events', 'sessions', 'store_state', 'trash_events', 'trash_sessions'])
+    expect(strict.map((r) => (r as { name: string }).name)).toEqual(['events', 'session_writers', 'sessions', 'store_state', 'trash_events', 'trash_sessions'])
     await backend.close()
   }))
 
@@ -119,7 +120,7 @@ describe('SQLite store (D-6)', () => {
     await backend.close()
   }))
 
-  it('D-5: a missing row is a seq gap: a crash tail after the last turn/end, corruption before it', () => withDir(async (dir) => {
+  it('D-5: a missing row with rows after it is corruption, inside an open turn too: refused, nothing cut; salvage keeps the rows before the gap', () => withDir(async (dir) => {
     const backend = new SqliteBackend({ file: join(dir, 's.db') })
     const { header, events } = await realisticLog(2, 9, 20)
     await backend.create(header, events)
@@ -127,13 +128,13 @@ describe('SQLite store (D-6)', () => {
     const lastTurnEnd = events.findLastIndex((e) => e.type === 'turn/end')
     const tailRow = rows.find((r) => r.seq > lastTurnEnd + 3)!.seq
     backend.db.prepare('DELETE FROM events WHERE session_id = ? AND seq = ?').run(header.id, tailRow)
-    const stored = (await backend.loadStored(header.id))!
-    expect(stored.torn).toMatchObject({ reason: 'wrong-seq', fromSeq: tailRow, cutAt: tailRow + 1 })
-    await backend.commitRepair(header.id, [], stored.revision)
-    expect((await backend.loadStored(header.id))!.events).toHaveLength(tailRow)
-    const early = rows.find((r) => r.seq > 5)!.seq
-    backend.db.prepare('DELETE FROM events WHERE session_id = ? AND seq = ?').run(header.id, early)
-    await expect(backend.loadStored(header.id)).rejects.toThrow(/row seq \d+ is bad \(wrong-seq.*turn\/end follows/)
+    const count = () => (backend.db.prepare('SELECT count(*) AS n FROM events WHERE session_id = ?').get(header.id) as { n: number }).n
+    const before = count()
+    await expect(backend.loadStored(header.id)).rejects.toThrow(/row seq \d+: wrong-seq: .*a valid record follows/)
+    expect(count()).toBe(before)
+    const salvaged = (await backend.salvageStored(header.id))!
+    expect(salvaged.events).toHaveLength(tailRow)
+    expect(salvaged.skipped.join('\n')).toMatch(new RegExp(`seq ${tailRow} is missing`))
     await backend.close()
   }))
 })

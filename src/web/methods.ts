@@ -165,6 +165,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     } catch (error) {
       const name = (error as Error).name
       if (name === 'SessionNotStoredError') throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
+      if (name === 'SessionInUseError') throw new WebApiError(409, 'SESSION_IN_USE', (error as Error).message)
       throw error
     }
   }

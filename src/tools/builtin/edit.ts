@@ -1,11 +1,11 @@
 /**
  * `edit`: replace literal text in a file this session has read in its current version.
  */
-import { readFile, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
-import { BuiltinErrorCode, EditError, FsError, fsFailure } from './errors.js'
+import { BuiltinErrorCode, EditError, FsError, fsFailure, readRegularFile } from './errors.js'
 import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
 import { withSpill } from './spill.js'
@@ -80,7 +80,7 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
     execute: withSpill('edit', async (args, context): Promise<ToolOutput> => {
       const path = resolvePath(context.cwd, args.file_path)
       const key = ledgerKey(context)
-      const before = await readFile(path).catch((error) => {
+      const before = await readRegularFile(path).catch((error) => {
         if ((error as { code?: unknown }).code === 'ENOENT') {
           throw new FsError(`file not found: ${path} (use write to create a new file)`, BuiltinErrorCode.notFound)
         }

@@ -1,14 +1,14 @@
 /**
  * `write`: create a file, or overwrite one this session has read in its current version.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonValue } from '../../session/types.js'
 import type { JsonSchema } from '../json-schema.js'
-import { fsFailure } from './errors.js'
+import { fsFailure, readRegularFile } from './errors.js'
 import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
 import { withSpill } from './spill.js'
@@ -54,7 +54,7 @@ export function unifiedDiff(label: string, before: Uint8Array, after: string): s
 
 async function readExisting(path: string): Promise<Buffer | undefined> {
   try {
-    return await readFile(path)
+    return await readRegularFile(path)
   } catch (error) {
     if ((error as { code?: unknown }).code === 'ENOENT') return undefined
     return fsFailure(error, path)
