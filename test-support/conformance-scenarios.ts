@@ -4,3 +4,6 @@ export const HOOK_SCENARIOS = [
   'hook-cc-posttool-context', 'hook-cc-promptsubmit-context', 'hook-codex-promptsubmit-context', 'hook-cc-invalid-matcher',
   'hook-codex-invalid-matcher', 'hook-codex-stop-continue',
 ]
+
+/** SK-1, SK-2: the skill scenario (its omitted product skill rebuilt from the log at run time). */
+export const SKILL_SCENARIOS = ['skill-load']

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { HOOK_SCENARIOS } from '../../test-support/conformance-scenarios.js'
+import { HOOK_SCENARIOS, SKILL_SCENARIOS } from '../../test-support/conformance-scenarios.js'
 import { describe, expect, it } from 'vitest'
 import { normaliseAcp, protocolSuite } from './protocol-suite.js'
 import type { ConformanceResult } from './types.js'
@@ -36,7 +36,7 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
     const failed = results.filter(result => result.status === 'fail')
     expect(failed).toEqual([])
     const passed = results.filter(result => result.status === 'pass').map(result => result.path.split(/[\\/]/).slice(-5, -1).join('/'))
-    const hooks = [...HOOK_SCENARIOS, 'hook-cc-promptsubmit-block', 'hook-codex-promptsubmit-block'].map(name => `acp-agent/tests/snapshots/${name}`)
+    const hooks = [...HOOK_SCENARIOS, ...SKILL_SCENARIOS, 'hook-cc-promptsubmit-block', 'hook-codex-promptsubmit-block'].map(name => `acp-agent/tests/snapshots/${name}`)
     for (const name of [...hooks, 'acp-agent/tests/snapshots/todo-write', 'acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/cancel', 'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/handshake', 'jsonrpc-agent/tests/snapshots/text-turn']) {
       expect(passed).toContain(name)
     }

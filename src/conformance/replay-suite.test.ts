@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { HOOK_SCENARIOS } from '../../test-support/conformance-scenarios.js'
+import { HOOK_SCENARIOS, SKILL_SCENARIOS } from '../../test-support/conformance-scenarios.js'
 import { describe, expect, it } from 'vitest'
 import type { SessionEvent } from '../session/types.js'
 import { project, replaySuite } from './replay-suite.js'
@@ -21,7 +21,7 @@ const MUST_PASS = [
   'acp-agent/tests/snapshots/fs-policy-reject', 'jsonrpc-agent/tests/snapshots/text-turn',
   'headless-agent/tests/semantic-checkpoint-snapshots/tool-outcome-unknown', 'headless-agent/tests/snapshots/compaction-recovery',
   // HK-1..HK-9: the hook scenarios (and the packed-chunk recording of one).
-  ...HOOK_SCENARIOS.map(name => `acp-agent/tests/snapshots/${name}`),
+  ...[...HOOK_SCENARIOS, ...SKILL_SCENARIOS, 'todo-write'].map(name => `acp-agent/tests/snapshots/${name}`),
 ]
 
 describe('replay suite projection', () => {
