@@ -120,6 +120,8 @@ registerBuiltinPlugin('commands', 'the slash-command registry every surface uses
   async () => (await import('../commands/index.js')).CommandsPlugin)
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
   async () => withHost((await import('../skills/index.js')).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
+registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal (off by default)',
+  async () => (await import('../goals/index.js')).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',
   async () => withHost((await import('../hooks/index.js')).HooksPlugin, host => ({ cwd: host.cwd, dshHome: host.home, userHome: host.env.value('HOME') ?? homedir() })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
