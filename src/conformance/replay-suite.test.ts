@@ -22,6 +22,9 @@ const MUST_PASS = [
   'headless-agent/tests/semantic-checkpoint-snapshots/tool-outcome-unknown', 'headless-agent/tests/snapshots/compaction-recovery',
   // HK-1..HK-9: the hook scenarios (and the packed-chunk recording of one).
   ...[...HOOK_SCENARIOS, ...SKILL_SCENARIOS, 'todo-write'].map(name => `acp-agent/tests/snapshots/${name}`),
+  // Approvals and the sandbox (AP-1..AP-4, SB-1..SB-5): knob sections byte-exact, approval events compared.
+  'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
+  'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure',
 ]
 
 describe('replay suite projection', () => {
