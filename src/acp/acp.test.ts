@@ -97,9 +97,11 @@ async function openSession(connection: Connection, cwd: string): Promise<string>
   return sessionId
 }
 
+/** The session's updates, without the slash-command advertisements (tested on their own). */
 const chunks = (connection: Connection, sessionId: string) => connection.notifications
   .filter(n => n.method === 'session/update' && (n.params as any).sessionId === sessionId)
   .map(n => (n.params as any).update)
+  .filter(update => update.sessionUpdate !== 'available_commands_update')
 
 describe('ACP server', () => {
   it('initialize (capabilities, recorded mode), authenticate, session/new (absolute cwd only)', async () => {
@@ -331,6 +333,26 @@ describe('ACP server', () => {
       expect(init).toMatchObject({ protocolVersion: 1 })
       const errors = connection.frames.filter(frame => frame.error !== undefined)
       expect(errors.map(frame => [frame.id, frame.error.code])).toEqual([[null, -32700], [null, -32600], ['x', -32601], ['y', -32602]])
+    } finally {
+      expect(await connection.close()).toBe(0)
+    }
+  })
+
+  it('advertises the slash-command registry (available_commands_update) and runs `/model` without a model call', async () => {
+    const { home, cwd } = tempHome()
+    const connection = connect({ home, cwd })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      const requests = server.requests.length
+      const answer = await connection.peer.request<any>('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/model' }] })
+      expect(answer).toEqual({ stopReason: 'end_turn' })
+      const updates = connection.notifications.filter(n => n.method === 'session/update').map(n => (n.params as any).update)
+      const advertised = updates.find(update => update.sessionUpdate === 'available_commands_update')
+      const names = advertised.availableCommands.map((command: { name: string }) => command.name)
+      expect(names).toEqual(expect.arrayContaining(['compact', 'model']))
+      expect(advertised.availableCommands.find((command: { name: string }) => command.name === 'model')).toEqual({ name: 'model', description: expect.any(String), input: { hint: '[model]' } })
+      expect(chunks(connection, sessionId)).toEqual([{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: expect.stringContaining('Model: deepseek-v4-flash') } }])
+      expect(server.requests.length).toBe(requests)
     } finally {
       expect(await connection.close()).toBe(0)
     }

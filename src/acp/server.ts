@@ -28,6 +28,7 @@ import type { ScopeKey } from '../scope/index.js'
 import { liveUpdates, parseArguments, replayUpdates, toolPath, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
+import type { CommandsService } from '../commands/api.js'
 import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
 import '../mcp/api.js'
 import '../host/index.js'
@@ -162,6 +163,7 @@ export class AcpServerApp extends Service {
         'session/cancel': method(cancelParams, params => this.cancel(params.sessionId)),
       },
     })
+    const offCommands = this.ctx.on('commands/changed', () => { for (const id of this.opened) this.advertiseCommands(id) })
     const offEvent = this.ctx.on('session/event', (session: Session, event: SessionEvent) => this.onEvent(session, event))
     const offExecute = full
       ? this.ctx.on('tools/execute', (execution: ToolExecution, _context: ToolContext, next: () => Promise<ToolResultRecord>) => this.aroundBody(execution, next))
@@ -190,6 +192,7 @@ export class AcpServerApp extends Service {
     } finally {
       host.signal.removeEventListener('abort', onSignal)
       offEvent()
+      offCommands()
       offExecute()
       offTurnEnd()
       offDisposed()
@@ -251,6 +254,8 @@ export class AcpServerApp extends Service {
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { cwd, loop })
     this.opened.add(agent.id)
+    // After the answer: the client knows the session id before its first update arrives.
+    setImmediate(() => this.advertiseCommands(agent.id))
     if (servers.length > 0) {
       // MC-10: tools visible to this session's agent only; the servers stop with the agent.
       const stop = await this.ctx.get('mcp')!.startSessionServers(agent.scope, agent.id, servers)
@@ -332,12 +337,44 @@ export class AcpServerApp extends Service {
     if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}" (create it with session/new${this.mode === 'full' ? ' or open it with session/load' : ''})`)
     if (this.prompts.has(sessionId)) throw new RpcError(ErrorCodes.serverError, `session "${sessionId}" is already running a prompt`)
     checkReadiness(this.ctx, agent)
+    // A prompt that is only `/name args` runs a registered slash command (docs/commands.md).
+    const commands = this.ctx.get('commands') as CommandsService | undefined
+    const only = content.length === 1 && content[0]!.type === 'text' ? content[0]!.text : undefined
+    if (commands !== undefined && only !== undefined && commands.parse(only) !== undefined) {
+      const outcome = await commands.execute(agent, only, { queue: false })
+      if (outcome !== undefined) {
+        if (outcome.text !== undefined && outcome.text !== '') {
+          this.peer?.notify('session/update', { sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: outcome.text } } })
+        }
+        if (outcome.kind !== 'prompt') return { stopReason: 'end_turn' }
+        const live = this.ctx.agents.get(sessionId) ?? agent
+        const ended = new Promise<TurnEndReason>(resolve => this.prompts.set(sessionId, { resolve }))
+        live.followup(outcome.input)
+        return this.stopReason(await ended)
+      }
+    }
     const ended = new Promise<TurnEndReason>(resolve => this.prompts.set(sessionId, { resolve }))
     agent.followup(content)
-    const reason = await ended
+    return this.stopReason(await ended)
+  }
+
+  private stopReason(reason: TurnEndReason): { stopReason: StopReason } {
     if (reason.kind === 'aborted') return { stopReason: 'cancelled' }
     if (reason.kind === 'error') throw new RpcError(ErrorCodes.internalError, `Internal error: turn failed: ${reason.error.message}`)
     return { stopReason: 'end_turn' }
+  }
+
+  /** ACP `available_commands_update`: the registry's commands visible to this session. */
+  private advertiseCommands(sessionId: string): void {
+    const commands = this.ctx.get('commands') as CommandsService | undefined
+    const agent = this.ctx.agents.get(sessionId)
+    if (commands === undefined || agent === undefined) return
+    const availableCommands = commands.list(agent.scope).map(command => ({
+      name: command.name,
+      description: command.description,
+      ...(command.argumentHint !== undefined ? { input: { hint: command.argumentHint } } : {}),
+    }))
+    this.peer?.notify('session/update', { sessionId, update: { sessionUpdate: 'available_commands_update', availableCommands } })
   }
 
   private cancel(sessionId: string): void {

@@ -5,6 +5,7 @@
  * Plugins stay host-agnostic (they take cwd, home or credentials from their config). When dsh
  * runs them from the command line, `withHost` fills what the row did not set from `ctx.host`.
  */
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type { Context } from 'cordis'
 import type { Host } from '../host/index.js'
@@ -146,6 +147,14 @@ registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session
   async () => (await import('../replay/index.js')).ReplayPlugin)
 registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (session/prompt, session.event notifications)',
   async () => (await import('../sdk/server.js')).SdkServerApp)
+registerBuiltinPlugin('commands', 'the slash-command registry every surface uses (ctx.commands; /model)',
+  async () => (await import('../commands/index.js')).CommandsPlugin)
+registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
+  async () => withHost((await import('../skills/index.js')).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
+registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal (off by default)',
+  async () => (await import('../goals/index.js')).GoalsPlugin)
+registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',
+  async () => withHost((await import('../hooks/index.js')).HooksPlugin, host => ({ cwd: host.cwd, dshHome: host.home, userHome: host.env.value('HOME') ?? homedir() })))
 registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.json as tools (ctx.mcp)',
   async () => withHost((await import('../mcp/plugin.js')).McpPlugin, mcpDefaults))
 registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',

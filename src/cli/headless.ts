@@ -10,6 +10,7 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, TextBlock, TokenUsage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
+import type { CommandOutcome } from '../commands/api.js'
 import type { ApprovalService, PendingApproval } from '../approval/api.js'
 import { isSandboxMode, SANDBOX_MODES, type SandboxMode } from '../sandbox/modes.js'
 import { Progress } from './progress.js'
@@ -209,8 +210,12 @@ export class HeadlessApp extends Service {
     })
     const onAbort = () => agent.cancel({ reason: { kind: 'user' } })
     host.signal.addEventListener('abort', onAbort, { once: true })
+    let command: CommandOutcome | undefined
     try {
-      agent.followup(args.task)
+      // A task starting with `/name` runs a registered slash command first (docs/commands.md).
+      command = await this.ctx.get('commands')?.execute(agent, args.task, { signal: host.signal })
+      if (command === undefined) agent.followup(args.task)
+      agent = this.ctx.agents.get(agent.id) ?? agent
       // Continuable children may still run and answer the parent with notices (SA-10).
       const subagents = this.ctx.get('subagents')
       if (subagents !== undefined) await subagents.whenQuiet(agent.id)
@@ -220,6 +225,12 @@ export class HeadlessApp extends Service {
       dispose()
       offUnavailable()
       progress?.done()
+    }
+    if (command !== undefined && command.kind !== 'prompt') {
+      const shown = command.text ?? ''
+      if (stream) write({ type: 'result', sessionId: session.id, output: shown, usage: usageSince(session, start) })
+      else if (shown !== '') (command.kind === 'error' ? host.stderr : host.stdout).write(shown.endsWith('\n') ? shown : `${shown}\n`)
+      return command.kind === 'success' ? 0 : 1
     }
     const { text, reason } = finalAnswer(session)
     if (stream) write({ type: 'result', sessionId: session.id, output: text, usage: usageSince(session, start) })

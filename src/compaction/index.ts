@@ -22,6 +22,7 @@ import { deriveEventMessage } from '../session/surface.js'
 import '../agent/api.js'
 import '../agent/events.js'
 import '../llm/api.js'
+import '../commands/api.js'
 
 export interface CompactionConfig {
   /** Fraction of the context window that triggers compaction before a step (default 0.8). */
@@ -110,6 +111,7 @@ export class CompactionPlugin {
   private readonly folds = new WeakMap<Session, SessionFold>()
 
   constructor(private readonly ctx: Context, private readonly config: CompactionConfig = {}) {
+    const plugin = this
     ctx.on('agent/pre-step', async (payload, next) => {
       if (isCompactCommand(payload.messages)) {
         await this.compact(payload.session, { turn: payload.turn, signal: payload.signal, force: true })
@@ -118,6 +120,20 @@ export class CompactionPlugin {
       }
       await this.maybeCompact(payload.session, payload.turn, payload.messages, payload.signal)
       return next()
+    })
+    // `/compact` through the command registry (surfaces run it between turns).
+    ctx.inject(['commands'], (inner) => {
+      inner.commands.register({
+        name: 'compact',
+        description: 'Compact the conversation now: prune old tool output and summarise the history',
+        async run({ agent, signal }) {
+          if (agent.status === 'running') return { kind: 'error', text: 'Compaction runs between turns: wait for the running turn to end.' }
+          const outcome = await plugin.compact(agent.session, { turn: agent.session.position.turn, signal, force: true })
+          return outcome.summarised || outcome.pruned > 0
+            ? { kind: 'success', text: `Compacted: ${outcome.pruned} tool result(s) pruned${outcome.summarised ? ', history summarised' : ''}.` }
+            : { kind: 'success', text: 'Nothing to compact.' }
+        },
+      })
     })
     ctx.on('agent/request-error', async (payload, next) => {
       const key = `${payload.session.id}:${payload.turn}:${payload.step}`

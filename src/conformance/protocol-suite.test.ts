@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { HOOK_SCENARIOS, SKILL_SCENARIOS } from '../../test-support/conformance-scenarios.js'
 import { describe, expect, it } from 'vitest'
 import { normaliseAcp, protocolSuite } from './protocol-suite.js'
 import type { ConformanceResult } from './types.js'
@@ -35,7 +36,8 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
     const failed = results.filter(result => result.status === 'fail')
     expect(failed).toEqual([])
     const passed = results.filter(result => result.status === 'pass').map(result => result.path.split(/[\\/]/).slice(-5, -1).join('/'))
-    for (const name of ['acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/cancel', 'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/handshake', 'jsonrpc-agent/tests/snapshots/text-turn',
+    const hooks = [...HOOK_SCENARIOS, ...SKILL_SCENARIOS, 'hook-cc-promptsubmit-block', 'hook-codex-promptsubmit-block', 'todo-write'].map(name => `acp-agent/tests/snapshots/${name}`)
+    for (const name of [...hooks, 'acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/cancel', 'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/handshake', 'jsonrpc-agent/tests/snapshots/text-turn',
       // AP-4: the recorded session/request_permission frames; SB-1 root; SB-3 partial Landlock.
       'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
       'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure']) {

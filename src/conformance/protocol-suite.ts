@@ -19,10 +19,12 @@ import type { SessionEvent } from '../session/types.js'
 import { DshClient, type Notification } from '../sdk/client.js'
 import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
 import { isRuntimeContextSnapshot, recordedPermissions, recordedRunner } from './replay-suite.js'
+import type { HookFileSource } from '../hooks/api.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
+import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
 
 /** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
@@ -30,14 +32,18 @@ const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash'])
 
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
   ['subagent/', 'subagents'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
-  ['todo/', 'todo events'],
 ]
+
+/** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill'])
+
+/** Plugin-authored messages dsh writes itself (hook output). */
+const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
 
@@ -93,6 +99,7 @@ interface Plan {
   readonly route: { provider: string; model: string }
   /** The recorded composition had the runtime-context plugin (its snapshot message is in the log). */
   readonly runtimeContext: boolean
+  readonly hooks: readonly HookFileSource[]
   /** The recorded deployment's sandbox mode (from its snapshot), passed as DSH_PERMISSION_MODE. */
   readonly permissionMode?: string
   /** A test-only runner command for a runner this machine cannot reproduce. */
@@ -127,7 +134,7 @@ function plan(scenario: Scenario): string | Plan {
   const files = readdirSync(dir)
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
-  if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => SUPPORTED_PRODUCT_TAGS.has(tag.trim()))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
+  if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => (SUPPORTED_PRODUCT_TAGS.has(tag.trim()) || PRODUCT_TAGS.has(tag.trim())))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
   // Delegation transcripts whose driver only prompts (foreground children): each child's recorded
   // model calls are served under its recorded id, which the subagents row hands out in order.
   const childFiles = files.filter(name => /^session\.\d+\.jsonl$/.test(name)).sort((x, y) => Number(x.split('.')[1]) - Number(y.split('.')[1]))
@@ -156,8 +163,8 @@ function plan(scenario: Scenario): string | Plan {
     }
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
-      if (message.source.kind !== 'user' && !isRuntimeContextSnapshot(message)) {
-        const source = message.source as { kind: string; plugin?: string }
+      const source = message.source as { kind: string; plugin?: string }
+      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -183,10 +190,11 @@ function plan(scenario: Scenario): string | Plan {
   }
   const route = recordedRoute(text) ?? { provider: 'replay', model: 'replay' }
   const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
+  const hooks = workspaceHookFiles(join(dir, 'workspace'))
   const permissions = recordedPermissions(events)
   const runner = recordedRunner(dir)
   return {
-    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children,
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks,
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
     ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
     ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
@@ -227,6 +235,10 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   if (plan.runnerCommand !== undefined) rows.push({ id: 'sandbox', config: { runnerCommand: plan.runnerCommand, runners: [] } })
   // No retry waits: the recorded retries replay at once.
   rows.push({ id: 'llm-retry', config: { baseDelayMs: 1, maxDelayMs: 1 } })
+  // The recorded composition's hook files (the launch folder is the scenario workspace).
+  rows.push({ id: 'hooks', config: { files: plan.hooks, discover: false } })
+  // Only the workspace's skills (no `~/.agents/skills` of whoever runs the suite).
+  rows.push({ id: 'skills', config: { agentsHome: join(folder, 'no-agents-home') } })
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')
@@ -263,6 +275,8 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     mkdirSync(home)
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
+    recreateOmittedScripts(cwd)
+    recreateOmittedSkills(cwd, planned.events)
     const patch = writePatch(planned, work, scenario.kind)
     const env: Record<string, string | undefined> = {
       DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined,
@@ -358,8 +372,15 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
   const code = await exited
   if (code !== 0) return `dsh --profile acp exited ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`
   const expected = readJsonLines(join(scenario.dir, 'stdout.expected.jsonl'))
-  const actual = normaliseAcp(lines.map(line => JSON.parse(line)), { sessionId, cwd: run.cwd })
+  // The original advertised no slash commands: dsh's `available_commands_update` frames are masked.
+  const frames = (lines.map(line => JSON.parse(line)) as Record<string, unknown>[]).filter(frame => !isCommandsUpdate(frame))
+  const actual = normaliseAcp(frames, { sessionId, cwd: run.cwd })
   return firstDifference(expected.map(maskAcp), actual.map(maskAcp))
+}
+
+function isCommandsUpdate(frame: Record<string, unknown>): boolean {
+  const params = frame.params as { update?: { sessionUpdate?: unknown } } | undefined
+  return frame.method === 'session/update' && params?.update?.sessionUpdate === 'available_commands_update'
 }
 
 function readJsonLines(file: string): unknown[] {

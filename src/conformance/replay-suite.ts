@@ -23,14 +23,17 @@ import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
+import { HooksPlugin, type HookFileSource } from '../hooks/index.js'
 import { ApprovalPlugin, APPROVAL_POLICY_CONTEXT, SANDBOX_POLICY_CONTEXT, type ApprovalPolicy } from '../approval/index.js'
 import { SystemPromptPlugin } from '../prompt/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
+import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
+import { SkillsPlugin } from '../skills/index.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write',
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report'])
 
 /**
@@ -54,6 +57,7 @@ const COMPARED = new Set([
   'tool/call', 'tool/result', 'todo/write', 'request/header', 'request/context', 'agent/inbox/spliced',
   'llm/retry', 'llm/retry-started',
   'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
+  'hook/invoked', 'hook/result',
   'approval/asked', 'approval/decided', 'sandbox/mode', 'permission/preset',
   'subagent/descriptor',
 ])
@@ -61,12 +65,14 @@ const COMPARED = new Set([
 /** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
 const COMPACTION_PLUGINS = new Set(['compact', 'compaction'])
 
+/** Plugin-authored messages whose text comes from the scenario itself (hook output): compared in full. */
+const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
+
 /** Product-only events, dropped from both sides. */
 const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
 
 /** Event-type prefixes that name a capability dsh lacks (the scenario is skipped). */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
@@ -141,6 +147,10 @@ interface Plan {
   readonly compaction: boolean
   readonly route: { provider: string; model: string }
   readonly cwd: string | undefined
+  /** Hook files of the workspace, loaded as the original ACP composition did (`./hooks.json`, `./codex-hooks.json`). */
+  readonly hooks: readonly HookFileSource[]
+  /** The recording had the skills plugin (a catalog message or a skill call). */
+  readonly skills: boolean
   /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
   readonly children: readonly ChildPlan[]
   readonly delegationRows: readonly SubagentToolRow[]
@@ -280,6 +290,8 @@ function plan(scenario: Scenario): string | Plan {
     ] })
   }
   const compaction = events.some(e => e.type.startsWith('compaction/'))
+  const hooks = workspaceHookFiles(join(dir, 'workspace'))
+  const skills = events.some(e => (e.type === 'user/message' && isSkillCatalog(e.data as UserMessage)) || (e.type === 'tool/call' && (e.data as { name: string }).name === 'skill'))
   const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
     && (event.data as { target: string; inserted: UserMessage[] }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => message.source.kind === ('subagent-settled' as never)))
@@ -288,13 +300,14 @@ function plan(scenario: Scenario): string | Plan {
   // default, or knob events in the log. A danger-full-access + never recording (most of the
   // corpus) behaves as if they were absent and is replayed without them.
   const recordedKnobs = recordedPermissions(events)
-  const knobs = recordedKnobs !== undefined && (recordedKnobs.mode !== 'danger-full-access' || recordedKnobs.policy !== 'never' || events.some(event => KNOB_EVENTS.has(event.type)))
+  // A hook's `ask` (HK-6) reaches the approval seam even under danger-full-access + never.
+  const knobs = recordedKnobs !== undefined && (recordedKnobs.mode !== 'danger-full-access' || recordedKnobs.policy !== 'never' || events.some(event => KNOB_EVENTS.has(event.type) || event.type === 'approval/asked'))
     ? recordedKnobs : undefined
   const runner = recordedRunner(dir)?.runner
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -327,7 +340,7 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
     if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
       return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
-    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage)) {
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
@@ -350,6 +363,15 @@ function isRepairCloser(event: SessionEvent): boolean {
   if (event.type === 'turn/end') return data.reason?.kind === 'interrupted'
   if (event.type === 'step/end') return true
   return event.type === 'tool/result' && (data.error?.code === TOOL_OUTCOME_UNKNOWN || data.error?.code === 'TOOL_NOT_STARTED')
+}
+
+function isSkillCatalog(message: UserMessage): boolean {
+  return (message.source as { kind: string }).kind === 'skill-catalog'
+}
+
+function isHookMessage(message: UserMessage): boolean {
+  const source = message.source as { kind: string; plugin?: string }
+  return source.kind === 'plugin' && source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin)
 }
 
 function isCompactionMessage(message: UserMessage): boolean {
@@ -379,6 +401,8 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
   try {
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
+    recreateOmittedScripts(work)
+    recreateOmittedSkills(work, planned.events)
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events, planned.header.cwd, planned.permissions !== undefined), project(events.log, work, planned.permissions !== undefined))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
@@ -436,6 +460,9 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ] : []),
     ctx.plugin(BuiltinToolsPlugin),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
+    ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),
+    // Only the workspace's skills: no user or home roots.
+    ...(plan.skills ? [ctx.plugin(SkillsPlugin, { cwd, agentsHome: join(cwd, '.no-agents-home') })] : []),
     ctx.plugin(SubagentsPlugin),
     ctx.plugin(SubagentToolsPlugin, { tools: plan.delegationRows }),
   ]
@@ -560,6 +587,15 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
           out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'compaction', sources: event.sourceEventSeqs?.length })
           continue
         }
+        // The catalog's wording is product text: its entries are what the runtime decides.
+        if (isSkillCatalog(message)) {
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'skill-catalog', entries: (message.source as { entries?: unknown }).entries })
+          continue
+        }
+        if (isHookMessage(message)) {
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: (message.source as { plugin: string }).plugin, content: message.content })
+          continue
+        }
         if (isDelegationMessage(message)) {
           out.push(maskIds({ type: event.type, surfaceOp: event.surfaceOp, source: message.source, content: message.content }))
           continue
@@ -585,6 +621,11 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
       case 'tool/result': {
         const message = data.message as { content: [{ toolCallId: string; isError: boolean }] }
         out.push({ type: event.type, turn: data.turn, step: data.step, callId: message.content[0].toolCallId, isError: message.content[0].isError, surfaceOp: event.surfaceOp })
+        break
+      }
+      case 'hook/result': {
+        const { durationMs: _duration, ...rest } = data
+        out.push({ type: event.type, ...rest })
         break
       }
       case 'request/header':

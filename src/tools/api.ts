@@ -92,7 +92,8 @@ export interface ToolsService {
 
 export type PreExecuteDecision =
   | { readonly kind: 'allow' }
-  | { readonly kind: 'deny'; readonly reason: string }
+  /** `message` (optional) is the whole result text after `Error: `; default `tool call denied: <reason>`. */
+  | { readonly kind: 'deny'; readonly reason: string; readonly message?: string }
   | { readonly kind: 'ask'; readonly reason?: string }
 
 declare module 'cordis' {

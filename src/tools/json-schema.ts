@@ -2,7 +2,7 @@
  * The JSON Schema subset dsh checks arguments against without a validator library (so start-up
  * loads none): `type` (one or a list; `integer` is a whole number), `enum`, `required`,
  * `properties`, `items`, `minLength`/`maxLength`, `minimum`/`maximum`/`exclusiveMinimum`/
- * `exclusiveMaximum`, `minItems`/`maxItems`. Other keywords are sent to the model but not
+ * `exclusiveMaximum`, `minItems`/`maxItems`, `additionalProperties: false`. Other keywords are sent to the model but not
  * checked; tools needing more define `parse` (see defineTool).
  */
 
@@ -73,6 +73,11 @@ export function schemaProblems(schema: unknown, value: unknown, path = ''): stri
     }
     for (const [name, sub] of Object.entries(s.properties ?? {})) {
       if (Object.hasOwn(record, name)) problems.push(...schemaProblems(sub, record[name], path === '' ? name : `${path}.${name}`))
+    }
+    if (s.additionalProperties === false) {
+      for (const name of Object.keys(record)) {
+        if (!Object.hasOwn(s.properties ?? {}, name)) problems.push(`${path === '' ? name : `${path}.${name}`}: unknown property`)
+      }
     }
   }
   return problems

@@ -200,7 +200,7 @@ export class ToolsPlugin extends Service implements ToolsService {
       case 'allow':
         return undefined
       case 'deny':
-        return errorRecord(`tool call denied: ${decision.reason || 'no reason given'}`, 'PermissionError', ToolErrorCode.denied)
+        return errorRecord(typeof decision.message === 'string' && decision.message !== '' ? decision.message : `tool call denied: ${decision.reason || 'no reason given'}`, 'PermissionError', ToolErrorCode.denied)
       case 'ask':
         return this.askApproval(execution, decision.reason, context)
       default:

@@ -20,6 +20,7 @@ import type { ApprovalAnswer, ApprovalService, PresetName } from '../approval/ap
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import type { McpService } from '../mcp/api.js'
 import '../agent/api.js'
+import '../commands/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
 import '../session/api.js'
@@ -414,11 +415,24 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
 
     add('prompt', async params => {
-      const agent = await this.agent(str(params, 'id'))
+      let agent = await this.agent(str(params, 'id'))
       const input = str(params, 'text')
+      // `/name args` runs a registered slash command (docs/commands.md); its outcome is returned.
+      const outcome = await root.get('commands')?.execute(agent, input)
+      if (outcome !== undefined) {
+        agent = root.agents.get(agent.id) ?? agent
+        return { status: agent.status, inbox: inboxSnapshot(agent), command: outcome.kind === 'prompt' ? { kind: 'prompt', text: outcome.text ?? null } : outcome }
+      }
       this.ready(agent)
       agent.followup(input)
       return { status: agent.status, inbox: inboxSnapshot(agent) }
+    })
+
+    add('commands.list', async params => {
+      const id = typeof params.id === 'string' ? params.id : undefined
+      const scope = id !== undefined ? root.agents.get(id)?.scope : undefined
+      const commands = root.get('commands')?.list(scope) ?? []
+      return { commands: commands.map(command => ({ name: command.name, description: command.description, argumentHint: command.argumentHint ?? null })) }
     })
 
     add('steer', async params => {

@@ -434,6 +434,11 @@ function Chat(props: {
     try {
       const result = await call(mode, { id, text })
       setInbox(result.inbox)
+      // A slash command's outcome is shown as a notice (its command/run and command/done are in the log).
+      if (result.command?.text) {
+        foldRef.current.notice(result.command.kind === 'error' ? 'error' : 'info', result.command.text)
+        publish()
+      }
       return true
     } catch (error) {
       report(error)
@@ -458,7 +463,7 @@ function Chat(props: {
       <div className="dock">
         {todos.length > 0 ? <TodoStrip todos={todos} /> : null}
         <QueueDock id={id} inbox={inbox} onInbox={setInbox} onError={report} />
-        <Composer running={status === 'running'} onSend={send} onStop={() => call('cancel', { id }).catch(report)} />
+        <Composer sessionId={id} running={status === 'running'} onSend={send} onStop={() => call('cancel', { id }).catch(report)} />
       </div>
     </div>
   )
@@ -697,9 +702,23 @@ function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: Inb
   )
 }
 
-function Composer(props: { running: boolean; onSend(text: string, mode: 'prompt' | 'steer'): Promise<boolean>; onStop(): void }) {
+interface CommandInfo { name: string; description: string; argumentHint: string | null }
+
+function Composer(props: { sessionId: string; running: boolean; onSend(text: string, mode: 'prompt' | 'steer'): Promise<boolean>; onStop(): void }) {
   const [text, setText] = useState('')
+  const [commands, setCommands] = useState<CommandInfo[] | null>(null)
   const area = useRef<HTMLTextAreaElement>(null)
+  // Slash-command completion: the registry's list (`commands.list`), fetched when `/` is typed.
+  const typingCommand = /^\/[^\s]*$/.test(text)
+  useEffect(() => {
+    if (!typingCommand || commands !== null) return
+    call<{ commands: CommandInfo[] }>('commands.list', { id: props.sessionId }).then(result => setCommands(result.commands), () => setCommands([]))
+  }, [typingCommand, commands, props.sessionId])
+  const matches = typingCommand && commands !== null ? commands.filter(command => `/${command.name}`.startsWith(text)) : []
+  const complete = (command: CommandInfo) => {
+    setText(`/${command.name} `)
+    area.current?.focus()
+  }
   useLayoutEffect(() => {
     const element = area.current
     if (!element) return
@@ -714,9 +733,23 @@ function Composer(props: { running: boolean; onSend(text: string, mode: 'prompt'
   }
   return (
     <div className="composer">
+      {matches.length > 0 ? (
+        <ul className="command-menu" role="listbox" data-testid="command-menu">
+          {matches.map(command => (
+            <li key={command.name} role="option" aria-selected={false} onMouseDown={event => { event.preventDefault(); complete(command) }}>
+              <code>/{command.name}</code>{command.argumentHint ? <span className="muted"> {command.argumentHint}</span> : null}<span className="muted"> — {command.description}</span>
+            </li>
+          ))}
+        </ul>
+      ) : null}
       <textarea ref={area} value={text} rows={1} placeholder={props.running ? 'Queue a message (Enter) or steer the running step (Ctrl+Enter)…' : 'Message dsh…'}
         onChange={event => setText(event.target.value)} data-testid="composer"
         onKeyDown={event => {
+          if (event.key === 'Tab' && matches.length > 0) {
+            event.preventDefault()
+            complete(matches[0]!)
+            return
+          }
           if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return
           event.preventDefault()
           void submit(event.ctrlKey || event.metaKey ? 'steer' : 'prompt')

@@ -10,7 +10,7 @@ import { GlobToolPlugin, type GlobToolConfig } from './glob.js'
 import { GrepToolPlugin, type GrepToolConfig } from './grep.js'
 import { ReadLedger } from './ledger.js'
 import { ReadToolPlugin, type ReadToolConfig } from './read.js'
-import { TodoWriteToolPlugin } from './todo.js'
+import { TodoWriteToolPlugin, type TodoWriteConfig } from './todo.js'
 import { WriteToolPlugin, type WriteToolConfig } from './write.js'
 
 export * from './bash.js'
@@ -34,7 +34,7 @@ export interface BuiltinToolsConfig {
   readonly edit?: EditToolConfig | false
   readonly glob?: GlobToolConfig | false
   readonly grep?: GrepToolConfig | false
-  readonly todo_write?: false | Record<string, never>
+  readonly todo_write?: false | TodoWriteConfig
 }
 
 export class BuiltinToolsPlugin {
@@ -47,6 +47,6 @@ export class BuiltinToolsPlugin {
     if (config.edit !== false) ctx.plugin(EditToolPlugin, config.edit ?? {})
     if (config.glob !== false) ctx.plugin(GlobToolPlugin, config.glob ?? {})
     if (config.grep !== false) ctx.plugin(GrepToolPlugin, config.grep ?? {})
-    if (config.todo_write !== false) ctx.plugin(TodoWriteToolPlugin)
+    if (config.todo_write !== false) ctx.plugin(TodoWriteToolPlugin, config.todo_write ?? {})
   }
 }

@@ -21,12 +21,8 @@ describe('todo_write', () => {
     session.append('turn/start', { turn: 1 })
     const record = await h.call('todo_write', { todos }, { session })
     expect(record.isError).toBe(false)
-    expect(resultText(record)).toBe([
-      'Todo list updated: 3 item(s), 1 completed, 1 in progress, 1 pending',
-      '[x] Read the code',
-      '[~] Write the fix',
-      '[ ] Run the tests',
-    ].join('\n'))
+    // TD-1: the original's wording.
+    expect(resultText(record)).toBe('Updated todo list: 1 pending, 1 in progress, 1 completed.')
     const last = session.events[session.events.length - 1]
     expect(last.type).toBe('todo/write')
     expect(last.data).toEqual({ todos })
@@ -40,11 +36,19 @@ describe('todo_write', () => {
     const writes = session.events.filter((event) => event.type === 'todo/write')
     expect(writes).toHaveLength(2)
     expect(writes[1].data).toEqual({ todos: [{ content: 'Only this', status: 'pending' }] })
-    expect(resultText(await h.call('todo_write', { todos: [] }, { session }))).toBe('Todo list cleared')
+    expect(resultText(await h.call('todo_write', { todos: [] }, { session }))).toBe('Updated todo list: 0 pending, 0 in progress, 0 completed.')
+  })
+
+  it('TD-1: items allow no extra keys; allowParallelInProgress only changes the description', async () => {
+    const extra = await h.call('todo_write', { todos: [{ content: 'a', status: 'pending', priority: 'high' }] })
+    expect(extra.isError).toBe(true)
+    const { createTodoWriteTool } = await import('./todo.js')
+    expect(createTodoWriteTool().description).toMatch(/several when work really runs in parallel/)
+    expect(createTodoWriteTool({ allowParallelInProgress: false }).description).toMatch(/exactly one item in_progress/)
   })
 
   it('works without a session (rendering only) and rejects an unknown status', async () => {
-    expect(resultText(await h.call('todo_write', { todos: [{ content: 'a', status: 'pending' }] }))).toContain('[ ] a')
+    expect(resultText(await h.call('todo_write', { todos: [{ content: 'a', status: 'pending' }] }))).toBe('Updated todo list: 1 pending, 0 in progress, 0 completed.')
     const bad = await h.call('todo_write', { todos: [{ content: 'a', status: 'doing' }] })
     expect(bad.isError).toBe(true)
     expect(bad.error?.code).toBe('INVALID_ARGUMENTS')

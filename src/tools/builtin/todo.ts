@@ -19,9 +19,10 @@ export const todoWriteParameters = {
       type: 'array',
       items: {
         type: 'object',
+        additionalProperties: false,
         properties: {
           content: { type: 'string', minLength: 1, description: 'What to do, in a few words.' },
-          status: { type: 'string', enum: ['pending', 'in_progress', 'completed'], description: 'pending, in_progress (ideally one at a time) or completed.' },
+          status: { type: 'string', enum: ['pending', 'in_progress', 'completed'], description: 'pending (not started), in_progress (being worked on) or completed (done).' },
         },
         required: ['content', 'status'],
       },
@@ -31,21 +32,31 @@ export const todoWriteParameters = {
   required: ['todos'],
 } as const satisfies JsonSchema
 
-const marks: Record<TodoItem['status'], string> = { pending: '[ ]', in_progress: '[~]', completed: '[x]' }
-
-/** The short rendering returned to the model. */
-export function renderTodos(todos: readonly TodoItem[]): string {
-  if (todos.length === 0) return 'Todo list cleared'
-  const done = todos.filter((t) => t.status === 'completed').length
-  const active = todos.filter((t) => t.status === 'in_progress').length
-  const header = `Todo list updated: ${todos.length} item(s), ${done} completed, ${active} in progress, ${todos.length - done - active} pending`
-  return [header, ...todos.map((t) => `${marks[t.status]} ${t.content}`)].join('\n')
+export interface TodoWriteConfig {
+  /**
+   * Whether several items may be `in_progress` at once (work that really runs in parallel:
+   * background commands, subagents). Only the description changes; default true.
+   */
+  readonly allowParallelInProgress?: boolean
 }
 
-export function createTodoWriteTool(): Tool<TodoWriteArgs> {
+/** TD-1: the result the model sees, counts only (the list itself is in the call it made). */
+export function renderTodos(todos: readonly TodoItem[]): string {
+  const count = (status: TodoItem['status']) => todos.filter((t) => t.status === status).length
+  return `Updated todo list: ${count('pending')} pending, ${count('in_progress')} in progress, ${count('completed')} completed.`
+}
+
+export function todoWriteDescription(allowParallelInProgress = true): string {
+  const progress = allowParallelInProgress
+    ? 'Mark what you are working on now as in_progress: one item for sequential work, several when work really runs in parallel (background commands, subagents).'
+    : 'Keep exactly one item in_progress while work remains.'
+  return `Replace the task list for the current work. Every call sends the complete list (content and status); it replaces the previous one, there are no partial updates. Use it to plan multi-step tasks and to show progress, one item per concrete step; skip it for trivial one-step tasks. ${progress} Mark an item completed as soon as it is done.`
+}
+
+export function createTodoWriteTool(config: TodoWriteConfig = {}): Tool<TodoWriteArgs> {
   return {
     name: 'todo_write',
-    description: 'Replace the task list for the current work. Send the complete list every time (content and status: pending, in_progress or completed). Use it to plan multi-step tasks and to show progress; keep one item in_progress at a time.',
+    description: todoWriteDescription(config.allowParallelInProgress ?? true),
     parameters: todoWriteParameters,
     timeoutMs: 10_000,
     execute(args, context): ToolOutput {
@@ -58,8 +69,8 @@ export function createTodoWriteTool(): Tool<TodoWriteArgs> {
 
 export class TodoWriteToolPlugin {
   static readonly inject = ['tools']
-  constructor(ctx: Context) {
-    const tool = createTodoWriteTool()
+  constructor(ctx: Context, config: TodoWriteConfig = {}) {
+    const tool = createTodoWriteTool(config)
     ctx.effect(() => ctx.tools.register(tool))
   }
 }

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest'
+import { loopHarness } from '../../test-support/agent-harness.js'
+import { SCRIPTED_MODEL } from '../../test-support/scripted-model.js'
+import { text } from '../../test-support/scripted-model.js'
+import { CommandsPlugin } from './index.js'
+
+async function harness(responses: Parameters<typeof text>[0][] = []) {
+  return loopHarness({
+    responses: responses.map(value => text(value)),
+    setup: async (ctx) => { await ctx.plugin(CommandsPlugin).await() },
+  })
+}
+
+describe('slash commands: one registry (ctx.commands)', () => {
+  it('parses `/name args` keeping the leading space of the arguments, and nothing else', async () => {
+    const h = await harness()
+    expect(h.ctx.commands.parse('/permission read-only')).toEqual({ name: 'permission', args: ' read-only' })
+    expect(h.ctx.commands.parse('/compact')).toEqual({ name: 'compact', args: '' })
+    expect(h.ctx.commands.parse('/compact  \n')).toEqual({ name: 'compact', args: '' })
+    expect(h.ctx.commands.parse('hello /compact')).toBeUndefined()
+    expect(h.ctx.commands.parse('/ nothing')).toBeUndefined()
+    await h.dispose()
+  })
+
+  it('runs a registered command between turns as a command/run + command/done pair; unknown names are prompts', async () => {
+    const h = await harness()
+    const seen: string[] = []
+    const dispose = h.ctx.commands.register({ name: 'echo', description: 'echo', run: ({ args }) => { seen.push(args); return { kind: 'success', text: `said${args}` } } })
+    expect(await h.ctx.commands.execute(h.agent, '/echo hi there')).toEqual({ kind: 'success', text: 'said hi there' })
+    expect(seen).toEqual([' hi there'])
+    const [run, done] = h.session.events.filter(e => e.type.startsWith('command/'))
+    expect(run).toMatchObject({ type: 'command/run', data: { name: 'echo', args: ' hi there', source: { kind: 'user' } } })
+    expect(done).toMatchObject({ type: 'command/done', data: { commandId: (run!.data as { commandId: string }).commandId, kind: 'success', text: 'said hi there' } })
+    expect(h.types()).not.toContain('turn/start')
+    expect(await h.ctx.commands.execute(h.agent, '/nope')).toBeUndefined()
+    dispose()
+    expect(h.ctx.commands.get('echo')).toBeUndefined()
+    await h.dispose()
+  })
+
+  it('a failing command logs an error outcome and never throws; a prompt outcome queues a turn', async () => {
+    const h = await harness(['ran'])
+    h.ctx.commands.register({ name: 'boom', description: 'fails', run: () => { throw new Error('kaput') } })
+    h.ctx.commands.register({ name: 'ask', description: 'asks the model', run: ({ args }) => ({ kind: 'prompt', input: `question:${args}` }) })
+    expect(await h.ctx.commands.execute(h.agent, '/boom')).toEqual({ kind: 'error', text: '/boom failed: kaput' })
+    await h.ctx.commands.execute(h.agent, '/ask x')
+    await h.agent.whenIdle()
+    const prompt = h.of('user/message')[0]!.data.content[0] as { text: string }
+    expect(prompt.text).toBe('question: x')
+    await h.dispose()
+  })
+
+  it('lists commands sorted by name, per agent scope, and announces changes', async () => {
+    const h = await harness()
+    let changes = 0
+    h.ctx.on('commands/changed', () => { changes++ })
+    const off = h.ctx.commands.register({ name: 'zeta', description: 'z', run: () => ({ kind: 'success' }) }, h.agent.scope)
+    h.ctx.commands.register({ name: 'alpha', description: 'a', run: () => ({ kind: 'success' }) })
+    expect(h.ctx.commands.list(h.agent.scope).map(c => c.name)).toEqual(['alpha', 'model', 'zeta'])
+    expect(h.ctx.commands.list().map(c => c.name)).toEqual(['alpha', 'model'])
+    off()
+    expect(changes).toBe(3)
+    expect(() => h.ctx.commands.register({ name: 'bad name', description: '', run: () => ({ kind: 'success' }) })).toThrow(/must match/)
+    await h.dispose()
+  })
+
+  it('/model shows the route and refuses unknown models', async () => {
+    const h = await harness()
+    const shown = await h.ctx.commands.execute(h.agent, '/model')
+    expect(shown).toMatchObject({ kind: 'success' })
+    expect((shown as { text: string }).text).toContain(`Model: ${SCRIPTED_MODEL}`)
+    expect(await h.ctx.commands.execute(h.agent, '/model nope')).toMatchObject({ kind: 'error', text: expect.stringContaining('Unknown model "nope"') })
+    await h.dispose()
+  })
+})
+
+describe('slash commands in a real headless run', () => {
+  it('`dsh --profile headless /model` runs the command (no model request) and prints its text', async () => {
+    const { runDsh, tempHome } = await import('../../test-support/run-dsh.js')
+    const { home, cwd } = tempHome()
+    const result = await runDsh(['--profile', 'headless', '/model'], { cwd, env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'test-key', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' } })
+    expect(result.stderr).toBe('')
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^Model: deepseek-v4-flash \(deepseek-official\)\n/)
+    const failed = await runDsh(['--profile', 'headless', '/model', 'nope'], { cwd, env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'test-key', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' } })
+    expect(failed.code).toBe(1)
+    expect(failed.stderr).toMatch(/Unknown model "nope"/)
+  })
+})

@@ -1,0 +1,132 @@
+/**
+ * The slash-command registry (`ctx.commands`, API and usage in ./api.ts, docs/commands.md) and
+ * the commands that belong to no other plugin (`/model`). Other plugins add theirs:
+ * compaction `/compact`, skills `/skills` and one command per user-invocable skill.
+ */
+import { randomBytes } from 'node:crypto'
+import { Context, Service } from 'cordis'
+import { emitContained } from '../kernel/index.js'
+import { contextScope, ScopedLayers, type ScopeKey } from '../scope/index.js'
+import type { EventDataValidator } from '../session/types.js'
+import type { Agent } from '../agent/api.js'
+import type { CommandOutcome, CommandsService, ExecuteOptions, SlashCommand } from './api.js'
+
+export * from './api.js'
+
+const NAME = /^[a-z0-9][a-z0-9_:-]*$/i
+const SLASH = /^\/([A-Za-z0-9][A-Za-z0-9_:-]*)(\s[\s\S]*)?$/
+
+const validateRun: EventDataValidator = (data) => {
+  const d = data as Record<string, unknown>
+  if (typeof d !== 'object' || d === null || typeof d.commandId !== 'string' || typeof d.name !== 'string') return 'command/run needs string commandId and name'
+  if (d.args !== undefined && typeof d.args !== 'string') return 'command/run args must be a string'
+  return null
+}
+
+const validateDone: EventDataValidator = (data) => {
+  const d = data as Record<string, unknown>
+  if (typeof d !== 'object' || d === null || typeof d.commandId !== 'string' || typeof d.kind !== 'string') return 'command/done needs string commandId and kind'
+  if (d.text !== undefined && typeof d.text !== 'string') return 'command/done text must be a string'
+  return null
+}
+
+export class CommandsPlugin extends Service implements CommandsService {
+  static readonly inject = ['sessions']
+
+  private readonly layers = new ScopedLayers<SlashCommand>('command')
+  private readonly prefix = `cmd-${randomBytes(4).toString('hex')}`
+  private counter = 0
+
+  constructor(ctx: Context) {
+    super(ctx, 'commands')
+    ctx.effect(() => ctx.sessions.registerEventType({ type: 'command/run', owner: 'commands', validate: validateRun }))
+    ctx.effect(() => ctx.sessions.registerEventType({ type: 'command/done', owner: 'commands', validate: validateDone }))
+    this.register(modelCommand(ctx))
+  }
+
+  register(command: SlashCommand, scope: ScopeKey | undefined = contextScope(this.ctx)): () => void {
+    if (typeof command?.name !== 'string' || !NAME.test(command.name)) throw new TypeError(`dsh-commands: command name ${JSON.stringify(command?.name)} must match ${NAME}`)
+    if (typeof command.run !== 'function') throw new TypeError(`dsh-commands: command ${command.name} needs a run function`)
+    if (typeof command.description !== 'string') throw new TypeError(`dsh-commands: command ${command.name} needs a description`)
+    const dispose = this.ctx.effect(() => {
+      const remove = this.layers.register(command, scope)
+      this.changed()
+      return () => { remove(); this.changed() }
+    }, `command:${command.name}`)
+    return () => { void dispose() }
+  }
+
+  get(name: string, scope?: ScopeKey): SlashCommand | undefined {
+    return this.layers.get(name, scope)
+  }
+
+  list(scope?: ScopeKey): readonly SlashCommand[] {
+    return this.layers.view(scope).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  parse(text: string): { name: string; args: string } | undefined {
+    const match = SLASH.exec(text.replace(/\s+$/, ''))
+    if (match === null) return undefined
+    return { name: match[1]!, args: match[2] ?? '' }
+  }
+
+  async execute(agent: Agent, text: string, options: ExecuteOptions = {}): Promise<CommandOutcome | undefined> {
+    const parsed = this.parse(text)
+    if (parsed === undefined) return undefined
+    const command = this.get(parsed.name, agent.scope)
+    if (command === undefined) return undefined
+    const source = options.source ?? { kind: 'user' as const }
+    const commandId = `${this.prefix}-${++this.counter}`
+    const session = agent.session
+    session.append('command/run', { commandId, name: command.name, ...(parsed.args !== '' ? { args: parsed.args } : {}), source })
+    let outcome: CommandOutcome
+    try {
+      outcome = await command.run({ agent, args: parsed.args, source, signal: options.signal ?? new AbortController().signal })
+      if (outcome === null || typeof outcome !== 'object' || !['success', 'error', 'prompt'].includes(outcome.kind)) {
+        outcome = { kind: 'error', text: `/${command.name} returned no outcome` }
+      }
+    } catch (error) {
+      outcome = { kind: 'error', text: `/${command.name} failed: ${error instanceof Error ? error.message : String(error)}` }
+    }
+    session.append('command/done', { commandId, kind: outcome.kind, ...(outcome.text !== undefined ? { text: outcome.text } : {}) })
+    if (outcome.kind === 'prompt' && options.queue !== false) {
+      // `/model` may have replaced the agent: queue on the live one.
+      const live = this.ctx.get('agents')?.get(agent.id) ?? agent
+      live.followup(outcome.input)
+    }
+    return outcome
+  }
+
+  private changed(): void {
+    emitContained(this.ctx, 'commands/changed', [])
+  }
+}
+
+/** `/model [name]`: show the route and the catalogue, or switch between turns. */
+function modelCommand(ctx: Context): SlashCommand {
+  return {
+    name: 'model',
+    description: 'Show the model, or switch to another one for the next turns',
+    argumentHint: '[model]',
+    async run({ agent, args }) {
+      const llm = ctx.get('llm')
+      const models = llm?.models() ?? []
+      const wanted = args.trim()
+      if (wanted === '') {
+        const names = models.map(info => info.model === agent.config.model && info.provider === agent.config.provider ? `* ${info.model}` : `  ${info.model}`)
+        return { kind: 'success', text: `Model: ${agent.config.model} (${agent.config.provider})${names.length > 0 ? `\nAvailable:\n${names.join('\n')}` : ''}` }
+      }
+      const found = models.find(info => info.model === wanted || `${info.provider}/${info.model}` === wanted)
+      if (found === undefined) return { kind: 'error', text: `Unknown model "${wanted}" (available: ${models.map(info => info.model).join(', ') || 'none'})` }
+      if (agent.status === 'running') return { kind: 'error', text: 'The model can change between turns: stop the running turn first.' }
+      const agents = ctx.get('agents')
+      if (agents === undefined) return { kind: 'error', text: 'No agent registry is loaded.' }
+      // The route is fixed per agent; the inbox lives in the log, so a new agent keeps it.
+      const { id } = agent
+      const cwd = agent.session.header.cwd
+      await agents.dispose(id)
+      agents.create({ sessionId: id, ...(cwd !== undefined ? { cwd } : {}), loop: { provider: found.provider, model: found.model } })
+      return { kind: 'success', text: `Model: ${found.model} (${found.provider})` }
+    },
+  }
+}

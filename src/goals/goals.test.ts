@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import { loopHarness } from '../../test-support/agent-harness.js'
+import { text, toolCalls } from '../../test-support/scripted-model.js'
+import { GoalsPlugin, type GoalChange } from './index.js'
+
+describe('goals: the round driver (GL-1..GL-3)', () => {
+  it('GL-1, GL-2: a goal runs two automatic rounds and completes; the closing step ends the run', async () => {
+    let goalId = ''
+    const h = await loopHarness({
+      responses: [
+        toolCalls([{ id: 'g1', name: 'create_goal', arguments: { objective: 'count to two', max_goal_rounds: 5 } }]),
+        text('goal set'),
+        text('one'),
+        // Built when requested: the goal id is known by then.
+        () => toolCalls([{ id: 'u1', name: 'update_goal', arguments: { goal_id: goalId, revision: 1, action: 'complete' } }]),
+        text('all done: counted to two'),
+      ],
+      setup: async (ctx) => { await ctx.plugin(GoalsPlugin).await() },
+    })
+    // The id is only known once created: read it from the log before round 2's update call.
+    const off = h.ctx.on('session/event', (_s, event) => { if (event.type === 'goal/change') goalId = (event.data as GoalChange).goal.id })
+    h.agent.followup('count to two as a goal')
+    await h.agent.whenIdle()
+    off()
+    const changes = h.of('goal/change').map(e => e.data as GoalChange)
+    expect(changes.map(c => [c.operation, c.goal.revision, c.goal.phase])).toEqual([['create', 1, 'active'], ['complete', 2, 'complete']])
+    expect(changes[1]!.roundsStarted).toBe(2)
+    const rounds = h.of('user/message').map(e => e.data).filter(m => (m.source as unknown as { kind: string }).kind === 'goal')
+    expect(rounds.map(m => (m.source as unknown as { round: number }).round)).toEqual([1, 2])
+    expect((rounds[0]!.content[0] as { text: string }).text).toMatch(/^<goal_round>\nObjective: "count to two"\nRound: 1\/5\n/)
+    const notice = h.of('user/message').map(e => e.data).find(m => (m.source as unknown as { plugin?: string }).plugin === 'tool-goal')
+    expect((notice!.content[0] as { text: string }).text).toMatch(/^<goal_complete>/)
+    expect(h.of('turn/start')).toHaveLength(3)
+    expect(h.of('turn/end').map(e => e.data.reason.kind)).toEqual(['completed', 'completed', 'completed'])
+    await h.dispose()
+  })
+
+  it('GL-2: rounds stop at the cap; GL-4: a round (not a human turn) cannot create a goal', async () => {
+    const h = await loopHarness({
+      responses: [
+        toolCalls([{ id: 'g1', name: 'create_goal', arguments: { objective: 'loop', max_goal_rounds: 1 } }]), text('set'),
+        toolCalls([{ id: 'g2', name: 'create_goal', arguments: { objective: 'another' } }]), text('round one'),
+      ],
+      setup: async (ctx) => { await ctx.plugin(GoalsPlugin).await() },
+    })
+    h.agent.followup('go')
+    await h.agent.whenIdle()
+    expect(h.of('turn/start')).toHaveLength(2)
+    const refused = h.of('tool/result')[1]!.data.message.content[0]
+    expect(refused.isError).toBe(true)
+    expect(h.of('goal/change')).toHaveLength(1)
+    await h.dispose()
+  })
+})

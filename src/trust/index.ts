@@ -1,0 +1,47 @@
+/**
+ * The trust step for project files that run code (project hooks; the same list serves any
+ * other project-provided command source). A project folder is trusted when it, or an ancestor,
+ * is listed in `$DSH_HOME/trusted-projects.json` (`{"projects": ["/abs/path", ...]}`) or in
+ * the caller's explicit list. Nothing in a project can trust itself.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve, sep } from 'node:path'
+
+export const TRUST_FILE = 'trusted-projects.json'
+
+export function trustFile(home: string): string {
+  return join(home, TRUST_FILE)
+}
+
+/** The trusted folders recorded under `home` (absolute paths); a malformed file trusts nothing. */
+export function readTrustedProjects(home: string): string[] {
+  const file = trustFile(home)
+  if (!existsSync(file)) return []
+  try {
+    const json = JSON.parse(readFileSync(file, 'utf8')) as { projects?: unknown }
+    return Array.isArray(json.projects) ? json.projects.filter((item): item is string => typeof item === 'string').map(path => resolve(path)) : []
+  } catch {
+    return []
+  }
+}
+
+/** Records `dir` as trusted (idempotent). */
+export function trustProject(home: string, dir: string): void {
+  const projects = readTrustedProjects(home)
+  const target = resolve(dir)
+  if (projects.includes(target)) return
+  const file = trustFile(home)
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
+  const temp = `${file}.${process.pid}.tmp`
+  writeFileSync(temp, `${JSON.stringify({ projects: [...projects, target] }, null, 2)}\n`, { mode: 0o600 })
+  renameSync(temp, file)
+}
+
+/** Whether `dir` is, or lies inside, one of `trusted`. */
+export function isTrusted(dir: string, trusted: readonly string[]): boolean {
+  const target = resolve(dir)
+  return trusted.some(root => {
+    const base = resolve(root)
+    return target === base || target.startsWith(base.endsWith(sep) ? base : base + sep) || (dirname(base) === base && target.startsWith(base))
+  })
+}
