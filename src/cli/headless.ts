@@ -94,6 +94,19 @@ function describeFailure(reason: TurnEndReason | undefined): string {
   }
 }
 
+/** The model route: `requested`, DSH_MODEL, settings `model.default`, `fallback`, the first catalogued model. */
+export function pickRoute(ctx: Context, requested: string | undefined, fallback?: string): { provider: string; model: string } {
+  const { host, llm } = ctx
+  const settingsModel = host.settings.model?.default
+  const name = requested ?? host.env.value('DSH_MODEL') ?? (typeof settingsModel === 'string' ? settingsModel : undefined) ?? fallback
+  const models = llm.models()
+  const found = name === undefined ? models[0] : models.find(info => info.model === name || `${info.provider}/${info.model}` === name)
+  if (found === undefined) {
+    throw new UsageError(name === undefined ? 'no model adapter is configured' : `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
+  }
+  return { provider: found.provider, model: found.model }
+}
+
 export class HeadlessApp extends Service {
   static readonly inject = ['host', 'sessions', 'agents', 'llm']
 
@@ -103,15 +116,7 @@ export class HeadlessApp extends Service {
 
   /** Picks the model route: --model, DSH_MODEL, settings `model.default`, the config, the first catalogued model. */
   private route(requested: string | undefined): { provider: string; model: string } {
-    const { host, llm } = this.ctx
-    const settingsModel = host.settings.model?.default
-    const name = requested ?? host.env.value('DSH_MODEL') ?? (typeof settingsModel === 'string' ? settingsModel : undefined) ?? this.config.model
-    const models = llm.models()
-    const found = name === undefined ? models[0] : models.find(info => info.model === name || `${info.provider}/${info.model}` === name)
-    if (found === undefined) {
-      throw new UsageError(name === undefined ? 'no model adapter is configured' : `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
-    }
-    return { provider: found.provider, model: found.model }
+    return pickRoute(this.ctx, requested, this.config.model)
   }
 
   async run(): Promise<number> {

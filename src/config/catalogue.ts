@@ -113,3 +113,5 @@ registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (sessio
   async () => (await import('../sdk/server.js')).SdkServerApp)
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
+registerBuiltinPlugin('tui', 'app: the interactive terminal conversation (dsh in a terminal with no task)',
+  async () => (await import('../tui/app.js')).TuiApp)
