@@ -39,6 +39,11 @@ export class Terminal {
     return terminal
   }
 
+  /** An interactive bash in a fresh terminal (prompt `$ `), for running commands and checking the terminal after them. */
+  static shell(options: TerminalOptions = {}): Terminal {
+    return Terminal.start(['bash', '--norc', '--noprofile', '-i'], { ...options, env: { PS1: '$ ', HISTFILE: '/dev/null', ...options.env } })
+  }
+
   private tmux(args: readonly string[]): string {
     return execFileSync('tmux', ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } })
   }

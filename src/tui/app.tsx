@@ -199,7 +199,7 @@ export class TuiApp extends Service {
       stdin.pause()
     }
     const id = store.agent.id
-    host.stdout.write(`\nSession ${id}\nResume: dsh -c (latest here) or dsh --session ${id}\n`)
+    host.stdout.write(`\nSession ${id} is stored.\nResume: dsh -c   (the latest session in this folder)\n    or: dsh --session ${id}\n`)
     return 0
   }
 

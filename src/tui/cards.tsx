@@ -100,7 +100,7 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean }): R
       return <Header call={call} running={running} title="read" detail={str(args.file_path) || str(args.path)} outcome={outcome} />
     }
     case 'write': {
-      const outcome = error ?? (result === undefined ? undefined : m.created ? `created, ${m.lines} lines` : `overwrote, ${m.lines} lines`)
+      const outcome = error ?? (result === undefined ? undefined : `${m.created ? 'created' : 'overwrote'}, ${m.lines} line${m.lines === 1 ? '' : 's'}`)
       return (
         <Box flexDirection="column">
           <Header call={call} running={running} title="write" detail={str(args.file_path)} outcome={outcome} />

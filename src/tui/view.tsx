@@ -44,6 +44,10 @@ export interface ViewProps {
   readonly files: FileIndex
 }
 
+function percent(ratio: number): string {
+  return ratio > 0 && ratio < 0.01 ? '<1%' : `${Math.round(ratio * 100)}%`
+}
+
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
 
 function Reasoning(props: { text: string; expanded: boolean; streaming: boolean }): ReactNode {
@@ -357,7 +361,7 @@ export function ConversationView(props: ViewProps): ReactNode {
   const liveRows = Math.max(3, size.rows - 9)
   const queued = actions.queued()
   const contextUse = info.contextWindow !== undefined && store.fold.contextTokens > 0
-    ? `ctx ${Math.round((store.fold.contextTokens / info.contextWindow) * 100)}% (${compactNumber(store.fold.contextTokens)}/${compactNumber(info.contextWindow)})`
+    ? `ctx ${percent(store.fold.contextTokens / info.contextWindow)} (${compactNumber(store.fold.contextTokens)}/${compactNumber(info.contextWindow)})`
     : 'ctx 0%'
   const placeholder = running ? 'Enter queues a message · Ctrl-S steers the running step' : 'Ask dsh to do something · /help for keys'
 
