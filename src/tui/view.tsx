@@ -5,6 +5,7 @@
  */
 import { useEffect, useReducer, useRef, useState, type ReactNode } from 'react'
 import { Box, Static, Text, useInput, useStdout } from 'ink'
+import ansiEscapes from 'ansi-escapes'
 import type { Item } from './fold.js'
 import { compactNumber, describeEnd, duration } from './fold.js'
 import type { Printed, TuiStore } from './store.js'
@@ -184,7 +185,13 @@ type Completion = { kind: 'command'; options: readonly TuiCommand[] } | { kind: 
 export function ConversationView(props: ViewProps): ReactNode {
   const { store, actions, info } = props
   const [, rerender] = useReducer((n: number) => n + 1, 0)
-  const [editor, setEditor] = useState<EditorState>(() => emptyEditor())
+  // Keys can arrive faster than renders: the handler reads and writes the editor through a ref.
+  const [editor, setEditorState] = useState<EditorState>(() => emptyEditor())
+  const editorRef = useRef(editor)
+  const setEditor = (next: EditorState | ((state: EditorState) => EditorState)) => {
+    editorRef.current = typeof next === 'function' ? next(editorRef.current) : next
+    setEditorState(editorRef.current)
+  }
   const [exitArmed, setExitArmed] = useState(false)
   const [expanded, setExpanded] = useState(false)
   const [selected, setSelected] = useState(0)
@@ -195,8 +202,20 @@ export function ConversationView(props: ViewProps): ReactNode {
   const [size, setSize] = useState({ columns: stdout.columns || 80, rows: stdout.rows || 24 })
 
   useEffect(() => store.subscribe(rerender), [store])
+  // The terminal reflows what is already on screen when it narrows, which leaves broken copies of
+  // the live part; so a width change clears the screen and prints the conversation again.
+  const [epoch, setEpoch] = useState(0)
+  const lastColumns = useRef(stdout.columns || 80)
   useEffect(() => {
-    const onResize = () => setSize({ columns: stdout.columns || 80, rows: stdout.rows || 24 })
+    const onResize = () => {
+      const columns = stdout.columns || 80
+      if (columns !== lastColumns.current) {
+        lastColumns.current = columns
+        stdout.write(ansiEscapes.clearTerminal)
+        setEpoch(value => value + 1)
+      }
+      setSize({ columns, rows: stdout.rows || 24 })
+    }
     stdout.on('resize', onResize)
     return () => { stdout.off('resize', onResize) }
   }, [stdout])
@@ -218,19 +237,25 @@ export function ConversationView(props: ViewProps): ReactNode {
     return () => { live = false }
   }, [mention?.query, mention?.start])
 
-  const commandPrefix = commandAtCursor(editor)
-  let completion: Completion | undefined
-  if (commandPrefix !== undefined) {
-    const options = matchCommands(props.commands(), commandPrefix)
-    if (options.length > 0) completion = { kind: 'command', options }
-  } else if (mention !== undefined && fileOptions !== undefined && fileOptions.options.length > 0 && fileOptions.start === mention.start) {
-    completion = { kind: 'file', start: fileOptions.start, options: fileOptions.options }
+  const completionOf = (state: EditorState): Completion | undefined => {
+    const prefix = commandAtCursor(state)
+    if (prefix !== undefined) {
+      const options = matchCommands(props.commands(), prefix)
+      return options.length > 0 ? { kind: 'command', options } : undefined
+    }
+    const at = mentionAtCursor(state)
+    if (at !== undefined && fileOptions !== undefined && fileOptions.options.length > 0 && fileOptions.start === at.start) {
+      return { kind: 'file', start: fileOptions.start, options: fileOptions.options }
+    }
+    return undefined
   }
+  const completion = completionOf(editor)
   const selectedIndex = completion === undefined ? 0 : Math.min(selected, completion.options.length - 1)
 
   const approval = store.approvals[0]
 
   const accept = (): boolean => {
+    const completion = completionOf(editorRef.current)
     if (completion === undefined) return false
     if (completion.kind === 'command') {
       const command = completion.options[selectedIndex]
@@ -244,9 +269,9 @@ export function ConversationView(props: ViewProps): ReactNode {
   }
 
   const send = (steer: boolean) => {
-    const text = editor.text
+    const text = editorRef.current.text
     if (text.trim() === '') return
-    const { state } = submit(editor)
+    const { state } = submit(editorRef.current)
     setEditor(state)
     setSelected(0)
     const trimmed = text.trim()
@@ -260,6 +285,10 @@ export function ConversationView(props: ViewProps): ReactNode {
   }
 
   useInput((input, key) => {
+    const editor = editorRef.current
+    const completion = completionOf(editor)
+    const commandPrefix = commandAtCursor(editor)
+    const mention = mentionAtCursor(editor)
     if (approval !== undefined) {
       if (input === 'y' || input === 'Y' || key.return) approval.answer('allowed-once')
       else if (input === 'n' || input === 'N' || key.escape) approval.answer('rejected')
@@ -374,7 +403,7 @@ export function ConversationView(props: ViewProps): ReactNode {
   }
   return (
     <Box flexDirection="column" width={width}>
-      <Static items={store.printed as Printed[]}>
+      <Static key={epoch} items={store.printed as Printed[]}>
         {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} /></Box>}
       </Static>
       {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} live={{ width, rows: liveRows }} />)}
