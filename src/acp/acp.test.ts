@@ -46,11 +46,18 @@ function askPatch(): string {
   return patch
 }
 
-function connect(options: { home: string; cwd: string; patches?: string[]; answer?: (params: any) => unknown }): Connection {
+/** A patch putting the ACP server in its compatibility mode (the original's frames only). */
+function recordedPatch(): string {
+  const patch = join(mkdtempSync(join(tmpdir(), 'dsh-acp-recorded-')), 'patch.yml')
+  writeFileSync(patch, JSON.stringify([{ id: 'app', config: { updates: 'recorded' } }]))
+  return patch
+}
+
+function connect(options: { home: string; cwd: string; patches?: string[]; answer?: (params: any) => unknown; recorded?: boolean }): Connection {
   const env: Record<string, string> = {}
   const vars = { ...process.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined }
   for (const [key, value] of Object.entries(vars)) if (value !== undefined) env[key] = value
-  const patches = (options.patches ?? []).flatMap(file => ['--patch', file])
+  const patches = [...(options.patches ?? []), ...(options.recorded === true ? [recordedPatch()] : [])].flatMap(file => ['--patch', file])
   const child = spawn(process.execPath, [dshBin, '--profile', 'acp', ...patches], { cwd: options.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
   const notifications: NotificationFrame[] = []
   const frames: any[] = []
@@ -95,9 +102,9 @@ const chunks = (connection: Connection, sessionId: string) => connection.notific
   .map(n => (n.params as any).update)
 
 describe('ACP server', () => {
-  it('initialize (capabilities), authenticate, session/new (absolute cwd only)', async () => {
+  it('initialize (capabilities, recorded mode), authenticate, session/new (absolute cwd only)', async () => {
     const { home, cwd } = tempHome()
-    const connection = connect({ home, cwd })
+    const connection = connect({ home, cwd, recorded: true })
     try {
       const init = await connection.peer.request<any>('initialize', { protocolVersion: 1, clientCapabilities: {} })
       expect(init).toEqual({
@@ -121,13 +128,13 @@ describe('ACP server', () => {
     }
   })
 
-  it('session/prompt: committed assistant text arrives as one agent_message_chunk per message, then stopReason end_turn', async () => {
+  it('recorded mode: committed assistant text arrives as one agent_message_chunk per message, then stopReason end_turn', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(
       streamResponse([{ text: 'Running it.' }, { toolCall: { id: 'call-1', name: 'bash', arguments: '{"command":"echo hi","description":"echo"}' } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ reasoning: 'done' }, { text: 'DO' }, { text: 'NE' }, { finish: 'stop', usage }]),
     )
-    const connection = connect({ home, cwd })
+    const connection = connect({ home, cwd, recorded: true })
     try {
       const sessionId = await openSession(connection, cwd)
       const result = await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'run echo then say DONE' }] })
@@ -241,12 +248,12 @@ describe('ACP server', () => {
     }
   })
 
-  it('two sessions interleave on one connection: B answers while A is still streaming, each gets its own updates', async () => {
+  it('two sessions interleave on one connection (recorded mode): B answers while A is still streaming, each gets its own updates', async () => {
     const { home, cwd } = tempHome()
     const other = mkdtempSync(join(tmpdir(), 'dsh-acp-other-'))
     let releaseA!: () => void
     const holdA = new Promise<void>(resolve => { releaseA = resolve })
-    const connection = connect({ home, cwd })
+    const connection = connect({ home, cwd, recorded: true })
     try {
       const a = await openSession(connection, cwd)
       const { sessionId: b } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd: other, mcpServers: [] })

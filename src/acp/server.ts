@@ -2,13 +2,17 @@
  * The ACP agent server (`dsh --profile acp`): the Agent Client Protocol over stdio, as the
  * original speaks it (see docs/protocols.md and the recorded transcripts).
  *
- * Client -> agent: `initialize`, `authenticate`, `session/new` (absolute cwd), `session/prompt`
- * (answered when the turn ends: stopReason `end_turn` or `cancelled`; a failed turn is a -32603
- * error), `session/cancel` (notification). Agent -> client: `session/update` with
- * `agent_message_chunk` once per committed assistant message with text, and
- * `session/request_permission` when a tool call needs approval (`ctx.approval`, provided here).
+ * Client -> agent: `initialize`, `authenticate`, `session/new` (absolute cwd), `session/load`
+ * (replays the stored conversation as updates), `session/resume`, `session/list`,
+ * `session/close`, `session/delete`, `session/prompt` (answered when the turn ends: stopReason
+ * `end_turn` or `cancelled`; a failed turn is a -32603 error), `session/cancel` (notification).
+ * Agent -> client: `session/update` (what the agent does, see ./updates.ts; `updates: recorded`
+ * sends only what the original sends: one `agent_message_chunk` per committed assistant message
+ * with text, and no session methods beyond new/prompt/cancel), and `session/request_permission`
+ * when a tool call needs approval (`ctx.approval`, provided here).
  */
 import { readFileSync } from 'node:fs'
+import { readFile, stat } from 'node:fs/promises'
 import { isAbsolute } from 'node:path'
 import { Service, type Context } from 'cordis'
 import { z } from 'zod'
@@ -16,10 +20,12 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
-import type { ApprovalService, ToolExecution } from '../tools/api.js'
+import type { ApprovalService, ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
+import type { ScopeKey } from '../scope/index.js'
+import { liveUpdates, parseArguments, replayUpdates, toolPath, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
-import { ErrorCodes, JsonRpcPeer, method, RpcError } from '../sdk/jsonrpc.js'
-import '../cli/host.js'
+import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
+import '../host/index.js'
 import '../tools/api.js'
 
 export const ACP_PROTOCOL_VERSION = 1
@@ -32,7 +38,17 @@ export interface AcpServerConfig {
   readonly provider?: string
   /** Overrides `promptCapabilities.image` (default: from the model catalogue). */
   readonly imageInput?: boolean
+  /**
+   * `full` (default): stream reasoning, text, tool calls with status and diffs, and the plan, and
+   * offer the session methods. `recorded`: exactly the frames the original system sends.
+   */
+  readonly updates?: UpdateMode
 }
+
+/** Sessions per `session/list` page. */
+const LIST_PAGE = 100
+/** Files larger than this get no `diff` block (the editor reads them itself). */
+const MAX_DIFF_BYTES = 1 << 20
 
 export type StopReason = 'end_turn' | 'cancelled'
 
@@ -52,6 +68,9 @@ const initializeParams = z.object({ protocolVersion: z.number().int().nonnegativ
 const newSessionParams = z.object({ cwd: z.string(), mcpServers: z.array(z.unknown()).optional() }).loose()
 const promptParams = z.object({ sessionId: z.string().min(1), prompt: z.array(promptBlock).min(1, 'needs at least one content block') }).loose()
 const cancelParams = z.object({ sessionId: z.string().min(1) }).loose()
+const sessionParams = z.object({ sessionId: z.string().min(1) }).loose()
+const loadParams = z.object({ sessionId: z.string().min(1), cwd: z.string().optional(), mcpServers: z.array(z.unknown()).optional() }).loose()
+const listParams = z.object({ cwd: z.string().nullish(), cursor: z.string().nullish() }).loose()
 const permissionOutcome = z.object({
   outcome: z.discriminatedUnion('outcome', [
     z.object({ outcome: z.literal('cancelled') }).loose(),
@@ -101,36 +120,50 @@ export class AcpServerApp extends Service {
   /** Sessions opened through this connection. */
   private readonly opened = new Set<string>()
   private readonly prompts = new Map<string, PendingPrompt>()
+  /** File changes captured around write/edit bodies, until their result is sent (by call id). */
+  private readonly changes = new Map<string, FileChange>()
+  private readonly mode: UpdateMode
 
   constructor(ctx: Context, private readonly config: AcpServerConfig = {}) {
     super(ctx, 'app')
+    const mode = config.updates ?? 'full'
+    if (mode !== 'full' && mode !== 'recorded') throw new Error(`acp-server: config.updates must be "full" or "recorded", got ${JSON.stringify(mode)}`)
+    this.mode = mode
     ctx.plugin(AcpApproval, { requestPermission: (execution: ToolExecution, reason: string | undefined, signal: AbortSignal) => this.requestPermission(execution, reason, signal) })
   }
 
   async run(): Promise<number> {
     const { host } = this.ctx
     const log = (message: string) => { host.stderr.write(`dsh acp: ${message}\n`) }
+    const full = this.mode === 'full'
+    const sessionMethods: Readonly<Record<string, MethodSpec<z.ZodType>>> = full
+      ? {
+          'session/load': method(loadParams, params => this.loadSession(params.sessionId, true)),
+          'session/resume': method(loadParams, params => this.loadSession(params.sessionId, false)),
+          'session/list': method(listParams, params => this.listSessions(params.cwd ?? undefined, params.cursor ?? undefined)),
+          'session/close': method(sessionParams, params => this.closeSession(params.sessionId)),
+          'session/delete': method(sessionParams, params => this.deleteSession(params.sessionId)),
+        }
+      : {}
     const peer = this.peer = new JsonRpcPeer({
       input: this.config.input ?? process.stdin,
       output: this.config.output ?? host.stdout,
       log,
       methods: {
-        initialize: method(initializeParams, () => ({
-          protocolVersion: ACP_PROTOCOL_VERSION,
-          agentInfo: { name: 'dsh', version: packageVersion() },
-          agentCapabilities: { promptCapabilities: { image: this.imageInput(), audio: false, embeddedContext: false } },
-          authMethods: [],
-        })),
-        // Credentials come from the environment and $DSH_HOME; there is nothing to negotiate.
-        authenticate: method(z.object({}).loose(), () => ({})),
+        initialize: method(initializeParams, () => this.initialize()),
+        authenticate: method(z.object({ methodId: z.string().optional() }).loose(), () => this.authenticate()),
         'session/new': method(newSessionParams, params => this.newSession(params.cwd)),
         'session/prompt': method(promptParams, params => this.prompt(params.sessionId, toContentBlocks(params.prompt))),
+        ...sessionMethods,
       },
       notifications: {
         'session/cancel': method(cancelParams, params => this.cancel(params.sessionId)),
       },
     })
     const offEvent = this.ctx.on('session/event', (session: Session, event: SessionEvent) => this.onEvent(session, event))
+    const offExecute = full
+      ? this.ctx.on('tools/execute', (execution: ToolExecution, _context: ToolContext, next: () => Promise<ToolResultRecord>) => this.aroundBody(execution, next))
+      : () => {}
     const offTurnEnd = this.ctx.on('agent/turn-end', (agent: Agent, _turn: number, reason: TurnEndReason) => {
       const pending = this.prompts.get(agent.id)
       if (pending === undefined) return
@@ -150,10 +183,43 @@ export class AcpServerApp extends Service {
     } finally {
       host.signal.removeEventListener('abort', onSignal)
       offEvent()
+      offExecute()
       offTurnEnd()
       await peer.drain()
     }
     return 0
+  }
+
+  private initialize() {
+    const promptCapabilities = { image: this.imageInput(), audio: false, embeddedContext: this.mode === 'full' }
+    const agentInfo = { name: 'dsh', version: packageVersion() }
+    if (this.mode === 'recorded') return { protocolVersion: ACP_PROTOCOL_VERSION, agentInfo, agentCapabilities: { promptCapabilities }, authMethods: [] }
+    return {
+      protocolVersion: ACP_PROTOCOL_VERSION,
+      agentInfo,
+      agentCapabilities: {
+        loadSession: true,
+        promptCapabilities,
+        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {} },
+      },
+      authMethods: [{
+        id: 'api-key',
+        name: 'Model API key',
+        description: 'dsh reads the key from the environment (DEEPSEEK_API_KEY, or the key variable of the configured provider) or from $DSH_HOME/.credentials.yaml. Set it in the agent environment of your editor, or store it once with the web settings, then restart the agent.',
+      }],
+    }
+  }
+
+  /**
+   * Credentials come from the environment and $DSH_HOME: there is nothing to exchange, but an
+   * editor asking learns whether a key is there and, when not, how to give one.
+   */
+  private authenticate(): Record<string, never> {
+    const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
+    const provider = loop.provider ?? this.ctx.llm.models()[0]?.provider
+    const problem = provider === undefined ? undefined : this.ctx.llm.adapter(provider)?.readiness?.()
+    if (problem !== undefined) throw new RpcError(ErrorCodes.serverError, `Authentication required: ${problem}`)
+    return {}
   }
 
   /**
@@ -177,9 +243,63 @@ export class AcpServerApp extends Service {
     return { sessionId: agent.id }
   }
 
+  /** `session/load` (replay: the stored conversation is streamed first) and `session/resume`. */
+  private async loadSession(sessionId: string, replay: boolean): Promise<Record<string, never>> {
+    const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
+    const { agent } = await openAgent(this.ctx, { sessionId, cwd: this.ctx.host.cwd, loop, create: false })
+    this.opened.add(agent.id)
+    if (replay) {
+      for (const update of replayUpdates(agent.session.events, agent.session.header.cwd)) this.notify(agent.id, update)
+    }
+    return {}
+  }
+
+  private async listSessions(cwd: string | undefined, cursor: string | undefined) {
+    const persistence = this.ctx.get('sessionPersistence')
+    if (persistence === undefined) return { sessions: [] }
+    const offset = cursor === undefined ? 0 : Number(cursor)
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cursor ${JSON.stringify(cursor)} was not issued by this agent`)
+    const stored = (await persistence.list())
+      .filter(summary => summary.parentSession === undefined && (cwd === undefined || summary.cwd === cwd))
+      .sort((a, b) => b.updatedAt - a.updatedAt)
+    const page = stored.slice(offset, offset + LIST_PAGE)
+    return {
+      sessions: page.map(summary => ({
+        sessionId: summary.id,
+        cwd: summary.cwd ?? '',
+        title: summary.title,
+        updatedAt: new Date(summary.updatedAt).toISOString(),
+      })),
+      ...(offset + LIST_PAGE < stored.length ? { nextCursor: String(offset + LIST_PAGE) } : {}),
+    }
+  }
+
+  /** Ends the session's running turn, stores it and lets it go (it can be loaded again). */
+  private async closeSession(sessionId: string): Promise<Record<string, never>> {
+    if (!this.opened.has(sessionId)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}"`)
+    this.opened.delete(sessionId)
+    const agent = this.ctx.agents.get(sessionId)
+    if (agent !== undefined) {
+      agent.cancel()
+      await agent.whenIdle()
+      await this.ctx.get('sessionPersistence')?.flush(sessionId)
+      await this.ctx.agents.dispose(sessionId)
+    }
+    return {}
+  }
+
+  private async deleteSession(sessionId: string): Promise<Record<string, never>> {
+    if (this.opened.has(sessionId)) await this.closeSession(sessionId)
+    const persistence = this.ctx.get('sessionPersistence')
+    if (persistence === undefined || !await persistence.delete(sessionId)) {
+      throw new RpcError(ErrorCodes.invalidParams, `invalid params: no stored session "${sessionId}"`)
+    }
+    return {}
+  }
+
   private async prompt(sessionId: string, content: ContentBlock[]): Promise<{ stopReason: StopReason }> {
     const agent = this.opened.has(sessionId) ? this.ctx.agents.get(sessionId) : undefined
-    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}" (create it with session/new)`)
+    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}" (create it with session/new${this.mode === 'full' ? ' or open it with session/load' : ''})`)
     if (this.prompts.has(sessionId)) throw new RpcError(ErrorCodes.serverError, `session "${sessionId}" is already running a prompt`)
     checkReadiness(this.ctx, agent)
     const ended = new Promise<TurnEndReason>(resolve => this.prompts.set(sessionId, { resolve }))
@@ -195,32 +315,62 @@ export class AcpServerApp extends Service {
     this.ctx.agents.get(sessionId)?.cancel()
   }
 
-  /** Committed assistant text (interrupted prefixes included) becomes one `agent_message_chunk`. */
+  private notify(sessionId: string, update: SessionUpdate): void {
+    this.peer?.notify('session/update', { sessionId, update })
+  }
+
   private onEvent(session: Session, event: SessionEvent): void {
-    if (event.type !== 'assistant/message' || !this.opened.has(session.id)) return
-    const text = messageText((event.data as { message: AssistantMessage }).message.content)
-    if (text === '') return
-    this.peer?.notify('session/update', { sessionId: session.id, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } })
+    if (!this.opened.has(session.id)) return
+    for (const update of liveUpdates(event, this.mode, session.header.cwd, this.changes)) this.notify(session.id, update)
+    if (event.type === 'tool/result') this.changes.delete((event.data as { message: { content: [{ toolCallId: string }] } }).message.content[0].toolCallId)
+  }
+
+  private agentOf(scope: ScopeKey | undefined): Agent | undefined {
+    if (scope === undefined) return undefined
+    const agent = this.ctx.agents.list().find(candidate => candidate.scope === scope)
+    return agent !== undefined && this.opened.has(agent.id) ? agent : undefined
+  }
+
+  /** `in_progress` when a body starts; for file edits, the text before and after (the diff). */
+  private async aroundBody(execution: ToolExecution, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord> {
+    const agent = this.agentOf(execution.scope)
+    if (agent === undefined) return next()
+    this.notify(agent.id, { sessionUpdate: 'tool_call_update', toolCallId: execution.callId, status: 'in_progress' })
+    if (execution.name !== 'write' && execution.name !== 'edit') return next()
+    const path = toolPath(execution.name, parseArguments(execution.arguments), agent.session.header.cwd)
+    if (path === undefined) return next()
+    const oldText = await readSmallText(path)
+    const record = await next()
+    if (!record.isError) {
+      const newText = await readSmallText(path)
+      if (newText !== null) this.changes.set(execution.callId, { path, oldText, newText })
+    }
+    return record
   }
 
   private async requestPermission(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean> {
     const peer = this.peer
-    const agent = this.ctx.agents.list().find(candidate => candidate.scope === execution.scope)
-    if (peer === undefined || agent === undefined || !this.opened.has(agent.id)) return false
-    let rawInput: unknown
-    try {
-      rawInput = execution.arguments.trim() === '' ? {} : JSON.parse(execution.arguments)
-    } catch {
-      rawInput = execution.arguments
-    }
+    const agent = this.agentOf(execution.scope)
+    if (peer === undefined || agent === undefined) return false
     const answer = await peer.request('session/request_permission', {
       sessionId: agent.id,
-      toolCall: { toolCallId: execution.callId, title: reason === undefined ? execution.name : `${execution.name}: ${reason}`, rawInput },
+      toolCall: { toolCallId: execution.callId, title: reason === undefined ? execution.name : `${execution.name}: ${reason}`, rawInput: parseArguments(execution.arguments) },
       options: PERMISSION_OPTIONS,
     })
     if (signal.aborted) return false
     const parsed = permissionOutcome.safeParse(answer)
     if (!parsed.success) throw new Error(`the client answered session/request_permission with ${JSON.stringify(answer)}`)
     return parsed.data.outcome.outcome === 'selected' && parsed.data.outcome.optionId === 'allow-once'
+  }
+}
+
+/** A regular file's text when it is at most MAX_DIFF_BYTES; null when missing, large or not a file. */
+async function readSmallText(path: string): Promise<string | null> {
+  try {
+    const info = await stat(path)
+    if (!info.isFile() || info.size > MAX_DIFF_BYTES) return null
+    return await readFile(path, 'utf8')
+  } catch {
+    return null
   }
 }

@@ -10,6 +10,9 @@ import type { InboxView } from './api.js'
 
 export type InboxSplice = { target: InboxTarget; start: number; removedCount?: number; inserted: UserMessage[]; outcome?: 'canceled' }
 
+/** What one claim took, by the list it came from. */
+export interface InboxClaim { readonly step: readonly UserMessage[]; readonly turn: readonly UserMessage[] }
+
 export class InboxError extends Error {
   constructor(detail: string) {
     super(`dsh-inbox: ${detail}`)
@@ -64,11 +67,26 @@ export class Inbox implements InboxView {
 
   /** A-3: all of next-step, plus the first next-turn message at a turn boundary. */
   claim(target: InboxTarget): UserMessage[] {
-    const claimed = this.splice('next-step', 0, this.lists['next-step'].length, [])
-    if (target === 'next-turn' && this.lists['next-turn'].length > 0) {
-      claimed.push(...this.splice('next-turn', 0, 1, []))
-    }
-    return claimed
+    const { step, turn } = this.claimFrom(target)
+    return [...step, ...turn]
+  }
+
+  /** `claim`, keeping apart what came from each list (so it can be put back where it was). */
+  claimFrom(target: InboxTarget): InboxClaim {
+    const step = this.splice('next-step', 0, this.lists['next-step'].length, [])
+    const turn = target === 'next-turn' && this.lists['next-turn'].length > 0 ? this.splice('next-turn', 0, 1, []) : []
+    return { step, turn }
+  }
+
+  /** Puts claimed input back at the front of the list each message came from. */
+  unclaim(claim: InboxClaim): void {
+    if (claim.turn.length > 0) this.splice('next-turn', 0, 0, claim.turn)
+    if (claim.step.length > 0) this.splice('next-step', 0, 0, claim.step)
+  }
+
+  /** Whether a message with this id is still queued. */
+  has(id: string): boolean {
+    return this.lists['next-step'].some(m => m.id === id) || this.lists['next-turn'].some(m => m.id === id)
   }
 
   push(target: InboxTarget, message: UserMessage): UserMessage {

@@ -1,7 +1,7 @@
 /**
  * The loop invariant (A-11) as a plugin: before every model request the loop marks
  * (`meta.agentLoop`), the messages sent must be frozen and equal `deriveMessages()` of the log,
- * and system/tools/model/maxTokens must equal the folded `request/header`. A mismatch is a loop
+ * and system/tools/model/maxTokens/temperature/stop must equal the folded `request/header`. A mismatch is a loop
  * bug: the request is vetoed with a loud error instead of letting the model see a history the
  * log cannot reproduce.
  *
@@ -72,6 +72,8 @@ function check(session: Session, options: LlmCallOptions, fold: Fold): void {
     fail(`route ${options.provider}/${options.model} differs from the header's ${config.provider}/${config.model}`)
   }
   if (options.maxTokens !== config.maxTokens) fail(`maxTokens ${String(options.maxTokens)} differs from the header's ${String(config.maxTokens)}`)
+  if (options.temperature !== config.temperature) fail(`temperature ${String(options.temperature)} differs from the header's ${String(config.temperature)}`)
+  if (!sameStops(options.stop, config.stop)) fail(`stop ${JSON.stringify(options.stop ?? [])} differs from the header's ${JSON.stringify(config.stop ?? [])}`)
   if ((options.system ?? '') !== header.system) fail('the system prompt differs from the folded request/header')
   // Tools are compared once per (tool list, header) pair: the loop reuses one array per assembly.
   if (fold.verifiedTools !== options.tools || fold.verifiedFor !== header) {
@@ -79,6 +81,13 @@ function check(session: Session, options: LlmCallOptions, fold: Fold): void {
     fold.verifiedTools = options.tools
     fold.verifiedFor = header
   }
+}
+
+/** No stop list and an empty one mean the same. */
+function sameStops(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  const x = a ?? []
+  const y = b ?? []
+  return x.length === y.length && x.every((value, i) => value === y[i])
 }
 
 function deepFrozen(value: unknown): boolean {

@@ -353,6 +353,33 @@ describe('agent loop: inbox and input (A-1..A-3)', () => {
     const lastUser = h.of('user/message').slice(-2).map(e => e.data.source.kind)
     expect(lastUser).toEqual(['user', 'plugin'])
   })
+
+  it('A-3: the runtime-context message is decided inside the default, after a pre-step listener compacted the surface', async () => {
+    const h = await loopHarness({
+      responses: [text('1'), text('2')],
+      setup: async (ctx) => {
+        await ctx.plugin(SystemPromptPlugin).await()
+        ctx.systemPrompt.context({ name: 'cwd', render: () => '/a' })
+      },
+    })
+    h.agent.followup('t1')
+    await h.agent.whenIdle()
+    // Like compaction in pre-step: the whole surface (with the snapshot) is replaced by a summary.
+    h.ctx.on('agent/pre-step', async (payload, next) => {
+      const surface = h.session.surface()
+      h.session.append('user/message', {
+        id: 'summary', role: 'user', source: { kind: 'plugin', plugin: 'compaction', compactionId: 'c1' },
+        content: [{ type: 'text', text: 'summary of earlier work' }],
+      }, { surfaceOp: { op: 'replace', start: surface[0]!, end: surface[surface.length - 1]! }, sourceEventSeqs: [...surface] })
+      return next()
+    }, { prepend: true })
+    h.agent.followup('t2')
+    await h.agent.whenIdle()
+    const sent = h.model.requests[1]!.messages
+    const texts = sent.map(m => m.role === 'user' && m.content[0]?.type === 'text' ? m.content[0].text : m.role)
+    expect(texts[0]).toBe('summary of earlier work')
+    expect(texts.some(t => t.startsWith('Current runtime context.') && t.includes('/a'))).toBe(true)
+  })
 })
 
 describe('agent loop: tools through the scheduler (T-3..T-7)', () => {
@@ -409,7 +436,9 @@ describe('agent loop: tools through the scheduler (T-3..T-7)', () => {
   })
 
   it('T-7: a tool that hangs past its timeout gets a TIMEOUT result', async () => {
-    const stuck: Tool = { name: 'stuck', description: 'never returns', parameters: { type: 'object' }, timeoutMs: 20, execute: () => new Promise(() => {}) }
+    // It stops only when signalled: the timeout aborts it and waits for it (T-6).
+    const stuck: Tool = { name: 'stuck', description: 'returns only when signalled', parameters: { type: 'object' }, timeoutMs: 20,
+      execute: (_args, context) => new Promise((_resolve, reject) => { context.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }) }) }
     const h = await loopHarness({ tools: [stuck], responses: [toolCalls([{ id: 's', name: 'stuck' }]), text('moving on')] })
     h.agent.followup('go')
     await h.agent.whenIdle()
@@ -625,6 +654,22 @@ describe('agent invariant (A-11)', () => {
     await expect(async () => { for await (const _ of bogus) { /* drain */ } }).rejects.toThrow(LoopInvariantError)
   })
 
+  it('A-11: a temperature or stop list that differs from the folded header is vetoed', async () => {
+    const h = await loopHarness({ responses: [text('1')], loop: { temperature: 0.5 } })
+    h.agent.followup('t1')
+    await h.agent.whenIdle()
+    const header = h.of('request/header')[0]!.data.header
+    expect(header.config.temperature).toBe(0.5)
+    const ask = (extra: { temperature?: number; stop?: string[] }) => h.ctx.llm.stream({
+      provider: 'scripted', model: 'scripted-1', system: header.system, tools: [], maxTokens: header.config.maxTokens,
+      messages: h.session.deriveMessages(), meta: { sessionId: h.session.id, agentLoop: true }, ...extra,
+    })
+    const drain = async (stream: AsyncIterable<unknown>) => { for await (const _ of stream) { /* drain */ } }
+    await expect(drain(ask({ temperature: 0.9 }))).rejects.toThrow(/temperature/)
+    await expect(drain(ask({}))).rejects.toThrow(/temperature/)
+    await expect(drain(ask({ temperature: 0.5, stop: ['END'] }))).rejects.toThrow(/stop/)
+  })
+
   it('A-11: a system prompt that differs from the folded header is vetoed', async () => {
     const h = await loopHarness({ responses: [text('1')] })
     h.agent.followup('t1')
@@ -674,7 +719,7 @@ describe('agent loop: failing extension points', () => {
     })
     h.agent.followup('first')
     await h.agent.whenIdle()
-    expect(h.of('turn/end')[0]!.data.reason).toEqual({ kind: 'error', error: { code: 'PRE_STEP_FAILED', message: 'agent/pre-step or prompt assembly failed: policy plugin crashed' } })
+    expect(h.of('turn/end')[0]!.data.reason).toEqual({ kind: 'error', error: { code: 'PRE_STEP_FAILED', message: 'agent/pre-step failed: policy plugin crashed' } })
     h.agent.followup('second')
     await h.agent.whenIdle()
     expect(h.of('turn/end')[1]!.data.reason.kind).toBe('completed')

@@ -33,8 +33,8 @@ import { toUserMessage } from './messages.js'
 
 type Phase =
   | { readonly kind: 'idle'; readonly lastTurn: number }
-  | { readonly kind: 'maintenance'; readonly abort: AbortController; readonly lastTurn: number; wakeRequested: boolean }
-  | { readonly kind: 'running'; readonly abort: AbortController; readonly turn: number; step: number; wakeRequested: boolean }
+  | { readonly kind: 'maintenance'; readonly abort: AbortController; readonly lastTurn: number; readonly latched: string[] }
+  | { readonly kind: 'running'; readonly abort: AbortController; readonly turn: number; step: number; wakeRequested: boolean; readonly latched: string[] }
 
 /** How one step ended: `continue` means tool results wait for the model in a new step. */
 type StepEnd =
@@ -69,6 +69,8 @@ export class ReactLoop implements AgentLoop {
   private failure: unknown
   private abortReason: AbortReason = { kind: 'user' }
   private keepInboxOnAbort = false
+  /** The turn failed before entering its claimed input and put it back: wait for the next wake. */
+  private holdAfterError = false
   private readonly session: Session
   private readonly contexts: RuntimeContextTracker
   /** A-10: folded from the log once, then kept current by this instance's own appends. */
@@ -100,18 +102,31 @@ export class ReactLoop implements AgentLoop {
     const phase = this.phase
     const wakingAfterAbort = wake && phase.kind !== 'idle' && phase.abort.signal.aborted
     const queued = this.inbox.push(wakingAfterAbort ? 'next-turn' : target, message)
-    if (wake) this.wake()
+    if (wake) this.wake(queued)
     return queued
   }
 
-  private wake(): void {
+  private wake(queued: UserMessage): void {
     if (this.disposed || this.failure !== undefined) return
-    if (this.phase.kind === 'idle') {
+    const phase = this.phase
+    if (phase.kind === 'idle') {
       this.driver = this.kick()
       return
     }
-    // Running: a live turn picks the input up at its next boundary; aborted or maintenance: latched.
-    this.phase.wakeRequested = true
+    // Aborted or maintenance: latched for this message only, so input kept from before an
+    // abort (cancel with keepInbox) never runs on its own.
+    if (phase.kind === 'maintenance' || phase.abort.signal.aborted) phase.latched.push(queued.id)
+    // Live: the turn picks the input up at its next boundary (or the driver replays it when the
+    // wake lands after the turn's last look at the inbox).
+    else phase.wakeRequested = true
+  }
+
+  /** A-9: whether the activity that just ended leaves a wake to replay. */
+  private replayWanted(): boolean {
+    const phase = this.phase
+    if (phase.kind === 'idle') return false
+    if (phase.latched.some(id => this.inbox.has(id))) return true
+    return phase.kind === 'running' && !phase.abort.signal.aborted && phase.wakeRequested
   }
 
   // ---- the driver ----
@@ -120,24 +135,30 @@ export class ReactLoop implements AgentLoop {
     let latched = false
     try {
       while (await this.turn()) { /* another turn while work is pending */ }
-      latched = this.phase.kind !== 'idle' && this.phase.wakeRequested
+      latched = this.replayWanted()
     } catch (error) {
       this.failure = error
     }
     this.converge(latched)
   }
 
-  /** Back to idle; replay a latched wake unless disposed or the wake's input is gone (A-9). */
+  /**
+   * Back to idle, or replay a latched wake unless disposed or the wake's input is gone (A-9).
+   * The replay is decided before `idle` is announced: a replayed wake goes straight into its
+   * turn (status stays `running`), and a status listener that sends input starts the only driver.
+   */
   private converge(latched: boolean): void {
+    if (latched && !this.disposed && this.failure === undefined && this.inbox.hasPending) {
+      this.driver = this.kick()
+      return
+    }
     const lastTurn = this.phase.kind === 'running' ? this.phase.turn : this.phase.lastTurn
     const wasRunning = this.phase.kind === 'running'
     this.phase = { kind: 'idle', lastTurn }
     this.driver = undefined
     if (wasRunning) this.emitStatus('idle')
-    if (latched && !this.disposed && this.failure === undefined && this.inbox.hasPending) {
-      this.driver = this.kick()
-      return
-    }
+    // A listener's input woke a new driver: the waiters wait for that one.
+    if (this.driver !== undefined) return
     const waiters = this.idleWaiters
     this.idleWaiters = []
     for (const waiter of waiters) {
@@ -154,7 +175,7 @@ export class ReactLoop implements AgentLoop {
     this.abortReason = { kind: 'user' }
     this.keepInboxOnAbort = false
     const wasRunning = this.phase.kind === 'running'
-    this.phase = { kind: 'running', abort, turn, step: 0, wakeRequested: false }
+    this.phase = { kind: 'running', abort, turn, step: 0, wakeRequested: false, latched: [] }
     // Back-to-back turns stay `running`: only a change is announced.
     if (!wasRunning) this.emitStatus('running')
     this.session.append('turn/start', { turn })
@@ -162,6 +183,10 @@ export class ReactLoop implements AgentLoop {
     this.session.append('turn/end', { turn, reason })
     this.notify('agent/turn-end', [this.agent, turn, reason])
     if (reason.kind === 'aborted') return false
+    if (this.holdAfterError) {
+      this.holdAfterError = false
+      return false
+    }
     return !this.disposed && this.inbox.hasPending
   }
 
@@ -172,13 +197,20 @@ export class ReactLoop implements AgentLoop {
     let maxTokens = false
     while (true) {
       if (signal.aborted) return this.aborted()
-      const pre = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step or prompt assembly', () => this.preStep(target, turn, step + 1, signal))
-      if (pre instanceof HookFailed) return signal.aborted ? this.aborted() : { kind: 'error', error: pre.failure }
+      const claim = this.inbox.claimFrom(target)
+      const pre = await this.preStep([...claim.step, ...claim.turn], turn, step + 1, signal)
       target = 'next-step'
       if (signal.aborted) {
-        // Claimed but never entered: with keepInbox they go back to the front of the queue.
-        if (this.keepInboxOnAbort && pre.claimed.length > 0) this.inbox.splice('next-turn', 0, 0, pre.claimed)
+        // Claimed but never entered: with keepInbox each goes back to the front of its list.
+        if (this.keepInboxOnAbort) this.inbox.unclaim(claim)
         return this.aborted()
+      }
+      if (pre instanceof HookFailed) {
+        // Input is never lost: it waits at the front of its list for the next wake (no retry
+        // loop against a hook that keeps failing).
+        this.inbox.unclaim(claim)
+        if (claim.step.length + claim.turn.length > 0) this.holdAfterError = true
+        return { kind: 'error', error: pre.failure }
       }
       if (pre.decision.kind === 'reject') {
         return pre.decision.message === undefined ? { kind: 'blocked' } : { kind: 'blocked', message: pre.decision.message }
@@ -213,14 +245,19 @@ export class ReactLoop implements AgentLoop {
     return { kind: 'aborted', reason: this.abortReason }
   }
 
-  /** A-3: claim, then assemble, then the `agent/pre-step` waterfall. */
-  private async preStep(target: InboxTarget, turn: number, step: number, signal: AbortSignal): Promise<PreStep> {
-    const claimed = this.inbox.claim(target)
-    const assembly = await this.assemble()
-    const context = this.contexts.message(assembly.contexts)
-    const payload: PreStepPayload = { session: this.session, agent: this.agent, messages: claimed, turn, step, signal, assembly }
-    const decision = await this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/pre-step', payload,
-      async (): Promise<PreStepDecision> => ({ kind: 'enter', messages: context === undefined ? claimed : [...claimed, context] }))
+  /** A-3: (claimed by the caller) assemble, then the `agent/pre-step` waterfall. */
+  private async preStep(claimed: readonly UserMessage[], turn: number, step: number, signal: AbortSignal): Promise<PreStep | HookFailed> {
+    const assembly = await hookFailure('PRE_STEP_FAILED', 'system prompt assembly', () => this.assemble())
+    if (assembly instanceof HookFailed) return assembly
+    const payload: PreStepPayload = { session: this.session, agent: this.agent, messages: [...claimed], turn, step, signal, assembly }
+    // The runtime-context message is decided inside the default, against the surface as the
+    // outer listeners left it (compaction in pre-step may have replaced the last snapshot).
+    const decision = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step', () => this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/pre-step', payload,
+      async (): Promise<PreStepDecision> => {
+        const context = this.contexts.message(assembly.contexts)
+        return { kind: 'enter', messages: context === undefined ? [...claimed] : [...claimed, context] }
+      }))
+    if (decision instanceof HookFailed) return decision
     return { claimed, assembly, decision }
   }
 
@@ -424,13 +461,13 @@ export class ReactLoop implements AgentLoop {
     if (this.disposed) throw new Error(`dsh-agent: agent ${this.agent.id} is disposed; maintenance is refused`)
     this.assertHealthy()
     const abort = new AbortController()
-    this.phase = { kind: 'maintenance', abort, lastTurn: this.phase.lastTurn, wakeRequested: false }
+    this.phase = { kind: 'maintenance', abort, lastTurn: this.phase.lastTurn, latched: [] }
     let done!: () => void
     this.driver = new Promise<void>(resolve => { done = resolve })
     try {
       await work(abort.signal)
     } finally {
-      const latched = this.phase.wakeRequested
+      const latched = this.replayWanted()
       done()
       this.converge(latched)
     }
@@ -496,8 +533,23 @@ async function hookFailure<T>(code: string, hook: string, run: () => Promise<T>)
     return await run()
   } catch (error) {
     if (isFatal(error)) throw error
-    return new HookFailed({ code, message: `${hook} failed: ${error instanceof Error ? error.message : String(error)}` })
+    return new HookFailed({ code, message: `${hook} failed: ${describeError(error)}` })
   }
+}
+
+/** A thrown value as a non-empty description: never a message that ends after a colon. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const message = error.message.trim()
+    if (message !== '') return message
+    const at = error.stack?.split('\n').map(line => line.trim()).find(line => line.startsWith('at '))
+    return `${error.name || 'Error'} with an empty message${at !== undefined ? ` (${at})` : ''}`
+  }
+  if (typeof error === 'string') return error.trim() !== '' ? error.trim() : 'an empty string was thrown'
+  if (error === undefined || error === null) return `${String(error)} was thrown`
+  let text: string | undefined
+  try { text = JSON.stringify(error) } catch { /* cyclic: fall back to String() */ }
+  return `a ${typeof error} was thrown: ${text ?? String(error)}`
 }
 
 function listenerFailure(error: unknown): LlmFailure {

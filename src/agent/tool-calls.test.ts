@@ -274,13 +274,15 @@ describe('T-3/T-4 ordering', () => {
     await h.started('a')
     await flush()
     expect(h.log).toEqual(['call:a', 'pre:a', 'body:a', 'call:b', 'pre:b'])
-    // `a` finishes while `b` is still in its policy: its commit waits for the start loop.
+    // `a` finishes while `b` is still in its policy: it commits at once, without waiting for `b` to start.
     h.finish('a')
+    await flush()
+    expect(h.log).toEqual(['call:a', 'pre:a', 'body:a', 'call:b', 'pre:b', 'post:a', 'result:a@1'])
     policy.get('b')!.resolve()
     await h.started('b')
     h.finish('b')
     await done
-    expect(h.log).toEqual(['call:a', 'pre:a', 'body:a', 'call:b', 'pre:b', 'body:b', 'post:a', 'result:a@1', 'post:b', 'result:b@2'])
+    expect(h.log).toEqual(['call:a', 'pre:a', 'body:a', 'call:b', 'pre:b', 'post:a', 'result:a@1', 'body:b', 'post:b', 'result:b@2'])
   })
 })
 
@@ -327,10 +329,13 @@ describe('T-6/T-7 outcomes and cancellation', () => {
         description: 'never returns',
         parameters: { type: 'object' },
         timeoutMs: 5_000,
+        // Returns only when signalled; the timeout waits for it (T-6).
         execute: (_args, context) => {
           hungSignal = context.signal
           h.log.push(`body:${context.callId}`)
-          return new Promise<ToolOutput>(() => {})
+          return new Promise<ToolOutput>((resolve) => {
+            context.signal.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'stopped' }] }), { once: true })
+          })
         },
       })
       const done = runToolCalls(h.options([{ callId: 'slow', name: 'hang', arguments: '' }, job('b')], { maxParallelToolCalls: () => 1 }))

@@ -9,7 +9,7 @@
  */
 import type { Session } from '../session/api.js'
 import type { ToolExecution, ToolResultRecord, ToolsService } from '../tools/api.js'
-import { cancellationResult, thrownRecord } from '../tools/errors.js'
+import { abortedBeforeDispatchRecord, cancellationResult, thrownRecord } from '../tools/errors.js'
 
 export { TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH } from '../tools/errors.js'
 
@@ -64,17 +64,21 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
   let committed = 0
   let concludesTurn = false
 
-  const start = async (execution: ToolExecution): Promise<Slot> => {
+  /** `settled` runs when the body's outcome is known (so it can commit without waiting for a later start). */
+  const start = async (execution: ToolExecution, settled: () => void): Promise<Slot> => {
     const callSeq = await options.startCall(execution)
     const slot: Slot = { execution, callSeq }
     const prepared = await tools.prepare(execution, { ...options.context, signal })
     if (prepared.kind === 'settled') {
       slot.record = prepared.record
+    } else if (signal.aborted) {
+      // T-6: cancelled between authorization and dispatch: the body never starts.
+      slot.record = abortedBeforeDispatchRecord()
     } else {
       inFlight.set(slot, prepared.run().then(
         // T-6: the body has quiesced; only now may a cancellation replace its outcome.
-        (record) => { slot.record = signal.aborted ? cancellationResult(record) : record; return slot },
-        (error: unknown) => { slot.record = thrownRecord(error); return slot },
+        (record) => { slot.record = signal.aborted ? cancellationResult(record) : record; settled(); return slot },
+        (error: unknown) => { slot.record = thrownRecord(error); settled(); return slot },
       ))
     }
     return slot
@@ -94,31 +98,57 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
     const slots: Slot[] = []
     let committedInGroup = 0
     let refill = true
+    let failure: { error: unknown } | undefined
     // Commit across contiguous finished slots only: a finished later call waits for earlier ones.
     const commitReady = async (): Promise<void> => {
-      while (committedInGroup < slots.length && slots[committedInGroup].record !== undefined) {
+      while (failure === undefined && committedInGroup < slots.length && slots[committedInGroup].record !== undefined) {
         const slot = slots[committedInGroup++]
         await commit(slot, slot.record!)
       }
     }
-    for (;;) {
-      while (refill && !signal.aborted && next < calls.length && inFlight.size < limit) {
-        const execution = calls[next]
-        // Reclassify right before start: registry or argument changes apply to unstarted calls.
-        const parallel = tools.executionMode(execution).kind === 'parallel'
-        if (!parallel && slots.length > 0) {
-          refill = false
-          break
+    // Commits run one at a time on this chain, triggered by the loop below and by every body
+    // that settles, so a finished result reaches the log even while a later call is still
+    // starting (waiting for approval, say).
+    let chain: Promise<void> = Promise.resolve()
+    const pump = (): Promise<void> => {
+      chain = chain.then(commitReady).catch((error: unknown) => { failure ??= { error } })
+      return chain
+    }
+    const committed = async (): Promise<void> => {
+      await pump()
+      if (failure !== undefined) throw failure.error
+    }
+    try {
+      await fill()
+    } catch (error) {
+      // No commit after an internal failure: bodies still settling must not write.
+      failure ??= { error }
+      await chain
+      throw error
+    }
+
+    async function fill(): Promise<void> {
+      for (;;) {
+        while (refill && !signal.aborted && next < calls.length && inFlight.size < limit) {
+          const execution = calls[next]
+          // Reclassify right before start: registry or argument changes apply to unstarted calls.
+          const parallel = tools.executionMode(execution).kind === 'parallel'
+          if (!parallel && slots.length > 0) {
+            refill = false
+            break
+          }
+          slots.push(await start(execution, () => { void pump() }))
+          next++
+          if (!parallel) refill = false
+          if (failure !== undefined) throw failure.error
+          void pump()
         }
-        slots.push(await start(execution))
-        next++
-        if (!parallel) refill = false
+        await committed()
+        if (inFlight.size === 0) return
+        inFlight.delete(await Promise.race(inFlight.values()))
+        // Commit before refilling, so a result reaches the log as soon as its turn comes.
+        await committed()
       }
-      await commitReady()
-      if (inFlight.size === 0) return
-      inFlight.delete(await Promise.race(inFlight.values()))
-      // Commit before refilling, so a result reaches the log as soon as its turn comes.
-      await commitReady()
     }
   }
 

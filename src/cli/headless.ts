@@ -10,10 +10,12 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import { Progress } from './progress.js'
 import { UsageError } from './main.js'
-import './host.js'
+import { pickRoute } from '../host/route.js'
+import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
+import '../subagents/api.js'
 
 export interface HeadlessArgs {
   task: string
@@ -94,19 +96,6 @@ function describeFailure(reason: TurnEndReason | undefined): string {
   }
 }
 
-/** The model route: `requested`, DSH_MODEL, settings `model.default`, `fallback`, the first catalogued model. */
-export function pickRoute(ctx: Context, requested: string | undefined, fallback?: string): { provider: string; model: string } {
-  const { host, llm } = ctx
-  const settingsModel = host.settings.model?.default
-  const name = requested ?? host.env.value('DSH_MODEL') ?? (typeof settingsModel === 'string' ? settingsModel : undefined) ?? fallback
-  const models = llm.models()
-  const found = name === undefined ? models[0] : models.find(info => info.model === name || `${info.provider}/${info.model}` === name)
-  if (found === undefined) {
-    throw new UsageError(name === undefined ? 'no model adapter is configured' : `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
-  }
-  return { provider: found.provider, model: found.model }
-}
-
 export class HeadlessApp extends Service {
   static readonly inject = ['host', 'sessions', 'agents', 'llm']
 
@@ -116,7 +105,11 @@ export class HeadlessApp extends Service {
 
   /** Picks the model route: --model, DSH_MODEL, settings `model.default`, the config, the first catalogued model. */
   private route(requested: string | undefined): { provider: string; model: string } {
-    return pickRoute(this.ctx, requested, this.config.model)
+    try {
+      return pickRoute(this.ctx, requested, this.config.model)
+    } catch (error) {
+      throw new UsageError((error as Error).message)
+    }
   }
 
   async run(): Promise<number> {
@@ -158,7 +151,10 @@ export class HeadlessApp extends Service {
     host.signal.addEventListener('abort', onAbort, { once: true })
     try {
       agent.followup(args.task)
-      await agent.whenIdle()
+      // Continuable children may still run and answer the parent with notices (SA-10).
+      const subagents = this.ctx.get('subagents')
+      if (subagents !== undefined) await subagents.whenQuiet(agent.id)
+      else await agent.whenIdle()
     } finally {
       host.signal.removeEventListener('abort', onAbort)
       dispose()

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseInteractiveArgs } from './interactive-args.js'
+import { parseInteractiveArgs } from '../tui/args.js'
 
 export interface LauncherOptions {
   profile: string
@@ -128,7 +128,7 @@ export function routeDefault(options: LauncherOptions, terminal: boolean): strin
   try {
     parsed = parseInteractiveArgs(options.appArgs)
   } catch (error) {
-    return error as UsageError
+    return new UsageError((error as Error).message)
   }
   if (parsed.taskWords.length > 0) {
     if (parsed.interactiveOnly) return new UsageError('-c/--continue and --resume open the terminal app and take no task; use --session ID "task" to continue a session headless')

@@ -4,11 +4,11 @@
  */
 import { Context } from 'cordis'
 import { environmentLayers, readSettings, resolveHome } from '../config/home.js'
-import { checkLoaded, loadRows } from '../config/loader.js'
+import { checkLoaded, loadRows } from './loader.js'
 import { dumpConfig } from '../config/dump.js'
 import { composeProfile, resolveProfile } from '../config/profile.js'
 import { ConfigError, stripTracking } from '../config/rows.js'
-import type { Host } from './host.js'
+import type { Host } from '../host/index.js'
 import type { LauncherOptions } from './main.js'
 
 const EXIT_SIGINT = 130

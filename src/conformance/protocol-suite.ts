@@ -12,7 +12,7 @@ import { findScenarioDirs } from './discover.js'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { applyOverride, recordedRoute, scriptFromEvents, type ReplayEntry } from '../llm/replay/index.js'
+import { applyOverride, recordedRoute, scriptFromEvents, type ReplayEntry } from '../replay/index.js'
 import type { UserMessage } from '../llm/types.js'
 import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
@@ -176,7 +176,7 @@ function dshCommand(): [string, ...string[]] {
 }
 
 /** The patch layer: the replay adapter in place of the model row; no runtime-context plugin when the recording had none. */
-function writePatch(plan: Plan, folder: string): string {
+function writePatch(plan: Plan, folder: string, kind: Kind): string {
   const rows: unknown[] = [{
     id: 'model',
     name: 'llm-replay',
@@ -187,6 +187,8 @@ function writePatch(plan: Plan, folder: string): string {
   if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true })
   // No retry waits: the recorded retries replay at once.
   rows.push({ id: 'llm-retry', config: { baseDelayMs: 1, maxDelayMs: 1 } })
+  // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
+  if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')
   writeFileSync(file, JSON.stringify(rows))
   return file
@@ -221,7 +223,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     mkdirSync(home)
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
-    const patch = writePatch(planned, work)
+    const patch = writePatch(planned, work, scenario.kind)
     const env: Record<string, string | undefined> = { DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }
     const difference = scenario.kind === 'acp'
       ? await runAcp(scenario, planned, { cwd, patch, env })

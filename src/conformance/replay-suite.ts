@@ -13,8 +13,8 @@ import { basename, join, relative } from 'node:path'
 import { Context } from 'cordis'
 import { AgentsServicePlugin, LoopInvariantPlugin, ReactLoopPlugin } from '../agent/index.js'
 import { LlmServicePlugin } from '../llm/index.js'
-import { LlmRetryPlugin } from '../llm/retry/index.js'
-import { applyOverride, recordedRoute, ReplayAdapter, replayModelInfo, scriptFromEvents, type ReplayEntry } from '../llm/replay/index.js'
+import { LlmRetryPlugin } from '../retry/index.js'
+import { applyOverride, recordedRoute, ReplayAdapter, replayModelInfo, scriptFromEvents, type ReplayEntry } from '../replay/index.js'
 import type { TokenUsage, UserMessage } from '../llm/types.js'
 import { parseSessionFile } from '../session/codec.js'
 import { interruptedTurnClosers, SessionsServicePlugin, TOOL_OUTCOME_UNKNOWN } from '../session/index.js'
@@ -23,10 +23,27 @@ import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
+import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write',
+  'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report'])
+
+/**
+ * Delegation tool rows per scenario: the shipped rows (continuable `subagent`, foreground
+ * `subagent_fork`, maxDepth 1) unless the recording's composition overlaid them (the original's
+ * compositions are not part of the corpus; the overlay is named in its INDEX.md description).
+ */
+const DELEGATION_ROWS: Readonly<Record<string, readonly SubagentToolRow[]>> = {
+  'subagent-depth-two-rejection': DEFAULT_TOOL_ROWS.map(row => row.provider === 'spawn' ? { ...row, maxDepth: 2 } : row),
+}
+
+/** The SDK composition delegates in the foreground (its recorded child is one-shot). */
+const SDK_TOOL_ROWS: readonly SubagentToolRow[] = DEFAULT_TOOL_ROWS.map(row => ({ ...row, backgroundMode: 'one-shot' as const }))
+
+/** Message sources of delegation (notices, reports, relayed send_message turns), compared with ids masked. */
+const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
 
 /** Events compared on the core projection. */
 const COMPARED = new Set([
@@ -34,6 +51,7 @@ const COMPARED = new Set([
   'tool/call', 'tool/result', 'todo/write', 'request/header', 'request/context', 'agent/inbox/spliced',
   'llm/retry', 'llm/retry-started',
   'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
+  'subagent/descriptor',
 ])
 
 /** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
@@ -46,7 +64,6 @@ const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
-  ['subagent/', 'subagents'],
   ['sandbox/', 'sandbox'],
   ['approval/', 'approval round-trips'],
   ['tool/code-dispatch', 'code mode'],
@@ -54,11 +71,29 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['workspace/', 'workspace instructions'],
 ]
 
-const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
+const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
+  // Delegation waits: the driver waits for the whole agent tree to be quiet after every prompt.
+  'waitForSubagentTurnEnd', 'waitForTurnStart', 'promptAndWaitForAgentMessage'])
 
 export interface ReplaySuiteOptions {
   /** Only scenario directories whose path contains this string. */
   readonly filter?: string
+}
+
+/**
+ * A recorded child log. Two recorded failures need test-only injection (docs/conformance.md):
+ * a turn that ended `error` before its first step (a failed durability checkpoint) is failed at
+ * that turn's first pre-step with the recorded message; a child log without any turn (its run
+ * failed right after the session was published) gets a session that is closed as soon as it is
+ * created, so starting its agent fails.
+ */
+interface ChildPlan {
+  readonly file: string
+  readonly header: SessionHeader
+  readonly events: readonly SessionEvent[]
+  readonly script: readonly ReplayEntry[]
+  readonly failTurns: ReadonlyMap<number, string>
+  readonly failPublished: boolean
 }
 
 interface Scenario {
@@ -107,13 +142,41 @@ interface Plan {
   readonly compaction: boolean
   readonly route: { provider: string; model: string }
   readonly cwd: string | undefined
+  /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
+  readonly children: readonly ChildPlan[]
+  readonly delegationRows: readonly SubagentToolRow[]
+  /**
+   * The recording delivered a settlement notice to an idle parent (`next-turn`): continuable
+   * children then wait at their step boundary until the parent is idle (the recorder's fence).
+   */
+  readonly fenceChildren: boolean
 }
 
 /** Why the scenario cannot run here, or the plan to run it. */
 function plan(scenario: Scenario): string | Plan {
   const dir = scenario.dir
   const files = readdirSync(dir)
-  if (files.some(name => /^session\.\d+\.jsonl$/.test(name))) return 'missing capability: delegation (child session logs)'
+  const childFiles = files.filter(name => /^session\.\d+\.jsonl$/.test(name))
+    .sort((a, b) => Number(a.split('.')[1]) - Number(b.split('.')[1]))
+  const children: Plan['children'][number][] = []
+  for (const file of childFiles) {
+    const child = parseSessionFile(readFileSync(join(dir, file), 'utf8'))
+    const own = child.events.slice(child.header.seedLength ?? 0)
+    const problem = unsupported(own)
+    if (problem !== undefined) return `${problem} in ${file}`
+    const failTurns = new Map<number, string>()
+    let stepped = false
+    for (const event of own) {
+      if (event.type === 'turn/start') stepped = false
+      else if (event.type === 'step/start') stepped = true
+      else if (event.type === 'turn/end' && !stepped) {
+        const reason = (event.data as { turn: number; reason: { kind: string; error?: { message: string } } })
+        if (reason.reason.kind === 'error' && reason.reason.error !== undefined) failTurns.set(reason.turn, reason.reason.error.message)
+      }
+    }
+    const failPublished = !own.some(event => event.type === 'turn/start')
+    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished })
+  }
   const parsed = parseSessionFile(readFileSync(scenario.log, 'utf8'))
   const events = parsed.events
   if (!events.some(e => e.type === 'turn/start')) return 'no recorded turn (header-only or protocol-only log)'
@@ -126,22 +189,8 @@ function plan(scenario: Scenario): string | Plan {
     while (crashed > 0 && isRepairCloser(events[crashed - 1]!)) crashed--
     seed = { crashed: events.slice(0, crashed), endSeed: true }
   }
-  for (const event of events.slice(seedLength)) {
-    const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
-    if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
-    if (!COMPARED.has(event.type) && !MASKED.has(event.type)) return `missing capability: event ${event.type}`
-    if (event.type === 'tool/call') {
-      const name = (event.data as { name: string }).name
-      if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
-    }
-    if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
-      return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
-    }
-    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage)) {
-      const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
-      return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
-    }
-  }
+  const problem = unsupported(events.slice(seedLength))
+  if (problem !== undefined) return problem
   let ops: { op: string; text?: string }[] = []
   if (files.includes('input.json')) {
     ops = (JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: { op: string; text?: string }[] }).steps
@@ -182,7 +231,57 @@ function plan(scenario: Scenario): string | Plan {
     ] })
   }
   const compaction = events.some(e => e.type.startsWith('compaction/'))
-  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd }
+  const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
+    && (event.data as { target: string; inserted: UserMessage[] }).target === 'next-turn'
+    && (event.data as { inserted: UserMessage[] }).inserted.some(message => message.source.kind === ('subagent-settled' as never)))
+  const delegationRows = DELEGATION_ROWS[basename(dir)] ?? (dir.includes('jsonrpc-agent') ? SDK_TOOL_ROWS : DEFAULT_TOOL_ROWS)
+  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd, children, delegationRows, fenceChildren }
+}
+
+/**
+ * An injected checkpoint failure ends the turn as dsh words a failed pre-step (its own code, the
+ * hook named); compare it as the recorded failure carrying the injected message.
+ */
+function unwrapInjected(events: readonly SessionEvent[], failTurns: ReadonlyMap<number, string>): readonly SessionEvent[] {
+  if (failTurns.size === 0) return events
+  return events.map(event => {
+    if (event.type !== 'turn/end') return event
+    const data = event.data as { turn: number; reason: { kind: string; error?: { code: string; message: string } } }
+    const message = failTurns.get(data.turn)
+    if (message === undefined || data.reason.kind !== 'error' || data.reason.error?.code !== 'PRE_STEP_FAILED' || !data.reason.error.message.endsWith(`: ${message}`)) return event
+    return { ...event, data: { turn: data.turn, reason: { kind: 'error', error: { message, code: 'UNKNOWN' } } } } as SessionEvent
+  })
+}
+
+/** The first recorded event naming something the suite cannot replay, as a SKIP reason. */
+function unsupported(events: readonly SessionEvent[]): string | undefined {
+  for (const event of events) {
+    if (MASKED.has(event.type)) continue
+    const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
+    if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
+    if (!COMPARED.has(event.type) && !MASKED.has(event.type)) return `missing capability: event ${event.type}`
+    if (event.type === 'tool/call') {
+      const name = (event.data as { name: string }).name
+      if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
+    }
+    if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
+      return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
+    }
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage)) {
+      const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
+      return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
+    }
+  }
+  return undefined
+}
+
+function isDelegationMessage(message: UserMessage): boolean {
+  return DELEGATION_SOURCES.has(message.source.kind)
+}
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
+function maskIds<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value).replace(UUID, '{{id}}')) as T
 }
 
 /** The closers crash repair appends (C-2, C-3): interrupted tool results, step/end, turn/end interrupted. */
@@ -223,8 +322,16 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events), project(events.log))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
-    if (events.leftover.length > 0) {
-      return { suite: 'replay', status: 'fail', path, detail: `${events.leftover[0]!.remaining} recorded model call(s) left over` }
+    if (events.children.length !== planned.children.length) {
+      return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
+    }
+    for (const [i, child] of planned.children.entries()) {
+      const childDifference = firstDifference(project(child.events), project(unwrapInjected(events.children[i]!, child.failTurns)))
+      if (childDifference !== undefined) return { suite: 'replay', status: 'fail', path, detail: `${child.file}: ${childDifference}` }
+    }
+    const leftover = events.leftover.filter(entry => entry.remaining > 0)
+    if (leftover.length > 0) {
+      return { suite: 'replay', status: 'fail', path, detail: `${leftover[0]!.remaining} recorded model call(s) left over` }
     }
     return { suite: 'replay', status: 'pass', path }
   } catch (error) {
@@ -234,10 +341,20 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
   }
 }
 
-async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: readonly SessionEvent[]; leftover: { remaining: number }[] }> {
+interface Replayed {
+  readonly log: readonly SessionEvent[]
+  /** Child sessions in creation order. */
+  readonly children: readonly (readonly SessionEvent[])[]
+  readonly leftover: { remaining: number }[]
+}
+
+async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> {
   let hung: (() => void) | undefined
+  // Child N's script is bound to the N-th child session when it is created (ids are random).
+  const sessions: Record<string, readonly ReplayEntry[]> = {}
   const adapter = new ReplayAdapter({
     provider: plan.route.provider,
+    sessions,
     default: plan.script,
     auxiliary: plan.auxiliary,
     cwdOf: () => cwd,
@@ -253,11 +370,52 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<{ log: rea
     ctx.plugin(LlmRetryPlugin, { sleep: async () => {} }),
     ctx.plugin(BuiltinToolsPlugin),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
+    ctx.plugin(SubagentsPlugin),
+    ctx.plugin(SubagentToolsPlugin, { tools: plan.delegationRows }),
   ]
+  const children: { events: readonly SessionEvent[] }[] = []
+  ctx.on('session/created', (session) => {
+    if (session.header.parentSession === undefined) return
+    const recorded = plan.children[children.length]
+    // No recorded child for it: an empty script, so its first call fails loudly.
+    sessions[session.id] = recorded?.script ?? []
+    children.push(session)
+  })
+  if (plan.fenceChildren) {
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const parentId = payload.session.header.parentSession
+      const first = payload.session.events[0]
+      const continuable = first?.type === 'subagent/descriptor' && (first.data as { mode?: string }).mode === 'continuable'
+      if (parentId !== undefined && continuable) await ctx.agents.get(parentId)?.whenIdle()
+      return next()
+    })
+  }
   try {
     for (const fiber of fibers) await fiber.await()
     ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model)] })
-    return await drive(ctx, plan, cwd, adapter, (resolve) => { hung = resolve })
+    // Children get the recorded ids in creation order: model arguments name them (send_message).
+    let created = 0
+    let current: ChildPlan | undefined
+    const recordedId = () => (current = plan.children[created++])?.header.id
+    for (const provider of [spawnProvider(ctx, { id: recordedId }), forkProvider(ctx, { id: recordedId })]) {
+      ctx.subagents.provider({
+        name: provider.name,
+        createSession(request) {
+          const session = provider.createSession(request)
+          if (current?.failPublished === true) ctx.sessions.close(session.id)
+          return session
+        },
+      })
+    }
+    const failing = new Map<string, ChildPlan>()
+    ctx.on('session/created', (session) => { if (current !== undefined && current.failTurns.size > 0) failing.set(session.id, current) })
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const message = payload.step === 1 ? failing.get(payload.session.id)?.failTurns.get(payload.turn) : undefined
+      if (message !== undefined) throw new Error(message)
+      return next()
+    })
+    const result = await drive(ctx, plan, cwd, adapter, (resolve) => { hung = resolve })
+    return { ...result, children: children.map(child => [...child.events]) }
   } finally {
     for (const fiber of fibers.reverse()) await fiber.dispose()
   }
@@ -288,7 +446,7 @@ async function drive(
         await settle(hang, () => agent.cancel(), `prompt ${i + 1}: the recorded cancel point (a hanging model call) never came`)
         agent.cancel()
       }
-      await settle(agent.whenIdle(), () => agent.cancel(), `prompt ${i + 1}: the turn did not finish (a recorded hang without a cancel step?)`)
+      await settle(ctx.subagents.whenQuiet(agent.id), () => agent.cancel(), `prompt ${i + 1}: the turn did not finish (a recorded hang without a cancel step?)`)
     }
     return { log: agent.session.events, leftover: adapter.leftover() }
   } finally {
@@ -327,6 +485,10 @@ export function project(events: readonly SessionEvent[]): Projected[] {
         const message = data as unknown as UserMessage
         if (isCompactionMessage(message)) {
           out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'compaction', sources: event.sourceEventSeqs?.length })
+          continue
+        }
+        if (isDelegationMessage(message)) {
+          out.push(maskIds({ type: event.type, surfaceOp: event.surfaceOp, source: message.source, content: message.content }))
           continue
         }
         // Runtime-context snapshots are product text (scenarios with other plugin messages are skipped).

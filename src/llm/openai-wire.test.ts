@@ -105,3 +105,39 @@ describe('wire helpers', () => {
     ])
   })
 })
+
+describe('answers without content (L-7)', () => {
+  const sse = (chunks: unknown[]) => new TextEncoder().encode(chunks.map(c => `data: ${JSON.stringify(c)}\n\n`).join('') + 'data: [DONE]\n\n')
+
+  it('L-7: a reply with only reasoning (no text, no tool call) is a retryable EMPTY_RESPONSE, never a completed answer', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.string({ minLength: 1 }), { minLength: 1, maxLength: 5 }),
+      fc.constantFrom<string | undefined>('stop', undefined),
+      fc.boolean(),
+      async (pieces, finish, legacyField) => {
+        const deltas = pieces.map(text => ({ choices: [{ index: 0, delta: legacyField ? { reasoning: text } : { reasoning_content: text } }] }))
+        const last = { choices: [{ index: 0, delta: { content: '' }, ...(finish !== undefined ? { finish_reason: finish } : {}) }], usage: { prompt_tokens: 3, completion_tokens: 2 } }
+        const { chunks, error } = await translate([sse([...deltas, last])])
+        expect(error).toBeUndefined()
+        const end = chunks.at(-1)
+        expect(end).toMatchObject({ type: 'finish', reason: { kind: 'error', failure: { code: 'EMPTY_RESPONSE' } } })
+        // The reasoning still streamed (and is logged as chunks); only the verdict changed.
+        expect(chunks.filter(c => c.type === 'reasoning-delta').map(c => (c as { text: string }).text).join('')).toBe(pieces.join(''))
+      },
+    ), { numRuns: 100 })
+  })
+
+  it('L-7: reasoning followed by text or a tool call is still an answer', async () => {
+    const withText = await translate([sse([{ choices: [{ index: 0, delta: { reasoning_content: 'r' } }] }, { choices: [{ index: 0, delta: { content: 'a' }, finish_reason: 'stop' }] }])])
+    expect(withText.chunks.at(-1)).toEqual({ type: 'finish', reason: { kind: 'stop' } })
+    const withCall = await translate([sse([{ choices: [{ index: 0, delta: { reasoning_content: 'r', tool_calls: [{ index: 0, id: 'c', function: { name: 'x', arguments: '{}' } }] }, finish_reason: 'tool_calls' }] }])])
+    expect(withCall.chunks.at(-1)).toEqual({ type: 'finish', reason: { kind: 'tool-calls' } })
+  })
+
+  it('L-7/L-10: DeepSeek\'s insufficient_system_resource finish is a retryable SERVER failure naming the reason', async () => {
+    const { chunks } = await translate([sse([{ choices: [{ index: 0, delta: { content: 'par' }, finish_reason: 'insufficient_system_resource' }] }])])
+    const end = chunks.at(-1) as { type: string; reason: { kind: string; failure: { code: string; message: string } } }
+    expect(end).toMatchObject({ type: 'finish', reason: { kind: 'error', failure: { code: 'SERVER' } } })
+    expect(end.reason.failure.message).toContain('insufficient_system_resource')
+  })
+})

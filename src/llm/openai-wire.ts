@@ -212,8 +212,17 @@ export class ChatCompletionTranslator {
       if (this.blocks.length === 0) {
         return { kind: 'error', failure: failure('EMPTY_RESPONSE', 'model returned a completed response with no content', this.details()) }
       }
+      // Reasoning alone answers nothing: without text or a tool call it is an empty reply.
+      if (this.text === undefined && this.tools.size === 0) {
+        return { kind: 'error', failure: failure('EMPTY_RESPONSE', 'model returned only reasoning, with no answer text and no tool call', this.details()) }
+      }
       // Some servers say `stop` after tool calls; the calls decide.
       return this.tools.size > 0 ? { kind: 'tool-calls' } : { kind: 'stop' }
+    }
+    // DeepSeek ends a reply this way when its inference capacity runs out: a server-side
+    // condition, retried like any SERVER failure (the message keeps the wire reason).
+    if (reason === 'insufficient_system_resource') {
+      return { kind: 'error', failure: failure('SERVER', `model stopped with finish reason "${reason}" (the provider ran out of capacity)`, this.details()) }
     }
     const code = reason.toUpperCase().replace(/[^A-Z0-9]+/g, '_')
     return { kind: 'error', failure: failure(code, `model stopped with finish reason "${reason}"`, this.details()) }

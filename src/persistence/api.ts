@@ -34,6 +34,13 @@ export interface StoredSession {
   readonly torn?: TornTail
 }
 
+export interface SalvagedSession {
+  readonly header: SessionHeader
+  readonly events: readonly SessionEvent[]
+  /** One line per stored record or seq that could not be kept. */
+  readonly skipped: readonly string[]
+}
+
 export interface StoredSessionSummary {
   readonly id: string
   /** From the last `session/title` event, else null. */
@@ -77,6 +84,12 @@ export interface PersistenceBackend {
    * Returns the new revision.
    */
   commitRepair(id: string, closers: readonly SessionEvent[], expectedRevision: string): Promise<string>
+  /**
+   * D-5 salvage: every record that is valid on its own, placed by seq, the contiguous run from 0
+   * kept (see `salvageRecords`). Reads only; the caller stores the result as a copy. Optional:
+   * a backend without it cannot salvage.
+   */
+  salvageStored?(id: string): Promise<SalvagedSession | undefined>
   list(): Promise<readonly StoredSessionSummary[]>
   /** Moves a stored session to the trash (never unlinks). False when not stored. */
   trash(id: string): Promise<boolean>
@@ -151,6 +164,15 @@ export interface SessionInspection {
   readonly writeError?: unknown
 }
 
+export interface SalvageResult {
+  /** The id of the copy. */
+  readonly id: string
+  /** Events kept from the original (seq 0..kept-1); closers come after. */
+  readonly kept: number
+  readonly closers: number
+  readonly skipped: readonly string[]
+}
+
 export interface SessionPersistenceService {
   readonly backend: PersistenceBackend
   /** D-2 barrier: resolves once every event of the session appended so far is stored. */
@@ -163,6 +185,12 @@ export interface SessionPersistenceService {
   list(): Promise<readonly StoredSessionSummary[]>
   /** S-14 through `ctx.sessions.fork`, then materialised. Loads the source when it is not live. */
   fork(sourceId: string, boundary?: number, childId?: string): Promise<Session>
+  /**
+   * D-5: stores what can be salvaged from a damaged session as a new session (id `copyId`, else
+   * `<id>-salvaged`, `-salvaged-2`...), closing an open turn as interrupted. The original is never
+   * written. Throws when the backend cannot salvage.
+   */
+  salvage(id: string, copyId?: string): Promise<SalvageResult>
   /** Moves the stored session to the trash; refuses a live session with an open turn. */
   delete(id: string): Promise<boolean>
   /** The last write failure of a session whose automatic writing is paused (D-2), if any. */

@@ -2,9 +2,10 @@ import { existsSync } from 'node:fs'
 import { copyFile, link, mkdtemp, readdir, readFile, readlink, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { PersistenceBackend } from './api.js'
-import { describeBackendConformance, realisticLog } from './backend.conformance.js'
+import { CorruptSessionError, type PersistenceBackend } from './api.js'
+import { canonical, describeBackendConformance, realisticLog } from './backend.conformance.js'
 import { JsonlBackend } from './jsonl/backend.js'
 import { encodeSessionId, NO_CWD_KEY, projectKey } from './jsonl/paths.js'
 
@@ -154,4 +155,65 @@ describe('JSONL layout (D-4)', () => {
     const loaded = await new JsonlBackend({ root }).loadStored(header.id)
     expect(loaded?.header.delegationDepth).toBe(0)
   }))
+})
+
+describe('JSONL damage (D-5)', () => {
+  type Damage = 'duplicate' | 'swap' | 'garbage' | 'nul-line'
+  const damage = (lines: string[], kind: Damage, at: number): void => {
+    if (kind === 'duplicate') lines.splice(at, 0, lines[at])
+    else if (kind === 'swap') [lines[at], lines[at + 1]] = [lines[at + 1], lines[at]]
+    else if (kind === 'garbage') lines.splice(at, 0, '{"type":"assistant/chunk","seq":')
+    else lines.splice(at, 1, '\0'.repeat(lines[at].length))
+  }
+
+  it('D-5: a duplicated, swapped, foreign or zeroed line inside an open turn, with intact lines after it, is refused naming file and line; the file is unchanged; salvage recovers duplicates and swaps whole', () => withRoot(async (root) => {
+    let n = 0
+    await fc.assert(fc.asyncProperty(
+      fc.constantFrom<Damage>('duplicate', 'swap', 'garbage', 'nul-line'), fc.integer({ min: 1, max: 500 }), fc.integer({ min: 8, max: 40 }), fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+      async (kind, seed, openTail, where) => {
+        const backend = new JsonlBackend({ root, fsync: false })
+        const { header: base, events } = await realisticLog(1, seed, openTail)
+        const h = { ...base, id: `damaged-${n++}` }
+        await backend.create(h, events)
+        const path = (await backend.pathOf(h.id))!
+        const lines = (await readFile(path, 'utf8')).split('\n') // header, records..., '' after the last newline
+        const lastTurnEndLine = lines.findLastIndex(line => line.includes('"turn/end"'))
+        // A line of the open turn that has at least two whole lines after it (a swap moves two).
+        const first = lastTurnEndLine + 1
+        const at = first + Math.floor(where * (lines.length - 3 - first))
+        damage(lines, kind, at)
+        const damaged = lines.join('\n')
+        await writeFile(path, damaged)
+        const reader = new JsonlBackend({ root, fsync: false })
+        const error = await reader.loadStored(h.id).then(() => undefined, (e: unknown) => e as Error)
+        expect(error).toBeInstanceOf(CorruptSessionError)
+        // lines[i] is line i+1; a duplicate is noticed at its second copy.
+        expect(error!.message).toContain(`${path}: line ${kind === 'duplicate' ? at + 2 : at + 1}: `)
+        expect(error!.message).toMatch(/valid record follows at line \d+.*dsh sessions repair/)
+        expect(await readFile(path, 'utf8')).toBe(damaged)
+        const salvaged = (await reader.salvageStored(h.id))!
+        if (kind === 'duplicate' || kind === 'swap') expect(canonical(salvaged.events)).toEqual(canonical(events))
+        else expect(canonical(salvaged.events)).toEqual(canonical(events.slice(0, salvaged.events.length)))
+      }), { numRuns: 40 })
+  }), 120_000)
+
+  it('D-5: trailing NUL bytes or a partial last line are a torn tail: reported, cut on repair, nothing intact lost', () => withRoot(async (root) => {
+    let n = 0
+    await fc.assert(fc.asyncProperty(
+      fc.integer({ min: 1, max: 500 }), fc.integer({ min: 1, max: 64 }), fc.boolean(), fc.boolean(),
+      async (seed, nuls, newlineAfter, partial) => {
+        const backend = new JsonlBackend({ root, fsync: false })
+        const { header: base, events } = await realisticLog(1, seed, 12)
+        const h = { ...base, id: `torn-${n++}` }
+        await backend.create(h, events)
+        const path = (await backend.pathOf(h.id))!
+        const intact = await readFile(path, 'utf8')
+        const tail = `${partial ? '{"type":"assistant/chu' : ''}${'\0'.repeat(nuls)}${newlineAfter ? '\n' : ''}`
+        await writeFile(path, intact + tail)
+        const stored = (await new JsonlBackend({ root, fsync: false }).loadStored(h.id))!
+        expect(stored.torn).toBeDefined()
+        expect(canonical(stored.events)).toEqual(canonical(events))
+        expect(stored.torn!.cutAt).toBe(Buffer.byteLength(intact))
+      }), { numRuns: 30 })
+  }), 60_000)
 })

@@ -105,11 +105,13 @@ export interface RawRecord {
 
 /**
  * D-5 torn-tail classification. Records are decoded in order; the first bad one (unparsable,
- * wrong seq, invalid envelope, or incomplete) ends the committed prefix. If a well-formed
- * `turn/end` follows it anywhere, the committed region itself is damaged: refuse. Otherwise
- * everything from the bad record on is a crash tail, reported so the caller can cut it.
+ * wrong seq, invalid envelope, or incomplete) ends the committed prefix. A crash while appending
+ * can only damage the end of the log, so if any valid record (one that decodes on its own,
+ * whatever its seq) follows the bad one, the log is corrupt: refuse, naming where and what, and
+ * change nothing. Otherwise everything from the bad record on is a crash tail, reported so the
+ * caller can cut it. `source` names the store in messages (a file path, or database and id).
  */
-export function scanRecords(sessionId: string, records: Iterable<RawRecord>, startSeq = 0): { events: SessionEvent[]; torn?: TornTail } {
+export function scanRecords(sessionId: string, records: Iterable<RawRecord>, startSeq = 0, source = `session ${JSON.stringify(sessionId)}`): { events: SessionEvent[]; torn?: TornTail } {
   const events: SessionEvent[] = []
   let bad: { record: RawRecord; reason: BadRecordReason; detail: string } | undefined
   let droppedRecords = 0
@@ -124,10 +126,11 @@ export function scanRecords(sessionId: string, records: Iterable<RawRecord>, sta
         if (!(error instanceof BadRecord)) throw error
         bad = { record, reason: error.reason, detail: error.message }
       }
-    } else if (record.complete && isTurnEnd(record.text)) {
+    } else if (record.complete && standaloneRecord(record.text) !== undefined) {
       throw new CorruptSessionError(
-        `session ${JSON.stringify(sessionId)}: the committed log is corrupt: ${bad.record.where} is bad (${bad.reason}: ${bad.detail}), ` +
-        `and a turn/end follows at ${record.where}, so this is not a crash tail; refusing to load`, sessionId)
+        `${source}: ${bad.record.where}: ${bad.reason}: ${bad.detail}; a valid record follows at ${record.where}, ` +
+        `so the log is corrupt, not torn by a crash (nothing was changed; ` +
+        `\`dsh sessions repair ${sessionId}\` writes a salvaged copy)`, sessionId)
     }
     droppedRecords++
     droppedBytes += record.bytes
@@ -139,14 +142,50 @@ export function scanRecords(sessionId: string, records: Iterable<RawRecord>, sta
   }
 }
 
-function isTurnEnd(text: string): boolean {
-  if (!text.includes('"turn/end"')) return false
+/** The events of a record that is valid on its own (any seq), else undefined. */
+function standaloneRecord(text: string): SessionEvent[] | undefined {
   try {
     const value: unknown = JSON.parse(text)
-    if (!isPlainObject(value) || value.type !== 'turn/end' || !Number.isSafeInteger(value.seq)) return false
-    checkEnvelope(value, value.seq as number)
-    return true
+    if (!isPlainObject(value)) return undefined
+    const seq = isChunkRowType(value.type) ? value.seq0 : value.seq
+    if (!Number.isSafeInteger(seq) || (seq as number) < 0) return undefined
+    return decodeRecord(value, seq as number)
   } catch {
-    return false
+    return undefined
   }
+}
+
+/** What salvaging a damaged log recovered (see `salvageRecords`). */
+export interface Salvage {
+  readonly events: SessionEvent[]
+  /** One line per record that was not used, naming where and why. */
+  readonly skipped: string[]
+}
+
+/**
+ * Salvage (D-5): reads every record that is valid on its own, places its events by seq (the
+ * first copy of a duplicated seq wins; a later copy that differs is reported), and keeps the
+ * contiguous run from `startSeq`. Swapped and duplicated lines are recovered whole; a record
+ * lost for good ends the run at its seq. Never writes: callers store the result as a copy.
+ */
+export function salvageRecords(records: Iterable<RawRecord>, startSeq = 0): Salvage {
+  const bySeq = new Map<number, { event: SessionEvent; where: string }>()
+  const skipped: string[] = []
+  for (const record of records) {
+    const events = record.complete ? standaloneRecord(record.text) : undefined
+    if (events === undefined) {
+      skipped.push(`${record.where}: ${record.complete ? 'not a valid record' : 'incomplete final record'}`)
+      continue
+    }
+    for (const event of events) {
+      const held = bySeq.get(event.seq)
+      if (held === undefined) bySeq.set(event.seq, { event, where: record.where })
+      else if (JSON.stringify(held.event) !== JSON.stringify(event)) skipped.push(`${record.where}: seq ${event.seq} differs from the copy at ${held.where}`)
+    }
+  }
+  const events: SessionEvent[] = []
+  while (bySeq.has(startSeq + events.length)) events.push(bySeq.get(startSeq + events.length)!.event)
+  const lost = [...bySeq.keys()].filter(seq => seq >= startSeq + events.length).length
+  if (lost > 0) skipped.push(`seq ${startSeq + events.length} is missing: ${lost} later event${lost === 1 ? '' : 's'} after the gap not kept`)
+  return { events, skipped }
 }

@@ -11,7 +11,7 @@ import { interruptedTurnClosers } from '../session/repair.js'
 import type { SessionEvent } from '../session/types.js'
 import {
   PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
-  type LoadResult, type PersistenceBackend, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
+  type LoadResult, type PersistenceBackend, type SalvageResult, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
 } from './api.js'
 import { encodeEvent, encodeHeader } from './records.js'
 
@@ -282,6 +282,22 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     const child = this.sessions.fork(sourceId, boundary, childId)
     await this.flush(child)
     return child
+  }
+
+  async salvage(id: string, copyId?: string): Promise<SalvageResult> {
+    if (this.backend.salvageStored === undefined) throw new PersistenceError(`the ${this.backend.kind} backend cannot salvage sessions`, id)
+    const found = await this.backend.salvageStored(id)
+    if (found === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+    const closers = interruptedTurnClosers(found.events)
+    for (let n = 1; ; n++) {
+      const target = copyId ?? `${id}-salvaged${n === 1 ? '' : `-${n}`}`
+      try {
+        await this.backend.create({ ...found.header, id: target }, [...found.events, ...closers])
+        return { id: target, kept: found.events.length, closers: closers.length, skipped: found.skipped }
+      } catch (error) {
+        if (!(error instanceof SessionExistsError) || copyId !== undefined) throw error
+      }
+    }
   }
 
   async delete(id: string): Promise<boolean> {

@@ -119,7 +119,7 @@ describe('SQLite store (D-6)', () => {
     await backend.close()
   }))
 
-  it('D-5: a missing row is a seq gap: a crash tail after the last turn/end, corruption before it', () => withDir(async (dir) => {
+  it('D-5: a missing row with rows after it is corruption, inside an open turn too: refused, nothing cut; salvage keeps the rows before the gap', () => withDir(async (dir) => {
     const backend = new SqliteBackend({ file: join(dir, 's.db') })
     const { header, events } = await realisticLog(2, 9, 20)
     await backend.create(header, events)
@@ -127,13 +127,13 @@ describe('SQLite store (D-6)', () => {
     const lastTurnEnd = events.findLastIndex((e) => e.type === 'turn/end')
     const tailRow = rows.find((r) => r.seq > lastTurnEnd + 3)!.seq
     backend.db.prepare('DELETE FROM events WHERE session_id = ? AND seq = ?').run(header.id, tailRow)
-    const stored = (await backend.loadStored(header.id))!
-    expect(stored.torn).toMatchObject({ reason: 'wrong-seq', fromSeq: tailRow, cutAt: tailRow + 1 })
-    await backend.commitRepair(header.id, [], stored.revision)
-    expect((await backend.loadStored(header.id))!.events).toHaveLength(tailRow)
-    const early = rows.find((r) => r.seq > 5)!.seq
-    backend.db.prepare('DELETE FROM events WHERE session_id = ? AND seq = ?').run(header.id, early)
-    await expect(backend.loadStored(header.id)).rejects.toThrow(/row seq \d+ is bad \(wrong-seq.*turn\/end follows/)
+    const count = () => (backend.db.prepare('SELECT count(*) AS n FROM events WHERE session_id = ?').get(header.id) as { n: number }).n
+    const before = count()
+    await expect(backend.loadStored(header.id)).rejects.toThrow(/row seq \d+: wrong-seq: .*a valid record follows/)
+    expect(count()).toBe(before)
+    const salvaged = (await backend.salvageStored(header.id))!
+    expect(salvaged.events).toHaveLength(tailRow)
+    expect(salvaged.skipped.join('\n')).toMatch(new RegExp(`seq ${tailRow} is missing`))
     await backend.close()
   }))
 })

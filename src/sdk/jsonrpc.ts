@@ -156,8 +156,12 @@ export class JsonRpcPeer {
 
   constructor(private readonly options: PeerOptions) {
     // EPIPE and friends arrive as 'error' events; unhandled they would kill the process.
+    // The other side closing its end (EPIPE, a destroyed stream) is how a client says goodbye:
+    // nothing to report. Anything else is logged once.
     options.output.on('error', (error: Error) => {
-      if (this.outputError === undefined) options.log?.(`output closed: ${error.message}`)
+      const code = (error as NodeJS.ErrnoException).code
+      const quiet = code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ECONNRESET'
+      if (this.outputError === undefined && !quiet) options.log?.(`output closed: ${error.message}`)
       this.outputError = error
     })
     const maxChars = options.maxFrameChars ?? MAX_FRAME_CHARS

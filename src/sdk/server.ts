@@ -13,13 +13,14 @@ import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import { z } from 'zod'
+import '../subagents/api.js'
 import type { Agent } from '../agent/api.js'
 import type { ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { checkFolder, checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
-import '../cli/host.js'
+import '../host/index.js'
 
 export const SDK_PROTOCOL_VERSION = 1
 
@@ -97,6 +98,13 @@ export class SdkServerApp extends Service {
     const offStatus = this.ctx.on('agent/status', (agent: Agent, status) => {
       peer.notify('session.status', { sessionId: agent.id, status })
     })
+    // SA-17: delegation runs, interleaved with the children's own session.event/status.
+    const offStarted = this.ctx.on('subagent/started', (info) => {
+      peer.notify('subagent.started', { parentSessionId: info.parentSessionId, childSessionId: info.childSessionId })
+    })
+    const offFinished = this.ctx.on('subagent/finished', (info) => {
+      peer.notify('subagent.finished', info)
+    })
     const onSignal = () => { void this.stop(true).then(() => stop('shutdown')) }
     host.signal.addEventListener('abort', onSignal, { once: true })
     void peer.closed.then(async () => {
@@ -115,6 +123,8 @@ export class SdkServerApp extends Service {
       host.signal.removeEventListener('abort', onSignal)
       offEvent()
       offStatus()
+      offStarted()
+      offFinished()
       await peer.drain()
     }
     return 0
@@ -133,7 +143,7 @@ export class SdkServerApp extends Service {
       cwd: this.cwd,
       ...(loop.provider !== undefined ? { provider: loop.provider, model: loop.model } : {}),
       methods: ['initialize', 'session/prompt', 'session/cancel', 'session/list', 'session/load', 'shutdown'],
-      notifications: ['session.event', 'session.status'],
+      notifications: ['session.event', 'session.status', 'subagent.started', 'subagent.finished'],
     }
   }
 

@@ -3,7 +3,7 @@
  * are registered by the session service itself; plugins add theirs through
  * `ctx.sessions.registerEventType`, which returns a disposer.
  *
- * Runtime-shipped plugin types (`llm/retry`, `compaction/*`, `session/title`) are installed as
+ * Runtime-shipped plugin types (`llm/retry`, `compaction/*`, `session/title`, `subagent/descriptor`) are installed as
  * *defaults*: loose validators that keep logs containing them loadable even when the owner
  * plugin is absent, and that an explicit registration by the owner overrides (restored when
  * the owner's registration is disposed). Explicit registrations of one type never coexist.
@@ -13,7 +13,7 @@ import type { EventTypeDefinition } from './types.js'
 
 export const CORE_OWNER = 'session'
 
-/** Plugin-owned types the runtime ships (S-1, last seven), with their owner plugins. */
+/** Plugin-owned types the runtime ships (S-1's last seven, and the delegation descriptor), with their owner plugins. */
 export const RUNTIME_EVENT_TYPES: readonly { readonly type: string; readonly owner: string }[] = [
   { type: 'llm/retry', owner: 'llm-retry' },
   { type: 'llm/retry-started', owner: 'llm-retry' },
@@ -22,6 +22,7 @@ export const RUNTIME_EVENT_TYPES: readonly { readonly type: string; readonly own
   { type: 'compaction/end', owner: 'compaction' },
   { type: 'compaction/prune', owner: 'compaction' },
   { type: 'session/title', owner: 'session-title' },
+  { type: 'subagent/descriptor', owner: 'subagents' },
 ]
 
 export class EventTypeRegistry {

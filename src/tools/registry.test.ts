@@ -222,7 +222,11 @@ describe('T-7 errors are results', () => {
     ctx.tools.register({
       ...echoTool('hang'),
       timeoutMs: 1000,
-      execute: (_args, context: ToolContext) => { toolSignal = context.signal; return new Promise(() => {}) },
+      // Returns only when signalled; the timeout waits for it (T-6).
+      execute: (_args, context: ToolContext) => {
+        toolSignal = context.signal
+        return new Promise((resolve) => { context.signal.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'stopped' }] }), { once: true }) })
+      },
     })
     const pending = run(ctx, call('hang', '{"text":""}'))
     await vi.advanceTimersByTimeAsync(999)

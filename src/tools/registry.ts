@@ -180,6 +180,8 @@ export class ToolsPlugin extends Service implements ToolsService {
     }
     const refusal = await this.authorize(execution, context.signal)
     if (refusal !== undefined) return settled(refusal)
+    // T-6: cancelled while authorization was awaited: the body never starts.
+    if (context.signal.aborted) return settled(abortedBeforeDispatchRecord())
     return { kind: 'ready', run: () => this.run(tool, args, execution, context) }
   }
 
@@ -292,21 +294,21 @@ function target(execution: ToolExecution): object {
 }
 
 /**
- * The body with the tool's timeout. On timeout the tool's signal aborts and the call resolves at
- * once with a TIMEOUT record: a body that ignores its signal must not hold the turn forever.
+ * The body with the tool's timeout (T-6). A timeout is a cancellation of this one call: the
+ * tool's signal aborts and the body is awaited (a started body is never abandoned, so nothing
+ * it does can overlap a later exclusive call); only then does the TIMEOUT record resolve.
  */
 function invokeBody(tool: Tool, args: unknown, context: ToolContext, timeout: AbortController): Promise<ToolResultRecord> {
   const body = (async () => asRecord(await tool.execute(args, context)) ?? invalidOutput(`tool ${tool.name}`))().catch((error: unknown) => thrownRecord(error))
   const ms = tool.timeoutMs
   if (ms === undefined) return body
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      timeout.abort(new DOMException(`tool ${tool.name} timed out`, 'TimeoutError'))
-      resolve(errorRecord(`tool ${tool.name} timed out after ${ms} ms`, 'TimeoutError', ToolErrorCode.timeout))
-    }, ms)
-    void body.then((record) => {
-      clearTimeout(timer)
-      resolve(record)
-    })
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    timeout.abort(new DOMException(`tool ${tool.name} timed out`, 'TimeoutError'))
+  }, ms)
+  return body.then((record) => {
+    clearTimeout(timer)
+    return timedOut ? errorRecord(`tool ${tool.name} timed out after ${ms} ms`, 'TimeoutError', ToolErrorCode.timeout) : record
   })
 }

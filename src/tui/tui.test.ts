@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { backspace, commandAtCursor, down, emptyEditor, end, insert, mentionAtCursor, moveLeft, submit, up } from './editor.js'
 import { ConversationFold, settled } from './fold.js'
 import { parseLauncherArgs, routeDefault, UsageError } from '../cli/main.js'
-import { parseInteractiveArgs } from '../cli/interactive-args.js'
+import { parseInteractiveArgs } from './args.js'
 import { parseCommandLine } from './commands.js'
 import type { SessionEvent } from '../session/types.js'
 

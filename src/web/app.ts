@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { Service, type Context } from 'cordis'
 import { WebServer } from './server.js'
 import { isLoopbackHost, newToken } from './security.js'
-import '../cli/host.js'
+import '../host/index.js'
 import './api.js'
 
 export interface WebArgs {

@@ -13,9 +13,9 @@ import type { SessionEvent, SessionHeader } from '../../session/types.js'
 import { lineEventCount, type StoredLine } from '../../session/chunk-rows.js'
 import {
   OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
-  type PersistenceBackend, type StoredSession, type StoredSessionSummary, type TornTail,
+  type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type TornTail,
 } from '../api.js'
-import { checkHeader, encodeHeader, encodeRecords, scanRecords, type RawRecord } from '../records.js'
+import { checkHeader, encodeHeader, encodeRecords, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 import { isPlainObject } from '../../session/validators.js'
 import { encodeSessionId, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
 
@@ -330,8 +330,27 @@ export class JsonlBackend implements PersistenceBackend {
     return (await this.read(id, dir)).state
   }
 
+  salvageStored(id: string): Promise<SalvagedSession | undefined> {
+    return this.chains.run(id, async () => {
+      const dir = await this.locate(id)
+      if (dir === undefined) return undefined
+      const { header, buffer, headerEnd } = await this.readFile(id, dir)
+      return { header, ...salvageRecords(lines(buffer, headerEnd + 1, 2)) }
+    })
+  }
+
   /** Reads and classifies the whole file (D-5); caches the resulting state. */
   private async read(id: string, dir: string): Promise<{ header: SessionHeader; events: SessionEvent[]; state: FileState }> {
+    const { file, buffer, headerEnd, header, revision } = await this.readFile(id, dir)
+    const { events, torn } = scanRecords(id, lines(buffer, headerEnd + 1, 2), 0, file)
+    const state: FileState = { dir, file, size: buffer.length, nextSeq: events.length, revision, torn }
+    this.states.set(id, state)
+    this.index.set(id, dir)
+    return { header, events, state }
+  }
+
+  /** The whole file with its header checked (S-13) and its revision. */
+  private async readFile(id: string, dir: string): Promise<{ file: string; buffer: Buffer; headerEnd: number; header: SessionHeader; revision: string }> {
     const file = join(dir, SESSION_FILE)
     const handle = await open(file, 'r')
     let buffer: Buffer
@@ -353,11 +372,7 @@ export class JsonlBackend implements PersistenceBackend {
     }
     const header = checkHeader(headerValue, file)
     if (header.id !== id) throw new PersistenceError(`${file}: the header names session ${JSON.stringify(header.id)}, not ${JSON.stringify(id)}`, id)
-    const { events, torn } = scanRecords(id, lines(buffer, headerEnd + 1, 2))
-    const state: FileState = { dir, file, size: buffer.length, nextSeq: events.length, revision, torn }
-    this.states.set(id, state)
-    this.index.set(id, dir)
-    return { header, events, state }
+    return { file, buffer, headerEnd, header, revision }
   }
 
   /** Reads the header plus only the bytes appended since the cached summary. */
@@ -432,7 +447,7 @@ function* lines(buffer: Buffer, start: number, firstLine: number): Generator<Raw
     const newline = buffer.indexOf(NEWLINE, position)
     const end = newline < 0 ? buffer.length : newline
     const bytes = (newline < 0 ? end : end + 1) - position
-    yield { text: buffer.toString('utf8', position, end), complete: newline >= 0, position, bytes, where: `line ${lineNo} (byte ${position})` }
+    yield { text: buffer.toString('utf8', position, end), complete: newline >= 0, position, bytes, where: `line ${lineNo}` }
     position += bytes
     lineNo++
   }

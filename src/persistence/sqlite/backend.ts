@@ -12,9 +12,9 @@ import type { SessionEvent, SessionHeader } from '../../session/types.js'
 import { isChunkRowType, packEvents } from '../../session/chunk-rows.js'
 import {
   FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
-  type PersistenceBackend, type StoredSession, type StoredSessionSummary,
+  type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary,
 } from '../api.js'
-import { checkHeader, encodeHeader, scanRecords, type RawRecord } from '../records.js'
+import { checkHeader, encodeHeader, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 
 /** 'DSHP' */
 export const SQLITE_APPLICATION_ID = 0x44534850
@@ -210,8 +210,20 @@ export class SqliteBackend implements PersistenceBackend {
       }).deferred()
       if (row === undefined) return undefined
       const header = checkHeader(JSON.parse(row.header), `${this.file} session ${JSON.stringify(id)}`)
-      const { events, torn } = scanRecords(id, rows.map(rawRecord))
+      const { events, torn } = scanRecords(id, rows.map(rawRecord), 0, `${this.file} session ${JSON.stringify(id)}`)
       return { header, events, revision: this.token(row), torn }
+    })
+  }
+
+  salvageStored(id: string): Promise<SalvagedSession | undefined> {
+    return this.chains.run(id, () => {
+      const { row, rows } = this.db.transaction(() => {
+        const row = this.statements.session.get(id)
+        return { row, rows: row === undefined ? [] : this.statements.events.all(id) }
+      }).deferred()
+      if (row === undefined) return undefined
+      const header = checkHeader(JSON.parse(row.header), `${this.file} session ${JSON.stringify(id)}`)
+      return { header, ...salvageRecords(rows.map(rawRecord)) }
     })
   }
 

@@ -9,10 +9,10 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
 import type { Context } from 'cordis'
-import { parseSessionFile } from '../../session/codec.js'
-import type { SessionEvent } from '../../session/types.js'
-import { LlmError } from '../errors.js'
-import type { LlmAdapter, LlmCallOptions, Message, ModelInfo, StreamChunk } from '../types.js'
+import { parseSessionFile } from '../session/codec.js'
+import type { SessionEvent } from '../session/types.js'
+import { LlmError } from '../llm/errors.js'
+import type { LlmAdapter, LlmCallOptions, Message, ModelInfo, StreamChunk } from '../llm/types.js'
 
 export type ReplayEntry =
   | { readonly kind: 'chunks'; readonly chunks: readonly StreamChunk[] }

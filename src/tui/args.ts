@@ -3,7 +3,8 @@
  * The launcher uses `taskWords` to decide between the terminal app (no task, in a terminal) and
  * the headless app (a task was given).
  */
-import { UsageError } from './main.js'
+/** A usage mistake in the app's arguments (the launcher prints it with the usage text, exit 2). */
+export class ArgsError extends Error {}
 
 export interface InteractiveArgs {
   /** `-c` / `--continue`: the latest session of this folder. */
@@ -32,7 +33,7 @@ export function parseInteractiveArgs(args: readonly string[]): InteractiveArgs {
     else if (arg === '--resume' || arg === '-r') resume = true
     else if (VALUE_FLAGS.has(arg)) {
       const next = args[index + 1]
-      if (next === undefined) throw new UsageError(`${arg} needs a value`)
+      if (next === undefined) throw new ArgsError(`${arg} needs a value`)
       values[arg] = next
       index += 1
     } else if (arg === '--') {
@@ -41,7 +42,7 @@ export function parseInteractiveArgs(args: readonly string[]): InteractiveArgs {
     } else words.push(arg)
   }
   if ([continueLatest, resume, values['--session'] !== undefined].filter(Boolean).length > 1) {
-    throw new UsageError('use only one of -c/--continue, --resume and --session ID')
+    throw new ArgsError('use only one of -c/--continue, --resume and --session ID')
   }
   return {
     continueLatest,

@@ -1,11 +1,11 @@
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
-import type { RequestErrorDecision, RequestErrorPayload } from '../../agent/events.js'
-import { SessionsServicePlugin, type Session } from '../../session/index.js'
-import type { RetryMode } from '../api.js'
-import { failure as makeFailure } from '../errors.js'
-import { LlmServicePlugin } from '../service.js'
-import type { LlmFailure } from '../types.js'
+import type { RequestErrorDecision, RequestErrorPayload } from '../agent/events.js'
+import { SessionsServicePlugin, type Session } from '../session/index.js'
+import type { RetryMode } from '../llm/api.js'
+import { failure as makeFailure } from '../llm/errors.js'
+import { LlmServicePlugin } from '../llm/service.js'
+import type { LlmFailure } from '../llm/types.js'
 import { LlmRetryPlugin, backoffMs, resolvePolicy, type RetryConfig } from './index.js'
 
 interface Harness { ctx: Context; sleeps: number[] }

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
-import { LlmServicePlugin } from '../index.js'
-import type { LlmCallOptions, StreamChunk } from '../types.js'
+import { LlmServicePlugin } from '../llm/index.js'
+import type { LlmCallOptions, StreamChunk } from '../llm/types.js'
 import { applyOverride, ReplayAdapter, ReplayPlugin, replayModelInfo, scriptFromEvents, scriptFromLogText, substitute, type ReplayEntry } from './index.js'
-import type { SessionEvent } from '../../session/types.js'
+import type { SessionEvent } from '../session/types.js'
 
 const chunk = (turn: number, step: number, c: StreamChunk, seq = 0): SessionEvent =>
   ({ type: 'assistant/chunk', seq, time: 0, data: { turn, step, chunk: c } }) as SessionEvent

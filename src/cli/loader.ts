@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Context, Fiber } from 'cordis'
 import { builtinPlugin, isBuiltinPlugin } from './catalogue.js'
-import { ConfigError, type Row } from './rows.js'
+import { ConfigError, type Row } from '../config/rows.js'
 
 export interface LoadOptions {
   /** Folder whose node_modules resolve out-of-tree plugin packages. */

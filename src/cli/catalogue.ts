@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path'
 import type { Context } from 'cordis'
-import type { Host } from '../cli/host.js'
+import type { Host } from '../host/index.js'
 
 type Loader = () => Promise<unknown>
 
@@ -85,14 +85,18 @@ registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
   async () => (await import('../agent/index.js')).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',
   async () => (await import('../agent/index.js')).AgentsServicePlugin)
+registerBuiltinPlugin('subagents', 'delegation: child sessions through the spawn and fork providers (ctx.subagents)',
+  async () => (await import('../subagents/index.js')).SubagentsPlugin)
+registerBuiltinPlugin('subagent-tools', 'subagent, subagent_fork, send_message, interrupt_agent, list_agents',
+  async () => (await import('../subagents/index.js')).SubagentToolsPlugin)
 registerBuiltinPlugin('loop-invariant', 'A-11: every loop request must equal the log derivation',
   async () => (await import('../agent/index.js')).LoopInvariantPlugin)
 registerBuiltinPlugin('session-title', 'fallback and model session titles',
   async () => (await import('../title/index.js')).SessionTitlePlugin)
 registerBuiltinPlugin('headless', 'app: run one task and print the answer',
-  async () => (await import('../cli/headless.js')).HeadlessApp)
+  async () => (await import('./headless.js')).HeadlessApp)
 registerBuiltinPlugin('sessions-list', 'app: list stored sessions',
-  async () => (await import('../cli/apps.js')).SessionsListApp)
+  async () => (await import('./apps.js')).SessionsListApp)
 registerBuiltinPlugin('web-api', 'the web UI\'s JSON methods over sessions, agents, models and settings (ctx.webApi)',
   async () => withHost((await import('../web/methods.js')).WebApiPlugin, host => ({ home: host.home, cwd: host.cwd })))
 registerBuiltinPlugin('web', 'app: the browser UI server (dsh web)',
@@ -100,7 +104,7 @@ registerBuiltinPlugin('web', 'app: the browser UI server (dsh web)',
 registerBuiltinPlugin('compaction', 'context compaction: pruning, summaries, /compact, overflow recovery',
   async () => (await import('../compaction/index.js')).CompactionPlugin)
 registerBuiltinPlugin('llm-retry', 'retries failed model requests with backoff (agent/request-error)',
-  async () => (await import('../llm/retry/index.js')).LlmRetryPlugin)
+  async () => (await import('../retry/index.js')).LlmRetryPlugin)
 registerBuiltinPlugin('persistence-jsonl', 'session logs as JSONL files under $DSH_HOME/sessions (ctx.sessionPersistence)',
   async () => withHost((await import('../persistence/plugins.js')).JsonlPersistencePlugin, host => ({ root: join(host.home, 'sessions') })))
 registerBuiltinPlugin('persistence-sqlite', 'session logs in one SQLite database, $DSH_HOME/sessions.db (ctx.sessionPersistence)',
@@ -108,7 +112,7 @@ registerBuiltinPlugin('persistence-sqlite', 'session logs in one SQLite database
 registerBuiltinPlugin('checkpoints', 'D-3: flush the log before every model request, tool body and pre-step',
   async () => (await import('../persistence/checkpoint.js')).CheckpointPolicy)
 registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session log (offline demo, conformance)',
-  async () => (await import('../llm/replay/index.js')).ReplayPlugin)
+  async () => (await import('../replay/index.js')).ReplayPlugin)
 registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (session/prompt, session.event notifications)',
   async () => (await import('../sdk/server.js')).SdkServerApp)
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',

@@ -7,11 +7,11 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Context } from 'cordis'
-import type { RequestErrorDecision, RequestErrorPayload } from '../../agent/events.js'
-import type { Session } from '../../session/api.js'
-import type { EventDataValidator } from '../../session/types.js'
-import type { RetryMode } from '../api.js'
-import type { LlmFailure } from '../types.js'
+import type { RequestErrorDecision, RequestErrorPayload } from '../agent/events.js'
+import type { Session } from '../session/api.js'
+import type { EventDataValidator } from '../session/types.js'
+import type { RetryMode } from '../llm/api.js'
+import type { LlmFailure } from '../llm/types.js'
 
 export const RETRY_OWNER = 'llm-retry'
 export const DEFAULT_RETRYABLE_CODES: readonly string[] = Object.freeze(['EMPTY_RESPONSE', 'RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT'])
@@ -39,7 +39,7 @@ export interface LlmRetryStartedData {
   readonly retry: number
 }
 
-declare module '../../session/types.js' {
+declare module '../session/types.js' {
   interface SessionEventMap {
     'llm/retry': LlmRetryData
     'llm/retry-started': LlmRetryStartedData

@@ -1,0 +1,353 @@
+/**
+ * The ACP server as an editor drives it: the real `dsh --profile acp` process, the official
+ * client library (`@agentclientprotocol/sdk`) on the other end, the fake DeepSeek server on
+ * 127.0.0.1. Every frame the agent writes is validated against the library's protocol schemas.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { client, ndJsonStream, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ZodType } from 'zod'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { dshBin, repoRoot, tempHome } from '../../test-support/run-dsh.js'
+import { LineSplitter } from '../sdk/jsonrpc.js'
+
+let server: FakeDeepSeek
+let schemas: Record<string, ZodType>
+beforeAll(async () => {
+  server = await FakeDeepSeek.start()
+  // The library's generated zod schemas (not exported by name; loaded from its own files).
+  const entry = createRequire(join(repoRoot, 'package.json')).resolve('@agentclientprotocol/sdk')
+  schemas = await import(pathToFileURL(join(dirname(entry), '..', 'schema', 'zod.gen.js')).href) as Record<string, ZodType>
+})
+afterAll(async () => { await server.close() })
+
+const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+/** The schema of each agent response, by the method of the request it answers. */
+const RESPONSE_SCHEMAS: Readonly<Record<string, string>> = {
+  initialize: 'zInitializeResponse',
+  authenticate: 'zAuthenticateResponse',
+  'session/new': 'zNewSessionResponse',
+  'session/load': 'zLoadSessionResponse',
+  'session/resume': 'zResumeSessionResponse',
+  'session/list': 'zListSessionsResponse',
+  'session/close': 'zCloseSessionResponse',
+  'session/delete': 'zDeleteSessionResponse',
+  'session/prompt': 'zPromptResponse',
+}
+
+interface Editor {
+  readonly child: ChildProcessWithoutNullStreams
+  readonly agent: ClientContext
+  readonly updates: SessionNotification[]
+  readonly permissions: RequestPermissionRequest[]
+  /** Frames each side wrote, parsed. */
+  readonly sent: any[]
+  readonly received: any[]
+  stderr(): string
+  /** Each agent frame checked against the protocol schema: the problems found (none expected). */
+  invalidFrames(): string[]
+  close(): Promise<number | null>
+}
+
+function askPatch(): string {
+  const folder = mkdtempSync(join(tmpdir(), 'dsh-acp-editor-plugin-'))
+  const plugin = join(folder, 'ask-bash.mjs')
+  writeFileSync(plugin, `export default {
+  name: 'ask-bash',
+  apply(ctx) {
+    ctx.on('tools/pre-execute', (execution, next) => execution.name === 'bash' ? { kind: 'ask', reason: 'bash needs approval' } : next())
+  },
+}
+`)
+  const patch = join(folder, 'patch.yml')
+  writeFileSync(patch, JSON.stringify([{ insert: [{ id: 'ask-bash', name: plugin }] }]))
+  return patch
+}
+
+function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string }): Editor {
+  const env: Record<string, string> = {}
+  const vars = { ...process.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: options.key === false ? undefined : 'test-key', DSH_MODEL: undefined }
+  for (const [key, value] of Object.entries(vars)) if (value !== undefined) env[key] = value
+  const patches = (options.patches ?? []).flatMap(file => ['--patch', file])
+  const child = spawn(process.execPath, [dshBin, '--profile', 'acp', ...patches], { cwd: options.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (text: string) => { stderr += text })
+  const sent: any[] = []
+  const received: any[] = []
+  const inSplitter = new LineSplitter()
+  const outSplitter = new LineSplitter()
+  const decoder = new TextDecoder()
+  const input = new ReadableStream<Uint8Array>({
+    start(controller) {
+      child.stdout.on('data', (chunk: Buffer) => {
+        for (const line of inSplitter.push(chunk.toString('utf8'))) received.push(JSON.parse(line))
+        try { controller.enqueue(new Uint8Array(chunk)) } catch { /* the connection closed */ }
+      })
+      // The library cancels the stream when the connection closes; a later end is no news.
+      child.stdout.on('end', () => { try { controller.close() } catch { /* already closed */ } })
+    },
+  })
+  const output = new WritableStream<Uint8Array>({
+    write(chunk) {
+      for (const line of outSplitter.push(decoder.decode(chunk))) sent.push(JSON.parse(line))
+      return new Promise<void>((resolve, reject) => child.stdin.write(chunk, error => error ? reject(error) : resolve()))
+    },
+    close() { child.stdin.end() },
+  })
+  const updates: SessionNotification[] = []
+  const permissions: RequestPermissionRequest[] = []
+  const app = client()
+    .onNotification('session/update', ({ params }) => { updates.push(params) })
+    .onRequest('session/request_permission', ({ params }) => {
+      permissions.push(params)
+      return { outcome: { outcome: 'selected', optionId: options.permission?.(params) ?? 'reject-once' } }
+    })
+  const connection = app.connect(ndJsonStream(output, input))
+  return {
+    child,
+    agent: connection.agent,
+    updates,
+    permissions,
+    sent,
+    received,
+    stderr: () => stderr,
+    invalidFrames() {
+      const methods = new Map(sent.filter(frame => frame.method !== undefined && frame.id !== undefined).map(frame => [frame.id, frame.method as string]))
+      const problems: string[] = []
+      for (const frame of received) {
+        let schema: string | undefined
+        let value: unknown
+        if (frame.method === 'session/update') [schema, value] = ['zSessionNotification', frame.params]
+        else if (frame.method === 'session/request_permission') [schema, value] = ['zRequestPermissionRequest', frame.params]
+        else if (frame.result !== undefined) [schema, value] = [RESPONSE_SCHEMAS[methods.get(frame.id) ?? ''], frame.result]
+        else if (frame.error !== undefined) continue
+        if (schema === undefined) {
+          problems.push(`no schema for ${JSON.stringify(frame).slice(0, 200)}`)
+          continue
+        }
+        const parsed = schemas[schema]!.safeParse(value)
+        if (!parsed.success) problems.push(`${schema}: ${parsed.error.message.slice(0, 400)} in ${JSON.stringify(frame).slice(0, 300)}`)
+      }
+      return problems
+    },
+    async close() {
+      connection.close()
+      child.stdin.end()
+      if (child.exitCode !== null) return child.exitCode
+      return new Promise(resolve => child.on('close', code => resolve(code)))
+    },
+  }
+}
+
+const kinds = (editor: Editor, sessionId: string) => editor.updates.filter(n => n.sessionId === sessionId).map(n => n.update)
+
+async function start(editor: Editor, cwd: string): Promise<string> {
+  await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+  return (await editor.agent.request('session/new', { cwd, mcpServers: [] })).sessionId
+}
+
+describe('ACP through the official client library', () => {
+  it('initialize says the truth: load, list, resume, close, delete, embedded context; an auth method that says how to give a key', async () => {
+    const { home, cwd } = tempHome()
+    const editor = openEditor({ home, cwd })
+    try {
+      const init = await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      expect(init.agentCapabilities).toMatchObject({
+        loadSession: true,
+        promptCapabilities: { image: false, embeddedContext: true },
+        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {} },
+      })
+      expect(init.authMethods?.[0]).toMatchObject({ id: 'api-key', description: expect.stringContaining('DEEPSEEK_API_KEY') })
+      expect(await editor.agent.request('authenticate', { methodId: 'api-key' })).toEqual({})
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+  })
+
+  it('authenticate without a key answers an error naming what to set', async () => {
+    const { home, cwd } = tempHome()
+    const editor = openEditor({ home, cwd, key: false })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      await expect(editor.agent.request('authenticate', { methodId: 'api-key' })).rejects.toMatchObject({ message: expect.stringContaining('DEEPSEEK_API_KEY') })
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+  })
+
+  it('a coding turn shows reasoning, each tool call with kind, title, locations and status, diffs for write and edit, bash output, and the plan', async () => {
+    const { home, cwd } = tempHome()
+    const file = join(cwd, 'notes.txt')
+    server.enqueue(
+      streamResponse([{ reasoning: 'Write the file first.' }, { text: 'Writing.' }, { toolCall: { id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'notes.txt', content: 'one\n' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'r1', name: 'read', arguments: JSON.stringify({ file_path: file }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'e1', name: 'edit', arguments: JSON.stringify({ file_path: file, old_string: 'one', new_string: 'two' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([
+        { toolCall: { index: 0, id: 'b1', name: 'bash', arguments: JSON.stringify({ command: 'cat notes.txt', description: 'show' }) } },
+        { toolCall: { index: 1, id: 't1', name: 'todo_write', arguments: JSON.stringify({ todos: [{ content: 'edit notes', status: 'completed' }, { content: 'review', status: 'pending' }] }) } },
+        { finish: 'tool_calls', usage },
+      ]),
+      streamResponse([{ text: 'Done' }, { text: '.' }, { finish: 'stop', usage }]),
+    )
+    const editor = openEditor({ home, cwd })
+    try {
+      const sessionId = await start(editor, cwd)
+      expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write notes' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(readFileSync(file, 'utf8')).toBe('two\n')
+      const updates = kinds(editor, sessionId)
+      expect(updates[0]).toEqual({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: 'Write the file first.' } })
+      expect(updates.filter(u => u.sessionUpdate === 'agent_message_chunk').map(u => (u as any).content.text).join('')).toBe('Writing.Done.')
+      const call = (id: string) => updates.find(u => u.sessionUpdate === 'tool_call' && u.toolCallId === id) as any
+      const statuses = (id: string) => updates.filter(u => (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update') && u.toolCallId === id).map(u => (u as any).status)
+      expect(call('w1')).toMatchObject({ kind: 'edit', title: `Write ${file}`, status: 'pending', locations: [{ path: file }], rawInput: { file_path: 'notes.txt' } })
+      expect(call('r1')).toMatchObject({ kind: 'read', title: `Read ${file}`, locations: [{ path: file }] })
+      expect(call('e1')).toMatchObject({ kind: 'edit', title: `Edit ${file}` })
+      expect(call('b1')).toMatchObject({ kind: 'execute', title: 'cat notes.txt' })
+      expect(call('t1')).toMatchObject({ kind: 'think' })
+      for (const id of ['w1', 'r1', 'e1', 'b1', 't1']) expect(statuses(id)).toEqual(['pending', 'in_progress', 'completed'])
+      const finished = (id: string) => updates.find(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === id && u.status === 'completed') as any
+      expect(finished('w1').content[0]).toEqual({ type: 'diff', path: file, oldText: null, newText: 'one\n' })
+      expect(finished('e1').content[0]).toEqual({ type: 'diff', path: file, oldText: 'one\n', newText: 'two\n' })
+      expect(finished('b1').content.map((c: any) => c.content.text).join('')).toContain('two')
+      expect(updates.find(u => u.sessionUpdate === 'plan')).toEqual({
+        sessionUpdate: 'plan',
+        entries: [{ content: 'edit notes', priority: 'medium', status: 'completed' }, { content: 'review', priority: 'medium', status: 'pending' }],
+      })
+      // Every update precedes the prompt's answer on the wire.
+      const answer = editor.received.findIndex(frame => frame.result?.stopReason !== undefined)
+      expect(editor.received.slice(answer + 1).filter(frame => frame.method === 'session/update')).toEqual([])
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+    expect(editor.stderr()).toBe('')
+  })
+
+  it('a failed tool call ends failed, with the error text', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'x1', name: 'read', arguments: JSON.stringify({ file_path: 'missing.txt' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'No file.' }, { finish: 'stop', usage }]),
+    )
+    const editor = openEditor({ home, cwd })
+    try {
+      const sessionId = await start(editor, cwd)
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'read it' }] })
+      const last = kinds(editor, sessionId).filter(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 'x1').at(-1) as any
+      expect(last.status).toBe('failed')
+      expect(last.content[0].content.text).toMatch(/missing\.txt|not found|no such/i)
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      await editor.close()
+    }
+  })
+
+  it('session/list and session/load reopen yesterday\'s session: the conversation is replayed, then a prompt continues it', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ reasoning: 'Look.' }, { toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: 'echo stored', description: 'echo' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'It said stored.' }, { finish: 'stop', usage }]),
+    )
+    const first = openEditor({ home, cwd })
+    let sessionId: string
+    try {
+      sessionId = await start(first, cwd)
+      await first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'run echo' }] })
+    } finally {
+      expect(await first.close()).toBe(0)
+    }
+    const second = openEditor({ home, cwd })
+    try {
+      await second.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      const listed = await second.agent.request('session/list', { cwd })
+      expect(listed.sessions.map(info => info.sessionId)).toEqual([sessionId])
+      expect(listed.sessions[0]).toMatchObject({ cwd, title: expect.any(String), updatedAt: expect.any(String) })
+      expect((await second.agent.request('session/list', { cwd: join(cwd, 'elsewhere') })).sessions).toEqual([])
+      await second.agent.request('session/load', { sessionId, cwd, mcpServers: [] })
+      const replayed = kinds(second, sessionId)
+      expect(replayed.map(u => u.sessionUpdate)).toEqual(['user_message_chunk', 'agent_thought_chunk', 'tool_call', 'tool_call_update', 'agent_message_chunk'])
+      expect(replayed[0]).toEqual({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'run echo' } })
+      expect(replayed[3]).toMatchObject({ toolCallId: 'b1', status: 'completed' })
+      // The replay precedes the load's answer.
+      const answer = second.received.findIndex(frame => frame.result !== undefined && second.sent.find(s => s.id === frame.id)?.method === 'session/load')
+      expect(second.received.slice(answer + 1).filter(frame => frame.method === 'session/update')).toEqual([])
+      const before = server.requests.length
+      server.enqueue(streamResponse([{ text: 'Still here.' }, { finish: 'stop', usage }]))
+      expect(await second.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'and now?' }] })).toEqual({ stopReason: 'end_turn' })
+      const messages = server.requests[before]!.body.messages as { role: string; content: string }[]
+      expect(messages.some(m => m.role === 'assistant' && m.content === 'It said stored.')).toBe(true)
+      await expect(second.agent.request('session/load', { sessionId: 'no-such-session', cwd, mcpServers: [] })).rejects.toMatchObject({ message: expect.stringContaining('no-such-session') })
+      expect(second.invalidFrames()).toEqual([])
+    } finally {
+      expect(await second.close()).toBe(0)
+    }
+  })
+
+  it('session/close lets a session go (it can be resumed), session/delete moves it to the trash', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
+    const editor = openEditor({ home, cwd })
+    try {
+      const sessionId = await start(editor, cwd)
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] })
+      expect(await editor.agent.request('session/close', { sessionId })).toEqual({})
+      await expect(editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'x' }] })).rejects.toMatchObject({ message: expect.stringContaining('session/load') })
+      expect(await editor.agent.request('session/resume', { sessionId, cwd })).toEqual({})
+      expect(kinds(editor, sessionId).filter(u => u.sessionUpdate === 'user_message_chunk')).toEqual([])
+      expect(await editor.agent.request('session/delete', { sessionId })).toEqual({})
+      expect((await editor.agent.request('session/list', {})).sessions).toEqual([])
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+  })
+
+  it('T-7: a permission round trip through the library: allow-once runs the tool, and the request names the call', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'p1', name: 'bash', arguments: JSON.stringify({ command: 'touch allowed', description: 'touch' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
+    )
+    const editor = openEditor({ home, cwd, patches: [askPatch()], permission: () => 'allow-once' })
+    try {
+      const sessionId = await start(editor, cwd)
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })
+      expect(editor.permissions).toHaveLength(1)
+      expect(editor.permissions[0]).toMatchObject({ sessionId, toolCall: { toolCallId: 'p1' } })
+      expect(readFileSync(join(cwd, 'allowed'), 'utf8')).toBe('')
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      await editor.close()
+    }
+  })
+
+  it('closing the editor mid-turn is quiet: exit 0, no EPIPE or stack on stderr, the log flushed', async () => {
+    const { home, cwd } = tempHome()
+    let release!: () => void
+    const hold = new Promise<void>(resolve => { release = resolve })
+    server.enqueue(streamResponse([{ text: 'partial' }, { until: hold }, { finish: 'stop', usage }]))
+    const editor = openEditor({ home, cwd })
+    try {
+      const sessionId = await start(editor, cwd)
+      const requested = server.requests.length
+      void editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'long' }] }).catch(() => undefined)
+      await server.waitForRequests(requested + 1)
+      // The editor goes away: it stops reading and closes its end.
+      editor.child.stdout.destroy()
+      expect(await editor.close()).toBe(0)
+      expect(editor.stderr()).toBe('')
+      const stored = readdirSync(home, { recursive: true, encoding: 'utf8' }).find(path => path.includes(sessionId) && path.endsWith('session.jsonl'))
+      const log = readFileSync(join(home, stored!), 'utf8')
+      expect(log).toContain('"turn/end"')
+    } finally {
+      release()
+    }
+  })
+})

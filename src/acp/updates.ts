@@ -1,0 +1,230 @@
+/**
+ * What an editor sees of a session: session events mapped to ACP `session/update` payloads.
+ *
+ * Two modes. `full` (the default) streams what the agent does: `agent_message_chunk` and
+ * `agent_thought_chunk` per delta, `tool_call` when the model's call is logged (kind, a human
+ * title, file `locations`, `rawInput`), `tool_call_update` when its body starts (`in_progress`)
+ * and when it ends (`completed` / `failed`, with the result text and, for file edits, a `diff`
+ * block), and `plan` from the todo list. `recorded` emits exactly what the original system
+ * sends: one `agent_message_chunk` per committed assistant message with text (the protocol
+ * conformance suite uses it).
+ *
+ * `replayUpdates` turns a stored log into the updates a client needs to rebuild the conversation
+ * on `session/load`: committed messages rather than deltas, and every tool call with its outcome.
+ */
+import { isAbsolute, resolve } from 'node:path'
+import type { AssistantMessage, ContentBlock, ImageBlock, StreamChunk, ToolResultMessage, UserMessage } from '../llm/types.js'
+import type { SessionEvent } from '../session/types.js'
+
+export type UpdateMode = 'full' | 'recorded'
+
+/** One `session/update` payload (the `update` member of the notification). */
+export type SessionUpdate = { readonly sessionUpdate: string } & Record<string, unknown>
+
+export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'think' | 'fetch' | 'other'
+
+/** A file's text before and after an edit, captured around the tool's body. */
+export interface FileChange {
+  readonly path: string
+  readonly oldText: string | null
+  readonly newText: string
+}
+
+const KINDS: Readonly<Record<string, ToolKind>> = {
+  read: 'read',
+  write: 'edit',
+  edit: 'edit',
+  bash: 'execute',
+  glob: 'search',
+  grep: 'search',
+  web_fetch: 'fetch',
+  todo_write: 'think',
+}
+
+export function toolKind(name: string): ToolKind {
+  return KINDS[name] ?? 'other'
+}
+
+/** The tools whose `file_path` argument names one file they read or change. */
+const FILE_TOOLS = new Set(['read', 'write', 'edit'])
+
+export function parseArguments(text: string): unknown {
+  if (text.trim() === '') return {}
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
+function stringField(input: unknown, key: string): string | undefined {
+  if (typeof input !== 'object' || input === null) return undefined
+  const value = (input as Record<string, unknown>)[key]
+  return typeof value === 'string' && value !== '' ? value : undefined
+}
+
+/** The absolute path a file tool acts on, resolved against the session's folder. */
+export function toolPath(name: string, input: unknown, cwd: string | undefined): string | undefined {
+  if (!FILE_TOOLS.has(name)) return undefined
+  const path = stringField(input, 'file_path')
+  if (path === undefined) return undefined
+  return isAbsolute(path) || cwd === undefined ? path : resolve(cwd, path)
+}
+
+/** A title a person reads in a tool list: the command, the path, the pattern, the URL. */
+export function toolTitle(name: string, input: unknown, cwd: string | undefined): string {
+  const oneLine = (text: string) => {
+    const line = text.split('\n')[0] ?? ''
+    return line.length > 120 ? `${line.slice(0, 119)}…` : line
+  }
+  switch (name) {
+    case 'bash': {
+      const command = stringField(input, 'command')
+      return command === undefined ? 'bash' : oneLine(command)
+    }
+    case 'read':
+    case 'write':
+    case 'edit': {
+      const path = toolPath(name, input, cwd)
+      const verb = name === 'read' ? 'Read' : name === 'write' ? 'Write' : 'Edit'
+      return path === undefined ? name : `${verb} ${path}`
+    }
+    case 'glob':
+    case 'grep': {
+      const pattern = stringField(input, 'pattern')
+      return pattern === undefined ? name : `${name} ${oneLine(pattern)}`
+    }
+    case 'web_fetch': {
+      const url = stringField(input, 'url')
+      return url === undefined ? name : `Fetch ${url}`
+    }
+    case 'todo_write':
+      return 'Update plan'
+    default:
+      return name
+  }
+}
+
+function text(blocks: readonly ContentBlock[], type: 'text' | 'reasoning'): string {
+  let out = ''
+  for (const block of blocks) if (block.type === type) out += block.text
+  return out
+}
+
+/** An image block as ACP content (inline data only; a stored attachment is named instead). */
+function imageContent(block: ImageBlock): Record<string, unknown> {
+  if ('data' in block) return { type: 'image', data: block.data, mimeType: block.mimeType }
+  return { type: 'text', text: `[image ${block.attachment.name ?? block.attachment.attachmentId}]` }
+}
+
+function toolCallUpdate(data: { callId: string; name: string; arguments: string }, cwd: string | undefined, status: 'pending' | 'completed' | 'failed'): SessionUpdate {
+  const rawInput = parseArguments(data.arguments)
+  const path = toolPath(data.name, rawInput, cwd)
+  return {
+    sessionUpdate: 'tool_call',
+    toolCallId: data.callId,
+    title: toolTitle(data.name, rawInput, cwd),
+    kind: toolKind(data.name),
+    status,
+    ...(path === undefined ? {} : { locations: [{ path }] }),
+    rawInput,
+  }
+}
+
+/** The finishing `tool_call_update` of a call: its status and result content. */
+export function toolResultUpdate(message: ToolResultMessage, failed: boolean, change?: FileChange): SessionUpdate {
+  const result = message.content[0]
+  const content: unknown[] = []
+  if (change !== undefined && !failed) content.push({ type: 'diff', path: change.path, oldText: change.oldText, newText: change.newText })
+  for (const block of result.content) {
+    if (block.type === 'text' && block.text !== '') content.push({ type: 'content', content: { type: 'text', text: block.text } })
+    else if (block.type === 'image') content.push({ type: 'content', content: imageContent(block) })
+  }
+  return { sessionUpdate: 'tool_call_update', toolCallId: result.toolCallId, status: failed ? 'failed' : 'completed', content }
+}
+
+function planUpdate(todos: readonly { content: string; status: string }[]): SessionUpdate {
+  return { sessionUpdate: 'plan', entries: todos.map(todo => ({ content: todo.content, priority: 'medium', status: todo.status })) }
+}
+
+function resultFailed(data: { message: ToolResultMessage; error?: unknown }): boolean {
+  return data.error !== undefined || data.message.content[0].isError
+}
+
+/**
+ * The live updates of one event, in `mode`. `changes` holds file changes captured around tool
+ * bodies (by call id); `cwd` is the session's folder.
+ */
+export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string | undefined, changes?: ReadonlyMap<string, FileChange>): SessionUpdate[] {
+  if (mode === 'recorded') {
+    if (event.type !== 'assistant/message') return []
+    const body = text((event.data as { message: AssistantMessage }).message.content, 'text')
+    return body === '' ? [] : [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: body } }]
+  }
+  switch (event.type) {
+    case 'assistant/chunk': {
+      const chunk = (event.data as { chunk: StreamChunk }).chunk
+      if (chunk.type === 'text-delta' && chunk.text !== '') return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: chunk.text } }]
+      if (chunk.type === 'reasoning-delta' && chunk.text !== '') return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: chunk.text } }]
+      return []
+    }
+    case 'tool/call':
+      return [toolCallUpdate(event.data as { callId: string; name: string; arguments: string }, cwd, 'pending')]
+    case 'tool/result': {
+      const data = event.data as { message: ToolResultMessage; error?: unknown }
+      return [toolResultUpdate(data.message, resultFailed(data), changes?.get(data.message.content[0].toolCallId))]
+    }
+    case 'todo/write':
+      return [planUpdate((event.data as { todos: { content: string; status: string }[] }).todos)]
+    default:
+      return []
+  }
+}
+
+/**
+ * The updates that rebuild a stored conversation (`session/load`): user and assistant messages
+ * whole, reasoning as thoughts, each tool call with its final status, and the last plan.
+ */
+export function replayUpdates(events: readonly SessionEvent[], cwd: string | undefined): SessionUpdate[] {
+  const out: SessionUpdate[] = []
+  const calls = new Map<string, { callId: string; name: string; arguments: string }>()
+  for (const event of events) {
+    switch (event.type) {
+      case 'user/message': {
+        const message = event.data as UserMessage
+        // Only what the person typed: runtime contexts, notices and other plugin input stay out.
+        if (message.source.kind !== 'user') break
+        for (const block of message.content) {
+          if (block.type === 'text' && block.text !== '') out.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.text } })
+          else if (block.type === 'image') out.push({ sessionUpdate: 'user_message_chunk', content: imageContent(block) })
+        }
+        break
+      }
+      case 'assistant/message': {
+        const message = (event.data as { message: AssistantMessage }).message
+        const thought = text(message.content, 'reasoning')
+        if (thought !== '') out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: thought } })
+        const body = text(message.content, 'text')
+        if (body !== '') out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: body } })
+        break
+      }
+      case 'tool/call': {
+        const data = event.data as { callId: string; name: string; arguments: string }
+        calls.set(data.callId, data)
+        out.push(toolCallUpdate(data, cwd, 'pending'))
+        break
+      }
+      case 'tool/result': {
+        const data = event.data as { message: ToolResultMessage; error?: unknown }
+        if (calls.has(data.message.content[0].toolCallId)) out.push(toolResultUpdate(data.message, resultFailed(data)))
+        break
+      }
+      case 'todo/write':
+        out.push(planUpdate((event.data as { todos: { content: string; status: string }[] }).todos))
+        break
+      default:
+        break
+    }
+  }
+  return out
+}

@@ -1,0 +1,63 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+import { realisticLog } from '../persistence/backend.conformance.js'
+import { JsonlBackend } from '../persistence/jsonl/backend.js'
+
+let server: FakeDeepSeek
+beforeAll(async () => { server = await FakeDeepSeek.start() })
+afterAll(async () => { await server.close() })
+
+const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+/** A stored session whose last turn is open (as after a crash), in a home folder's JSONL store. */
+async function storedOpenSession(home: string, cwd: string): Promise<{ id: string; path: string }> {
+  const { header, events } = await realisticLog(1, 5, 30)
+  const backend = new JsonlBackend({ root: join(home, 'sessions') })
+  await backend.create({ ...header, cwd }, events)
+  const path = (await backend.pathOf(header.id))!
+  await backend.close()
+  return { id: header.id, path }
+}
+
+describe('dsh sessions', () => {
+  it('D-5: resuming a session with a damaged line inside its open turn is refused in one line naming file and line; nothing is cut; `dsh sessions repair` writes a copy that continues', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    const { id, path } = await storedOpenSession(home, cwd)
+    const lines = readFileSync(path, 'utf8').split('\n')
+    const at = lines.length - 8
+    lines.splice(at, 0, lines[at]) // a duplicated line, seven intact lines after it
+    const damaged = lines.join('\n')
+    writeFileSync(path, damaged)
+
+    const resumed = await runDsh(['--session', id, 'go on'], { cwd, env })
+    expect(resumed.code).toBe(1)
+    expect(resumed.stderr.trim().split('\n')).toHaveLength(1)
+    expect(resumed.stderr).toContain(`${path}: line ${at + 2}: wrong-seq`)
+    expect(resumed.stderr).toContain(`dsh sessions repair ${id}`)
+    expect(readFileSync(path, 'utf8')).toBe(damaged)
+
+    const repaired = await runDsh(['sessions', 'repair', id], { cwd, env })
+    expect(repaired.stderr).toBe('')
+    expect(repaired.code).toBe(0)
+    const copyId = /into session (\S+)/.exec(repaired.stdout)![1]
+    expect(copyId).not.toBe(id)
+    expect(readFileSync(path, 'utf8')).toBe(damaged)
+
+    server.enqueue(streamResponse([{ text: 'continued' }, { finish: 'stop', usage }]))
+    const continued = await runDsh(['--session', copyId, 'go on'], { cwd, env })
+    expect(continued.stderr).toBe('')
+    expect(continued.stdout).toBe('continued\n')
+  })
+
+  it('an unknown argument to `dsh sessions` is a usage error (exit 2) naming it', async () => {
+    const { home, cwd } = tempHome()
+    const result = await runDsh(['sessions', '--bogus'], { cwd, env: { DSH_HOME: home } })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toMatch(/unknown argument "--bogus"/)
+    expect(result.stdout).toBe('')
+  })
+})

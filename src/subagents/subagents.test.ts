@@ -1,0 +1,267 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import type { Context } from 'cordis'
+import { loopHarness, type LoopHarness } from '../../test-support/agent-harness.js'
+import { hang, text, toolCalls, type ScriptedResponse } from '../../test-support/scripted-model.js'
+import type { LlmCallOptions, StreamChunk, TextBlock, ToolResultMessage, UserMessage } from '../llm/types.js'
+import type { Session } from '../session/api.js'
+import type { SessionEvent } from '../session/types.js'
+import { SystemPromptPlugin } from '../prompt/index.js'
+import { SubagentsPlugin, SubagentToolsPlugin, type SubagentFinished, type SubagentStarted, type SubagentToolRow } from './index.js'
+
+/** Model scripts keyed by the first user text of the requesting session (children run concurrently). */
+class Router {
+  private readonly scripts = new Map<string, ScriptedResponse[]>()
+  script(firstUserText: string, ...responses: ScriptedResponse[]): this {
+    this.scripts.set(firstUserText, [...this.scripts.get(firstUserText) ?? [], ...responses])
+    return this
+  }
+
+  private readonly fallbacks = new Map<string, ScriptedResponse>()
+  /** The response once the key's script is used up (input whose timing varies). */
+  fallback(firstUserText: string, response: ScriptedResponse): this {
+    this.fallbacks.set(firstUserText, response)
+    return this
+  }
+
+  readonly respond: ScriptedResponse = (request: LlmCallOptions, signal) => {
+    const first = request.messages.find(m => m.role === 'user' && m.source.kind === 'user')
+    const key = (first?.content.find(b => b.type === 'text') as TextBlock | undefined)?.text ?? ''
+    const queue = this.scripts.get(key)
+    const next = queue?.shift() ?? this.fallbacks.get(key)
+    if (next === undefined) throw new Error(`router: no response left for "${key}"`)
+    return typeof next === 'function' ? next(request, signal) : next
+  }
+}
+
+let harness: LoopHarness | undefined
+afterEach(async () => {
+  await harness?.dispose()
+  harness = undefined
+})
+
+async function setup(router: Router, rows?: readonly SubagentToolRow[]): Promise<LoopHarness> {
+  harness = await loopHarness({
+    responses: Array.from({ length: 40 }, () => router.respond),
+    setup: async (ctx: Context) => {
+      await ctx.plugin(SystemPromptPlugin).await()
+      await ctx.plugin(SubagentsPlugin).await()
+      await ctx.plugin(SubagentToolsPlugin, rows === undefined ? {} : { tools: rows }).await()
+    },
+  })
+  return harness
+}
+
+const call = (id: string, name: string, args: Record<string, unknown>) => toolCalls([{ id, name, arguments: args }])
+const resultText = (event: SessionEvent): string => {
+  const block = (event.data as { message: ToolResultMessage }).message.content[0] as unknown as { content: { text: string }[]; isError: boolean }
+  return block.content.map(b => b.text).join('')
+}
+const isError = (event: SessionEvent): boolean => ((event.data as { message: ToolResultMessage }).message.content[0] as { isError: boolean }).isError
+const children = (ctx: Context, parent: Session) => ctx.sessions.list().filter(s => s.header.parentSession === parent.id)
+
+function track(ctx: Context) {
+  const started: SubagentStarted[] = []
+  const finished: SubagentFinished[] = []
+  const sessions = new Map<string, Session>()
+  ctx.on('subagent/started', info => { started.push(info) })
+  ctx.on('subagent/finished', info => { finished.push(info) })
+  ctx.on('session/created', session => { sessions.set(session.id, session) })
+  return { started, finished, sessions }
+}
+
+describe('subagents: one-shot', () => {
+  it('SA-1 SA-3 SA-5: a foreground spawn runs a child session and returns only its final text', async () => {
+    const router = new Router()
+      .script('delegate', call('c1', 'subagent', { description: 'Say OK', prompt: 'Reply OK', run_in_background: false }), text('PARENT_DONE'))
+      .script('Reply OK', [{ type: 'block-start', index: 0, blockType: 'reasoning' }, { type: 'reasoning-delta', index: 0, text: 'think' }, { type: 'block-end', index: 0, block: { type: 'reasoning', text: 'think' } }, ...text('CHILD_OK', { index: 1 })] as StreamChunk[])
+    const h = await setup(router)
+    const seen = track(h.ctx)
+    h.agent.followup('delegate')
+    await h.agent.whenIdle()
+    const results = h.of('tool/result')
+    expect(results.map(resultText)).toEqual(['CHILD_OK'])
+    expect(seen.started).toHaveLength(1)
+    const child = seen.sessions.get(seen.started[0].childSessionId)!
+    expect(child.header).toMatchObject({ parentSession: h.session.id, origin: 'subagent', delegationDepth: 1, cwd: h.session.header.cwd })
+    const types = child.events.map(e => e.type)
+    expect(types.slice(0, 5)).toEqual(['agent/inbox/spliced', 'turn/start', 'agent/inbox/spliced', 'subagent/descriptor', 'step/start'])
+    expect(child.events[3].data).toEqual({ version: 2, mode: 'one-shot', provider: 'spawn', label: 'Say OK' })
+    const contexts = child.events.filter(e => e.type === 'user/message' && (e.data as UserMessage).source.kind === 'plugin')
+    expect(JSON.stringify(contexts.at(-1)!.data)).toContain('You are a delegated subagent')
+    expect(seen.finished).toEqual([expect.objectContaining({ status: 'ok', stopReason: 'completed', parentSessionId: h.session.id })])
+    // The one-shot child is released after its run.
+    expect(h.ctx.sessions.get(child.id)).toBeUndefined()
+    expect(h.ctx.agents.get(child.id)).toBeUndefined()
+  })
+
+  it('SA-7: two subagent calls in one message overlap and commit in model order', async () => {
+    let releaseA!: () => void
+    const aGate = new Promise<void>(resolve => { releaseA = resolve })
+    const router = new Router()
+      .script('two', toolCalls([
+        { id: 'a', name: 'subagent', arguments: { description: 'A', prompt: 'task A', run_in_background: false } },
+        { id: 'b', name: 'subagent', arguments: { description: 'B', prompt: 'task B', run_in_background: false } },
+      ]), text('BOTH'))
+      // A finishes only after B's child has made its request: the children overlap.
+      .script('task A', async () => { await aGate; return text('RESULT_A') })
+      .script('task B', () => { releaseA(); return text('RESULT_B') })
+    const h = await setup(router)
+    h.agent.followup('two')
+    await h.agent.whenIdle()
+    const step1 = h.session.events.filter(e => (e.type === 'tool/call' || e.type === 'tool/result'))
+    expect(step1.map(e => e.type)).toEqual(['tool/call', 'tool/call', 'tool/result', 'tool/result'])
+    expect(step1.slice(2).map(resultText)).toEqual(['RESULT_A', 'RESULT_B'])
+  })
+
+  it('SA-2: a grandchild beyond maxDepth is rejected with the exact text and no session is created', async () => {
+    const router = new Router()
+      .script('top', call('c1', 'subagent', { description: 'Level one', prompt: 'level one', run_in_background: false }), text('TOP_DONE'))
+      .script('level one', call('c2', 'subagent', { description: 'Level two', prompt: 'level two', run_in_background: false }), text('ONE_DONE'))
+    const h = await setup(router, [{ provider: 'spawn', toolName: 'subagent', backgroundMode: 'continuable', maxDepth: 1 }])
+    const seen = track(h.ctx)
+    h.agent.followup('top')
+    await h.agent.whenIdle()
+    expect(seen.started).toHaveLength(1)
+    const child = seen.sessions.get(seen.started[0].childSessionId)!
+    const childResults = child.events.filter(e => e.type === 'tool/result')
+    expect(childResults.map(resultText)).toEqual(['Error: subagent depth 2 exceeds maxDepth 1'])
+    expect(isError(childResults[0])).toBe(true)
+    // The tool stays visible at the cap.
+    const header = child.events.find(e => e.type === 'request/header')!
+    expect(JSON.stringify(header.data)).toContain('"name":"subagent"')
+    expect(h.of('tool/result').map(resultText)).toEqual(['ONE_DONE'])
+  })
+
+  it('SA-15: cancelling the parent aborts the running child turn', async () => {
+    let ready!: () => void
+    const childStreaming = new Promise<void>(resolve => { ready = resolve })
+    const router = new Router()
+      .script('cancel me', call('c1', 'subagent', { description: 'Hang', prompt: 'hang', run_in_background: false }))
+      .script('hang', hang(text('partial').slice(0, 2), () => ready()))
+    const h = await setup(router)
+    const seen = track(h.ctx)
+    h.agent.followup('cancel me')
+    await childStreaming
+    h.agent.cancel()
+    await h.agent.whenIdle()
+    const child = seen.sessions.get(seen.started[0].childSessionId)!
+    const end = child.events.findLast(e => e.type === 'turn/end')!
+    expect(end.data).toEqual({ turn: 1, reason: { kind: 'aborted', reason: { kind: 'parent' } } })
+    expect(h.session.events.findLast(e => e.type === 'turn/end')!.data).toMatchObject({ reason: { kind: 'aborted' } })
+    expect(seen.finished[0]).toMatchObject({ status: 'error', stopReason: 'aborted' })
+  })
+
+  it('SA-6: a child that hits max-tokens returns the headline and its partial text as an error', async () => {
+    const router = new Router()
+      .script('limit', call('c1', 'subagent', { description: 'Long', prompt: 'long', run_in_background: false }), text('SAW_ERROR'))
+      .script('long', [
+        { type: 'block-start', index: 0, blockType: 'text' }, { type: 'text-delta', index: 0, text: 'partial one' },
+        { type: 'block-end', index: 0, block: { type: 'text', text: 'partial one' } }, { type: 'finish', reason: { kind: 'max-tokens' } },
+      ] as StreamChunk[])
+    const h = await setup(router)
+    h.agent.followup('limit')
+    await h.agent.whenIdle()
+    const [result] = h.of('tool/result')
+    expect(resultText(result)).toBe('Error: subagent run hit its token limit before finishing\nPartial output before the run ended:\npartial one')
+    expect(isError(result)).toBe(true)
+  })
+
+  it('SA-4: a fork child is seeded with the completed turns and continues the turn numbering', async () => {
+    const router = new Router()
+      // The fork child's first user text is the parent's first prompt (seeded), so its call
+      // comes third under the same key: parent turn 1, parent turn 2 step 1, child, parent step 2.
+      .script('first', text('FIRST_DONE'), call('f1', 'subagent_fork', { description: 'Fork it', prompt: 'forked task' }), text('FORK_RESULT'), text('PARENT_AFTER_FORK'))
+    const h = await setup(router)
+    const seen = track(h.ctx)
+    h.agent.followup('first')
+    await h.agent.whenIdle()
+    const seedLength = h.session.length
+    h.agent.followup('second')
+    // The second prompt's model call sees 'first' as its first user text too.
+    await h.agent.whenIdle()
+    const child = seen.sessions.get(seen.started[0].childSessionId)!
+    expect(child.header).toMatchObject({ seedLength, origin: 'subagent', delegationDepth: 1, parentSession: h.session.id })
+    expect(child.events[seedLength].type).toBe('session/end-seed')
+    expect(child.events.find(e => e.type === 'turn/start' && e.seq > seedLength)!.data).toEqual({ turn: 2 })
+    expect(child.events.find(e => e.type === 'request/header' && e.seq > seedLength)!.data).toMatchObject({ reason: 'resume' })
+    expect(h.of('tool/result').map(resultText)).toEqual(['FORK_RESULT'])
+  })
+})
+
+describe('subagents: continuable', () => {
+  it('SA-8 SA-10: a background child settles while the parent is idle: the notice starts a new parent turn', async () => {
+    const router = new Router()
+      .script('bg', call('c1', 'subagent', { description: 'Background', prompt: 'bg task' }), text('STARTED_IT'), text('GOT_NOTICE'))
+      .script('bg task', async () => { await idleParent; return text('BG_RESULT') })
+    let parentIdle!: () => void
+    const idleParent = new Promise<void>(resolve => { parentIdle = resolve })
+    const h = await setup(router)
+    const seen = track(h.ctx)
+    h.agent.followup('bg')
+    await h.agent.whenIdle()
+    const id = seen.started[0].childSessionId
+    expect(h.of('tool/result').map(resultText)).toEqual([`started subagent ${id}`])
+    const child = seen.sessions.get(id)!
+    expect(child.events.slice(0, 2).map(e => e.type)).toEqual(['subagent/descriptor', 'session/end-seed'])
+    expect(child.events[0].data).toMatchObject({ version: 2, mode: 'continuable', provider: 'spawn', label: 'Background' })
+    parentIdle()
+    await h.ctx.subagents.whenQuiet(h.agent.id)
+    const notice = h.of('agent/inbox/spliced').find(e => (e.data.inserted[0]?.source as { kind: string } | undefined)?.kind === 'subagent-settled')!
+    expect(notice.data.target).toBe('next-turn')
+    expect(notice.data.inserted[0].content).toEqual([
+      { type: 'text', text: `Background subagent ${id} finished and will do no further work unless you send it more.` },
+      { type: 'text', text: 'Its closing message:' },
+      { type: 'text', text: 'BG_RESULT' },
+    ])
+    expect(h.of('turn/start')).toHaveLength(2)
+    expect(h.of('assistant/message').at(-1)!.data.message.content).toEqual([{ type: 'text', text: 'GOT_NOTICE' }])
+  })
+
+  it('SA-10: a child settling while the parent is busy is claimed at the next step of the same turn', async () => {
+    let childDone!: () => void
+    const childFinished = new Promise<void>(resolve => { childDone = resolve })
+    const router = new Router()
+      .script('busy', call('c1', 'subagent', { description: 'Background', prompt: 'busy task' }),
+        // The parent's second step waits until the child's notice is queued, then stops.
+        async () => { await childFinished; return text('WAITED') },
+        text('SAW_NOTICE'))
+      .script('busy task', text('CHILD_DONE'))
+    const h = await setup(router)
+    h.ctx.on('subagent/finished', () => { childDone() })
+    h.agent.followup('busy')
+    await h.ctx.subagents.whenQuiet(h.agent.id)
+    const notice = h.of('agent/inbox/spliced').find(e => (e.data.inserted[0]?.source as { kind: string } | undefined)?.kind === 'subagent-settled')!
+    expect(notice.data.target).toBe('next-step')
+    expect(h.of('turn/start')).toHaveLength(1)
+    expect(h.of('step/start').map(e => e.data.step)).toEqual([1, 2, 3])
+    expect(h.of('assistant/message').at(-1)!.data.message.content).toEqual([{ type: 'text', text: 'SAW_NOTICE' }])
+  })
+
+  it('SA-9 SA-12: send_message queues FIFO turns, unknown ids fail NOT_RESUMABLE, report reaches the parent', async () => {
+    let idOf!: () => string
+    const router = new Router()
+      .script('ctl', call('c1', 'subagent', { description: 'Worker', prompt: 'work' }),
+        () => call('c2', 'send_message', { subagent_id: idOf(), message: 'more' }),
+        call('c3', 'send_message', { subagent_id: 'nope', message: 'x' }),
+        text('PARENT_IDLE'))
+      .fallback('ctl', text('PARENT_MORE'))
+      .script('work', call('r1', 'report', { output: 'REPORTED_VALUE' }), text('FIRST'), text('SECOND'))
+    idOf = () => h.ctx.sessions.list().find(s => s.header.parentSession === h.session.id)!.id
+    const h = await setup(router)
+    h.agent.followup('ctl')
+    await h.ctx.subagents.whenQuiet(h.agent.id)
+    const results = h.of('tool/result')
+    const id = idOf()
+    expect(resultText(results[1])).toBe(`message queued as the next turn for subagent ${id}`)
+    expect(resultText(results[2])).toBe('Error: subagent "nope" is unavailable')
+    expect(results[2].data.error).toEqual({ name: 'SubagentError', code: 'NOT_RESUMABLE' })
+    const child = h.ctx.sessions.get(id)!
+    const relay = child.events.find(e => e.type === 'agent/inbox/spliced' && (e.data as { inserted: UserMessage[] }).inserted[0]?.source.kind === ('coordinator' as never))!
+    expect((relay.data as { target: string }).target).toBe('next-turn')
+    expect(child.events.filter(e => e.type === 'turn/start')).toHaveLength(2)
+    const reports = h.of('user/message').filter(e => (e.data.source as { kind: string }).kind === 'subagent-report')
+    expect(reports[0].data.content).toEqual([{ type: 'text', text: `Background subagent ${id} reported:` }, { type: 'text', text: 'REPORTED_VALUE' }])
+    const listed = await h.ctx.subagents.list(h.agent, 'children')
+    expect(listed).toEqual([`${id} [idle] — Worker`])
+  })
+})
