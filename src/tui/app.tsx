@@ -35,6 +35,12 @@ interface ApprovalLike {
   preset?(session: Session): string
 }
 
+/** The slice of the shared command registry (`ctx.commands`) the terminal uses. */
+interface CommandsLike {
+  list(scope?: unknown): readonly { name: string; description: string; argumentHint?: string }[]
+  execute(agent: Agent, text: string): Promise<{ kind: 'success' | 'error' | 'prompt'; text?: string } | undefined>
+}
+
 export function displayFolder(path: string, home = homedir()): string {
   return home !== '' && (path === home || path.startsWith(`${home}/`)) ? `~${path.slice(home.length)}` : path
 }
@@ -128,7 +134,23 @@ export class TuiApp extends Service {
     host.signal.addEventListener('abort', onAbort, { once: true })
 
     const files = new FileIndex(cwd)
-    const commands = (): readonly TuiCommand[] => BUILTIN_COMMANDS
+    // The shared registry's commands run through it (logged as command/run ... command/done);
+    // the app keeps only /exit, /new and /help, which act on the terminal itself.
+    const registry = this.ctx.get('commands' as never) as CommandsLike | undefined
+    const shared = (): TuiCommand[] => (registry?.list(store.agent.scope) ?? [])
+      .filter(command => !BUILTIN_COMMANDS.some(own => own.name === command.name))
+      .map(command => ({
+        name: command.name,
+        description: command.argumentHint ? `${command.description} ${command.argumentHint}` : command.description,
+        run: async (commandArgs: string, ui: TuiCommandContext) => {
+          const outcome = await registry!.execute(store.agent, `/${command.name}${commandArgs ? ` ${commandArgs}` : ''}`)
+          // `/model` may replace the agent: follow the registry's live one.
+          const live = this.ctx.agents.get(store.agent.id)
+          if (live !== undefined && live !== store.agent) store.agent = live
+          if (outcome?.text) ui.print(outcome.text, outcome.kind === 'error' ? 'error' : 'info')
+        },
+      }))
+    const commands = (): readonly TuiCommand[] => [...BUILTIN_COMMANDS, ...shared()]
     const commandUi: TuiCommandContext = {
       print: (text, level = 'info') => store.notice(level, text),
       exit: () => finish(),
