@@ -213,6 +213,8 @@ export class TuiApp extends Service {
       }
       store.closing = true
       store.notify()
+      // Let React commit the closing frame (conversation only) before Ink writes its last one.
+      for (let i = 0; i < 3; i += 1) await new Promise(resolve => setImmediate(resolve))
       instance.unmount()
       await instance.waitUntilExit().catch(() => undefined)
       for (const dispose of disposers) dispose()
