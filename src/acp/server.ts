@@ -9,7 +9,9 @@
  * Agent -> client: `session/update` (what the agent does, see ./updates.ts; `updates: recorded`
  * sends only what the original sends: one `agent_message_chunk` per committed assistant message
  * with text, and no session methods beyond new/prompt/cancel), and `session/request_permission`
- * when a tool call needs approval (`ctx.approval`, provided here).
+ * when a tool call of one of its sessions needs approval (an answerer on `ctx.approval`); in
+ * `recorded` mode its params are exactly `{sessionId, toolCall:{toolCallId}, options}` (AP-4),
+ * in `full` mode the tool call also carries `title` and `rawInput`.
  */
 import { readFileSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
@@ -20,7 +22,8 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
-import type { ApprovalService, ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
+import type { ApprovalAnswer, PendingApproval } from '../approval/api.js'
+import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
 import { liveUpdates, parseArguments, replayUpdates, toolPath, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
@@ -102,17 +105,6 @@ interface PendingPrompt {
   readonly resolve: (reason: TurnEndReason) => void
 }
 
-/** `ctx.approval` while the ACP server runs: each `ask` becomes a `session/request_permission`. */
-class AcpApproval extends Service implements ApprovalService {
-  constructor(ctx: Context, private readonly server: { requestPermission: ApprovalService['request'] }) {
-    super(ctx, 'approval')
-  }
-
-  request(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean> {
-    return this.server.requestPermission(execution, reason, signal)
-  }
-}
-
 export class AcpServerApp extends Service {
   static readonly inject = ['host', 'sessions', 'agents', 'llm']
 
@@ -129,7 +121,8 @@ export class AcpServerApp extends Service {
     const mode = config.updates ?? 'full'
     if (mode !== 'full' && mode !== 'recorded') throw new Error(`acp-server: config.updates must be "full" or "recorded", got ${JSON.stringify(mode)}`)
     this.mode = mode
-    ctx.plugin(AcpApproval, { requestPermission: (execution: ToolExecution, reason: string | undefined, signal: AbortSignal) => this.requestPermission(execution, reason, signal) })
+    // Answers approval requests of the sessions opened here; without `ctx.approval` asks fail closed.
+    ctx.inject(['approval'], (ctx) => { ctx.approval.answerer((request, signal) => this.requestPermission(request, signal)) })
   }
 
   async run(): Promise<number> {
@@ -348,19 +341,23 @@ export class AcpServerApp extends Service {
     return record
   }
 
-  private async requestPermission(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean> {
+  private async requestPermission(request: PendingApproval, signal: AbortSignal): Promise<ApprovalAnswer | undefined> {
     const peer = this.peer
-    const agent = this.agentOf(execution.scope)
-    if (peer === undefined || agent === undefined) return false
+    if (peer === undefined || !this.opened.has(request.sessionId)) return undefined
+    const toolCall = this.mode === 'full'
+      ? { toolCallId: request.callId, title: `${request.toolName}: ${request.reason}`, rawInput: parseArguments(request.arguments ?? '') }
+      : { toolCallId: request.callId }
     const answer = await peer.request('session/request_permission', {
-      sessionId: agent.id,
-      toolCall: { toolCallId: execution.callId, title: reason === undefined ? execution.name : `${execution.name}: ${reason}`, rawInput: parseArguments(execution.arguments) },
+      sessionId: request.sessionId,
+      toolCall,
       options: PERMISSION_OPTIONS,
     })
-    if (signal.aborted) return false
+    if (signal.aborted) return 'cancelled'
     const parsed = permissionOutcome.safeParse(answer)
     if (!parsed.success) throw new Error(`the client answered session/request_permission with ${JSON.stringify(answer)}`)
-    return parsed.data.outcome.outcome === 'selected' && parsed.data.outcome.optionId === 'allow-once'
+    const outcome = parsed.data.outcome
+    if (outcome.outcome === 'cancelled') return 'cancelled'
+    return outcome.optionId === 'allow-once' ? 'allowed-once' : 'rejected'
   }
 }
 

@@ -55,6 +55,14 @@ function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, 
   }
 }
 
+/** DSH_PERMISSION_MODE picks the deployment default: danger-full-access runs with policy never. */
+const permissionDefaults = (host: Host) => {
+  const entry = host.env.get('DSH_PERMISSION_MODE')
+  // Trust rule: a project's own .env may not widen its sandbox.
+  if (entry === undefined || entry.value === '' || entry.source === join(host.cwd, '.env')) return {}
+  const mode = entry.value
+  return { mode, policy: mode === 'danger-full-access' ? 'never' : 'ask' }
+}
 const credentials = (host: Host) => ({ credentials: (name: string) => host.env.value(name) })
 const deepseek = (host: Host) => {
   const baseUrl = host.env.value('DEEPSEEK_BASE_URL')
@@ -81,6 +89,10 @@ registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime conte
   async () => withHost((await import('../prompt/index.js')).RuntimeContextsPlugin, host => ({ cwd: host.cwd })))
 registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the workspace and the home folder',
   async () => withHost((await import('../prompt/index.js')).InstructionsPlugin, host => ({ cwd: host.cwd, home: host.home })))
+registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
+  async () => withHost((await import('../approval/service.js')).ApprovalPlugin, permissionDefaults))
+registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
+  async () => withHost((await import('../sandbox/service.js')).SandboxPlugin, host => ({ workspaceRoot: host.cwd })))
 registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
   async () => (await import('../agent/index.js')).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',

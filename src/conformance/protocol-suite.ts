@@ -18,20 +18,21 @@ import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
 import { DshClient, type Notification } from '../sdk/client.js'
 import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
-import { isRuntimeContextSnapshot } from './replay-suite.js'
+import { isRuntimeContextSnapshot, recordedPermissions, recordedRunner } from './replay-suite.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
 const SUITE = 'protocol'
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
 
+/** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
+const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash'])
+
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
   ['subagent/', 'subagents'],
-  ['sandbox/', 'sandbox'],
-  ['approval/', 'approval policies and presets'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
@@ -92,6 +93,10 @@ interface Plan {
   readonly route: { provider: string; model: string }
   /** The recorded composition had the runtime-context plugin (its snapshot message is in the log). */
   readonly runtimeContext: boolean
+  /** The recorded deployment's sandbox mode (from its snapshot), passed as DSH_PERMISSION_MODE. */
+  readonly permissionMode?: string
+  /** A test-only runner command for a runner this machine cannot reproduce. */
+  readonly runnerCommand?: readonly string[]
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -119,7 +124,7 @@ function plan(scenario: Scenario): string | Plan {
   const files = readdirSync(dir)
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
-  if (row?.cls === 'PRODUCT') return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
+  if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => SUPPORTED_PRODUCT_TAGS.has(tag.trim()))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
   if (row?.cls === 'DELEGATION') return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row.tags})`
   if (files.some(name => /^session\.\d+\.jsonl$/.test(name))) return 'missing capability: delegation (child session logs)'
   if (!files.includes('session.jsonl')) return 'no recorded session.jsonl to take the model calls from'
@@ -162,7 +167,13 @@ function plan(scenario: Scenario): string | Plan {
   }
   const route = recordedRoute(text) ?? { provider: 'replay', model: 'replay' }
   const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
-  return { events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext }
+  const permissions = recordedPermissions(events)
+  const runner = recordedRunner(dir)
+  return {
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext,
+    ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
+    ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
+  }
 }
 
 /** The dsh command: the compiled launcher, or the sources through tsx when this runs from sources. */
@@ -184,7 +195,8 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   }]
   // The recorded route (an image prompt was routed to a vision model, for instance).
   rows.push({ id: 'agents', config: { loop: plan.route } })
-  if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true })
+  if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true }, { id: 'approval', config: { runtimeContexts: false } })
+  if (plan.runnerCommand !== undefined) rows.push({ id: 'sandbox', config: { runnerCommand: plan.runnerCommand, runners: [] } })
   // No retry waits: the recorded retries replay at once.
   rows.push({ id: 'llm-retry', config: { baseDelayMs: 1, maxDelayMs: 1 } })
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
@@ -224,7 +236,11 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
     const patch = writePatch(planned, work, scenario.kind)
-    const env: Record<string, string | undefined> = { DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }
+    const env: Record<string, string | undefined> = {
+      DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined,
+      // The recorded deployment's permission mode (danger-full-access implies policy never).
+      DSH_PERMISSION_MODE: planned.permissionMode,
+    }
     const difference = scenario.kind === 'acp'
       ? await runAcp(scenario, planned, { cwd, patch, env })
       : await runSdk(scenario, planned, { cwd, patch, env })

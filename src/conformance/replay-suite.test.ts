@@ -18,6 +18,9 @@ const MUST_PASS = [
   'acp-agent/tests/snapshots/fs-read', 'acp-agent/tests/snapshots/fs-write', 'acp-agent/tests/snapshots/fs-write-overwrite',
   'acp-agent/tests/snapshots/fs-policy-reject', 'jsonrpc-agent/tests/snapshots/text-turn',
   'headless-agent/tests/semantic-checkpoint-snapshots/tool-outcome-unknown', 'headless-agent/tests/snapshots/compaction-recovery',
+  // Approvals and the sandbox (AP-1..AP-4, SB-1..SB-5): knob sections byte-exact, approval events compared.
+  'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
+  'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure',
 ]
 
 describe('replay suite projection', () => {

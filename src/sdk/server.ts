@@ -4,7 +4,9 @@
  *
  * Requests: `initialize`, `session/prompt` (an enqueue receipt), `session/cancel`, `session/list`,
  * `session/load`, `shutdown`. Notifications to the client: `session.event {sessionId, event}` for
- * every appended event of every live session, `session.status {sessionId, status}`.
+ * every appended event of every live session, `session.status {sessionId, status}`. Requests to
+ * the client: `approval/request {sessionId, id, toolName, callId, reason, arguments?}`, answered
+ * `{outcome: "allowed-once" | "rejected" | "cancelled"}`; an error answer fails closed.
  *
  * The server ends on stdin EOF (running turns finish first) or on `shutdown` (running turns are
  * cancelled); either way every session is flushed and the exit code is 0.
@@ -12,6 +14,7 @@
 import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
+import type { ApprovalService } from '../approval/api.js'
 import { z } from 'zod'
 import '../subagents/api.js'
 import type { Agent } from '../agent/api.js'
@@ -98,6 +101,19 @@ export class SdkServerApp extends Service {
     const offStatus = this.ctx.on('agent/status', (agent: Agent, status) => {
       peer.notify('session.status', { sessionId: agent.id, status })
     })
+    // Approval requests go to the client as `approval/request` JSON-RPC requests; a client that
+    // does not answer them (no `onApproval`) fails closed: the request ends `unavailable`.
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    const offAnswerer = approval?.answerer(async (request, signal) => {
+      const answer = await peer.request('approval/request', {
+        sessionId: request.sessionId, id: request.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
+        ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
+      })
+      if (signal.aborted) return 'cancelled'
+      const outcome = (answer as { outcome?: unknown } | null)?.outcome
+      if (outcome === 'allowed-once' || outcome === 'rejected' || outcome === 'cancelled') return outcome
+      throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}`)
+    })
     // SA-17: delegation runs, interleaved with the children's own session.event/status.
     const offStarted = this.ctx.on('subagent/started', (info) => {
       peer.notify('subagent.started', { parentSessionId: info.parentSessionId, childSessionId: info.childSessionId })
@@ -123,6 +139,7 @@ export class SdkServerApp extends Service {
       host.signal.removeEventListener('abort', onSignal)
       offEvent()
       offStatus()
+      offAnswerer?.()
       offStarted()
       offFinished()
       await peer.drain()

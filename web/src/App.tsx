@@ -451,6 +451,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
         <div className="chat-sub">
           <span className={`pill ${props.status}`} data-testid="status">{props.status === 'running' ? 'running' : 'idle'}</span>
           <ModelPicker id={props.id} model={props.model} running={props.status === 'running'} onModel={props.onModel} onError={props.onError} />
+          <PresetPicker id={props.id} onError={props.onError} />
           {props.summary?.cwd ? <span className="muted mono" title={props.summary.cwd}>{props.summary.cwd}</span> : null}
         </div>
       </div>
@@ -522,8 +523,67 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
     }
     case 'notice':
       return <div className={`notice ${item.level}`} data-testid="notice">{item.text}</div>
+    case 'approval':
+      return <ApprovalCard item={item} onError={onError} />
   }
 })
+
+/** What a pending approval would run: the command, or the file a write/edit touches. */
+function approvalSubject(toolName: string, raw: string): string {
+  try {
+    const args = JSON.parse(raw)
+    if (typeof args?.command === 'string') return args.command
+    if (typeof args?.file_path === 'string') return `${toolName} ${args.file_path}`
+  } catch { /* shown raw */ }
+  return raw === '' ? toolName : `${toolName} ${raw}`
+}
+
+const OUTCOME_TEXT: Record<string, string> = {
+  'allowed-once': 'Allowed once', rejected: 'Rejected', cancelled: 'Cancelled', unavailable: 'No one could answer: refused',
+}
+
+/** AP-3: an approval request in the conversation; Allow once / Reject while it is pending. */
+function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval' }>; onError(error: unknown): void }) {
+  const [sent, setSent] = useState(false)
+  const answer = async (outcome: 'allowed-once' | 'rejected') => {
+    setSent(true)
+    try { await call('approval.answer', { approvalId: item.id, outcome }) } catch (error) { setSent(false); onError(error) }
+  }
+  const pending = item.outcome === undefined
+  return (
+    <div className={`approval-card ${pending ? 'pending' : item.outcome}`} data-testid="approval-card" role="group" aria-label={`Approval for ${item.toolName}`}>
+      <div className="approval-title">{pending ? 'Approval needed' : OUTCOME_TEXT[item.outcome!] ?? item.outcome}<span className="muted"> · {item.toolName}</span></div>
+      <pre className="approval-subject" data-testid="approval-subject">{approvalSubject(item.toolName, item.arguments)}</pre>
+      <div className="approval-reason" data-testid="approval-reason">{item.reason}</div>
+      {pending ? (
+        <div className="approval-actions">
+          <button autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="approval-allow">Allow once</button>
+          <button className="ghost danger" disabled={sent} onClick={() => void answer('rejected')} data-testid="approval-reject">Reject</button>
+        </div>
+      ) : <div className="approval-outcome" data-testid="approval-outcome">{OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>}
+    </div>
+  )
+}
+
+/** AP-5: the session's permission preset (sandbox mode + approval policy). */
+function PresetPicker(props: { id: string; onError(error: unknown): void }) {
+  const [view, setView] = useState<{ preset: string; mode: string; presets: string[] } | undefined>()
+  useEffect(() => {
+    setView(undefined)
+    call('permission.get', { id: props.id }).then(setView, () => setView(undefined))
+  }, [props.id])
+  if (view === undefined) return null
+  const choose = async (preset: string) => {
+    try { setView(await call('permission.set', { id: props.id, preset })) } catch (error) { props.onError(error) }
+  }
+  return (
+    <select className="preset-picker" aria-label="Permission preset" title="Permission preset: what the agent may change without asking" data-testid="preset-picker"
+      data-mode={view.mode} value={view.preset} onChange={event => void choose(event.target.value)}>
+      {view.preset === 'custom' ? <option value="custom" disabled>custom</option> : null}
+      {view.presets.map(name => <option key={name} value={name}>{name}</option>)}
+    </select>
+  )
+}
 
 function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: InboxSnapshot): void; onError(error: unknown): void }) {
   const entries = [

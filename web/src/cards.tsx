@@ -81,7 +81,10 @@ const BashCard: ToolCard = (props) => {
   const { call, args } = props
   const result = call.result
   const exit = result?.meta?.exitCode
-  const output = result ? result.text.replace(/\n?\[exit code: -?\d+\]\s*$/, '') : ''
+  const full = result ? result.text.replace(/\n?\[exit code: -?\d+\]\s*$/, '') : ''
+  // SB-4: the sandbox's denial marker lines are drawn apart from the output.
+  const denials = full.split('\n').filter(line => line.startsWith('[sandbox: '))
+  const output = denials.length > 0 ? full.split('\n').filter(line => !line.startsWith('[sandbox: ')).join('\n') : full
   return (
     <ToolShell icon="❯" testId="card-bash" state={state(props)}
       title={<span className="mono">{args?.description ?? 'bash'}</span>}
@@ -89,6 +92,7 @@ const BashCard: ToolCard = (props) => {
       <div className="terminal">
         <div className="terminal-cmd"><span className="prompt">$</span><code dangerouslySetInnerHTML={{ __html: highlight(args?.command ?? call.arguments, 'bash') }} /></div>
         {result ? <Output text={output || '(no output)'} /> : <div className="terminal-wait">running…</div>}
+        {denials.length > 0 ? <div className="sandbox-denial" role="note" data-testid="sandbox-denial">{denials.map(line => <div key={line}>{line}</div>)}</div> : null}
       </div>
     </ToolShell>
   )

@@ -2,6 +2,8 @@
  * Error classes the built-in tools throw. The registry turns a thrown error into an `isError`
  * result whose `error` is `{name, code}` (T-7), so the name and code are part of the contract.
  */
+import { constants, type Stats } from 'node:fs'
+import { open, type FileHandle } from 'node:fs/promises'
 import { ToolError } from '../errors.js'
 
 /** Codes of `FsError` (file tools) and `EditError` (edit). */
@@ -12,6 +14,8 @@ export const BuiltinErrorCode = {
   stale: 'FS_STALE',
   notFound: 'FS_NOT_FOUND',
   isDirectory: 'FS_IS_DIRECTORY',
+  /** A FIFO, socket or device: reading it could block forever (or never end). */
+  notRegular: 'FS_NOT_REGULAR_FILE',
   notDirectory: 'FS_NOT_DIRECTORY',
   binary: 'FS_BINARY',
   offsetOutOfRange: 'FS_OFFSET_OUT_OF_RANGE',
@@ -39,6 +43,50 @@ export class BashError extends ToolError {
 
 export class WebFetchError extends ToolError {
   override name = 'WebFetchError'
+}
+
+/**
+ * Opens `path` for reading without ever blocking: `O_NONBLOCK` makes opening a FIFO return at
+ * once (a plain open waits for a writer, holding a thread of the file-I/O pool; four such waits
+ * freeze every file operation of the process), and the type is checked on the descriptor itself,
+ * so a path swapped after a `stat` cannot slip through. Anything but a regular file is refused
+ * with an `FsError`; a failing open rejects with the raw fs error (map it with `fsFailure`).
+ */
+export async function openRegularFile(path: string): Promise<FileHandle> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY).catch((error: unknown) => {
+    // What opening a socket (or a device without a driver) gives.
+    if ((error as { code?: unknown } | null)?.code === 'ENXIO') {
+      throw new FsError(`${path} is not a regular file (a socket or device); only regular files can be read`, BuiltinErrorCode.notRegular)
+    }
+    throw error
+  })
+  try {
+    const info = await handle.stat()
+    if (info.isDirectory()) throw new FsError(`${path} is a directory, not a file (use glob to list it)`, BuiltinErrorCode.isDirectory)
+    if (!info.isFile()) throw new FsError(`${path} is not a regular file (${fileKind(info)}); only regular files can be read`, BuiltinErrorCode.notRegular)
+    return handle
+  } catch (error) {
+    await handle.close().catch(() => undefined)
+    throw error
+  }
+}
+
+/** The whole content of a regular file (see `openRegularFile`). */
+export async function readRegularFile(path: string): Promise<Buffer> {
+  const handle = await openRegularFile(path)
+  try {
+    return await handle.readFile()
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+function fileKind(info: Stats): string {
+  if (info.isFIFO()) return 'a FIFO'
+  if (info.isSocket()) return 'a socket'
+  if (info.isCharacterDevice()) return 'a character device'
+  if (info.isBlockDevice()) return 'a block device'
+  return 'not a file'
 }
 
 /** Maps a Node fs error to an `FsError` naming the path; anything else is rethrown unchanged. */

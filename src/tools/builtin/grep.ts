@@ -3,11 +3,11 @@
  * come from tinyglobby, binary files (a NUL byte in the first 8 KB) and very large files are
  * skipped, and node_modules and .git are never searched.
  */
-import { readFile, stat } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
-import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
+import { BuiltinErrorCode, FsError, fsFailure, readRegularFile } from './errors.js'
 import { IGNORED_DIRECTORIES } from './glob.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
 import { withSpill } from './spill.js'
@@ -73,10 +73,11 @@ async function candidateFiles(base: string, include: string | undefined): Promis
 
 /** A file's bytes, or why it is not searched. */
 async function load(file: string, maxFileBytes: number): Promise<Buffer | 'large' | undefined> {
-  const size = await stat(file).then((s) => s.size, () => -1)
-  if (size < 0) return undefined
-  if (size > maxFileBytes) return 'large'
-  return readFile(file).catch(() => undefined)
+  const info = await stat(file).catch(() => undefined)
+  // FIFOs, sockets and devices are never searched: reading one could block or never end.
+  if (info === undefined || !info.isFile()) return undefined
+  if (info.size > maxFileBytes) return 'large'
+  return readRegularFile(file).catch(() => undefined)
 }
 
 /** Files are read a batch at a time (I/O overlaps) and scanned in path order. */

@@ -1,4 +1,7 @@
-import { mkdir, writeFile } from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
+import { mkdir, symlink, writeFile } from 'node:fs/promises'
+import { createServer, type Server } from 'node:net'
+import fc from 'fast-check'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { resultText, toolsHarness, type ToolsHarness } from '../../../test-support/builtin-tools.js'
@@ -94,4 +97,43 @@ describe('read', () => {
       expect(resultText(record)).toMatch(message)
     }
   })
+})
+
+describe('read: files that are not regular files', () => {
+  const hasMkfifo = spawnSync('mkfifo', ['--version']).status === 0
+  it.skipIf(!hasMkfifo)('T-7: read refuses a FIFO, a socket, a device or a link to one at once, without blocking the file-I/O pool', async () => {
+    const kinds = ['fifo', 'socket', 'device', 'link-to-fifo'] as const
+    const servers: Server[] = []
+    try {
+      await fc.assert(fc.asyncProperty(fc.array(fc.constantFrom(...kinds), { minLength: 1, maxLength: 8 }), async (picked) => {
+        const paths = await Promise.all(picked.map(async (kind, i) => {
+          const path = join(h.cwd, `special-${Math.random().toString(36).slice(2)}-${i}`)
+          if (kind === 'fifo' || kind === 'link-to-fifo') {
+            const target = kind === 'fifo' ? path : `${path}.target`
+            expect(spawnSync('mkfifo', [target]).status).toBe(0)
+            if (kind === 'link-to-fifo') await symlink(target, path)
+          } else if (kind === 'socket') {
+            const server = createServer()
+            servers.push(server)
+            await new Promise<void>(resolve => server.listen(path, resolve))
+          } else {
+            return '/dev/zero'
+          }
+          return path
+        }))
+        // All at once: more than the pool's four threads if any of them blocked.
+        const records = await Promise.all(paths.map(file_path => h.call('read', { file_path })))
+        for (const record of records) {
+          expect(record.isError).toBe(true)
+          expect(record.error?.code).toBe('FS_NOT_REGULAR_FILE')
+          expect(resultText(record)).toMatch(/is not a regular file/)
+        }
+        // The pool is free: a plain file still reads.
+        await writeFile(join(h.cwd, 'plain.txt'), 'ok\n')
+        expect(resultText(await h.call('read', { file_path: 'plain.txt' }))).toBe('     1\tok')
+      }), { numRuns: 15 })
+    } finally {
+      for (const server of servers) server.close()
+    }
+  }, 20_000)
 })

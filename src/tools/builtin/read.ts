@@ -3,13 +3,11 @@
  * Not spilled: its own limits keep a page under the spill threshold.
  */
 import { createHash } from 'node:crypto'
-import { createReadStream } from 'node:fs'
-import { stat } from 'node:fs/promises'
 import { StringDecoder } from 'node:string_decoder'
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
-import { BuiltinErrorCode, FsError, fsFailure } from './errors.js'
+import { BuiltinErrorCode, FsError, fsFailure, openRegularFile } from './errors.js'
 import { ledgerKey, type FileObservations, type FileVersion } from './ledger.js'
 import { looksBinary, resolvePath } from './paths.js'
 
@@ -88,7 +86,8 @@ export async function readPage(path: string, offset: number, limit: number, limi
     lines.push(formatted)
   }
 
-  const stream = createReadStream(path, signal ? { signal } : {})
+  const handle = await openRegularFile(path)
+  const stream = handle.createReadStream(signal ? { signal } : {})
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     if (size === 0 && looksBinary(chunk)) {
       stream.destroy()
@@ -135,8 +134,6 @@ export function createReadTool(ledger: FileObservations, config: ReadToolConfig 
     isConcurrencySafe: () => true,
     async execute(args, context): Promise<ToolOutput> {
       const path = resolvePath(context.cwd, args.file_path)
-      const info = await stat(path).catch((error) => fsFailure(error, path))
-      if (info.isDirectory()) throw new FsError(`${path} is a directory, not a file (use glob to list it)`, BuiltinErrorCode.isDirectory)
       const offset = args.offset ?? 1
       const limit = Math.min(args.limit ?? limits.maxLines, limits.maxLines)
       const page = await readPage(path, offset, limit, limits, context.signal).catch((error) => fsFailure(error, path))
