@@ -12,6 +12,8 @@ import type { Agent } from '../agent/api.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
+import type { ApprovalService } from '../approval/api.js'
+import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
 import { parseInteractiveArgs, type InteractiveArgs } from './args.js'
 import { pickRoute } from '../host/route.js'
 import { TuiStore } from './store.js'
@@ -26,13 +28,6 @@ import '../persistence/api.js'
 export interface TuiConfig {
   /** Default model when neither --model, DSH_MODEL nor settings name one. */
   readonly model?: string
-}
-
-/** The slice of `ctx.approval` the terminal uses (answered inline with the keyboard). */
-interface ApprovalLike {
-  answerer(fn: (request: { id: string; sessionId: string; toolName: string; reason: string; arguments?: string }, signal: AbortSignal) =>
-    'allowed-once' | 'rejected' | 'cancelled' | undefined | Promise<'allowed-once' | 'rejected' | 'cancelled' | undefined>): () => void
-  preset?(session: Session): string
 }
 
 /** The slice of the shared command registry (`ctx.commands`) the terminal uses. */
@@ -64,6 +59,9 @@ export class TuiApp extends Service {
       args = parseInteractiveArgs(host.args)
       if (args.taskWords.length > 0) throw new Error(`the terminal app takes no task ("${args.taskWords.join(' ')}"); run it headless: dsh --profile headless "task"`)
       route = pickRoute(this.ctx, args.model, this.config.model)
+      if (args.permissionMode !== undefined && !isSandboxMode(args.permissionMode)) {
+        throw new Error(`--permission-mode must be ${SANDBOX_MODES.join(', ')}, not "${args.permissionMode}"`)
+      }
     } catch (error) {
       host.stderr.write(`dsh: ${(error as Error).message}\n`)
       return 2
@@ -125,7 +123,16 @@ export class TuiApp extends Service {
     const disposers: (() => void)[] = []
     disposers.push(this.ctx.on('session/event', (session: Session, event: SessionEvent) => store.observe(session, event)))
     disposers.push(this.ctx.on('agent/status', (live: Agent) => { if (live === store.agent) store.notify() }))
-    const approval = this.ctx.get('approval' as never) as ApprovalLike | undefined
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    if (args.permissionMode !== undefined) {
+      if (approval === undefined) {
+        host.stderr.write('dsh: --permission-mode needs the approval row in the profile\n')
+        return 2
+      }
+      const mode = args.permissionMode as Parameters<ApprovalService['setMode']>[1]
+      approval.setMode(agent.session, mode)
+      approval.setPolicy(agent.session, mode === 'danger-full-access' ? 'never' : 'ask')
+    }
     if (approval !== undefined) disposers.push(this.answerApprovals(approval, store))
 
     let finish!: () => void
@@ -193,7 +200,11 @@ export class TuiApp extends Service {
       model: route.model,
       folder: displayFolder(cwd),
       ...model === undefined ? {} : { contextWindow: model.contextWindow },
-      permission: () => approval?.preset?.(store.agent.session) ?? 'auto-run tools',
+      permission: () => {
+        if (approval === undefined) return 'auto-run tools'
+        const preset = approval.preset(store.agent.session)
+        return preset === 'custom' ? `${approval.mode(store.agent.session)}, ${approval.policy(store.agent.session)}` : preset
+      },
       sessionId: () => store.agent.id,
     }
 
@@ -256,7 +267,7 @@ export class TuiApp extends Service {
   }
 
   /** Approval requests of this app's session are asked inline: y allows once, n rejects. */
-  private answerApprovals(approval: ApprovalLike, store: TuiStore): () => void {
+  private answerApprovals(approval: ApprovalService, store: TuiStore): () => void {
     return approval.answerer((request, signal) => {
       if (request.sessionId !== store.agent.id) return undefined
       return new Promise(resolve => {

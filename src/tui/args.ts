@@ -14,13 +14,15 @@ export interface InteractiveArgs {
   readonly session?: string
   readonly model?: string
   readonly cwd?: string
+  /** `--permission-mode`: the session's sandbox mode (danger-full-access also turns approvals off). */
+  readonly permissionMode?: string
   /** Words that are not options: a task (the headless app runs it). */
   readonly taskWords: readonly string[]
   /** Options only the interactive app knows (`-c`, `--continue`, `--resume`). */
   readonly interactiveOnly: boolean
 }
 
-const VALUE_FLAGS = new Set(['--session', '--model', '--cwd', '--output'])
+const VALUE_FLAGS = new Set(['--session', '--model', '--cwd', '--output', '--permission-mode'])
 
 export function parseInteractiveArgs(args: readonly string[]): InteractiveArgs {
   let continueLatest = false
@@ -50,6 +52,7 @@ export function parseInteractiveArgs(args: readonly string[]): InteractiveArgs {
     ...values['--session'] === undefined ? {} : { session: values['--session'] },
     ...values['--model'] === undefined ? {} : { model: values['--model'] },
     ...values['--cwd'] === undefined ? {} : { cwd: values['--cwd'] },
+    ...values['--permission-mode'] === undefined ? {} : { permissionMode: values['--permission-mode'] },
     taskWords: words,
     interactiveOnly: continueLatest || resume,
   }

@@ -280,6 +280,34 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
   })
 })
 
+describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
+  it('AP-3: an escalation asks inline; y allows that one call, n rejects the next; the status bar shows the preset', async () => {
+    const { home, cwd } = tempHome()
+    const escalate = (id: string, text: string) => toolCall(id, 'bash', { command: `echo ${text}`, description: 'echo', sandbox_permissions: 'danger-full-access', justification: 'needs the network' })
+    server.enqueue(
+      escalate('b1', 'allowed-run'),
+      escalate('b2', 'rejected-run'),
+      streamResponse([{ text: 'One ran, one was refused.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    expect(terminal.screen()).toContain('workspace-write')
+    await send(terminal, 'run two escalated commands')
+    const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
+    expect(ask).toContain('escalate sandbox to danger-full-access: needs the network')
+    expect(ask).toMatch(/y allow once · n reject/)
+    terminal.keys('y')
+    await terminal.waitFor(/✓ \$ echo allowed-run · exit 0/, { history: true })
+    await terminal.waitFor('Allow bash?')
+    terminal.keys('n')
+    await terminal.waitFor('One ran, one was refused.', { history: true })
+    expect(terminal.history()).toMatch(/✗ \$ echo rejected-run/)
+    await quit(terminal)
+    const decided = sessionLog(home).filter(event => event.type === 'approval/decided').map(event => event.data.outcome)
+    expect(decided).toEqual(['allowed-once', 'rejected'])
+  })
+})
+
 describe('dsh without a terminal', () => {
   it('no task and no terminal keeps the headless usage error (exit 2)', async () => {
     const { home, cwd } = tempHome()
