@@ -243,6 +243,21 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await quit(terminal)
   })
 
+  it('the model server dropping the connection mid-stream is retried (llm/retry) and the answer still arrives', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      { segments: streamResponse([{ text: 'Half an ans' }], { done: false }).segments, end: 'destroy' },
+      streamResponse([{ text: 'Whole answer after the retry.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'answer me')
+    await terminal.waitFor('Whole answer after the retry.', { history: true, timeoutMs: 20_000 })
+    await quit(terminal)
+    expect(sessionLog(home).some(event => event.type === 'llm/retry')).toBe(true)
+    expect(sessionLog(home).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+  })
+
   it('colours are on by default (the user prompt marker is cyan)', async () => {
     const { home, cwd } = tempHome()
     const terminal = shell(home, cwd)
