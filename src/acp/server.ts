@@ -28,6 +28,8 @@ import type { ScopeKey } from '../scope/index.js'
 import { liveUpdates, parseArguments, replayUpdates, toolPath, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
+import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
+import '../mcp/api.js'
 import '../host/index.js'
 import '../tools/api.js'
 
@@ -41,6 +43,11 @@ export interface AcpServerConfig {
   readonly provider?: string
   /** Overrides `promptCapabilities.image` (default: from the model catalogue). */
   readonly imageInput?: boolean
+  /**
+   * `session/new.mcpServers` (MC-10): `accept` starts them for that session only (needs the `mcp`
+   * row); `refuse` answers -32602 `mcpServers is not supported`, as the original does.
+   */
+  readonly mcpServers?: 'accept' | 'refuse'
   /**
    * `full` (default): stream reasoning, text, tool calls with status and diffs, and the plan, and
    * offer the session methods. `recorded`: exactly the frames the original system sends.
@@ -112,6 +119,8 @@ export class AcpServerApp extends Service {
   /** Sessions opened through this connection. */
   private readonly opened = new Set<string>()
   private readonly prompts = new Map<string, PendingPrompt>()
+  /** Per-session MCP servers (MC-10), stopped when their agent goes away or the server ends. */
+  private readonly stopServers = new Map<string, () => Promise<void>>()
   /** File changes captured around write/edit bodies, until their result is sent (by call id). */
   private readonly changes = new Map<string, FileChange>()
   private readonly mode: UpdateMode
@@ -145,7 +154,7 @@ export class AcpServerApp extends Service {
       methods: {
         initialize: method(initializeParams, () => this.initialize()),
         authenticate: method(z.object({ methodId: z.string().optional() }).loose(), () => this.authenticate()),
-        'session/new': method(newSessionParams, params => this.newSession(params.cwd)),
+        'session/new': method(newSessionParams, params => this.newSession(params.cwd, params.mcpServers ?? [])),
         'session/prompt': method(promptParams, params => this.prompt(params.sessionId, toContentBlocks(params.prompt))),
         ...sessionMethods,
       },
@@ -163,6 +172,11 @@ export class AcpServerApp extends Service {
       this.prompts.delete(agent.id)
       pending.resolve(reason)
     })
+    const offDisposed = this.ctx.on('agent/disposed', (agent: Agent) => {
+      const stop = this.stopServers.get(agent.id)
+      this.stopServers.delete(agent.id)
+      void stop?.()
+    })
     const onSignal = () => { for (const id of this.opened) this.ctx.agents.get(id)?.cancel({ reason: { kind: 'disposed' } }) }
     host.signal.addEventListener('abort', onSignal, { once: true })
     const aborted = new Promise<void>(resolve => host.signal.addEventListener('abort', () => resolve(), { once: true }))
@@ -178,6 +192,9 @@ export class AcpServerApp extends Service {
       offEvent()
       offExecute()
       offTurnEnd()
+      offDisposed()
+      await Promise.all([...this.stopServers.values()].map(stop => stop()))
+      this.stopServers.clear()
       await peer.drain()
     }
     return 0
@@ -227,13 +244,33 @@ export class AcpServerApp extends Service {
     return models.length > 0 && models.every(info => info.imageInput)
   }
 
-  private async newSession(cwd: string) {
+  private async newSession(cwd: string, mcpServers: readonly unknown[]) {
     if (!isAbsolute(cwd)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd must be an absolute path, got ${JSON.stringify(cwd)}`)
     checkFolder(cwd)
+    const servers = this.sessionServers(mcpServers)
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { cwd, loop })
     this.opened.add(agent.id)
+    if (servers.length > 0) {
+      // MC-10: tools visible to this session's agent only; the servers stop with the agent.
+      const stop = await this.ctx.get('mcp')!.startSessionServers(agent.scope, agent.id, servers)
+      this.stopServers.set(agent.id, stop)
+    }
     return { sessionId: agent.id }
+  }
+
+  /** Checks `session/new.mcpServers` before anything starts; an empty list is always fine. */
+  private sessionServers(list: readonly unknown[]): McpServerConfig[] {
+    if (list.length === 0) return []
+    if (this.config.mcpServers === 'refuse' || this.ctx.get('mcp') === undefined) {
+      throw new RpcError(ErrorCodes.invalidParams, 'mcpServers is not supported')
+    }
+    try {
+      return parseSessionServers(list)
+    } catch (error) {
+      if (error instanceof McpConfigError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${error.message}`)
+      throw error
+    }
   }
 
   /** `session/load` (replay: the stored conversation is streamed first) and `session/resume`. */

@@ -8,6 +8,7 @@
 import { join } from 'node:path'
 import type { Context } from 'cordis'
 import type { Host } from '../host/index.js'
+import { readSettings, writeSettings, type Settings } from '../config/home.js'
 
 type Loader = () => Promise<unknown>
 
@@ -50,7 +51,9 @@ function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, 
     apply(ctx: Context, config: Record<string, unknown> | undefined) {
       const host = ctx.get('host') as Host | undefined
       const filled = { ...(host ? defaults(host) : {}), ...(config ?? {}) }
-      ctx.plugin(plugin as never, filled as never)
+      // Awaiting the inner fiber lets a plugin with an asynchronous start (MCP servers) hold
+      // the launch until it is up, and lets its failure fail this row.
+      return ctx.plugin(plugin as never, filled as never).await().then(() => undefined)
     },
   }
 }
@@ -68,6 +71,18 @@ const deepseek = (host: Host) => {
   const baseUrl = host.env.value('DEEPSEEK_BASE_URL')
   return { ...credentials(host), ...baseUrl === undefined ? {} : { baseUrl } }
 }
+
+/** The flag that trusts a project's `.mcp.json` for one run (it starts code from the repository). */
+export const TRUST_PROJECT_MCP_FLAG = '--trust-project-mcp'
+
+const mcpDefaults = (host: Host) => ({
+  servers: host.settings.mcpServers,
+  cwd: host.cwd,
+  trustProject: host.args.includes(TRUST_PROJECT_MCP_FLAG) || host.env.value('DSH_TRUST_PROJECT_MCP') === '1',
+  settings: { read: () => readSettings(host.home), write: (settings: Settings) => writeSettings(host.home, settings) },
+  lookup: (name: string) => host.env.value(name),
+  log: (line: string) => { host.stderr.write(`${line}\n`) },
+})
 
 registerBuiltinPlugin('sessions', 'the session log service (ctx.sessions)',
   async () => (await import('../session/index.js')).SessionsServicePlugin)
@@ -127,6 +142,10 @@ registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session
   async () => (await import('../replay/index.js')).ReplayPlugin)
 registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (session/prompt, session.event notifications)',
   async () => (await import('../sdk/server.js')).SdkServerApp)
+registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.json as tools (ctx.mcp)',
+  async () => withHost((await import('../mcp/plugin.js')).McpPlugin, mcpDefaults))
+registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',
+  async () => withHost((await import('../mcp/plugin.js')).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
 registerBuiltinPlugin('tui', 'app: the interactive terminal conversation (dsh in a terminal with no task)',

@@ -47,6 +47,8 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
     } else if (arg === '--session') parsed.session = value()
     else if (arg === '--model') parsed.model = value()
     else if (arg === '--cwd') parsed.cwd = value()
+    // Read by the MCP row (it runs the project's .mcp.json servers); nothing to do here.
+    else if (arg === '--trust-project-mcp') continue
     else if (arg === '--permission-mode') {
       const mode = value()
       if (!isSandboxMode(mode)) throw new UsageError(`--permission-mode must be ${SANDBOX_MODES.join(', ')}, not "${mode}"`)

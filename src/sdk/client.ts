@@ -194,6 +194,14 @@ export class DshClient {
     return this.request('initialize', params)
   }
 
+  /**
+   * Opens a session without prompting it. `mcpServers` (the ACP `session/new` shape) start MCP
+   * servers whose tools only this session sees, stopped with it.
+   */
+  createSession(options: { sessionId?: string; mcpServers?: readonly Record<string, unknown>[] } = {}): Promise<{ sessionId: string }> {
+    return this.request('session/create', options)
+  }
+
   /** Queues a prompt: resolves with the enqueue receipt, not the answer (see `run`). */
   prompt(content: string | readonly ContentBlock[], sessionId?: string): Promise<PromptReceipt> {
     const contentBlocks = typeof content === 'string' ? [{ type: 'text', text: content }] : content

@@ -17,6 +17,7 @@ import { titleOf } from '../title/index.js'
 import { emitContained } from '../kernel/index.js'
 import type { ApprovalAnswer, ApprovalService, PresetName } from '../approval/api.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
+import type { McpService } from '../mcp/api.js'
 import '../agent/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
@@ -436,6 +437,33 @@ export class WebApiPlugin extends Service implements WebApiService {
       }
       writeSettings(this.home, settings)
       return { defaultModel: settings.model?.default ?? null }
+    })
+
+    // MCP servers (docs/mcp.md): state, tools and errors; trust for the project's .mcp.json; enable toggles.
+    const mcp = () => {
+      const service = this.root.get('mcp') as McpService | undefined
+      if (service === undefined) throw new WebApiError(501, 'UNSUPPORTED', 'no mcp row in this profile')
+      return service
+    }
+    const mcpList = () => {
+      const service = this.root.get('mcp') as McpService | undefined
+      const servers = service?.servers() ?? []
+      return { available: service !== undefined, servers, untrusted: servers.filter(server => server.state === 'untrusted').map(server => server.name) }
+    }
+    add('mcp.list', () => mcpList())
+    add('mcp.trust', async () => {
+      await mcp().trustProject()
+      return mcpList()
+    })
+    add('mcp.setEnabled', async params => {
+      if (typeof params.enabled !== 'boolean') throw new WebApiError(400, 'BAD_PARAMS', '"enabled" must be true or false')
+      try {
+        await mcp().setEnabled(str(params, 'name'), params.enabled)
+      } catch (error) {
+        if (error instanceof WebApiError) throw error
+        throw new WebApiError(400, 'BAD_PARAMS', (error as Error).message)
+      }
+      return mcpList()
     })
 
     add('credentials.set', params => {

@@ -261,8 +261,63 @@ function Settings(props: { onClose(): void }) {
             </label>
           ))}
         </div>
+        <McpServers onMessage={setMessage} />
         {message ? <div className="toast">{message}</div> : null}
       </div>
+    </div>
+  )
+}
+
+interface McpServerView {
+  name: string; source: string; transport?: string; state: string; enabled: boolean; error?: string
+  tools: { name: string; rawName: string; readOnly: boolean }[]
+}
+
+/** Settings section: MCP servers with state, tools, errors, an enable toggle and the project trust prompt. */
+function McpServers(props: { onMessage(text: string): void }) {
+  const [list, setList] = useState<{ available: boolean; servers: McpServerView[]; untrusted: string[] } | null>(null)
+  const [busy, setBusy] = useState(false)
+  const load = useCallback(() => { call('mcp.list').then(setList, () => setList(null)) }, [])
+  useEffect(load, [load])
+  const act = async (method: string, params: Record<string, unknown> = {}) => {
+    setBusy(true)
+    try {
+      setList(await call(method, params))
+    } catch (error) {
+      props.onMessage((error as Error).message)
+    } finally {
+      setBusy(false)
+    }
+  }
+  if (list === null || !list.available) return null
+  return (
+    <div data-testid="mcp-servers">
+      <h2>MCP servers</h2>
+      <p className="muted">Configured in <code>settings.yaml</code> (<code>mcpServers</code>) or the project's <code>.mcp.json</code>; see <code>dsh mcp</code>. Servers run outside the sandbox.</p>
+      {list.untrusted.length > 0 ? (
+        <div className="mcp-trust" data-testid="mcp-trust">
+          <span>This project's <code>.mcp.json</code> wants to start {list.untrusted.join(', ')}. They run code from the repository.</span>
+          <button className="primary" disabled={busy} onClick={() => { if (window.confirm(`Start the MCP servers of this project's .mcp.json (${list.untrusted.join(', ')})? Only do this for a repository you trust.`)) void act('mcp.trust') }}>Trust and start</button>
+        </div>
+      ) : null}
+      {list.servers.length === 0 ? <p className="muted">No MCP servers configured.</p> : null}
+      {list.servers.map(server => (
+        <details className="mcp-server" key={`${server.source}:${server.name}`} data-testid={`mcp-server-${server.name}`}>
+          <summary>
+            <span className="mono">{server.name}</span>
+            <span className="muted">{server.source} · {server.transport ?? '?'}</span>
+            <span className={`badge ${server.state === 'connected' ? 'ok' : 'warn'}`}>{server.state}</span>
+            <span className="muted">{server.tools.length} tools</span>
+            {server.source === 'settings' ? (
+              <label className="mcp-toggle" onClick={event => event.stopPropagation()}>
+                <input type="checkbox" checked={server.enabled} disabled={busy} onChange={event => void act('mcp.setEnabled', { name: server.name, enabled: event.target.checked })} /> enabled
+              </label>
+            ) : null}
+          </summary>
+          {server.error ? <div className="mcp-error">{server.error}</div> : null}
+          <ul className="mcp-tools">{server.tools.map(tool => <li key={tool.name}><code>{tool.name}</code>{tool.readOnly ? <span className="muted"> read-only</span> : null}</li>)}</ul>
+        </details>
+      ))}
     </div>
   )
 }

@@ -25,7 +25,7 @@ export function registerToolCard(name: string, card: ToolCard): () => void {
 }
 
 export function toolCard(name: string): ToolCard {
-  return cards.get(name) ?? JsonCard
+  return cards.get(name) ?? (name.startsWith('mcp__') ? McpCard : JsonCard)
 }
 
 function parseArgs(raw: string): any {
@@ -192,6 +192,24 @@ export const JsonCard: ToolCard = (props) => {
     <ToolShell icon="⚙" testId="card-json" state={state(props)} open={false} title={<span className="mono">{call.name}</span>}>
       <pre className="tool-output json">{args !== undefined ? JSON.stringify(args, null, 2) : call.arguments}</pre>
       {call.result ? <Output text={call.result.text} max={200} /> : null}
+    </ToolShell>
+  )
+}
+
+/** An MCP tool: server, the server's own tool name, arguments and result (meta.mcp names them). */
+export const McpCard: ToolCard = (props) => {
+  const { call, args } = props
+  const named = call.result?.meta?.mcp as { server?: string; tool?: string } | undefined
+  const parts = /^mcp__(.+?)__(.+)$/.exec(call.name)
+  const server = named?.server ?? parts?.[1] ?? '?'
+  const tool = named?.tool ?? parts?.[2] ?? call.name
+  return (
+    <ToolShell icon="⧉" testId="card-mcp" state={state(props)} open={false}
+      title={<><span className="badge">{server}</span> <span className="mono">{tool}</span></>}
+      meta={<span>{duration(call)}</span>}>
+      <div className="mcp-args"><div className="muted">arguments</div>
+        <pre className="tool-output json">{args !== undefined ? JSON.stringify(args, null, 2) : call.arguments}</pre></div>
+      {call.result ? <><div className="muted">result</div><Output text={call.result.text} max={200} /></> : null}
     </ToolShell>
   )
 }
