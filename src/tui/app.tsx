@@ -122,6 +122,8 @@ export class TuiApp extends Service {
 
     const disposers: (() => void)[] = []
     disposers.push(this.ctx.on('session/event', (session: Session, event: SessionEvent) => store.observe(session, event)))
+    disposers.push(this.ctx.on('subagent/started' as never, ((info: { parentSessionId: string; childSessionId: string; label?: string }) => store.childStarted(info)) as never))
+    disposers.push(this.ctx.on('subagent/finished' as never, ((info: { childSessionId: string }) => store.childFinished(info)) as never))
     disposers.push(this.ctx.on('agent/status', (live: Agent) => { if (live === store.agent) store.notify() }))
     const approval = this.ctx.get('approval') as ApprovalService | undefined
     if (args.permissionMode !== undefined) {

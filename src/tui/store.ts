@@ -20,6 +20,14 @@ export interface ApprovalPrompt {
   answer(outcome: 'allowed-once' | 'rejected'): void
 }
 
+/** A running subagent of this app's session, drawn as a nested live card. */
+export interface ChildView {
+  readonly id: string
+  readonly label: string
+  readonly steps: number
+  readonly activity: string
+}
+
 /** Resumed sessions print at most this many of their latest items. */
 export const HISTORY_ITEMS = 60
 
@@ -28,6 +36,8 @@ export class TuiStore {
   /** Replaced (not mutated) when items are added, so Ink's `Static` sees the change. */
   printed: readonly Printed[] = []
   approvals: ApprovalPrompt[] = []
+  /** Subagents of the current session still running, by child session id. */
+  readonly children = new Map<string, ChildView>()
   version = 0
   /** Set on exit: the screen keeps only the printed conversation. */
   closing = false
@@ -66,9 +76,32 @@ export class TuiStore {
   }
 
   observe(session: Session, event: SessionEvent): void {
+    const child = this.children.get(session.id)
+    if (child !== undefined) return this.observeChild(child, event)
     if (session !== this.agent.session) return
     this.fold.apply(event)
     this.settle()
+    this.notify()
+  }
+
+  childStarted(info: { parentSessionId: string; childSessionId: string; label?: string }): void {
+    if (info.parentSessionId !== this.agent.id) return
+    this.children.set(info.childSessionId, { id: info.childSessionId, label: info.label ?? 'subagent', steps: 0, activity: 'starting' })
+    this.notify()
+  }
+
+  childFinished(info: { childSessionId: string }): void {
+    if (this.children.delete(info.childSessionId)) this.notify()
+  }
+
+  private observeChild(child: ChildView, event: SessionEvent): void {
+    let next = child
+    if (event.type === 'step/start') next = { ...child, steps: child.steps + 1, activity: 'waiting for the model' }
+    else if (event.type === 'tool/call') next = { ...child, activity: `running ${(event.data as { name: string }).name}` }
+    else if (event.type === 'assistant/chunk' && child.activity !== 'writing') next = { ...child, activity: 'writing' }
+    else if (event.type === 'turn/end') next = { ...child, activity: 'done' }
+    if (next === child) return
+    this.children.set(child.id, next)
     this.notify()
   }
 

@@ -258,6 +258,26 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     expect(sessionLog(home).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
   })
 
+  it('a subagent shows as a nested live card while it runs, and goes when it finishes', async () => {
+    const { home, cwd } = tempHome()
+    const held = gate()
+    const childFirst = toolCall('cb1', 'bash', { command: 'echo CHILD_STEP', description: 'child step' })
+    server.enqueue(
+      toolCall('s1', 'subagent', { description: 'helper', prompt: 'Run one echo, then reply CHILD_DONE.', run_in_background: false }),
+      { segments: [{ until: held.until }, ...childFirst.segments!] },
+      streamResponse([{ text: 'CHILD_DONE' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'The helper finished.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'delegate to a helper')
+    await terminal.waitFor(/⎿ helper · subagent · step 1 · waiting for the model/, { what: 'the nested card' })
+    held.open()
+    await terminal.waitFor('The helper finished.', { history: true })
+    expect(terminal.screen()).not.toContain('⎿ helper')
+    await quit(terminal)
+  })
+
   it('colours are on by default (the user prompt marker is cyan)', async () => {
     const { home, cwd } = tempHome()
     const terminal = shell(home, cwd)

@@ -407,6 +407,11 @@ export function ConversationView(props: ViewProps): ReactNode {
         {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} /></Box>}
       </Static>
       {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} live={{ width, rows: liveRows }} />)}
+      {[...store.children.values()].map(child => (
+        <Text key={child.id} wrap="truncate-end">
+          <Text dimColor>  ⎿ </Text><Text bold>{child.label}</Text><Text dimColor> · subagent · step {child.steps} · {child.activity}</Text>
+        </Text>
+      ))}
       <ActivityLine running={running} status={store.fold.status} items={live} since={runningSince.current} />
       {queued.length > 0 ? (
         <Box flexDirection="column">
