@@ -289,6 +289,8 @@ export function ConversationView(props: ViewProps): ReactNode {
     const completion = completionOf(editor)
     const commandPrefix = commandAtCursor(editor)
     const mention = mentionAtCursor(editor)
+    // Read the store, not the render: a key can arrive between a frame and the next handler.
+    const approval = store.approvals[0]
     if (approval !== undefined) {
       if (input === 'y' || input === 'Y' || key.return) approval.answer('allowed-once')
       else if (input === 'n' || input === 'N' || key.escape) approval.answer('rejected')
