@@ -161,3 +161,5 @@ registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, st
   async () => withHost((await import('../mcp/plugin.js')).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
+registerBuiltinPlugin('tui', 'app: the interactive terminal conversation (dsh in a terminal with no task)',
+  async () => (await import('../tui/app.js')).TuiApp)

@@ -15,6 +15,7 @@ import type { ApprovalService, PendingApproval } from '../approval/api.js'
 import { isSandboxMode, SANDBOX_MODES, type SandboxMode } from '../sandbox/modes.js'
 import { Progress } from './progress.js'
 import { UsageError } from './main.js'
+import { pickRoute } from '../host/route.js'
 import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
@@ -145,15 +146,11 @@ export class HeadlessApp extends Service {
 
   /** Picks the model route: --model, DSH_MODEL, settings `model.default`, the config, the first catalogued model. */
   private route(requested: string | undefined): { provider: string; model: string } {
-    const { host, llm } = this.ctx
-    const settingsModel = host.settings.model?.default
-    const name = requested ?? host.env.value('DSH_MODEL') ?? (typeof settingsModel === 'string' ? settingsModel : undefined) ?? this.config.model
-    const models = llm.models()
-    const found = name === undefined ? models[0] : models.find(info => info.model === name || `${info.provider}/${info.model}` === name)
-    if (found === undefined) {
-      throw new UsageError(name === undefined ? 'no model adapter is configured' : `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
+    try {
+      return pickRoute(this.ctx, requested, this.config.model)
+    } catch (error) {
+      throw new UsageError((error as Error).message)
     }
-    return { provider: found.provider, model: found.model }
   }
 
   async run(): Promise<number> {

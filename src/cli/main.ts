@@ -7,9 +7,12 @@
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { parseInteractiveArgs } from '../tui/args.js'
 
 export interface LauncherOptions {
   profile: string
+  /** True when --profile or a subcommand named the profile (no terminal-app routing then). */
+  profileGiven?: boolean
   patches: string[]
   dump?: 'config' | 'default-config'
   /** Session store URL (`postgres://...`); else DSH_STORE_URL, else settings `store:`. */
@@ -30,15 +33,16 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
     index += 1
     return next
   }
-  if (argv[0] === 'web' || argv[0] === 'sessions') {
+  if (argv[0] === 'web' || argv[0] === 'sessions' || argv[0] === 'tui') {
     // Subcommands are profiles whose app reads the remaining arguments.
     options.profile = argv[0]
+    options.profileGiven = true
     index = 1
   }
   for (; index < argv.length; index += 1) {
     const arg = argv[index]
-    if (arg === '--profile') options.profile = value(arg)
-    else if (arg.startsWith('--profile=')) options.profile = arg.slice('--profile='.length)
+    if (arg === '--profile') options.profile = value(arg), options.profileGiven = true
+    else if (arg.startsWith('--profile=')) options.profile = arg.slice('--profile='.length), options.profileGiven = true
     else if (arg === '--patch') options.patches.push(value(arg))
     else if (arg.startsWith('--patch=')) options.patches.push(arg.slice('--patch='.length))
     else if (arg === '--store') options.store = value(arg)
@@ -55,8 +59,15 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
 
 const HELP = `Usage: dsh [--profile NAME] [--patch FILE]... [app arguments]
 
+In a terminal, with no task (docs/terminal.md):
+  dsh                              open an interactive conversation in this folder
+  dsh -c, --continue               continue the latest session of this folder
+  dsh --resume                     pick a stored session to continue
+  dsh --session ID                 continue that session
+
 Launcher flags (before app arguments):
-  --profile NAME          composition to run (default: headless; shipped: headless, sdk, acp, web)
+  --profile NAME          composition to run (default: tui in a terminal without a task, else
+                          headless; shipped: headless, tui, sdk, acp, web)
   --patch FILE            extra patch layer, applied last (repeatable)
   --store URL             keep sessions in PostgreSQL (postgres://user@host/db[?schema=NAME]);
                           also DSH_STORE_URL or \`store:\` in settings (default: local files)
@@ -108,6 +119,35 @@ export async function main(argv: readonly string[]): Promise<number> {
     const { mcpCommand } = await import('./mcp-command.js')
     return mcpCommand(options.appArgs.slice(1), { stdout: process.stdout, stderr: process.stderr })
   }
+  if (!options.profileGiven && options.dump === undefined) {
+    const routed = routeDefault(options, Boolean(process.stdin.isTTY && process.stdout.isTTY))
+    if (routed instanceof UsageError) {
+      process.stderr.write(`dsh: ${routed.message}\n${HELP}`)
+      return 2
+    }
+    options.profile = routed
+  }
   const { runProfile } = await import('./run.js')
   return runProfile(options)
+}
+
+/**
+ * The default profile: the terminal app when dsh runs in a terminal with no task, the headless
+ * app otherwise. Options only the terminal app knows (-c, --resume) without a terminal are a
+ * usage error rather than a task called "-c".
+ */
+export function routeDefault(options: LauncherOptions, terminal: boolean): string | UsageError {
+  let parsed
+  try {
+    parsed = parseInteractiveArgs(options.appArgs)
+  } catch (error) {
+    return new UsageError((error as Error).message)
+  }
+  if (parsed.taskWords.length > 0) {
+    if (parsed.interactiveOnly) return new UsageError('-c/--continue and --resume open the terminal app and take no task; use --session ID "task" to continue a session headless')
+    return options.profile
+  }
+  if (terminal) return 'tui'
+  if (parsed.interactiveOnly) return new UsageError('-c/--continue and --resume need a terminal; without one, give a task: dsh --session ID "what to do"')
+  return options.profile
 }

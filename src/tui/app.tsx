@@ -1,0 +1,291 @@
+/**
+ * The `tui` app: `dsh` in a terminal with no task. Opens (or resumes) a session in the current
+ * folder and runs the conversation screen on the same session log, agent loop and persistence as
+ * every other surface. On exit it prints the session id and how to resume it.
+ *
+ * Optional services are used when the profile has them: `ctx.approval` (tool approvals answered
+ * inline), `ctx.sessionPersistence` (resume, `-c`, the picker).
+ */
+import { homedir } from 'node:os'
+import { Service, type Context } from 'cordis'
+import type { Agent } from '../agent/api.js'
+import type { Session } from '../session/api.js'
+import type { SessionEvent } from '../session/types.js'
+import type { StoredSessionSummary } from '../persistence/api.js'
+import type { ApprovalService } from '../approval/api.js'
+import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
+import { parseInteractiveArgs, type InteractiveArgs } from './args.js'
+import { pickRoute } from '../host/route.js'
+import { TuiStore } from './store.js'
+import { BUILTIN_COMMANDS, type TuiCommand, type TuiCommandContext } from './commands.js'
+import { FileIndex } from './files.js'
+import { colorWanted, setColorEnabled } from './theme.js'
+import '../host/index.js'
+import '../agent/api.js'
+import '../llm/api.js'
+import '../persistence/api.js'
+
+export interface TuiConfig {
+  /** Default model when neither --model, DSH_MODEL nor settings name one. */
+  readonly model?: string
+}
+
+/** The slice of the shared command registry (`ctx.commands`) the terminal uses. */
+interface CommandsLike {
+  list(scope?: unknown): readonly { name: string; description: string; argumentHint?: string }[]
+  execute(agent: Agent, text: string): Promise<{ kind: 'success' | 'error' | 'prompt'; text?: string } | undefined>
+}
+
+export function displayFolder(path: string, home = homedir()): string {
+  return home !== '' && (path === home || path.startsWith(`${home}/`)) ? `~${path.slice(home.length)}` : path
+}
+
+function messageText(message: { content: readonly { type: string; text?: string }[] }): string {
+  return message.content.map(block => block.type === 'text' ? block.text ?? '' : `[${block.type}]`).join('')
+}
+
+export class TuiApp extends Service {
+  static readonly inject = ['host', 'sessions', 'agents', 'llm']
+
+  constructor(ctx: Context, private readonly config: TuiConfig = {}) {
+    super(ctx, 'app')
+  }
+
+  async run(): Promise<number> {
+    const { host } = this.ctx
+    let args: InteractiveArgs
+    let route: { provider: string; model: string }
+    try {
+      args = parseInteractiveArgs(host.args)
+      if (args.taskWords.length > 0) throw new Error(`the terminal app takes no task ("${args.taskWords.join(' ')}"); run it headless: dsh --profile headless "task"`)
+      route = pickRoute(this.ctx, args.model, this.config.model)
+      if (args.permissionMode !== undefined && !isSandboxMode(args.permissionMode)) {
+        throw new Error(`--permission-mode must be ${SANDBOX_MODES.join(', ')}, not "${args.permissionMode}"`)
+      }
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 2
+    }
+    const stdin = process.stdin
+    const stdout = host.stdout as NodeJS.WriteStream
+    if (!stdin.isTTY || !stdout.isTTY) {
+      host.stderr.write('dsh: the terminal app needs a terminal on stdin and stdout; give a task instead: dsh "what to do"\n')
+      return 2
+    }
+    const problem = this.ctx.llm.adapter(route.provider)?.readiness?.()
+    if (problem !== undefined) {
+      host.stderr.write(`dsh: ${problem}\n`)
+      return 1
+    }
+    setColorEnabled(colorWanted(host.env))
+    const cwd = args.cwd ?? host.cwd
+
+    const ink = await import('ink')
+    const React = await import('react')
+    const { SessionPicker } = await import('./picker.js')
+    const { ConversationView } = await import('./view.js')
+
+    let sessionId: string | undefined = args.session
+    let startNote: string | undefined
+    const persistence = this.ctx.get('sessionPersistence')
+    if ((args.continueLatest || args.resume || args.session !== undefined) && persistence === undefined) {
+      host.stderr.write('dsh: resuming needs a persistence row in the profile\n')
+      return 1
+    }
+    if (args.continueLatest) {
+      const latest = [...await persistence!.list()].filter(stored => stored.cwd === cwd).sort((a, b) => b.updatedAt - a.updatedAt)[0]
+      if (latest === undefined) startNote = 'No earlier session in this folder: started a new one.'
+      sessionId = latest?.id
+    } else if (args.resume) {
+      const sessions = [...await persistence!.list()].sort((a, b) => b.updatedAt - a.updatedAt)
+      sessionId = await this.pick(ink, React, SessionPicker, sessions)
+      if (sessionId === undefined) return 0
+    }
+
+    let agent: Agent
+    try {
+      agent = await this.openAgent(sessionId, cwd, route)
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 1
+    }
+
+    const store = new TuiStore(agent)
+    const model = this.ctx.llm.models().find(info => info.provider === route.provider && info.model === route.model)
+    store.banner([
+      `dsh · ${route.model} · ${displayFolder(cwd)}`,
+      'Enter send · \\ or Alt-Enter new line · Esc cancel · Ctrl-C twice exit · /help',
+    ])
+    store.loadHistory()
+    if (startNote !== undefined) store.notice('info', startNote)
+    else if (agent.session.length > 0) store.notice('info', `Resumed session ${agent.id}.`)
+
+    const disposers: (() => void)[] = []
+    disposers.push(this.ctx.on('session/event', (session: Session, event: SessionEvent) => store.observe(session, event)))
+    disposers.push(this.ctx.on('subagent/started' as never, ((info: { parentSessionId: string; childSessionId: string; label?: string }) => store.childStarted(info)) as never))
+    disposers.push(this.ctx.on('subagent/finished' as never, ((info: { childSessionId: string }) => store.childFinished(info)) as never))
+    disposers.push(this.ctx.on('agent/status', (live: Agent) => { if (live === store.agent) store.notify() }))
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    if (args.permissionMode !== undefined) {
+      if (approval === undefined) {
+        host.stderr.write('dsh: --permission-mode needs the approval row in the profile\n')
+        return 2
+      }
+      const mode = args.permissionMode as Parameters<ApprovalService['setMode']>[1]
+      approval.setMode(agent.session, mode)
+      approval.setPolicy(agent.session, mode === 'danger-full-access' ? 'never' : 'ask')
+    }
+    if (approval !== undefined) disposers.push(this.answerApprovals(approval, store))
+
+    let finish!: () => void
+    const finished = new Promise<void>(resolve => { finish = resolve })
+    const onAbort = () => finish()
+    host.signal.addEventListener('abort', onAbort, { once: true })
+
+    const files = new FileIndex(cwd)
+    // The shared registry's commands run through it (logged as command/run ... command/done);
+    // the app keeps only /exit, /new and /help, which act on the terminal itself.
+    const registry = this.ctx.get('commands' as never) as CommandsLike | undefined
+    const shared = (): TuiCommand[] => (registry?.list(store.agent.scope) ?? [])
+      .filter(command => !BUILTIN_COMMANDS.some(own => own.name === command.name))
+      .map(command => ({
+        name: command.name,
+        description: command.argumentHint ? `${command.description} ${command.argumentHint}` : command.description,
+        run: async (commandArgs: string, ui: TuiCommandContext) => {
+          const outcome = await registry!.execute(store.agent, `/${command.name}${commandArgs ? ` ${commandArgs}` : ''}`)
+          // `/model` may replace the agent: follow the registry's live one.
+          const live = this.ctx.agents.get(store.agent.id)
+          if (live !== undefined && live !== store.agent) store.agent = live
+          if (outcome?.text) ui.print(outcome.text, outcome.kind === 'error' ? 'error' : 'info')
+        },
+      }))
+    const commands = (): readonly TuiCommand[] => [...BUILTIN_COMMANDS, ...shared()]
+    const commandUi: TuiCommandContext = {
+      print: (text, level = 'info') => store.notice(level, text),
+      exit: () => finish(),
+      newSession: async () => {
+        const next = await this.openAgent(undefined, cwd, route)
+        const previous = store.agent
+        store.switchAgent(next)
+        store.banner([`New session ${next.id} (the previous one, ${previous.id}, stays stored).`])
+        if (previous.status === 'idle') void this.ctx.agents.dispose(previous.id).catch(() => undefined)
+      },
+      list: commands,
+    }
+    const readiness = () => this.ctx.llm.adapter(store.agent.config.provider)?.readiness?.()
+    const actions = {
+      send: (text: string) => {
+        const notReady = readiness()
+        if (notReady !== undefined) return store.notice('error', notReady)
+        store.agent.followup(text)
+        store.notify()
+      },
+      steer: (text: string) => {
+        store.agent.steer(text)
+        store.notify()
+      },
+      cancel: () => {
+        const { inbox } = store.agent
+        const texts = [...inbox.nextStep, ...inbox.nextTurn].map(messageText)
+        store.agent.cancel({ reason: { kind: 'user' } })
+        return texts
+      },
+      queued: () => [...store.agent.inbox.nextStep, ...store.agent.inbox.nextTurn].map(messageText),
+      runCommand: (name: string, commandArgs: string) => {
+        const command = commands().find(candidate => candidate.name === name)
+        if (command === undefined) return store.notice('warning', `unknown command /${name} (try /help)`)
+        Promise.resolve(command.run(commandArgs, commandUi)).catch((error: unknown) => store.notice('error', `/${name}: ${(error as Error).message}`))
+      },
+      exit: () => finish(),
+    }
+    const info = {
+      model: route.model,
+      folder: displayFolder(cwd),
+      ...model === undefined ? {} : { contextWindow: model.contextWindow },
+      permission: () => {
+        if (approval === undefined) return 'auto-run tools'
+        const preset = approval.preset(store.agent.session)
+        return preset === 'custom' ? `${approval.mode(store.agent.session)}, ${approval.policy(store.agent.session)}` : preset
+      },
+      sessionId: () => store.agent.id,
+    }
+
+    const restore = () => { if (stdin.isTTY) stdin.setRawMode(false) }
+    process.once('exit', restore)
+    const instance = ink.render(React.createElement(ConversationView, { store, info, actions, commands, files }), {
+      stdout, stdin, stderr: process.stderr, exitOnCtrlC: false, patchConsole: true,
+    })
+    try {
+      await Promise.race([finished, instance.waitUntilExit()])
+    } finally {
+      host.signal.removeEventListener('abort', onAbort)
+      const live = store.agent
+      if (live.status === 'running') {
+        live.cancel({ reason: { kind: 'user' } })
+        await live.whenIdle()
+      }
+      store.closing = true
+      store.notify()
+      // Let React commit the closing frame (conversation only) before Ink writes its last one.
+      for (let i = 0; i < 3; i += 1) await new Promise(resolve => setImmediate(resolve))
+      instance.unmount()
+      await instance.waitUntilExit().catch(() => undefined)
+      for (const dispose of disposers) dispose()
+      process.off('exit', restore)
+      restore()
+      stdin.pause()
+    }
+    const id = store.agent.id
+    host.stdout.write(`\nSession ${id} is stored.\nResume: dsh -c   (the latest session in this folder)\n    or: dsh --session ${id}\n`)
+    return 0
+  }
+
+  private async openAgent(sessionId: string | undefined, cwd: string, route: { provider: string; model: string }): Promise<Agent> {
+    const { agents } = this.ctx
+    if (sessionId === undefined) return agents.create({ cwd, loop: route })
+    const live = agents.get(sessionId)
+    if (live !== undefined) return live
+    const persistence = this.ctx.get('sessionPersistence')
+    if (persistence === undefined) throw new Error('resuming needs a persistence row in the profile')
+    const { session } = await persistence.load(sessionId)
+    return agents.create({ sessionId: session.id, loop: route })
+  }
+
+  private async pick(
+    ink: typeof import('ink'), React: typeof import('react'),
+    Picker: typeof import('./picker.js').SessionPicker, sessions: readonly StoredSessionSummary[],
+  ): Promise<string | undefined> {
+    let choose!: (id: string | undefined) => void
+    const chosen = new Promise<string | undefined>(resolve => { choose = resolve })
+    const instance = ink.render(React.createElement(Picker, { sessions, home: homedir(), onPick: id => choose(id) }), { exitOnCtrlC: false })
+    const onAbort = () => choose(undefined)
+    this.ctx.host.signal.addEventListener('abort', onAbort, { once: true })
+    const id = await chosen
+    this.ctx.host.signal.removeEventListener('abort', onAbort)
+    instance.clear()
+    instance.unmount()
+    await instance.waitUntilExit().catch(() => undefined)
+    return id
+  }
+
+  /** Approval requests of this app's session are asked inline: y allows once, n rejects. */
+  private answerApprovals(approval: ApprovalService, store: TuiStore): () => void {
+    return approval.answerer((request, signal) => {
+      if (request.sessionId !== store.agent.id) return undefined
+      return new Promise(resolve => {
+        const settle = (outcome: 'allowed-once' | 'rejected' | 'cancelled') => {
+          signal.removeEventListener('abort', onAbort)
+          store.removeApproval(request.id)
+          resolve(outcome)
+        }
+        const onAbort = () => settle('cancelled')
+        signal.addEventListener('abort', onAbort, { once: true })
+        store.addApproval({
+          id: request.id, toolName: request.toolName, reason: request.reason,
+          ...request.arguments === undefined ? {} : { arguments: request.arguments },
+          answer: outcome => settle(outcome),
+        })
+      })
+    })
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * Compact tool cards: one header line (state, tool, what it works on, a short outcome) and at
+ * most a few lines of body: the tail of a bash command's output, a coloured diff of an edit or
+ * overwrite, counts for glob and grep. Unknown tools show their arguments on one line.
+ */
+import type { ReactNode } from 'react'
+import { Box, Text } from 'ink'
+import type { ToolCallView } from './fold.js'
+import { c } from './theme.js'
+
+const BASH_TAIL = 4
+const DIFF_LINES = 12
+
+function parse(raw: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(raw) as unknown
+    return value !== null && typeof value === 'object' ? value as Record<string, unknown> : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function str(value: unknown): string {
+  return typeof value === 'string' ? value : ''
+}
+
+function oneLine(text: string, max = 120): string {
+  const flat = text.replace(/\s*\n\s*/g, ' ⏎ ').trim()
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
+}
+
+function meta(call: ToolCallView): Record<string, unknown> {
+  const value = call.result?.meta
+  if (value === null || typeof value !== 'object') return {}
+  const record = value as Record<string, unknown>
+  return typeof record.value === 'object' && record.value !== null && 'spilled' in record ? record.value as Record<string, unknown> : record
+}
+
+function Header(props: { call: ToolCallView; running: boolean; title: string; detail?: string; outcome?: string }): ReactNode {
+  const { call } = props
+  const failed = call.result?.isError === true
+  const mark = call.result === undefined ? (props.running ? '…' : '·') : failed ? '✗' : '✓'
+  const markColor = call.result === undefined ? c('yellow') : failed ? c('red') : c('green')
+  return (
+    <Text wrap="truncate-end">
+      <Text color={markColor}>{mark} </Text>
+      <Text bold>{props.title}</Text>
+      {props.detail ? <Text> {props.detail}</Text> : null}
+      {props.outcome ? <Text dimColor> · {props.outcome}</Text> : null}
+    </Text>
+  )
+}
+
+function DiffLines(props: { diff: string }): ReactNode {
+  const lines = props.diff.split('\n').filter(line => !line.startsWith('---') && !line.startsWith('+++') && !line.startsWith('Index:') && !/^=+$/.test(line) && line !== '')
+  const shown = lines.slice(0, DIFF_LINES)
+  return (
+    <Box flexDirection="column" paddingLeft={2}>
+      {shown.map((line, index) => (
+        <Text key={index} wrap="truncate-end" color={line.startsWith('+') ? c('green') : line.startsWith('-') ? c('red') : line.startsWith('@@') ? c('cyan') : undefined} dimColor={line.startsWith('@@')}>{line}</Text>
+      ))}
+      {lines.length > shown.length ? <Text dimColor>… {lines.length - shown.length} more diff lines</Text> : null}
+    </Box>
+  )
+}
+
+function bashTail(text: string): string[] {
+  const lines = text.replace(/\n+$/, '').split('\n').filter(line => !/^(exit code|Exit code)[: ]/.test(line))
+  return lines.slice(-BASH_TAIL)
+}
+
+function firstLine(text: string): string {
+  return oneLine(text.split('\n')[0] ?? '')
+}
+
+export function ToolCardView(props: { call: ToolCallView; running: boolean }): ReactNode {
+  const { call, running } = props
+  const args = parse(call.arguments) ?? {}
+  const m = meta(call)
+  const result = call.result
+  const error = result?.isError ? firstLine(result.text) : undefined
+  switch (call.name) {
+    case 'bash': {
+      const exit = typeof m.exitCode === 'number' ? `exit ${m.exitCode}` : m.timedOut ? 'timed out' : m.aborted ? 'aborted' : undefined
+      const failed = result !== undefined && (result.isError || (typeof m.exitCode === 'number' && m.exitCode !== 0))
+      const tail = result === undefined ? [] : bashTail(result.text)
+      return (
+        <Box flexDirection="column">
+          <Header call={call} running={running} title="$" detail={oneLine(str(args.command)) || '…'} outcome={exit} />
+          {tail.length > 0 ? (
+            <Box flexDirection="column" paddingLeft={2}>
+              {tail.map((line, index) => <Text key={index} wrap="truncate-end" dimColor={!failed} color={failed ? c('red') : undefined}>{line}</Text>)}
+            </Box>
+          ) : null}
+        </Box>
+      )
+    }
+    case 'read': {
+      const outcome = error ?? (typeof m.totalLines === 'number' ? `lines ${m.firstLine}-${m.lastLine} of ${m.totalLines}` : undefined)
+      return <Header call={call} running={running} title="read" detail={str(args.file_path) || str(args.path)} outcome={outcome} />
+    }
+    case 'write': {
+      const outcome = error ?? (result === undefined ? undefined : `${m.created ? 'created' : 'overwrote'}, ${m.lines} line${m.lines === 1 ? '' : 's'}`)
+      return (
+        <Box flexDirection="column">
+          <Header call={call} running={running} title="write" detail={str(args.file_path)} outcome={outcome} />
+          {typeof m.diff === 'string' ? <DiffLines diff={m.diff} /> : null}
+        </Box>
+      )
+    }
+    case 'edit': {
+      const outcome = error ?? (typeof m.replacements === 'number' ? `${m.replacements} replacement${m.replacements === 1 ? '' : 's'}` : undefined)
+      return (
+        <Box flexDirection="column">
+          <Header call={call} running={running} title="edit" detail={str(args.file_path)} outcome={outcome} />
+          {typeof m.diff === 'string' ? <DiffLines diff={m.diff} /> : null}
+        </Box>
+      )
+    }
+    case 'glob': {
+      const outcome = error ?? (typeof m.count === 'number' ? `${m.count} file${m.count === 1 ? '' : 's'}` : undefined)
+      return <Header call={call} running={running} title="glob" detail={str(args.pattern)} outcome={outcome} />
+    }
+    case 'grep': {
+      const outcome = error ?? (typeof m.matches === 'number' ? `${m.matches} match${m.matches === 1 ? '' : 'es'}${m.limitReached ? ' (limit)' : ''}` : undefined)
+      return <Header call={call} running={running} title="grep" detail={str(args.pattern)} outcome={outcome} />
+    }
+    case 'todo_write': {
+      const todos = Array.isArray(args.todos) ? args.todos as { content?: string; status?: string }[] : []
+      return (
+        <Box flexDirection="column">
+          <Header call={call} running={running} title="plan" outcome={error ?? `${todos.filter(todo => todo.status === 'completed').length}/${todos.length} done`} />
+          <Box flexDirection="column" paddingLeft={2}>
+            {todos.map((todo, index) => (
+              <Text key={index} wrap="truncate-end" dimColor={todo.status === 'completed'}>
+                {todo.status === 'completed' ? '☑' : todo.status === 'in_progress' ? '▸' : '☐'} {todo.content ?? ''}
+              </Text>
+            ))}
+          </Box>
+        </Box>
+      )
+    }
+    default:
+      return <Header call={call} running={running} title={call.name} detail={oneLine(call.arguments, 80)} outcome={error ?? (result === undefined ? undefined : firstLine(result.text))} />
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * Folds a session log into what the terminal draws: user prompts, assistant steps (streamed from
+ * `assistant/chunk` until `assistant/message` lands), tool calls paired with their results, turn
+ * ends with tokens and time, and one transient status line for retries. Every event costs O(1):
+ * items are found through indexes by step and call id, and only the touched item is replaced.
+ *
+ * Items are "settled" once nothing can change them any more; the app prints settled items once
+ * into the terminal's scrollback and redraws only the live rest.
+ */
+import type { AssistantMessage, ContentBlock, TokenUsage, UserMessage } from '../llm/types.js'
+import type { SessionEvent, TurnEndReason } from '../session/types.js'
+
+export interface ToolCallView {
+  readonly id: string
+  readonly name: string
+  readonly arguments: string
+  readonly result?: { readonly text: string; readonly isError: boolean; readonly meta?: unknown; readonly code?: string }
+}
+
+export type Item =
+  | { readonly kind: 'user'; readonly key: string; readonly text: string }
+  | {
+    readonly kind: 'assistant'; readonly key: string; readonly turn: number; readonly step: number
+    readonly text: string; readonly reasoning: string; readonly streaming: boolean
+    readonly calls: readonly ToolCallView[]; readonly closed: boolean
+  }
+  | {
+    readonly kind: 'turn-end'; readonly key: string; readonly turn: number; readonly reason: TurnEndReason
+    readonly usage: TokenUsage; readonly steps: number; readonly durationMs?: number
+  }
+  | { readonly kind: 'notice'; readonly key: string; readonly level: 'error' | 'warning' | 'info'; readonly text: string }
+
+function textOf(content: readonly ContentBlock[] | undefined): string {
+  return (content ?? []).flatMap(block => block.type === 'text' ? [block.text] : []).join('')
+}
+
+function addUsage(into: TokenUsage, usage: TokenUsage | undefined): TokenUsage {
+  if (usage === undefined) return into
+  const out: Record<string, number> = { ...into as Record<string, number> }
+  for (const [key, value] of Object.entries(usage)) if (typeof value === 'number') out[key] = (out[key] ?? 0) + value
+  return out as TokenUsage
+}
+
+export function settled(item: Item): boolean {
+  if (item.kind !== 'assistant') return true
+  return item.closed || (!item.streaming && item.calls.every(call => call.result !== undefined))
+}
+
+export class ConversationFold {
+  readonly items: Item[] = []
+  /** One status line (retries); cleared when the step goes on or the turn ends. */
+  status: string | undefined
+  /** Input tokens of the latest model request: the context in use. */
+  contextTokens = 0
+  running = false
+  private readonly byKey = new Map<string, number>()
+  private readonly callStep = new Map<string, string>()
+  private turnUsage: TokenUsage = {}
+  private turnSteps = 0
+  private readonly turnStart = new Map<number, number>()
+  private localNotices = 0
+
+  private put(item: Item): void {
+    const index = this.byKey.get(item.key)
+    if (index === undefined) {
+      this.byKey.set(item.key, this.items.length)
+      this.items.push(item)
+    } else this.items[index] = item
+  }
+
+  private get(key: string): Item | undefined {
+    const index = this.byKey.get(key)
+    return index === undefined ? undefined : this.items[index]
+  }
+
+  notice(level: 'error' | 'warning' | 'info', text: string): void {
+    this.localNotices += 1
+    this.put({ kind: 'notice', key: `local:${this.localNotices}`, level, text })
+  }
+
+  apply(event: SessionEvent): void {
+    switch (event.type) {
+      case 'turn/start': {
+        const { turn } = event.data as { turn: number }
+        this.turnUsage = {}
+        this.turnSteps = 0
+        this.turnStart.set(turn, event.time)
+        this.running = true
+        return
+      }
+      case 'user/message': {
+        const message = event.data as UserMessage
+        if (message.source?.kind !== 'user') return
+        const images = message.content.filter(block => block.type === 'image').length
+        const text = textOf(message.content) + (images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '')
+        this.put({ kind: 'user', key: `u:${event.seq}`, text })
+        return
+      }
+      case 'step/start':
+        this.turnSteps += 1
+        this.status = undefined
+        return
+      case 'assistant/chunk':
+        this.chunk(event as SessionEvent<'assistant/chunk'>)
+        return
+      case 'assistant/message': {
+        const data = event.data as { turn: number; step: number; message: AssistantMessage; usage?: TokenUsage }
+        const key = `a:${data.turn}:${data.step}`
+        const previous = this.get(key)
+        const calls: ToolCallView[] = data.message.content.flatMap(block => {
+          if (block.type !== 'tool-call') return []
+          const old = previous?.kind === 'assistant' ? previous.calls.find(call => call.id === block.id) : undefined
+          this.callStep.set(block.id, key)
+          return [{ ...old, id: block.id, name: block.name, arguments: block.arguments }]
+        })
+        this.turnUsage = addUsage(this.turnUsage, data.usage)
+        if (data.usage?.inputTokens !== undefined) this.contextTokens = data.usage.inputTokens + (data.usage.cacheReadTokens ?? 0) + (data.usage.outputTokens ?? 0)
+        const reasoning = data.message.content.flatMap(block => block.type === 'reasoning' ? [block.text] : []).join('')
+        this.put({ kind: 'assistant', key, turn: data.turn, step: data.step, text: textOf(data.message.content), reasoning, streaming: false, calls, closed: false })
+        this.status = undefined
+        return
+      }
+      case 'tool/result': {
+        const data = event.data as { message: { content: readonly [{ toolCallId: string; content: readonly ContentBlock[]; isError: boolean }] }; meta?: unknown; error?: { code: string } }
+        const block = data.message.content[0]
+        this.updateCall(block.toolCallId, call => ({
+          ...call,
+          result: { text: textOf(block.content), isError: block.isError, meta: data.meta, ...data.error === undefined ? {} : { code: data.error.code } },
+        }))
+        return
+      }
+      case 'turn/end': {
+        const data = event.data as { turn: number; reason: TurnEndReason }
+        const started = this.turnStart.get(data.turn)
+        this.closeOpenSteps()
+        this.put({
+          kind: 'turn-end', key: `e:${data.turn}`, turn: data.turn, reason: data.reason, usage: this.turnUsage, steps: this.turnSteps,
+          ...started === undefined ? {} : { durationMs: event.time - started },
+        })
+        this.status = undefined
+        this.running = false
+        return
+      }
+      case 'llm/retry': {
+        const data = event.data as { retry: number; maxRetries: number | null; delayMs: number; failure: { code?: string; message?: string } }
+        const of = data.maxRetries === null ? '' : `/${data.maxRetries}`
+        this.status = `retry ${data.retry}${of} in ${(data.delayMs / 1000).toFixed(1)}s · ${data.failure.code ?? 'ERROR'}: ${data.failure.message ?? ''}`
+        return
+      }
+      case 'compaction/summary':
+        this.put({ kind: 'notice', key: `c:${event.seq}`, level: 'info', text: 'earlier conversation summarised to fit the context window' })
+        return
+      default:
+    }
+  }
+
+  private chunk(event: SessionEvent<'assistant/chunk'>): void {
+    const { turn, step, chunk } = event.data
+    const key = `a:${turn}:${step}`
+    let item = this.get(key)
+    if (item === undefined) item = { kind: 'assistant', key, turn, step, text: '', reasoning: '', streaming: true, calls: [], closed: false }
+    if (item.kind !== 'assistant' || !item.streaming) return
+    if (chunk.type === 'text-delta') item = { ...item, text: item.text + chunk.text }
+    else if (chunk.type === 'reasoning-delta') item = { ...item, reasoning: item.reasoning + chunk.text }
+    else if (chunk.type === 'tool-call-delta') {
+      const calls = item.calls.slice()
+      const index = calls.findIndex(call => call.id === chunk.id)
+      if (index < 0) calls.push({ id: chunk.id, name: chunk.name ?? '…', arguments: chunk.argumentsDelta })
+      else calls[index] = { ...calls[index], name: chunk.name ?? calls[index].name, arguments: calls[index].arguments + chunk.argumentsDelta }
+      item = { ...item, calls }
+    } else if (this.get(key) !== undefined) return
+    this.put(item)
+    this.status = undefined
+  }
+
+  private updateCall(callId: string, update: (call: ToolCallView) => ToolCallView): void {
+    const key = this.callStep.get(callId)
+    const item = key === undefined ? undefined : this.get(key)
+    if (item?.kind !== 'assistant') return
+    this.put({ ...item, calls: item.calls.map(call => call.id === callId ? update(call) : call) })
+  }
+
+  /** A turn that ended mid-stream or mid-tool leaves its last steps as they were, settled. */
+  private closeOpenSteps(): void {
+    for (let index = this.items.length - 1; index >= 0 && index >= this.items.length - 8; index -= 1) {
+      const item = this.items[index]
+      if (item.kind === 'assistant' && !item.closed) {
+        this.items[index] = { ...item, streaming: false, closed: true }
+      }
+    }
+  }
+}
+
+/** One line for how a turn ended (empty for a completed turn). */
+export function describeEnd(reason: TurnEndReason): { level: 'error' | 'warning' | 'info' | undefined; text: string } {
+  switch (reason.kind) {
+    case 'completed': return { level: undefined, text: '' }
+    case 'aborted': return { level: 'info', text: reason.reason.kind === 'user' ? 'cancelled' : `cancelled (${reason.reason.kind})` }
+    case 'error': return { level: 'error', text: `${reason.error.code}: ${reason.error.message}` }
+    case 'blocked': return { level: 'warning', text: `blocked${reason.message ? `: ${reason.message}` : ''}` }
+    case 'max-tokens': return { level: 'warning', text: 'the model hit its output limit' }
+    case 'interrupted': return { level: 'warning', text: 'interrupted (the process stopped during this turn)' }
+    default: return { level: 'info', text: String((reason as { kind: string }).kind) }
+  }
+}
+
+export function compactNumber(n: number): string {
+  if (n < 1000) return String(n)
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`
+  return `${(n / 1_000_000).toFixed(1)}M`
+}
+
+export function duration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`
+  return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`
+}

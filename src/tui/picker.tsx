@@ -1,0 +1,52 @@
+/**
+ * `dsh --resume`: a list of stored sessions (title, folder, age, turns), newest first. Up/Down
+ * move, Enter opens, Esc leaves without opening anything.
+ */
+import { useState, type ReactNode } from 'react'
+import { Box, Text, useInput, useStdout } from 'ink'
+import type { StoredSessionSummary } from '../persistence/api.js'
+import { c } from './theme.js'
+
+export function age(ms: number, now = Date.now()): string {
+  const seconds = Math.max(0, Math.round((now - ms) / 1000))
+  if (seconds < 60) return `${seconds}s ago`
+  if (seconds < 3600) return `${Math.round(seconds / 60)}m ago`
+  if (seconds < 86_400) return `${Math.round(seconds / 3600)}h ago`
+  return `${Math.round(seconds / 86_400)}d ago`
+}
+
+export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]; home: string; onPick(id: string | undefined): void }): ReactNode {
+  const [index, setIndex] = useState(0)
+  const { stdout } = useStdout()
+  const rows = Math.max(3, (stdout.rows || 24) - 4)
+  const { sessions } = props
+  useInput((input, key) => {
+    if (key.upArrow) setIndex(value => Math.max(0, value - 1))
+    else if (key.downArrow) setIndex(value => Math.min(sessions.length - 1, value + 1))
+    else if (key.pageUp) setIndex(value => Math.max(0, value - rows))
+    else if (key.pageDown) setIndex(value => Math.min(sessions.length - 1, value + rows))
+    else if (key.return) props.onPick(sessions[index]?.id)
+    else if (key.escape || (key.ctrl && input === 'c')) props.onPick(undefined)
+  })
+  if (sessions.length === 0) {
+    return <Text>No stored sessions yet. Press Esc.</Text>
+  }
+  const first = Math.max(0, Math.min(index - Math.floor(rows / 2), sessions.length - rows))
+  const shown = sessions.slice(first, first + rows)
+  const folder = (cwd: string | undefined) => cwd === undefined ? '-' : cwd.startsWith(props.home) ? `~${cwd.slice(props.home.length)}` : cwd
+  return (
+    <Box flexDirection="column">
+      <Text bold>Resume a session <Text dimColor>(↑/↓ choose · Enter open · Esc cancel)</Text></Text>
+      {shown.map((session, n) => {
+        const selected = first + n === index
+        return (
+          <Text key={session.id} wrap="truncate-end" inverse={selected}>
+            <Text color={selected ? undefined : c('cyan')}>{selected ? '›' : ' '} {session.title ?? '(untitled)'}</Text>
+            <Text dimColor={!selected}> · {folder(session.cwd)} · {age(session.updatedAt)} · {session.turns} turn{session.turns === 1 ? '' : 's'}</Text>
+          </Text>
+        )
+      })}
+      <Text dimColor>{index + 1}/{sessions.length}</Text>
+    </Box>
+  )
+}

@@ -1,0 +1,147 @@
+/**
+ * The terminal app's state outside React: the live agent, the fold of its log, the items already
+ * printed into the scrollback, and pending approvals. Session events arrive through `observe`;
+ * the component re-renders on `subscribe`.
+ */
+import type { Agent } from '../agent/api.js'
+import type { SessionEvent } from '../session/types.js'
+import type { Session } from '../session/api.js'
+import { ConversationFold, settled, type Item } from './fold.js'
+
+export type Printed =
+  | { readonly key: string; readonly kind: 'item'; readonly item: Item }
+  | { readonly key: string; readonly kind: 'banner'; readonly lines: readonly string[] }
+
+export interface ApprovalPrompt {
+  readonly id: string
+  readonly toolName: string
+  readonly reason: string
+  readonly arguments?: string
+  answer(outcome: 'allowed-once' | 'rejected'): void
+}
+
+/** A running subagent of this app's session, drawn as a nested live card. */
+export interface ChildView {
+  readonly id: string
+  readonly label: string
+  readonly steps: number
+  readonly activity: string
+}
+
+/** Resumed sessions print at most this many of their latest items. */
+export const HISTORY_ITEMS = 60
+
+export class TuiStore {
+  fold = new ConversationFold()
+  /** Replaced (not mutated) when items are added, so Ink's `Static` sees the change. */
+  printed: readonly Printed[] = []
+  approvals: ApprovalPrompt[] = []
+  /** Subagents of the current session still running, by child session id. */
+  readonly children = new Map<string, ChildView>()
+  version = 0
+  /** Set on exit: the screen keeps only the printed conversation. */
+  closing = false
+  private foldPrinted = 0
+  private printedKeys = 0
+  private readonly listeners = new Set<() => void>()
+
+  constructor(public agent: Agent) {}
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  notify(): void {
+    this.version += 1
+    for (const listener of this.listeners) listener()
+  }
+
+  banner(lines: readonly string[]): void {
+    this.printed = [...this.printed, { key: `p${this.printedKeys++}`, kind: 'banner', lines }]
+    this.notify()
+  }
+
+  /** Folds what the session already holds; only its latest items are printed. */
+  loadHistory(): void {
+    const session = this.agent.session
+    for (let seq = 0; seq < session.length; seq += 1) this.fold.apply(session.events[seq])
+    const total = this.fold.items.length
+    const skip = Math.max(0, total - HISTORY_ITEMS)
+    if (skip > 0) {
+      this.foldPrinted = skip
+      this.banner([`… ${skip} earlier items of this session are not shown`])
+    }
+    this.settle()
+  }
+
+  observe(session: Session, event: SessionEvent): void {
+    const child = this.children.get(session.id)
+    if (child !== undefined) return this.observeChild(child, event)
+    if (session !== this.agent.session) return
+    this.fold.apply(event)
+    this.settle()
+    this.notify()
+  }
+
+  childStarted(info: { parentSessionId: string; childSessionId: string; label?: string }): void {
+    if (info.parentSessionId !== this.agent.id) return
+    this.children.set(info.childSessionId, { id: info.childSessionId, label: info.label ?? 'subagent', steps: 0, activity: 'starting' })
+    this.notify()
+  }
+
+  childFinished(info: { childSessionId: string }): void {
+    if (this.children.delete(info.childSessionId)) this.notify()
+  }
+
+  private observeChild(child: ChildView, event: SessionEvent): void {
+    let next = child
+    if (event.type === 'step/start') next = { ...child, steps: child.steps + 1, activity: 'waiting for the model' }
+    else if (event.type === 'tool/call') next = { ...child, activity: `running ${(event.data as { name: string }).name}` }
+    else if (event.type === 'assistant/chunk' && child.activity !== 'writing') next = { ...child, activity: 'writing' }
+    else if (event.type === 'turn/end') next = { ...child, activity: 'done' }
+    if (next === child) return
+    this.children.set(child.id, next)
+    this.notify()
+  }
+
+  notice(level: 'error' | 'warning' | 'info', text: string): void {
+    this.fold.notice(level, text)
+    this.settle()
+    this.notify()
+  }
+
+  /** Moves every settled item at the front of the live list to the printed list. */
+  private settle(): void {
+    const { items } = this.fold
+    const added: Printed[] = []
+    while (this.foldPrinted < items.length && settled(items[this.foldPrinted])) {
+      added.push({ key: `p${this.printedKeys++}`, kind: 'item', item: items[this.foldPrinted] })
+      this.foldPrinted += 1
+    }
+    if (added.length > 0) this.printed = this.printed.concat(added)
+  }
+
+  /** Items still changing (the running step, tools without results). */
+  live(): readonly Item[] {
+    return this.fold.items.slice(this.foldPrinted)
+  }
+
+  switchAgent(agent: Agent): void {
+    this.agent = agent
+    this.fold = new ConversationFold()
+    this.foldPrinted = 0
+    this.approvals = []
+    this.notify()
+  }
+
+  addApproval(prompt: ApprovalPrompt): void {
+    this.approvals = [...this.approvals, prompt]
+    this.notify()
+  }
+
+  removeApproval(id: string): void {
+    this.approvals = this.approvals.filter(prompt => prompt.id !== id)
+    this.notify()
+  }
+}

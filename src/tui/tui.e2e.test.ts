@@ -1,0 +1,362 @@
+/**
+ * The terminal app driven as a user drives it: the real `dsh` binary in a real terminal (tmux,
+ * 80x24 unless said otherwise), keys sent with send-keys, the screen read with capture-pane,
+ * against the fake model server over real HTTP. Every wait polls the screen with a deadline.
+ */
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { errorResponse, FakeDeepSeek, streamResponse, type FakeResponse } from '../../test-support/fake-deepseek.js'
+import { dshBin, runDsh, tempHome } from '../../test-support/run-dsh.js'
+import { hasTmux, Terminal } from '../../test-support/tmux.js'
+
+const tmux = hasTmux()
+if (!tmux) console.warn('skipping terminal app tests: tmux is missing (apt-get install -y tmux)')
+
+let server: FakeDeepSeek
+const terminals: Terminal[] = []
+beforeEach(async () => { server = await FakeDeepSeek.start() })
+afterEach(async () => {
+  for (const terminal of terminals.splice(0)) terminal.close()
+  await server.close()
+})
+
+const usage = { prompt_tokens: 1200, completion_tokens: 40 }
+// Titles come from the first message here: a model title request would take the next scripted answer.
+const patch = join(mkdtempSync(join(tmpdir(), 'dsh-tui-patch-')), 'no-title.yml')
+writeFileSync(patch, '- id: session-title\n  config:\n    llm: false\n')
+const DSH = `${process.execPath} ${dshBin} --patch ${patch}`
+
+function env(home: string, extra: Record<string, string> = {}): Record<string, string | undefined> {
+  return { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', ...extra }
+}
+
+/** A shell in a fresh terminal, in `cwd`, with the fake server configured. */
+function shell(home: string, cwd: string, options: { width?: number; height?: number; env?: Record<string, string> } = {}): Terminal {
+  const terminal = Terminal.shell({ cwd, env: env(home, options.env), width: options.width ?? 80, height: options.height ?? 24 })
+  terminals.push(terminal)
+  return terminal
+}
+
+async function openApp(terminal: Terminal, args = ''): Promise<void> {
+  await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
+  terminal.type(`clear; ${DSH}${args ? ` ${args}` : ''}`)
+  terminal.keys('Enter')
+  await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000 })
+}
+
+async function send(terminal: Terminal, text: string): Promise<void> {
+  terminal.type(text)
+  const squeezed = text.replace(/\s+/g, '')
+  await terminal.waitFor(screen => screen.replace(/[│\s]+/g, '').includes(squeezed), { what: `the typed text "${text}"` })
+  terminal.keys('Enter')
+}
+
+/** Ctrl-C twice; waits for the shell prompt after the resume hint. */
+async function quit(terminal: Terminal): Promise<string> {
+  terminal.keys('C-c')
+  await terminal.waitFor('Press Ctrl-C again to exit')
+  terminal.keys('C-c')
+  return terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
+}
+
+function sessionLog(home: string): { type: string; data: any }[] {
+  const root = join(home, 'sessions')
+  for (const project of readdirSync(root)) {
+    for (const id of readdirSync(join(root, project))) {
+      const file = join(root, project, id, 'session.jsonl')
+      if (existsSync(file)) return readFileSync(file, 'utf8').trim().split('\n').slice(1).map(line => JSON.parse(line))
+    }
+  }
+  throw new Error('no stored session')
+}
+
+function gate(): { until: Promise<void>; open(): void } {
+  let open!: () => void
+  const until = new Promise<void>(resolve => { open = resolve })
+  return { until, open }
+}
+
+function toolCall(id: string, name: string, args: unknown): FakeResponse {
+  return streamResponse([{ toolCall: { id, name, arguments: JSON.stringify(args) } }, { finish: 'tool_calls', usage }])
+}
+
+describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
+  it('a whole coding task: write, edit and run a file; cards, answer, per-turn tokens, status bar; exit restores the terminal', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ reasoning: 'I will create the script first.' }, { text: 'Creating the script.' }, { toolCall: { id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'greet.sh', content: 'echo hello\n' }) } }, { finish: 'tool_calls', usage }]),
+      toolCall('e1', 'edit', { file_path: 'greet.sh', old_string: 'echo hello', new_string: 'echo hello, terminal' }),
+      toolCall('b1', 'bash', { command: 'bash greet.sh', description: 'run it' }),
+      streamResponse([{ text: 'Done: `greet.sh` prints **hello, terminal**.\n\n```sh\nbash greet.sh\n```' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    let screen = terminal.screen()
+    expect(screen).toMatch(/deepseek-v4-flash · .* · ctx 0%/)
+    await send(terminal, 'write greet.sh that says hello, then make it say hello, terminal and run it')
+    screen = await terminal.waitFor(/── 4 steps · .* in · .* out/, { what: 'the turn summary', history: true })
+    const history = terminal.history()
+    expect(history).toContain('› write greet.sh')
+    expect(history).toMatch(/▸ thought · 6 words/)
+    expect(history).toMatch(/✓ write greet\.sh · created, 1 line\b/)
+    expect(history).toMatch(/✓ edit greet\.sh · 1 replacement/)
+    expect(history).toMatch(/^\s+-echo hello$/m)
+    expect(history).toMatch(/^\s+\+echo hello, terminal$/m)
+    expect(history).toMatch(/✓ \$ bash greet\.sh · exit 0\n\s+hello, terminal/)
+    expect(history).toContain('Done: greet.sh prints hello, terminal.')
+    expect(history).toMatch(/│ bash greet\.sh/)
+    expect(readFileSync(join(cwd, 'greet.sh'), 'utf8')).toBe('echo hello, terminal\n')
+    expect(terminal.screen()).toMatch(/ctx (<1|\d+)% \(1\.\dk\/1\.0M\)/)
+    const after = await quit(terminal)
+    const id = /Session ([0-9a-f-]{36})/.exec(after)?.[1]
+    expect(id).toBeDefined()
+    expect(after).toContain(`dsh --session ${id}`)
+    // The terminal is back in cooked mode with echo: the shell's line discipline works again.
+    terminal.type('stty -a | tr " " "\\n" | grep -E "^-?(icanon|echo)$" | tr "\\n" " "; echo')
+    terminal.keys('Enter')
+    await terminal.waitFor(/^icanon echo\s*$/m, { what: 'stty showing icanon and echo' })
+    expect(sessionLog(home).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+  })
+
+  it('Esc cancels the turn mid-stream: the log records turn/end aborted and the app takes the next message', async () => {
+    const { home, cwd } = tempHome()
+    const held = gate()
+    server.enqueue(
+      { segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.until }], end: 'close' },
+      streamResponse([{ text: 'Second answer.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'count slowly')
+    await terminal.waitFor('Counting: one two three', { what: 'the streamed text' })
+    expect(terminal.screen()).toMatch(/writing · \d+s · Esc to cancel/)
+    terminal.keys('Escape')
+    await terminal.waitFor('■ cancelled', { what: 'the cancelled line' })
+    held.open()
+    await send(terminal, 'again')
+    await terminal.waitFor('Second answer.', { history: true })
+    await quit(terminal)
+    const ends = sessionLog(home).filter(event => event.type === 'turn/end').map(event => event.data.reason)
+    expect(ends).toEqual([{ kind: 'aborted', reason: { kind: 'user' } }, { kind: 'completed' }])
+  })
+
+  it('Enter queues while a turn runs and Ctrl-S steers into the running step', async () => {
+    const { home, cwd } = tempHome()
+    const held = gate()
+    const first = toolCall('b1', 'bash', { command: 'echo working', description: 'work' })
+    server.enqueue(
+      { segments: [{ until: held.until }, ...first.segments!] },
+      streamResponse([{ text: 'Steered answer.' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'Queued answer.' }, { finish: 'stop', usage }]),
+    )
+    const before = server.requests.length
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'start working')
+    await terminal.waitFor('Esc to cancel', { what: 'the running turn' })
+    await send(terminal, 'then summarise')
+    await terminal.waitFor('↳ queued: then summarise')
+    terminal.type('also use uppercase')
+    await terminal.waitFor('also use uppercase')
+    terminal.keys('C-s')
+    await terminal.waitFor('↳ queued: also use uppercase')
+    held.open()
+    await terminal.waitFor('Queued answer.', { history: true, what: 'the second turn' })
+    const users = (index: number) => server.requests[before + index].body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: unknown }) => JSON.stringify(message.content))
+    // Step 2 of turn 1 carries the steer; turn 2 starts with the queued message.
+    expect(users(1).some((text: string) => text.includes('also use uppercase'))).toBe(true)
+    expect(users(1).some((text: string) => text.includes('then summarise'))).toBe(false)
+    expect(users(2).some((text: string) => text.includes('then summarise'))).toBe(true)
+    await quit(terminal)
+  })
+
+  it('dsh -c resumes the latest session of the folder: the history is on screen and the model sees it', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'The first answer is 42.' }, { finish: 'stop', usage }]))
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'what is the answer')
+    await terminal.waitFor(/── 1 step/, { history: true })
+    const out = await quit(terminal)
+    const id = /Session ([0-9a-f-]{36})/.exec(out)![1]
+    server.enqueue(streamResponse([{ text: 'Still 42.' }, { finish: 'stop', usage }]))
+    await openApp(terminal, '-c')
+    const screen = terminal.screen()
+    expect(screen).toContain('The first answer is 42.')
+    expect(screen).toContain(`Resumed session ${id}.`)
+    await send(terminal, 'and now')
+    await terminal.waitFor('Still 42.', { history: true })
+    const messages = server.requests.at(-1)!.body.messages.map((message: { content: unknown }) => JSON.stringify(message.content))
+    expect(messages.some((text: string) => text.includes('The first answer is 42.'))).toBe(true)
+    const again = await quit(terminal)
+    expect(again).toContain(`Session ${id}`)
+  })
+
+  it('dsh --resume lists stored sessions with title, folder, age and turns; Enter opens one', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'Picked from the list.' }, { finish: 'stop', usage }]))
+    const headless = await runDsh(['--profile', 'headless', 'remember the picker'], { cwd, env: env(home) as Record<string, string> })
+    expect(headless.code).toBe(0)
+    const terminal = shell(home, cwd)
+    await terminal.waitFor(/^\$$/m)
+    terminal.type(`clear; ${DSH} --resume`)
+    terminal.keys('Enter')
+    const list = await terminal.waitFor('Resume a session', { timeoutMs: 20_000 })
+    expect(list).toMatch(/› .* · \/tmp\/dsh-work-\w+ · \d+s ago · 1 turn/)
+    terminal.keys('Enter')
+    await terminal.waitFor('Ask dsh to do something', { timeoutMs: 20_000 })
+    expect(terminal.screen()).toContain('Picked from the list.')
+    await quit(terminal)
+  })
+
+  it('resizes: the live part redraws at the new width, and 160x48 and a narrow 50 columns both fit', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'A reply long enough to wrap when the terminal becomes narrow, which it will in a moment.' }, { finish: 'stop', usage }]))
+    const terminal = shell(home, cwd, { width: 160, height: 48 })
+    await openApp(terminal)
+    await send(terminal, 'say something long')
+    await terminal.waitFor(/── 1 step/)
+    const wide = terminal.screen()
+    expect(wide.split('\n').find(line => line.startsWith('╭'))!.length).toBe(160)
+    terminal.resize(50, 20)
+    const narrow = await terminal.waitFor(screen => screen.split('\n').some(line => line.startsWith('╭') && line.length === 50), { what: 'the input box at 50 columns' })
+    // One input box, drawn at the new width: no reflowed copy of the wide one is left behind.
+    expect(narrow.split('\n').filter(line => line.startsWith('╭'))).toHaveLength(1)
+    expect(narrow).toContain('A reply long enough to wrap when the terminal')
+    expect(narrow).toMatch(/deepseek-v4-flash/)
+    await quit(terminal)
+  })
+
+  it('a provider error is one status line, the app stays usable; NO_COLOR drops colours', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(errorResponse(401, { error: { message: 'bad key' } }), streamResponse([{ text: 'Recovered.' }, { finish: 'stop', usage }]))
+    const terminal = shell(home, cwd, { env: { NO_COLOR: '1' } })
+    await openApp(terminal)
+    await send(terminal, 'hello')
+    await terminal.waitFor(/✗ AUTH: .*bad key/)
+    await send(terminal, 'hello again')
+    await terminal.waitFor('Recovered.', { history: true })
+    const styled = terminal.screenWithStyles()
+    expect(styled).not.toMatch(/\x1b\[(?:3[0-7]|9[0-7]|38;[25];[\d;]+)m/)
+    await quit(terminal)
+  })
+
+  it('the model server dropping the connection mid-stream is retried (llm/retry) and the answer still arrives', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      { segments: streamResponse([{ text: 'Half an ans' }], { done: false }).segments, end: 'destroy' },
+      streamResponse([{ text: 'Whole answer after the retry.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'answer me')
+    await terminal.waitFor('Whole answer after the retry.', { history: true, timeoutMs: 20_000 })
+    await quit(terminal)
+    expect(sessionLog(home).some(event => event.type === 'llm/retry')).toBe(true)
+    expect(sessionLog(home).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+  })
+
+  it('a subagent shows as a nested live card while it runs, and goes when it finishes', async () => {
+    const { home, cwd } = tempHome()
+    const held = gate()
+    const childFirst = toolCall('cb1', 'bash', { command: 'echo CHILD_STEP', description: 'child step' })
+    server.enqueue(
+      toolCall('s1', 'subagent', { description: 'helper', prompt: 'Run one echo, then reply CHILD_DONE.', run_in_background: false }),
+      { segments: [{ until: held.until }, ...childFirst.segments!] },
+      streamResponse([{ text: 'CHILD_DONE' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'The helper finished.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'delegate to a helper')
+    await terminal.waitFor(/⎿ helper · subagent · step 1 · waiting for the model/, { what: 'the nested card' })
+    held.open()
+    await terminal.waitFor('The helper finished.', { history: true })
+    expect(terminal.screen()).not.toContain('⎿ helper')
+    await quit(terminal)
+  })
+
+  it('colours are on by default (the user prompt marker is cyan)', async () => {
+    const { home, cwd } = tempHome()
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    expect(terminal.screenWithStyles()).toMatch(/\x1b\[(?:36|38;5;6)m/)
+    await quit(terminal)
+  })
+
+  it('/ opens the command list; /help prints keys; /new starts a new session; @ completes a file path', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(cwd, 'notes-for-completion.md'), 'x\n')
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    terminal.type('/')
+    const menu = await terminal.waitFor('/exit')
+    expect(menu).toMatch(/\/exit .*leave dsh/)
+    expect(menu).toMatch(/\/new .*new session/)
+    terminal.type('he')
+    terminal.keys('Enter')
+    await terminal.waitFor(/│ › \/help +│/)
+    terminal.keys('Enter')
+    await terminal.waitFor('Ctrl-S steer into the running step', { history: true })
+    terminal.type('look at @notes-for')
+    await terminal.waitFor('@notes-for-completion.md')
+    terminal.keys('Tab')
+    await terminal.waitFor('look at @notes-for-completion.md ')
+    terminal.keys('C-u')
+    await terminal.waitFor('Ask dsh to do something')
+    terminal.type('/new')
+    terminal.keys('Enter')
+    await terminal.waitFor(/New session [0-9a-f-]{36}/, { history: true })
+    terminal.type('/exit')
+    terminal.keys('Enter')
+    await terminal.waitFor(/or: dsh --session/, { history: true })
+  })
+})
+
+describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
+  it('AP-3: an escalation asks inline; y allows that one call, n rejects the next; the status bar shows the preset', async () => {
+    const { home, cwd } = tempHome()
+    const escalate = (id: string, text: string) => toolCall(id, 'bash', { command: `echo ${text}`, description: 'echo', sandbox_permissions: 'danger-full-access', justification: 'needs the network' })
+    server.enqueue(
+      escalate('b1', 'allowed-run'),
+      escalate('b2', 'rejected-run'),
+      streamResponse([{ text: 'One ran, one was refused.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    expect(terminal.screen()).toContain('workspace-write')
+    await send(terminal, 'run two escalated commands')
+    const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
+    expect(ask).toContain('escalate sandbox to danger-full-access: needs the network')
+    expect(ask).toMatch(/y allow once · n reject/)
+    terminal.keys('y')
+    await terminal.waitFor(/✓ \$ echo allowed-run · exit 0/, { history: true })
+    await terminal.waitFor('Allow bash?')
+    terminal.keys('n')
+    await terminal.waitFor('One ran, one was refused.', { history: true })
+    expect(terminal.history()).toMatch(/✗ \$ echo rejected-run/)
+    await quit(terminal)
+    const decided = sessionLog(home).filter(event => event.type === 'approval/decided').map(event => event.data.outcome)
+    expect(decided).toEqual(['allowed-once', 'rejected'])
+  })
+})
+
+describe('dsh without a terminal', () => {
+  it('no task and no terminal keeps the headless usage error (exit 2)', async () => {
+    const { home, cwd } = tempHome()
+    const result = await runDsh([], { cwd, env: env(home) as Record<string, string> })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('no task given')
+  })
+
+  it('-c without a terminal is a usage error, not a task called "-c"', async () => {
+    const { home, cwd } = tempHome()
+    const before = server.requests.length
+    const result = await runDsh(['-c'], { cwd, env: env(home) as Record<string, string> })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toMatch(/need a terminal/)
+    expect(server.requests.length).toBe(before)
+  })
+})

@@ -1,0 +1,452 @@
+/**
+ * The conversation screen: settled items printed once into the scrollback (Ink's `Static`), then
+ * the live part redrawn in place: the streaming step, running tools, the activity line, queued
+ * input, an approval prompt, the input box with completions, and the status bar.
+ */
+import { useEffect, useReducer, useRef, useState, type ReactNode } from 'react'
+import { Box, Static, Text, useInput, useStdout } from 'ink'
+import ansiEscapes from 'ansi-escapes'
+import type { Item } from './fold.js'
+import { compactNumber, describeEnd, duration } from './fold.js'
+import type { Printed, TuiStore } from './store.js'
+import { ToolCardView } from './cards.js'
+import { Markdown } from './markdown.js'
+import { c } from './theme.js'
+import {
+  backspace, commandAtCursor, deleteToLineStart, deleteWordBefore, emptyEditor, end, home, insert, mentionAtCursor,
+  moveLeft, moveRight, replaceRange, setText, submit, up, down, type EditorState,
+} from './editor.js'
+import { matchCommands, type TuiCommand } from './commands.js'
+import type { FileIndex } from './files.js'
+
+export interface ViewActions {
+  send(text: string): void
+  steer(text: string): void
+  /** Cancels the running turn; returns the texts that were queued (put back into the input). */
+  cancel(): string[]
+  queued(): readonly string[]
+  runCommand(name: string, args: string): void
+  exit(): void
+}
+
+export interface ViewInfo {
+  readonly model: string
+  readonly folder: string
+  readonly contextWindow?: number
+  permission(): string
+  sessionId(): string
+}
+
+export interface ViewProps {
+  readonly store: TuiStore
+  readonly info: ViewInfo
+  readonly actions: ViewActions
+  readonly commands: () => readonly TuiCommand[]
+  readonly files: FileIndex
+}
+
+function percent(ratio: number): string {
+  return ratio > 0 && ratio < 0.01 ? '<1%' : `${Math.round(ratio * 100)}%`
+}
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
+
+function Reasoning(props: { text: string; expanded: boolean; streaming: boolean }): ReactNode {
+  if (props.text.trim() === '') return null
+  const words = props.text.trim().split(/\s+/).length
+  if (!props.expanded) {
+    return <Text dimColor italic>{props.streaming ? '◌ thinking' : '▸ thought'} · {words} word{words === 1 ? '' : 's'} (Ctrl-O to show)</Text>
+  }
+  return (
+    <Box flexDirection="column">
+      <Text dimColor italic>▾ reasoning</Text>
+      <Text dimColor italic>{props.text.trim()}</Text>
+    </Box>
+  )
+}
+
+/** The last `rows` wrapped lines of `text` at `width` columns (the live step must fit the screen). */
+export function tailLines(text: string, width: number, rows: number): string {
+  const lines = text.split('\n')
+  let used = 0
+  let start = lines.length
+  while (start > 0) {
+    const height = Math.max(1, Math.ceil(lines[start - 1].length / Math.max(10, width)))
+    if (used + height > rows) break
+    used += height
+    start -= 1
+  }
+  return start === 0 ? text : lines.slice(start).join('\n')
+}
+
+function ItemView(props: { item: Item; expanded: boolean; live?: { width: number; rows: number } }): ReactNode {
+  const { item } = props
+  switch (item.kind) {
+    case 'user':
+      return (
+        <Box marginTop={1}>
+          <Text color={c('cyan')} bold>› </Text>
+          <Text>{item.text}</Text>
+        </Box>
+      )
+    case 'assistant': {
+      const text = props.live && item.streaming ? tailLines(item.text, props.live.width, props.live.rows) : item.text
+      return (
+        <Box flexDirection="column" marginTop={1}>
+          <Reasoning text={item.reasoning} expanded={props.expanded} streaming={item.streaming && item.text === ''} />
+          {text.trim() !== '' ? <Markdown text={text} /> : null}
+          {item.calls.map(call => <ToolCardView key={call.id} call={call} running={!item.closed} />)}
+        </Box>
+      )
+    }
+    case 'turn-end': {
+      const end = describeEnd(item.reason)
+      const usage = item.usage
+      const tokens = `${compactNumber((usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0))} in · ${compactNumber(usage.outputTokens ?? 0)} out`
+      const parts = [`${item.steps} step${item.steps === 1 ? '' : 's'}`, tokens, ...item.durationMs === undefined ? [] : [duration(item.durationMs)]]
+      return (
+        <Box flexDirection="column">
+          {end.level !== undefined ? <Text color={end.level === 'error' ? c('red') : end.level === 'warning' ? c('yellow') : undefined} bold={end.level === 'error'}>{end.level === 'error' ? '✗ ' : '■ '}{end.text}</Text> : null}
+          <Text dimColor>── {parts.join(' · ')}</Text>
+        </Box>
+      )
+    }
+    case 'notice':
+      return <Text color={item.level === 'error' ? c('red') : item.level === 'warning' ? c('yellow') : undefined} dimColor={item.level === 'info'}>{item.text}</Text>
+  }
+}
+
+function PrintedView(props: { printed: Printed; expanded: boolean }): ReactNode {
+  const { printed } = props
+  if (printed.kind === 'banner') {
+    return (
+      <Box flexDirection="column">
+        {printed.lines.map((line, index) => <Text key={index} dimColor={index > 0}>{line}</Text>)}
+      </Box>
+    )
+  }
+  return <ItemView item={printed.item} expanded={props.expanded} />
+}
+
+/** The input text with the cursor drawn as an inverse cell. */
+function EditorView(props: { state: EditorState; placeholder: string; focused: boolean }): ReactNode {
+  const { text, cursor } = props.state
+  if (text === '') {
+    return (
+      <Text>
+        <Text inverse={props.focused}> </Text>
+        <Text dimColor>{props.placeholder}</Text>
+      </Text>
+    )
+  }
+  const before = text.slice(0, cursor)
+  const at = text.slice(cursor, cursor + 1)
+  const after = text.slice(cursor + 1)
+  return (
+    <Text>
+      {before}
+      {at === '\n' ? <><Text inverse> </Text>{'\n'}</> : <Text inverse={props.focused}>{at === '' ? ' ' : at}</Text>}
+      {after}
+    </Text>
+  )
+}
+
+function activity(items: readonly Item[]): string {
+  const last = items.at(-1)
+  if (last?.kind !== 'assistant') return 'waiting for the model'
+  const runningCall = last.calls.find(call => call.result === undefined)
+  if (runningCall !== undefined && !last.streaming) return `running ${runningCall.name}`
+  if (last.streaming) return last.calls.length > 0 ? 'writing a tool call' : last.text === '' ? 'thinking' : 'writing'
+  return 'waiting for the model'
+}
+
+function ActivityLine(props: { running: boolean; status?: string; items: readonly Item[]; since: number }): ReactNode {
+  const [frame, setFrame] = useState(0)
+  useEffect(() => {
+    if (!props.running) return
+    const timer = setInterval(() => setFrame(value => (value + 1) % SPINNER.length), 120)
+    return () => clearInterval(timer)
+  }, [props.running])
+  if (!props.running) return null
+  const seconds = Math.max(0, Math.floor((Date.now() - props.since) / 1000))
+  return (
+    <Box marginTop={1}>
+      <Text wrap="truncate-end">
+        <Text color={c('cyan')}>{SPINNER[frame]} </Text>
+        {props.status !== undefined ? <Text color={c('yellow')}>{props.status}</Text> : <Text>{activity(props.items)}</Text>}
+        <Text dimColor> · {seconds}s · Esc to cancel</Text>
+      </Text>
+    </Box>
+  )
+}
+
+type Completion = { kind: 'command'; options: readonly TuiCommand[] } | { kind: 'file'; start: number; options: readonly string[] }
+
+export function ConversationView(props: ViewProps): ReactNode {
+  const { store, actions, info } = props
+  const [, rerender] = useReducer((n: number) => n + 1, 0)
+  // Keys can arrive faster than renders: the handler reads and writes the editor through a ref.
+  const [editor, setEditorState] = useState<EditorState>(() => emptyEditor())
+  const editorRef = useRef(editor)
+  const setEditor = (next: EditorState | ((state: EditorState) => EditorState)) => {
+    editorRef.current = typeof next === 'function' ? next(editorRef.current) : next
+    setEditorState(editorRef.current)
+  }
+  const [exitArmed, setExitArmed] = useState(false)
+  const [expanded, setExpanded] = useState(false)
+  const [selected, setSelected] = useState(0)
+  const [fileOptions, setFileOptions] = useState<{ query: string; start: number; options: readonly string[] } | undefined>()
+  const runningSince = useRef(Date.now())
+  const wasRunning = useRef(false)
+  const { stdout } = useStdout()
+  const [size, setSize] = useState({ columns: stdout.columns || 80, rows: stdout.rows || 24 })
+
+  useEffect(() => store.subscribe(rerender), [store])
+  // The terminal reflows what is already on screen when it narrows, which leaves broken copies of
+  // the live part; so a width change clears the screen and prints the conversation again.
+  const [epoch, setEpoch] = useState(0)
+  const lastColumns = useRef(stdout.columns || 80)
+  useEffect(() => {
+    const onResize = () => {
+      const columns = stdout.columns || 80
+      if (columns !== lastColumns.current) {
+        lastColumns.current = columns
+        stdout.write(ansiEscapes.clearTerminal)
+        setEpoch(value => value + 1)
+      }
+      setSize({ columns, rows: stdout.rows || 24 })
+    }
+    stdout.on('resize', onResize)
+    return () => { stdout.off('resize', onResize) }
+  }, [stdout])
+
+  const running = store.fold.running
+  if (running && !wasRunning.current) runningSince.current = Date.now()
+  wasRunning.current = running
+
+  const mention = mentionAtCursor(editor)
+  useEffect(() => {
+    if (mention === undefined) {
+      setFileOptions(undefined)
+      return
+    }
+    let live = true
+    void props.files.complete(mention.query).then(options => {
+      if (live) setFileOptions({ query: mention.query, start: mention.start, options })
+    })
+    return () => { live = false }
+  }, [mention?.query, mention?.start])
+
+  const completionOf = (state: EditorState): Completion | undefined => {
+    const prefix = commandAtCursor(state)
+    if (prefix !== undefined) {
+      const options = matchCommands(props.commands(), prefix)
+      return options.length > 0 ? { kind: 'command', options } : undefined
+    }
+    const at = mentionAtCursor(state)
+    if (at !== undefined && fileOptions !== undefined && fileOptions.options.length > 0 && fileOptions.start === at.start) {
+      return { kind: 'file', start: fileOptions.start, options: fileOptions.options }
+    }
+    return undefined
+  }
+  const completion = completionOf(editor)
+  const selectedIndex = completion === undefined ? 0 : Math.min(selected, completion.options.length - 1)
+
+  const approval = store.approvals[0]
+
+  const accept = (): boolean => {
+    const completion = completionOf(editorRef.current)
+    if (completion === undefined) return false
+    if (completion.kind === 'command') {
+      const command = completion.options[selectedIndex]
+      setEditor(state => setText(state, `/${command.name} `))
+    } else {
+      const path = completion.options[selectedIndex]
+      setEditor(state => replaceRange(state, completion.start, state.cursor, `@${path} `))
+    }
+    setSelected(0)
+    return true
+  }
+
+  const send = (steer: boolean) => {
+    const text = editorRef.current.text
+    if (text.trim() === '') return
+    const { state } = submit(editorRef.current)
+    setEditor(state)
+    setSelected(0)
+    const trimmed = text.trim()
+    const command = /^\/([\w:-]+)(?:\s+([\s\S]*))?$/.exec(trimmed)
+    if (command !== null) {
+      actions.runCommand(command[1], (command[2] ?? '').trim())
+      return
+    }
+    if (steer && running) actions.steer(text)
+    else actions.send(text)
+  }
+
+  useInput((input, key) => {
+    const editor = editorRef.current
+    const completion = completionOf(editor)
+    const commandPrefix = commandAtCursor(editor)
+    const mention = mentionAtCursor(editor)
+    // Read the store, not the render: a key can arrive between a frame and the next handler.
+    const approval = store.approvals[0]
+    if (approval !== undefined) {
+      if (input === 'y' || input === 'Y' || key.return) approval.answer('allowed-once')
+      else if (input === 'n' || input === 'N' || key.escape) approval.answer('rejected')
+      else if (key.ctrl && input === 'c') approval.answer('rejected')
+      return
+    }
+    if (key.ctrl && input === 'c') {
+      if (exitArmed) {
+        actions.exit()
+        return
+      }
+      if (running) {
+        const restored = actions.cancel()
+        if (restored.length > 0) setEditor(state => setText(state, [...restored, state.text].filter(Boolean).join('\n')))
+      } else if (editor.text !== '') setEditor(emptyEditor(editor.history))
+      setExitArmed(true)
+      return
+    }
+    if (exitArmed) setExitArmed(false)
+    if (key.ctrl && input === 'd') {
+      if (editor.text === '') actions.exit()
+      return
+    }
+    if (key.escape) {
+      if (completion !== undefined && commandPrefix === undefined && mention !== undefined) {
+        setFileOptions(undefined)
+        return
+      }
+      if (running) {
+        const restored = actions.cancel()
+        if (restored.length > 0) setEditor(state => setText(state, [...restored, state.text].filter(Boolean).join('\n')))
+      }
+      return
+    }
+    if (key.ctrl && input === 'o') {
+      setExpanded(value => !value)
+      return
+    }
+    if (key.ctrl && input === 's') {
+      send(true)
+      return
+    }
+    if (key.tab) {
+      accept()
+      return
+    }
+    if (key.return) {
+      if (key.meta) {
+        setEditor(state => insert(state, '\n'))
+        return
+      }
+      if (completion !== undefined && (completion.kind === 'file' || completion.options[selectedIndex].name !== commandPrefix)) {
+        accept()
+        return
+      }
+      if (editor.text.slice(0, editor.cursor).endsWith('\\')) {
+        setEditor(state => insert(backspace(state), '\n'))
+        return
+      }
+      send(false)
+      return
+    }
+    if (key.upArrow) {
+      if (completion !== undefined) setSelected(Math.max(0, selectedIndex - 1))
+      else setEditor(up)
+      return
+    }
+    if (key.downArrow) {
+      if (completion !== undefined) setSelected(Math.min(completion.options.length - 1, selectedIndex + 1))
+      else setEditor(down)
+      return
+    }
+    if (key.leftArrow) return setEditor(moveLeft)
+    if (key.rightArrow) return setEditor(moveRight)
+    if (key.home || (key.ctrl && input === 'a')) return setEditor(home)
+    if (key.end || (key.ctrl && input === 'e')) return setEditor(end)
+    if (key.backspace || key.delete) return setEditor(backspace)
+    if (key.ctrl && input === 'w') return setEditor(deleteWordBefore)
+    if (key.ctrl && input === 'u') return setEditor(deleteToLineStart)
+    if (key.ctrl || input === '') return
+    // A typed line often arrives in one chunk with its Enter: text then send. Pasted text with
+    // several line breaks is inserted as it is.
+    const breaks = (input.match(/\r/g) ?? []).length
+    if (breaks === 1 && input.endsWith('\r') && input.length > 1) {
+      const typed = submit(insert(editor, input.slice(0, -1)))
+      setEditor(typed.state)
+      const command = /^\/([\w:-]+)(?:\s+([\s\S]*))?$/.exec(typed.text.trim())
+      if (typed.text.trim() === '') return
+      if (command !== null) actions.runCommand(command[1], (command[2] ?? '').trim())
+      else actions.send(typed.text)
+      return
+    }
+    setEditor(state => insert(state, input))
+    setSelected(0)
+  })
+
+  const width = Math.max(20, size.columns)
+  const live = store.live()
+  const liveRows = Math.max(3, size.rows - 9)
+  const queued = actions.queued()
+  const contextUse = info.contextWindow !== undefined && store.fold.contextTokens > 0
+    ? `ctx ${percent(store.fold.contextTokens / info.contextWindow)} (${compactNumber(store.fold.contextTokens)}/${compactNumber(info.contextWindow)})`
+    : 'ctx 0%'
+  const placeholder = running ? 'Enter queues a message · Ctrl-S steers the running step' : 'Ask dsh to do something · /help for keys'
+
+  if (store.closing) {
+    return (
+      <Static items={store.printed as Printed[]}>
+        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} /></Box>}
+      </Static>
+    )
+  }
+  return (
+    <Box flexDirection="column" width={width}>
+      <Static key={epoch} items={store.printed as Printed[]}>
+        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} /></Box>}
+      </Static>
+      {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} live={{ width, rows: liveRows }} />)}
+      {[...store.children.values()].map(child => (
+        <Text key={child.id} wrap="truncate-end">
+          <Text dimColor>  ⎿ </Text><Text bold>{child.label}</Text><Text dimColor> · subagent · step {child.steps} · {child.activity}</Text>
+        </Text>
+      ))}
+      <ActivityLine running={running} status={store.fold.status} items={live} since={runningSince.current} />
+      {queued.length > 0 ? (
+        <Box flexDirection="column">
+          {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {text.replace(/\n/g, ' ')}</Text>)}
+        </Box>
+      ) : null}
+      {approval !== undefined ? (
+        <Box flexDirection="column" borderStyle="round" borderColor={c('yellow')} paddingX={1}>
+          <Text bold>Allow {approval.toolName}?</Text>
+          <Text wrap="truncate-end">{approval.reason}</Text>
+          {approval.arguments ? <Text dimColor wrap="truncate-end">{approval.arguments}</Text> : null}
+          <Text><Text color={c('green')} bold>y</Text> allow once · <Text color={c('red')} bold>n</Text> reject</Text>
+        </Box>
+      ) : null}
+      <Box borderStyle="round" borderColor={c(running ? 'gray' : 'cyan')} paddingX={1} marginTop={queued.length > 0 || approval !== undefined ? 0 : 1}>
+        <Text color={c('cyan')} bold>› </Text>
+        <Box flexGrow={1}><EditorView state={editor} placeholder={placeholder} focused={approval === undefined} /></Box>
+      </Box>
+      {completion !== undefined ? (
+        <Box flexDirection="column" paddingLeft={2}>
+          {completion.kind === 'command'
+            ? completion.options.slice(0, 8).map((command, index) => (
+              <Text key={command.name} wrap="truncate-end" inverse={index === selectedIndex}>/{command.name} <Text dimColor>{command.description}</Text></Text>
+            ))
+            : completion.options.map((path, index) => <Text key={path} wrap="truncate-end" inverse={index === selectedIndex}>@{path}</Text>)}
+        </Box>
+      ) : null}
+      <Box width={width}>
+        <Text wrap="truncate-end" dimColor>
+          {exitArmed ? <Text color={c('yellow')} dimColor={false}>Press Ctrl-C again to exit · </Text> : null}
+          {info.model} · {info.folder} · {info.permission()} · {contextUse}
+        </Text>
+      </Box>
+    </Box>
+  )
+}

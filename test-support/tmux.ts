@@ -1,0 +1,118 @@
+/**
+ * Drives a program in a real terminal: a detached tmux session of a given size, keys sent with
+ * `send-keys`, the screen read with `capture-pane`. Waits poll the screen until a condition holds
+ * or a deadline passes (never fixed sleeps). Each terminal gets its own tmux server socket.
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+
+export function hasTmux(): boolean {
+  return spawnSync('tmux', ['-V'], { stdio: 'ignore' }).status === 0
+}
+
+export interface TerminalOptions {
+  readonly width?: number
+  readonly height?: number
+  readonly cwd?: string
+  readonly env?: Readonly<Record<string, string | undefined>>
+}
+
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`
+}
+
+export class Terminal {
+  private readonly socket = `dsh-test-${randomBytes(6).toString('hex')}`
+  private readonly name = 'main'
+  private closed = false
+
+  private constructor() {}
+
+  /** Starts `command` (argv) in a fresh terminal; the pane stays after it exits so its last screen can be read. */
+  static start(command: readonly string[], options: TerminalOptions = {}): Terminal {
+    const terminal = new Terminal()
+    const env = { ...options.env }
+    const exports = Object.entries(env).map(([key, value]) => value === undefined ? `unset ${key};` : `export ${key}=${shellQuote(value)};`).join(' ')
+    const script = `${exports} cd ${shellQuote(options.cwd ?? process.cwd())} && exec ${command.map(shellQuote).join(' ')}`
+    terminal.tmux(['new-session', '-d', '-s', terminal.name, '-x', String(options.width ?? 80), '-y', String(options.height ?? 24), 'bash', '--norc', '--noprofile', '-c', script])
+    terminal.tmux(['set-option', '-t', terminal.name, 'remain-on-exit', 'on'])
+    return terminal
+  }
+
+  /** An interactive bash in a fresh terminal (prompt `$ `), for running commands and checking the terminal after them. */
+  static shell(options: TerminalOptions = {}): Terminal {
+    return Terminal.start(['bash', '--norc', '--noprofile', '-i'], { ...options, env: { PS1: '$ ', HISTFILE: '/dev/null', ...options.env } })
+  }
+
+  private tmux(args: readonly string[]): string {
+    return execFileSync('tmux', ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } })
+  }
+
+  /** The visible screen as text, one line per row, trailing blanks trimmed. */
+  screen(): string {
+    return this.tmux(['capture-pane', '-p', '-t', this.name]).split('\n').map(line => line.trimEnd()).join('\n').replace(/\n+$/, '')
+  }
+
+  /** The screen with colours and attributes as escape sequences (capture-pane -e). */
+  screenWithStyles(): string {
+    return this.tmux(['capture-pane', '-p', '-e', '-t', this.name])
+  }
+
+  /** Scrollback and screen. */
+  history(): string {
+    return this.tmux(['capture-pane', '-p', '-S', '-', '-t', this.name]).split('\n').map(line => line.trimEnd()).join('\n').replace(/\n+$/, '')
+  }
+
+  /** Named keys, e.g. `Enter`, `Escape`, `C-c`, `Up`. */
+  keys(...keys: string[]): void {
+    this.tmux(['send-keys', '-t', this.name, ...keys])
+  }
+
+  /** Literal text. */
+  type(text: string): void {
+    this.tmux(['send-keys', '-t', this.name, '-l', text])
+  }
+
+  resize(width: number, height: number): void {
+    this.tmux(['resize-window', '-t', this.name, '-x', String(width), '-y', String(height)])
+  }
+
+  size(): { width: number; height: number } {
+    const [width, height] = this.tmux(['display-message', '-p', '-t', this.name, '#{pane_width} #{pane_height}']).trim().split(' ').map(Number)
+    return { width, height }
+  }
+
+  /** True once the program in the pane has exited. */
+  exited(): boolean {
+    return this.tmux(['display-message', '-p', '-t', this.name, '#{pane_dead}']).trim() === '1'
+  }
+
+  exitStatus(): number | undefined {
+    const value = this.tmux(['display-message', '-p', '-t', this.name, '#{pane_dead_status}']).trim()
+    return value === '' ? undefined : Number(value)
+  }
+
+  /** The pane's terminal modes as `stty -a` would report them for the pane's tty. */
+  tty(): string {
+    return this.tmux(['display-message', '-p', '-t', this.name, '#{pane_tty}']).trim()
+  }
+
+  /** Polls until `check` holds for the screen (or the whole history); fails with the last screen. */
+  async waitFor(check: RegExp | string | ((screen: string) => boolean), options: { timeoutMs?: number; history?: boolean; what?: string } = {}): Promise<string> {
+    const deadline = Date.now() + (options.timeoutMs ?? 15_000)
+    const test = typeof check === 'function' ? check : typeof check === 'string' ? (s: string) => s.includes(check) : (s: string) => check.test(s)
+    let last = ''
+    for (;;) {
+      last = options.history ? this.history() : this.screen()
+      if (test(last)) return last
+      if (Date.now() > deadline) throw new Error(`terminal: timed out waiting for ${options.what ?? String(check)}; screen was:\n${last}`)
+      await new Promise(resolve => setTimeout(resolve, 50))
+    }
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    try { this.tmux(['kill-server']) } catch { /* already gone */ }
+  }
+}
