@@ -83,9 +83,10 @@ describe('delegation crash safety (SIGKILL)', () => {
       const { session, repaired } = await ctx.sessionPersistence.load(lines[0]!.id!)
       expect(session.position.turnOpen).toBe(false)
       expect(repaired.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'interrupted' } } })
-      ctx.sessions.close(session.id)
+      // Unload gives the writer lock back (one writer per session): this test process is alive,
+      // so a lock it kept would make the resumed run refuse the child as in use.
+      await ctx.sessionPersistence.unload(session.id)
     }
-    await ctx.sessionPersistence.flushAll()
 
     // Resume the parent: it sends the continuable child more work (cold resume from storage).
     const childId = continuable[0]!.id!
