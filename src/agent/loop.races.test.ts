@@ -8,6 +8,7 @@ import { loopHarness, type LoopHarness } from '../../test-support/agent-harness.
 import { hang, text, type ScriptedResponse } from '../../test-support/scripted-model.js'
 import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
+import { CheckpointPolicy } from '../persistence/checkpoint.js'
 
 function deferred<T = void>() {
   let resolve!: (value: T) => void
@@ -106,6 +107,38 @@ describe('one driver at a time (A-9)', () => {
 })
 
 describe('claimed input is never lost (A-3)', () => {
+  it('A-3 D-3: a durability checkpoint that fails after the turn claimed its input puts the input back (logged before turn/end) and names what failed', async () => {
+    let failNext = false
+    const h = await loopHarness({
+      responses: [text('CHILD_OK'), text('THIRD_OK')],
+      setup: async (ctx) => {
+        await ctx.plugin(CheckpointPolicy).await()
+        ctx.on('session/flush', async () => {
+          if (failNext) { failNext = false; throw new Error('snapshot disk full') }
+        })
+      },
+    })
+    h.agent.followup('first')
+    await h.agent.whenIdle()
+    failNext = true
+    h.agent.followup('Now reply with exactly THIRD_OK.')
+    await h.agent.whenIdle()
+    const events = h.session.events
+    const end = events.findLastIndex(e => e.type === 'turn/end')
+    expect(events[end]!.data).toEqual({ turn: 2, reason: { kind: 'error', error: { code: 'PRE_STEP_FAILED', message: 'agent/pre-step failed: snapshot disk full' } } })
+    // Between this turn's start and its end: the claim, then the put-back, and no step.
+    const start = events.findLastIndex(e => e.type === 'turn/start')
+    const within = events.slice(start + 1, end)
+    expect(within.map(e => e.type)).toEqual(['agent/inbox/spliced', 'agent/inbox/spliced'])
+    expect(within[0]!.data).toMatchObject({ target: 'next-turn', start: 0, removedCount: 1 })
+    expect(within[1]!.data).toMatchObject({ target: 'next-turn', start: 0, inserted: [{ content: [{ type: 'text', text: 'Now reply with exactly THIRD_OK.' }] }] })
+    expect(queued(h)).toEqual({ step: [], turn: ['Now reply with exactly THIRD_OK.'] })
+    // The next wake enters it.
+    h.agent.followup('and then stop')
+    await h.agent.whenIdle()
+    expect(entered(h)).toEqual(['first', 'Now reply with exactly THIRD_OK.', 'and then stop'])
+  })
+
   it('A-3: when agent/pre-step throws, the claimed input goes back to its lists, the error names the hook, and the loop waits for the next wake', async () => {
     const h = await loopHarness({ responses: [text('one'), text('two')] })
     let fail = true

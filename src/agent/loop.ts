@@ -542,6 +542,11 @@ export function describeError(error: unknown): string {
   if (error instanceof Error) {
     const message = error.message.trim()
     if (message !== '') return message
+    // `ctx.parallel` (e.g. the session/flush barrier) rejects with an AggregateError whose own
+    // message is empty: what failed is in its errors.
+    if (error instanceof AggregateError && Array.isArray(error.errors) && error.errors.length > 0) {
+      return error.errors.map(describeError).join('; ')
+    }
     const at = error.stack?.split('\n').map(line => line.trim()).find(line => line.startsWith('at '))
     return `${error.name || 'Error'} with an empty message${at !== undefined ? ` (${at})` : ''}`
   }
