@@ -217,19 +217,26 @@ function plan(scenario: Scenario): string | Plan {
     const own = child.events.slice(child.header.seedLength ?? 0)
     const problem = unsupported(own)
     if (problem !== undefined) return `${problem} in ${file}`
-    const failTurns = new Map<number, string>()
+    // A turn that claimed input and ended with an error before any step, with no put-back splice:
+    // the recording lost that input. dsh puts claimed input back before such a turn ends (A-3),
+    // so its log has one more splice by design and the scenario is not replayed.
+    const lostTurns: string[] = []
     let stepped = false
+    let claimed = 0
     for (const event of own) {
-      if (event.type === 'turn/start') stepped = false
+      if (event.type === 'turn/start') { stepped = false; claimed = 0 }
       else if (event.type === 'step/start') stepped = true
-      else if (event.type === 'turn/end' && !stepped) {
-        const reason = (event.data as { turn: number; reason: { kind: string; error?: { message: string } } })
-        if (reason.reason.kind === 'error' && reason.reason.error !== undefined) failTurns.set(reason.turn, reason.reason.error.message)
+      else if (event.type === 'agent/inbox/spliced' && !stepped) {
+        const splice = event.data as { removedCount?: number; inserted?: unknown[] }
+        claimed += (splice.removedCount ?? 0) - (splice.inserted?.length ?? 0)
+      } else if (event.type === 'turn/end' && !stepped && claimed > 0) {
+        const ended = event.data as { turn: number; reason: { kind: string; error?: { message: string } } }
+        if (ended.reason.kind === 'error') lostTurns.push(`turn ${ended.turn} ended with error ${JSON.stringify(ended.reason.error?.message ?? '')}`)
       }
     }
-    // A-3: dsh puts claimed input back when a pre-step fails, so a turn that consumed its input
-    // and then failed its checkpoint cannot be produced by injection.
-    if (failTurns.size > 0) return `missing capability: a turn that consumes its input and then fails its durability checkpoint (${file}, turn ${[...failTurns.keys()].join(', ')}): dsh returns claimed input to the inbox when a pre-step fails (A-3)`
+    if (lostTurns.length > 0) {
+      return `missing capability (deliberate, A-3): losing claimed input: in ${file}, ${lostTurns.join(', ')} after claiming its input, with no put-back before turn/end; dsh puts claimed input back first, so its log has one more agent/inbox/spliced`
+    }
     const failPublished = !own.some(event => event.type === 'turn/start')
     children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failPublished })
   }
