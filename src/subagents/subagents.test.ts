@@ -268,6 +268,45 @@ describe('subagents: continuable', () => {
   })
 })
 
+describe('subagents: interrupt_agent', () => {
+  it('SA-15 interrupt_agent: stops only the child\'s current turn (notice: stopped), an unknown id is an accepted no-op, and the child takes a later send_message', async () => {
+    let childReady!: () => void
+    const hanging = new Promise<void>(resolve => { childReady = resolve })
+    let idOf!: () => string
+    const router = new Router()
+      .script('ctl', call('c1', 'subagent', { description: 'Long job', prompt: 'long job' }),
+        async () => { await hanging; return toolCalls([{ id: 'c2', name: 'interrupt_agent', arguments: { agent_id: idOf() } }, { id: 'c3', name: 'interrupt_agent', arguments: { agent_id: 'nope' } }]) },
+        text('ASKED'))
+      // Whether the stop notice lands in the same parent turn or the next one is timing: the rest
+      // answers by content.
+      .fallback('ctl', (request) => {
+        const last = request.messages.at(-1)!
+        const lastText = last.role === 'user' ? (last.content[0] as { text?: string }).text : undefined
+        return lastText === 'send more' ? call('c4', 'send_message', { subagent_id: idOf(), message: 'again' }) : text('OK')
+      })
+      .script('long job', hang([], () => childReady()), text('AGAIN_DONE'))
+    const h = await setup(router)
+    const seen = track(h.ctx)
+    idOf = () => seen.started[0]!.childSessionId
+    h.agent.followup('ctl')
+    await h.ctx.subagents.whenQuiet(h.agent.id)
+    const id = idOf()
+    const results = h.of('tool/result')
+    expect(results.slice(1, 3).map(resultText)).toEqual([`interrupt requested for agent ${id}`, 'interrupt requested for agent nope'])
+    expect(results.slice(1, 3).map(isError)).toEqual([false, false])
+    const child = seen.sessions.get(id)!
+    expect(child.events.filter(e => e.type === 'turn/end').map(e => (e.data as { reason: { kind: string } }).reason.kind)).toEqual(['aborted'])
+    const notices = h.of('user/message').filter(e => (e.data.source as { kind: string }).kind === 'subagent-settled')
+    expect(notices).toHaveLength(1)
+    expect(notices[0]!.data.content[0]).toEqual({ type: 'text', text: `Background subagent ${id} was stopped before it finished.` })
+    // The child stays available: a later send_message runs a new turn on the same conversation.
+    h.agent.followup('send more')
+    await h.ctx.subagents.whenQuiet(h.agent.id)
+    expect(child.events.filter(e => e.type === 'turn/end').map(e => (e.data as { reason: { kind: string } }).reason.kind)).toEqual(['aborted', 'completed'])
+    expect(h.ctx.sessions.get(id)!.events.filter(e => e.type === 'assistant/message').at(-1)!.data).toMatchObject({ message: { content: [{ type: 'text', text: 'AGAIN_DONE' }] } })
+  })
+})
+
 describe('subagents: approvals', () => {
   it('SA-13: a child runs with policy never and inherits an explicit parent sandbox mode stamped delegation; a later parent switch leaves it alone', async () => {
     const router = new Router()
