@@ -1,4 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { JsonlPersistencePlugin } from '../persistence/plugins.js'
 import type { Context } from 'cordis'
 import { loopHarness, type LoopHarness } from '../../test-support/agent-harness.js'
 import { hang, text, toolCalls, type ScriptedResponse } from '../../test-support/scripted-model.js'
@@ -304,6 +308,51 @@ describe('subagents: interrupt_agent', () => {
     await h.ctx.subagents.whenQuiet(h.agent.id)
     expect(child.events.filter(e => e.type === 'turn/end').map(e => (e.data as { reason: { kind: string } }).reason.kind)).toEqual(['aborted', 'completed'])
     expect(h.ctx.sessions.get(id)!.events.filter(e => e.type === 'assistant/message').at(-1)!.data).toMatchObject({ message: { content: [{ type: 'text', text: 'AGAIN_DONE' }] } })
+  })
+})
+
+describe('subagents: list_agents over storage (SA-16)', () => {
+  let root: string | undefined
+  afterEach(async () => { if (root !== undefined) await rm(root, { recursive: true, force: true }) })
+
+  it('SA-16: a stored subagent child without a descriptor is a corrupt diagnostic; live continuable children and stored ones merge by createdAt; a stored child of another origin is omitted', async () => {
+    root = await mkdtemp(join(tmpdir(), 'dsh-list-agents-'))
+    const router = new Router()
+      .script('ctl', call('c1', 'subagent', { description: 'Live worker', prompt: 'live work' }), text('STARTED'))
+      .fallback('ctl', text('OK'))
+      .script('live work', text('LIVE_DONE'))
+    harness = await loopHarness({
+      responses: Array.from({ length: 10 }, () => router.respond),
+      setup: async (ctx: Context) => {
+        await ctx.plugin(JsonlPersistencePlugin, { root: root! }).await()
+        await ctx.plugin(SystemPromptPlugin).await()
+        await ctx.plugin(SubagentsPlugin).await()
+        await ctx.plugin(SubagentToolsPlugin, {}).await()
+      },
+    })
+    const h = harness
+    const persistence = h.ctx.sessionPersistence
+    // Stored children written before the live one (earlier createdAt), then unloaded.
+    const stored = async (id: string, createdAt: number, write: (session: Session) => void, origin?: 'subagent') => {
+      const session = h.ctx.sessions.create({ id, createdAt, parentSession: h.session.id, ...origin !== undefined && { origin, delegationDepth: 1 } })
+      write(session)
+      await persistence.unload(id)
+    }
+    await stored('b-descriptorless', 1, session => {
+      session.append('turn/start', { turn: 1 })
+      session.append('turn/end', { turn: 1, reason: { kind: 'interrupted' } })
+    }, 'subagent')
+    await stored('a-not-a-subagent', 1, () => undefined)
+    h.agent.followup('ctl')
+    await h.ctx.subagents.whenQuiet(h.agent.id)
+    const live = h.ctx.sessions.list().find(s => s.header.parentSession === h.session.id && s.header.origin === 'subagent')!
+    expect(await h.ctx.subagents.list(h.agent, 'children')).toEqual([
+      'b-descriptorless [diagnostic: corrupt]',
+      `${live.id} [idle] — Live worker`,
+    ])
+    // The tool prints the same lines.
+    const result = await h.ctx.tools.get('list_agents')!.execute({}, { callId: 'x', cwd: h.session.header.cwd, signal: new AbortController().signal, session: h.session, agent: h.agent } as never)
+    expect(JSON.stringify(result)).toContain('b-descriptorless [diagnostic: corrupt]')
   })
 })
 
