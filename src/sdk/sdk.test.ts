@@ -333,6 +333,45 @@ describe('SDK server: methods and notifications', () => {
 })
 
 /** Raw frames against a raw process: every kind of bad input. */
+describe('SDK delegation notifications (SA-17)', () => {
+  it('SA-17: a foreground subagent sends subagent.started, the child\'s own session.event stream, then subagent.finished before the parent\'s tool/result', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_sub', name: 'subagent', arguments: JSON.stringify({ description: 'Child task', prompt: 'child work', run_in_background: false }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'CHILD_DONE' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'PARENT_DONE' }, { finish: 'stop', usage }]),
+    )
+    const client = await startClient(home, cwd)
+    const seen: Notification[] = []
+    const off = client.onNotification(n => { seen.push(n) })
+    try {
+      const result = await client.run('delegate it')
+      expect(result.finalResponse).toBe('PARENT_DONE')
+      const parentId = result.sessionId
+      const started = seen.filter(n => n.method === 'subagent.started')
+      expect(started).toHaveLength(1)
+      const childId = started[0]!.params.childSessionId as string
+      expect(started[0]!.params).toEqual({ parentSessionId: parentId, childSessionId: childId })
+      const finished = seen.filter(n => n.method === 'subagent.finished')
+      expect(finished).toHaveLength(1)
+      expect(finished[0]!.params).toMatchObject({ parentSessionId: parentId, childSessionId: childId, status: 'ok', provider: 'spawn' })
+      // The child's log streams as its own session.event notifications, its answer included.
+      const childMessage = seen.find(n => isEvent('assistant/message', childId)(n))
+      expect(childMessage?.params.event.data.message.content).toEqual([{ type: 'text', text: 'CHILD_DONE' }])
+      // Order: started, the child's events, finished, then the parent's tool/result.
+      const at = (test: (n: Notification) => boolean) => seen.findIndex(test)
+      const parentResult = at(isEvent('tool/result', parentId))
+      expect(at(n => n.method === 'subagent.started')).toBeLessThan(at(isEvent('assistant/message', childId)))
+      expect(at(isEvent('assistant/message', childId))).toBeLessThan(at(n => n.method === 'subagent.finished'))
+      expect(at(n => n.method === 'subagent.finished')).toBeLessThan(parentResult)
+      expect(seen[parentResult]!.params.event.data.message.content[0].content).toEqual([{ type: 'text', text: 'CHILD_DONE' }])
+    } finally {
+      off()
+      await client.close()
+    }
+  }, 60_000)
+})
+
 describe('SDK server: bad frames get JSON-RPC errors and never stop the server', () => {
   it('garbage, non-object, batch, missing jsonrpc, bad id, unknown method, bad params, U+2028 inside a frame', async () => {
     const { home, cwd } = tempHome()
