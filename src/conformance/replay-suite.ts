@@ -6,7 +6,7 @@
  * (docs/conformance.md, "Replay suite"). Scenarios needing a capability dsh lacks are SKIP,
  * naming it; a mismatch prints the first difference.
  */
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from 'node:fs'
 import { findScenarioDirs } from './discover.js'
 import { tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
@@ -128,6 +128,9 @@ export function replaySuite(options: ReplaySuiteOptions = {}): ConformanceSuite 
   }
 }
 
+/** One step of a recorded driver script (`input.json`). */
+interface DriverStep { readonly op: string; readonly text?: string; readonly waitForFile?: { readonly path?: unknown } }
+
 interface Plan {
   readonly header: SessionHeader
   readonly events: readonly SessionEvent[]
@@ -136,6 +139,11 @@ interface Plan {
   readonly prompts: readonly UserMessage[]
   /** Per prompt: cancel when its model call hangs. */
   readonly cancels: ReadonlySet<number>
+  /**
+   * Per cancelled prompt: the file (relative to the workspace) whose appearance is the cancel
+   * point too: a tool of the turn writes it, so the turn can be cancelled while tools run.
+   */
+  readonly cancelFiles: ReadonlyMap<number, string>
   readonly script: readonly ReplayEntry[]
   /** Model calls outside the loop (compaction summaries), from the recorded compaction/summary events. */
   readonly auxiliary: readonly ReplayEntry[]
@@ -191,9 +199,9 @@ function plan(scenario: Scenario): string | Plan {
   }
   const problem = unsupported(events.slice(seedLength))
   if (problem !== undefined) return problem
-  let ops: { op: string; text?: string }[] = []
+  let ops: DriverStep[] = []
   if (files.includes('input.json')) {
-    ops = (JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: { op: string; text?: string }[] }).steps
+    ops = (JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: DriverStep[] }).steps
     const unsupported = ops.find(step => !SUPPORTED_OPS.has(step.op))
     if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
   }
@@ -206,7 +214,13 @@ function plan(scenario: Scenario): string | Plan {
   }
   const promptOps = ops.filter(step => step.op.startsWith('prompt'))
   const cancels = new Set<number>()
-  promptOps.forEach((step, i) => { if (step.op === 'promptAndCancel') cancels.add(i) })
+  const cancelFiles = new Map<number, string>()
+  promptOps.forEach((step, i) => {
+    if (step.op !== 'promptAndCancel') return
+    cancels.add(i)
+    const path = step.waitForFile?.path
+    if (typeof path === 'string') cancelFiles.set(i, path)
+  })
   if (ops.some(step => step.op === 'cancel')) return 'missing capability: driver op cancel (unscripted timing)'
   const replayLog = join(dir, 'replay.jsonl')
   let script = existsSync(replayLog) ? scriptFromEvents(parseSessionFile(readFileSync(replayLog, 'utf8')).events) : scriptFromEvents(events.slice(seedLength))
@@ -235,7 +249,7 @@ function plan(scenario: Scenario): string | Plan {
     && (event.data as { target: string; inserted: UserMessage[] }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => message.source.kind === ('subagent-settled' as never)))
   const delegationRows = DELEGATION_ROWS[basename(dir)] ?? (dir.includes('jsonrpc-agent') ? SDK_TOOL_ROWS : DEFAULT_TOOL_ROWS)
-  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd, children, delegationRows, fenceChildren }
+  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd, children, delegationRows, fenceChildren }
 }
 
 /**
@@ -440,10 +454,19 @@ async function drive(
   try {
     for (let i = 0; i < plan.prompts.length; i++) {
       const prompt = plan.prompts[i]!
-      const hang = plan.cancels.has(i) ? new Promise<void>(resolve => onHang(resolve)) : undefined
+      const file = plan.cancelFiles.get(i)
+      const appeared = file !== undefined ? fileAppears(cwd, file) : undefined
+      const hang = plan.cancels.has(i)
+        ? Promise.race([new Promise<void>(resolve => onHang(resolve)), ...(appeared !== undefined ? [appeared.promise] : [])])
+        : undefined
       agent.followup(prompt)
       if (hang !== undefined) {
-        await settle(hang, () => agent.cancel(), `prompt ${i + 1}: the recorded cancel point (a hanging model call) never came`)
+        try {
+          const what = file !== undefined ? `a hanging model call, or ${file} written by a tool` : 'a hanging model call'
+          await settle(hang, () => agent.cancel(), `prompt ${i + 1}: the recorded cancel point (${what}) never came`)
+        } finally {
+          appeared?.close()
+        }
         agent.cancel()
       }
       await settle(ctx.subagents.whenQuiet(agent.id), () => agent.cancel(), `prompt ${i + 1}: the turn did not finish (a recorded hang without a cancel step?)`)
@@ -452,6 +475,18 @@ async function drive(
   } finally {
     await agent.dispose()
   }
+}
+
+/** Resolves once `path` (relative to `root`) exists; watches the folder instead of polling. */
+function fileAppears(root: string, path: string): { promise: Promise<void>; close(): void } {
+  const target = join(root, path)
+  let watcher: FSWatcher | undefined
+  const promise = new Promise<void>((resolve) => {
+    const check = () => { if (existsSync(target)) resolve() }
+    watcher = watch(root, { recursive: true }, check)
+    check()
+  })
+  return { promise, close: () => watcher?.close() }
 }
 
 async function settle(work: Promise<void>, giveUp: () => void, message: string): Promise<void> {
