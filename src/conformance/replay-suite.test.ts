@@ -152,3 +152,15 @@ describe.skipIf(!existsSync(corpus))('replay conformance over the recorded corpu
     expect(results.find(r => r.path.endsWith('packed-chunks'))?.detail).toMatch(/hooks/)
   }, 120_000)
 })
+
+describe('replay projection rules', () => {
+  const ev = (type: string, data: unknown): SessionEvent => ({ type, seq: 0, time: 0, data }) as SessionEvent
+  const prompt = { id: 'p', role: 'user', content: [{ type: 'text', text: 'x' }], source: { kind: 'user' } }
+  it('A-3: input returned to the inbox before a turn/end error (a failed pre-step) is masked by rule; other splices still count', () => {
+    const lost = [ev('turn/start', { turn: 1 }), ev('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] }), ev('turn/end', { turn: 1, reason: { kind: 'error', error: { code: 'X', message: 'm' } } })]
+    const kept = [...lost.slice(0, 2), ev('agent/inbox/spliced', { target: 'next-turn', start: 0, inserted: [prompt] }), lost[2]!]
+    expect(project(kept)).toEqual(project(lost))
+    const completed = (events: SessionEvent[]) => events.map(e => e.type === 'turn/end' ? ev('turn/end', { turn: 1, reason: { kind: 'completed' } }) : e)
+    expect(project(completed(kept))).not.toEqual(project(completed(lost)))
+  })
+})

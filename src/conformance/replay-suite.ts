@@ -504,6 +504,26 @@ async function settle(work: Promise<void>, giveUp: () => void, message: string):
 
 // ---- the core projection ----
 
+/**
+ * A deliberate divergence, masked by rule: when a turn fails before entering its claimed input
+ * (`agent/pre-step` or prompt assembly threw), dsh puts that input back at the front of its
+ * list (one or two pure-insert splices at 0) right before `turn/end {kind:'error'}`; the
+ * original lost it. Those splices are left out of the projection.
+ */
+function isReturnOfClaimedInput(events: readonly SessionEvent[], index: number): boolean {
+  let i = index
+  while (i < events.length && isPureInsertAtFront(events[i]!)) i++
+  if (i === index || i >= events.length) return false
+  const end = events[i]!
+  return end.type === 'turn/end' && (end.data as { reason?: { kind?: string } }).reason?.kind === 'error'
+}
+
+function isPureInsertAtFront(event: SessionEvent): boolean {
+  if (event.type !== 'agent/inbox/spliced') return false
+  const data = event.data as { start: number; removedCount?: number; inserted: unknown[]; outcome?: string }
+  return data.start === 0 && (data.removedCount ?? 0) === 0 && data.inserted.length > 0 && data.outcome === undefined
+}
+
 type Projected = Record<string, unknown>
 
 /**
@@ -512,8 +532,10 @@ type Projected = Record<string, unknown>
  */
 export function project(events: readonly SessionEvent[]): Projected[] {
   const out: Projected[] = []
-  for (const event of events) {
+  for (let index = 0; index < events.length; index++) {
+    const event = events[index]!
     if (!COMPARED.has(event.type)) continue
+    if (isReturnOfClaimedInput(events, index)) continue
     const data = event.data as Record<string, unknown>
     switch (event.type) {
       case 'user/message': {
