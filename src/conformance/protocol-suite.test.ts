@@ -28,6 +28,14 @@ describe('protocol suite normalisation (INDEX.md)', () => {
 })
 
 if (!existsSync(examples)) console.warn('skipping: ../shared/fixtures/dsh absent')
+describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh has', () => {
+  it('the todo-write ACP transcript is run (not skipped by class) and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/todo-write' }).run([resolve(examples, 'acp-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
+})
+
 describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and SDK transcripts', () => {
   it('the CORE ACP scenarios and the SDK text turn pass; nothing fails; every skip names a reason', async () => {
     const results: ConformanceResult[] = []

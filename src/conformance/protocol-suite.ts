@@ -35,7 +35,6 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
-  ['todo/', 'todo events'],
 ]
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
@@ -113,13 +112,24 @@ function indexRow(dir: string): { cls: string; tags: string } | undefined {
   return undefined
 }
 
+/**
+ * PRODUCT-class tags whose capability dsh has: such scenarios run (the comparison masks product
+ * wording by rule) instead of being skipped by class.
+ */
+const PRODUCT_CAPABILITIES: ReadonlySet<string> = new Set(['todo'])
+
+function productCapable(tags: string): boolean {
+  const list = tags.split(',').map(tag => tag.trim()).filter(tag => tag !== '')
+  return list.length > 0 && list.every(tag => PRODUCT_CAPABILITIES.has(tag))
+}
+
 /** Why the scenario cannot run here, or its plan. */
 function plan(scenario: Scenario): string | Plan {
   const dir = scenario.dir
   const files = readdirSync(dir)
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
-  if (row?.cls === 'PRODUCT') return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
+  if (row?.cls === 'PRODUCT' && !productCapable(row.tags)) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
   if (row?.cls === 'DELEGATION') return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row.tags})`
   if (files.some(name => /^session\.\d+\.jsonl$/.test(name))) return 'missing capability: delegation (child session logs)'
   if (!files.includes('session.jsonl')) return 'no recorded session.jsonl to take the model calls from'
