@@ -201,20 +201,20 @@ describe('ACP server', () => {
     expect(await answered).toEqual({ stopReason: 'cancelled' })
   })
 
-  it('T-7: a tools/pre-execute ask becomes session/request_permission; allow_once runs the tool', async () => {
+  it('T-7/AP-4: a tools/pre-execute ask becomes session/request_permission (recorded mode: only toolCallId) with the two once-options; allow_once runs the tool', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(
       streamResponse([{ toolCall: { id: 'call-ok', name: 'bash', arguments: '{"command":"echo approved-run","description":"echo"}' } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'ran' }, { finish: 'stop', usage }]),
     )
     const before = server.requests.length
-    const connection = connect({ home, cwd, patches: [askPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow-once' } }) })
+    const connection = connect({ home, cwd, recorded: true, patches: [askPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow-once' } }) })
     try {
       const sessionId = await openSession(connection, cwd)
       expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'echo' }] })).toEqual({ stopReason: 'end_turn' })
       expect(connection.permissionRequests).toEqual([{
         sessionId,
-        toolCall: { toolCallId: 'call-ok', title: 'bash: bash needs approval', rawInput: { command: 'echo approved-run', description: 'echo' } },
+        toolCall: { toolCallId: 'call-ok' },
         options: [
           { optionId: 'allow-once', name: 'Allow once', kind: 'allow_once' },
           { optionId: 'reject-once', name: 'Reject', kind: 'reject_once' },
@@ -240,7 +240,7 @@ describe('ACP server', () => {
       expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })).toEqual({ stopReason: 'end_turn' })
       expect(connection.permissionRequests).toHaveLength(1)
       const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
-      expect(tool.content).toMatch(/denied/)
+      expect(tool.content).toBe('Error: the user rejected tool "bash"')
       const { existsSync } = await import('node:fs')
       expect(existsSync(join(cwd, 'should-not-exist'))).toBe(false)
     } finally {

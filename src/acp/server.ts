@@ -9,7 +9,9 @@
  * Agent -> client: `session/update` (what the agent does, see ./updates.ts; `updates: recorded`
  * sends only what the original sends: one `agent_message_chunk` per committed assistant message
  * with text, and no session methods beyond new/prompt/cancel), and `session/request_permission`
- * when a tool call needs approval (`ctx.approval`, provided here).
+ * when a tool call of one of its sessions needs approval (an answerer on `ctx.approval`); in
+ * `recorded` mode its params are exactly `{sessionId, toolCall:{toolCallId}, options}` (AP-4),
+ * in `full` mode the tool call also carries `title` and `rawInput`.
  */
 import { readFileSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
@@ -20,11 +22,14 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
-import type { ApprovalService, ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
+import type { ApprovalAnswer, PendingApproval } from '../approval/api.js'
+import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
 import { liveUpdates, parseArguments, replayUpdates, toolPath, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
+import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
+import '../mcp/api.js'
 import '../host/index.js'
 import '../tools/api.js'
 
@@ -38,6 +43,11 @@ export interface AcpServerConfig {
   readonly provider?: string
   /** Overrides `promptCapabilities.image` (default: from the model catalogue). */
   readonly imageInput?: boolean
+  /**
+   * `session/new.mcpServers` (MC-10): `accept` starts them for that session only (needs the `mcp`
+   * row); `refuse` answers -32602 `mcpServers is not supported`, as the original does.
+   */
+  readonly mcpServers?: 'accept' | 'refuse'
   /**
    * `full` (default): stream reasoning, text, tool calls with status and diffs, and the plan, and
    * offer the session methods. `recorded`: exactly the frames the original system sends.
@@ -102,17 +112,6 @@ interface PendingPrompt {
   readonly resolve: (reason: TurnEndReason) => void
 }
 
-/** `ctx.approval` while the ACP server runs: each `ask` becomes a `session/request_permission`. */
-class AcpApproval extends Service implements ApprovalService {
-  constructor(ctx: Context, private readonly server: { requestPermission: ApprovalService['request'] }) {
-    super(ctx, 'approval')
-  }
-
-  request(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean> {
-    return this.server.requestPermission(execution, reason, signal)
-  }
-}
-
 export class AcpServerApp extends Service {
   static readonly inject = ['host', 'sessions', 'agents', 'llm']
 
@@ -120,6 +119,8 @@ export class AcpServerApp extends Service {
   /** Sessions opened through this connection. */
   private readonly opened = new Set<string>()
   private readonly prompts = new Map<string, PendingPrompt>()
+  /** Per-session MCP servers (MC-10), stopped when their agent goes away or the server ends. */
+  private readonly stopServers = new Map<string, () => Promise<void>>()
   /** File changes captured around write/edit bodies, until their result is sent (by call id). */
   private readonly changes = new Map<string, FileChange>()
   private readonly mode: UpdateMode
@@ -129,7 +130,8 @@ export class AcpServerApp extends Service {
     const mode = config.updates ?? 'full'
     if (mode !== 'full' && mode !== 'recorded') throw new Error(`acp-server: config.updates must be "full" or "recorded", got ${JSON.stringify(mode)}`)
     this.mode = mode
-    ctx.plugin(AcpApproval, { requestPermission: (execution: ToolExecution, reason: string | undefined, signal: AbortSignal) => this.requestPermission(execution, reason, signal) })
+    // Answers approval requests of the sessions opened here; without `ctx.approval` asks fail closed.
+    ctx.inject(['approval'], (ctx) => { ctx.approval.answerer((request, signal) => this.requestPermission(request, signal)) })
   }
 
   async run(): Promise<number> {
@@ -152,7 +154,7 @@ export class AcpServerApp extends Service {
       methods: {
         initialize: method(initializeParams, () => this.initialize()),
         authenticate: method(z.object({ methodId: z.string().optional() }).loose(), () => this.authenticate()),
-        'session/new': method(newSessionParams, params => this.newSession(params.cwd)),
+        'session/new': method(newSessionParams, params => this.newSession(params.cwd, params.mcpServers ?? [])),
         'session/prompt': method(promptParams, params => this.prompt(params.sessionId, toContentBlocks(params.prompt))),
         ...sessionMethods,
       },
@@ -170,6 +172,11 @@ export class AcpServerApp extends Service {
       this.prompts.delete(agent.id)
       pending.resolve(reason)
     })
+    const offDisposed = this.ctx.on('agent/disposed', (agent: Agent) => {
+      const stop = this.stopServers.get(agent.id)
+      this.stopServers.delete(agent.id)
+      void stop?.()
+    })
     const onSignal = () => { for (const id of this.opened) this.ctx.agents.get(id)?.cancel({ reason: { kind: 'disposed' } }) }
     host.signal.addEventListener('abort', onSignal, { once: true })
     const aborted = new Promise<void>(resolve => host.signal.addEventListener('abort', () => resolve(), { once: true }))
@@ -185,6 +192,9 @@ export class AcpServerApp extends Service {
       offEvent()
       offExecute()
       offTurnEnd()
+      offDisposed()
+      await Promise.all([...this.stopServers.values()].map(stop => stop()))
+      this.stopServers.clear()
       await peer.drain()
     }
     return 0
@@ -234,13 +244,33 @@ export class AcpServerApp extends Service {
     return models.length > 0 && models.every(info => info.imageInput)
   }
 
-  private async newSession(cwd: string) {
+  private async newSession(cwd: string, mcpServers: readonly unknown[]) {
     if (!isAbsolute(cwd)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd must be an absolute path, got ${JSON.stringify(cwd)}`)
     checkFolder(cwd)
+    const servers = this.sessionServers(mcpServers)
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { cwd, loop })
     this.opened.add(agent.id)
+    if (servers.length > 0) {
+      // MC-10: tools visible to this session's agent only; the servers stop with the agent.
+      const stop = await this.ctx.get('mcp')!.startSessionServers(agent.scope, agent.id, servers)
+      this.stopServers.set(agent.id, stop)
+    }
     return { sessionId: agent.id }
+  }
+
+  /** Checks `session/new.mcpServers` before anything starts; an empty list is always fine. */
+  private sessionServers(list: readonly unknown[]): McpServerConfig[] {
+    if (list.length === 0) return []
+    if (this.config.mcpServers === 'refuse' || this.ctx.get('mcp') === undefined) {
+      throw new RpcError(ErrorCodes.invalidParams, 'mcpServers is not supported')
+    }
+    try {
+      return parseSessionServers(list)
+    } catch (error) {
+      if (error instanceof McpConfigError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${error.message}`)
+      throw error
+    }
   }
 
   /** `session/load` (replay: the stored conversation is streamed first) and `session/resume`. */
@@ -348,19 +378,23 @@ export class AcpServerApp extends Service {
     return record
   }
 
-  private async requestPermission(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean> {
+  private async requestPermission(request: PendingApproval, signal: AbortSignal): Promise<ApprovalAnswer | undefined> {
     const peer = this.peer
-    const agent = this.agentOf(execution.scope)
-    if (peer === undefined || agent === undefined) return false
+    if (peer === undefined || !this.opened.has(request.sessionId)) return undefined
+    const toolCall = this.mode === 'full'
+      ? { toolCallId: request.callId, title: `${request.toolName}: ${request.reason}`, rawInput: parseArguments(request.arguments ?? '') }
+      : { toolCallId: request.callId }
     const answer = await peer.request('session/request_permission', {
-      sessionId: agent.id,
-      toolCall: { toolCallId: execution.callId, title: reason === undefined ? execution.name : `${execution.name}: ${reason}`, rawInput: parseArguments(execution.arguments) },
+      sessionId: request.sessionId,
+      toolCall,
       options: PERMISSION_OPTIONS,
     })
-    if (signal.aborted) return false
+    if (signal.aborted) return 'cancelled'
     const parsed = permissionOutcome.safeParse(answer)
     if (!parsed.success) throw new Error(`the client answered session/request_permission with ${JSON.stringify(answer)}`)
-    return parsed.data.outcome.outcome === 'selected' && parsed.data.outcome.optionId === 'allow-once'
+    const outcome = parsed.data.outcome
+    if (outcome.outcome === 'cancelled') return 'cancelled'
+    return outcome.optionId === 'allow-once' ? 'allowed-once' : 'rejected'
   }
 }
 

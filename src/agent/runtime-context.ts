@@ -40,7 +40,8 @@ export class RuntimeContextTracker {
       id: randomUUID(),
       role: 'user',
       content: [{ type: 'text', text }],
-      source: { kind: 'plugin', plugin: RUNTIME_CONTEXT_PLUGIN, form: 'snapshot' },
+      // The rendered sections ride along, by name, so UIs and checks need not parse the text.
+      source: { kind: 'plugin', plugin: RUNTIME_CONTEXT_PLUGIN, form: 'snapshot', sections: contexts.map(({ name, text }) => ({ name, text })) },
     }
   }
 

@@ -8,6 +8,7 @@
 import { join } from 'node:path'
 import type { Context } from 'cordis'
 import type { Host } from '../host/index.js'
+import { readSettings, writeSettings, type Settings } from '../config/home.js'
 
 type Loader = () => Promise<unknown>
 
@@ -50,16 +51,38 @@ function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, 
     apply(ctx: Context, config: Record<string, unknown> | undefined) {
       const host = ctx.get('host') as Host | undefined
       const filled = { ...(host ? defaults(host) : {}), ...(config ?? {}) }
-      ctx.plugin(plugin as never, filled as never)
+      // Awaiting the inner fiber lets a plugin with an asynchronous start (MCP servers) hold
+      // the launch until it is up, and lets its failure fail this row.
+      return ctx.plugin(plugin as never, filled as never).await().then(() => undefined)
     },
   }
 }
 
+/** DSH_PERMISSION_MODE picks the deployment default: danger-full-access runs with policy never. */
+const permissionDefaults = (host: Host) => {
+  const entry = host.env.get('DSH_PERMISSION_MODE')
+  // Trust rule: a project's own .env may not widen its sandbox.
+  if (entry === undefined || entry.value === '' || entry.source === join(host.cwd, '.env')) return {}
+  const mode = entry.value
+  return { mode, policy: mode === 'danger-full-access' ? 'never' : 'ask' }
+}
 const credentials = (host: Host) => ({ credentials: (name: string) => host.env.value(name) })
 const deepseek = (host: Host) => {
   const baseUrl = host.env.value('DEEPSEEK_BASE_URL')
   return { ...credentials(host), ...baseUrl === undefined ? {} : { baseUrl } }
 }
+
+/** The flag that trusts a project's `.mcp.json` for one run (it starts code from the repository). */
+export const TRUST_PROJECT_MCP_FLAG = '--trust-project-mcp'
+
+const mcpDefaults = (host: Host) => ({
+  servers: host.settings.mcpServers,
+  cwd: host.cwd,
+  trustProject: host.args.includes(TRUST_PROJECT_MCP_FLAG) || host.env.value('DSH_TRUST_PROJECT_MCP') === '1',
+  settings: { read: () => readSettings(host.home), write: (settings: Settings) => writeSettings(host.home, settings) },
+  lookup: (name: string) => host.env.value(name),
+  log: (line: string) => { host.stderr.write(`${line}\n`) },
+})
 
 registerBuiltinPlugin('sessions', 'the session log service (ctx.sessions)',
   async () => (await import('../session/index.js')).SessionsServicePlugin)
@@ -81,6 +104,10 @@ registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime conte
   async () => withHost((await import('../prompt/index.js')).RuntimeContextsPlugin, host => ({ cwd: host.cwd })))
 registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the workspace and the home folder',
   async () => withHost((await import('../prompt/index.js')).InstructionsPlugin, host => ({ cwd: host.cwd, home: host.home })))
+registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
+  async () => withHost((await import('../approval/service.js')).ApprovalPlugin, permissionDefaults))
+registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
+  async () => withHost((await import('../sandbox/service.js')).SandboxPlugin, host => ({ workspaceRoot: host.cwd })))
 registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
   async () => (await import('../agent/index.js')).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',
@@ -115,5 +142,9 @@ registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session
   async () => (await import('../replay/index.js')).ReplayPlugin)
 registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (session/prompt, session.event notifications)',
   async () => (await import('../sdk/server.js')).SdkServerApp)
+registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.json as tools (ctx.mcp)',
+  async () => withHost((await import('../mcp/plugin.js')).McpPlugin, mcpDefaults))
+registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',
+  async () => withHost((await import('../mcp/plugin.js')).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)

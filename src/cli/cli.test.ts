@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
@@ -162,5 +162,43 @@ describe('composition errors and dumps through the CLI', () => {
     const result = await runDsh(['--version'])
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(/^dsh \d+\.\d+\.\d+/)
+  })
+})
+
+describe('dsh --profile headless permissions (AP-3, SB-2)', () => {
+  const writeCall = (id: string, args: Record<string, unknown>) =>
+    streamResponse([{ toolCall: { id, name: 'write', arguments: JSON.stringify(args) } }, { finish: 'tool_calls', usage }])
+
+  it('SB-2: --permission-mode read-only "create x.txt" leaves no x.txt and says why on stderr', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(writeCall('call-x', { file_path: 'x.txt', content: 'hello' }), streamResponse([{ text: 'The sandbox refused the write.' }, { finish: 'stop', usage }]))
+    const before = server.requests.length
+    const result = await runDsh(['--profile', 'headless', '--permission-mode', 'read-only', 'create x.txt'], { cwd, env: envFor(home) })
+    expect(existsSync(join(cwd, 'x.txt'))).toBe(false)
+    expect(result.stderr).toBe('dsh: a file write was denied by the sandbox (read-only mode). To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).\n')
+    expect(result.stdout).toBe('The sandbox refused the write.\n')
+    const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
+    expect(tool.content).toMatch(/^Error: \[sandbox: file access denied under read-only mode\]\n\[sandbox: escalation available/)
+  })
+
+  it('AP-3: an escalation in a headless run fails closed with a line naming the flag; DSH_PERMISSION_MODE sets the mode', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      writeCall('call-e', { file_path: 'x.txt', content: 'hello', sandbox_permissions: 'workspace-write', justification: 'the user asked for x.txt' }),
+      streamResponse([{ text: 'Refused.' }, { finish: 'stop', usage }]),
+    )
+    const before = server.requests.length
+    const result = await runDsh(['--profile', 'headless', 'create x.txt'], { cwd, env: { ...envFor(home), DSH_PERMISSION_MODE: 'read-only' } })
+    expect(existsSync(join(cwd, 'x.txt'))).toBe(false)
+    expect(result.stderr).toBe('dsh: write needs approval (escalate sandbox to workspace-write: the user asked for x.txt) and headless runs cannot ask; it was refused. To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).\n')
+    const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
+    expect(tool.content).toBe('Error: sandbox escalation to "workspace-write" requires approval, but no approval channel is available')
+  })
+
+  it('--permission-mode rejects an unknown mode with a usage error', async () => {
+    const { home, cwd } = tempHome()
+    const result = await runDsh(['--profile', 'headless', '--permission-mode', 'yolo', 'x'], { cwd, env: envFor(home) })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toBe('dsh: --permission-mode must be read-only, workspace-write, danger-full-access, not "yolo"\n')
   })
 })

@@ -8,6 +8,8 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, TextBlock, TokenUsage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
+import type { ApprovalService, PendingApproval } from '../approval/api.js'
+import { isSandboxMode, SANDBOX_MODES, type SandboxMode } from '../sandbox/modes.js'
 import { Progress } from './progress.js'
 import { UsageError } from './main.js'
 import '../host/index.js'
@@ -22,6 +24,8 @@ export interface HeadlessArgs {
   session?: string
   model?: string
   cwd?: string
+  /** `--permission-mode`: the session's sandbox mode (danger-full-access also disables approvals). */
+  permissionMode?: SandboxMode
 }
 
 export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
@@ -42,6 +46,13 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
     } else if (arg === '--session') parsed.session = value()
     else if (arg === '--model') parsed.model = value()
     else if (arg === '--cwd') parsed.cwd = value()
+    // Read by the MCP row (it runs the project's .mcp.json servers); nothing to do here.
+    else if (arg === '--trust-project-mcp') continue
+    else if (arg === '--permission-mode') {
+      const mode = value()
+      if (!isSandboxMode(mode)) throw new UsageError(`--permission-mode must be ${SANDBOX_MODES.join(', ')}, not "${mode}"`)
+      parsed.permissionMode = mode
+    }
     else if (arg === '--') words.push(...args.slice(index + 1)), index = args.length
     else if (arg.startsWith('--')) throw new UsageError(`unknown option ${arg}`)
     else words.push(arg)
@@ -95,6 +106,21 @@ function describeFailure(reason: TurnEndReason | undefined): string {
   }
 }
 
+/** What to pass to allow more, from the mode in force. */
+function widerHint(mode: SandboxMode | undefined): string {
+  if (mode === 'read-only') return 'To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).'
+  return 'To run without the sandbox and without approvals, pass --permission-mode danger-full-access (or set DSH_PERMISSION_MODE).'
+}
+
+/** `write x.txt` / `bash` when a committed tool result is a sandbox denial. */
+function sandboxDenial(event: SessionEvent): string | undefined {
+  if (event.type !== 'tool/result') return undefined
+  const data = event.data as { error?: { code?: string }; meta?: { sandbox?: { denied?: boolean }; path?: string } }
+  if (data.error?.code === 'FS_SANDBOX_DENIED') return 'a file write'
+  if (data.meta?.sandbox?.denied === true) return 'a bash command\'s file write'
+  return undefined
+}
+
 export class HeadlessApp extends Service {
   static readonly inject = ['host', 'sessions', 'agents', 'llm']
 
@@ -141,6 +167,20 @@ export class HeadlessApp extends Service {
       return 1
     }
     const session = agent.session
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    if (args.permissionMode !== undefined) {
+      if (approval === undefined) {
+        host.stderr.write('dsh: --permission-mode needs the approval row in the profile\n')
+        return 2
+      }
+      approval.setMode(session, args.permissionMode)
+      approval.setPolicy(session, args.permissionMode === 'danger-full-access' ? 'never' : 'ask')
+    }
+    // Headless has no one to ask: every ask fails closed; say why and which flag changes it.
+    const offUnavailable = this.ctx.on('approval/settled', (request: PendingApproval, outcome: string) => {
+      if (request.sessionId !== session.id || outcome !== 'unavailable') return
+      host.stderr.write(`dsh: ${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${widerHint(approval?.mode(session))}\n`)
+    })
     const start = session.length
     const stream = args.output === 'stream-json'
     const write = (line: unknown) => host.stdout.write(`${JSON.stringify(line)}\n`)
@@ -149,6 +189,8 @@ export class HeadlessApp extends Service {
       if (from !== session) return
       if (stream) write({ type: 'session_event', sessionId: session.id, event })
       progress?.observe(event)
+      const denial = sandboxDenial(event)
+      if (denial !== undefined) host.stderr.write(`dsh: ${denial} was denied by the sandbox (${approval?.mode(session) ?? 'confined'} mode). ${widerHint(approval?.mode(session))}\n`)
     })
     const onAbort = () => agent.cancel({ reason: { kind: 'user' } })
     host.signal.addEventListener('abort', onAbort, { once: true })
@@ -161,6 +203,7 @@ export class HeadlessApp extends Service {
     } finally {
       host.signal.removeEventListener('abort', onAbort)
       dispose()
+      offUnavailable()
       progress?.done()
     }
     const { text, reason } = finalAnswer(session)

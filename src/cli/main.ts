@@ -64,8 +64,10 @@ Headless app (dsh --profile headless ...):
   --session ID                     continue a stored session
   --model NAME                     model route, e.g. deepseek-v4-pro
   --cwd DIR                        workspace folder (default: current folder)
+  --trust-project-mcp              run the MCP servers of the project's .mcp.json
 
 Other commands:
+  dsh mcp list|add|remove          MCP servers (see docs/mcp.md)
   dsh sessions                     list stored sessions
   dsh web [--port P] [--no-open]   browser UI on 127.0.0.1:3080 (see docs/web.md)
   dsh --profile sdk                JSON-RPC SDK server on stdin/stdout (see docs/protocols.md)
@@ -94,6 +96,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (options.help) {
     process.stdout.write(HELP)
     return 0
+  }
+  const [first, second] = options.appArgs
+  if (first === 'mcp' && options.profile === 'headless' && (second === undefined || ['list', 'add', 'remove'].includes(second))) {
+    const { mcpCommand } = await import('./mcp-command.js')
+    return mcpCommand(options.appArgs.slice(1), { stdout: process.stdout, stderr: process.stderr })
   }
   const { runProfile } = await import('./run.js')
   return runProfile(options)

@@ -78,6 +78,9 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   try {
     const loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
     await settle()
+    // Plugins that start asynchronously (MCP servers connect and list tools) finish before the
+    // app runs, so the first model request already sees their tools (MC-1).
+    await Promise.all(loaded.map(({ fiber }) => fiber.await().then(() => {}, () => {})))
     const problems = checkLoaded(loaded, root)
     if (problems.length > 0) return fail(problems.join('; '))
     const app = root.get('app')

@@ -53,6 +53,42 @@ describe('dsh sessions', () => {
     expect(continued.stdout).toBe('continued\n')
   })
 
+  it('D-7 one writer per session: a second dsh on a running session is refused in one line naming the holder; listing still reads; the next run after the first ends continues it', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    let finish!: () => void
+    const finished = new Promise<void>(resolve => { finish = resolve })
+    server.enqueue(streamResponse([{ text: 'working' }, { until: finished }, { finish: 'stop', usage }]))
+    let output = ''
+    let sawChunk!: (id: string) => void
+    const chunk = new Promise<string>(resolve => { sawChunk = resolve })
+    const first = runDsh(['--output', 'stream-json', 'a long task'], {
+      cwd, env,
+      onSpawn: child => child.stdout!.on('data', (data: Buffer) => {
+        output += data.toString()
+        // A streamed chunk comes after the checkpoint before the request: the session is stored.
+        const line = output.split('\n').find(text => text.includes('"assistant/chunk"'))
+        if (line) sawChunk(JSON.parse(line).sessionId)
+      }),
+    })
+    const id = await chunk
+    const second = await runDsh(['--session', id, 'interfere'], { cwd, env })
+    expect(second.code).toBe(1)
+    expect(second.stderr).toMatch(new RegExp(`^dsh: session ${id} is in use by another writer \\(pid \\d+ on \\S+, since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\)\\n$`))
+    const listed = await runDsh(['sessions', '--json'], { cwd, env })
+    expect(JSON.parse(listed.stdout).map((s: { id: string }) => s.id)).toContain(id)
+    finish()
+    const done = await first
+    expect(done.code).toBe(0)
+    server.enqueue(streamResponse([{ text: 'continued' }, { finish: 'stop', usage }]))
+    const third = await runDsh(['--session', id, 'go on'], { cwd, env })
+    expect(third.stderr).toBe('')
+    expect(third.stdout).toBe('continued\n')
+    const texts = server.requests.at(-1)!.body.messages.map((message: { role: string; content: string }) => `${message.role}:${message.content}`)
+    expect(texts).toContain('user:a long task')
+    expect(texts).not.toContain('user:interfere')
+  })
+
   it('an unknown argument to `dsh sessions` is a usage error (exit 2) naming it', async () => {
     const { home, cwd } = tempHome()
     const result = await runDsh(['sessions', '--bogus'], { cwd, env: { DSH_HOME: home } })

@@ -43,7 +43,10 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
     const failed = results.filter(result => result.status === 'fail')
     expect(failed).toEqual([])
     const passed = results.filter(result => result.status === 'pass').map(result => result.path.split(/[\\/]/).slice(-5, -1).join('/'))
-    for (const name of ['acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/cancel', 'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/handshake', 'jsonrpc-agent/tests/snapshots/text-turn']) {
+    for (const name of ['acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/cancel', 'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/handshake', 'jsonrpc-agent/tests/snapshots/text-turn',
+      // AP-4: the recorded session/request_permission frames; SB-1 root; SB-3 partial Landlock.
+      'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
+      'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure']) {
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)

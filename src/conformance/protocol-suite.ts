@@ -18,20 +18,21 @@ import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
 import { DshClient, type Notification } from '../sdk/client.js'
 import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
-import { isRuntimeContextSnapshot } from './replay-suite.js'
+import { isRuntimeContextSnapshot, recordedPermissions, recordedRunner } from './replay-suite.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
+
+/** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
+const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash', 'todo'])
 
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
   ['subagent/', 'subagents'],
-  ['sandbox/', 'sandbox'],
-  ['approval/', 'approval policies and presets'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
@@ -91,6 +92,13 @@ interface Plan {
   readonly route: { provider: string; model: string }
   /** The recorded composition had the runtime-context plugin (its snapshot message is in the log). */
   readonly runtimeContext: boolean
+  /** The recorded deployment's sandbox mode (from its snapshot), passed as DSH_PERMISSION_MODE. */
+  readonly permissionMode?: string
+  /** A test-only runner command for a runner this machine cannot reproduce. */
+  readonly runnerCommand?: readonly string[]
+  /** Recorded child sessions (ids and model scripts), in creation order. */
+  readonly children: readonly { readonly id: string; readonly script: readonly ReplayEntry[] }[]
+  readonly maxDepth?: number
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -112,26 +120,28 @@ function indexRow(dir: string): { cls: string; tags: string } | undefined {
   return undefined
 }
 
-/**
- * PRODUCT-class tags whose capability dsh has: such scenarios run (the comparison masks product
- * wording by rule) instead of being skipped by class.
- */
-const PRODUCT_CAPABILITIES: ReadonlySet<string> = new Set(['todo'])
-
-function productCapable(tags: string): boolean {
-  const list = tags.split(',').map(tag => tag.trim()).filter(tag => tag !== '')
-  return list.length > 0 && list.every(tag => PRODUCT_CAPABILITIES.has(tag))
-}
-
 /** Why the scenario cannot run here, or its plan. */
 function plan(scenario: Scenario): string | Plan {
   const dir = scenario.dir
   const files = readdirSync(dir)
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
-  if (row?.cls === 'PRODUCT' && !productCapable(row.tags)) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
-  if (row?.cls === 'DELEGATION') return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row.tags})`
-  if (files.some(name => /^session\.\d+\.jsonl$/.test(name))) return 'missing capability: delegation (child session logs)'
+  if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => SUPPORTED_PRODUCT_TAGS.has(tag.trim()))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
+  // Delegation transcripts whose driver only prompts (foreground children): each child's recorded
+  // model calls are served under its recorded id, which the subagents row hands out in order.
+  const childFiles = files.filter(name => /^session\.\d+\.jsonl$/.test(name)).sort((x, y) => Number(x.split('.')[1]) - Number(y.split('.')[1]))
+  const children: { id: string; script: ReplayEntry[] }[] = []
+  if (row?.cls === 'DELEGATION' || childFiles.length > 0) {
+    const input = files.includes('input.json') ? JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[] } : { steps: [] }
+    const waits = input.steps.filter(step => step.op.startsWith('wait') || step.op === 'promptAndWaitForAgentMessage')
+    if (waits.length > 0) return `missing capability: delegation driver op ${waits[0]!.op} (settlement timing across processes)`
+    if (childFiles.length === 0) return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row?.tags ?? ''})`
+    if (scenario.kind !== 'acp') return 'missing capability: delegation in the SDK comparison (child notifications interleave; titles and seqs are normalised for one session only)'
+    for (const file of childFiles) {
+      const child = parseSessionFile(readFileSync(join(dir, file), 'utf8'))
+      children.push({ id: child.header.id, script: scriptFromEvents(child.events.slice(child.header.seedLength ?? 0)) })
+    }
+  }
   if (!files.includes('session.jsonl')) return 'no recorded session.jsonl to take the model calls from'
   const text = readFileSync(join(dir, 'session.jsonl'), 'utf8')
   const parsed = parseSessionFile(text)
@@ -172,7 +182,14 @@ function plan(scenario: Scenario): string | Plan {
   }
   const route = recordedRoute(text) ?? { provider: 'replay', model: 'replay' }
   const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
-  return { events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext }
+  const permissions = recordedPermissions(events)
+  const runner = recordedRunner(dir)
+  return {
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children,
+    ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
+    ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
+    ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
+  }
 }
 
 /** The dsh command: the compiled launcher, or the sources through tsx when this runs from sources. */
@@ -190,11 +207,23 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   const rows: unknown[] = [{
     id: 'model',
     name: 'llm-replay',
-    config: { script: plan.script, provider: plan.route.provider, models: [plan.route.model] },
+    config: {
+      script: plan.script, provider: plan.route.provider, models: [plan.route.model],
+      ...plan.children.length > 0 && { sessions: Object.fromEntries(plan.children.map(child => [child.id, child.script])) },
+    },
   }]
+  if (plan.children.length > 0) rows.push({ id: 'subagents', config: { childIds: plan.children.map(child => child.id) } })
+  // The recording's composition overlay (INDEX.md: grandchild rejected at maxDepth 2).
+  if (plan.maxDepth !== undefined) {
+    rows.push({ id: 'subagent-tools', config: { tools: [
+      { provider: 'spawn', toolName: 'subagent', backgroundMode: 'continuable', maxDepth: plan.maxDepth },
+      { provider: 'fork', toolName: 'subagent_fork', backgroundMode: 'one-shot', maxDepth: 1 },
+    ] } })
+  }
   // The recorded route (an image prompt was routed to a vision model, for instance).
   rows.push({ id: 'agents', config: { loop: plan.route } })
-  if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true })
+  if (!plan.runtimeContext) rows.push({ id: 'runtime-contexts', disabled: true }, { id: 'approval', config: { runtimeContexts: false } })
+  if (plan.runnerCommand !== undefined) rows.push({ id: 'sandbox', config: { runnerCommand: plan.runnerCommand, runners: [] } })
   // No retry waits: the recorded retries replay at once.
   rows.push({ id: 'llm-retry', config: { baseDelayMs: 1, maxDelayMs: 1 } })
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
@@ -234,7 +263,11 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
     const patch = writePatch(planned, work, scenario.kind)
-    const env: Record<string, string | undefined> = { DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }
+    const env: Record<string, string | undefined> = {
+      DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined,
+      // The recorded deployment's permission mode (danger-full-access implies policy never).
+      DSH_PERMISSION_MODE: planned.permissionMode,
+    }
     const difference = scenario.kind === 'acp'
       ? await runAcp(scenario, planned, { cwd, patch, env })
       : await runSdk(scenario, planned, { cwd, patch, env })

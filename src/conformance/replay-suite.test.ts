@@ -12,12 +12,19 @@ if (!existsSync(corpus)) console.warn('skipping the replay conformance run: ../s
 
 /** The CORE scenarios that use only bash/read/write/edit/glob/grep and must replay exactly. */
 const MUST_PASS = [
+  // DELEGATION (SA-*): parent and child logs replayed.
+  ...['spawn-in-process', 'parallel', 'fork-in-process', 'max-tokens-partial', 'depth-two-rejection', 'published-run-failure',
+    'report', 'continuable-inheritance'].map(name => `acp-agent/tests/snapshots/subagent-${name}`),
+  'jsonrpc-agent/tests/snapshots/subagent-spawn-in-process',
   'acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/tool-call-turn', 'acp-agent/tests/snapshots/bash-tool-turn',
   'acp-agent/tests/snapshots/workspace-edit', 'acp-agent/tests/snapshots/parallel-tool-calls', 'acp-agent/tests/snapshots/cancel',
   'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/empty-response-retry', 'acp-agent/tests/snapshots/max-tokens-continue',
   'acp-agent/tests/snapshots/fs-read', 'acp-agent/tests/snapshots/fs-write', 'acp-agent/tests/snapshots/fs-write-overwrite',
   'acp-agent/tests/snapshots/fs-policy-reject', 'jsonrpc-agent/tests/snapshots/text-turn',
   'headless-agent/tests/semantic-checkpoint-snapshots/tool-outcome-unknown', 'headless-agent/tests/snapshots/compaction-recovery',
+  // Approvals and the sandbox (AP-1..AP-4, SB-1..SB-5): knob sections byte-exact, approval events compared.
+  'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
+  'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure',
 ]
 
 describe('replay suite projection', () => {

@@ -23,6 +23,9 @@ import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
+import { ApprovalPlugin, APPROVAL_POLICY_CONTEXT, SANDBOX_POLICY_CONTEXT, type ApprovalPolicy } from '../approval/index.js'
+import { SystemPromptPlugin } from '../prompt/index.js'
+import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 
@@ -51,6 +54,7 @@ const COMPARED = new Set([
   'tool/call', 'tool/result', 'todo/write', 'request/header', 'request/context', 'agent/inbox/spliced',
   'llm/retry', 'llm/retry-started',
   'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
+  'approval/asked', 'approval/decided', 'sandbox/mode', 'permission/preset',
   'subagent/descriptor',
 ])
 
@@ -64,8 +68,6 @@ const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['hook/', 'hooks (Claude Code / Codex formats)'],
   ['goal/', 'goals'],
-  ['sandbox/', 'sandbox'],
-  ['approval/', 'approval round-trips'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
@@ -81,18 +83,15 @@ export interface ReplaySuiteOptions {
 }
 
 /**
- * A recorded child log. Two recorded failures need test-only injection (docs/conformance.md):
- * a turn that ended `error` before its first step (a failed durability checkpoint) is failed at
- * that turn's first pre-step with the recorded message; a child log without any turn (its run
- * failed right after the session was published) gets a session that is closed as soon as it is
- * created, so starting its agent fails.
+ * A recorded child log. A child log without any turn (its run failed right after the session
+ * was published) needs test-only injection (docs/conformance.md): its session is closed as soon
+ * as it is created, so starting its agent fails.
  */
 interface ChildPlan {
   readonly file: string
   readonly header: SessionHeader
   readonly events: readonly SessionEvent[]
   readonly script: readonly ReplayEntry[]
-  readonly failTurns: ReadonlyMap<number, string>
   readonly failPublished: boolean
 }
 
@@ -158,6 +157,50 @@ interface Plan {
    * children then wait at their step boundary until the parent is idle (the recorder's fence).
    */
   readonly fenceChildren: boolean
+  /** The recorded deployment's permission knobs (from its runtime-context sections) and approval answers. */
+  readonly permissions?: Permissions
+}
+
+interface Permissions {
+  readonly mode: SandboxMode
+  readonly policy: ApprovalPolicy
+  /** input.json `permissionAnswers`, in order (`allow_once` allows; anything else rejects). */
+  readonly answers: readonly { kind: string }[]
+  /** A test-only runner for scenarios that record a runner the machine cannot reproduce. */
+  readonly runner?: SandboxRunner
+}
+
+const KNOB_EVENTS = new Set(['sandbox/mode', 'approval/policy', 'permission/preset'])
+
+/** The knob sections of a runtime-context snapshot, by name. */
+const KNOB_SECTIONS = new Set([SANDBOX_POLICY_CONTEXT, APPROVAL_POLICY_CONTEXT])
+
+function snapshotSections(message: UserMessage): { name: string; text: string }[] {
+  const sections = (message.source as { sections?: unknown }).sections
+  return Array.isArray(sections) ? sections.filter((s): s is { name: string; text: string } => typeof s?.name === 'string' && typeof s?.text === 'string') : []
+}
+
+/** The deployment default the recording ran with, read back from its first snapshot's sections. */
+export function recordedPermissions(events: readonly SessionEvent[]): { mode: SandboxMode; policy: ApprovalPolicy } | undefined {
+  for (const event of events) {
+    if (event.type !== 'user/message' || !isRuntimeContextSnapshot(event.data as UserMessage)) continue
+    const sections = snapshotSections(event.data as UserMessage)
+    const sandbox = sections.find(s => s.name === SANDBOX_POLICY_CONTEXT)?.text.match(/^Current DSH file policy: ([a-z-]+)\./)?.[1]
+    const approval = sections.find(s => s.name === APPROVAL_POLICY_CONTEXT)?.text
+    if (!isSandboxMode(sandbox) || approval === undefined) return undefined
+    return { mode: sandbox, policy: approval.startsWith('Approval policy: ask.') ? 'ask' : 'never' }
+  }
+  return undefined
+}
+
+/**
+ * partial-landlock-child-failure records a Landlock launcher on an older kernel ABI: a test
+ * launcher prints the same notice and runs the command (the notice alone is no runner failure).
+ */
+export function recordedRunner(dir: string): { runner: SandboxRunner; command: readonly string[] } | undefined {
+  if (basename(dir) !== 'partial-landlock-child-failure') return undefined
+  const command = ['sh', '-c', `echo "${LANDLOCK_PARTIAL_NOTICE}" >&2; shift 5; exec "$@"`, 'landlock-run']
+  return { runner: landlockRunner(command, { enforcement: 'partial' }), command }
 }
 
 /** Why the scenario cannot run here, or the plan to run it. */
@@ -182,8 +225,11 @@ function plan(scenario: Scenario): string | Plan {
         if (reason.reason.kind === 'error' && reason.reason.error !== undefined) failTurns.set(reason.turn, reason.reason.error.message)
       }
     }
+    // A-3: dsh puts claimed input back when a pre-step fails, so a turn that consumed its input
+    // and then failed its checkpoint cannot be produced by injection.
+    if (failTurns.size > 0) return `missing capability: a turn that consumes its input and then fails its durability checkpoint (${file}, turn ${[...failTurns.keys()].join(', ')}): dsh returns claimed input to the inbox when a pre-step fails (A-3)`
     const failPublished = !own.some(event => event.type === 'turn/start')
-    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished })
+    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failPublished })
   }
   const parsed = parseSessionFile(readFileSync(scenario.log, 'utf8'))
   const events = parsed.events
@@ -200,8 +246,11 @@ function plan(scenario: Scenario): string | Plan {
   const problem = unsupported(events.slice(seedLength))
   if (problem !== undefined) return problem
   let ops: DriverStep[] = []
+  let answers: { kind: string }[] = []
   if (files.includes('input.json')) {
-    ops = (JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: DriverStep[] }).steps
+    const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: DriverStep[]; permissionAnswers?: { kind: string }[] }
+    ops = input.steps
+    answers = input.permissionAnswers ?? []
     const unsupported = ops.find(step => !SUPPORTED_OPS.has(step.op))
     if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
   }
@@ -249,7 +298,18 @@ function plan(scenario: Scenario): string | Plan {
     && (event.data as { target: string; inserted: UserMessage[] }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => message.source.kind === ('subagent-settled' as never)))
   const delegationRows = DELEGATION_ROWS[basename(dir)] ?? (dir.includes('jsonrpc-agent') ? SDK_TOOL_ROWS : DEFAULT_TOOL_ROWS)
-  return { header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd, children, delegationRows, fenceChildren }
+  // The permission plugins run where the recording depends on them: a confining or asking
+  // default, or knob events in the log. A danger-full-access + never recording (most of the
+  // corpus) behaves as if they were absent and is replayed without them.
+  const recordedKnobs = recordedPermissions(events)
+  const knobs = recordedKnobs !== undefined && (recordedKnobs.mode !== 'danger-full-access' || recordedKnobs.policy !== 'never' || events.some(event => KNOB_EVENTS.has(event.type)))
+    ? recordedKnobs : undefined
+  const runner = recordedRunner(dir)?.runner
+  const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
+  return {
+    header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
+    children, delegationRows, fenceChildren, ...(permissions !== undefined ? { permissions } : {}),
+  }
 }
 
 /**
@@ -334,13 +394,13 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     const workspace = join(scenario.dir, 'workspace')
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
     const events = await replay(ctx, planned, work)
-    const difference = firstDifference(project(planned.events), project(events.log))
+    const difference = firstDifference(project(planned.events, planned.header.cwd, planned.permissions !== undefined), project(events.log, work, planned.permissions !== undefined))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
     if (events.children.length !== planned.children.length) {
       return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
     }
     for (const [i, child] of planned.children.entries()) {
-      const childDifference = firstDifference(project(child.events), project(unwrapInjected(events.children[i]!, child.failTurns)))
+      const childDifference = firstDifference(project(child.events), project(events.children[i]!))
       if (childDifference !== undefined) return { suite: 'replay', status: 'fail', path, detail: `${child.file}: ${childDifference}` }
     }
     const leftover = events.leftover.filter(entry => entry.remaining > 0)
@@ -382,6 +442,12 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ctx.plugin(ReactLoopPlugin),
     ctx.plugin(AgentsServicePlugin, { loop: { provider: plan.route.provider, model: plan.route.model } }),
     ctx.plugin(LlmRetryPlugin, { sleep: async () => {} }),
+    // The recorded permission knobs: approvals, the sandbox and the knob runtime contexts.
+    ...(plan.permissions !== undefined ? [
+      ctx.plugin(SystemPromptPlugin),
+      ctx.plugin(ApprovalPlugin, { mode: plan.permissions.mode, policy: plan.permissions.policy }),
+      ctx.plugin(SandboxPlugin, plan.permissions.runner !== undefined ? { runner: plan.permissions.runner, runners: [] } : {}),
+    ] : []),
     ctx.plugin(BuiltinToolsPlugin),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ctx.plugin(SubagentsPlugin),
@@ -407,6 +473,14 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
   try {
     for (const fiber of fibers) await fiber.await()
     ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model)] })
+    if (plan.permissions !== undefined) {
+      // The recorded client's answers, in order; none left is a cancelled prompt.
+      const answers = [...plan.permissions.answers]
+      ctx.approval.answerer(() => {
+        const answer = answers.shift()
+        return answer === undefined ? 'cancelled' : answer.kind === 'allow_once' ? 'allowed-once' : 'rejected'
+      })
+    }
     // Children get the recorded ids in creation order: model arguments name them (send_message).
     let created = 0
     let current: ChildPlan | undefined
@@ -421,13 +495,6 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
         },
       })
     }
-    const failing = new Map<string, ChildPlan>()
-    ctx.on('session/created', (session) => { if (current !== undefined && current.failTurns.size > 0) failing.set(session.id, current) })
-    ctx.on('agent/pre-step', async (payload, next) => {
-      const message = payload.step === 1 ? failing.get(payload.session.id)?.failTurns.get(payload.turn) : undefined
-      if (message !== undefined) throw new Error(message)
-      return next()
-    })
     const result = await drive(ctx, plan, cwd, adapter, (resolve) => { hung = resolve })
     return { ...result, children: children.map(child => [...child.events]) }
   } finally {
@@ -451,6 +518,11 @@ async function drive(
     sessionId = session.id
   }
   const agent = ctx.agents.create(sessionId !== undefined ? { sessionId } : { cwd })
+  // Knob switches recorded before the first turn (a user picking a preset) are input: replay them.
+  const firstTurn = plan.events.findIndex(event => event.type === 'turn/start')
+  for (const event of plan.events.slice(plan.seed !== undefined ? plan.seed.crashed.length : 0, firstTurn < 0 ? 0 : firstTurn)) {
+    if (KNOB_EVENTS.has(event.type)) agent.session.append(event.type, event.data)
+  }
   try {
     for (let i = 0; i < plan.prompts.length; i++) {
       const prompt = plan.prompts[i]!
@@ -530,8 +602,9 @@ type Projected = Record<string, unknown>
  * Keeps what the runtime decides and drops what is product wording or incidental: ids, seq
  * values, times, tool-result text, header contents, runtime-context snapshots and product events.
  */
-export function project(events: readonly SessionEvent[]): Projected[] {
+export function project(events: readonly SessionEvent[], cwd?: string, knobSections = false): Projected[] {
   const out: Projected[] = []
+  const uncwd = (text: string) => cwd === undefined || cwd === '' ? text : text.split(cwd).join('{{cwd}}')
   for (let index = 0; index < events.length; index++) {
     const event = events[index]!
     if (!COMPARED.has(event.type)) continue
@@ -548,8 +621,13 @@ export function project(events: readonly SessionEvent[]): Projected[] {
           out.push(maskIds({ type: event.type, surfaceOp: event.surfaceOp, source: message.source, content: message.content }))
           continue
         }
-        // Runtime-context snapshots are product text (scenarios with other plugin messages are skipped).
-        if (message.source.kind !== 'user') continue
+        // Runtime-context snapshots are product text except the knob sections, compared byte-exact
+        // (scenarios with other plugin messages are skipped).
+        if (message.source.kind !== 'user') {
+          const knobs = knobSections && isRuntimeContextSnapshot(message) ? snapshotSections(message).filter(s => KNOB_SECTIONS.has(s.name)) : []
+          if (knobs.length > 0) out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'runtime-context', sections: knobs.map(s => ({ name: s.name, text: uncwd(s.text) })) })
+          continue
+        }
         out.push({ type: event.type, surfaceOp: event.surfaceOp, source: message.source.kind, content: message.content })
         break
       }
@@ -588,6 +666,12 @@ export function project(events: readonly SessionEvent[]): Projected[] {
         break
       case 'compaction/end':
         out.push({ type: event.type, turn: data.turn, failed: data.error !== undefined })
+        break
+      case 'approval/asked':
+        out.push({ type: event.type, toolName: data.toolName, callId: data.callId, reason: data.reason })
+        break
+      case 'approval/decided':
+        out.push({ type: event.type, outcome: data.outcome })
         break
       case 'llm/retry-started':
         out.push({ type: event.type, turn: data.turn, step: data.step, retry: data.retry })

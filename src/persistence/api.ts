@@ -57,6 +57,20 @@ export interface StoredSessionSummary {
   readonly length: number
 }
 
+/** Who holds a session's writer lock. */
+export interface WriterHolder {
+  readonly pid: number
+  readonly host: string
+  /** ISO-8601 time the lock was taken. */
+  readonly since: string
+}
+
+/** A held writer lock; `release` is idempotent. */
+export interface WriterLease {
+  readonly holder: WriterHolder
+  release(): Promise<void>
+}
+
 export interface PersistenceBackend {
   /** 'jsonl', 'sqlite', ... (for messages and benchmarks). */
   readonly kind: string
@@ -93,6 +107,14 @@ export interface PersistenceBackend {
   list(): Promise<readonly StoredSessionSummary[]>
   /** Moves a stored session to the trash (never unlinks). False when not stored. */
   trash(id: string): Promise<boolean>
+  /**
+   * One writer per session: takes the session's writer lock for this process, whether or not
+   * the session is stored yet. Refused with `SessionInUseError` (naming pid, host and since)
+   * while another live holder has it; a holder on this host whose pid is dead is stale and
+   * taken over. Reads never take it. Every backend that runs the conformance suite provides it;
+   * a backend without it gives no single-writer guarantee.
+   */
+  acquireWriter?(id: string): Promise<WriterLease>
   close?(): Promise<void>
 }
 
@@ -110,6 +132,12 @@ export class SeqMismatchError extends PersistenceError {}
 export class StaleRevisionError extends PersistenceError {}
 /** D-5: a bad record inside the committed region (a valid turn/end follows it). */
 export class CorruptSessionError extends PersistenceError {}
+/** Another live process holds the session's writer lock. */
+export class SessionInUseError extends PersistenceError {
+  constructor(id: string, readonly holder: WriterHolder) {
+    super(`session ${id} is in use by another writer (pid ${holder.pid} on ${holder.host}, since ${holder.since})`, id)
+  }
+}
 /** S-13 / D-6: a newer or older format, or a foreign database. */
 export class FormatVersionError extends PersistenceError {}
 

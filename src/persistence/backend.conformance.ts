@@ -9,16 +9,19 @@ import { writeFileSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context } from 'cordis'
+import { Context, type Fiber } from 'cordis'
 import fc from 'fast-check'
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { hostname } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SessionsServicePlugin } from '../session/service.js'
 import { checkLogInvariants } from '../session/invariants.js'
 import { createEventTypeRegistry } from '../session/registry.js'
 import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from '../session/types.js'
 import {
-  CorruptSessionError, FormatVersionError, SeqMismatchError, SessionExistsError, StaleRevisionError,
-  type PersistenceBackend,
+  CorruptSessionError, FormatVersionError, SeqMismatchError, SessionExistsError, SessionInUseError, StaleRevisionError,
+  type PersistenceBackend, type WriterLease,
 } from './api.js'
 import { encodeEvent } from './records.js'
 import { SessionPersistence } from './service.js'
@@ -35,6 +38,8 @@ export interface BackendHarness {
   corrupt(backend: PersistenceBackend, id: string, seq: number): Promise<void>
   /** Rewrites the stored header's version. */
   setHeaderVersion(backend: PersistenceBackend, id: string, version: number): Promise<void>
+  /** How a separate process opens this store (test-support/writer-lock-child.mjs). */
+  readonly child: { readonly kind: string; store(dir: string): string }
   /** The raw file of a store on a sequential medium (JSONL), to cut at every byte offset. */
   readonly bytes?: {
     file(backend: PersistenceBackend, id: string): Promise<string>
@@ -51,8 +56,19 @@ async function boot(backend?: PersistenceBackend, maxDelayMs = 1_000_000) {
   const ctx = new Context()
   let clock = 1_700_000_000_000
   await ctx.plugin(SessionsServicePlugin, { now: () => clock++ })
-  if (backend) await ctx.plugin(SessionPersistence, { backend, maxDelayMs, closeBackend: false, report: () => undefined })
+  if (backend) {
+    const fiber = ctx.plugin(SessionPersistence, { backend, maxDelayMs, closeBackend: false, report: () => undefined })
+    await fiber
+    persistenceFibers.set(ctx, fiber)
+  }
   return ctx
+}
+
+const persistenceFibers = new WeakMap<Context, Fiber>()
+
+/** Unloads a booted context's persistence (flush, then its writer locks are released). */
+async function shutdown(ctx: Context): Promise<void> {
+  await persistenceFibers.get(ctx)?.dispose()
 }
 
 /** A live session with `turns` realistic turns (plus, optionally, an open partial turn). */
@@ -63,6 +79,33 @@ export async function realisticLog(turns: number, seed = 1, openTail = 0, chunks
   for (let t = 0; t < turns; t++) await appendTurn(session, { rng, chunks, toolRounds })
   if (openTail > 0) await appendTurn(session, { rng, chunks, stopAfter: openTail, toolRounds: 1 })
   return { header: session.header, events: [...session.events] }
+}
+
+const writerChild = new URL('../../test-support/writer-lock-child.mjs', import.meta.url).pathname
+
+/** A separate process acting on one session (see test-support/writer-lock-child.mjs). */
+function spawnWriter(kind: string, store: string, id: string, mode: 'create' | 'load' | 'read') {
+  const child = spawn(process.execPath, [writerChild, kind, store, id, mode], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const lines: string[] = []
+  const waiting: ((line: string) => void)[] = []
+  const deliver = (line: string) => {
+    const next = waiting.shift()
+    if (next) next(line)
+    else lines.push(line)
+  }
+  let closed = false
+  createInterface({ input: child.stdout! }).on('line', deliver).on('close', () => {
+    closed = true
+    while (waiting.length > 0) deliver('(exited)')
+  })
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  return {
+    pid: child.pid!,
+    exit,
+    line: () => lines.length > 0 ? Promise.resolve(lines.shift()!) : closed ? Promise.resolve('(exited)') : new Promise<string>((resolve) => waiting.push(resolve)),
+    send: (text: string) => child.stdin!.write(`${text}\n`),
+    kill: () => child.kill('SIGKILL'),
+  }
 }
 
 export function describeBackendConformance(harness: BackendHarness): void {
@@ -298,6 +341,71 @@ export function describeBackendConformance(harness: BackendHarness): void {
       return [...canonical(all!.events), ...all!.skipped]
     }
 
+    describe('one writer per session (D-7: a second writer would repair a live turn)', () => {
+      const IN_USE = /^session (\S+) is in use by another writer \(pid (\d+) on (\S+), since (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\)$/
+
+      it('D-7: the backend provides the writer lock; a second holder is refused naming pid, host and since; release lets the next one in', async () => {
+        const dir = await tempDir()
+        const a = open(dir)
+        const b = open(dir)
+        expect(a.acquireWriter).toBeTypeOf('function')
+        const lease = await a.acquireWriter!('busy')
+        expect(lease.holder.pid).toBe(process.pid)
+        const refusal = await b.acquireWriter!('busy').then(() => undefined, (error: unknown) => error as Error)
+        expect(refusal).toBeInstanceOf(SessionInUseError)
+        const [, id, pid, host, since] = IN_USE.exec(refusal!.message)!
+        expect([id, Number(pid), host, since]).toEqual(['busy', process.pid, hostname(), lease.holder.since])
+        // Another id is independent; a released lock can be taken by the other instance.
+        await (await b.acquireWriter!('other')).release()
+        await lease.release()
+        await lease.release()
+        const next = await b.acquireWriter!('busy')
+        await next.release()
+      })
+
+      it('D-7: racing acquirers of one id (ids of every shape): exactly one wins', async () => {
+        const dir = await tempDir()
+        const backends = [open(dir), open(dir), open(dir)]
+        await fc.assert(fc.asyncProperty(fc.string({ minLength: 1, maxLength: 40 }), async (id) => {
+          const results = await Promise.allSettled(backends.map((backend) => backend.acquireWriter!(id)))
+          const won = results.filter((r): r is PromiseFulfilledResult<WriterLease> => r.status === 'fulfilled')
+          expect(won).toHaveLength(1)
+          for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(SessionInUseError)
+          await won[0].value.release()
+        }), { numRuns: 40 })
+      })
+
+      it('D-7: with real processes: a second writer is refused before it repairs anything, readers still read, a killed holder is stale and taken over', async () => {
+        const dir = await tempDir()
+        const store = harness.child.store(dir)
+        const first = spawnWriter(harness.child.kind, store, 'shared', 'create')
+        const held = await first.line()
+        expect(held).toBe(`held ${first.pid}`)
+        // The first writer's turn is open; a second process must not close it as interrupted.
+        const second = spawnWriter(harness.child.kind, store, 'shared', 'load')
+        const refused = await second.line()
+        expect(refused.startsWith('refused ')).toBe(true)
+        const [, id, pid, host] = IN_USE.exec(refused.slice('refused '.length))!
+        expect([id, Number(pid), host]).toEqual(['shared', first.pid, hostname()])
+        expect(await second.exit).toBe(3)
+        const reader = spawnWriter(harness.child.kind, store, 'shared', 'read')
+        expect(await reader.line()).toBe('read 1')
+        // The holder dies without releasing: its lock is stale, the next writer takes it over
+        // and repairs the open turn.
+        first.kill()
+        await first.exit
+        const third = spawnWriter(harness.child.kind, store, 'shared', 'load')
+        expect(await third.line()).toBe(`held ${third.pid}`)
+        third.send('release')
+        expect(await third.line()).toBe('released')
+        expect(await third.exit).toBe(0)
+        const check = open(dir)
+        expect((await check.loadStored('shared'))!.events.map((e) => e.type)).toEqual(['turn/start', 'turn/end'])
+        // Released cleanly: the next writer needs no takeover.
+        await (await check.acquireWriter!('shared')).release()
+      }, 60_000)
+    })
+
     it('D-7: a repair against a stale revision is refused and writes nothing', async () => {
       const backend = await fresh()
       const { header: h, events } = await realisticLog(1, 17, 12)
@@ -401,8 +509,9 @@ export function describeBackendConformance(harness: BackendHarness): void {
         const stored = (await backend.loadStored(h.id))!
         expect(canonical(stored.events)).toEqual(canonical(session.events))
         expect(checkLogInvariants(stored.events, createEventTypeRegistry()).turnOpen).toBe(false)
-        // C-4: a second cold load finds nothing to repair.
+        // C-4: a second cold load (after the first writer is gone) finds nothing to repair.
         const revision = await backend.readStoredRevision(h.id)
+        await shutdown(ctx)
         const second = await boot(backend)
         const again = await second.sessionPersistence.load(h.id)
         expect(again.repaired).toEqual([])

@@ -56,6 +56,7 @@ describeBackendConformance({
     lines[0] = JSON.stringify({ ...JSON.parse(lines[0]), version })
   }),
   bytes: { file: async (backend, id) => (await jsonl(backend).pathOf(id))! },
+  child: { kind: 'jsonl', store: (dir) => dir },
 })
 
 describe('JSONL layout (D-4)', () => {

@@ -5,7 +5,7 @@
  */
 import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, sep } from 'node:path'
 import { Context } from 'cordis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loopHarness, type LoopHarness } from '../../test-support/agent-harness.js'
@@ -45,7 +45,9 @@ describe('persistence with the agent loop (D-3)', () => {
       parameters: { type: 'object', properties: {} },
       async execute() {
         await observe('tool')
-        await cp(store, join(root, 'crashed'), { recursive: true })
+        // A crash leaves the lock of a dead process (stale); this process lives on, so its lock
+        // is not part of the copy.
+        await cp(store, join(root, 'crashed'), { recursive: true, filter: (path) => !path.includes(`${sep}.locks`) })
         return { content: [{ type: 'text', text: 'probed' }] }
       },
     }

@@ -11,7 +11,7 @@ import { interruptedTurnClosers } from '../session/repair.js'
 import type { SessionEvent } from '../session/types.js'
 import {
   PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
-  type LoadResult, type PersistenceBackend, type SalvageResult, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
+  type LoadResult, type PersistenceBackend, type SalvageResult, type WriterLease, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
 } from './api.js'
 import { encodeEvent, encodeHeader } from './records.js'
 
@@ -56,6 +56,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   /** Ids being hydrated by `load`: their events are already stored. */
   private readonly hydrating = new Set<string>()
   private readonly root: Context
+  /** One writer per session: the writer locks this process holds (or is taking), by id. */
+  private readonly leases = new Map<string, Promise<WriterLease | undefined>>()
 
   constructor(ctx: Context, config: SessionPersistenceConfig) {
     super(ctx, 'sessionPersistence')
@@ -69,9 +71,34 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     ctx.effect(() => () => {
       for (const tracked of this.tracked.values()) if (tracked.timer) clearTimeout(tracked.timer)
       const pending = this.flushAll().catch((error) => this.report('session persistence (unload)', error))
+        .then(() => this.releaseAll())
       // Returned so unloading waits: nothing appended before teardown may be lost.
       return (config.closeBackend ?? true) ? pending.then(() => this.backend.close?.()) : pending
     }, 'sessionPersistence: final flush')
+  }
+
+  /**
+   * Takes the session's writer lock once per process, before anything is written for it or a
+   * stored copy is repaired; a refusal is not remembered, so a later attempt may succeed.
+   */
+  private lease(id: string): Promise<WriterLease | undefined> {
+    let lease = this.leases.get(id)
+    if (lease === undefined) {
+      lease = this.backend.acquireWriter?.(id) ?? Promise.resolve(undefined)
+      this.leases.set(id, lease)
+      lease.catch(() => { if (this.leases.get(id) === lease) this.leases.delete(id) })
+    }
+    return lease
+  }
+
+  private async release(id: string): Promise<void> {
+    const lease = this.leases.get(id)
+    this.leases.delete(id)
+    await (await lease?.catch(() => undefined))?.release()
+  }
+
+  private async releaseAll(): Promise<void> {
+    await Promise.all([...this.leases.keys()].map((id) => this.release(id).catch((error) => this.report(`session persistence (${id})`, error))))
   }
 
   private get sessions() {
@@ -128,6 +155,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     const batch = tracked.queue.slice()
     const { header } = tracked.session
     const write = (async () => {
+      await this.lease(header.id)
       try {
         if (tracked.stored === false) await this.backend.create(header, batch)
         else await this.backend.appendBatch(header, batch)
@@ -245,8 +273,20 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   }
 
   private async coldLoad(id: string): Promise<LoadResult> {
-    const stored = await this.backend.loadStored(id)
-    if (stored === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+    // One writer per session: refuse before reading, so a live writer's open turn is never
+    // repaired as interrupted by a second process.
+    await this.lease(id)
+    let stored
+    try {
+      stored = await this.backend.loadStored(id)
+    } catch (error) {
+      await this.release(id)
+      throw error
+    }
+    if (stored === undefined) {
+      await this.release(id)
+      throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+    }
     const { header, events, torn } = stored
     const closers = interruptedTurnClosers(events)
     // Hydrate first: the session registry checks every event (unknown types, data, invariants)
@@ -255,6 +295,9 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     let session: Session
     try {
       session = this.sessions.hydrate(header, [...events, ...closers])
+    } catch (error) {
+      await this.release(id)
+      throw error
     } finally {
       this.hydrating.delete(id)
     }
@@ -310,6 +353,11 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       this.sessions.close(id)
     }
     this.tracked.delete(id)
-    return this.backend.trash(id)
+    await this.lease(id)
+    try {
+      return await this.backend.trash(id)
+    } finally {
+      await this.release(id)
+    }
   }
 }

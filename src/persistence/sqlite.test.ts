@@ -26,6 +26,7 @@ describeBackendConformance({
     ).run(id, id, seq)
     if (changes !== 1) throw new Error(`no row holds seq ${seq}`)
   },
+  child: { kind: 'sqlite', store: (dir) => join(dir, 'sessions.db') },
   async setHeaderVersion(backend, id, version) {
     sqlite(backend).db.prepare("UPDATE sessions SET header = json_set(header, '$.version', ?) WHERE id = ?").run(version, id)
   },
@@ -48,7 +49,7 @@ describe('SQLite store (D-6)', () => {
     expect(backend.db.pragma('application_id', { simple: true })).toBe(SQLITE_APPLICATION_ID)
     expect(backend.db.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION)
     const strict = backend.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%STRICT%' ORDER BY name").all()
-    expect(strict.map((r) => (r as { name: string }).name)).toEqual(['events', 'sessions', 'store_state', 'trash_events', 'trash_sessions'])
+    expect(strict.map((r) => (r as { name: string }).name)).toEqual(['events', 'session_writers', 'sessions', 'store_state', 'trash_events', 'trash_sessions'])
     await backend.close()
   }))
 

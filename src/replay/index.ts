@@ -234,6 +234,8 @@ export class ReplayAdapter implements LlmAdapter {
 }
 
 export interface ReplayPluginConfig extends ReplayScriptSource {
+  /** Scripts of other sessions by id (recorded child logs); the script above serves the rest. */
+  readonly sessions?: Readonly<Record<string, readonly ReplayEntry[]>>
   /** Provider name to register (default: the recorded `request/header` provider, else `replay`). */
   readonly provider?: string
   /** Models to offer (default: the recorded model, else `replay`). */
@@ -252,7 +254,7 @@ export const ReplayPlugin = {
     const provider = config?.provider ?? recorded?.provider ?? 'replay'
     const models = config?.models ?? [recorded?.model ?? 'replay']
     const sessions = ctx.get('sessions')
-    const adapter = new ReplayAdapter({ provider, default: script, cwdOf: id => (id === undefined ? undefined : sessions?.get(id)?.header.cwd) })
+    const adapter = new ReplayAdapter({ provider, default: script, ...config?.sessions !== undefined && { sessions: config.sessions }, cwdOf: id => (id === undefined ? undefined : sessions?.get(id)?.header.cwd) })
     ctx.effect(() => ctx.llm.register({ adapter, models: models.map(model => replayModelInfo(provider, model, config)) }))
   },
 }

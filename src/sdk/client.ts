@@ -13,7 +13,12 @@ import { fileURLToPath } from 'node:url'
 import type { ContentBlock } from '../llm/types.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import { finalResponse } from './final-response.js'
-import { ErrorCodes, JsonRpcPeer, RpcError, type NotificationFrame } from './jsonrpc.js'
+import { z } from 'zod'
+import { ErrorCodes, JsonRpcPeer, method, RpcError, type NotificationFrame } from './jsonrpc.js'
+
+const approvalRequestParams = z.object({
+  sessionId: z.string(), id: z.string(), toolName: z.string(), callId: z.string(), reason: z.string(), arguments: z.string().optional(),
+}).loose()
 
 export { RpcError, ErrorCodes } from './jsonrpc.js'
 
@@ -46,6 +51,24 @@ export interface ClientOptions {
   readonly eofTimeoutMs?: number
   /** `close()`: wait this long after SIGTERM before SIGKILL (default 5000 ms). */
   readonly termTimeoutMs?: number
+  /**
+   * Answers the server's approval requests (a tool call or a sandbox escalation waiting for the
+   * user). Without it every request fails closed (the server records `unavailable`).
+   */
+  readonly onApproval?: (request: ApprovalRequestParams) => ApprovalAnswer | Promise<ApprovalAnswer>
+}
+
+export type ApprovalAnswer = 'allowed-once' | 'rejected' | 'cancelled'
+
+/** `approval/request` params: what the server asks the user to approve. */
+export interface ApprovalRequestParams {
+  readonly sessionId: string
+  readonly id: string
+  readonly toolName: string
+  readonly callId: string
+  readonly reason: string
+  /** The call's raw JSON arguments (what will run). */
+  readonly arguments?: string
 }
 
 export interface Notification {
@@ -110,10 +133,17 @@ export class DshClient {
     if (child.stderr !== null) child.stderr.setEncoding('utf8').on('data', (text: string) => { this.stderr += text })
     // Writes to a server that already exited must not crash the caller.
     child.stdin!.on('error', () => undefined)
+    const onApproval = options.onApproval
     this.peer = new JsonRpcPeer({
       input: child.stdout!,
       output: child.stdin!,
       onNotification: frame => this.dispatch(frame),
+      // No callback: the method is unknown here, the server gets an error and fails closed.
+      ...(onApproval !== undefined ? {
+        methods: {
+          'approval/request': method(approvalRequestParams, async params => ({ outcome: await onApproval(params as ApprovalRequestParams) })),
+        },
+      } : {}),
     })
     void this.exited.then(info => this.peer.failPending(`the server exited (${info.signal ?? `code ${info.code}`})${this.stderrTail()}`))
   }
@@ -162,6 +192,14 @@ export class DshClient {
 
   initialize(params: InitializeParams = {}): Promise<Record<string, unknown>> {
     return this.request('initialize', params)
+  }
+
+  /**
+   * Opens a session without prompting it. `mcpServers` (the ACP `session/new` shape) start MCP
+   * servers whose tools only this session sees, stopped with it.
+   */
+  createSession(options: { sessionId?: string; mcpServers?: readonly Record<string, unknown>[] } = {}): Promise<{ sessionId: string }> {
+    return this.request('session/create', options)
   }
 
   /** Queues a prompt: resolves with the enqueue receipt, not the answer (see `run`). */

@@ -411,3 +411,47 @@ describe('client shutdown escalation', () => {
     await expect(client.request('session/list')).rejects.toMatchObject({ message: expect.stringMatching(/code 3[\s\S]*boom/) })
   })
 })
+
+describe('SDK approvals (AP-2, AP-3)', () => {
+  const escalatedWrite = (id: string, file: string) => streamResponse([
+    { toolCall: { id, name: 'write', arguments: JSON.stringify({ file_path: file, content: 'x', sandbox_permissions: 'danger-full-access', justification: 'the user asked' }) } },
+    { finish: 'tool_calls', usage },
+  ])
+
+  it('AP-2: the server sends approval/request to onApproval; allowed-once runs the call, rejected does not', async () => {
+    const { home, cwd } = tempHome()
+    const seen: unknown[] = []
+    const answers = ['allowed-once', 'rejected'] as const
+    const client = await DshClient.start({ cwd, env: envFor(home), onApproval: (request) => { seen.push(request); return answers[seen.length - 1]! } })
+    try {
+      server.enqueue(escalatedWrite('call-a', 'a.txt'), streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
+      const first = await client.run('write a')
+      server.enqueue(escalatedWrite('call-b', 'b.txt'), streamResponse([{ text: 'no' }, { finish: 'stop', usage }]), )
+      await client.run('write b', { sessionId: first.sessionId })
+      const { existsSync } = await import('node:fs')
+      expect(existsSync(join(cwd, 'a.txt'))).toBe(true)
+      expect(existsSync(join(cwd, 'b.txt'))).toBe(false)
+      expect(seen).toEqual([
+        expect.objectContaining({ sessionId: first.sessionId, toolName: 'write', callId: 'call-a', reason: 'escalate sandbox to danger-full-access: the user asked' }),
+        expect.objectContaining({ callId: 'call-b' }),
+      ])
+      expect((seen[0] as { arguments: string }).arguments).toContain('"file_path":"a.txt"')
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('AP-3: a client without onApproval fails closed: the request is unavailable and nothing runs', async () => {
+    const { home, cwd } = tempHome()
+    const client = await startClient(home, cwd)
+    try {
+      server.enqueue(escalatedWrite('call-c', 'c.txt'), streamResponse([{ text: 'no' }, { finish: 'stop', usage }]))
+      const result = await client.run('write c')
+      const { existsSync } = await import('node:fs')
+      expect(existsSync(join(cwd, 'c.txt'))).toBe(false)
+      expect(result.events.filter(e => e.type === 'approval/decided').map(e => (e.data as { outcome: string }).outcome)).toEqual(['unavailable'])
+    } finally {
+      await client.close()
+    }
+  })
+})

@@ -2,9 +2,11 @@
  * The JSON-RPC SDK server (`dsh --profile sdk`): newline-delimited JSON-RPC 2.0 on stdin/stdout,
  * stdout carrying frames only (diagnostics go to stderr). See docs/protocols.md.
  *
- * Requests: `initialize`, `session/prompt` (an enqueue receipt), `session/cancel`, `session/list`,
+ * Requests: `initialize`, `session/create` (optional `mcpServers`, MC-10), `session/prompt` (an enqueue receipt), `session/cancel`, `session/list`,
  * `session/load`, `shutdown`. Notifications to the client: `session.event {sessionId, event}` for
- * every appended event of every live session, `session.status {sessionId, status}`.
+ * every appended event of every live session, `session.status {sessionId, status}`. Requests to
+ * the client: `approval/request {sessionId, id, toolName, callId, reason, arguments?}`, answered
+ * `{outcome: "allowed-once" | "rejected" | "cancelled"}`; an error answer fails closed.
  *
  * The server ends on stdin EOF (running turns finish first) or on `shutdown` (running turns are
  * cancelled); either way every session is flushed and the exit code is 0.
@@ -12,6 +14,7 @@
 import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
+import type { ApprovalService } from '../approval/api.js'
 import { z } from 'zod'
 import '../subagents/api.js'
 import type { Agent } from '../agent/api.js'
@@ -20,6 +23,8 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { checkFolder, checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
+import { McpRefusedError } from '../mcp/api.js'
+import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
 import '../host/index.js'
 
 export const SDK_PROTOCOL_VERSION = 1
@@ -48,6 +53,11 @@ const promptParams = z.object({
 const sessionParams = z.object({ sessionId: z.string().min(1) })
 const cancelParams = sessionParams.extend({ keepInbox: z.boolean().optional() })
 const loadParams = sessionParams.extend({ events: z.boolean().optional() })
+const createParams = z.object({
+  sessionId: z.string().min(1).optional(),
+  /** MC-10: per-session MCP servers, in the ACP `session/new` shape. */
+  mcpServers: z.array(z.unknown()).optional(),
+})
 
 function packageVersion(): string {
   try {
@@ -63,6 +73,8 @@ export class SdkServerApp extends Service {
   private cwd: string
   private route: RouteRequest = {}
   private stopping = false
+  /** Per-session MCP servers by session id, stopped with their agent or the server. */
+  private readonly stopServers = new Map<string, () => Promise<void>>()
 
   constructor(ctx: Context, private readonly config: SdkServerConfig = {}) {
     super(ctx, 'app')
@@ -84,6 +96,7 @@ export class SdkServerApp extends Service {
         'session/cancel': method(cancelParams, params => this.cancel(params)),
         'session/list': method(z.object({}), () => this.list()),
         'session/load': method(loadParams, params => this.load(params)),
+        'session/create': method(createParams, params => this.create(params)),
         shutdown: method(z.object({}), async () => {
           await this.stop(true)
           // After the answer is written (it goes out once this handler returns).
@@ -97,6 +110,24 @@ export class SdkServerApp extends Service {
     })
     const offStatus = this.ctx.on('agent/status', (agent: Agent, status) => {
       peer.notify('session.status', { sessionId: agent.id, status })
+    })
+    const offDisposed = this.ctx.on('agent/disposed', (agent: Agent) => {
+      const stopServers = this.stopServers.get(agent.id)
+      this.stopServers.delete(agent.id)
+      void stopServers?.()
+    })
+    // Approval requests go to the client as `approval/request` JSON-RPC requests; a client that
+    // does not answer them (no `onApproval`) fails closed: the request ends `unavailable`.
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    const offAnswerer = approval?.answerer(async (request, signal) => {
+      const answer = await peer.request('approval/request', {
+        sessionId: request.sessionId, id: request.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
+        ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
+      })
+      if (signal.aborted) return 'cancelled'
+      const outcome = (answer as { outcome?: unknown } | null)?.outcome
+      if (outcome === 'allowed-once' || outcome === 'rejected' || outcome === 'cancelled') return outcome
+      throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}`)
     })
     // SA-17: delegation runs, interleaved with the children's own session.event/status.
     const offStarted = this.ctx.on('subagent/started', (info) => {
@@ -123,6 +154,8 @@ export class SdkServerApp extends Service {
       host.signal.removeEventListener('abort', onSignal)
       offEvent()
       offStatus()
+      offDisposed()
+      offAnswerer?.()
       offStarted()
       offFinished()
       await peer.drain()
@@ -142,7 +175,7 @@ export class SdkServerApp extends Service {
       serverInfo: { name: 'dsh', version: packageVersion() },
       cwd: this.cwd,
       ...(loop.provider !== undefined ? { provider: loop.provider, model: loop.model } : {}),
-      methods: ['initialize', 'session/prompt', 'session/cancel', 'session/list', 'session/load', 'shutdown'],
+      methods: ['initialize', 'session/create', 'session/prompt', 'session/cancel', 'session/list', 'session/load', 'shutdown'],
       notifications: ['session.event', 'session.status', 'subagent.started', 'subagent.finished'],
     }
   }
@@ -162,6 +195,34 @@ export class SdkServerApp extends Service {
     }
     const message = agent.followup(params.contentBlocks as ContentBlock[])
     return { messageId: message.id, sessionId: agent.id }
+  }
+
+  /** Opens (or creates) a session without prompting it; `mcpServers` start for it alone (MC-10). */
+  private async create(params: z.output<typeof createParams>) {
+    if (this.stopping) throw new RpcError(ErrorCodes.serverError, 'the server is shutting down')
+    let servers: McpServerConfig[] = []
+    if ((params.mcpServers ?? []).length > 0) {
+      if (this.ctx.get('mcp') === undefined) throw new RpcError(ErrorCodes.invalidParams, 'mcpServers is not supported (no mcp row in the profile)')
+      try {
+        servers = parseSessionServers(params.mcpServers!, 'session/create mcpServers')
+      } catch (error) {
+        if (error instanceof McpConfigError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${error.message}`)
+        throw error
+      }
+    }
+    const loop = resolveRoute(this.ctx, this.route)
+    const { agent } = await openAgent(this.ctx, { sessionId: params.sessionId, cwd: this.cwd, loop })
+    if (servers.length > 0) {
+      try {
+        const stop = await this.ctx.get('mcp')!.startSessionServers(agent.scope, agent.id, servers)
+        const previous = this.stopServers.get(agent.id)
+        this.stopServers.set(agent.id, async () => { await previous?.(); await stop() })
+      } catch (error) {
+        if (error instanceof McpRefusedError) throw new RpcError(ErrorCodes.invalidParams, error.message)
+        throw error
+      }
+    }
+    return { sessionId: agent.id }
   }
 
   private cancel(params: z.output<typeof cancelParams>) {
@@ -231,5 +292,8 @@ export class SdkServerApp extends Service {
     if (cancel) for (const agent of agents) agent.cancel({ reason: { kind: 'disposed' } })
     await Promise.all(agents.map(agent => agent.whenIdle()))
     await this.ctx.get('sessionPersistence')?.flushAll()
+    const stops = [...this.stopServers.values()]
+    this.stopServers.clear()
+    await Promise.all(stops.map(stop => stop()))
   }
 }

@@ -43,6 +43,8 @@ export interface StartOptions {
   readonly label?: string
   /** SA-2: the deepest allowed child depth (0 forbids delegation). */
   readonly maxDepth: number
+  /** The parent's tool call that starts the child (for surfaces). */
+  readonly callId?: string
 }
 
 /** How a one-shot child run ended (SA-5, SA-6). */
@@ -64,6 +66,7 @@ export interface SubagentStarted {
   readonly provider: string
   readonly mode: SubagentMode
   readonly label?: string
+  readonly callId?: string
 }
 
 export interface SubagentFinished {

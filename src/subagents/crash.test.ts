@@ -12,6 +12,7 @@ import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.j
 import { runDsh, tempHome } from '../../test-support/run-dsh.js'
 import { SessionsServicePlugin } from '../session/index.js'
 import { JsonlPersistencePlugin } from '../persistence/plugins.js'
+import { ApprovalPlugin } from '../approval/index.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
@@ -75,6 +76,8 @@ describe('delegation crash safety (SIGKILL)', () => {
     // Every stored log loads with crash repair (C-1..C-4), children included.
     const ctx = new Context()
     await ctx.plugin(SessionsServicePlugin).await()
+    // The headless profile composes approvals: child logs carry approval/policy (SA-13).
+    await ctx.plugin(ApprovalPlugin).await()
     await ctx.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions') }).await()
     for (const lines of children) {
       const { session, repaired } = await ctx.sessionPersistence.load(lines[0]!.id!)

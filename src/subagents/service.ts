@@ -154,6 +154,8 @@ function isDescriptor(event: SessionEvent | undefined): boolean {
 export interface SubagentsConfig {
   /** SDK `subagent.finished`: count a max-tokens end as `ok`. */
   readonly maxTokensAsSuccess?: boolean
+  /** Session ids for the children this process creates, in creation order (replays of recordings); random after. */
+  readonly childIds?: readonly string[]
 }
 
 export class SubagentsPlugin extends Service implements SubagentsService {
@@ -167,8 +169,10 @@ export class SubagentsPlugin extends Service implements SubagentsService {
   constructor(ctx: Context, private readonly config: SubagentsConfig = {}) {
     super(ctx, 'subagents')
     ctx.sessions.registerEventType({ type: DESCRIPTOR_EVENT, validate: descriptorProblem, owner: 'subagents' })
-    this.provider(spawnProvider(ctx))
-    this.provider(forkProvider(ctx))
+    let created = 0
+    const id = () => config.childIds?.[created++]
+    this.provider(spawnProvider(ctx, { id }))
+    this.provider(forkProvider(ctx, { id }))
     // SA-15 teardown: continuable descendants go child-first once cancel reached them top-down.
     ctx.effect(() => () => {
       const children = [...this.continuable.values()].sort((a, b) => b.depth - a.depth)
@@ -223,6 +227,7 @@ export class SubagentsPlugin extends Service implements SubagentsService {
     emitContained(this.ctx, 'subagent/started', [{
       parentSessionId: parent.id, childSessionId: session.id, provider: provider.name, mode,
       ...options.label !== undefined && { label: options.label },
+      ...options.callId !== undefined && { callId: options.callId },
     }])
     const agent = this.ctx.agents.create({ sessionId: session.id, loop: parent.config })
     this.equip(agent, mode === 'continuable')

@@ -6,6 +6,7 @@ import type { LlmCallOptions, StreamChunk, TextBlock, ToolResultMessage, UserMes
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { SystemPromptPlugin } from '../prompt/index.js'
+import { ApprovalPlugin } from '../approval/index.js'
 import { SubagentsPlugin, SubagentToolsPlugin, type SubagentFinished, type SubagentStarted, type SubagentToolRow } from './index.js'
 
 /** Model scripts keyed by the first user text of the requesting session (children run concurrently). */
@@ -39,11 +40,12 @@ afterEach(async () => {
   harness = undefined
 })
 
-async function setup(router: Router, rows?: readonly SubagentToolRow[]): Promise<LoopHarness> {
+async function setup(router: Router, rows?: readonly SubagentToolRow[], approval = false): Promise<LoopHarness> {
   harness = await loopHarness({
     responses: Array.from({ length: 40 }, () => router.respond),
     setup: async (ctx: Context) => {
       await ctx.plugin(SystemPromptPlugin).await()
+      if (approval) await ctx.plugin(ApprovalPlugin, { mode: 'workspace-write', policy: 'ask' }).await()
       await ctx.plugin(SubagentsPlugin).await()
       await ctx.plugin(SubagentToolsPlugin, rows === undefined ? {} : { tools: rows }).await()
     },
@@ -265,3 +267,30 @@ describe('subagents: continuable', () => {
     expect(listed).toEqual([`${id} [idle] — Worker`])
   })
 })
+
+describe('subagents: approvals', () => {
+  it('SA-13: a child runs with policy never and inherits an explicit parent sandbox mode stamped delegation; a later parent switch leaves it alone', async () => {
+    const router = new Router()
+      .script('guarded', call('c1', 'subagent', { description: 'Guarded', prompt: 'guarded task', run_in_background: false }), text('DONE'))
+      .script('guarded task', text('CHILD'))
+    const h = await setup(router, undefined, true)
+    const seen = track(h.ctx)
+    h.ctx.approval.setMode(h.session, 'read-only')
+    h.agent.followup('guarded')
+    await h.agent.whenIdle()
+    const child = seen.sessions.get(seen.started[0].childSessionId)!
+    expect(child.events.slice(0, 3).map(e => [e.type, e.data])).toEqual([
+      ['sandbox/mode', { mode: 'read-only', source: 'delegation' }],
+      ['approval/policy', { policy: 'never', source: 'delegation' }],
+      ['agent/inbox/spliced', expect.objectContaining({ target: 'next-turn' })],
+    ])
+    const snapshot = child.events.find(e => e.type === 'user/message' && (e.data as UserMessage).source.kind === 'plugin')!
+    const names = ((snapshot.data as UserMessage).source as unknown as { sections: { name: string }[] }).sections.map(section => section.name)
+    expect(names.indexOf('approval:policy')).toBeGreaterThanOrEqual(0)
+    expect(names.indexOf('subagent:delegation')).toBeGreaterThan(names.indexOf('approval:policy'))
+    h.ctx.approval.setMode(h.session, 'danger-full-access')
+    expect(h.ctx.approval.mode(child)).toBe('read-only')
+    expect(h.ctx.approval.policy(child)).toBe('never')
+  })
+})
+

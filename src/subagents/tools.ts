@@ -74,13 +74,14 @@ export function delegationTool(ctx: Context, row: SubagentToolRow): Tool<Delegat
     isConcurrencySafe: () => true,
     async execute(args, context) {
       const parent = parentAgent(ctx, context)
-      const options = { parent, provider: row.provider, prompt: args.prompt, label: args.description, maxDepth }
+      const options = { parent, provider: row.provider, prompt: args.prompt, label: args.description, maxDepth, callId: context.callId }
       try {
         if (background && args.run_in_background !== false) {
-          return text(startedText(await ctx.subagents.start(options)))
+          const id = await ctx.subagents.start(options)
+          return { ...text(startedText(id)), meta: { childSessionId: id } }
         }
         const result = await ctx.subagents.run(options, context.signal)
-        return text(result.output, result.isError)
+        return { ...text(result.output, result.isError), ...result.childSessionId !== '' && { meta: { childSessionId: result.childSessionId } } }
       } catch (error) {
         if (error instanceof SubagentError && error.code === 'DEPTH_EXCEEDED') return text(`Error: ${error.message}`, true)
         throw error

@@ -67,11 +67,6 @@ export type PreparedToolCall =
   | { readonly kind: 'settled'; readonly record: ToolResultRecord }
   | { readonly kind: 'ready'; run(): Promise<ToolResultRecord> }
 
-/** Optional service answering `tools/pre-execute` `ask` decisions (T-7); absent means denied. */
-export interface ApprovalService {
-  request(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<boolean>
-}
-
 export interface ToolsService {
   /** Registers a tool globally or for one scope; the disposer removes it (an effect). */
   register(tool: Tool, scope?: ScopeKey): () => void
@@ -103,10 +98,9 @@ export type PreExecuteDecision =
 declare module 'cordis' {
   interface Context {
     tools: ToolsService
-    approval: ApprovalService
   }
   interface Events {
-    /** @mode waterfall. Policy before a call; default `allow`. `ask` goes to the approval service. */
+    /** @mode waterfall. Policy before a call; default `allow`. `ask` goes through `ctx.approval` (fails closed without it). */
     'tools/pre-execute'(execution: ToolExecution, next: () => Promise<PreExecuteDecision>): Promise<PreExecuteDecision>
     /** @mode waterfall. Around the tool body. */
     'tools/execute'(execution: ToolExecution, context: ToolContext, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord>

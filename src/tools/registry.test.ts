@@ -2,7 +2,9 @@ import { Context } from 'cordis'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { bindScopeParent, scopedContext } from '../scope/index.js'
-import type { ApprovalService, PreExecuteDecision, Tool, ToolContext, ToolExecution, ToolResultRecord } from './api.js'
+import type { ApprovalOutcome, ApprovalRequest, ApprovalService } from '../approval/api.js'
+import type { Session } from '../session/api.js'
+import type { PreExecuteDecision, Tool, ToolContext, ToolExecution, ToolResultRecord } from './api.js'
 import { defineTool } from './define.js'
 import { ToolError, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH } from './errors.js'
 import { ToolsPlugin } from './registry.js'
@@ -259,29 +261,35 @@ describe('T-5 pipeline events', () => {
     expect(body).not.toHaveBeenCalled()
   })
 
-  it('T-7: ask without an approval service is denied', async () => {
+  it('T-7/AP-3: ask without an approval service fails closed with the recorded text', async () => {
     const ctx = await setup()
     const body = vi.fn()
     ctx.tools.register({ ...echoTool(), execute: body })
     ctx.on('tools/pre-execute', async () => ({ kind: 'ask', reason: 'writes files' }))
     const record = await run(ctx, call('echo', '{"text":"x"}'))
-    expect(text(record)).toBe('Error: tool call denied: approval required (writes files) and no approval service is available')
+    expect(text(record)).toBe('Error: tool "echo" requires approval, but no approval channel is available')
     expect(record.error?.code).toBe('DENIED')
     expect(body).not.toHaveBeenCalled()
   })
 
-  it('T-7: ask goes to the approval service, which may allow or deny', async () => {
+  it('T-7/AP-3: ask goes through ctx.approval; only allowed-once runs the call, each outcome has its text', async () => {
     const ctx = await setup()
-    const asked: [string, string | undefined][] = []
-    let answer = true
-    const approval: ApprovalService = { request: async (execution, reason) => { asked.push([execution.callId, reason]); return answer } }
+    const asked: [string, string][] = []
+    let answer: ApprovalOutcome = 'allowed-once'
+    const approval = { request: async (request: ApprovalRequest) => { asked.push([request.callId, request.reason]); return answer } } as unknown as ApprovalService
     ctx.provide('approval', approval)
     ctx.tools.register(echoTool())
     ctx.on('tools/pre-execute', async () => ({ kind: 'ask', reason: 'why' }))
-    expect(text(await run(ctx, call('echo', '{"text":"yes"}', undefined, 'a')))).toBe('yes')
-    answer = false
-    expect((await run(ctx, call('echo', '{"text":"no"}', undefined, 'b'))).error?.code).toBe('DENIED')
-    expect(asked).toEqual([['a', 'why'], ['b', 'why']])
+    const session = { id: 's' } as unknown as Session
+    const go = (id: string) => ctx.tools.execute(call('echo', '{"text":"yes"}', undefined, id), { cwd: '/work', signal: new AbortController().signal, session })
+    expect(text(await go('a'))).toBe('yes')
+    answer = 'rejected'
+    expect(text(await go('b'))).toBe('Error: the user rejected tool "echo"')
+    answer = 'cancelled'
+    expect(text(await go('c'))).toBe('Error: approval for tool "echo" was cancelled')
+    answer = 'unavailable'
+    expect(text(await go('d'))).toBe('Error: tool "echo" requires approval, but no approval channel is available')
+    expect(asked).toEqual([['a', 'why'], ['b', 'why'], ['c', 'why'], ['d', 'why']])
   })
 
   it('T-5: a throwing or nonsensical pre-execute listener fails closed', async () => {
@@ -403,11 +411,14 @@ describe('T-6 signals', () => {
     const body = vi.fn()
     let asked!: () => void
     const askedPromise = new Promise<void>((resolve) => { asked = resolve })
-    ctx.provide('approval', { request: () => { asked(); return new Promise<boolean>(() => {}) } })
+    ctx.provide('approval', { request: (request: ApprovalRequest) => {
+      asked()
+      return new Promise<ApprovalOutcome>(resolve => request.signal?.addEventListener('abort', () => resolve('cancelled')))
+    } } as unknown as ApprovalService)
     ctx.tools.register({ ...echoTool(), execute: body })
     ctx.on('tools/pre-execute', async () => ({ kind: 'ask' }))
     const caller = new AbortController()
-    const pending = run(ctx, call('echo', '{"text":"x"}'), caller.signal)
+    const pending = ctx.tools.execute(call('echo', '{"text":"x"}'), { cwd: '/work', signal: caller.signal, session: { id: 's' } as unknown as Session })
     await askedPromise
     caller.abort()
     expect((await pending).error?.code).toBe(TOOL_ABORTED_BEFORE_DISPATCH)

@@ -7,8 +7,8 @@ import { Context, Service } from 'cordis'
 import { emitContained } from '../kernel/index.js'
 import type { ToolSchema } from '../llm/types.js'
 import { contextScope, scopeTarget, ScopedLayers, type ScopeKey } from '../scope/index.js'
+import type { ApprovalService } from '../approval/api.js'
 import type {
-  ApprovalService,
   PreExecuteDecision,
   PreparedToolCall,
   Tool,
@@ -108,19 +108,6 @@ function byName(a: Tool, b: Tool): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
 }
 
-/** Waits for `promise` unless `signal` aborts first (then `undefined`). */
-function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
-  if (signal.aborted) return Promise.resolve(undefined)
-  return new Promise((resolve, reject) => {
-    const onAbort = () => resolve(undefined)
-    signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(
-      (value) => { signal.removeEventListener('abort', onAbort); resolve(value) },
-      (error) => { signal.removeEventListener('abort', onAbort); reject(error) },
-    )
-  })
-}
-
 export class ToolsPlugin extends Service implements ToolsService {
   private readonly layers = new ScopedLayers<Tool>('tool')
 
@@ -178,7 +165,7 @@ export class ToolsPlugin extends Service implements ToolsService {
     } catch (error) {
       return settled(thrownRecord(error, ToolErrorCode.invalidArguments))
     }
-    const refusal = await this.authorize(execution, context.signal)
+    const refusal = await this.authorize(execution, context)
     if (refusal !== undefined) return settled(refusal)
     // T-6: cancelled while authorization was awaited: the body never starts.
     if (context.signal.aborted) return settled(abortedBeforeDispatchRecord())
@@ -200,7 +187,8 @@ export class ToolsPlugin extends Service implements ToolsService {
   }
 
   /** `tools/pre-execute` plus approval; `undefined` means the call may run. */
-  private async authorize(execution: ToolExecution, signal: AbortSignal): Promise<ToolResultRecord | undefined> {
+  private async authorize(execution: ToolExecution, context: CallContext): Promise<ToolResultRecord | undefined> {
+    const { signal } = context
     if (signal.aborted) return abortedBeforeDispatchRecord()
     let decision: PreExecuteDecision
     try {
@@ -214,26 +202,36 @@ export class ToolsPlugin extends Service implements ToolsService {
       case 'deny':
         return errorRecord(`tool call denied: ${decision.reason || 'no reason given'}`, 'PermissionError', ToolErrorCode.denied)
       case 'ask':
-        return this.askApproval(execution, decision.reason, signal)
+        return this.askApproval(execution, decision.reason, context)
       default:
         return errorRecord(`tools/pre-execute returned an invalid decision ${JSON.stringify(decision)}`, 'ToolError', ToolErrorCode.policyFailed)
     }
   }
 
-  private async askApproval(execution: ToolExecution, reason: string | undefined, signal: AbortSignal): Promise<ToolResultRecord | undefined> {
-    const because = reason === undefined ? '' : ` (${reason})`
+  /**
+   * A pre-execute `ask` through `ctx.approval` (AP-1..AP-3): only `allowed-once` runs the call.
+   * Without the service or a session there is no one to ask: fail closed.
+   */
+  private async askApproval(execution: ToolExecution, reason: string | undefined, context: CallContext): Promise<ToolResultRecord | undefined> {
+    const name = JSON.stringify(execution.name)
+    const unavailable = () => errorRecord(`tool ${name} requires approval, but no approval channel is available`, 'PermissionError', ToolErrorCode.denied)
     const approval = this.ctx.get('approval') as ApprovalService | undefined
-    if (approval === undefined) {
-      return errorRecord(`tool call denied: approval required${because} and no approval service is available`, 'PermissionError', ToolErrorCode.denied)
-    }
-    let approved: boolean | undefined
+    if (approval === undefined || context.session === undefined) return unavailable()
+    let outcome
     try {
-      approved = await unlessAborted(Promise.resolve(approval.request(execution, reason, signal)), signal)
+      outcome = await approval.request({
+        session: context.session, toolName: execution.name, callId: execution.callId,
+        reason: reason ?? `tool ${name} requires approval`, arguments: execution.arguments, signal: context.signal,
+      })
     } catch (error) {
-      return errorRecord(`tool call denied: approval failed: ${error instanceof Error ? error.message : String(error)}`, 'PermissionError', ToolErrorCode.denied)
+      return errorRecord(`approval for tool ${name} failed: ${error instanceof Error ? error.message : String(error)}`, 'PermissionError', ToolErrorCode.denied)
     }
-    if (approved === undefined) return abortedBeforeDispatchRecord()
-    return approved === true ? undefined : errorRecord(`tool call denied by approval${because}`, 'PermissionError', ToolErrorCode.denied)
+    switch (outcome) {
+      case 'allowed-once': return undefined
+      case 'rejected': return errorRecord(`the user rejected tool ${name}`, 'PermissionError', ToolErrorCode.denied)
+      case 'cancelled': return context.signal.aborted ? abortedBeforeDispatchRecord() : errorRecord(`approval for tool ${name} was cancelled`, 'PermissionError', ToolErrorCode.denied)
+      default: return unavailable()
+    }
   }
 
   private async run(tool: Tool, args: unknown, execution: ToolExecution, context: CallContext): Promise<ToolResultRecord> {

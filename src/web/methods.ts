@@ -15,11 +15,14 @@ import type { StoredSessionSummary } from '../persistence/api.js'
 import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
 import { titleOf } from '../title/index.js'
 import { emitContained } from '../kernel/index.js'
+import type { ApprovalAnswer, ApprovalService, PresetName } from '../approval/api.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
+import type { McpService } from '../mcp/api.js'
 import '../agent/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
 import '../session/api.js'
+import '../subagents/api.js'
 
 export interface WebApiConfig {
   /** The dsh home folder for settings and credentials (filled from the host by the catalogue). */
@@ -32,6 +35,11 @@ export interface WebApiConfig {
 
 /** A stored session as the sidebar lists it: the persistence summary plus the live status. */
 export interface SessionSummary extends StoredSessionSummary {
+  /** Delegation (child sessions): the parent's tool call that started it, while this server saw it start. */
+  readonly parentCallId?: string
+  /** Delegation: the child's label (the call's description) and its latest line of output. */
+  readonly label?: string
+  readonly lastLine?: string
   readonly status: AgentStatus
 }
 
@@ -91,6 +99,8 @@ export class WebApiPlugin extends Service implements WebApiService {
   static readonly inject = ['sessions', 'agents', 'llm', 'sessionPersistence']
 
   private readonly methods = new Map<string, WebMethod>()
+  /** Live delegation facts per child session id (O(1) per event). */
+  private readonly children = new Map<string, { parentCallId?: string; label?: string; lastLine?: string }>()
   private readonly assets = new Map<string, WebAsset>()
   private readonly root: Context
 
@@ -102,8 +112,78 @@ export class WebApiPlugin extends Service implements WebApiService {
     ctx.on('session/created', session => changed(session.id))
     ctx.on('session/event', (session, event) => {
       if (event.type === 'session/title' || event.type === 'turn/start') changed(session.id)
+      else if (session.header.parentSession !== undefined && this.childLine(session.id, event)) changed(session.id)
+    })
+    // Which parent call started a child, and the child's label (subagent/started, SA-17).
+    ctx.on('subagent/started', info => {
+      this.children.set(info.childSessionId, { ...info.callId !== undefined && { parentCallId: info.callId }, ...info.label !== undefined && { label: info.label } })
+      changed(info.childSessionId)
     })
     this.registerCore()
+    this.registerApprovals(ctx)
+  }
+
+  /**
+   * The web UI answers approval requests: a pending request is in the log (`approval/asked`), the
+   * page draws a card, and `approval.answer` settles it. `permission.get` / `permission.set` are
+   * the header's preset picker (AP-5).
+   */
+  private registerApprovals(ctx: Context): void {
+    const waiting = new Map<string, (answer: ApprovalAnswer) => void>()
+    ctx.inject(['approval'], (ctx) => {
+      ctx.approval.answerer((request, signal) => new Promise<ApprovalAnswer>(resolve => {
+        waiting.set(request.id, resolve)
+        signal.addEventListener('abort', () => { waiting.delete(request.id); resolve('cancelled') }, { once: true })
+      }))
+    })
+    const approval = () => {
+      const service = this.root.get('approval') as ApprovalService | undefined
+      if (service === undefined) throw new WebApiError(501, 'NO_APPROVAL', 'this profile has no approval row')
+      return service
+    }
+    const live = (id: string) => {
+      const session = this.root.sessions.get(id)
+      if (session === undefined) throw new WebApiError(404, 'NO_SESSION', `no live session "${id}"`)
+      return session
+    }
+    this.register('approval.answer', params => {
+      const id = str(params, 'approvalId')
+      const outcome = str(params, 'outcome')
+      if (outcome !== 'allowed-once' && outcome !== 'rejected') throw new WebApiError(400, 'BAD_PARAMS', '"outcome" must be allowed-once or rejected')
+      const resolve = waiting.get(id)
+      if (resolve === undefined) throw new WebApiError(404, 'NO_APPROVAL', `no pending approval "${id}" (already answered or cancelled)`)
+      waiting.delete(id)
+      resolve(outcome)
+      return { ok: true }
+    })
+    const view = (id: string) => {
+      const session = live(id)
+      const service = approval()
+      return { preset: service.preset(session), mode: service.mode(session), policy: service.policy(session), presets: service.presets().map(p => p.name) }
+    }
+    this.register('permission.get', params => view(str(params, 'id')))
+    this.register('permission.set', params => {
+      const id = str(params, 'id')
+      const preset = str(params, 'preset')
+      const service = approval()
+      if (!service.presets().some(p => p.name === preset)) throw new WebApiError(400, 'BAD_PARAMS', `unknown preset "${preset}" (expected ${service.presets().map(p => p.name).join(', ')})`)
+      service.selectPreset(live(id), preset as PresetName)
+      return view(id)
+    })
+  }
+
+  /** Updates a child's latest output line from one event; true when it changed. */
+  private childLine(id: string, event: SessionEvent): boolean {
+    let line: string | undefined
+    if (event.type === 'assistant/message') {
+      const text = (event.data as { message: { content: { type: string; text?: string }[] } }).message.content
+        .filter(block => block.type === 'text').map(block => block.text ?? '').join('')
+      line = text.split('\n').map(part => part.trim()).filter(part => part !== '').at(-1)
+    } else if (event.type === 'tool/call') line = `→ ${(event.data as { name: string }).name}`
+    if (line === undefined) return event.type === 'turn/end'
+    const entry = this.children.get(id) ?? {}
+    this.children.set(id, { ...entry, lastLine: line.length > 200 ? `${line.slice(0, 200)}…` : line })
+    return true
   }
 
   register(name: string, method: WebMethod): () => void {
@@ -152,6 +232,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       turns: session.position.turn,
       length: session.length,
       status: this.root.agents.get(session.id)?.status ?? 'idle',
+      ...this.children.get(session.id),
     }
   }
 
@@ -164,6 +245,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     } catch (error) {
       const name = (error as Error).name
       if (name === 'SessionNotStoredError') throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
+      if (name === 'SessionInUseError') throw new WebApiError(409, 'SESSION_IN_USE', (error as Error).message)
       throw error
     }
   }
@@ -384,6 +466,33 @@ export class WebApiPlugin extends Service implements WebApiService {
       }
       writeSettings(this.home, settings)
       return { defaultModel: settings.model?.default ?? null }
+    })
+
+    // MCP servers (docs/mcp.md): state, tools and errors; trust for the project's .mcp.json; enable toggles.
+    const mcp = () => {
+      const service = this.root.get('mcp') as McpService | undefined
+      if (service === undefined) throw new WebApiError(501, 'UNSUPPORTED', 'no mcp row in this profile')
+      return service
+    }
+    const mcpList = () => {
+      const service = this.root.get('mcp') as McpService | undefined
+      const servers = service?.servers() ?? []
+      return { available: service !== undefined, servers, untrusted: servers.filter(server => server.state === 'untrusted').map(server => server.name) }
+    }
+    add('mcp.list', () => mcpList())
+    add('mcp.trust', async () => {
+      await mcp().trustProject()
+      return mcpList()
+    })
+    add('mcp.setEnabled', async params => {
+      if (typeof params.enabled !== 'boolean') throw new WebApiError(400, 'BAD_PARAMS', '"enabled" must be true or false')
+      try {
+        await mcp().setEnabled(str(params, 'name'), params.enabled)
+      } catch (error) {
+        if (error instanceof WebApiError) throw error
+        throw new WebApiError(400, 'BAD_PARAMS', (error as Error).message)
+      }
+      return mcpList()
     })
 
     add('credentials.set', params => {

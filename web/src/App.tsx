@@ -2,7 +2,7 @@ import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useStat
 import { ApiError, SessionStream, call, type InboxSnapshot, type SessionSummary } from './api'
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
-import { TodoStrip, ToolCallCard, formatMs } from './cards'
+import { DelegationContext, TodoStrip, ToolCallCard, formatMs } from './cards'
 
 type Theme = 'light' | 'dark'
 
@@ -86,6 +86,7 @@ export function App() {
     <div className="app">
       <Sidebar sessions={sessions} selected={selected} onSelect={select} onNew={() => { setView('new') }}
         onSettings={() => setView('settings')} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')} />
+      <DelegationContext.Provider value={{ sessionId: selected, sessions, onSelect: select }}>
       <main className="main">
         {connection !== 'open' ? (
           <div className="banner" role="status">{connection === 'retrying' ? 'Reconnecting to dsh web…' : 'The dsh web server is not answering. Retrying; if it was restarted with a new token, open the link it printed.'}</div>
@@ -96,6 +97,7 @@ export function App() {
               onSelect={select} onOpenSettings={() => setView('settings')} />}
         {view !== 'chat' || selected === null ? <GlobalStream onSummary={onSummary} onConnection={setConnection} /> : null}
       </main>
+      </DelegationContext.Provider>
     </div>
   )
 }
@@ -142,10 +144,12 @@ function Sidebar(props: {
         {groups.map(([cwd, list]) => (
           <section key={cwd} className="group">
             <div className="group-head" title={cwd}><span className="folder">▸</span>{basename(cwd)}<span className="group-path">{cwd}</span></div>
-            {list.map(session => (
-              <button key={session.id} className={`session-row ${session.id === props.selected ? 'active' : ''}`} onClick={() => props.onSelect(session.id)} data-testid="session-row">
+            {nest(list).map(({ session, depth }) => (
+              <button key={session.id} className={`session-row ${session.id === props.selected ? 'active' : ''} ${depth > 0 ? 'child' : ''}`}
+                style={depth > 0 ? { paddingLeft: `${12 + depth * 16}px` } : undefined}
+                onClick={() => props.onSelect(session.id)} data-testid={depth > 0 ? 'child-session-row' : 'session-row'}>
                 <span className={`dot ${session.status}`} title={session.status} />
-                <span className="session-title">{session.title ?? 'Untitled session'}</span>
+                <span className="session-title">{depth > 0 ? '↳ ' : ''}{session.label || session.title || 'Untitled session'}</span>
                 <span className="session-time">{ago(session.updatedAt)}</span>
               </button>
             ))}
@@ -154,6 +158,23 @@ function Sidebar(props: {
       </nav>
     </aside>
   )
+}
+
+/** Children under their parent (creation order), depth-first; a child whose parent is not listed stays top-level. */
+function nest(list: readonly SessionSummary[]): { session: SessionSummary; depth: number }[] {
+  const ids = new Set(list.map(session => session.id))
+  const byParent = new Map<string, SessionSummary[]>()
+  for (const session of list) {
+    if (session.parentSession === undefined || !ids.has(session.parentSession)) continue
+    byParent.set(session.parentSession, [...byParent.get(session.parentSession) ?? [], session])
+  }
+  const out: { session: SessionSummary; depth: number }[] = []
+  const visit = (session: SessionSummary, depth: number) => {
+    out.push({ session, depth })
+    for (const child of [...byParent.get(session.id) ?? []].sort((a, b) => a.createdAt - b.createdAt)) visit(child, depth + 1)
+  }
+  for (const session of list) if (session.parentSession === undefined || !ids.has(session.parentSession)) visit(session, 0)
+  return out
 }
 
 function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: SessionSummary): void }) {
@@ -261,8 +282,63 @@ function Settings(props: { onClose(): void }) {
             </label>
           ))}
         </div>
+        <McpServers onMessage={setMessage} />
         {message ? <div className="toast">{message}</div> : null}
       </div>
+    </div>
+  )
+}
+
+interface McpServerView {
+  name: string; source: string; transport?: string; state: string; enabled: boolean; error?: string
+  tools: { name: string; rawName: string; readOnly: boolean }[]
+}
+
+/** Settings section: MCP servers with state, tools, errors, an enable toggle and the project trust prompt. */
+function McpServers(props: { onMessage(text: string): void }) {
+  const [list, setList] = useState<{ available: boolean; servers: McpServerView[]; untrusted: string[] } | null>(null)
+  const [busy, setBusy] = useState(false)
+  const load = useCallback(() => { call('mcp.list').then(setList, () => setList(null)) }, [])
+  useEffect(load, [load])
+  const act = async (method: string, params: Record<string, unknown> = {}) => {
+    setBusy(true)
+    try {
+      setList(await call(method, params))
+    } catch (error) {
+      props.onMessage((error as Error).message)
+    } finally {
+      setBusy(false)
+    }
+  }
+  if (list === null || !list.available) return null
+  return (
+    <div data-testid="mcp-servers">
+      <h2>MCP servers</h2>
+      <p className="muted">Configured in <code>settings.yaml</code> (<code>mcpServers</code>) or the project's <code>.mcp.json</code>; see <code>dsh mcp</code>. Servers run outside the sandbox.</p>
+      {list.untrusted.length > 0 ? (
+        <div className="mcp-trust" data-testid="mcp-trust">
+          <span>This project's <code>.mcp.json</code> wants to start {list.untrusted.join(', ')}. They run code from the repository.</span>
+          <button className="primary" disabled={busy} onClick={() => { if (window.confirm(`Start the MCP servers of this project's .mcp.json (${list.untrusted.join(', ')})? Only do this for a repository you trust.`)) void act('mcp.trust') }}>Trust and start</button>
+        </div>
+      ) : null}
+      {list.servers.length === 0 ? <p className="muted">No MCP servers configured.</p> : null}
+      {list.servers.map(server => (
+        <details className="mcp-server" key={`${server.source}:${server.name}`} data-testid={`mcp-server-${server.name}`}>
+          <summary>
+            <span className="mono">{server.name}</span>
+            <span className="muted">{server.source} · {server.transport ?? '?'}</span>
+            <span className={`badge ${server.state === 'connected' ? 'ok' : 'warn'}`}>{server.state}</span>
+            <span className="muted">{server.tools.length} tools</span>
+            {server.source === 'settings' ? (
+              <label className="mcp-toggle" onClick={event => event.stopPropagation()}>
+                <input type="checkbox" checked={server.enabled} disabled={busy} onChange={event => void act('mcp.setEnabled', { name: server.name, enabled: event.target.checked })} /> enabled
+              </label>
+            ) : null}
+          </summary>
+          {server.error ? <div className="mcp-error">{server.error}</div> : null}
+          <ul className="mcp-tools">{server.tools.map(tool => <li key={tool.name}><code>{tool.name}</code>{tool.readOnly ? <span className="muted"> read-only</span> : null}</li>)}</ul>
+        </details>
+      ))}
     </div>
   )
 }
@@ -449,8 +525,12 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
           <h1 title="Rename" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="chat-title">{props.title}</h1>
         )}
         <div className="chat-sub">
+          {props.summary?.parentSession ? (
+            <button className="link-button" onClick={() => props.onSelect(props.summary!.parentSession!)} data-testid="parent-link">← Parent session</button>
+          ) : null}
           <span className={`pill ${props.status}`} data-testid="status">{props.status === 'running' ? 'running' : 'idle'}</span>
           <ModelPicker id={props.id} model={props.model} running={props.status === 'running'} onModel={props.onModel} onError={props.onError} />
+          <PresetPicker id={props.id} onError={props.onError} />
           {props.summary?.cwd ? <span className="muted mono" title={props.summary.cwd}>{props.summary.cwd}</span> : null}
         </div>
       </div>
@@ -522,8 +602,67 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
     }
     case 'notice':
       return <div className={`notice ${item.level}`} data-testid="notice">{item.text}</div>
+    case 'approval':
+      return <ApprovalCard item={item} onError={onError} />
   }
 })
+
+/** What a pending approval would run: the command, or the file a write/edit touches. */
+function approvalSubject(toolName: string, raw: string): string {
+  try {
+    const args = JSON.parse(raw)
+    if (typeof args?.command === 'string') return args.command
+    if (typeof args?.file_path === 'string') return `${toolName} ${args.file_path}`
+  } catch { /* shown raw */ }
+  return raw === '' ? toolName : `${toolName} ${raw}`
+}
+
+const OUTCOME_TEXT: Record<string, string> = {
+  'allowed-once': 'Allowed once', rejected: 'Rejected', cancelled: 'Cancelled', unavailable: 'No one could answer: refused',
+}
+
+/** AP-3: an approval request in the conversation; Allow once / Reject while it is pending. */
+function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval' }>; onError(error: unknown): void }) {
+  const [sent, setSent] = useState(false)
+  const answer = async (outcome: 'allowed-once' | 'rejected') => {
+    setSent(true)
+    try { await call('approval.answer', { approvalId: item.id, outcome }) } catch (error) { setSent(false); onError(error) }
+  }
+  const pending = item.outcome === undefined
+  return (
+    <div className={`approval-card ${pending ? 'pending' : item.outcome}`} data-testid="approval-card" role="group" aria-label={`Approval for ${item.toolName}`}>
+      <div className="approval-title">{pending ? 'Approval needed' : OUTCOME_TEXT[item.outcome!] ?? item.outcome}<span className="muted"> · {item.toolName}</span></div>
+      <pre className="approval-subject" data-testid="approval-subject">{approvalSubject(item.toolName, item.arguments)}</pre>
+      <div className="approval-reason" data-testid="approval-reason">{item.reason}</div>
+      {pending ? (
+        <div className="approval-actions">
+          <button autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="approval-allow">Allow once</button>
+          <button className="ghost danger" disabled={sent} onClick={() => void answer('rejected')} data-testid="approval-reject">Reject</button>
+        </div>
+      ) : <div className="approval-outcome" data-testid="approval-outcome">{OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>}
+    </div>
+  )
+}
+
+/** AP-5: the session's permission preset (sandbox mode + approval policy). */
+function PresetPicker(props: { id: string; onError(error: unknown): void }) {
+  const [view, setView] = useState<{ preset: string; mode: string; presets: string[] } | undefined>()
+  useEffect(() => {
+    setView(undefined)
+    call('permission.get', { id: props.id }).then(setView, () => setView(undefined))
+  }, [props.id])
+  if (view === undefined) return null
+  const choose = async (preset: string) => {
+    try { setView(await call('permission.set', { id: props.id, preset })) } catch (error) { props.onError(error) }
+  }
+  return (
+    <select className="preset-picker" aria-label="Permission preset" title="Permission preset: what the agent may change without asking" data-testid="preset-picker"
+      data-mode={view.mode} value={view.preset} onChange={event => void choose(event.target.value)}>
+      {view.preset === 'custom' ? <option value="custom" disabled>custom</option> : null}
+      {view.presets.map(name => <option key={name} value={name}>{name}</option>)}
+    </select>
+  )
+}
 
 function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: InboxSnapshot): void; onError(error: unknown): void }) {
   const entries = [

@@ -4,8 +4,9 @@
  * built-in tools; any other tool falls back to the JSON card. Extensions register more with
  * `registerToolCard` (or `window.dsh.registerToolCard` from a script loaded after the app).
  */
-import { useState, type ReactNode } from 'react'
+import { createContext, useContext, useState, type ReactNode } from 'react'
 import type { ToolCallView } from './fold'
+import type { SessionSummary } from './types'
 import { highlight } from './markdown'
 
 export interface ToolCardProps {
@@ -25,7 +26,7 @@ export function registerToolCard(name: string, card: ToolCard): () => void {
 }
 
 export function toolCard(name: string): ToolCard {
-  return cards.get(name) ?? JsonCard
+  return cards.get(name) ?? (name.startsWith('mcp__') ? McpCard : JsonCard)
 }
 
 function parseArgs(raw: string): any {
@@ -81,7 +82,10 @@ const BashCard: ToolCard = (props) => {
   const { call, args } = props
   const result = call.result
   const exit = result?.meta?.exitCode
-  const output = result ? result.text.replace(/\n?\[exit code: -?\d+\]\s*$/, '') : ''
+  const full = result ? result.text.replace(/\n?\[exit code: -?\d+\]\s*$/, '') : ''
+  // SB-4: the sandbox's denial marker lines are drawn apart from the output.
+  const denials = full.split('\n').filter(line => line.startsWith('[sandbox: '))
+  const output = denials.length > 0 ? full.split('\n').filter(line => !line.startsWith('[sandbox: ')).join('\n') : full
   return (
     <ToolShell icon="❯" testId="card-bash" state={state(props)}
       title={<span className="mono">{args?.description ?? 'bash'}</span>}
@@ -89,6 +93,7 @@ const BashCard: ToolCard = (props) => {
       <div className="terminal">
         <div className="terminal-cmd"><span className="prompt">$</span><code dangerouslySetInnerHTML={{ __html: highlight(args?.command ?? call.arguments, 'bash') }} /></div>
         {result ? <Output text={output || '(no output)'} /> : <div className="terminal-wait">running…</div>}
+        {denials.length > 0 ? <div className="sandbox-denial" role="note" data-testid="sandbox-denial">{denials.map(line => <div key={line}>{line}</div>)}</div> : null}
       </div>
     </ToolShell>
   )
@@ -192,6 +197,55 @@ export const JsonCard: ToolCard = (props) => {
   )
 }
 
+/** An MCP tool: server, the server's own tool name, arguments and result (meta.mcp names them). */
+export const McpCard: ToolCard = (props) => {
+  const { call, args } = props
+  const named = call.result?.meta?.mcp as { server?: string; tool?: string } | undefined
+  const parts = /^mcp__(.+?)__(.+)$/.exec(call.name)
+  const server = named?.server ?? parts?.[1] ?? '?'
+  const tool = named?.tool ?? parts?.[2] ?? call.name
+  return (
+    <ToolShell icon="⧉" testId="card-mcp" state={state(props)} open={false}
+      title={<><span className="badge">{server}</span> <span className="mono">{tool}</span></>}
+      meta={<span>{duration(call)}</span>}>
+      <div className="mcp-args"><div className="muted">arguments</div>
+        <pre className="tool-output json">{args !== undefined ? JSON.stringify(args, null, 2) : call.arguments}</pre></div>
+      {call.result ? <><div className="muted">result</div><Output text={call.result.text} max={200} /></> : null}
+    </ToolShell>
+  )
+}
+
+/** What delegation cards need from the app: the known sessions and navigation. */
+export const DelegationContext = createContext<{ sessionId: string | null; sessions: readonly SessionSummary[]; onSelect(id: string): void }>({
+  sessionId: null, sessions: [], onSelect: () => {},
+})
+
+/**
+ * A child agent inline in its parent's conversation: label, status, its latest output line
+ * while it works, and a link to the child's own conversation.
+ */
+const SubagentCard: ToolCard = (props) => {
+  const { call, args } = props
+  const { sessionId, sessions, onSelect } = useContext(DelegationContext)
+  const childId: string | undefined = call.result?.meta?.childSessionId
+    ?? sessions.find(entry => entry.parentCallId === call.id && entry.parentSession === sessionId)?.id
+  const child = childId === undefined ? undefined : sessions.find(entry => entry.id === childId)
+  const running = child?.status === 'running' || (!call.result && child !== undefined)
+  const status = running ? 'running' : call.result?.isError ? 'failed' : child !== undefined ? 'idle' : call.result ? 'done' : 'starting'
+  return (
+    <ToolShell icon="⑂" testId="card-subagent" state={state(props)} title={<span>{args?.description ?? call.name}</span>}
+      meta={<span className={`pill ${running ? 'running' : 'idle'}`} data-testid="subagent-status">{status}</span>}>
+      {child?.lastLine ? <div className="subagent-line mono" data-testid="subagent-line">{child.lastLine}</div> : null}
+      {childId !== undefined ? (
+        <button className="link-button" onClick={() => onSelect(childId)} data-testid="open-subagent">Open the child's conversation</button>
+      ) : null}
+      {call.result ? <Output text={call.result.text} max={40} /> : null}
+    </ToolShell>
+  )
+}
+
+registerToolCard('subagent', SubagentCard)
+registerToolCard('subagent_fork', SubagentCard)
 registerToolCard('bash', BashCard)
 registerToolCard('read', ReadCard)
 registerToolCard('edit', EditCard)

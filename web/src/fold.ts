@@ -22,6 +22,7 @@ export type Item =
   | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number }
   | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number }
   | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
+  | { kind: 'approval'; key: string; seq: number; id: string; toolName: string; callId: string; reason: string; arguments: string; outcome?: string; time: number }
 
 function textOf(content: readonly any[] | undefined): string {
   return (content ?? []).filter(block => block.type === 'text').map(block => block.text).join('')
@@ -45,6 +46,7 @@ export class LogFold {
   private turnUsage: Usage = {}
   private turnStart = new Map<number, number>()
   private readonly toolStarts = new Map<string, number>()
+  private readonly callArgs = new Map<string, string>()
 
   private put(item: Item): void {
     const index = this.byKey.get(item.key)
@@ -105,7 +107,20 @@ export class LogFold {
         })
         break
       }
+      case 'approval/asked':
+        this.put({ kind: 'approval', key: `approval:${data.id}`, seq: event.seq, id: data.id, toolName: data.toolName, callId: data.callId, reason: data.reason, arguments: this.callArgs.get(data.callId) ?? '', time: event.time })
+        this.version += 1
+        break
+      case 'approval/decided': {
+        const item = this.get(`approval:${data.id}`)
+        if (item?.kind === 'approval') {
+          this.put({ ...item, outcome: data.outcome })
+          this.version += 1
+        }
+        break
+      }
       case 'tool/call':
+        this.callArgs.set(data.callId, data.arguments ?? '')
         this.toolStarts.set(data.callId, event.time)
         this.updateCall(data.callId, call => ({ ...call, startedAt: event.time }))
         break

@@ -16,6 +16,10 @@ export interface SessionSummary {
   readonly turns: number
   readonly length: number
   readonly status: 'idle' | 'running'
+  /** Child sessions (delegation): the parent's call that started it, its label and latest output line. */
+  readonly parentCallId?: string
+  readonly label?: string
+  readonly lastLine?: string
 }
 
 export interface InboxSnapshot {

@@ -13,11 +13,12 @@ import type { SessionEvent, SessionHeader } from '../../session/types.js'
 import { lineEventCount, type StoredLine } from '../../session/chunk-rows.js'
 import {
   OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
-  type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type TornTail,
+  SessionInUseError, type PersistenceBackend, type SalvagedSession, type WriterLease, type StoredSession, type StoredSessionSummary, type TornTail,
 } from '../api.js'
 import { checkHeader, encodeHeader, encodeRecords, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 import { isPlainObject } from '../../session/validators.js'
-import { encodeSessionId, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
+import { currentHolder, holderIsStale, parseHolder } from '../writer-lock.js'
+import { encodeSessionId, LOCKS_DIR, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
 
 export interface JsonlBackendOptions {
   /** Folder holding one sub-folder per project. Created 0700 when missing. */
@@ -334,6 +335,67 @@ export class JsonlBackend implements PersistenceBackend {
     const cached = this.states.get(id)
     if (cached !== undefined && !force) return cached
     return (await this.read(id, dir)).state
+  }
+
+  /**
+   * One writer per session: `<root>/.locks/<encoded-id>.lock` holds `{pid, host, since, token}`,
+   * created by writing a temp file and linking it into place (link fails if the lock exists, so
+   * of racing writers exactly one wins). A lock whose holder is a dead pid on this host is
+   * stale: it is replaced under a `.takeover` guard file so two processes never both take it.
+   */
+  async acquireWriter(id: string): Promise<WriterLease> {
+    const dir = join(this.root, LOCKS_DIR)
+    await mkdir(this.root, { recursive: true, mode: DIR_MODE })
+    await mkdir(dir, { recursive: true, mode: DIR_MODE })
+    const path = join(dir, `${encodeSessionId(id)}.lock`)
+    const holder = currentHolder()
+    const token = randomUUID()
+    const record = JSON.stringify({ ...holder, token })
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const temp = `${path}.${process.pid}.${token}.tmp`
+      await writeFile(temp, record, { flag: 'wx', mode: FILE_MODE })
+      try {
+        await link(temp, path)
+        return {
+          holder,
+          release: async () => {
+            const text = await readFile(path, 'utf8').catch(() => undefined)
+            if (text !== undefined && parseHolder(text)?.token === token) await unlink(path).catch(() => undefined)
+          },
+        }
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      } finally {
+        await unlink(temp).catch(() => undefined)
+      }
+      const text = await readFile(path, 'utf8').catch(() => undefined)
+      if (text === undefined) continue // released meanwhile: try again
+      const held = parseHolder(text)
+      if (held !== undefined && !holderIsStale(held)) throw new SessionInUseError(id, held)
+      await this.takeOver(id, path, text, record)
+    }
+    throw new PersistenceError(`session ${id}: could not take the writer lock ${path} (it kept changing hands)`, id)
+  }
+
+  /** Removes a stale lock whose content is still `stale`, under an exclusive guard file. */
+  private async takeOver(id: string, path: string, stale: string, record: string): Promise<void> {
+    const guard = `${path}.takeover`
+    try {
+      await writeFile(guard, record, { flag: 'wx', mode: FILE_MODE })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      const text = await readFile(guard, 'utf8').catch(() => undefined)
+      const other = text === undefined ? undefined : parseHolder(text)
+      // A guard left by a process that died while taking over is itself stale.
+      if (other !== undefined && holderIsStale(other)) await unlink(guard).catch(() => undefined)
+      else if (other !== undefined) throw new SessionInUseError(id, other)
+      return
+    }
+    try {
+      if (await readFile(path, 'utf8').catch(() => undefined) === stale) await unlink(path).catch(() => undefined)
+    } finally {
+      await unlink(guard).catch(() => undefined)
+    }
   }
 
   salvageStored(id: string): Promise<SalvagedSession | undefined> {

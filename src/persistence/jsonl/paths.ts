@@ -9,6 +9,8 @@ export const NO_CWD_KEY = '_no-cwd'
 export const SESSION_FILE = 'session.jsonl'
 export const SUMMARY_FILE = 'summary.json'
 export const TRASH_DIR = '.trash'
+/** Writer locks, one file per session: `<encoded id>.lock`. */
+export const LOCKS_DIR = '.locks'
 
 const MAX_SEGMENT = 120
 

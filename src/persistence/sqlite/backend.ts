@@ -12,9 +12,10 @@ import type { SessionEvent, SessionHeader } from '../../session/types.js'
 import { isChunkRowType, packEvents } from '../../session/chunk-rows.js'
 import {
   FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
-  type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary,
+  type PersistenceBackend, type SalvagedSession, type WriterHolder, type WriterLease, SessionInUseError, type StoredSession, type StoredSessionSummary,
 } from '../api.js'
 import { checkHeader, encodeHeader, salvageRecords, scanRecords, type RawRecord } from '../records.js'
+import { currentHolder, holderIsStale } from '../writer-lock.js'
 
 /** 'DSHP' */
 export const SQLITE_APPLICATION_ID = 0x44534850
@@ -76,6 +77,16 @@ CREATE TABLE trash_events (
   source_event_seqs TEXT,
   PRIMARY KEY (incarnation, seq)
 ) STRICT, WITHOUT ROWID;
+`
+
+const WRITERS_TABLE = `
+CREATE TABLE IF NOT EXISTS session_writers (
+  session_id TEXT PRIMARY KEY NOT NULL,
+  pid INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  since TEXT NOT NULL,
+  token TEXT NOT NULL
+) STRICT;
 `
 
 interface SessionRow {
@@ -144,6 +155,31 @@ export class SqliteBackend implements PersistenceBackend {
     }
   }
 
+  /**
+   * One writer per session: a row in session_writers, taken in an immediate transaction (so of
+   * two racing processes exactly one inserts); a row of a dead pid on this host is replaced.
+   */
+  acquireWriter(id: string): Promise<WriterLease> {
+    return this.chains.run(id, () => {
+      const holder = currentHolder()
+      const token = randomUUID()
+      this.db.transaction(() => {
+        const held = this.db.prepare<[string], WriterHolder & { token: string }>('SELECT pid, host, since, token FROM session_writers WHERE session_id = ?').get(id)
+        if (held !== undefined && !holderIsStale(held)) throw new SessionInUseError(id, { pid: held.pid, host: held.host, since: held.since })
+        this.db.prepare('INSERT OR REPLACE INTO session_writers (session_id, pid, host, since, token) VALUES (?, ?, ?, ?, ?)').run(id, holder.pid, holder.host, holder.since, token)
+      }).immediate()
+      let released = false
+      return {
+        holder,
+        release: async () => {
+          if (released || !this.db.open) return
+          released = true
+          this.db.prepare('DELETE FROM session_writers WHERE session_id = ? AND token = ?').run(id, token)
+        },
+      }
+    })
+  }
+
   /** Checks identity and version before anything is written; creates the schema in a fresh file. */
   private openSchema(): string {
     const db = this.db
@@ -172,6 +208,9 @@ export class SqliteBackend implements PersistenceBackend {
         db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`)
       }).immediate()
     }
+    // Writer locks (one writer per session) are process state, not data: the table is added to
+    // stores of this schema version when missing, and older dsh versions ignore it.
+    db.exec(WRITERS_TABLE)
     const row = db.prepare("SELECT value FROM store_state WHERE key = 'store_id'").get() as { value: string } | undefined
     if (row === undefined) throw new PersistenceError(`${this.file}: store_state has no store_id`)
     return row.value

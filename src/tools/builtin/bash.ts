@@ -19,7 +19,9 @@ import type { WriteStream } from 'node:fs'
 import { Context } from 'cordis'
 import type { Tool, ToolContext, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
+import { canWiden, deniedMarker, escalationHint, SandboxErrorCode } from '../../sandbox/modes.js'
 import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
+import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { openSpillStream, spillOutput } from './spill.js'
 
@@ -228,13 +230,16 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
 /** Runs one command to completion (or timeout/abort) and captures both streams. */
 export async function runBash(command: string, options: {
   cwd: string
+  /** A sandbox runner's argv, placed before `<shell> -c <command>`. */
+  prefix?: readonly string[]
   timeoutMs: number
   signal: AbortSignal
   config: Required<Omit<BashToolConfig, 'env'>> & { env?: Readonly<Record<string, string>> }
 }): Promise<BashRun> {
   const { config } = options
   const started = performance.now()
-  const child = spawn(config.shell, ['-c', command], {
+  const argv = [...options.prefix ?? [], config.shell, '-c', command]
+  const child = spawn(argv[0]!, argv.slice(1), {
     cwd: options.cwd,
     detached: true, // its own process group: -pid reaches every descendant that stays in it
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -308,14 +313,14 @@ export async function runBash(command: string, options: {
 }
 
 /** The model-facing text of a run (format in the module comment). */
-export function formatBashRun(run: BashRun, timeoutMs: number): string {
+export function formatBashRun(run: BashRun, timeoutMs: number, sandboxMarkers: readonly string[] = []): string {
   let text = run.stdout.text
   if (run.stderr.text.length > 0) {
     if (text.length > 0 && !text.endsWith('\n')) text += '\n'
     text += `[stderr]\n${run.stderr.text}`
   }
   if (text.length === 0) text = '(no output)'
-  const markers: string[] = []
+  const markers: string[] = [...sandboxMarkers]
   if (run.exitCode !== null && run.exitCode !== 0) markers.push(`[exit code: ${run.exitCode}]`)
   if (run.timedOut) markers.push(`[timed out after ${timeoutMs} ms]`)
   else if (run.aborted) markers.push('[aborted]')
@@ -324,12 +329,16 @@ export function formatBashRun(run: BashRun, timeoutMs: number): string {
   return text
 }
 
-export function createBashTool(config: BashToolConfig = {}): Tool<BashArgs> {
+export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandboxing): Tool<BashArgs & EscalationArgs> {
   const resolved = { ...BASH_DEFAULTS, ...config }
+  const sandboxed = () => sandboxing?.sandbox() !== undefined
+  const sandboxedParameters = { ...bashParameters, properties: { ...bashParameters.properties, ...escalationProperties('command') } }
+  const plainDescription = `Run a bash command with \`bash -c\` and return its output: stdout, then a [stderr] section, then [exit code: N] when it is not 0. Each call runs in a fresh shell: no cwd, variables or functions persist between calls (pass workdir instead of cd). Default timeout ${resolved.defaultTimeoutMs} ms, at most ${resolved.maxTimeoutMs} ms; the whole process tree is killed on expiry. Output over ${Math.round(resolved.maxOutputBytes / 1024)} KB per stream is cut to its head and tail, and the full text is saved to a file whose path is shown. stdin is closed: do not run interactive commands.`
   return {
     name: 'bash',
-    description: `Run a bash command with \`bash -c\` and return its output: stdout, then a [stderr] section, then [exit code: N] when it is not 0. Each call runs in a fresh shell: no cwd, variables or functions persist between calls (pass workdir instead of cd). Default timeout ${resolved.defaultTimeoutMs} ms, at most ${resolved.maxTimeoutMs} ms; the whole process tree is killed on expiry. Output over ${Math.round(resolved.maxOutputBytes / 1024)} KB per stream is cut to its head and tail, and the full text is saved to a file whose path is shown. stdin is closed: do not run interactive commands.`,
-    parameters: bashParameters,
+    // SB-6: the escalation parameters and paragraph exist only while a sandbox is mounted.
+    get description() { return sandboxed() ? `${plainDescription} ${escalationPolicyText('command')}` : plainDescription },
+    get parameters() { return sandboxed() ? sandboxedParameters : bashParameters },
     // The tool enforces its own timeout and reports partial output; the pipeline's limit is a
     // backstop above the largest timeout a call may ask for.
     timeoutMs: resolved.maxTimeoutMs + resolved.killGraceMs + 30_000,
@@ -338,14 +347,36 @@ export function createBashTool(config: BashToolConfig = {}): Tool<BashArgs> {
       const info = await stat(cwd).catch((error) => fsFailure(error, cwd))
       if (!info.isDirectory()) throw new FsError(`workdir ${cwd} is not a directory`, BuiltinErrorCode.notDirectory)
       if (context.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
-      const timeoutMs = Math.min(args.timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
-      const run = await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved })
+      const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'bash', 'command', args, context)
+      let prefix: readonly string[] | undefined
+      let runner: import('../../sandbox/runner.js').SandboxRunner | undefined
+      if (box !== undefined && box.mode !== 'danger-full-access') {
+        const probe = await box.sandbox.runner()
+        // SB-3: no working runner: refuse, never run unconfined.
+        if (probe.runner === undefined) throw new BashError(`sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the command was not run`, SandboxErrorCode.unavailable)
+        runner = probe.runner
+        prefix = runner.argv(box.mode, box.root)
+      }
+      const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
+      const run = await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, ...(prefix !== undefined ? { prefix } : {}) })
+      const sandboxMarkers: string[] = []
+      if (runner !== undefined && box !== undefined && !run.timedOut && !run.aborted) {
+        const stderr = run.stderr.text
+        if (runner.failed(run.exitCode, stderr)) {
+          throw new BashError(`sandbox runner ${runner.name} failed; the command did not run confined: ${stderr.trim().split('\n').slice(0, 3).join(' | ')}`, SandboxErrorCode.unavailable)
+        }
+        if (runner.denied(run.exitCode, stderr)) {
+          sandboxMarkers.push(deniedMarker(box.mode))
+          if (box.canEscalate && canWiden(box.mode)) sandboxMarkers.push(escalationHint('command'))
+        }
+      }
       const spills = [run.stdout.spillPath, run.stderr.spillPath].filter((p): p is string => p !== undefined)
       const output: ToolOutput = {
-        content: [{ type: 'text', text: formatBashRun(run, timeoutMs) }],
+        content: [{ type: 'text', text: formatBashRun(run, timeoutMs, sandboxMarkers) }],
         isError: run.timedOut || run.aborted,
         meta: {
           exitCode: run.exitCode, signal: run.signal, durationMs: run.durationMs, timedOut: run.timedOut, aborted: run.aborted,
+          ...(box !== undefined ? { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}), ...(sandboxMarkers.length > 0 ? { denied: true } : {}) } } : {}),
           ...(spills.length > 0 ? { spilled: spills } : {}),
         },
       }
@@ -357,7 +388,7 @@ export function createBashTool(config: BashToolConfig = {}): Tool<BashArgs> {
 export class BashToolPlugin {
   static readonly inject = ['tools']
   constructor(ctx: Context, config: BashToolConfig = {}) {
-    const tool = createBashTool(config)
+    const tool = createBashTool(config, sandboxingOf(ctx))
     ctx.effect(() => ctx.tools.register(tool))
   }
 }

@@ -1,13 +1,13 @@
 /**
  * `edit`: replace literal text in a file this session has read in its current version.
  */
-import { writeFile } from 'node:fs/promises'
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, EditError, FsError, fsFailure, readRegularFile } from './errors.js'
 import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
+import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, writeFileFenced, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { withSpill } from './spill.js'
 import { unifiedDiff } from './write.js'
 
@@ -71,13 +71,17 @@ export function applyEdit(text: string, oldString: string, newString: string, re
   return { text: text.slice(0, at) + replacement + text.slice(at + search.length), count: 1 }
 }
 
-export function createEditTool(ledger: FileObservations, config: EditToolConfig = {}): Tool<EditArgs> {
+export function createEditTool(ledger: FileObservations, config: EditToolConfig = {}, sandboxing?: Sandboxing): Tool<EditArgs & EscalationArgs> {
+  const sandboxed = () => sandboxing?.sandbox() !== undefined
+  const plainDescription = 'Edit an existing text file by replacing literal text: old_string must occur exactly once unless replace_all is true. Requires reading the file first in this session. Returns a unified diff of the change.'
+  const sandboxedParameters = { ...editParameters, properties: { ...editParameters.properties, ...escalationProperties('operation') } }
   return {
     name: 'edit',
-    description: 'Edit an existing text file by replacing literal text: old_string must occur exactly once unless replace_all is true. Requires reading the file first in this session. Returns a unified diff of the change.',
-    parameters: editParameters,
+    get description() { return sandboxed() ? `${plainDescription} ${escalationPolicyText('operation')}` : plainDescription },
+    get parameters() { return sandboxed() ? sandboxedParameters : editParameters },
     timeoutMs: config.timeoutMs ?? 60_000,
     execute: withSpill('edit', async (args, context): Promise<ToolOutput> => {
+      const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'edit', 'operation', args, context)
       const path = resolvePath(context.cwd, args.file_path)
       const key = ledgerKey(context)
       const before = await readRegularFile(path).catch((error) => {
@@ -89,7 +93,7 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
       ledger.assertObserved(key, path, before, 'edit')
       if (looksBinary(before)) throw new FsError(`${path} looks like a binary file; edit only changes text`, BuiltinErrorCode.binary)
       const result = applyEdit(before.toString('utf8'), args.old_string, args.new_string, args.replace_all ?? false, path)
-      await writeFile(path, result.text).catch((error) => fsFailure(error, path))
+      await writeFileFenced(box, path, result.text)
       ledger.record(key, path, versionOf(Buffer.from(result.text)))
       const diff = unifiedDiff(displayPath(context.cwd, path), before, result.text) ?? ''
       const what = result.count === 1 ? '1 replacement' : `${result.count} replacements`
@@ -105,7 +109,7 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
 export class EditToolPlugin {
   static readonly inject = ['tools', 'readLedger']
   constructor(ctx: Context, config: EditToolConfig = {}) {
-    const tool = createEditTool(ctx.readLedger, config)
+    const tool = createEditTool(ctx.readLedger, config, sandboxingOf(ctx))
     ctx.effect(() => ctx.tools.register(tool))
   }
 }

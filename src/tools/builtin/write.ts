@@ -1,9 +1,7 @@
 /**
  * `write`: create a file, or overwrite one this session has read in its current version.
  */
-import { mkdir, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { dirname } from 'node:path'
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonValue } from '../../session/types.js'
@@ -11,6 +9,7 @@ import type { JsonSchema } from '../json-schema.js'
 import { fsFailure, readRegularFile } from './errors.js'
 import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
+import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, writeFileFenced, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { withSpill } from './spill.js'
 
 export interface WriteToolConfig {
@@ -61,20 +60,23 @@ async function readExisting(path: string): Promise<Buffer | undefined> {
   }
 }
 
-export function createWriteTool(ledger: FileObservations, config: WriteToolConfig = {}): Tool<WriteArgs> {
+export function createWriteTool(ledger: FileObservations, config: WriteToolConfig = {}, sandboxing?: Sandboxing): Tool<WriteArgs & EscalationArgs> {
   const maxMetaDiff = config.maxMetaDiffChars ?? WRITE_DEFAULTS.maxMetaDiffChars
+  const sandboxed = () => sandboxing?.sandbox() !== undefined
+  const plainDescription = 'Write a file with the given content, replacing it entirely. Creates the file (and missing parent folders) if it does not exist. Overwriting an existing file requires reading its current version with read first in this session; prefer edit for changing part of a file.'
+  const sandboxedParameters = { ...writeParameters, properties: { ...writeParameters.properties, ...escalationProperties('operation') } }
   return {
     name: 'write',
-    description: 'Write a file with the given content, replacing it entirely. Creates the file (and missing parent folders) if it does not exist. Overwriting an existing file requires reading its current version with read first in this session; prefer edit for changing part of a file.',
-    parameters: writeParameters,
+    get description() { return sandboxed() ? `${plainDescription} ${escalationPolicyText('operation')}` : plainDescription },
+    get parameters() { return sandboxed() ? sandboxedParameters : writeParameters },
     timeoutMs: config.timeoutMs ?? WRITE_DEFAULTS.timeoutMs,
     execute: withSpill('write', async (args, context): Promise<ToolOutput> => {
+      const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'write', 'operation', args, context)
       const path = resolvePath(context.cwd, args.file_path)
       const key = ledgerKey(context)
       const before = await readExisting(path)
       if (before !== undefined) ledger.assertObserved(key, path, before, 'write')
-      await mkdir(dirname(path), { recursive: true }).catch((error) => fsFailure(error, path))
-      await writeFile(path, args.content).catch((error) => fsFailure(error, path))
+      await writeFileFenced(box, path, args.content, { mkdirs: true })
       ledger.record(key, path, versionOf(Buffer.from(args.content)))
       const lines = countLines(args.content)
       const size = Buffer.byteLength(args.content)
@@ -98,7 +100,7 @@ export function createWriteTool(ledger: FileObservations, config: WriteToolConfi
 export class WriteToolPlugin {
   static readonly inject = ['tools', 'readLedger']
   constructor(ctx: Context, config: WriteToolConfig = {}) {
-    const tool = createWriteTool(ctx.readLedger, config)
+    const tool = createWriteTool(ctx.readLedger, config, sandboxingOf(ctx))
     ctx.effect(() => ctx.tools.register(tool))
   }
 }

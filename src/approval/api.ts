@@ -1,0 +1,108 @@
+/**
+ * `ctx.approval`: the two permission knobs of a session and the approval requests of tools
+ * (AP-1..AP-6, SB-1, SB-7). See docs/security.md.
+ *
+ * - `mode(session)` / `policy(session)`: the sandbox mode and approval policy in force, folded
+ *   from the log (`sandbox/mode`, `approval/policy`; last one wins) with the deployment default.
+ * - `setMode`, `setPolicy`, `selectPreset`: append knob events only when a value changes (AP-5).
+ * - `request({session, toolName, callId, reason, signal})`: logs `approval/asked`, asks the
+ *   answerers (policy `ask`) or rejects at once (policy `never`), logs `approval/decided` with the
+ *   same id, resolves to the outcome. Only `allowed-once` grants (AP-3). Never throws except when
+ *   asked outside an open turn (AP-2), before anything is logged.
+ * - `answerer(fn)`: surfaces (ACP, web, SDK, a terminal) register one; the disposer removes it.
+ *   An answerer returns `undefined` for requests that are not its own (another surface's
+ *   session); the first answer wins; none ⇒ `unavailable`; a throw or a malformed answer ⇒
+ *   `unavailable` (fail closed).
+ * - `delegate(parent, child)`: a child session inherits the parent's explicit mode
+ *   (`source:"delegation"`) and runs with policy `never` (SB-7).
+ *
+ * The session is taken structurally (`ApprovalSession`) so this seam imports nothing but
+ * `sandbox/` and stays below tools, agents and surfaces.
+ */
+import type { SandboxMode } from '../sandbox/modes.js'
+
+export type ApprovalPolicy = 'ask' | 'never'
+export const APPROVAL_POLICIES: readonly ApprovalPolicy[] = ['ask', 'never']
+export type ApprovalOutcome = 'allowed-once' | 'rejected' | 'cancelled' | 'unavailable'
+/** What an answerer may say; `unavailable` is only ever the runtime's own conclusion. */
+export type ApprovalAnswer = 'allowed-once' | 'rejected' | 'cancelled'
+export type PresetName = 'read-only' | 'workspace-write' | 'danger-full-access'
+
+export interface PermissionPreset {
+  readonly name: PresetName
+  readonly mode: SandboxMode
+  readonly policy: ApprovalPolicy
+}
+
+/** The slice of a session log this seam needs (a `Session` satisfies it). */
+export interface ApprovalSession {
+  readonly id: string
+  readonly header: { readonly cwd?: string; readonly parentSession?: string; readonly delegationDepth?: number }
+  readonly events: readonly { readonly type: string; readonly data: unknown }[]
+  readonly position: { readonly turnOpen: boolean }
+  append(type: string, data: unknown): unknown
+}
+
+export interface ApprovalRequest {
+  readonly session: ApprovalSession
+  readonly toolName: string
+  readonly callId: string
+  readonly reason: string
+  /** The call's raw arguments, shown by surfaces ("what will run"). Not logged. */
+  readonly arguments?: string
+  /** Aborting it while the request is pending ends it as `cancelled`. */
+  readonly signal?: AbortSignal
+}
+
+/** A pending request as answerers see it. */
+export interface PendingApproval {
+  readonly id: string
+  readonly sessionId: string
+  readonly toolName: string
+  readonly callId: string
+  readonly reason: string
+  readonly arguments?: string
+}
+
+export type ApprovalAnswerer = (request: PendingApproval, signal: AbortSignal) =>
+  ApprovalAnswer | undefined | Promise<ApprovalAnswer | undefined>
+
+export type KnobSource = 'delegation'
+
+export interface ApprovalService {
+  mode(session: ApprovalSession): SandboxMode
+  policy(session: ApprovalSession): ApprovalPolicy
+  /** The shipped preset both knobs match, else `custom`. */
+  preset(session: ApprovalSession): PresetName | 'custom'
+  presets(): readonly PermissionPreset[]
+  setMode(session: ApprovalSession, mode: SandboxMode, source?: KnobSource): boolean
+  setPolicy(session: ApprovalSession, policy: ApprovalPolicy, source?: KnobSource): boolean
+  /** AP-5: `permission/preset` then the knobs that change; false (nothing appended) when already in force. */
+  selectPreset(session: ApprovalSession, name: PresetName): boolean
+  request(request: ApprovalRequest): Promise<ApprovalOutcome>
+  answerer(answerer: ApprovalAnswerer): () => void
+  /** Requests waiting for an answer (for surfaces that connect late). */
+  pending(sessionId?: string): readonly PendingApproval[]
+  delegate(parent: ApprovalSession, child: ApprovalSession): void
+}
+
+/** Log event data (exact shapes of the spec). */
+export interface ApprovalEventMap {
+  'approval/asked': { id: string; toolName: string; callId: string; reason: string }
+  'approval/decided': { id: string; outcome: ApprovalOutcome }
+  'approval/policy': { policy: ApprovalPolicy; source?: KnobSource }
+  'sandbox/mode': { mode: SandboxMode; source?: KnobSource }
+  'permission/preset': { preset: PresetName }
+}
+
+declare module 'cordis' {
+  interface Context {
+    approval: ApprovalService
+  }
+  interface Events {
+    /** @mode emit (contained). A request is waiting for an answer (UIs show it). */
+    'approval/pending'(request: PendingApproval): void
+    /** @mode emit (contained). A request was decided (UIs drop it). */
+    'approval/settled'(request: PendingApproval, outcome: ApprovalOutcome): void
+  }
+}

@@ -1,0 +1,3 @@
+export * from './api.js'
+export * from './service.js'
+export * from './texts.js'

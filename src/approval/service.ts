@@ -1,0 +1,273 @@
+/**
+ * The `ctx.approval` provider (API and rules in ./api.ts). Load with
+ * `ctx.plugin(ApprovalPlugin, { mode, policy })`; the config is the deployment default used while
+ * a session's log has no knob event.
+ */
+import { randomUUID } from 'node:crypto'
+import { Context, Service } from 'cordis'
+import { emitContained } from '../kernel/index.js'
+import { isSandboxMode, type SandboxMode } from '../sandbox/modes.js'
+import type {
+  ApprovalAnswer, ApprovalAnswerer, ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ApprovalService, ApprovalSession,
+  KnobSource, PendingApproval, PermissionPreset, PresetName,
+} from './api.js'
+import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, SANDBOX_POLICY_CONTEXT, sandboxPolicyText } from './texts.js'
+
+export interface ApprovalConfig {
+  /** Deployment default sandbox mode (default `workspace-write`). */
+  readonly mode?: SandboxMode
+  /** Deployment default approval policy (default `ask`). */
+  readonly policy?: ApprovalPolicy
+  /** Register the `sandbox:policy` / `approval:policy` runtime contexts per agent (default true). */
+  readonly runtimeContexts?: boolean
+}
+
+export const PERMISSION_PRESETS: readonly PermissionPreset[] = Object.freeze([
+  { name: 'read-only', mode: 'read-only', policy: 'ask' },
+  { name: 'workspace-write', mode: 'workspace-write', policy: 'ask' },
+  { name: 'danger-full-access', mode: 'danger-full-access', policy: 'never' },
+] as const)
+
+const OUTCOMES: ReadonlySet<string> = new Set(['allowed-once', 'rejected', 'cancelled'])
+const ALL_OUTCOMES: ReadonlySet<string> = new Set([...OUTCOMES, 'unavailable'])
+const SOURCES: ReadonlySet<unknown> = new Set([undefined, 'delegation'])
+const PRESETS: ReadonlySet<unknown> = new Set(PERMISSION_PRESETS.map(p => p.name))
+
+const isObject = (data: unknown): data is Record<string, unknown> => typeof data === 'object' && data !== null && !Array.isArray(data)
+const nonEmpty = (value: unknown) => typeof value === 'string' && value.length > 0
+
+/** Strict validators of the five log events (S-2). */
+export const APPROVAL_EVENT_VALIDATORS: Readonly<Record<string, (data: unknown) => string | null>> = {
+  'approval/asked': data => !isObject(data) ? 'data must be an object'
+    : !nonEmpty(data.id) || !nonEmpty(data.toolName) || !nonEmpty(data.callId) || typeof data.reason !== 'string' ? 'needs string id, toolName, callId and reason' : null,
+  'approval/decided': data => !isObject(data) ? 'data must be an object'
+    : !nonEmpty(data.id) || !ALL_OUTCOMES.has(data.outcome as string) ? 'needs an id and an outcome allowed-once|rejected|cancelled|unavailable' : null,
+  'approval/policy': data => !isObject(data) ? 'data must be an object'
+    : data.policy !== 'ask' && data.policy !== 'never' ? 'policy must be ask or never' : !SOURCES.has(data.source) ? 'source must be "delegation" when present' : null,
+  'sandbox/mode': data => !isObject(data) ? 'data must be an object'
+    : !isSandboxMode(data.mode) ? 'mode must be read-only, workspace-write or danger-full-access' : !SOURCES.has(data.source) ? 'source must be "delegation" when present' : null,
+  'permission/preset': data => !isObject(data) ? 'data must be an object' : !PRESETS.has(data.preset) ? 'preset must be read-only, workspace-write or danger-full-access' : null,
+}
+
+/** Knob values folded from one log, incrementally (no rescan per step). */
+interface Fold {
+  scanned: number
+  mode?: SandboxMode
+  policy?: ApprovalPolicy
+}
+
+interface Pending extends PendingApproval {
+  readonly controller: AbortController
+}
+
+/** Minimal views of optional services (this seam imports no other folder's code). */
+interface PromptContexts {
+  context(context: { name: string; order?: number; render(): string | undefined }, scope?: unknown): () => void
+}
+interface AgentLike { readonly session: ApprovalSession; readonly scope: unknown }
+interface SessionsLike {
+  registerEventType(definition: { type: string; validate: (data: unknown) => string | null; owner: string }): () => void
+  get(id: string): ApprovalSession | undefined
+}
+
+export class ApprovalPlugin extends Service implements ApprovalService {
+  private readonly folds = new WeakMap<object, Fold>()
+  private readonly answerers: ApprovalAnswerer[] = []
+  private readonly waiting = new Map<string, Pending>()
+  private readonly defaults: { mode: SandboxMode; policy: ApprovalPolicy }
+
+  constructor(ctx: Context, config: ApprovalConfig = {}) {
+    super(ctx, 'approval')
+    if (config.mode !== undefined && !isSandboxMode(config.mode)) throw new TypeError(`approval: config.mode must be read-only, workspace-write or danger-full-access, got ${JSON.stringify(config.mode)}`)
+    if (config.policy !== undefined && config.policy !== 'ask' && config.policy !== 'never') throw new TypeError(`approval: config.policy must be ask or never, got ${JSON.stringify(config.policy)}`)
+    this.defaults = { mode: config.mode ?? 'workspace-write', policy: config.policy ?? 'ask' }
+    // The event types exist while both this plugin and `ctx.sessions` are loaded.
+    ctx.inject(['sessions'], (ctx) => {
+      const sessions = ctx.get('sessions') as SessionsLike
+      for (const [type, validate] of Object.entries(APPROVAL_EVENT_VALIDATORS)) sessions.registerEventType({ type, validate, owner: 'approval' })
+    })
+    if (config.runtimeContexts !== false) this.installContexts(ctx)
+    ctx.effect(() => () => {
+      // Unloading: nobody will answer any more.
+      for (const pending of this.waiting.values()) pending.controller.abort()
+    }, 'approval: settle pending requests')
+  }
+
+  private installContexts(ctx: Context): void {
+    const registered = new Map<string, () => void>()
+    ctx.on('agent/created' as never, ((agent: AgentLike) => {
+      const prompt = this.ctx.get('systemPrompt') as PromptContexts | undefined
+      if (prompt === undefined) return
+      const session = agent.session
+      const root = session.header.cwd ?? ''
+      const offs = [
+        prompt.context({ name: SANDBOX_POLICY_CONTEXT, order: 50, render: () => sandboxPolicyText(this.mode(session), root) }, agent.scope),
+        prompt.context({ name: APPROVAL_POLICY_CONTEXT, order: 51, render: () => approvalPolicyText(this.policy(session)) }, agent.scope),
+      ]
+      registered.set(session.id, () => offs.forEach(off => off()))
+      if (session.header.parentSession !== undefined) {
+        const parent = (this.ctx.get('sessions') as SessionsLike | undefined)?.get(session.header.parentSession)
+        if (parent !== undefined) this.delegate(parent, session)
+      }
+    }) as never)
+    ctx.on('agent/disposed' as never, ((agent: AgentLike) => {
+      registered.get(agent.session.id)?.()
+      registered.delete(agent.session.id)
+    }) as never)
+    ctx.effect(() => () => { for (const off of registered.values()) off(); registered.clear() }, 'approval: runtime contexts')
+  }
+
+  private fold(session: ApprovalSession): Fold {
+    let fold = this.folds.get(session)
+    if (fold === undefined) this.folds.set(session, fold = { scanned: 0 })
+    const events = session.events
+    for (let seq = fold.scanned; seq < events.length; seq++) {
+      const event = events[seq]!
+      if (event.type === 'sandbox/mode') fold.mode = (event.data as { mode: SandboxMode }).mode
+      else if (event.type === 'approval/policy') fold.policy = (event.data as { policy: ApprovalPolicy }).policy
+    }
+    fold.scanned = events.length
+    return fold
+  }
+
+  /** Whether the log (not the default) sets the mode. */
+  private explicitMode(session: ApprovalSession): SandboxMode | undefined {
+    return this.fold(session).mode
+  }
+
+  mode(session: ApprovalSession): SandboxMode {
+    return this.fold(session).mode ?? this.defaults.mode
+  }
+
+  policy(session: ApprovalSession): ApprovalPolicy {
+    return this.fold(session).policy ?? this.defaults.policy
+  }
+
+  preset(session: ApprovalSession): PresetName | 'custom' {
+    const mode = this.mode(session)
+    const policy = this.policy(session)
+    return PERMISSION_PRESETS.find(p => p.mode === mode && p.policy === policy)?.name ?? 'custom'
+  }
+
+  presets(): readonly PermissionPreset[] {
+    return PERMISSION_PRESETS
+  }
+
+  setMode(session: ApprovalSession, mode: SandboxMode, source?: KnobSource): boolean {
+    if (!isSandboxMode(mode)) throw new TypeError(`unknown sandbox mode ${JSON.stringify(mode)} (expected read-only, workspace-write or danger-full-access)`)
+    if (source === undefined && this.mode(session) === mode) return false
+    session.append('sandbox/mode', source === undefined ? { mode } : { mode, source })
+    return true
+  }
+
+  setPolicy(session: ApprovalSession, policy: ApprovalPolicy, source?: KnobSource): boolean {
+    if (policy !== 'ask' && policy !== 'never') throw new TypeError(`unknown approval policy ${JSON.stringify(policy)} (expected ask or never)`)
+    if (source === undefined && this.policy(session) === policy) return false
+    session.append('approval/policy', source === undefined ? { policy } : { policy, source })
+    return true
+  }
+
+  selectPreset(session: ApprovalSession, name: PresetName): boolean {
+    const preset = PERMISSION_PRESETS.find(p => p.name === name)
+    if (preset === undefined) throw new TypeError(`unknown permission preset ${JSON.stringify(name)} (expected ${PERMISSION_PRESETS.map(p => p.name).join(', ')})`)
+    if (this.mode(session) === preset.mode && this.policy(session) === preset.policy) return false
+    session.append('permission/preset', { preset: preset.name })
+    this.setMode(session, preset.mode)
+    this.setPolicy(session, preset.policy)
+    return true
+  }
+
+  delegate(parent: ApprovalSession, child: ApprovalSession): void {
+    const fold = this.fold(child)
+    if (fold.mode !== undefined || fold.policy !== undefined) return
+    const mode = this.explicitMode(parent)
+    if (mode !== undefined) this.setMode(child, mode, 'delegation')
+    this.setPolicy(child, 'never', 'delegation')
+  }
+
+  answerer(answerer: ApprovalAnswerer): () => void {
+    if (typeof answerer !== 'function') throw new TypeError('approval: an answerer must be a function')
+    const dispose = this.ctx.effect(() => {
+      this.answerers.push(answerer)
+      return () => {
+        const i = this.answerers.indexOf(answerer)
+        if (i >= 0) this.answerers.splice(i, 1)
+      }
+    }, 'approval: answerer')
+    return () => { void dispose() }
+  }
+
+  pending(sessionId?: string): readonly PendingApproval[] {
+    return [...this.waiting.values()].filter(p => sessionId === undefined || p.sessionId === sessionId).map(publicView)
+  }
+
+  async request(request: ApprovalRequest): Promise<ApprovalOutcome> {
+    const { session } = request
+    if (!session.position.turnOpen) throw new Error(`approval for tool "${request.toolName}" was requested outside an open turn (AP-2)`)
+    const id = randomUUID()
+    session.append('approval/asked', { id, toolName: request.toolName, callId: request.callId, reason: request.reason })
+    const outcome = await this.decide(id, request)
+    try {
+      session.append('approval/decided', { id, outcome })
+    } catch (error) {
+      // The turn closed under us (a cancel that already ended it): the call still does not run.
+      if (outcome === 'allowed-once') return 'cancelled'
+      void error
+    }
+    return outcome
+  }
+
+  private async decide(id: string, request: ApprovalRequest): Promise<ApprovalOutcome> {
+    if (this.policy(request.session) === 'never') return 'rejected'
+    if (request.signal?.aborted) return 'cancelled'
+    const controller = new AbortController()
+    const pending: Pending = {
+      id, sessionId: request.session.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
+      ...(request.arguments !== undefined ? { arguments: request.arguments } : {}), controller,
+    }
+    const onAbort = () => controller.abort()
+    request.signal?.addEventListener('abort', onAbort, { once: true })
+    this.waiting.set(id, pending)
+    const view = publicView(pending)
+    this.emit('approval/pending', [view])
+    let outcome: ApprovalOutcome = 'unavailable'
+    try {
+      const cancelled = new Promise<'cancelled'>(resolve => {
+        if (controller.signal.aborted) resolve('cancelled')
+        controller.signal.addEventListener('abort', () => resolve('cancelled'), { once: true })
+      })
+      outcome = await Promise.race([this.ask(view, controller.signal), cancelled])
+    } finally {
+      request.signal?.removeEventListener('abort', onAbort)
+      this.waiting.delete(id)
+      controller.abort()
+      this.emit('approval/settled', [view, outcome])
+    }
+    return outcome
+  }
+
+  /** The composed answerers, in registration order; the first answer wins. */
+  private async ask(request: PendingApproval, signal: AbortSignal): Promise<ApprovalOutcome> {
+    for (const answerer of [...this.answerers]) {
+      let answer: ApprovalAnswer | undefined
+      try {
+        answer = await answerer(request, signal)
+      } catch {
+        return 'unavailable'
+      }
+      if (answer === undefined) continue
+      return OUTCOMES.has(answer) ? answer : 'unavailable'
+    }
+    return 'unavailable'
+  }
+
+  private emit(name: 'approval/pending' | 'approval/settled', args: unknown[]): void {
+    // Contained: an observer's failure does not decide the request.
+    emitContained(this.ctx, name, args)
+  }
+}
+
+function publicView(pending: PendingApproval & { controller?: unknown }): PendingApproval {
+  const { controller: _controller, ...view } = pending
+  return view
+}

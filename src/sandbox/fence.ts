@@ -1,0 +1,129 @@
+/**
+ * The in-process file fence for tools that write (`write`, `edit`, SB-1, SB-2).
+ *
+ * API: `writableRoots(mode, root)`, `checkWritable(path, fence)` (throws `SandboxDenied`) and
+ * `fencedWriteFile(path, data, fence)` (check, create parents, open without following a final
+ * symlink, re-check what was actually opened, then truncate and write through the descriptor).
+ *
+ * Decisions are made on real paths: `..`, symlinks (also dangling ones and symlinked parents)
+ * and absolute paths cannot leave the roots. A file with more than one hard link is refused under
+ * a confining mode, because writing it would change every other name of the same inode.
+ */
+import { constants } from 'node:fs'
+import { lstat, mkdir, open, readlink, realpath, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { basename, dirname, join, resolve, sep } from 'node:path'
+import { deniedMarker, type SandboxMode } from './modes.js'
+
+export interface WriteFence {
+  readonly mode: SandboxMode
+  /** The session's workspace root (its cwd). */
+  readonly root: string
+}
+
+/** A write outside the roots of `mode`; the message is the model-facing marker. */
+export class SandboxDenied extends Error {
+  readonly code = 'FS_SANDBOX_DENIED'
+  constructor(readonly mode: SandboxMode, readonly path: string) {
+    super(deniedMarker(mode))
+    this.name = 'SandboxDenied'
+  }
+}
+
+async function real(path: string): Promise<string> {
+  try {
+    return await realpath(path)
+  } catch {
+    return resolve(path)
+  }
+}
+
+/** Real paths a confined write may land under; `'any'` for danger-full-access. */
+export async function writableRoots(mode: SandboxMode, root: string): Promise<readonly string[] | 'any'> {
+  if (mode === 'danger-full-access') return 'any'
+  if (mode === 'read-only') return []
+  return [...new Set(await Promise.all([real(root), real('/tmp'), real(tmpdir())]))]
+}
+
+function isUnder(path: string, roots: readonly string[]): boolean {
+  if (path === '/dev/null') return true
+  return roots.some(root => path === root || path.startsWith(root.endsWith(sep) ? root : root + sep))
+}
+
+/**
+ * The real path a write to `path` would reach. Missing trailing components are appended to the
+ * real path of the deepest existing ancestor; a dangling symlink on the way cannot be followed
+ * safely, so it yields undefined (denied).
+ */
+export async function realTarget(path: string): Promise<string | undefined> {
+  let current = resolve(path)
+  const rest: string[] = []
+  for (;;) {
+    try {
+      return join(await realpath(current), ...rest.reverse())
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error
+      // The name exists but does not resolve: a dangling symlink (or a loop).
+      if (await lstat(current).then(() => true, () => false)) return undefined
+      const parent = dirname(current)
+      if (parent === current) return undefined
+      rest.push(basename(current))
+      current = parent
+    }
+  }
+}
+
+/** Throws `SandboxDenied` unless `path` may be written under `fence`. */
+export async function checkWritable(path: string, fence: WriteFence): Promise<void> {
+  const roots = await writableRoots(fence.mode, fence.root)
+  if (roots === 'any') return
+  const target = await realTarget(path)
+  if (target === undefined || !isUnder(target, roots)) throw new SandboxDenied(fence.mode, path)
+}
+
+/** Real path of an open descriptor (Linux `/proc`), or undefined where that is not available. */
+async function descriptorPath(fd: number): Promise<string | undefined> {
+  try {
+    return await readlink(`/proc/self/fd/${fd}`)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Writes `data` to `path` (creating missing parents) when the fence allows it. The opened file is
+ * checked again after `open` so a symlink swapped in between the check and the write is caught.
+ */
+export async function fencedWriteFile(path: string, data: string | Uint8Array, fence: WriteFence, options: { mkdirs?: boolean } = {}): Promise<void> {
+  const roots = await writableRoots(fence.mode, fence.root)
+  if (roots === 'any') {
+    if (options.mkdirs === true) await mkdir(dirname(path), { recursive: true })
+    const handle = await open(path, 'w')
+    try { await handle.writeFile(data) } finally { await handle.close() }
+    return
+  }
+  // Open the checked real path (symlinks inside the roots resolved), never following a final link.
+  const target = await realTarget(path)
+  if (target === undefined || !isUnder(target, roots)) throw new SandboxDenied(fence.mode, path)
+  if (options.mkdirs === true) await mkdir(dirname(target), { recursive: true })
+  const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o666)
+    .catch((error: { code?: string }) => {
+      if (error.code === 'ELOOP') throw new SandboxDenied(fence.mode, path)
+      throw error
+    })
+  try {
+    const info = await handle.stat()
+    let opened = await descriptorPath(handle.fd)
+    if (opened === undefined) {
+      // No /proc: the opened inode must be the one the checked path names.
+      const named = await stat(target)
+      opened = named.ino === info.ino && named.dev === info.dev ? await realTarget(target) : undefined
+    }
+    if (opened === undefined || !isUnder(opened, roots) || (info.isFile() && info.nlink > 1)) throw new SandboxDenied(fence.mode, path)
+    await handle.truncate(0)
+    await handle.writeFile(data)
+  } finally {
+    await handle.close()
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * OS runners that confine a command's file writes (SB-2, SB-3, SB-4), and the chain that picks
+ * the first one that works on this machine, probed once per process.
+ *
+ * A runner turns `(mode, root)` into an argv prefix placed before `bash -c <command>`, and reads
+ * a finished run's stderr in its own dialect: runner failure first (the runner itself could not
+ * set up: the command never ran), then denial (the command ran and hit the fence).
+ */
+import { spawn } from 'node:child_process'
+import type { SandboxMode } from './modes.js'
+
+export type ConfinedMode = Exclude<SandboxMode, 'danger-full-access'>
+
+export interface SandboxRunner {
+  readonly name: string
+  /** `full`, or `partial` when the kernel enforces less than asked (reported, not hidden). */
+  readonly enforcement?: 'full' | 'partial'
+  argv(mode: ConfinedMode, root: string): readonly string[]
+  /** SB-3: the runner failed (checked before `denied`). A notice line alone never proves it. */
+  failed(exitCode: number | null, stderr: string): boolean
+  /** SB-4: a failed run whose stderr carries this runner's denial signature. */
+  denied(exitCode: number | null, stderr: string): boolean
+}
+
+const lines = (text: string) => text.split(/\r?\n/)
+
+/** bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root. */
+export function bwrapRunner(command = 'bwrap'): SandboxRunner {
+  return {
+    name: 'bwrap',
+    enforcement: 'full',
+    argv: (mode, root) => [
+      command, '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--proc', '/proc', '--die-with-parent',
+      ...(mode === 'workspace-write' ? ['--tmpfs', '/tmp', '--bind', root, root] : []),
+      '--',
+    ],
+    failed: (_exit, stderr) => lines(stderr).some(line => line.includes('bwrap: ')),
+    denied: (exit, stderr) => exit !== 0 && /read-only file system/i.test(stderr),
+  }
+}
+
+export const LANDLOCK_PARTIAL_NOTICE = 'landlock-run: partial enforcement (older Landlock ABI)'
+
+/**
+ * A Landlock launcher (`landlock-run`-style: exit 125 and a `landlock-run: ` line on its own
+ * failure; the partial-ABI notice line is informational). `launcher` is its argv; the mode and
+ * root follow as `--mode <mode> --root <root> --`.
+ */
+export function landlockRunner(launcher: readonly string[], options: { enforcement?: 'full' | 'partial' } = {}): SandboxRunner {
+  return {
+    name: 'landlock',
+    enforcement: options.enforcement ?? 'full',
+    argv: (mode, root) => [...launcher, '--mode', mode, '--root', root, '--'],
+    failed: (exit, stderr) => exit === 125 && lines(stderr).filter(line => line !== LANDLOCK_PARTIAL_NOTICE).some(line => line.includes('landlock-run: ')),
+    denied: (exit, stderr) => exit !== 0 && /permission denied/i.test(stderr),
+  }
+}
+
+/** A configured runner command (`runnerCommand`), e.g. a site wrapper; same argv tail as Landlock. */
+export function commandRunner(options: { name?: string; command: readonly string[]; failureSignatures?: readonly string[]; denialSignature?: string }): SandboxRunner {
+  const denial = new RegExp(escape(options.denialSignature ?? 'read-only file system'), 'i')
+  return {
+    name: options.name ?? 'command',
+    enforcement: 'full',
+    argv: (mode, root) => [...options.command, '--mode', mode, '--root', root, '--'],
+    failed: (_exit, stderr) => (options.failureSignatures ?? []).some(signature => stderr.includes(signature)),
+    denied: (exit, stderr) => exit !== 0 && denial.test(stderr),
+  }
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+export interface ProbeResult {
+  readonly runner?: SandboxRunner
+  /** Why each candidate was passed over (shown in SANDBOX_UNAVAILABLE). */
+  readonly problems: readonly string[]
+}
+
+/** Runs `true` under the read-only profile; resolves to a problem text or undefined when it works. */
+export function probeRunner(runner: SandboxRunner, options: { root: string; timeoutMs: number; shell?: string }): Promise<string | undefined> {
+  return new Promise(resolve => {
+    const argv = [...runner.argv('read-only', options.root), options.shell ?? 'bash', '-c', 'true']
+    let stderr = ''
+    let settled = false
+    const done = (problem: string | undefined) => { if (!settled) { settled = true; clearTimeout(timer); resolve(problem) } }
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] })
+    const timer = setTimeout(() => { child.kill('SIGKILL'); done(`${runner.name}: probe timed out after ${options.timeoutMs} ms`) }, options.timeoutMs)
+    child.stderr!.on('data', (chunk: Buffer) => { if (stderr.length < 4096) stderr += chunk.toString('utf8') })
+    child.once('error', error => done(`${runner.name}: ${error.message}`))
+    child.once('close', code => {
+      if (code === 0 && !runner.failed(code, stderr)) done(undefined)
+      else done(`${runner.name}: probe exited ${code}${stderr.trim() === '' ? '' : `: ${stderr.trim().split('\n')[0]}`}`)
+    })
+  })
+}
+
+const probes = new Map<string, Promise<ProbeResult>>()
+
+/**
+ * The first runner of `chain` whose probe passes, probed once per process per chain (`key`).
+ * Nothing works ⇒ no runner, with the reasons: callers fail closed (SB-3).
+ */
+export function probeChain(key: string, chain: readonly SandboxRunner[], options: { timeoutMs: number; root?: string }): Promise<ProbeResult> {
+  let probe = probes.get(key)
+  if (probe === undefined) {
+    probe = (async () => {
+      const problems: string[] = []
+      for (const runner of chain) {
+        const problem = await probeRunner(runner, { root: options.root ?? '/', timeoutMs: options.timeoutMs })
+        if (problem === undefined) return { runner, problems }
+        problems.push(problem)
+      }
+      if (chain.length === 0) problems.push('no sandbox runner is configured')
+      return { problems }
+    })()
+    probes.set(key, probe)
+  }
+  return probe
+}

@@ -1,0 +1,104 @@
+/**
+ * Approvals in the browser (AP-3, AP-5): a real `dsh web` whose model asks for a sandbox
+ * escalation; headless Chromium clicks Allow once on the first card and rejects the second from
+ * the keyboard; the preset picker switches the session to read-only.
+ */
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Browser, Page } from 'playwright-core'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { repoRoot } from '../../test-support/run-dsh.js'
+import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
+import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
+
+const chromium = findChromium()
+if (chromium.path === undefined) console.warn(`skipping web approval e2e tests: ${chromium.reason}`)
+const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+const escalatedWrite = (id: string, file: string) => streamResponse([
+  { toolCall: { id, name: 'write', arguments: JSON.stringify({ file_path: file, content: 'x', sandbox_permissions: 'danger-full-access', justification: `the user asked for ${file}` }) } },
+  { finish: 'tool_calls', usage },
+])
+
+describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
+  let fake: FakeDeepSeek
+  let web: DshWeb
+  let browser: Browser
+  let page: Page
+  let work: string
+
+  beforeAll(async () => {
+    ensureWebBuild(repoRoot)
+    fake = await FakeDeepSeek.start()
+    const home = mkdtempSync(join(tmpdir(), 'dsh-web-approval-home-'))
+    work = mkdtempSync(join(tmpdir(), 'dsh-web-approval-work-'))
+    writeFileSync(join(home, 'test.patch.yml'), '- id: session-title\n  config:\n    llm: false\n')
+    web = await startDshWeb({
+      cwd: work,
+      args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', 'approval-token-0123456789abcdef'],
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key' },
+    })
+    const { chromium: launcher } = await import('playwright-core')
+    browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
+    page = await browser.newPage({ viewport: { width: 1280, height: 820 } })
+    page.on('pageerror', error => console.error('page error:', error))
+    await page.goto(web.url)
+    await page.getByTestId('create-session').click()
+    await page.getByTestId('composer').waitFor()
+  }, 600_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await web?.stop()
+    await fake?.close()
+  })
+
+  const prompt = async (text: string) => {
+    await page.getByTestId('composer').fill(text)
+    await page.getByTestId('composer').press('Enter')
+  }
+
+  it('AP-3: the card shows what will run and why; Allow once runs that call', async () => {
+    fake.enqueue(escalatedWrite('call-a', 'allowed.txt'), streamResponse([{ text: 'AFTER_ALLOW' }, { finish: 'stop', usage }]))
+    await prompt('write allowed.txt')
+    const card = page.getByTestId('approval-card').first()
+    await card.getByTestId('approval-allow').waitFor()
+    expect(await card.getByTestId('approval-subject').textContent()).toBe('write allowed.txt')
+    expect(await card.getByTestId('approval-reason').textContent()).toBe('escalate sandbox to danger-full-access: the user asked for allowed.txt')
+    await card.getByTestId('approval-allow').click()
+    await card.getByTestId('approval-outcome').filter({ hasText: 'Allowed once' }).waitFor()
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_ALLOW' }).waitFor()
+    expect(existsSync(join(work, 'allowed.txt'))).toBe(true)
+  })
+
+  it('AP-3: Reject from the keyboard refuses the call', async () => {
+    fake.enqueue(escalatedWrite('call-b', 'rejected.txt'), streamResponse([{ text: 'AFTER_REJECT' }, { finish: 'stop', usage }]))
+    await prompt('write rejected.txt')
+    const card = page.getByTestId('approval-card').nth(1)
+    await card.getByTestId('approval-reject').waitFor()
+    await card.getByTestId('approval-reject').focus()
+    await page.keyboard.press('Enter')
+    await card.getByTestId('approval-outcome').filter({ hasText: 'Rejected' }).waitFor()
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_REJECT' }).waitFor()
+    expect(existsSync(join(work, 'rejected.txt'))).toBe(false)
+    expect(await page.getByTestId('card-write').last().textContent()).toContain('the user rejected escalating this operation to "danger-full-access"')
+  })
+
+  it('AP-5/SB-4: the preset picker switches the session to read-only; the bash card shows the denial marker', async () => {
+    const picker = page.getByTestId('preset-picker')
+    expect(await picker.inputValue()).toBe('workspace-write')
+    await picker.selectOption('read-only')
+    // The server confirmed the switch (the select's own value changes before it answers).
+    await page.locator('[data-testid="preset-picker"][data-mode="read-only"]').waitFor()
+    fake.enqueue(
+      streamResponse([{ toolCall: { id: 'call-c', name: 'bash', arguments: JSON.stringify({ command: 'echo hi > ro.txt', description: 'write in read-only' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'AFTER_READ_ONLY' }, { finish: 'stop', usage }]),
+    )
+    await prompt('try to write')
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_READ_ONLY' }).waitFor()
+    expect(existsSync(join(work, 'ro.txt'))).toBe(false)
+    expect(await page.getByTestId('sandbox-denial').last().textContent()).toContain('[sandbox: file access denied under read-only mode]')
+  })
+})
