@@ -98,6 +98,7 @@ interface ChildPlan {
   readonly header: SessionHeader
   readonly events: readonly SessionEvent[]
   readonly script: readonly ReplayEntry[]
+  readonly failTurns: ReadonlyMap<number, string>
   readonly failPublished: boolean
 }
 
@@ -225,28 +226,20 @@ function plan(scenario: Scenario): string | Plan {
     const own = child.events.slice(child.header.seedLength ?? 0)
     const problem = unsupported(own)
     if (problem !== undefined) return `${problem} in ${file}`
-    // A turn that claimed input and ended with an error before any step, with no put-back splice:
-    // the recording lost that input. dsh puts claimed input back before such a turn ends (A-3),
-    // so its log has one more splice by design and the scenario is not replayed.
-    const lostTurns: string[] = []
+    // A turn that ended with an error before its first step failed its durability checkpoint:
+    // the replay injects that failure at the turn's first pre-step (test-only, docs/conformance.md).
+    const failTurns = new Map<number, string>()
     let stepped = false
-    let claimed = 0
     for (const event of own) {
-      if (event.type === 'turn/start') { stepped = false; claimed = 0 }
+      if (event.type === 'turn/start') stepped = false
       else if (event.type === 'step/start') stepped = true
-      else if (event.type === 'agent/inbox/spliced' && !stepped) {
-        const splice = event.data as { removedCount?: number; inserted?: unknown[] }
-        claimed += (splice.removedCount ?? 0) - (splice.inserted?.length ?? 0)
-      } else if (event.type === 'turn/end' && !stepped && claimed > 0) {
+      else if (event.type === 'turn/end' && !stepped) {
         const ended = event.data as { turn: number; reason: { kind: string; error?: { message: string } } }
-        if (ended.reason.kind === 'error') lostTurns.push(`turn ${ended.turn} ended with error ${JSON.stringify(ended.reason.error?.message ?? '')}`)
+        if (ended.reason.kind === 'error' && ended.reason.error !== undefined) failTurns.set(ended.turn, ended.reason.error.message)
       }
     }
-    if (lostTurns.length > 0) {
-      return `missing capability (deliberate, A-3): losing claimed input: in ${file}, ${lostTurns.join(', ')} after claiming its input, with no put-back before turn/end; dsh puts claimed input back first, so its log has one more agent/inbox/spliced`
-    }
     const failPublished = !own.some(event => event.type === 'turn/start')
-    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failPublished })
+    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished })
   }
   const parsed = parseSessionFile(readFileSync(scenario.log, 'utf8'))
   const events = parsed.events
@@ -431,7 +424,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
     }
     for (const [i, child] of planned.children.entries()) {
-      const childDifference = firstDifference(project(child.events), project(events.children[i]!))
+      const childDifference = firstDifference(project(child.events), project(unwrapInjected(events.children[i]!, child.failTurns)))
       if (childDifference !== undefined) return { suite: 'replay', status: 'fail', path, detail: `${child.file}: ${childDifference}` }
     }
     const leftover = events.leftover.filter(entry => entry.remaining > 0)
@@ -519,6 +512,14 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     let created = 0
     let current: ChildPlan | undefined
     const recordedId = () => (current = plan.children[created++])?.header.id
+    // A recorded failed checkpoint: the child's turn fails at its first pre-step with the message.
+    const failing = new Map<string, ChildPlan>()
+    ctx.on('session/created', (session) => { if (current !== undefined && current.failTurns.size > 0) failing.set(session.id, current) })
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const message = payload.step === 1 ? failing.get(payload.session.id)?.failTurns.get(payload.turn) : undefined
+      if (message !== undefined) throw new Error(message)
+      return next()
+    })
     for (const provider of [spawnProvider(ctx, { id: recordedId }), forkProvider(ctx, { id: recordedId })]) {
       ctx.subagents.provider({
         name: provider.name,
