@@ -22,10 +22,10 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
-import type { ApprovalAnswer, PendingApproval } from '../approval/api.js'
+import type { ApprovalAnswer, ApprovalService, PendingApproval } from '../approval/api.js'
 import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
-import { liveUpdates, parseArguments, replayUpdates, toolPath, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
+import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
 import type { CommandsService } from '../commands/api.js'
@@ -56,6 +56,15 @@ export interface AcpServerConfig {
   readonly updates?: UpdateMode
 }
 
+/** Knob events that may change the preset in force. */
+const KNOB_EVENTS = new Set(['permission/preset', 'sandbox/mode', 'approval/policy'])
+
+const MODE_TEXT: Readonly<Record<string, { name: string; description: string }>> = {
+  'read-only': { name: 'Read only', description: 'Reads anything; writes and commands that change files need your approval.' },
+  'workspace-write': { name: 'Workspace write', description: 'Writes inside the session folder; anything beyond it needs your approval.' },
+  'danger-full-access': { name: 'Full access', description: 'No sandbox and no approvals: the agent acts with your rights.' },
+}
+
 /** Sessions per `session/list` page. */
 const LIST_PAGE = 100
 /** Files larger than this get no `diff` block (the editor reads them itself). */
@@ -81,6 +90,7 @@ const promptParams = z.object({ sessionId: z.string().min(1), prompt: z.array(pr
 const cancelParams = z.object({ sessionId: z.string().min(1) }).loose()
 const sessionParams = z.object({ sessionId: z.string().min(1) }).loose()
 const loadParams = z.object({ sessionId: z.string().min(1), cwd: z.string().optional(), mcpServers: z.array(z.unknown()).optional() }).loose()
+const setModeParams = z.object({ sessionId: z.string().min(1), modeId: z.string().min(1) }).loose()
 const listParams = z.object({ cwd: z.string().nullish(), cursor: z.string().nullish() }).loose()
 const permissionOutcome = z.object({
   outcome: z.discriminatedUnion('outcome', [
@@ -125,6 +135,8 @@ export class AcpServerApp extends Service {
   /** File changes captured around write/edit bodies, until their result is sent (by call id). */
   private readonly changes = new Map<string, FileChange>()
   private readonly mode: UpdateMode
+  /** The mode (permission preset) each session's client was last told. */
+  private readonly sentModes = new Map<string, string>()
 
   constructor(ctx: Context, private readonly config: AcpServerConfig = {}) {
     super(ctx, 'app')
@@ -146,6 +158,7 @@ export class AcpServerApp extends Service {
           'session/list': method(listParams, params => this.listSessions(params.cwd ?? undefined, params.cursor ?? undefined)),
           'session/close': method(sessionParams, params => this.closeSession(params.sessionId)),
           'session/delete': method(sessionParams, params => this.deleteSession(params.sessionId)),
+          'session/set_mode': method(setModeParams, params => this.setMode(params.sessionId, params.modeId)),
         }
       : {}
     const peer = this.peer = new JsonRpcPeer({
@@ -261,7 +274,7 @@ export class AcpServerApp extends Service {
       const stop = await this.ctx.get('mcp')!.startSessionServers(agent.scope, agent.id, servers)
       this.stopServers.set(agent.id, stop)
     }
-    return { sessionId: agent.id }
+    return { sessionId: agent.id, ...this.modes(agent.id) }
   }
 
   /** Checks `session/new.mcpServers` before anything starts; an empty list is always fine. */
@@ -279,14 +292,53 @@ export class AcpServerApp extends Service {
   }
 
   /** `session/load` (replay: the stored conversation is streamed first) and `session/resume`. */
-  private async loadSession(sessionId: string, replay: boolean): Promise<Record<string, never>> {
+  private async loadSession(sessionId: string, replay: boolean): Promise<Record<string, unknown>> {
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { sessionId, cwd: this.ctx.host.cwd, loop, create: false })
     this.opened.add(agent.id)
     if (replay) {
       for (const update of replayUpdates(agent.session.events, agent.session.header.cwd)) this.notify(agent.id, update)
     }
+    setImmediate(() => this.advertiseCommands(agent.id))
+    return { ...this.modes(agent.id) }
+  }
+
+  /**
+   * The permission presets as ACP session modes (`full` mode with `ctx.approval`): the shipped
+   * presets, plus `custom` while the knobs match none of them.
+   */
+  private modes(sessionId: string): { modes?: { currentModeId: string; availableModes: { id: string; name: string; description: string }[] } } {
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    const agent = this.ctx.agents.get(sessionId)
+    if (this.mode !== 'full' || approval === undefined || agent === undefined) return {}
+    const current = approval.preset(agent.session)
+    const availableModes: { id: string; name: string; description: string }[] = approval.presets().map(preset => ({ id: preset.name, ...(MODE_TEXT[preset.name] ?? { name: preset.name, description: '' }) }))
+    if (current === 'custom') availableModes.push({ id: 'custom', name: 'Custom', description: 'The sandbox mode and approval policy match no preset.' })
+    this.sentModes.set(sessionId, current)
+    return { modes: { currentModeId: current, availableModes } }
+  }
+
+  /** `session/set_mode`: selects a permission preset (AP-5: logged only when something changes). */
+  private setMode(sessionId: string, modeId: string): Record<string, never> {
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    const agent = this.opened.has(sessionId) ? this.ctx.agents.get(sessionId) : undefined
+    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}"`)
+    const preset = approval?.presets().find(candidate => candidate.name === modeId)
+    if (approval === undefined || preset === undefined) {
+      throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown mode "${modeId}" (available: ${approval?.presets().map(candidate => candidate.name).join(', ') ?? 'none'})`)
+    }
+    approval.selectPreset(agent.session, preset.name)
     return {}
+  }
+
+  /** `current_mode_update` when a knob event changes the preset in force. */
+  private modeChanged(session: Session): void {
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    if (approval === undefined) return
+    const current = approval.preset(session)
+    if (this.sentModes.get(session.id) === current) return
+    this.sentModes.set(session.id, current)
+    this.notify(session.id, { sessionUpdate: 'current_mode_update', currentModeId: current })
   }
 
   private async listSessions(cwd: string | undefined, cursor: string | undefined) {
@@ -368,7 +420,7 @@ export class AcpServerApp extends Service {
   private advertiseCommands(sessionId: string): void {
     const commands = this.ctx.get('commands') as CommandsService | undefined
     const agent = this.ctx.agents.get(sessionId)
-    if (commands === undefined || agent === undefined) return
+    if (this.mode === 'recorded' || commands === undefined || agent === undefined) return
     const availableCommands = commands.list(agent.scope).map(command => ({
       name: command.name,
       description: command.description,
@@ -388,6 +440,7 @@ export class AcpServerApp extends Service {
 
   private onEvent(session: Session, event: SessionEvent): void {
     if (!this.opened.has(session.id)) return
+    if (this.mode === 'full' && KNOB_EVENTS.has(event.type)) this.modeChanged(session)
     for (const update of liveUpdates(event, this.mode, session.header.cwd, this.changes)) this.notify(session.id, update)
     if (event.type === 'tool/result') this.changes.delete((event.data as { message: { content: [{ toolCallId: string }] } }).message.content[0].toolCallId)
   }
@@ -419,7 +472,7 @@ export class AcpServerApp extends Service {
     const peer = this.peer
     if (peer === undefined || !this.opened.has(request.sessionId)) return undefined
     const toolCall = this.mode === 'full'
-      ? { toolCallId: request.callId, title: `${request.toolName}: ${request.reason}`, rawInput: parseArguments(request.arguments ?? '') }
+      ? permissionToolCall(request, this.ctx.agents.get(request.sessionId)?.session.header.cwd)
       : { toolCallId: request.callId }
     const answer = await peer.request('session/request_permission', {
       sessionId: request.sessionId,
@@ -432,6 +485,19 @@ export class AcpServerApp extends Service {
     const outcome = parsed.data.outcome
     if (outcome.outcome === 'cancelled') return 'cancelled'
     return outcome.optionId === 'allow-once' ? 'allowed-once' : 'rejected'
+  }
+}
+
+/** The tool call a `full`-mode permission request shows: title, kind, raw input, the file touched. */
+function permissionToolCall(request: PendingApproval, cwd: string | undefined) {
+  const rawInput = parseArguments(request.arguments ?? '')
+  const path = toolPath(request.toolName, rawInput, cwd)
+  return {
+    toolCallId: request.callId,
+    title: request.reason === '' ? toolTitle(request.toolName, rawInput, cwd) : `${toolTitle(request.toolName, rawInput, cwd)}: ${request.reason}`,
+    kind: toolKind(request.toolName),
+    rawInput,
+    ...(path === undefined ? {} : { locations: [{ path }] }),
   }
 }
 
