@@ -39,6 +39,7 @@ const RESPONSE_SCHEMAS: Readonly<Record<string, string>> = {
   'session/close': 'zCloseSessionResponse',
   'session/delete': 'zDeleteSessionResponse',
   'session/prompt': 'zPromptResponse',
+  'session/set_mode': 'zSetSessionModeResponse',
 }
 
 interface Editor {
@@ -145,7 +146,9 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
   }
 }
 
-const kinds = (editor: Editor, sessionId: string) => editor.updates.filter(n => n.sessionId === sessionId).map(n => n.update)
+const allUpdates = (editor: Editor, sessionId: string) => editor.updates.filter(n => n.sessionId === sessionId).map(n => n.update)
+/** What the agent did (the command list it advertises is left out). */
+const kinds = (editor: Editor, sessionId: string) => allUpdates(editor, sessionId).filter(u => u.sessionUpdate !== 'available_commands_update')
 
 async function start(editor: Editor, cwd: string): Promise<string> {
   await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
@@ -165,6 +168,29 @@ describe('ACP through the official client library', () => {
       })
       expect(init.authMethods?.[0]).toMatchObject({ id: 'api-key', description: expect.stringContaining('DEEPSEEK_API_KEY') })
       expect(await editor.agent.request('authenticate', { methodId: 'api-key' })).toEqual({})
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+  })
+
+  it('permission presets are session modes: session/new names them, set_mode switches and the client hears current_mode_update; the command list arrives', async () => {
+    const { home, cwd } = tempHome()
+    const editor = openEditor({ home, cwd })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      const created = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      const sessionId = created.sessionId
+      expect(created.modes?.currentModeId).toBe('workspace-write')
+      expect(created.modes?.availableModes.map(mode => mode.id)).toEqual(['read-only', 'workspace-write', 'danger-full-access'])
+      expect(await editor.agent.request('session/set_mode', { sessionId, modeId: 'read-only' })).toEqual({})
+      await expect(editor.agent.request('session/set_mode', { sessionId, modeId: 'yolo' })).rejects.toMatchObject({ message: expect.stringContaining('unknown mode "yolo"') })
+      // Choosing the mode in force again changes nothing and says nothing (AP-5).
+      expect(await editor.agent.request('session/set_mode', { sessionId, modeId: 'read-only' })).toEqual({})
+      const updates = allUpdates(editor, sessionId)
+      expect(updates.filter(u => u.sessionUpdate === 'current_mode_update')).toEqual([{ sessionUpdate: 'current_mode_update', currentModeId: 'read-only' }])
+      const commands = updates.find(u => u.sessionUpdate === 'available_commands_update') as any
+      expect(commands.availableCommands.map((c: { name: string }) => c.name)).toEqual(expect.arrayContaining(['compact', 'model']))
       expect(editor.invalidFrames()).toEqual([])
     } finally {
       expect(await editor.close()).toBe(0)
@@ -222,7 +248,7 @@ describe('ACP through the official client library', () => {
       })
       // Every update precedes the prompt's answer on the wire.
       const answer = editor.received.findIndex(frame => frame.result?.stopReason !== undefined)
-      expect(editor.received.slice(answer + 1).filter(frame => frame.method === 'session/update')).toEqual([])
+      expect(editor.received.slice(answer + 1).filter(frame => frame.method === 'session/update' && frame.params.update.sessionUpdate !== 'available_commands_update')).toEqual([])
       expect(editor.invalidFrames()).toEqual([])
     } finally {
       expect(await editor.close()).toBe(0)
@@ -277,7 +303,7 @@ describe('ACP through the official client library', () => {
       expect(replayed[3]).toMatchObject({ toolCallId: 'b1', status: 'completed' })
       // The replay precedes the load's answer.
       const answer = second.received.findIndex(frame => frame.result !== undefined && second.sent.find(s => s.id === frame.id)?.method === 'session/load')
-      expect(second.received.slice(answer + 1).filter(frame => frame.method === 'session/update')).toEqual([])
+      expect(second.received.slice(answer + 1).filter(frame => frame.method === 'session/update' && frame.params.update.sessionUpdate !== 'available_commands_update')).toEqual([])
       const before = server.requests.length
       server.enqueue(streamResponse([{ text: 'Still here.' }, { finish: 'stop', usage }]))
       expect(await second.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'and now?' }] })).toEqual({ stopReason: 'end_turn' })
@@ -299,7 +325,7 @@ describe('ACP through the official client library', () => {
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] })
       expect(await editor.agent.request('session/close', { sessionId })).toEqual({})
       await expect(editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'x' }] })).rejects.toMatchObject({ message: expect.stringContaining('session/load') })
-      expect(await editor.agent.request('session/resume', { sessionId, cwd })).toEqual({})
+      expect(await editor.agent.request('session/resume', { sessionId, cwd })).toMatchObject({ modes: { currentModeId: 'workspace-write' } })
       expect(kinds(editor, sessionId).filter(u => u.sessionUpdate === 'user_message_chunk')).toEqual([])
       expect(await editor.agent.request('session/delete', { sessionId })).toEqual({})
       expect((await editor.agent.request('session/list', {})).sessions).toEqual([])
