@@ -346,7 +346,7 @@ describe('ACP through the official client library', () => {
       const sessionId = await start(editor, cwd)
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })
       expect(editor.permissions).toHaveLength(1)
-      expect(editor.permissions[0]).toMatchObject({ sessionId, toolCall: { toolCallId: 'p1' } })
+      expect(editor.permissions[0]).toMatchObject({ sessionId, toolCall: { toolCallId: 'p1', kind: 'execute', title: expect.stringContaining('touch allowed'), rawInput: { command: 'touch allowed' } } })
       expect(readFileSync(join(cwd, 'allowed'), 'utf8')).toBe('')
       expect(editor.invalidFrames()).toEqual([])
     } finally {
