@@ -4,12 +4,12 @@
  * 127.0.0.1. Every frame the agent writes is validated against the library's protocol schemas.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { client, ndJsonStream, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
+import { client, ndJsonStream, RequestError, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ZodType } from 'zod'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
@@ -71,7 +71,7 @@ function askPatch(): string {
   return patch
 }
 
-function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string }): Editor {
+function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string; buffers?: Map<string, string>; writes?: { path: string; content: string }[] }): Editor {
   const env: Record<string, string> = {}
   const vars = { ...process.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: options.key === false ? undefined : 'test-key', DSH_MODEL: undefined }
   for (const [key, value] of Object.entries(vars)) if (value !== undefined) env[key] = value
@@ -109,6 +109,20 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
       permissions.push(params)
       return { outcome: { outcome: 'selected', optionId: options.permission?.(params) ?? 'reject-once' } }
     })
+  if (options.buffers !== undefined) {
+    const buffers = options.buffers
+    app
+      .onRequest('fs/read_text_file', ({ params }) => {
+        const content = buffers.get(params.path)
+        if (content === undefined) throw new RequestError(-32002, `Resource not found: ${params.path}`)
+        return { content }
+      })
+      .onRequest('fs/write_text_file', ({ params }) => {
+        options.writes?.push({ path: params.path, content: params.content })
+        buffers.set(params.path, params.content)
+        return {}
+      })
+  }
   const connection = app.connect(ndJsonStream(output, input))
   return {
     child,
@@ -126,6 +140,8 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
         let value: unknown
         if (frame.method === 'session/update') [schema, value] = ['zSessionNotification', frame.params]
         else if (frame.method === 'session/request_permission') [schema, value] = ['zRequestPermissionRequest', frame.params]
+        else if (frame.method === 'fs/read_text_file') [schema, value] = ['zReadTextFileRequest', frame.params]
+        else if (frame.method === 'fs/write_text_file') [schema, value] = ['zWriteTextFileRequest', frame.params]
         else if (frame.result !== undefined) [schema, value] = [RESPONSE_SCHEMAS[methods.get(frame.id) ?? ''], frame.result]
         else if (frame.error !== undefined) continue
         if (schema === undefined) {
@@ -191,6 +207,42 @@ describe('ACP through the official client library', () => {
       expect(updates.filter(u => u.sessionUpdate === 'current_mode_update')).toEqual([{ sessionUpdate: 'current_mode_update', currentModeId: 'read-only' }])
       const commands = updates.find(u => u.sessionUpdate === 'available_commands_update') as any
       expect(commands.availableCommands.map((c: { name: string }) => c.name)).toEqual(expect.arrayContaining(['compact', 'model']))
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+  })
+
+  it('an editor that offers its file system: read sees the unsaved buffer, write and edit land in the editor, the fence still refuses a path outside the folder', async () => {
+    const { home, cwd } = tempHome()
+    const file = join(cwd, 'notes.txt')
+    writeFileSync(file, 'on disk\n')
+    const buffers = new Map([[file, 'unsaved buffer\n']])
+    const writes: { path: string; content: string }[] = []
+    // Outside every writable root of workspace-write (the session folder and the temp folders).
+    const outside = join(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : homedir(), 'dsh-acp-outside-')), 'x.txt')
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'r1', name: 'read', arguments: JSON.stringify({ file_path: 'notes.txt' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'e1', name: 'edit', arguments: JSON.stringify({ file_path: 'notes.txt', old_string: 'unsaved', new_string: 'edited' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'new.txt', content: 'fresh\n' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'w2', name: 'write', arguments: JSON.stringify({ file_path: outside, content: 'no\n' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'done' }, { finish: 'stop', usage }]),
+    )
+    const editor = openEditor({ home, cwd, buffers, writes })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } } })
+      const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      const before = server.requests.length
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit notes' }] })
+      const toolText = (index: number) => (server.requests[before + index]!.body.messages as { role: string; content: string }[]).filter(m => m.role === 'tool').at(-1)!.content
+      expect(toolText(1)).toContain('unsaved buffer')
+      expect(writes).toEqual([{ path: file, content: 'edited buffer\n' }, { path: join(cwd, 'new.txt'), content: 'fresh\n' }])
+      // The disk is the editor's business: nothing was written there by dsh.
+      expect(readFileSync(file, 'utf8')).toBe('on disk\n')
+      expect(existsSync(join(cwd, 'new.txt'))).toBe(false)
+      // Outside the session folder (workspace-write): refused before the editor is asked.
+      expect(toolText(4)).toMatch(/sandbox|denied|not allowed/i)
+      expect(existsSync(outside)).toBe(false)
       expect(editor.invalidFrames()).toEqual([])
     } finally {
       expect(await editor.close()).toBe(0)

@@ -25,6 +25,7 @@ import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { ApprovalAnswer, ApprovalService, PendingApproval } from '../approval/api.js'
 import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
+import { provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
 import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
@@ -84,7 +85,12 @@ const resourceLink = z.object({ type: z.literal('resource_link'), uri: z.string(
 const resource = z.object({ type: z.literal('resource'), resource: z.object({ uri: z.string(), text: z.string().optional() }).loose() }).loose()
 const promptBlock = z.discriminatedUnion('type', [textBlock, imageBlock, resourceLink, resource])
 
-const initializeParams = z.object({ protocolVersion: z.number().int().nonnegative() }).loose()
+const initializeParams = z.object({
+  protocolVersion: z.number().int().nonnegative(),
+  clientCapabilities: z.object({
+    fs: z.object({ readTextFile: z.boolean().optional(), writeTextFile: z.boolean().optional() }).loose().optional(),
+  }).loose().optional(),
+}).loose()
 const newSessionParams = z.object({ cwd: z.string(), mcpServers: z.array(z.unknown()).optional() }).loose()
 const promptParams = z.object({ sessionId: z.string().min(1), prompt: z.array(promptBlock).min(1, 'needs at least one content block') }).loose()
 const cancelParams = z.object({ sessionId: z.string().min(1) }).loose()
@@ -135,6 +141,10 @@ export class AcpServerApp extends Service {
   /** File changes captured around write/edit bodies, until their result is sent (by call id). */
   private readonly changes = new Map<string, FileChange>()
   private readonly mode: UpdateMode
+  /** What the client offers of its own file system (`initialize.clientCapabilities.fs`). */
+  private clientFs = { read: false, write: false }
+  /** Disposers of the editor-file routing of each session opened here. */
+  private readonly editorRouting = new Map<string, () => void>()
   /** The mode (permission preset) each session's client was last told. */
   private readonly sentModes = new Map<string, string>()
 
@@ -166,7 +176,10 @@ export class AcpServerApp extends Service {
       output: this.config.output ?? host.stdout,
       log,
       methods: {
-        initialize: method(initializeParams, () => this.initialize()),
+        initialize: method(initializeParams, params => {
+          this.clientFs = { read: params.clientCapabilities?.fs?.readTextFile === true, write: params.clientCapabilities?.fs?.writeTextFile === true }
+          return this.initialize()
+        }),
         authenticate: method(z.object({ methodId: z.string().optional() }).loose(), () => this.authenticate()),
         'session/new': method(newSessionParams, params => this.newSession(params.cwd, params.mcpServers ?? [])),
         'session/prompt': method(promptParams, params => this.prompt(params.sessionId, toContentBlocks(params.prompt))),
@@ -188,6 +201,8 @@ export class AcpServerApp extends Service {
       pending.resolve(reason)
     })
     const offDisposed = this.ctx.on('agent/disposed', (agent: Agent) => {
+      this.editorRouting.get(agent.id)?.()
+      this.editorRouting.delete(agent.id)
       const stop = this.stopServers.get(agent.id)
       this.stopServers.delete(agent.id)
       void stop?.()
@@ -266,7 +281,7 @@ export class AcpServerApp extends Service {
     const servers = this.sessionServers(mcpServers)
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { cwd, loop })
-    this.opened.add(agent.id)
+    this.open(agent)
     // After the answer: the client knows the session id before its first update arrives.
     setImmediate(() => this.advertiseCommands(agent.id))
     if (servers.length > 0) {
@@ -295,7 +310,7 @@ export class AcpServerApp extends Service {
   private async loadSession(sessionId: string, replay: boolean): Promise<Record<string, unknown>> {
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { sessionId, cwd: this.ctx.host.cwd, loop, create: false })
-    this.opened.add(agent.id)
+    this.open(agent)
     if (replay) {
       for (const update of replayUpdates(agent.session.events, agent.session.header.cwd)) this.notify(agent.id, update)
     }
@@ -362,9 +377,42 @@ export class AcpServerApp extends Service {
   }
 
   /** Ends the session's running turn, stores it and lets it go (it can be loaded again). */
+  /**
+   * A session this connection acts on. In `full` mode, when the editor offers its file system, the
+   * file tools of the session's agent read and write through it (unsaved buffers are seen, edits
+   * land in the editor), still behind the sandbox fence and approvals.
+   */
+  private open(agent: Agent): void {
+    this.opened.add(agent.id)
+    if (this.mode !== 'full' || (!this.clientFs.read && !this.clientFs.write) || this.editorRouting.has(agent.id)) return
+    const sessionId = agent.id
+    const files: EditorFiles = {
+      ...(this.clientFs.read ? { readText: (path: string) => this.editorRead(sessionId, path) } : {}),
+      ...(this.clientFs.write ? { writeText: async (path: string, content: string) => { await this.peer?.request('fs/write_text_file', { sessionId, path, content }) } } : {}),
+    }
+    this.editorRouting.set(agent.id, provideEditorFiles(agent.scope, files))
+  }
+
+  /** `fs/read_text_file`; an editor that cannot find the file answers an error: ENOENT for the tools. */
+  private async editorRead(sessionId: string, path: string): Promise<string> {
+    const peer = this.peer
+    if (peer === undefined) throw Object.assign(new Error(`${path}: the editor is gone`), { code: 'EIO' })
+    try {
+      const answer = await peer.request<{ content?: unknown }>('fs/read_text_file', { sessionId, path })
+      if (typeof answer?.content !== 'string') throw new Error(`the editor answered fs/read_text_file with ${JSON.stringify(answer)}`)
+      return answer.content
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error)
+      const notFound = (error as { code?: unknown }).code === -32002 || /not found|no such file|does not exist|ENOENT/i.test(message)
+      throw Object.assign(new Error(`${path}: ${message}`), { code: notFound ? 'ENOENT' : 'EIO' })
+    }
+  }
+
   private async closeSession(sessionId: string): Promise<Record<string, never>> {
     if (!this.opened.has(sessionId)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}"`)
     this.opened.delete(sessionId)
+    this.editorRouting.get(sessionId)?.()
+    this.editorRouting.delete(sessionId)
     const agent = this.ctx.agents.get(sessionId)
     if (agent !== undefined) {
       agent.cancel()
