@@ -114,4 +114,17 @@ describe('slash commands in a real headless run', () => {
     expect(failed.code).toBe(1)
     expect(failed.stderr).toMatch(/Unknown model "nope"/)
   })
+
+  it('AP-5, PM-1: the base bundle serves `/permission` and `/plan` in a real headless run (no model request)', async () => {
+    const { runDsh, tempHome } = await import('../../test-support/run-dsh.js')
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_API_KEY: 'test-key', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' }
+    const shown = await runDsh(['--profile', 'headless', '/permission'], { cwd, env })
+    expect(shown.stderr).toBe('')
+    expect(shown.stdout).toMatch(/^Permission preset: workspace-write \(sandbox workspace-write, approvals ask\)\nPresets: read-only, workspace-write, danger-full-access\n/)
+    const plan = await runDsh(['--profile', 'headless', '/plan'], { cwd, env })
+    expect(plan.stderr).toBe('')
+    expect(plan.code).toBe(0)
+    expect(plan.stdout).toBe('Plan mode on.\n')
+  })
 })
