@@ -151,7 +151,9 @@ registerBuiltinPlugin('commands', 'the slash-command registry every surface uses
   async () => (await import('../commands/index.js')).CommandsPlugin)
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
   async () => withHost((await import('../skills/index.js')).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
-registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal (off by default)',
+registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, exit_plan_mode reviewed through approvals (guidance, not enforcement)',
+  async () => (await import('../plan/index.js')).PlanModePlugin)
+registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal',
   async () => (await import('../goals/index.js')).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',
   async () => withHost((await import('../hooks/index.js')).HooksPlugin, host => ({ cwd: host.cwd, dshHome: host.home, userHome: host.env.value('HOME') ?? homedir() })))

@@ -3,6 +3,7 @@ import { loopHarness } from '../../test-support/agent-harness.js'
 import { SCRIPTED_MODEL } from '../../test-support/scripted-model.js'
 import { text } from '../../test-support/scripted-model.js'
 import { CommandsPlugin } from './index.js'
+import { ApprovalPlugin } from '../approval/service.js'
 
 async function harness(responses: Parameters<typeof text>[0][] = []) {
   return loopHarness({
@@ -74,6 +75,33 @@ describe('slash commands: one registry (ctx.commands)', () => {
   })
 })
 
+describe('/permission (AP-5)', () => {
+  it('AP-5: shows the preset in force and the choices, switches through ctx.approval.selectPreset, refuses unknown names', async () => {
+    const h = await loopHarness({ setup: async (ctx) => { await ctx.plugin(ApprovalPlugin).await(); await ctx.plugin(CommandsPlugin).await() } })
+    expect(await h.ctx.commands.execute(h.agent, '/permission')).toEqual({
+      kind: 'success',
+      text: 'Permission preset: workspace-write (sandbox workspace-write, approvals ask)\nPresets: read-only, workspace-write, danger-full-access',
+    })
+    expect(await h.ctx.commands.execute(h.agent, '/permission read-only')).toEqual({ kind: 'success', text: 'Permission preset: read-only (sandbox read-only, approvals ask)' })
+    expect(h.types().filter(t => t === 'permission/preset' || t === 'sandbox/mode' || t === 'approval/policy')).toEqual(['permission/preset', 'sandbox/mode'])
+    expect(h.ctx.approval.mode(h.session)).toBe('read-only')
+    // Already in force: nothing appended.
+    await h.ctx.commands.execute(h.agent, '/permission read-only')
+    expect(h.of('permission/preset')).toHaveLength(1)
+    const bad = await h.ctx.commands.execute(h.agent, '/permission yolo')
+    expect(bad).toEqual({ kind: 'error', text: 'Unknown permission preset "yolo". Presets: read-only, workspace-write, danger-full-access' })
+    expect(h.of('permission/preset')).toHaveLength(1)
+    expect(h.of('command/run').map(e => e.data.args)).toEqual([undefined, ' read-only', ' read-only', ' yolo'])
+    await h.dispose()
+  })
+
+  it('is not registered without ctx.approval', async () => {
+    const h = await loopHarness({ setup: async (ctx) => { await ctx.plugin(CommandsPlugin).await() } })
+    expect(h.ctx.commands.get('permission')).toBeUndefined()
+    await h.dispose()
+  })
+})
+
 describe('slash commands in a real headless run', () => {
   it('`dsh --profile headless /model` runs the command (no model request) and prints its text', async () => {
     const { runDsh, tempHome } = await import('../../test-support/run-dsh.js')
@@ -85,5 +113,18 @@ describe('slash commands in a real headless run', () => {
     const failed = await runDsh(['--profile', 'headless', '/model', 'nope'], { cwd, env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'test-key', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' } })
     expect(failed.code).toBe(1)
     expect(failed.stderr).toMatch(/Unknown model "nope"/)
+  })
+
+  it('AP-5, PM-1: the base bundle serves `/permission` and `/plan` in a real headless run (no model request)', async () => {
+    const { runDsh, tempHome } = await import('../../test-support/run-dsh.js')
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_API_KEY: 'test-key', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' }
+    const shown = await runDsh(['--profile', 'headless', '/permission'], { cwd, env })
+    expect(shown.stderr).toBe('')
+    expect(shown.stdout).toMatch(/^Permission preset: workspace-write \(sandbox workspace-write, approvals ask\)\nPresets: read-only, workspace-write, danger-full-access\n/)
+    const plan = await runDsh(['--profile', 'headless', '/plan'], { cwd, env })
+    expect(plan.stderr).toBe('')
+    expect(plan.code).toBe(0)
+    expect(plan.stdout).toBe('Plan mode on.\n')
   })
 })

@@ -9,6 +9,7 @@ import { emitContained } from '../kernel/index.js'
 import { contextScope, ScopedLayers, type ScopeKey } from '../scope/index.js'
 import type { EventDataValidator } from '../session/types.js'
 import type { Agent } from '../agent/api.js'
+import '../approval/api.js'
 import type { CommandOutcome, CommandsService, ExecuteOptions, SlashCommand } from './api.js'
 
 export * from './api.js'
@@ -42,6 +43,7 @@ export class CommandsPlugin extends Service implements CommandsService {
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'command/run', owner: 'commands', validate: validateRun }))
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'command/done', owner: 'commands', validate: validateDone }))
     this.register(modelCommand(ctx))
+    ctx.inject(['approval'], (inner) => { inner.effect(() => this.register(permissionCommand(inner))) })
   }
 
   register(command: SlashCommand, scope: ScopeKey | undefined = contextScope(this.ctx)): () => void {
@@ -99,6 +101,27 @@ export class CommandsPlugin extends Service implements CommandsService {
 
   private changed(): void {
     emitContained(this.ctx, 'commands/changed', [])
+  }
+}
+
+/** `/permission [preset]`: show the preset in force, or switch it between turns (AP-5). */
+function permissionCommand(ctx: Context): SlashCommand {
+  return {
+    name: 'permission',
+    description: 'Show the permission preset, or switch to read-only, workspace-write or danger-full-access',
+    argumentHint: '[preset]',
+    run({ agent, args }) {
+      const approval = ctx.approval
+      const session = agent.session
+      const names = approval.presets().map(p => p.name)
+      const current = () => `Permission preset: ${approval.preset(session)} (sandbox ${approval.mode(session)}, approvals ${approval.policy(session)})`
+      const wanted = args.trim()
+      if (wanted === '') return { kind: 'success', text: `${current()}\nPresets: ${names.join(', ')}` }
+      const preset = names.find(name => name === wanted)
+      if (preset === undefined) return { kind: 'error', text: `Unknown permission preset ${JSON.stringify(wanted)}. Presets: ${names.join(', ')}` }
+      approval.selectPreset(session, preset)
+      return { kind: 'success', text: current() }
+    },
   }
 }
 

@@ -50,6 +50,7 @@ export const CONFORMANCE_VOCABULARY: Readonly<Record<string, { readonly owner: s
   'tool/code-dispatch-start': { owner: 'code-mode', shape: { rootCallId: 'string', parentCallId: 'string', subCallId: 'string', name: 'string', arguments: 'any' } },
   'tool/code-dispatch': { owner: 'code-mode', shape: { rootCallId: 'string', parentCallId: 'string', subCallId: 'string', name: 'string', arguments: 'any', content: 'array', isError: 'boolean' } },
   'subagent/descriptor': { owner: 'subagents', shape: { version: 'number', mode: 'string', provider: 'string', 'label?': 'string' } },
+  'plan/mode': { owner: 'plan', shape: { active: 'boolean' } },
   'goal/change': { owner: 'goals', shape: { kind: 'string', operation: 'string', version: 'number', 'goal?': 'any' } },
   'tool-workflow/run-start': { owner: 'workflow', shape: { runId: 'string', name: 'string' } },
   'tool-workflow/agent-start': { owner: 'workflow', shape: { runId: 'string', seq: 'number', childId: 'string', 'label?': 'string', 'phase?': 'string' } },

@@ -5,7 +5,7 @@
 
 export type HookDialect = 'claude-code' | 'codex'
 
-export type HookPoint = 'SessionStart' | 'UserPromptSubmit' | 'PreToolUse' | 'PostToolUse' | 'Stop'
+export type HookPoint = 'SessionStart' | 'UserPromptSubmit' | 'PreToolUse' | 'PostToolUse' | 'Stop' | 'SubagentStart' | 'SubagentStop'
 
 /**
  * The decision one hook run expressed: `block` (exit 2 or legacy `decision:"block"`), the

@@ -9,10 +9,19 @@
  */
 import type { HookDialect, HookPoint } from './api.js'
 
-export const HOOK_POINTS: readonly HookPoint[] = ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop']
+export const HOOK_POINTS: readonly HookPoint[] = ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'SubagentStart', 'SubagentStop']
+
+/** Points each dialect defines; Codex has no subagent hooks (its files' entries are ignored). */
+export const DIALECT_POINTS: Readonly<Record<HookDialect, readonly HookPoint[]>> = {
+  'claude-code': HOOK_POINTS,
+  codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
+}
+
+/** The matcher subject of the subagent points: Claude Code's agent type, constant in dsh. */
+export const SUBAGENT_TYPE = 'general-purpose'
 
 /** Points whose groups consume a matcher; the others discard the field before validation. */
-const MATCHED: ReadonlySet<HookPoint> = new Set(['SessionStart', 'PreToolUse', 'PostToolUse'])
+const MATCHED: ReadonlySet<HookPoint> = new Set(['SessionStart', 'PreToolUse', 'PostToolUse', 'SubagentStart', 'SubagentStop'])
 
 /**
  * Claude Code tool names users paste into matchers, and the dsh tools they stand for. A literal
@@ -99,7 +108,7 @@ export function parseHookFile(text: string, dialect: HookDialect): ParsedHookFil
   const warnings: string[] = []
   for (const [event, entries] of Object.entries(hooks)) {
     // Unsupported events are ignored before parsing.
-    if (!(HOOK_POINTS as readonly string[]).includes(event)) continue
+    if (!(DIALECT_POINTS[dialect] as readonly string[]).includes(event)) continue
     const point = event as HookPoint
     if (!Array.isArray(entries)) throw new HookConfigError(`hooks.${event} must be an array of groups`)
     entries.forEach((entry, i) => {

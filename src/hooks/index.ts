@@ -24,7 +24,9 @@ import type { EventDataValidator } from '../session/types.js'
 import type { PreExecuteDecision, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import { isTrusted, readTrustedProjects, trustFile } from '../trust/index.js'
 import type { HookDecision, HookDialect, HookFileSource, HookInvokedData, HookPoint, HookResultData } from './api.js'
-import { HookConfigError, parseHookFile, type HookGroup } from './config.js'
+import { HookConfigError, parseHookFile, SUBAGENT_TYPE, type HookGroup } from './config.js'
+import type { SubagentFinished, SubagentStarted } from '../subagents/api.js'
+import '../subagents/api.js'
 import { decodeHookRun, mergeHooks, runHookCommand, type DecodedHook, type MergedHooks } from './run.js'
 
 export * from './api.js'
@@ -170,6 +172,8 @@ export class HooksPlugin {
     ctx.on('tools/result', (execution) => this.committed(execution))
     ctx.on('agent/turn-stopping', (payload) => this.stopping(payload))
     ctx.on('agent/created', (agent) => this.sessionStart(agent))
+    ctx.on('subagent/started', (info) => this.subagentStart(info))
+    ctx.on('subagent/finished', (info) => this.subagentStop(info))
     // HK-11: disposing aborts running hooks and waits for them.
     ctx.effect(() => () => {
       this.lifetime.abort()
@@ -297,6 +301,61 @@ export class HooksPlugin {
     })
     this.detached.add(work)
     void work.finally(() => this.detached.delete(work))
+  }
+
+  /** HK-11: detached, no `hook/*` records; context goes into the live child. Claude Code only. */
+  private subagentStart(info: SubagentStarted): void {
+    const groups = this.matching('SubagentStart', SUBAGENT_TYPE)
+    const child = this.ctx.sessions.get(info.childSessionId)
+    if (groups.length === 0 || child === undefined) return
+    this.detach('SubagentStart', async () => {
+      const contexts: { dialect: HookDialect; text: string }[] = []
+      for (const group of groups) {
+        for (const hook of group.hooks) {
+          if (this.lifetime.signal.aborted) return
+          const decoded = await this.runOne(group, hook, child, undefined, 'SubagentStart', { agent_id: info.childSessionId, agent_type: SUBAGENT_TYPE }, this.lifetime.signal)
+          if (decoded.context !== undefined) contexts.push({ dialect: group.source.dialect, text: decoded.context })
+        }
+      }
+      const agent = this.ctx.get('agents')?.get(info.childSessionId)
+      if (contexts.length > 0 && !this.lifetime.signal.aborted && agent !== undefined) {
+        agent.inject(hookMessage(contexts[0]!.dialect, contexts.map(context => context.text).join('\n\n')))
+      }
+    })
+  }
+
+  /** HK-11: detached and observe-only; runs against the parent session (the child may be gone). */
+  private subagentStop(info: SubagentFinished): void {
+    const groups = this.matching('SubagentStop', SUBAGENT_TYPE)
+    const parent = this.ctx.sessions.get(info.parentSessionId)
+    if (groups.length === 0 || parent === undefined) return
+    const last = info.lastAssistantMessage
+    const lastText = typeof last === 'string' ? last : Array.isArray(last)
+      ? last.map(block => (block as { type?: unknown; text?: unknown })?.type === 'text' ? String((block as { text: unknown }).text) : '').join('')
+      : null
+    this.detach('SubagentStop', async () => {
+      for (const group of groups) {
+        for (const hook of group.hooks) {
+          if (this.lifetime.signal.aborted) return
+          await this.runOne(group, hook, parent, undefined, 'SubagentStop', {
+            stop_hook_active: false, agent_id: info.childSessionId, agent_type: SUBAGENT_TYPE, last_assistant_message: lastText,
+          }, this.lifetime.signal)
+        }
+      }
+    })
+  }
+
+  private detach(point: HookPoint, body: () => Promise<void>): void {
+    const work = body().catch((error: unknown) => {
+      this.warn('%s hooks failed: %s', point, error instanceof Error ? error.message : String(error))
+    })
+    this.detached.add(work)
+    void work.finally(() => this.detached.delete(work))
+  }
+
+  /** Resolves when every detached hook run (SessionStart, Subagent*) started so far has ended. */
+  async settled(): Promise<void> {
+    while (this.detached.size > 0) await Promise.allSettled([...this.detached])
   }
 
   // ---- running ----

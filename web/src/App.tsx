@@ -626,6 +626,10 @@ const OUTCOME_TEXT: Record<string, string> = {
   'allowed-once': 'Allowed once', rejected: 'Rejected', cancelled: 'Cancelled', unavailable: 'No one could answer: refused',
 }
 
+const PLAN_OUTCOME_TEXT: Record<string, string> = {
+  'allowed-once': 'Plan approved', rejected: 'Kept planning', cancelled: 'Review cancelled', unavailable: 'No one could review the plan',
+}
+
 /** AP-3: an approval request in the conversation; Allow once / Reject while it is pending. */
 function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval' }>; onError(error: unknown): void }) {
   const [sent, setSent] = useState(false)
@@ -634,6 +638,21 @@ function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval
     try { await call('approval.answer', { approvalId: item.id, outcome }) } catch (error) { setSent(false); onError(error) }
   }
   const pending = item.outcome === undefined
+  if (item.toolName === 'exit_plan_mode') {
+    // PM-2: a plan presented for review (docs/plan.md). Approve leaves plan mode; Keep planning rejects.
+    return (
+      <div className={`approval-card plan-card ${pending ? 'pending' : item.outcome}`} data-testid="plan-card" role="group" aria-label="Plan for review">
+        <div className="approval-title">{pending ? 'Plan ready for review' : PLAN_OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>
+        <Markdown text={item.reason} />
+        {pending ? (
+          <div className="approval-actions">
+            <button autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="plan-approve">Approve</button>
+            <button className="ghost" disabled={sent} onClick={() => void answer('rejected')} data-testid="plan-keep-planning">Keep planning</button>
+          </div>
+        ) : <div className="approval-outcome" data-testid="plan-outcome">{PLAN_OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>}
+      </div>
+    )
+  }
   return (
     <div className={`approval-card ${pending ? 'pending' : item.outcome}`} data-testid="approval-card" role="group" aria-label={`Approval for ${item.toolName}`}>
       <div className="approval-title">{pending ? 'Approval needed' : OUTCOME_TEXT[item.outcome!] ?? item.outcome}<span className="muted"> · {item.toolName}</span></div>
