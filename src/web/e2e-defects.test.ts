@@ -1,0 +1,138 @@
+/**
+ * Browser tests for the defects found using `dsh web` for a day (headless Chromium against a real
+ * `dsh web` whose model is the fake DeepSeek server). Each test failed before its fix. Screenshots
+ * of the main view at 1400, 700 and 390 px land in test-output/web/.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Browser, Page } from 'playwright-core'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { repoRoot } from '../../test-support/run-dsh.js'
+import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
+import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
+
+const chromium = findChromium()
+if (chromium.path === undefined) console.warn(`skipping web defect tests: ${chromium.reason}`)
+
+const shots = join(repoRoot, 'test-output', 'web')
+const usage = { prompt_tokens: 100, completion_tokens: 10 }
+
+function gate() {
+  let open!: () => void
+  const promise = new Promise<void>(resolve => { open = resolve })
+  return { promise, open }
+}
+
+describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => {
+  let fake: FakeDeepSeek
+  let web: DshWeb
+  let browser: Browser
+  let page: Page
+  let home: string
+  let work: string
+
+  beforeAll(async () => {
+    ensureWebBuild(repoRoot)
+    mkdirSync(shots, { recursive: true })
+    fake = await FakeDeepSeek.start()
+    home = mkdtempSync(join(tmpdir(), 'dsh-web-defects-home-'))
+    work = mkdtempSync(join(tmpdir(), 'dsh-web-defects-work-'))
+    writeFileSync(join(home, 'test.patch.yml'), `- id: session-title\n  config:\n    llm: false\n`)
+    web = await startDshWeb({
+      cwd: work,
+      args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', 'defects-token-0123456789abcdef'],
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key' },
+    })
+    const { chromium: launcher } = await import('playwright-core')
+    browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
+    page = await browser.newPage({ viewport: { width: 1400, height: 860 } })
+    page.on('pageerror', error => console.error('page error:', error))
+    await page.goto(web.url)
+    await page.getByTestId('create-session').click()
+    await page.getByTestId('composer').waitFor()
+  }, 600_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await web?.stop()
+    await fake?.close()
+  })
+
+  const idle = () => expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+
+  it('4: a bash card whose command exits non-zero is marked failed, not with a tick', async () => {
+    fake.enqueue(
+      streamResponse([{ toolCall: { id: 'call-x', name: 'bash', arguments: JSON.stringify({ command: 'echo before-failing; exit 3', description: 'Fail on purpose' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'It failed with 3.' }, { finish: 'stop', usage }]),
+    )
+    await page.getByTestId('composer').fill('run a failing command')
+    await page.getByTestId('composer').press('Enter')
+    const card = page.getByTestId('card-bash').filter({ hasText: 'Fail on purpose' })
+    await card.filter({ hasText: 'exit 3' }).waitFor()
+    await page.locator('.markdown', { hasText: 'It failed with 3.' }).waitFor()
+    expect(await card.locator('.tool-state').getAttribute('class')).toContain('error')
+    expect(await card.locator('.tool-state').textContent()).not.toBe('✓')
+    await idle()
+  })
+
+  it('9: Escape closes Settings; the favicon is served', async () => {
+    const favicon = await page.request.get(web.origin + '/favicon.ico')
+    expect(favicon.status()).toBe(200)
+    const icon = await page.locator('link[rel="icon"]').getAttribute('href')
+    expect(icon).toBeTruthy()
+    expect((await page.request.get(new URL(icon!, page.url()).href)).status()).toBe(200)
+    await page.getByTestId('open-settings').click()
+    await page.getByTestId('settings').waitFor()
+    await page.keyboard.press('Escape')
+    await expect.poll(() => page.getByTestId('settings').count()).toBe(0)
+    await page.getByTestId('composer').waitFor()
+  })
+
+  it('1: below 760 px a menu button opens a drawer with sessions, New session, search, settings and theme', async () => {
+    for (const width of [700, 390]) {
+      await page.setViewportSize({ width, height: 820 })
+      const menu = page.getByTestId('menu-button')
+      await menu.waitFor({ state: 'visible' })
+      expect(await page.getByTestId('new-session').isVisible()).toBe(false)
+      await page.screenshot({ path: join(shots, `main-${width}.png`) })
+      await menu.click()
+      await page.getByTestId('new-session').waitFor({ state: 'visible' })
+      expect(await page.getByTestId('session-row').first().isVisible()).toBe(true)
+      expect(await page.getByTestId('open-settings').isVisible()).toBe(true)
+      expect(await page.getByTestId('theme-toggle').isVisible()).toBe(true)
+      expect(await page.getByLabel('Search sessions').isVisible()).toBe(true)
+      await page.screenshot({ path: join(shots, `drawer-${width}.png`) })
+      // Escape closes the drawer; choosing a session closes it too.
+      await page.keyboard.press('Escape')
+      await page.getByTestId('new-session').waitFor({ state: 'hidden' })
+      await menu.click()
+      await page.getByTestId('session-row').first().click()
+      await page.getByTestId('new-session').waitFor({ state: 'hidden' })
+      await page.getByTestId('composer').waitFor()
+    }
+    await page.setViewportSize({ width: 1400, height: 860 })
+    await page.getByTestId('new-session').waitFor({ state: 'visible' })
+    expect(await page.getByTestId('menu-button').isVisible()).toBe(false)
+    await page.screenshot({ path: join(shots, 'main-1400.png') })
+  })
+
+  it('5: while tool arguments stream, the bash card shows the command parsed so far, not raw JSON', async () => {
+    const hold = gate()
+    fake.enqueue(
+      streamResponse([{ toolCall: { id: 'call-s', name: 'bash', arguments: '{"command":"echo stream' } }, { until: hold.promise },
+        { toolCall: { arguments: 'ing-args", "description": "Streamed"}' } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Streamed call done.' }, { finish: 'stop', usage }]),
+    )
+    await page.getByTestId('composer').fill('stream a tool call')
+    await page.getByTestId('composer').press('Enter')
+    const cmd = page.getByTestId('card-bash').last().locator('.terminal-cmd')
+    await expect.poll(() => cmd.textContent()).toContain('echo stream')
+    expect(await cmd.textContent()).not.toContain('{')
+    hold.open()
+    await page.locator('.markdown', { hasText: 'Streamed call done.' }).waitFor()
+    expect(await page.getByTestId('card-bash').last().locator('.terminal-cmd').textContent()).toContain('echo streaming-args')
+    await idle()
+  })
+})
