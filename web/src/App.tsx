@@ -41,6 +41,24 @@ function setUrlSession(id: string | null): void {
   history.replaceState(null, '', url)
 }
 
+/** Calls `onEscape` when Escape is pressed anywhere on the page (dialogs, Settings, the drawer). */
+function useEscape(onEscape: () => void, active = true): void {
+  const latest = useRef(onEscape)
+  latest.current = onEscape
+  useEffect(() => {
+    if (!active) return
+    const listener = (event: KeyboardEvent) => {
+      if (event.key !== 'Escape' || event.defaultPrevented) return
+      // An input that handles Escape itself (title rename, queue edit) keeps it.
+      const target = event.target as HTMLElement | null
+      if (target?.closest('[data-own-escape]')) return
+      latest.current()
+    }
+    window.addEventListener('keydown', listener)
+    return () => window.removeEventListener('keydown', listener)
+  }, [active])
+}
+
 export function App() {
   const [theme, setTheme] = useState<Theme>(initialTheme)
   const [sessions, setSessions] = useState<SessionSummary[]>([])
@@ -81,13 +99,22 @@ export function App() {
   }, [])
 
   const current = sessions.find(entry => entry.id === selected)
+  // Below 760 px the sidebar is a drawer opened by the menu button.
+  const [drawer, setDrawer] = useState(false)
+  useEscape(() => setDrawer(false), drawer)
+  const closing = <T extends unknown[]>(action: (...args: T) => void) => (...args: T) => { setDrawer(false); action(...args) }
 
   return (
-    <div className="app">
-      <Sidebar sessions={sessions} selected={selected} onSelect={select} onNew={() => { setView('new') }}
-        onSettings={() => setView('settings')} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')} />
+    <div className={`app ${drawer ? 'drawer-open' : ''}`}>
+      <Sidebar sessions={sessions} selected={selected} onSelect={closing(select)} onNew={closing(() => { setView('new') })}
+        onSettings={closing(() => setView('settings'))} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')} />
+      {drawer ? <div className="drawer-backdrop" onClick={() => setDrawer(false)} data-testid="drawer-backdrop" /> : null}
       <DelegationContext.Provider value={{ sessionId: selected, sessions, onSelect: select }}>
       <main className="main">
+        <div className="mobile-bar">
+          <button className="icon-button menu-button" aria-label="Sessions and settings" aria-expanded={drawer} onClick={() => setDrawer(!drawer)} data-testid="menu-button">☰</button>
+          <span className="logo">dsh</span>
+        </div>
         {connection !== 'open' ? (
           <div className="banner" role="status">{connection === 'retrying' ? 'Reconnecting to dsh web…' : 'The dsh web server is not answering. Retrying; if it was restarted with a new token, open the link it printed.'}</div>
         ) : null}
@@ -237,6 +264,7 @@ function Settings(props: { onClose(): void }) {
     call('models.list').then(result => { setModels(result.models); setEffective(result.default) }, () => {})
   }, [])
   useEffect(load, [load])
+  useEscape(props.onClose)
   const saveKey = async (name: string) => {
     try {
       await call('credentials.set', { name, value: keys[name] ?? '' })
@@ -524,7 +552,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
     <header className="chat-header">
       <div className="chat-title">
         {editing ? (
-          <input autoFocus className="title-input" value={draft} onChange={event => setDraft(event.target.value)} data-testid="title-input"
+          <input autoFocus data-own-escape className="title-input" value={draft} onChange={event => setDraft(event.target.value)} data-testid="title-input"
             onBlur={() => void rename()} onKeyDown={event => { if (event.key === 'Enter') void rename(); if (event.key === 'Escape') setEditing(false) }} />
         ) : (
           <h1 title="Rename" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="chat-title">{props.title}</h1>
@@ -690,7 +718,7 @@ function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: Inb
           <div className="queue-item" key={key} data-testid="queue-item">
             <span className={`badge ${entry.target === 'next-step' ? 'warn' : ''}`}>{entry.target === 'next-step' ? 'steer' : 'next'}</span>
             {editing === key ? (
-              <input autoFocus value={draft} onChange={event => setDraft(event.target.value)}
+              <input autoFocus data-own-escape value={draft} onChange={event => setDraft(event.target.value)}
                 onKeyDown={event => { if (event.key === 'Enter') void act('inbox.edit', { target: entry.target, index: entry.index, text: draft }); if (event.key === 'Escape') setEditing(null) }} />
             ) : <span className="queue-text">{entry.text}</span>}
             <button className="link-button" onClick={() => { setEditing(key); setDraft(entry.text) }}>Edit</button>
