@@ -490,8 +490,8 @@ function Chat(props: {
       </div>
       <div className="dock">
         {todos.length > 0 ? <TodoStrip todos={todos} /> : null}
-        <QueueDock id={id} inbox={inbox} onInbox={setInbox} onError={report} />
-        <Composer sessionId={id} running={status === 'running'} onSend={send} onStop={() => call('cancel', { id }).catch(report)} />
+        <QueueDock id={id} running={status === 'running'} inbox={inbox} onInbox={setInbox} onError={report} />
+        <Composer sessionId={id} running={status === 'running'} onSend={send} onStop={() => call('cancel', { id, keepInbox: true }).catch(report)} />
       </div>
     </div>
   )
@@ -697,7 +697,7 @@ function PresetPicker(props: { id: string; onError(error: unknown): void }) {
   )
 }
 
-function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: InboxSnapshot): void; onError(error: unknown): void }) {
+function QueueDock(props: { id: string; running: boolean; inbox: InboxSnapshot; onInbox(inbox: InboxSnapshot): void; onError(error: unknown): void }) {
   const entries = [
     ...props.inbox.nextStep.map((entry, index) => ({ ...entry, target: 'next-step' as const, index })),
     ...props.inbox.nextTurn.map((entry, index) => ({ ...entry, target: 'next-turn' as const, index })),
@@ -711,7 +711,8 @@ function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: Inb
   }
   return (
     <div className="queue" data-testid="queue">
-      <div className="queue-head">Queued</div>
+      {/* Stop keeps queued input (cancel with keepInbox): it waits here and runs with the next message. */}
+      <div className="queue-head">{props.running ? 'Queued' : 'Queued · kept after Stop, sent with your next message'}</div>
       {entries.map(entry => {
         const key = `${entry.target}:${entry.index}`
         return (
