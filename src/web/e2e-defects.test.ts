@@ -161,4 +161,37 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     await expect.poll(() => page.getByTestId('queue').count()).toBe(0)
     await idle()
   })
+
+  it('6: a finished plan is not pinned above the composer in later turns', async () => {
+    const plan = (status: string) => JSON.stringify({ todos: [{ content: 'Write the module', status }, { content: 'Test the module', status }] })
+    fake.enqueue(
+      streamResponse([{ toolCall: { id: 'call-p1', name: 'todo_write', arguments: plan('in_progress') } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'call-p2', name: 'todo_write', arguments: plan('completed') } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Plan finished.' }, { finish: 'stop', usage }]),
+    )
+    const pinned = page.locator('.dock [data-testid="todo-strip"]')
+    await page.getByTestId('composer').fill('make a plan and do it')
+    await page.getByTestId('composer').press('Enter')
+    await page.locator('.markdown', { hasText: 'Plan finished.' }).waitFor()
+    await idle()
+    const hold = gate()
+    fake.enqueue(streamResponse([{ text: 'A later turn' }, { until: hold.promise }, { text: ' ends.' }, { finish: 'stop', usage }]))
+    await page.getByTestId('composer').fill('something else')
+    await page.getByTestId('composer').press('Enter')
+    await page.locator('.streaming-text', { hasText: 'A later turn' }).waitFor()
+    expect(await pinned.count()).toBe(0)
+    hold.open()
+    await page.locator('.markdown', { hasText: 'A later turn ends.' }).waitFor()
+    await idle()
+    // A plan with open items stays pinned across turns.
+    fake.enqueue(
+      streamResponse([{ toolCall: { id: 'call-p3', name: 'todo_write', arguments: plan('pending') } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Planned only.' }, { finish: 'stop', usage }]),
+    )
+    await page.getByTestId('composer').fill('plan only')
+    await page.getByTestId('composer').press('Enter')
+    await page.locator('.markdown', { hasText: 'Planned only.' }).waitFor()
+    await idle()
+    expect(await pinned.count()).toBe(1)
+  })
 })

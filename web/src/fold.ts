@@ -80,6 +80,11 @@ export class LogFold {
     const data = event.data
     switch (event.type) {
       case 'turn/start':
+        // A finished plan is not pinned into later turns (it stays inline where it was written).
+        if (this.todos.length > 0 && this.todos.every(todo => todo.status === 'completed')) {
+          this.todos = []
+          this.version += 1
+        }
         this.turnUsage = {}
         this.turnStart.set(data.turn, event.time)
         return
