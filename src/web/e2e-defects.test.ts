@@ -194,4 +194,26 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     await idle()
     expect(await pinned.count()).toBe(1)
   })
+
+  it('7: sessions that never got a prompt are not listed', async () => {
+    const untitled = page.getByTestId('session-row').filter({ hasText: 'Untitled session' })
+    for (let i = 0; i < 2; i++) {
+      await page.getByTestId('new-session').click()
+      await page.getByTestId('create-session').click()
+      await page.getByTestId('composer').waitFor()
+    }
+    // The open one may show while it is open; the one left before it is gone.
+    expect(await untitled.count()).toBeLessThanOrEqual(1)
+    await page.reload()
+    await page.getByTestId('composer').waitFor()
+    await page.getByTestId('session-row').first().waitFor()
+    expect(await untitled.count()).toBeLessThanOrEqual(1)
+    await page.getByTestId('session-row').filter({ hasText: 'run a failing command' }).click()
+    await page.getByTestId('user-message').first().waitFor()
+    await expect.poll(() => untitled.count()).toBe(0)
+    const listed = await page.request.post(web.origin + '/api/sessions.list', { data: {}, headers: { 'X-Dsh-Token': 'defects-token-0123456789abcdef' } })
+    const sessions = (await listed.json()).result as { turns: number }[]
+    expect(sessions.length).toBeGreaterThan(0)
+    expect(sessions.filter(session => session.turns === 0)).toEqual([])
+  })
 })

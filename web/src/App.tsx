@@ -147,6 +147,8 @@ function Sidebar(props: {
     const needle = query.trim().toLowerCase()
     const byCwd = new Map<string, SessionSummary[]>()
     for (const session of props.sessions) {
+      // Sessions that never got a prompt are not listed, except the one open now.
+      if (session.turns === 0 && session.title === null && session.status !== 'running' && session.id !== props.selected) continue
       if (needle && !(session.title ?? '').toLowerCase().includes(needle) && !session.id.includes(needle)) continue
       const cwd = session.cwd ?? '(no folder)'
       let list = byCwd.get(cwd)
