@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
-import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { FakeDeepSeek, errorResponse, streamResponse } from '../../test-support/fake-deepseek.js'
 import { repoRoot } from '../../test-support/run-dsh.js'
 import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
 import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
@@ -39,7 +39,8 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     fake = await FakeDeepSeek.start()
     home = mkdtempSync(join(tmpdir(), 'dsh-web-defects-home-'))
     work = mkdtempSync(join(tmpdir(), 'dsh-web-defects-work-'))
-    writeFileSync(join(home, 'test.patch.yml'), `- id: session-title\n  config:\n    llm: false\n`)
+    // Short, bounded retries so a model-server outage ends the turn quickly.
+    writeFileSync(join(home, 'test.patch.yml'), `- id: session-title\n  config:\n    llm: false\n- id: llm-retry\n  config:\n    maxRetries: 2\n    baseDelayMs: 20\n    maxDelayMs: 40\n    jitter: 0\n`)
     web = await startDshWeb({
       cwd: work,
       args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', 'defects-token-0123456789abcdef'],
@@ -215,5 +216,31 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     const sessions = (await listed.json()).result as { turns: number }[]
     expect(sessions.length).toBeGreaterThan(0)
     expect(sessions.filter(session => session.turns === 0)).toEqual([])
+  })
+
+  it('8: a model server outage shows one live retry line, marks the partial text interrupted, and offers Retry', async () => {
+    const hold = gate()
+    const down = { error: { message: 'Service Unavailable', type: 'server_error' } }
+    fake.enqueue(
+      streamResponse([{ text: 'Half a sen' }], { done: false, end: 'destroy' }),
+      { status: 503, segments: [{ until: hold.promise }, JSON.stringify(down)] },
+      errorResponse(503, down),
+    )
+    await page.getByTestId('composer').fill('the server goes down')
+    await page.getByTestId('composer').press('Enter')
+    const line = page.getByTestId('retry-line')
+    await line.filter({ hasText: /attempt 1 of 2/ }).waitFor()
+    expect(await line.count()).toBe(1)
+    hold.open()
+    await page.getByTestId('retry-button').waitFor()
+    expect(await line.count()).toBe(1)
+    expect(await line.textContent()).toMatch(/2 retries/)
+    expect(await page.getByTestId('interrupted').count()).toBeGreaterThan(0)
+    expect(await page.locator('.assistant-row', { hasText: 'Half a sen' }).getByTestId('interrupted').count()).toBe(1)
+    await idle()
+    fake.enqueue(streamResponse([{ text: 'Back online.' }, { finish: 'stop', usage }]))
+    await page.getByTestId('retry-button').click()
+    await page.locator('.markdown', { hasText: 'Back online.' }).waitFor()
+    await idle()
   })
 })

@@ -486,7 +486,7 @@ function Chat(props: {
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
           {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
-          {visible.map(item => <Row key={item.key} item={item} sessionId={id} onSelect={props.onSelect} onError={report} />)}
+          {visible.map((item, index) => <Row key={item.key} item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} />)}
           {status === 'running' && !items.some(item => item.kind === 'assistant' && item.streaming) ? <div className="thinking" data-testid="thinking"><span className="spinner" /> Working…</div> : null}
         </div>
       </div>
@@ -602,7 +602,25 @@ const Markdown = memo(function Markdown({ text }: { text: string }) {
   return <div className="markdown" dangerouslySetInnerHTML={{ __html: html }} />
 })
 
-const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: Item; sessionId: string; onSelect(id: string): void; onError(error: unknown): void }) {
+/** The one live line of a retried model request: attempt n of N, the cause, and the next try. */
+function RetryLine({ item }: { item: Extract<Item, { kind: 'retry' }> }) {
+  const of = item.maxRetries === null ? '' : ` of ${item.maxRetries}`
+  const [now, setNow] = useState(() => Date.now())
+  const due = item.time + item.delayMs
+  useEffect(() => {
+    if (item.state !== 'waiting' || now >= due) return
+    const timer = setTimeout(() => setNow(Date.now()), Math.min(1000, Math.max(50, due - now)))
+    return () => clearTimeout(timer)
+  }, [item.state, now, due])
+  const next = item.state === 'waiting' ? (now < due ? ` · next try in ${Math.ceil((due - now) / 1000)} s` : ' · retrying…')
+    : item.state === 'trying' ? ' · retrying now…' : ''
+  const text = item.state === 'failed' ? `The model server did not answer after ${item.retry} ${item.retry === 1 ? 'retry' : 'retries'} · last cause ${item.cause}`
+    : item.state === 'recovered' ? `Recovered after ${item.retry} ${item.retry === 1 ? 'retry' : 'retries'} (${item.cause})`
+      : `Model request failed · attempt ${item.retry}${of} · ${item.cause}${next}`
+  return <div className={`notice retry-line ${item.state === 'failed' ? 'error' : item.state === 'recovered' ? 'info' : 'warning'}`} role="status" data-testid="retry-line">{text}</div>
+}
+
+const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { item: Item; sessionId: string; isLast?: boolean; onSelect(id: string): void; onError(error: unknown): void }) {
   switch (item.kind) {
     case 'user':
       return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.text}</div></div>
@@ -617,6 +635,7 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
           ) : null}
           {item.text ? (item.streaming ? <div className="markdown streaming-text">{item.text}<span className="caret" /></div> : <Markdown text={item.text} />) : null}
           {item.calls.map(toolCall => <ToolCallCard key={toolCall.id} call={toolCall} />)}
+          {item.interrupted ? <div className="interrupted-tag" data-testid="interrupted">interrupted</div> : null}
         </div>
       )
     case 'turn-end': {
@@ -626,7 +645,10 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
       }
       return (
         <div className="turn-end" data-testid="turn-end">
-          {end.level ? <div className={`notice ${end.level}`}>{end.text}</div> : null}
+          {end.level ? <div className={`notice ${end.level}`}>{end.text}
+            {item.reason?.kind === 'error' && item.prompt && isLast ? (
+              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt }).catch(onError)} data-testid="retry-button">Retry</button>
+            ) : null}</div> : null}
           <div className="turn-meta">
             {item.usage.inputTokens || item.usage.outputTokens ? <span>{usageLine(item.usage)}</span> : null}
             {item.durationMs !== undefined ? <span>{formatMs(item.durationMs)}</span> : null}
@@ -637,6 +659,8 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
     }
     case 'notice':
       return <div className={`notice ${item.level}`} data-testid="notice">{item.text}</div>
+    case 'retry':
+      return <RetryLine item={item} />
     case 'approval':
       return <ApprovalCard item={item} onError={onError} />
   }
