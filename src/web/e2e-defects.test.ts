@@ -243,4 +243,29 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     await page.locator('.markdown', { hasText: 'Back online.' }).waitFor()
     await idle()
   })
+
+  it('2: a long finished session opens on its newest message', async () => {
+    const token = { 'X-Dsh-Token': 'defects-token-0123456789abcdef' }
+    const api = async (method: string, params: object) => (await (await page.request.post(`${web.origin}/api/${method}`, { data: params, headers: token })).json()).result
+    const { id } = await api('sessions.create', { cwd: '' })
+    const long = Array.from({ length: 30 }, (_, index) => `Paragraph ${index}: ${'words that wrap across the line '.repeat(6)}`).join('\n\n')
+    const turns = 40
+    for (let turn = 1; turn <= turns; turn++) {
+      fake.enqueue(streamResponse([{ text: `${long}\n\nEnd of answer ${turn}.` }, { finish: 'stop', usage }]))
+      await api('prompt', { id, text: `question ${turn}` })
+      await expect.poll(async () => (await api('sessions.history', { id })).summary.status === 'idle' && (await api('sessions.history', { id })).summary.turns === turn).toBe(true)
+    }
+    await page.goto(`${web.origin}/?session=${id}`)
+    const last = page.locator('.markdown', { hasText: `End of answer ${turns}.` })
+    await last.waitFor()
+    const gap = () => page.getByTestId('conversation').evaluate(element => element.scrollHeight - element.scrollTop - element.clientHeight)
+    await expect.poll(gap).toBeLessThan(4)
+    // Two frames later it is still at the bottom (no late jump from rows measured after the scroll).
+    await page.evaluate(() => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve))))
+    expect(await gap()).toBeLessThan(4)
+    expect(await last.isVisible()).toBe(true)
+    const box = await last.boundingBox()
+    const view = await page.getByTestId('conversation').boundingBox()
+    expect(box!.y + box!.height).toBeLessThanOrEqual(view!.y + view!.height + 1)
+  }, 120_000)
 })

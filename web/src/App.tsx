@@ -441,6 +441,19 @@ function Chat(props: {
     if (element && stick.current) element.scrollTop = element.scrollHeight
   }, [items, loaded])
 
+  // Rows use content-visibility: their real heights are known only once they are laid out, so
+  // the first scroll to the bottom lands short. While pinned to the bottom, every size change of
+  // the content scrolls to the bottom again.
+  const inner = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    const element = scroller.current
+    const content = inner.current
+    if (!element || !content || typeof ResizeObserver === 'undefined') return
+    const observer = new ResizeObserver(() => { if (stick.current) element.scrollTop = element.scrollHeight })
+    observer.observe(content)
+    return () => observer.disconnect()
+  }, [])
+
   const onScroll = () => {
     const element = scroller.current
     if (!element) return
@@ -482,7 +495,7 @@ function Chat(props: {
     <div className="chat">
       <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onError={report} />
       <div className="conversation" ref={scroller} onScroll={onScroll} onClick={copyCode} data-testid="conversation">
-        <div className="conversation-inner">
+        <div className="conversation-inner" ref={inner}>
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
           {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
