@@ -49,7 +49,8 @@ describe('LogFold', () => {
       ev('turn/end', { turn: 1, reason: { kind: 'error', error: { code: 'AUTH', message: 'bad key' } } })])
     expect(fold.items.some(item => item.kind === 'user')).toBe(false)
     expect(fold.todos).toHaveLength(2)
-    expect(fold.items.find(item => item.kind === 'notice')).toMatchObject({ level: 'warning', text: expect.stringContaining('retry 1/3 in 2s') })
+    // One retry line per retried step, settled as failed when the turn ends in an error.
+    expect(fold.items.filter(item => item.kind === 'retry')).toMatchObject([{ retry: 1, maxRetries: 3, delayMs: 2000, state: 'failed', cause: 'RATE_LIMITED 429: slow down' }])
     expect(describeEnd((fold.items.at(-1) as { reason: unknown }).reason)).toEqual({ level: 'error', text: 'AUTH: bad key' })
   })
 

@@ -222,7 +222,8 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     const parent = new URL(page.url()).searchParams.get('session')
     await page.getByTestId('fork').click()
     await expect.poll(() => new URL(page.url()).searchParams.get('session')).not.toBe(parent)
-    await page.getByTestId('session-row').filter({ hasText: 'Folder listing (fork)' }).waitFor()
+    // A fork is listed under the session it came from (a child row).
+    await page.locator('.session-row').filter({ hasText: 'Folder listing (fork)' }).waitFor()
     await page.getByTestId('user-message').filter({ hasText: 'list the folder please' }).waitFor()
     await shoot('fork')
   })

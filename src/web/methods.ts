@@ -339,7 +339,9 @@ export class WebApiPlugin extends Service implements WebApiService {
         byId.set(stored.id, { ...stored, status: 'idle' })
       }
       for (const session of root.sessions.list()) byId.set(session.id, this.summary(session))
-      return [...byId.values()].sort((a, b) => b.updatedAt - a.updatedAt)
+      // A session that never got a prompt (Start session, a prompt refused for a missing key, a
+      // rejected run) is not listed: it stays reachable by id until its first turn.
+      return [...byId.values()].filter(listable).sort((a, b) => b.updatedAt - a.updatedAt)
     })
 
     add('sessions.create', params => {
@@ -548,4 +550,9 @@ export class WebApiPlugin extends Service implements WebApiService {
     inbox.splice.call(agent.inbox, target, index, 1, inserted)
     return { inbox: inboxSnapshot(agent) }
   }
+}
+
+/** Whether the session list shows a session: it had a turn, was named, or is running. */
+export function listable(summary: Pick<SessionSummary, 'turns' | 'title' | 'status'>): boolean {
+  return summary.turns > 0 || summary.title !== null || summary.status === 'running'
 }

@@ -162,7 +162,9 @@ export class WebServer {
       }
       if (!this.authorised(request)) return this.page(response, 401, NO_TOKEN_PAGE)
     }
-    const relative = normalize(decodePath(isPage ? '/index.html' : url.pathname)).replace(/^([/\\])+/, '')
+    // Browsers ask for /favicon.ico on their own: answer with the app's icon instead of a 404.
+    const wanted = isPage ? '/index.html' : url.pathname === '/favicon.ico' ? '/favicon.svg' : url.pathname
+    const relative = normalize(decodePath(wanted)).replace(/^([/\\])+/, '')
     const path = join(this.staticDir, relative)
     if (!path.startsWith(this.staticDir.endsWith(sep) ? this.staticDir : this.staticDir + sep) || !existsSync(path) || !statSync(path).isFile()) {
       if (isPage) return this.page(response, 500, '<p>The browser app is not built: run <code>npm run build</code>.</p>')

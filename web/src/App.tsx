@@ -41,6 +41,24 @@ function setUrlSession(id: string | null): void {
   history.replaceState(null, '', url)
 }
 
+/** Calls `onEscape` when Escape is pressed anywhere on the page (dialogs, Settings, the drawer). */
+function useEscape(onEscape: () => void, active = true): void {
+  const latest = useRef(onEscape)
+  latest.current = onEscape
+  useEffect(() => {
+    if (!active) return
+    const listener = (event: KeyboardEvent) => {
+      if (event.key !== 'Escape' || event.defaultPrevented) return
+      // An input that handles Escape itself (title rename, queue edit) keeps it.
+      const target = event.target as HTMLElement | null
+      if (target?.closest('[data-own-escape]')) return
+      latest.current()
+    }
+    window.addEventListener('keydown', listener)
+    return () => window.removeEventListener('keydown', listener)
+  }, [active])
+}
+
 export function App() {
   const [theme, setTheme] = useState<Theme>(initialTheme)
   const [sessions, setSessions] = useState<SessionSummary[]>([])
@@ -81,13 +99,22 @@ export function App() {
   }, [])
 
   const current = sessions.find(entry => entry.id === selected)
+  // Below 760 px the sidebar is a drawer opened by the menu button.
+  const [drawer, setDrawer] = useState(false)
+  useEscape(() => setDrawer(false), drawer)
+  const closing = <T extends unknown[]>(action: (...args: T) => void) => (...args: T) => { setDrawer(false); action(...args) }
 
   return (
-    <div className="app">
-      <Sidebar sessions={sessions} selected={selected} onSelect={select} onNew={() => { setView('new') }}
-        onSettings={() => setView('settings')} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')} />
+    <div className={`app ${drawer ? 'drawer-open' : ''}`}>
+      <Sidebar sessions={sessions} selected={selected} onSelect={closing(select)} onNew={closing(() => { setView('new') })}
+        onSettings={closing(() => setView('settings'))} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')} />
+      {drawer ? <div className="drawer-backdrop" onClick={() => setDrawer(false)} data-testid="drawer-backdrop" /> : null}
       <DelegationContext.Provider value={{ sessionId: selected, sessions, onSelect: select }}>
       <main className="main">
+        <div className="mobile-bar">
+          <button className="icon-button menu-button" aria-label="Sessions and settings" aria-expanded={drawer} onClick={() => setDrawer(!drawer)} data-testid="menu-button">☰</button>
+          <span className="logo">dsh</span>
+        </div>
         {connection !== 'open' ? (
           <div className="banner" role="status">{connection === 'retrying' ? 'Reconnecting to dsh web…' : 'The dsh web server is not answering. Retrying; if it was restarted with a new token, open the link it printed.'}</div>
         ) : null}
@@ -120,6 +147,8 @@ function Sidebar(props: {
     const needle = query.trim().toLowerCase()
     const byCwd = new Map<string, SessionSummary[]>()
     for (const session of props.sessions) {
+      // Sessions that never got a prompt are not listed, except the one open now.
+      if (session.turns === 0 && session.title === null && session.status !== 'running' && session.id !== props.selected) continue
       if (needle && !(session.title ?? '').toLowerCase().includes(needle) && !session.id.includes(needle)) continue
       const cwd = session.cwd ?? '(no folder)'
       let list = byCwd.get(cwd)
@@ -237,6 +266,7 @@ function Settings(props: { onClose(): void }) {
     call('models.list').then(result => { setModels(result.models); setEffective(result.default) }, () => {})
   }, [])
   useEffect(load, [load])
+  useEscape(props.onClose)
   const saveKey = async (name: string) => {
     try {
       await call('credentials.set', { name, value: keys[name] ?? '' })
@@ -411,6 +441,19 @@ function Chat(props: {
     if (element && stick.current) element.scrollTop = element.scrollHeight
   }, [items, loaded])
 
+  // Rows use content-visibility: their real heights are known only once they are laid out, so
+  // the first scroll to the bottom lands short. While pinned to the bottom, every size change of
+  // the content scrolls to the bottom again.
+  const inner = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    const element = scroller.current
+    const content = inner.current
+    if (!element || !content || typeof ResizeObserver === 'undefined') return
+    const observer = new ResizeObserver(() => { if (stick.current) element.scrollTop = element.scrollHeight })
+    observer.observe(content)
+    return () => observer.disconnect()
+  }, [])
+
   const onScroll = () => {
     const element = scroller.current
     if (!element) return
@@ -452,18 +495,18 @@ function Chat(props: {
     <div className="chat">
       <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onError={report} />
       <div className="conversation" ref={scroller} onScroll={onScroll} onClick={copyCode} data-testid="conversation">
-        <div className="conversation-inner">
+        <div className="conversation-inner" ref={inner}>
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
           {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
-          {visible.map(item => <Row key={item.key} item={item} sessionId={id} onSelect={props.onSelect} onError={report} />)}
+          {visible.map((item, index) => <Row key={item.key} item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} />)}
           {status === 'running' && !items.some(item => item.kind === 'assistant' && item.streaming) ? <div className="thinking" data-testid="thinking"><span className="spinner" /> Working…</div> : null}
         </div>
       </div>
       <div className="dock">
         {todos.length > 0 ? <TodoStrip todos={todos} /> : null}
-        <QueueDock id={id} inbox={inbox} onInbox={setInbox} onError={report} />
-        <Composer sessionId={id} running={status === 'running'} onSend={send} onStop={() => call('cancel', { id }).catch(report)} />
+        <QueueDock id={id} running={status === 'running'} inbox={inbox} onInbox={setInbox} onError={report} />
+        <Composer sessionId={id} running={status === 'running'} onSend={send} onStop={() => call('cancel', { id, keepInbox: true }).catch(report)} />
       </div>
     </div>
   )
@@ -524,7 +567,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
     <header className="chat-header">
       <div className="chat-title">
         {editing ? (
-          <input autoFocus className="title-input" value={draft} onChange={event => setDraft(event.target.value)} data-testid="title-input"
+          <input autoFocus data-own-escape className="title-input" value={draft} onChange={event => setDraft(event.target.value)} data-testid="title-input"
             onBlur={() => void rename()} onKeyDown={event => { if (event.key === 'Enter') void rename(); if (event.key === 'Escape') setEditing(false) }} />
         ) : (
           <h1 title="Rename" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="chat-title">{props.title}</h1>
@@ -572,7 +615,25 @@ const Markdown = memo(function Markdown({ text }: { text: string }) {
   return <div className="markdown" dangerouslySetInnerHTML={{ __html: html }} />
 })
 
-const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: Item; sessionId: string; onSelect(id: string): void; onError(error: unknown): void }) {
+/** The one live line of a retried model request: attempt n of N, the cause, and the next try. */
+function RetryLine({ item }: { item: Extract<Item, { kind: 'retry' }> }) {
+  const of = item.maxRetries === null ? '' : ` of ${item.maxRetries}`
+  const [now, setNow] = useState(() => Date.now())
+  const due = item.time + item.delayMs
+  useEffect(() => {
+    if (item.state !== 'waiting' || now >= due) return
+    const timer = setTimeout(() => setNow(Date.now()), Math.min(1000, Math.max(50, due - now)))
+    return () => clearTimeout(timer)
+  }, [item.state, now, due])
+  const next = item.state === 'waiting' ? (now < due ? ` · next try in ${Math.ceil((due - now) / 1000)} s` : ' · retrying…')
+    : item.state === 'trying' ? ' · retrying now…' : ''
+  const text = item.state === 'failed' ? `The model server did not answer after ${item.retry} ${item.retry === 1 ? 'retry' : 'retries'} · last cause ${item.cause}`
+    : item.state === 'recovered' ? `Recovered after ${item.retry} ${item.retry === 1 ? 'retry' : 'retries'} (${item.cause})`
+      : `Model request failed · attempt ${item.retry}${of} · ${item.cause}${next}`
+  return <div className={`notice retry-line ${item.state === 'failed' ? 'error' : item.state === 'recovered' ? 'info' : 'warning'}`} role="status" data-testid="retry-line">{text}</div>
+}
+
+const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { item: Item; sessionId: string; isLast?: boolean; onSelect(id: string): void; onError(error: unknown): void }) {
   switch (item.kind) {
     case 'user':
       return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.text}</div></div>
@@ -587,6 +648,7 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
           ) : null}
           {item.text ? (item.streaming ? <div className="markdown streaming-text">{item.text}<span className="caret" /></div> : <Markdown text={item.text} />) : null}
           {item.calls.map(toolCall => <ToolCallCard key={toolCall.id} call={toolCall} />)}
+          {item.interrupted ? <div className="interrupted-tag" data-testid="interrupted">interrupted</div> : null}
         </div>
       )
     case 'turn-end': {
@@ -596,7 +658,10 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
       }
       return (
         <div className="turn-end" data-testid="turn-end">
-          {end.level ? <div className={`notice ${end.level}`}>{end.text}</div> : null}
+          {end.level ? <div className={`notice ${end.level}`}>{end.text}
+            {item.reason?.kind === 'error' && item.prompt && isLast ? (
+              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt }).catch(onError)} data-testid="retry-button">Retry</button>
+            ) : null}</div> : null}
           <div className="turn-meta">
             {item.usage.inputTokens || item.usage.outputTokens ? <span>{usageLine(item.usage)}</span> : null}
             {item.durationMs !== undefined ? <span>{formatMs(item.durationMs)}</span> : null}
@@ -607,6 +672,8 @@ const Row = memo(function Row({ item, sessionId, onSelect, onError }: { item: It
     }
     case 'notice':
       return <div className={`notice ${item.level}`} data-testid="notice">{item.text}</div>
+    case 'retry':
+      return <RetryLine item={item} />
     case 'approval':
       return <ApprovalCard item={item} onError={onError} />
   }
@@ -688,7 +755,7 @@ function PresetPicker(props: { id: string; onError(error: unknown): void }) {
   )
 }
 
-function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: InboxSnapshot): void; onError(error: unknown): void }) {
+function QueueDock(props: { id: string; running: boolean; inbox: InboxSnapshot; onInbox(inbox: InboxSnapshot): void; onError(error: unknown): void }) {
   const entries = [
     ...props.inbox.nextStep.map((entry, index) => ({ ...entry, target: 'next-step' as const, index })),
     ...props.inbox.nextTurn.map((entry, index) => ({ ...entry, target: 'next-turn' as const, index })),
@@ -702,14 +769,15 @@ function QueueDock(props: { id: string; inbox: InboxSnapshot; onInbox(inbox: Inb
   }
   return (
     <div className="queue" data-testid="queue">
-      <div className="queue-head">Queued</div>
+      {/* Stop keeps queued input (cancel with keepInbox): it waits here and runs with the next message. */}
+      <div className="queue-head">{props.running ? 'Queued' : 'Queued · kept after Stop, sent with your next message'}</div>
       {entries.map(entry => {
         const key = `${entry.target}:${entry.index}`
         return (
           <div className="queue-item" key={key} data-testid="queue-item">
             <span className={`badge ${entry.target === 'next-step' ? 'warn' : ''}`}>{entry.target === 'next-step' ? 'steer' : 'next'}</span>
             {editing === key ? (
-              <input autoFocus value={draft} onChange={event => setDraft(event.target.value)}
+              <input autoFocus data-own-escape value={draft} onChange={event => setDraft(event.target.value)}
                 onKeyDown={event => { if (event.key === 'Enter') void act('inbox.edit', { target: entry.target, index: entry.index, text: draft }); if (event.key === 'Escape') setEditing(null) }} />
             ) : <span className="queue-text">{entry.text}</span>}
             <button className="link-button" onClick={() => { setEditing(key); setDraft(entry.text) }}>Edit</button>

@@ -29,8 +29,19 @@ export function toolCard(name: string): ToolCard {
   return cards.get(name) ?? (name.startsWith('mcp__') ? McpCard : JsonCard)
 }
 
-function parseArgs(raw: string): any {
-  try { return JSON.parse(raw) } catch { return undefined }
+/**
+ * Arguments as JSON, or, while they still stream (`{"command":"ec`), the string fields read so far:
+ * cards show the command or path as it arrives instead of raw partial JSON. Undefined when nothing
+ * can be read yet.
+ */
+export function parseArgs(raw: string): any {
+  try { return JSON.parse(raw) } catch { /* still streaming, or not JSON */ }
+  if (!raw.trimStart().startsWith('{')) return undefined
+  const fields: Record<string, string> = {}
+  for (const match of raw.matchAll(/"([A-Za-z_][\w]*)"\s*:\s*"((?:[^"\\]|\\.)*)(\\?)/g)) {
+    try { fields[match[1]!] = JSON.parse(`"${match[2]}"`) } catch { /* a cut escape: skip the field */ }
+  }
+  return Object.keys(fields).length > 0 ? fields : undefined
 }
 
 function duration(call: ToolCallView): string {
@@ -86,12 +97,14 @@ const BashCard: ToolCard = (props) => {
   // SB-4: the sandbox's denial marker lines are drawn apart from the output.
   const denials = full.split('\n').filter(line => line.startsWith('[sandbox: '))
   const output = denials.length > 0 ? full.split('\n').filter(line => !line.startsWith('[sandbox: ')).join('\n') : full
+  // A non-zero exit or a timeout is a failure even when the tool result itself is not an error.
+  const failed = result !== undefined && ((typeof exit === 'number' && exit !== 0) || result.meta?.timedOut === true)
   return (
-    <ToolShell icon="❯" testId="card-bash" state={state(props)}
+    <ToolShell icon="❯" testId="card-bash" state={failed ? 'error' : state(props)}
       title={<span className="mono">{args?.description ?? 'bash'}</span>}
       meta={<>{exit !== undefined && exit !== null ? <span className={`exit ${exit === 0 ? 'ok' : 'bad'}`}>exit {exit}</span> : null}{result?.meta?.timedOut ? <span className="exit bad">timed out</span> : null}<span>{duration(call)}</span></>}>
       <div className="terminal">
-        <div className="terminal-cmd"><span className="prompt">$</span><code dangerouslySetInnerHTML={{ __html: highlight(args?.command ?? call.arguments, 'bash') }} /></div>
+        <div className="terminal-cmd"><span className="prompt">$</span><code dangerouslySetInnerHTML={{ __html: highlight(typeof args?.command === 'string' ? args.command : args === undefined && !props.running ? call.arguments : '', 'bash') }} /></div>
         {result ? <Output text={output || '(no output)'} /> : <div className="terminal-wait">running…</div>}
         {denials.length > 0 ? <div className="sandbox-denial" role="note" data-testid="sandbox-denial">{denials.map(line => <div key={line}>{line}</div>)}</div> : null}
       </div>

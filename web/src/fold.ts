@@ -19,8 +19,10 @@ export interface ToolCallView {
 
 export type Item =
   | { kind: 'user'; key: string; seq: number; text: string; time: number }
-  | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number }
-  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number }
+  | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number; interrupted?: boolean }
+  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string }
+  /** One line per retried model request: updated in place by every retry of the same step. */
+  | { kind: 'retry'; key: string; seq: number; retry: number; maxRetries: number | null; cause: string; delayMs: number; time: number; state: 'waiting' | 'trying' | 'failed' | 'recovered' }
   | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
   | { kind: 'approval'; key: string; seq: number; id: string; toolName: string; callId: string; reason: string; arguments: string; outcome?: string; time: number }
 
@@ -47,6 +49,10 @@ export class LogFold {
   private turnStart = new Map<number, number>()
   private readonly toolStarts = new Map<string, number>()
   private readonly callArgs = new Map<string, string>()
+  /** The retry line of the step being retried, until the step lands or the turn ends. */
+  private openRetry: string | undefined
+  /** The latest user prompt, offered again by Retry after a failed turn. */
+  private lastPrompt: string | undefined
 
   private put(item: Item): void {
     const index = this.byKey.get(item.key)
@@ -80,12 +86,18 @@ export class LogFold {
     const data = event.data
     switch (event.type) {
       case 'turn/start':
+        // A finished plan is not pinned into later turns (it stays inline where it was written).
+        if (this.todos.length > 0 && this.todos.every(todo => todo.status === 'completed')) {
+          this.todos = []
+          this.version += 1
+        }
         this.turnUsage = {}
         this.turnStart.set(data.turn, event.time)
         return
       case 'user/message':
         if (data.source?.kind !== 'user') return
         this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: textOf(data.content), time: event.time })
+        this.lastPrompt = textOf(data.content)
         break
       case 'assistant/chunk':
         this.chunk(event)
@@ -103,8 +115,9 @@ export class LogFold {
         this.put({
           kind: 'assistant', key, seq: previous?.seq ?? event.seq, turn: data.turn, step: data.step,
           text: textOf(content), reasoning: content.filter(block => block.type === 'reasoning').map(block => block.text).join(''),
-          streaming: false, calls, usage: data.usage, time: event.time,
+          streaming: false, calls, usage: data.usage, time: event.time, ...data.interrupted === true ? { interrupted: true } : {},
         })
+        this.settleRetry('recovered')
         break
       }
       case 'approval/asked':
@@ -138,14 +151,29 @@ export class LogFold {
         break
       case 'turn/end': {
         const started = this.turnStart.get(data.turn)
-        this.put({ kind: 'turn-end', key: `e:${data.turn}`, seq: event.seq, turn: data.turn, reason: data.reason, usage: this.turnUsage, time: event.time, ...started === undefined ? {} : { durationMs: event.time - started } })
-        this.finishStreaming()
+        this.put({ kind: 'turn-end', key: `e:${data.turn}`, seq: event.seq, turn: data.turn, reason: data.reason, usage: this.turnUsage, time: event.time,
+          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt } })
+        this.finishStreaming(data.reason?.kind !== 'completed')
+        this.settleRetry(data.reason?.kind === 'error' ? 'failed' : 'recovered')
         break
       }
       case 'llm/retry': {
         const failure = data.failure ?? {}
-        const of = data.maxRetries == null ? '' : `/${data.maxRetries}`
-        this.put({ kind: 'notice', key: `r:${event.seq}`, seq: event.seq, level: 'warning', text: `Provider error ${failure.code ?? ''}${failure.status ? ` (${failure.status})` : ''}: ${failure.message ?? ''} — retry ${data.retry}${of} in ${Math.round((data.delayMs ?? 0) / 100) / 10}s`, time: event.time })
+        const key = `retry:${data.retryId ?? `${data.turn}:${data.step}`}`
+        const previous = this.get(key)
+        // The failed attempt's partial text stays, marked interrupted; the retry streams afresh.
+        this.interruptStep(`a:${data.turn}:${data.step}`, data.retry)
+        this.put({
+          kind: 'retry', key, seq: previous?.seq ?? event.seq, retry: data.retry, maxRetries: data.maxRetries ?? null, delayMs: data.delayMs ?? 0, time: event.time, state: 'waiting',
+          cause: `${failure.code ?? 'ERROR'}${failure.status ? ` ${failure.status}` : ''}${failure.message ? `: ${failure.message}` : ''}`,
+        })
+        this.openRetry = key
+        break
+      }
+      case 'llm/retry-started': {
+        const item = this.openRetry === undefined ? undefined : this.get(this.openRetry)
+        if (item?.kind !== 'retry') return
+        this.put({ ...item, state: 'trying' })
         break
       }
       case 'compaction/summary':
@@ -185,12 +213,29 @@ export class LogFold {
     this.put({ ...item, calls: item.calls.map(call => call.id === callId ? update(call) : call) })
   }
 
-  /** A turn that ended mid-stream (stop, error) leaves its partial step as it was, not streaming. */
-  private finishStreaming(): void {
+  /** A turn that ended mid-stream (stop, error) leaves its partial step as it was, not streaming (marked interrupted). */
+  private finishStreaming(interrupted: boolean): void {
     for (let index = this.items.length - 1; index >= 0 && index >= this.items.length - 8; index -= 1) {
       const item = this.items[index]
-      if (item.kind === 'assistant' && item.streaming) this.items[index] = { ...item, streaming: false }
+      if (item.kind === 'assistant' && item.streaming) this.items[index] = { ...item, streaming: false, ...interrupted && (item.text || item.calls.length > 0) ? { interrupted: true } : {} }
     }
+  }
+
+  /** A step whose request failed mid-stream: its partial item moves aside (interrupted) so the retry starts a new one. */
+  private interruptStep(key: string, retry: number): void {
+    const index = this.byKey.get(key)
+    const item = index === undefined ? undefined : this.items[index]
+    if (index === undefined || item?.kind !== 'assistant' || !item.streaming) return
+    const moved = `${key}:try${retry}`
+    this.byKey.delete(key)
+    this.byKey.set(moved, index)
+    this.items[index] = { ...item, key: moved, streaming: false, interrupted: true }
+  }
+
+  private settleRetry(state: 'failed' | 'recovered'): void {
+    const item = this.openRetry === undefined ? undefined : this.get(this.openRetry)
+    this.openRetry = undefined
+    if (item?.kind === 'retry') this.put({ ...item, state })
   }
 }
 
