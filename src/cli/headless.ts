@@ -16,6 +16,7 @@ import { isSandboxMode, SANDBOX_MODES, type SandboxMode } from '../sandbox/modes
 import { Progress } from './progress.js'
 import { UsageError } from './main.js'
 import { pickRoute } from '../host/route.js'
+import { followSessionCwd } from '../sdk/agents.js'
 import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
@@ -240,10 +241,16 @@ export class HeadlessApp extends Service {
   private async openAgent(args: HeadlessArgs, route: { provider: string; model: string }): Promise<Agent> {
     const { agents, host } = this.ctx
     const cwd = args.cwd ?? host.cwd
-    if (args.session === undefined) return agents.create({ cwd, loop: route })
-    const persistence = this.ctx.get('sessionPersistence')
-    if (persistence === undefined) throw new Error('--session needs a persistence row in the profile')
-    const { session } = await persistence.load(args.session)
-    return agents.create({ sessionId: session.id, loop: route })
+    let agent: Agent
+    if (args.session === undefined) agent = agents.create({ cwd, loop: route })
+    else {
+      const persistence = this.ctx.get('sessionPersistence')
+      if (persistence === undefined) throw new Error('--session needs a persistence row in the profile')
+      const { session } = await persistence.load(args.session)
+      agent = agents.create({ sessionId: session.id, loop: route })
+    }
+    // The session's folder (stored, or --cwd) is where tools run: the model is told the same.
+    await followSessionCwd(this.ctx, agent)
+    return agent
   }
 }
