@@ -203,6 +203,8 @@ export class HeadlessApp extends Service {
       if (from !== session) return
       if (stream) write({ type: 'session_event', sessionId: session.id, event })
       progress?.observe(event)
+      // Without the progress line (piped), each retry is one stderr line: which attempt, why.
+      if (progress === undefined && event.type === 'llm/retry') host.stderr.write(`dsh: ${describeRetry(event.data as RetryLine)}\n`)
       const denial = sandboxDenial(event)
       if (denial !== undefined) host.stderr.write(`dsh: ${denial} was denied by the sandbox (${approval?.mode(session) ?? 'confined'} mode). ${widerHint(approval?.mode(session))}\n`)
     })
@@ -253,4 +255,18 @@ export class HeadlessApp extends Service {
     await followSessionCwd(this.ctx, agent)
     return agent
   }
+}
+
+interface RetryLine {
+  readonly retry: number
+  readonly maxRetries: number | null
+  readonly delayMs: number
+  readonly failure: { readonly code?: string; readonly message?: string }
+}
+
+/** `model request failed (CODE: message); retrying, attempt n of N in 0.5s`. */
+export function describeRetry(data: RetryLine): string {
+  const cause = [data.failure.code, data.failure.message].filter(part => part !== undefined && part !== '').join(': ') || 'unknown error'
+  const of = data.maxRetries === null ? '' : ` of ${data.maxRetries}`
+  return `model request failed (${cause.split('\n')[0]}); retrying, attempt ${data.retry}${of} in ${(data.delayMs / 1000).toFixed(1)}s`
 }

@@ -5,7 +5,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { loadYaml } from './yaml.js'
+import { describeYamlError, loadYaml } from './yaml.js'
 
 export function resolveHome(env: NodeJS.ProcessEnv = process.env): string {
   const configured = env.DSH_HOME
@@ -44,7 +44,7 @@ function readYamlFile(path: string): unknown {
   try {
     return loadYaml().parse(text)
   } catch (error) {
-    throw new Error(`${path}: invalid YAML: ${(error as Error).message}`)
+    throw new Error(`${path}: invalid YAML ${describeYamlError(error)}`)
   }
 }
 
