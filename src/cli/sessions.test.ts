@@ -114,4 +114,23 @@ describe('dsh sessions', () => {
     expect(result.stderr).toMatch(/unknown argument "--bogus"/)
     expect(result.stdout).toBe('')
   })
+
+  it('`dsh sessions` shows how the last turn of each session ended (completed, error, or still open)', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    server.enqueue(streamResponse([{ text: 'fine' }, { finish: 'stop', usage }]))
+    const ok = await runDsh(['--profile', 'headless', '--output', 'stream-json', 'hello'], { cwd, env })
+    expect(ok.code).toBe(0)
+    const okId = JSON.parse(ok.stdout.trim().split('\n').at(-1)!).sessionId as string
+    const open = await storedOpenSession(home, cwd)
+    const listed = await runDsh(['sessions'], { cwd, env: { DSH_HOME: home } })
+    expect(listed.code).toBe(0)
+    const [head, ...rows] = listed.stdout.trimEnd().split('\n')
+    expect(head).toMatch(/\bLAST TURN\b/)
+    expect(rows.find(row => row.startsWith(okId))).toMatch(/\bcompleted\b/)
+    expect(rows.find(row => row.startsWith(open.id))).toMatch(/\bopen\b/)
+    const json = JSON.parse((await runDsh(['sessions', '--json'], { cwd, env: { DSH_HOME: home } })).stdout) as { id: string; lastTurn?: string }[]
+    expect(json.find(s => s.id === okId)?.lastTurn).toBe('completed')
+    expect(json.find(s => s.id === open.id)?.lastTurn).toBe('open')
+  })
 })

@@ -55,6 +55,12 @@ export interface StoredSessionSummary {
   readonly turns: number
   /** Stored event count (next seq). */
   readonly length: number
+  /**
+   * How the last turn ended (`turn/end` reason kind: completed, error, aborted...), `open` when
+   * it has started and not ended (running, or crashed); absent with no turns or when the
+   * backend does not track it.
+   */
+  readonly lastTurn?: string
 }
 
 /** Who holds a session's writer lock. */

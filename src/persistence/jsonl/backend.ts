@@ -47,6 +47,7 @@ interface SummaryCache {
   readonly length: number
   readonly turns: number
   readonly title: string | null
+  readonly lastTurn?: string
 }
 
 /** An append handle kept open, with the inode it was opened on. */
@@ -458,6 +459,7 @@ export class JsonlBackend implements PersistenceBackend {
       const header = checkHeader(JSON.parse(head.toString('utf8', 0, headerEnd)), file)
       const cache = await readSummaryCache(join(dir, SUMMARY_FILE), handle, info.size)
       let { length, turns, title } = cache ?? { length: 0, turns: 0, title: null as string | null }
+      let lastTurn = cache?.lastTurn
       const from = cache?.size ?? headerEnd + 1
       const buffer = await readRange(handle, from, info.size)
       let end = 0
@@ -472,18 +474,20 @@ export class JsonlBackend implements PersistenceBackend {
         }
         if (!isPlainObject(value)) continue
         length += lineEventCount(value as unknown as StoredLine)
-        if (value.type === 'turn/start') turns++
+        if (value.type === 'turn/start') turns++, lastTurn = 'open'
+        if (value.type === 'turn/end' && isPlainObject(value.data) && isPlainObject(value.data.reason) && typeof value.data.reason.kind === 'string') lastTurn = value.data.reason.kind
         if (value.type === 'session/title' && isPlainObject(value.data) && typeof value.data.title === 'string') title = value.data.title
       }
       if (end > 0 || cache === undefined) {
         const size = from + end
         const tail = (await readRange(handle, Math.max(0, size - 64), size)).toString('base64')
-        const next: SummaryCache = { size, tail, length, turns, title }
+        const next: SummaryCache = { size, tail, length, turns, title, ...(lastTurn !== undefined ? { lastTurn } : {}) }
         await writeFile(join(dir, SUMMARY_FILE), JSON.stringify(next), { mode: FILE_MODE }).catch(() => undefined)
       }
       return {
         id: header.id, title, cwd: header.cwd, parentSession: header.parentSession,
         createdAt: header.createdAt, updatedAt: Math.floor(info.mtimeMs), turns, length,
+        ...(lastTurn !== undefined ? { lastTurn } : {}),
       }
     } finally {
       await handle.close()
