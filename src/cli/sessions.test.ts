@@ -133,4 +133,19 @@ describe('dsh sessions', () => {
     expect(json.find(s => s.id === okId)?.lastTurn).toBe('completed')
     expect(json.find(s => s.id === open.id)?.lastTurn).toBe('open')
   })
+
+  it('S-13: a session of a newer format version is listed as unreadable (naming why), not dropped', async () => {
+    const { home, cwd } = tempHome()
+    const newer = await storedOpenSession(home, cwd)
+    const lines = readFileSync(newer.path, 'utf8').split('\n')
+    const header = JSON.parse(lines[0]!)
+    lines[0] = JSON.stringify({ ...header, version: header.version + 1 })
+    writeFileSync(newer.path, lines.join('\n'))
+    const listed = await runDsh(['sessions'], { cwd, env: { DSH_HOME: home } })
+    expect(listed.code).toBe(0)
+    const row = listed.stdout.split('\n').find(line => line.startsWith(newer.id))
+    expect(row).toMatch(/unreadable/)
+    const json = JSON.parse((await runDsh(['sessions', '--json'], { cwd, env: { DSH_HOME: home } })).stdout) as { id: string; unreadable?: string }[]
+    expect(json.find(s => s.id === newer.id)?.unreadable).toMatch(/newer than this runtime supports/)
+  })
 })

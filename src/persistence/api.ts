@@ -61,6 +61,12 @@ export interface StoredSessionSummary {
    * backend does not track it.
    */
   readonly lastTurn?: string
+  /**
+   * Set when the stored session cannot be read by this runtime (a newer format version, a
+   * damaged header): why. It is listed so it does not vanish; loading it fails with the same
+   * reason. The counts are then 0.
+   */
+  readonly unreadable?: string
 }
 
 /** Who holds a session's writer lock. */

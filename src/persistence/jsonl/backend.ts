@@ -167,9 +167,9 @@ export class JsonlBackend implements PersistenceBackend {
       if (project.startsWith('.')) continue
       for (const entry of await readdirOrEmpty(join(this.root, project))) {
         const dir = join(this.root, project, entry)
-        const summary = await this.chains.run(`list:${dir}`, () => this.summarise(dir)).catch(() => undefined)
+        const summary = await this.chains.run(`list:${dir}`, () => this.summarise(dir)).catch((error: unknown) => unreadableSummary(dir, error))
         if (summary === undefined) continue
-        this.index.set(summary.id, dir)
+        if (summary.unreadable === undefined) this.index.set(summary.id, dir)
         out.push(summary)
       }
     }
@@ -492,6 +492,35 @@ export class JsonlBackend implements PersistenceBackend {
     } finally {
       await handle.close()
     }
+  }
+}
+
+/**
+ * A stored session this runtime cannot read (a newer format version, a damaged header) is still
+ * listed, with why, as long as its header names an id: it must not vanish from lists.
+ */
+async function unreadableSummary(dir: string, error: unknown): Promise<StoredSessionSummary | undefined> {
+  try {
+    const file = join(dir, SESSION_FILE)
+    const handle = await open(file, 'r')
+    try {
+      const info = await handle.stat()
+      const head = await readRange(handle, 0, Math.min(info.size, 65536))
+      const end = head.indexOf(NEWLINE)
+      const header: unknown = JSON.parse(head.toString('utf8', 0, end < 0 ? head.length : end))
+      if (!isPlainObject(header) || typeof header.id !== 'string' || header.id === '') return undefined
+      return {
+        id: header.id, title: null,
+        ...(typeof header.cwd === 'string' ? { cwd: header.cwd } : {}),
+        createdAt: typeof header.createdAt === 'number' ? header.createdAt : Math.floor(info.mtimeMs),
+        updatedAt: Math.floor(info.mtimeMs), turns: 0, length: 0,
+        unreadable: error instanceof Error ? error.message : String(error),
+      }
+    } finally {
+      await handle.close()
+    }
+  } catch {
+    return undefined
   }
 }
 
