@@ -4,12 +4,12 @@
  * 127.0.0.1. Every frame the agent writes is validated against the library's protocol schemas.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { client, ndJsonStream, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
+import { client, ndJsonStream, RequestError, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ZodType } from 'zod'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
@@ -39,6 +39,7 @@ const RESPONSE_SCHEMAS: Readonly<Record<string, string>> = {
   'session/close': 'zCloseSessionResponse',
   'session/delete': 'zDeleteSessionResponse',
   'session/prompt': 'zPromptResponse',
+  'session/set_mode': 'zSetSessionModeResponse',
 }
 
 interface Editor {
@@ -70,7 +71,7 @@ function askPatch(): string {
   return patch
 }
 
-function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string }): Editor {
+function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string; buffers?: Map<string, string>; writes?: { path: string; content: string }[] }): Editor {
   const env: Record<string, string> = {}
   const vars = { ...process.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: options.key === false ? undefined : 'test-key', DSH_MODEL: undefined }
   for (const [key, value] of Object.entries(vars)) if (value !== undefined) env[key] = value
@@ -108,6 +109,20 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
       permissions.push(params)
       return { outcome: { outcome: 'selected', optionId: options.permission?.(params) ?? 'reject-once' } }
     })
+  if (options.buffers !== undefined) {
+    const buffers = options.buffers
+    app
+      .onRequest('fs/read_text_file', ({ params }) => {
+        const content = buffers.get(params.path)
+        if (content === undefined) throw new RequestError(-32002, `Resource not found: ${params.path}`)
+        return { content }
+      })
+      .onRequest('fs/write_text_file', ({ params }) => {
+        options.writes?.push({ path: params.path, content: params.content })
+        buffers.set(params.path, params.content)
+        return {}
+      })
+  }
   const connection = app.connect(ndJsonStream(output, input))
   return {
     child,
@@ -125,6 +140,8 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
         let value: unknown
         if (frame.method === 'session/update') [schema, value] = ['zSessionNotification', frame.params]
         else if (frame.method === 'session/request_permission') [schema, value] = ['zRequestPermissionRequest', frame.params]
+        else if (frame.method === 'fs/read_text_file') [schema, value] = ['zReadTextFileRequest', frame.params]
+        else if (frame.method === 'fs/write_text_file') [schema, value] = ['zWriteTextFileRequest', frame.params]
         else if (frame.result !== undefined) [schema, value] = [RESPONSE_SCHEMAS[methods.get(frame.id) ?? ''], frame.result]
         else if (frame.error !== undefined) continue
         if (schema === undefined) {
@@ -145,7 +162,9 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
   }
 }
 
-const kinds = (editor: Editor, sessionId: string) => editor.updates.filter(n => n.sessionId === sessionId).map(n => n.update)
+const allUpdates = (editor: Editor, sessionId: string) => editor.updates.filter(n => n.sessionId === sessionId).map(n => n.update)
+/** What the agent did (the command list it advertises is left out). */
+const kinds = (editor: Editor, sessionId: string) => allUpdates(editor, sessionId).filter(u => u.sessionUpdate !== 'available_commands_update')
 
 async function start(editor: Editor, cwd: string): Promise<string> {
   await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
@@ -165,6 +184,65 @@ describe('ACP through the official client library', () => {
       })
       expect(init.authMethods?.[0]).toMatchObject({ id: 'api-key', description: expect.stringContaining('DEEPSEEK_API_KEY') })
       expect(await editor.agent.request('authenticate', { methodId: 'api-key' })).toEqual({})
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+  })
+
+  it('permission presets are session modes: session/new names them, set_mode switches and the client hears current_mode_update; the command list arrives', async () => {
+    const { home, cwd } = tempHome()
+    const editor = openEditor({ home, cwd })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      const created = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      const sessionId = created.sessionId
+      expect(created.modes?.currentModeId).toBe('workspace-write')
+      expect(created.modes?.availableModes.map(mode => mode.id)).toEqual(['read-only', 'workspace-write', 'danger-full-access'])
+      expect(await editor.agent.request('session/set_mode', { sessionId, modeId: 'read-only' })).toEqual({})
+      await expect(editor.agent.request('session/set_mode', { sessionId, modeId: 'yolo' })).rejects.toMatchObject({ message: expect.stringContaining('unknown mode "yolo"') })
+      // Choosing the mode in force again changes nothing and says nothing (AP-5).
+      expect(await editor.agent.request('session/set_mode', { sessionId, modeId: 'read-only' })).toEqual({})
+      const updates = allUpdates(editor, sessionId)
+      expect(updates.filter(u => u.sessionUpdate === 'current_mode_update')).toEqual([{ sessionUpdate: 'current_mode_update', currentModeId: 'read-only' }])
+      const commands = updates.find(u => u.sessionUpdate === 'available_commands_update') as any
+      expect(commands.availableCommands.map((c: { name: string }) => c.name)).toEqual(expect.arrayContaining(['compact', 'model']))
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+  })
+
+  it('an editor that offers its file system: read sees the unsaved buffer, write and edit land in the editor, the fence still refuses a path outside the folder', async () => {
+    const { home, cwd } = tempHome()
+    const file = join(cwd, 'notes.txt')
+    writeFileSync(file, 'on disk\n')
+    const buffers = new Map([[file, 'unsaved buffer\n']])
+    const writes: { path: string; content: string }[] = []
+    // Outside every writable root of workspace-write (the session folder and the temp folders).
+    const outside = join(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : homedir(), 'dsh-acp-outside-')), 'x.txt')
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'r1', name: 'read', arguments: JSON.stringify({ file_path: 'notes.txt' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'e1', name: 'edit', arguments: JSON.stringify({ file_path: 'notes.txt', old_string: 'unsaved', new_string: 'edited' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'new.txt', content: 'fresh\n' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'w2', name: 'write', arguments: JSON.stringify({ file_path: outside, content: 'no\n' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'done' }, { finish: 'stop', usage }]),
+    )
+    const editor = openEditor({ home, cwd, buffers, writes })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } } })
+      const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      const before = server.requests.length
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit notes' }] })
+      const toolText = (index: number) => (server.requests[before + index]!.body.messages as { role: string; content: string }[]).filter(m => m.role === 'tool').at(-1)!.content
+      expect(toolText(1)).toContain('unsaved buffer')
+      expect(writes).toEqual([{ path: file, content: 'edited buffer\n' }, { path: join(cwd, 'new.txt'), content: 'fresh\n' }])
+      // The disk is the editor's business: nothing was written there by dsh.
+      expect(readFileSync(file, 'utf8')).toBe('on disk\n')
+      expect(existsSync(join(cwd, 'new.txt'))).toBe(false)
+      // Outside the session folder (workspace-write): refused before the editor is asked.
+      expect(toolText(4)).toMatch(/sandbox|denied|not allowed/i)
+      expect(existsSync(outside)).toBe(false)
       expect(editor.invalidFrames()).toEqual([])
     } finally {
       expect(await editor.close()).toBe(0)
@@ -222,7 +300,7 @@ describe('ACP through the official client library', () => {
       })
       // Every update precedes the prompt's answer on the wire.
       const answer = editor.received.findIndex(frame => frame.result?.stopReason !== undefined)
-      expect(editor.received.slice(answer + 1).filter(frame => frame.method === 'session/update')).toEqual([])
+      expect(editor.received.slice(answer + 1).filter(frame => frame.method === 'session/update' && frame.params.update.sessionUpdate !== 'available_commands_update')).toEqual([])
       expect(editor.invalidFrames()).toEqual([])
     } finally {
       expect(await editor.close()).toBe(0)
@@ -277,7 +355,7 @@ describe('ACP through the official client library', () => {
       expect(replayed[3]).toMatchObject({ toolCallId: 'b1', status: 'completed' })
       // The replay precedes the load's answer.
       const answer = second.received.findIndex(frame => frame.result !== undefined && second.sent.find(s => s.id === frame.id)?.method === 'session/load')
-      expect(second.received.slice(answer + 1).filter(frame => frame.method === 'session/update')).toEqual([])
+      expect(second.received.slice(answer + 1).filter(frame => frame.method === 'session/update' && frame.params.update.sessionUpdate !== 'available_commands_update')).toEqual([])
       const before = server.requests.length
       server.enqueue(streamResponse([{ text: 'Still here.' }, { finish: 'stop', usage }]))
       expect(await second.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'and now?' }] })).toEqual({ stopReason: 'end_turn' })
@@ -299,7 +377,7 @@ describe('ACP through the official client library', () => {
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] })
       expect(await editor.agent.request('session/close', { sessionId })).toEqual({})
       await expect(editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'x' }] })).rejects.toMatchObject({ message: expect.stringContaining('session/load') })
-      expect(await editor.agent.request('session/resume', { sessionId, cwd })).toEqual({})
+      expect(await editor.agent.request('session/resume', { sessionId, cwd })).toMatchObject({ modes: { currentModeId: 'workspace-write' } })
       expect(kinds(editor, sessionId).filter(u => u.sessionUpdate === 'user_message_chunk')).toEqual([])
       expect(await editor.agent.request('session/delete', { sessionId })).toEqual({})
       expect((await editor.agent.request('session/list', {})).sessions).toEqual([])
@@ -320,7 +398,7 @@ describe('ACP through the official client library', () => {
       const sessionId = await start(editor, cwd)
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })
       expect(editor.permissions).toHaveLength(1)
-      expect(editor.permissions[0]).toMatchObject({ sessionId, toolCall: { toolCallId: 'p1' } })
+      expect(editor.permissions[0]).toMatchObject({ sessionId, toolCall: { toolCallId: 'p1', kind: 'execute', title: expect.stringContaining('touch allowed'), rawInput: { command: 'touch allowed' } } })
       expect(readFileSync(join(cwd, 'allowed'), 'utf8')).toBe('')
       expect(editor.invalidFrames()).toEqual([])
     } finally {

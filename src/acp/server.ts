@@ -22,10 +22,11 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
-import type { ApprovalAnswer, PendingApproval } from '../approval/api.js'
+import type { ApprovalAnswer, ApprovalService, PendingApproval } from '../approval/api.js'
 import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
-import { liveUpdates, parseArguments, replayUpdates, toolPath, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
+import { provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
+import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
 import type { CommandsService } from '../commands/api.js'
@@ -56,6 +57,15 @@ export interface AcpServerConfig {
   readonly updates?: UpdateMode
 }
 
+/** Knob events that may change the preset in force. */
+const KNOB_EVENTS = new Set(['permission/preset', 'sandbox/mode', 'approval/policy'])
+
+const MODE_TEXT: Readonly<Record<string, { name: string; description: string }>> = {
+  'read-only': { name: 'Read only', description: 'Reads anything; writes and commands that change files need your approval.' },
+  'workspace-write': { name: 'Workspace write', description: 'Writes inside the session folder; anything beyond it needs your approval.' },
+  'danger-full-access': { name: 'Full access', description: 'No sandbox and no approvals: the agent acts with your rights.' },
+}
+
 /** Sessions per `session/list` page. */
 const LIST_PAGE = 100
 /** Files larger than this get no `diff` block (the editor reads them itself). */
@@ -75,12 +85,18 @@ const resourceLink = z.object({ type: z.literal('resource_link'), uri: z.string(
 const resource = z.object({ type: z.literal('resource'), resource: z.object({ uri: z.string(), text: z.string().optional() }).loose() }).loose()
 const promptBlock = z.discriminatedUnion('type', [textBlock, imageBlock, resourceLink, resource])
 
-const initializeParams = z.object({ protocolVersion: z.number().int().nonnegative() }).loose()
+const initializeParams = z.object({
+  protocolVersion: z.number().int().nonnegative(),
+  clientCapabilities: z.object({
+    fs: z.object({ readTextFile: z.boolean().optional(), writeTextFile: z.boolean().optional() }).loose().optional(),
+  }).loose().optional(),
+}).loose()
 const newSessionParams = z.object({ cwd: z.string(), mcpServers: z.array(z.unknown()).optional() }).loose()
 const promptParams = z.object({ sessionId: z.string().min(1), prompt: z.array(promptBlock).min(1, 'needs at least one content block') }).loose()
 const cancelParams = z.object({ sessionId: z.string().min(1) }).loose()
 const sessionParams = z.object({ sessionId: z.string().min(1) }).loose()
 const loadParams = z.object({ sessionId: z.string().min(1), cwd: z.string().optional(), mcpServers: z.array(z.unknown()).optional() }).loose()
+const setModeParams = z.object({ sessionId: z.string().min(1), modeId: z.string().min(1) }).loose()
 const listParams = z.object({ cwd: z.string().nullish(), cursor: z.string().nullish() }).loose()
 const permissionOutcome = z.object({
   outcome: z.discriminatedUnion('outcome', [
@@ -125,6 +141,12 @@ export class AcpServerApp extends Service {
   /** File changes captured around write/edit bodies, until their result is sent (by call id). */
   private readonly changes = new Map<string, FileChange>()
   private readonly mode: UpdateMode
+  /** What the client offers of its own file system (`initialize.clientCapabilities.fs`). */
+  private clientFs = { read: false, write: false }
+  /** Disposers of the editor-file routing of each session opened here. */
+  private readonly editorRouting = new Map<string, () => void>()
+  /** The mode (permission preset) each session's client was last told. */
+  private readonly sentModes = new Map<string, string>()
 
   constructor(ctx: Context, private readonly config: AcpServerConfig = {}) {
     super(ctx, 'app')
@@ -146,6 +168,7 @@ export class AcpServerApp extends Service {
           'session/list': method(listParams, params => this.listSessions(params.cwd ?? undefined, params.cursor ?? undefined)),
           'session/close': method(sessionParams, params => this.closeSession(params.sessionId)),
           'session/delete': method(sessionParams, params => this.deleteSession(params.sessionId)),
+          'session/set_mode': method(setModeParams, params => this.setMode(params.sessionId, params.modeId)),
         }
       : {}
     const peer = this.peer = new JsonRpcPeer({
@@ -153,7 +176,10 @@ export class AcpServerApp extends Service {
       output: this.config.output ?? host.stdout,
       log,
       methods: {
-        initialize: method(initializeParams, () => this.initialize()),
+        initialize: method(initializeParams, params => {
+          this.clientFs = { read: params.clientCapabilities?.fs?.readTextFile === true, write: params.clientCapabilities?.fs?.writeTextFile === true }
+          return this.initialize()
+        }),
         authenticate: method(z.object({ methodId: z.string().optional() }).loose(), () => this.authenticate()),
         'session/new': method(newSessionParams, params => this.newSession(params.cwd, params.mcpServers ?? [])),
         'session/prompt': method(promptParams, params => this.prompt(params.sessionId, toContentBlocks(params.prompt))),
@@ -175,6 +201,8 @@ export class AcpServerApp extends Service {
       pending.resolve(reason)
     })
     const offDisposed = this.ctx.on('agent/disposed', (agent: Agent) => {
+      this.editorRouting.get(agent.id)?.()
+      this.editorRouting.delete(agent.id)
       const stop = this.stopServers.get(agent.id)
       this.stopServers.delete(agent.id)
       void stop?.()
@@ -253,7 +281,7 @@ export class AcpServerApp extends Service {
     const servers = this.sessionServers(mcpServers)
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { cwd, loop })
-    this.opened.add(agent.id)
+    this.open(agent)
     // After the answer: the client knows the session id before its first update arrives.
     setImmediate(() => this.advertiseCommands(agent.id))
     if (servers.length > 0) {
@@ -261,7 +289,7 @@ export class AcpServerApp extends Service {
       const stop = await this.ctx.get('mcp')!.startSessionServers(agent.scope, agent.id, servers)
       this.stopServers.set(agent.id, stop)
     }
-    return { sessionId: agent.id }
+    return { sessionId: agent.id, ...this.modes(agent.id) }
   }
 
   /** Checks `session/new.mcpServers` before anything starts; an empty list is always fine. */
@@ -279,14 +307,53 @@ export class AcpServerApp extends Service {
   }
 
   /** `session/load` (replay: the stored conversation is streamed first) and `session/resume`. */
-  private async loadSession(sessionId: string, replay: boolean): Promise<Record<string, never>> {
+  private async loadSession(sessionId: string, replay: boolean): Promise<Record<string, unknown>> {
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { sessionId, cwd: this.ctx.host.cwd, loop, create: false })
-    this.opened.add(agent.id)
+    this.open(agent)
     if (replay) {
       for (const update of replayUpdates(agent.session.events, agent.session.header.cwd)) this.notify(agent.id, update)
     }
+    setImmediate(() => this.advertiseCommands(agent.id))
+    return { ...this.modes(agent.id) }
+  }
+
+  /**
+   * The permission presets as ACP session modes (`full` mode with `ctx.approval`): the shipped
+   * presets, plus `custom` while the knobs match none of them.
+   */
+  private modes(sessionId: string): { modes?: { currentModeId: string; availableModes: { id: string; name: string; description: string }[] } } {
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    const agent = this.ctx.agents.get(sessionId)
+    if (this.mode !== 'full' || approval === undefined || agent === undefined) return {}
+    const current = approval.preset(agent.session)
+    const availableModes: { id: string; name: string; description: string }[] = approval.presets().map(preset => ({ id: preset.name, ...(MODE_TEXT[preset.name] ?? { name: preset.name, description: '' }) }))
+    if (current === 'custom') availableModes.push({ id: 'custom', name: 'Custom', description: 'The sandbox mode and approval policy match no preset.' })
+    this.sentModes.set(sessionId, current)
+    return { modes: { currentModeId: current, availableModes } }
+  }
+
+  /** `session/set_mode`: selects a permission preset (AP-5: logged only when something changes). */
+  private setMode(sessionId: string, modeId: string): Record<string, never> {
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    const agent = this.opened.has(sessionId) ? this.ctx.agents.get(sessionId) : undefined
+    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}"`)
+    const preset = approval?.presets().find(candidate => candidate.name === modeId)
+    if (approval === undefined || preset === undefined) {
+      throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown mode "${modeId}" (available: ${approval?.presets().map(candidate => candidate.name).join(', ') ?? 'none'})`)
+    }
+    approval.selectPreset(agent.session, preset.name)
     return {}
+  }
+
+  /** `current_mode_update` when a knob event changes the preset in force. */
+  private modeChanged(session: Session): void {
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    if (approval === undefined) return
+    const current = approval.preset(session)
+    if (this.sentModes.get(session.id) === current) return
+    this.sentModes.set(session.id, current)
+    this.notify(session.id, { sessionUpdate: 'current_mode_update', currentModeId: current })
   }
 
   private async listSessions(cwd: string | undefined, cursor: string | undefined) {
@@ -310,9 +377,42 @@ export class AcpServerApp extends Service {
   }
 
   /** Ends the session's running turn, stores it and lets it go (it can be loaded again). */
+  /**
+   * A session this connection acts on. In `full` mode, when the editor offers its file system, the
+   * file tools of the session's agent read and write through it (unsaved buffers are seen, edits
+   * land in the editor), still behind the sandbox fence and approvals.
+   */
+  private open(agent: Agent): void {
+    this.opened.add(agent.id)
+    if (this.mode !== 'full' || (!this.clientFs.read && !this.clientFs.write) || this.editorRouting.has(agent.id)) return
+    const sessionId = agent.id
+    const files: EditorFiles = {
+      ...(this.clientFs.read ? { readText: (path: string) => this.editorRead(sessionId, path) } : {}),
+      ...(this.clientFs.write ? { writeText: async (path: string, content: string) => { await this.peer?.request('fs/write_text_file', { sessionId, path, content }) } } : {}),
+    }
+    this.editorRouting.set(agent.id, provideEditorFiles(agent.scope, files))
+  }
+
+  /** `fs/read_text_file`; an editor that cannot find the file answers an error: ENOENT for the tools. */
+  private async editorRead(sessionId: string, path: string): Promise<string> {
+    const peer = this.peer
+    if (peer === undefined) throw Object.assign(new Error(`${path}: the editor is gone`), { code: 'EIO' })
+    try {
+      const answer = await peer.request<{ content?: unknown }>('fs/read_text_file', { sessionId, path })
+      if (typeof answer?.content !== 'string') throw new Error(`the editor answered fs/read_text_file with ${JSON.stringify(answer)}`)
+      return answer.content
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error)
+      const notFound = (error as { code?: unknown }).code === -32002 || /not found|no such file|does not exist|ENOENT/i.test(message)
+      throw Object.assign(new Error(`${path}: ${message}`), { code: notFound ? 'ENOENT' : 'EIO' })
+    }
+  }
+
   private async closeSession(sessionId: string): Promise<Record<string, never>> {
     if (!this.opened.has(sessionId)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}"`)
     this.opened.delete(sessionId)
+    this.editorRouting.get(sessionId)?.()
+    this.editorRouting.delete(sessionId)
     const agent = this.ctx.agents.get(sessionId)
     if (agent !== undefined) {
       agent.cancel()
@@ -368,7 +468,7 @@ export class AcpServerApp extends Service {
   private advertiseCommands(sessionId: string): void {
     const commands = this.ctx.get('commands') as CommandsService | undefined
     const agent = this.ctx.agents.get(sessionId)
-    if (commands === undefined || agent === undefined) return
+    if (this.mode === 'recorded' || commands === undefined || agent === undefined) return
     const availableCommands = commands.list(agent.scope).map(command => ({
       name: command.name,
       description: command.description,
@@ -388,6 +488,7 @@ export class AcpServerApp extends Service {
 
   private onEvent(session: Session, event: SessionEvent): void {
     if (!this.opened.has(session.id)) return
+    if (this.mode === 'full' && KNOB_EVENTS.has(event.type)) this.modeChanged(session)
     for (const update of liveUpdates(event, this.mode, session.header.cwd, this.changes)) this.notify(session.id, update)
     if (event.type === 'tool/result') this.changes.delete((event.data as { message: { content: [{ toolCallId: string }] } }).message.content[0].toolCallId)
   }
@@ -419,7 +520,7 @@ export class AcpServerApp extends Service {
     const peer = this.peer
     if (peer === undefined || !this.opened.has(request.sessionId)) return undefined
     const toolCall = this.mode === 'full'
-      ? { toolCallId: request.callId, title: `${request.toolName}: ${request.reason}`, rawInput: parseArguments(request.arguments ?? '') }
+      ? permissionToolCall(request, this.ctx.agents.get(request.sessionId)?.session.header.cwd)
       : { toolCallId: request.callId }
     const answer = await peer.request('session/request_permission', {
       sessionId: request.sessionId,
@@ -432,6 +533,19 @@ export class AcpServerApp extends Service {
     const outcome = parsed.data.outcome
     if (outcome.outcome === 'cancelled') return 'cancelled'
     return outcome.optionId === 'allow-once' ? 'allowed-once' : 'rejected'
+  }
+}
+
+/** The tool call a `full`-mode permission request shows: title, kind, raw input, the file touched. */
+function permissionToolCall(request: PendingApproval, cwd: string | undefined) {
+  const rawInput = parseArguments(request.arguments ?? '')
+  const path = toolPath(request.toolName, rawInput, cwd)
+  return {
+    toolCallId: request.callId,
+    title: request.reason === '' ? toolTitle(request.toolName, rawInput, cwd) : `${toolTitle(request.toolName, rawInput, cwd)}: ${request.reason}`,
+    kind: toolKind(request.toolName),
+    rawInput,
+    ...(path === undefined ? {} : { locations: [{ path }] }),
   }
 }
 

@@ -75,8 +75,9 @@ export class AgentsServicePlugin extends Service implements AgentsService {
 
   constructor(ctx: Context, private readonly config: AgentsConfig = {}) {
     super(ctx, 'agents')
-    ctx.effect(() => () => {
-      for (const agent of [...this.agents.values()]) void agent.dispose()
+    // Unloading waits until every loop has drained (its turn closed in the log).
+    ctx.effect(() => async () => {
+      await Promise.allSettled([...this.agents.values()].map(agent => agent.dispose()))
     })
   }
 

@@ -223,3 +223,39 @@ describe('the wake latch (A-9)', () => {
     expect(h.of('turn/end')[0]!.data.reason.kind).toBe('aborted')
   })
 })
+
+describe('disposal waits for the loops (A-9)', () => {
+  it('A-9: unloading ctx.agents resolves only after every loop drained: the log ends with turn/end aborted {disposed}', async () => {
+    const { Context } = await import('cordis')
+    const { AgentsServicePlugin, LoopInvariantPlugin, ReactLoopPlugin } = await import('./index.js')
+    const { LlmServicePlugin } = await import('../llm/index.js')
+    const { SessionsServicePlugin } = await import('../session/index.js')
+    const { ToolsPlugin, defineTool } = await import('../tools/index.js')
+    const { ScriptedModel, SCRIPTED_MODEL, SCRIPTED_PROVIDER, toolCalls } = await import('../../test-support/scripted-model.js')
+    const { z } = await import('zod')
+    const ctx = new Context()
+    for (const fiber of [ctx.plugin(SessionsServicePlugin), ctx.plugin(LlmServicePlugin), ctx.plugin(ToolsPlugin), ctx.plugin(ReactLoopPlugin), ctx.plugin(LoopInvariantPlugin)]) await fiber.await()
+    const agents = ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL } })
+    await agents.await()
+    new ScriptedModel([toolCalls([{ id: 'c1', name: 'slow' }])]).register(ctx)
+    const started = deferred()
+    ctx.tools.register(defineTool({
+      name: 'slow', description: 'stops slowly when signalled', schema: z.object({}),
+      async execute(_args, context) {
+        started.resolve()
+        await new Promise<void>(resolve => context.signal.addEventListener('abort', () => resolve(), { once: true }))
+        // Cleanup takes a few turns of the event loop.
+        for (let i = 0; i < 20; i++) await new Promise<void>(resolve => setImmediate(resolve))
+        return { content: [{ type: 'text', text: 'stopped' }] }
+      },
+    }))
+    const agent = ctx.agents.create({ cwd: process.cwd() })
+    const session = agent.session
+    agent.followup('go')
+    await started.promise
+    await agents.dispose()
+    const last = session.events.at(-1)!
+    expect(last.type).toBe('turn/end')
+    expect((last.data as { reason: unknown }).reason).toEqual({ kind: 'aborted', reason: { kind: 'disposed' } })
+  })
+})

@@ -93,7 +93,7 @@ describe('scheduler races (T-6)', () => {
           request: async () => {
             await settle()
             seenWhileWaiting = codes(h)
-            return true
+            return 'allowed-once'
           },
         })
       },

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { HOOK_SCENARIOS, SKILL_SCENARIOS } from '../../test-support/conformance-scenarios.js'
 import { describe, expect, it } from 'vitest'
-import { normaliseAcp, protocolSuite } from './protocol-suite.js'
+import { maskSdk, normaliseAcp, protocolSuite } from './protocol-suite.js'
 import type { ConformanceResult } from './types.js'
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -29,6 +29,14 @@ describe('protocol suite normalisation (INDEX.md)', () => {
 })
 
 if (!existsSync(examples)) console.warn('skipping: ../shared/fixtures/dsh absent')
+describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh has', () => {
+  it('the todo-write ACP transcript is run (not skipped by class) and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/todo-write' }).run([resolve(examples, 'acp-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
+})
+
 describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and SDK transcripts', () => {
   it('the CORE ACP scenarios and the SDK text turn pass; nothing fails; every skip names a reason', async () => {
     const results: ConformanceResult[] = []
@@ -45,4 +53,18 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)
   }, 240_000)
+})
+
+describe('SDK transcript masking', () => {
+  const note = (data: object) => ({ method: 'session.event', params: { sessionId: 's', event: { type: 'tool/result', seq: 5, time: 0, data } } })
+  const base = { turn: 1, step: 1, message: { id: 'r', role: 'user', source: { kind: 'tool', callId: 'c' }, content: [{ type: 'tool-result', toolCallId: 'c', isError: false, content: [{ type: 'text', text: 'x\n' }] }] } }
+
+  it('tool/result.meta is an additive extension masked by rule for every tool, while the rest of the result still counts', () => {
+    const recorded = maskSdk(note(base))
+    for (const meta of [{ exitCode: 0, durationMs: 12 }, { path: '/tmp/a', totalLines: 3 }, {}]) {
+      expect(maskSdk(note({ ...base, meta }))).toEqual(recorded)
+    }
+    const failed = { ...base, message: { ...base.message, content: [{ ...base.message.content[0]!, isError: true }] } }
+    expect(maskSdk(note({ ...failed, meta: { exitCode: 1 } }))).not.toEqual(recorded)
+  })
 })

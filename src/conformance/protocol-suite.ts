@@ -28,7 +28,7 @@ const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
 
 /** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
-const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash'])
+const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash', 'todo'])
 
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
@@ -476,12 +476,18 @@ function normaliseNotification(notification: Notification): unknown {
  * Product text and product-owned fields: the request header's system prompt and tool schemas
  * (placeholders in the recording), the header config beyond the route, and the context window
  * of `request/context` (a catalogue detail: the replay catalogue entry has one, the original's
- * route reported none).
+ * route reported none), and `tool/result.meta` (an additive dsh field the original never wrote).
  */
-function maskSdk(value: unknown): unknown {
+export function maskSdk(value: unknown): unknown {
   const n = value as { method?: string; params?: { event?: SessionEvent } }
   const event = n.params?.event
   if (event === undefined) return value
+  if (event.type === 'tool/result' && isRecord(event.data) && 'meta' in event.data) {
+    // `tool/result.meta` (structured data for UIs: exit codes, diffs, counts) is a documented
+    // additive extension of dsh: masked for every tool, never per scenario.
+    const { meta: _meta, ...data } = event.data
+    return { ...n, params: { ...n.params, event: { ...event, data } } }
+  }
   if (event.type === 'request/header') {
     const data = event.data as { header: { config: { provider: string; model: string } }; reason: string }
     const masked = { ...data, header: { config: { provider: data.header.config.provider, model: data.header.config.model }, system: '{{system}}', tools: '{{tools}}' } }
@@ -536,4 +542,8 @@ function firstDifference(expected: readonly unknown[], actual: readonly unknown[
 
 function clip(text: string): string {
   return text.length > 300 ? `${text.slice(0, 300)}...` : text
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

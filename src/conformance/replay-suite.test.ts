@@ -94,6 +94,61 @@ describe('replay suite on scenarios of our own', () => {
   })
 })
 
+/** A turn cancelled while its tools run: one bash body started (it writes the cancel file), a later exclusive call not dispatched. */
+function cancelDuringTools(root: string): void {
+  const dir = join(root, 'examples', 'cancel-during-tools')
+  mkdirSync(dir, { recursive: true })
+  const prompt = { id: 'p1', role: 'user', content: [{ type: 'text', text: 'run two commands' }], source: { kind: 'user' } }
+  const calls = [
+    { type: 'tool-call', id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'touch .cancel-ready && sleep 30', description: 'wait' }) },
+    { type: 'tool-call', id: 'c2', name: 'bash', arguments: JSON.stringify({ command: 'echo never', description: 'later' }) },
+  ]
+  const chunk = (c: object) => ({ type: 'assistant/chunk', data: { turn: 1, step: 1, chunk: c } })
+  const result = (callId: string, code: string, name: string) => ({
+    type: 'tool/result', surfaceOp: 'append',
+    data: { turn: 1, step: 1, error: { name, code }, message: { id: `r-${callId}`, role: 'user', source: { kind: 'tool', callId }, content: [{ type: 'tool-result', toolCallId: callId, isError: true, content: [{ type: 'text', text: 'Error: aborted' }] }] } },
+  })
+  const lines: object[] = [
+    { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, inserted: [prompt] } },
+    { type: 'turn/start', data: { turn: 1 } },
+    { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, removedCount: 1, inserted: [] } },
+    { type: 'step/start', data: { turn: 1, step: 1 } },
+    { type: 'user/message', data: prompt, surfaceOp: 'append' },
+    { type: 'request/header', data: { header: { config: { provider: 'rec', model: 'm' }, system: '', tools: [] }, reason: 'initial' } },
+    { type: 'request/context', data: { provider: 'rec', model: 'm' } },
+    ...calls.map((call, index) => chunk({ type: 'block-end', index, block: call })),
+    chunk({ type: 'finish', reason: { kind: 'tool-calls' } }),
+    { type: 'assistant/message', data: { turn: 1, step: 1, message: { id: 'a', role: 'assistant', content: calls, source: { kind: 'model', provider: 'rec', model: 'm' } } }, sourceEventSeqs: [7, 8, 9], surfaceOp: 'append' },
+    { type: 'tool/call', data: { turn: 1, step: 1, callId: 'c1', name: 'bash', arguments: calls[0]!.arguments } },
+    { ...result('c1', 'ABORTED', 'BashError'), sourceEventSeqs: [11] },
+    { type: 'tool/call', data: { turn: 1, step: 1, callId: 'c2', name: 'bash', arguments: calls[1]!.arguments } },
+    { ...result('c2', 'ABORTED_BEFORE_DISPATCH', 'AbortError'), sourceEventSeqs: [13] },
+    { type: 'step/end', data: { turn: 1, step: 1 } },
+    { type: 'turn/end', data: { turn: 1, reason: { kind: 'aborted', reason: { kind: 'user' } } } },
+  ]
+  const header = { type: 'session', version: 0, id: 'cancel-during-tools', createdAt: 0, delegationDepth: 0 }
+  writeFileSync(join(dir, 'session.jsonl'), [header, ...lines].map(line => JSON.stringify(line)).join('\n') + '\n')
+  writeFileSync(join(dir, 'input.json'), JSON.stringify({ steps: [
+    { op: 'initialize' }, { op: 'newSession' },
+    { op: 'promptAndCancel', text: 'run two commands', waitForFile: { path: '.cancel-ready' } },
+    { op: 'waitForTurnEnd' },
+  ] }))
+}
+
+describe('replay suite cancel points', () => {
+  it('A-9/T-6: a turn recorded as cancelled while a tool ran is cancelled when the tool writes the waitForFile', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'dsh-replay-cancel-'))
+    try {
+      cancelDuringTools(root)
+      const results: ConformanceResult[] = []
+      for await (const result of replaySuite().run([root])) results.push(result)
+      expect(results.map(r => [r.status, r.detail])).toEqual([['pass', undefined]])
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  }, 30_000)
+})
+
 describe.skipIf(!existsSync(corpus))('replay conformance over the recorded corpus', () => {
   it('replays every CORE scenario dsh implements; the rest are skipped naming the missing capability', async () => {
     const results: ConformanceResult[] = []
@@ -107,4 +162,16 @@ describe.skipIf(!existsSync(corpus))('replay conformance over the recorded corpu
     for (const skipped of results.filter(r => r.status === 'skip')) expect(skipped.detail).toMatch(/capability|no recorded turn/)
     for (const skipped of results.filter(r => r.status === 'skip')) expect(skipped.detail).not.toMatch(/hook/)
   }, 120_000)
+})
+
+describe('replay projection rules', () => {
+  const ev = (type: string, data: unknown): SessionEvent => ({ type, seq: 0, time: 0, data }) as SessionEvent
+  const prompt = { id: 'p', role: 'user', content: [{ type: 'text', text: 'x' }], source: { kind: 'user' } }
+  it('A-3: input returned to the inbox before a turn/end error (a failed pre-step) is masked by rule; other splices still count', () => {
+    const lost = [ev('turn/start', { turn: 1 }), ev('agent/inbox/spliced', { target: 'next-turn', start: 0, removedCount: 1, inserted: [] }), ev('turn/end', { turn: 1, reason: { kind: 'error', error: { code: 'X', message: 'm' } } })]
+    const kept = [...lost.slice(0, 2), ev('agent/inbox/spliced', { target: 'next-turn', start: 0, inserted: [prompt] }), lost[2]!]
+    expect(project(kept)).toEqual(project(lost))
+    const completed = (events: SessionEvent[]) => events.map(e => e.type === 'turn/end' ? ev('turn/end', { turn: 1, reason: { kind: 'completed' } }) : e)
+    expect(project(completed(kept))).not.toEqual(project(completed(lost)))
+  })
 })

@@ -6,7 +6,7 @@
  * (docs/conformance.md, "Replay suite"). Scenarios needing a capability dsh lacks are SKIP,
  * naming it; a mismatch prints the first difference.
  */
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from 'node:fs'
 import { findScenarioDirs } from './discover.js'
 import { tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
@@ -133,6 +133,9 @@ export function replaySuite(options: ReplaySuiteOptions = {}): ConformanceSuite 
   }
 }
 
+/** One step of a recorded driver script (`input.json`). */
+interface DriverStep { readonly op: string; readonly text?: string; readonly waitForFile?: { readonly path?: unknown } }
+
 interface Plan {
   readonly header: SessionHeader
   readonly events: readonly SessionEvent[]
@@ -141,6 +144,11 @@ interface Plan {
   readonly prompts: readonly UserMessage[]
   /** Per prompt: cancel when its model call hangs. */
   readonly cancels: ReadonlySet<number>
+  /**
+   * Per cancelled prompt: the file (relative to the workspace) whose appearance is the cancel
+   * point too: a tool of the turn writes it, so the turn can be cancelled while tools run.
+   */
+  readonly cancelFiles: ReadonlyMap<number, string>
   readonly script: readonly ReplayEntry[]
   /** Model calls outside the loop (compaction summaries), from the recorded compaction/summary events. */
   readonly auxiliary: readonly ReplayEntry[]
@@ -247,10 +255,10 @@ function plan(scenario: Scenario): string | Plan {
   }
   const problem = unsupported(events.slice(seedLength))
   if (problem !== undefined) return problem
-  let ops: { op: string; text?: string }[] = []
+  let ops: DriverStep[] = []
   let answers: { kind: string }[] = []
   if (files.includes('input.json')) {
-    const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: { op: string; text?: string }[]; permissionAnswers?: { kind: string }[] }
+    const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: DriverStep[]; permissionAnswers?: { kind: string }[] }
     ops = input.steps
     answers = input.permissionAnswers ?? []
     const unsupported = ops.find(step => !SUPPORTED_OPS.has(step.op))
@@ -265,7 +273,13 @@ function plan(scenario: Scenario): string | Plan {
   }
   const promptOps = ops.filter(step => step.op.startsWith('prompt'))
   const cancels = new Set<number>()
-  promptOps.forEach((step, i) => { if (step.op === 'promptAndCancel') cancels.add(i) })
+  const cancelFiles = new Map<number, string>()
+  promptOps.forEach((step, i) => {
+    if (step.op !== 'promptAndCancel') return
+    cancels.add(i)
+    const path = step.waitForFile?.path
+    if (typeof path === 'string') cancelFiles.set(i, path)
+  })
   if (ops.some(step => step.op === 'cancel')) return 'missing capability: driver op cancel (unscripted timing)'
   const replayLog = join(dir, 'replay.jsonl')
   let script = existsSync(replayLog) ? scriptFromEvents(parseSessionFile(readFileSync(replayLog, 'utf8')).events) : scriptFromEvents(events.slice(seedLength))
@@ -306,7 +320,7 @@ function plan(scenario: Scenario): string | Plan {
   const runner = recordedRunner(dir)?.runner
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
-    header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
+    header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
     children, delegationRows, fenceChildren, hooks, skills, ...(permissions !== undefined ? { permissions } : {}),
   }
 }
@@ -539,10 +553,19 @@ async function drive(
   try {
     for (let i = 0; i < plan.prompts.length; i++) {
       const prompt = plan.prompts[i]!
-      const hang = plan.cancels.has(i) ? new Promise<void>(resolve => onHang(resolve)) : undefined
+      const file = plan.cancelFiles.get(i)
+      const appeared = file !== undefined ? fileAppears(cwd, file) : undefined
+      const hang = plan.cancels.has(i)
+        ? Promise.race([new Promise<void>(resolve => onHang(resolve)), ...(appeared !== undefined ? [appeared.promise] : [])])
+        : undefined
       agent.followup(prompt)
       if (hang !== undefined) {
-        await settle(hang, () => agent.cancel(), `prompt ${i + 1}: the recorded cancel point (a hanging model call) never came`)
+        try {
+          const what = file !== undefined ? `a hanging model call, or ${file} written by a tool` : 'a hanging model call'
+          await settle(hang, () => agent.cancel(), `prompt ${i + 1}: the recorded cancel point (${what}) never came`)
+        } finally {
+          appeared?.close()
+        }
         agent.cancel()
       }
       await settle(ctx.subagents.whenQuiet(agent.id), () => agent.cancel(), `prompt ${i + 1}: the turn did not finish (a recorded hang without a cancel step?)`)
@@ -551,6 +574,18 @@ async function drive(
   } finally {
     await agent.dispose()
   }
+}
+
+/** Resolves once `path` (relative to `root`) exists; watches the folder instead of polling. */
+function fileAppears(root: string, path: string): { promise: Promise<void>; close(): void } {
+  const target = join(root, path)
+  let watcher: FSWatcher | undefined
+  const promise = new Promise<void>((resolve) => {
+    const check = () => { if (existsSync(target)) resolve() }
+    watcher = watch(root, { recursive: true }, check)
+    check()
+  })
+  return { promise, close: () => watcher?.close() }
 }
 
 async function settle(work: Promise<void>, giveUp: () => void, message: string): Promise<void> {
@@ -568,6 +603,26 @@ async function settle(work: Promise<void>, giveUp: () => void, message: string):
 
 // ---- the core projection ----
 
+/**
+ * A deliberate divergence, masked by rule: when a turn fails before entering its claimed input
+ * (`agent/pre-step` or prompt assembly threw), dsh puts that input back at the front of its
+ * list (one or two pure-insert splices at 0) right before `turn/end {kind:'error'}`; the
+ * original lost it. Those splices are left out of the projection.
+ */
+function isReturnOfClaimedInput(events: readonly SessionEvent[], index: number): boolean {
+  let i = index
+  while (i < events.length && isPureInsertAtFront(events[i]!)) i++
+  if (i === index || i >= events.length) return false
+  const end = events[i]!
+  return end.type === 'turn/end' && (end.data as { reason?: { kind?: string } }).reason?.kind === 'error'
+}
+
+function isPureInsertAtFront(event: SessionEvent): boolean {
+  if (event.type !== 'agent/inbox/spliced') return false
+  const data = event.data as { start: number; removedCount?: number; inserted: unknown[]; outcome?: string }
+  return data.start === 0 && (data.removedCount ?? 0) === 0 && data.inserted.length > 0 && data.outcome === undefined
+}
+
 type Projected = Record<string, unknown>
 
 /**
@@ -577,8 +632,10 @@ type Projected = Record<string, unknown>
 export function project(events: readonly SessionEvent[], cwd?: string, knobSections = false): Projected[] {
   const out: Projected[] = []
   const uncwd = (text: string) => cwd === undefined || cwd === '' ? text : text.split(cwd).join('{{cwd}}')
-  for (const event of events) {
+  for (let index = 0; index < events.length; index++) {
+    const event = events[index]!
     if (!COMPARED.has(event.type)) continue
+    if (isReturnOfClaimedInput(events, index)) continue
     const data = event.data as Record<string, unknown>
     switch (event.type) {
       case 'user/message': {

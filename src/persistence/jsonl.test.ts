@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { copyFile, link, mkdtemp, readdir, readFile, readlink, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { copyFile, link, mkdtemp, readdir, readFile, readlink, rename, rm, stat, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import fc from 'fast-check'
@@ -131,6 +131,34 @@ describe('JSONL layout (D-4)', () => {
     await backend.appendBatch(header, events.slice(20, 30))
     expect((await stat(old)).size).toBe(oldSize)
     expect((await new JsonlBackend({ root }).loadStored(header.id))!.events).toEqual(events.slice(0, 30))
+    await backend.close()
+  }))
+
+  it('D-4: an append against a file that keeps changing under it gives up after a bounded number of rescans, naming the session', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root, fsync: false })
+    const { header, events } = await realisticLog(2, 7)
+    await backend.create(header, events.slice(0, 10))
+    await backend.appendBatch(header, events.slice(10, 15))
+    const path = (await backend.pathOf(header.id))!
+    // Another writer touches the file right after every rescan, so its revision never settles.
+    const internals = backend as unknown as { scan(id: string, dir: string, force?: boolean): Promise<unknown> }
+    const scan = internals.scan.bind(backend)
+    let rescans = 0
+    let tick = 0
+    internals.scan = async (id, dir, force) => {
+      rescans++
+      if (rescans > 100) throw new Error('unbounded: the append rescanned more than 100 times')
+      const state = await scan(id, dir, force)
+      const when = new Date(1_800_000_000_000 + ++tick * 1000)
+      await utimes(path, when, when)
+      return state
+    }
+    const before = await readFile(path)
+    await utimes(path, new Date(1_700_000_000_000), new Date(1_700_000_000_000))
+    const error = await backend.appendBatch(header, events.slice(15, 20)).then(() => undefined, (e: unknown) => e as Error)
+    expect(error?.message).toMatch(new RegExp(`session "${header.id}".*(changing|another writer)`))
+    expect(rescans).toBeLessThanOrEqual(10)
+    expect(await readFile(path)).toEqual(before)
     await backend.close()
   }))
 

@@ -57,6 +57,9 @@ interface OpenHandle {
   readonly ino: bigint
 }
 
+/** An append rescans a file changed by someone else at most this often before giving up. */
+const MAX_APPEND_RESCANS = 3
+
 /** Open append handles kept at most; the least recently used is closed beyond that. */
 const MAX_OPEN_HANDLES = 16
 const DIR_MODE = 0o700
@@ -252,11 +255,14 @@ export class JsonlBackend implements PersistenceBackend {
   /** Append + fsync; a failed write is truncated back to the previous size. */
   /** Returns the state it ended with (a fresh one if another writer forced a rescan). */
   private async append(id: string, state: FileState, events: readonly SessionEvent[]): Promise<FileState> {
-    const { handle, before } = await this.appendHandle(id, state.file)
-    if (revisionOf(before) !== state.revision) {
+    let { handle, before } = await this.appendHandle(id, state.file)
+    for (let rescans = 0; revisionOf(before) !== state.revision; rescans++) {
+      if (rescans === MAX_APPEND_RESCANS) {
+        throw new PersistenceError(`session ${JSON.stringify(id)}: the file kept changing while appending (${rescans} rescans); another writer is using it, nothing was written`, id)
+      }
       // Someone else wrote the file: learn its real end before judging our seq.
-      const fresh = await this.scan(id, state.dir, true)
-      return this.append(id, fresh, events)
+      state = await this.scan(id, state.dir, true)
+      ;({ handle, before } = await this.appendHandle(id, state.file))
     }
     if (state.torn !== undefined) {
       throw new PersistenceError(`session ${JSON.stringify(id)} has an unrepaired crash tail (${state.torn.detail}); load it to repair before appending`, id)

@@ -4,7 +4,8 @@
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
-import { BuiltinErrorCode, EditError, FsError, fsFailure, readRegularFile } from './errors.js'
+import { BuiltinErrorCode, EditError, FsError, fsFailure, readSessionFile } from './errors.js'
+import { editorFiles } from '../editor-files.js'
 import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, writeFileFenced, type EscalationArgs, type Sandboxing } from './sandboxing.js'
@@ -84,7 +85,8 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
       const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'edit', 'operation', args, context)
       const path = resolvePath(context.cwd, args.file_path)
       const key = ledgerKey(context)
-      const before = await readRegularFile(path).catch((error) => {
+      const files = editorFiles(context.scope)
+      const before = await readSessionFile(path, files).catch((error) => {
         if ((error as { code?: unknown }).code === 'ENOENT') {
           throw new FsError(`file not found: ${path} (use write to create a new file)`, BuiltinErrorCode.notFound)
         }
@@ -93,7 +95,7 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
       ledger.assertObserved(key, path, before, 'edit')
       if (looksBinary(before)) throw new FsError(`${path} looks like a binary file; edit only changes text`, BuiltinErrorCode.binary)
       const result = applyEdit(before.toString('utf8'), args.old_string, args.new_string, args.replace_all ?? false, path)
-      await writeFileFenced(box, path, result.text)
+      await writeFileFenced(box, path, result.text, { editor: files })
       ledger.record(key, path, versionOf(Buffer.from(result.text)))
       const diff = unifiedDiff(displayPath(context.cwd, path), before, result.text) ?? ''
       const what = result.count === 1 ? '1 replacement' : `${result.count} replacements`

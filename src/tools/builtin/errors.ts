@@ -2,6 +2,7 @@
  * Error classes the built-in tools throw. The registry turns a thrown error into an `isError`
  * result whose `error` is `{name, code}` (T-7), so the name and code are part of the contract.
  */
+import type { EditorFiles } from '../editor-files.js'
 import { constants, type Stats } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import { ToolError } from '../errors.js'
@@ -69,6 +70,15 @@ export async function openRegularFile(path: string): Promise<FileHandle> {
     await handle.close().catch(() => undefined)
     throw error
   }
+}
+
+/**
+ * The whole content of a file as the session sees it: the editor's text when an editor provides
+ * the session's files (unsaved buffers included), else the regular file on disk.
+ */
+export async function readSessionFile(path: string, files: EditorFiles | undefined): Promise<Buffer> {
+  if (files?.readText !== undefined) return Buffer.from(await files.readText(path), 'utf8')
+  return readRegularFile(path)
 }
 
 /** The whole content of a regular file (see `openRegularFile`). */

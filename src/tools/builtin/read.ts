@@ -9,6 +9,7 @@ import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, FsError, fsFailure, openRegularFile } from './errors.js'
 import { ledgerKey, type FileObservations, type FileVersion } from './ledger.js'
+import { editorFiles } from '../editor-files.js'
 import { looksBinary, resolvePath } from './paths.js'
 
 export interface ReadToolConfig {
@@ -56,7 +57,7 @@ export interface ReadPage {
  * Streams the file once: hashes every byte (for the ledger), counts all lines, and keeps only
  * the requested page, so memory stays bounded by the page size for any file size.
  */
-export async function readPage(path: string, offset: number, limit: number, limits: Required<Omit<ReadToolConfig, 'timeoutMs'>>, signal?: AbortSignal): Promise<ReadPage> {
+export async function readPage(path: string, offset: number, limit: number, limits: Required<Omit<ReadToolConfig, 'timeoutMs'>>, signal?: AbortSignal, editorText?: string): Promise<ReadPage> {
   const hash = createHash('sha256')
   const decoder = new StringDecoder('utf8')
   const lines: string[] = []
@@ -86,11 +87,12 @@ export async function readPage(path: string, offset: number, limit: number, limi
     lines.push(formatted)
   }
 
-  const handle = await openRegularFile(path)
-  const stream = handle.createReadStream(signal ? { signal } : {})
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
+  const handle = editorText === undefined ? await openRegularFile(path) : undefined
+  const stream = handle?.createReadStream(signal ? { signal } : {})
+  const chunks: AsyncIterable<Buffer> | Iterable<Buffer> = stream ?? [Buffer.from(editorText ?? '', 'utf8')]
+  for await (const chunk of chunks) {
     if (size === 0 && looksBinary(chunk)) {
-      stream.destroy()
+      stream?.destroy()
       throw new FsError(`${path} looks like a binary file; read only shows text`, BuiltinErrorCode.binary)
     }
     size += chunk.length
@@ -136,7 +138,10 @@ export function createReadTool(ledger: FileObservations, config: ReadToolConfig 
       const path = resolvePath(context.cwd, args.file_path)
       const offset = args.offset ?? 1
       const limit = Math.min(args.limit ?? limits.maxLines, limits.maxLines)
-      const page = await readPage(path, offset, limit, limits, context.signal).catch((error) => fsFailure(error, path))
+      // An editor that holds the session's files answers with what it shows (unsaved edits too).
+      const files = editorFiles(context.scope)
+      const editorText = files?.readText === undefined ? undefined : await files.readText(path).catch((error) => fsFailure(error, path))
+      const page = await readPage(path, offset, limit, limits, context.signal, editorText).catch((error) => fsFailure(error, path))
       ledger.record(ledgerKey(context), path, page.version)
       if (page.totalLines === 0) {
         return { content: [{ type: 'text', text: '(empty file)' }], meta: { path, firstLine: 0, lastLine: 0, totalLines: 0 } }

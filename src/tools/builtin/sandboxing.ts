@@ -6,7 +6,8 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Context } from 'cordis'
-import { fencedWriteFile, SandboxDenied } from '../../sandbox/fence.js'
+import { checkWritable, fencedWriteFile, SandboxDenied } from '../../sandbox/fence.js'
+import type { EditorFiles } from '../editor-files.js'
 import type { ApprovalService } from '../../approval/api.js'
 import { canWiden, deniedMarker, ESCALATION_MODES, escalationHint, isSandboxMode, isWider, SandboxErrorCode, type SandboxMode } from '../../sandbox/modes.js'
 import type { SandboxService } from '../../sandbox/service.js'
@@ -118,8 +119,15 @@ export function withoutEscalation<T extends object>(args: T): T {
  * `FsError` `FS_SANDBOX_DENIED` carrying the marker and, when possible, the escalation hint),
  * else plainly.
  */
-export async function writeFileFenced(box: CallSandbox | undefined, path: string, data: string, options: { mkdirs?: boolean } = {}): Promise<void> {
+export async function writeFileFenced(box: CallSandbox | undefined, path: string, data: string, options: { mkdirs?: boolean; editor?: EditorFiles } = {}): Promise<void> {
   try {
+    const writeText = options.editor?.writeText
+    if (writeText !== undefined) {
+      // The editor writes (it creates the file and shows the change); the fence decides first.
+      if (box !== undefined) await checkWritable(path, { mode: box.mode, root: box.root })
+      await writeText(path, data)
+      return
+    }
     if (box === undefined) {
       if (options.mkdirs === true) await mkdir(dirname(path), { recursive: true })
       await writeFile(path, data)

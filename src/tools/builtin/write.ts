@@ -1,12 +1,13 @@
 /**
  * `write`: create a file, or overwrite one this session has read in its current version.
  */
+import { editorFiles, type EditorFiles } from '../editor-files.js'
 import { createRequire } from 'node:module'
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonValue } from '../../session/types.js'
 import type { JsonSchema } from '../json-schema.js'
-import { fsFailure, readRegularFile } from './errors.js'
+import { fsFailure, readSessionFile } from './errors.js'
 import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, writeFileFenced, type EscalationArgs, type Sandboxing } from './sandboxing.js'
@@ -51,9 +52,9 @@ export function unifiedDiff(label: string, before: Uint8Array, after: string): s
   return diffModule.createTwoFilesPatch(label, label, Buffer.from(before).toString('utf8'), after, '', '', { context: 3 })
 }
 
-async function readExisting(path: string): Promise<Buffer | undefined> {
+async function readExisting(path: string, files: EditorFiles | undefined): Promise<Buffer | undefined> {
   try {
-    return await readRegularFile(path)
+    return await readSessionFile(path, files)
   } catch (error) {
     if ((error as { code?: unknown }).code === 'ENOENT') return undefined
     return fsFailure(error, path)
@@ -74,9 +75,10 @@ export function createWriteTool(ledger: FileObservations, config: WriteToolConfi
       const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'write', 'operation', args, context)
       const path = resolvePath(context.cwd, args.file_path)
       const key = ledgerKey(context)
-      const before = await readExisting(path)
+      const files = editorFiles(context.scope)
+      const before = await readExisting(path, files)
       if (before !== undefined) ledger.assertObserved(key, path, before, 'write')
-      await writeFileFenced(box, path, args.content, { mkdirs: true })
+      await writeFileFenced(box, path, args.content, { mkdirs: true, editor: files })
       ledger.record(key, path, versionOf(Buffer.from(args.content)))
       const lines = countLines(args.content)
       const size = Buffer.byteLength(args.content)
