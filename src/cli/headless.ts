@@ -225,6 +225,8 @@ export class HeadlessApp extends Service {
       dispose()
       offUnavailable()
       progress?.done()
+      // In a terminal, text mode says which session this was and how to go on (also after Ctrl-C).
+      if (!stream && host.stderr.isTTY === true) host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
     }
     if (command !== undefined && command.kind !== 'prompt') {
       const shown = command.text ?? ''
