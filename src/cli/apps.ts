@@ -69,8 +69,8 @@ export class SessionsListApp extends Service {
       host.stdout.write('no stored sessions\n')
       return 0
     }
-    const rows = sessions.map(s => [s.id, s.title ?? '(untitled)', s.cwd ?? '-', age(s.updatedAt), String(s.turns)])
-    const header = ['ID', 'TITLE', 'CWD', 'UPDATED', 'TURNS']
+    const rows = sessions.map(s => [s.id, s.title ?? '(untitled)', s.cwd ?? '-', age(s.updatedAt), String(s.turns), s.unreadable !== undefined ? `unreadable: ${s.unreadable.replace(/^\S+: /, '')}` : s.lastTurn ?? '-'])
+    const header = ['ID', 'TITLE', 'CWD', 'UPDATED', 'TURNS', 'LAST TURN']
     const widths = header.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map(r => r[i].length))))
     const line = (cells: string[]) => cells.map((c, i) => c.slice(0, widths[i]).padEnd(widths[i])).join('  ').trimEnd()
     host.stdout.write(`${[header, ...rows].map(line).join('\n')}\n`)

@@ -96,7 +96,7 @@ registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter 
 registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',
   async () => (await import('../tools/index.js')).ToolsPlugin)
 registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',
-  async () => (await import('../tools/builtin/index.js')).BuiltinToolsPlugin)
+  async () => withHost((await import('../tools/builtin/index.js')).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
   async () => (await import('../tools/builtin/index.js')).WebFetchToolPlugin)
 registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and runtime contexts (ctx.systemPrompt)',

@@ -16,6 +16,7 @@ import { isSandboxMode, SANDBOX_MODES, type SandboxMode } from '../sandbox/modes
 import { Progress } from './progress.js'
 import { UsageError } from './main.js'
 import { pickRoute } from '../host/route.js'
+import { followSessionCwd } from '../sdk/agents.js'
 import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
@@ -202,6 +203,8 @@ export class HeadlessApp extends Service {
       if (from !== session) return
       if (stream) write({ type: 'session_event', sessionId: session.id, event })
       progress?.observe(event)
+      // Without the progress line (piped), each retry is one stderr line: which attempt, why.
+      if (progress === undefined && event.type === 'llm/retry') host.stderr.write(`dsh: ${describeRetry(event.data as RetryLine)}\n`)
       const denial = sandboxDenial(event)
       if (denial !== undefined) host.stderr.write(`dsh: ${denial} was denied by the sandbox (${approval?.mode(session) ?? 'confined'} mode). ${widerHint(approval?.mode(session))}\n`)
     })
@@ -222,6 +225,8 @@ export class HeadlessApp extends Service {
       dispose()
       offUnavailable()
       progress?.done()
+      // In a terminal, text mode says which session this was and how to go on (also after Ctrl-C).
+      if (!stream && host.stderr.isTTY === true) host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
     }
     if (command !== undefined && command.kind !== 'prompt') {
       const shown = command.text ?? ''
@@ -240,10 +245,30 @@ export class HeadlessApp extends Service {
   private async openAgent(args: HeadlessArgs, route: { provider: string; model: string }): Promise<Agent> {
     const { agents, host } = this.ctx
     const cwd = args.cwd ?? host.cwd
-    if (args.session === undefined) return agents.create({ cwd, loop: route })
-    const persistence = this.ctx.get('sessionPersistence')
-    if (persistence === undefined) throw new Error('--session needs a persistence row in the profile')
-    const { session } = await persistence.load(args.session)
-    return agents.create({ sessionId: session.id, loop: route })
+    let agent: Agent
+    if (args.session === undefined) agent = agents.create({ cwd, loop: route })
+    else {
+      const persistence = this.ctx.get('sessionPersistence')
+      if (persistence === undefined) throw new Error('--session needs a persistence row in the profile')
+      const { session } = await persistence.load(args.session)
+      agent = agents.create({ sessionId: session.id, loop: route })
+    }
+    // The session's folder (stored, or --cwd) is where tools run: the model is told the same.
+    await followSessionCwd(this.ctx, agent)
+    return agent
   }
+}
+
+interface RetryLine {
+  readonly retry: number
+  readonly maxRetries: number | null
+  readonly delayMs: number
+  readonly failure: { readonly code?: string; readonly message?: string }
+}
+
+/** `model request failed (CODE: message); retrying, attempt n of N in 0.5s`. */
+export function describeRetry(data: RetryLine): string {
+  const cause = [data.failure.code, data.failure.message].filter(part => part !== undefined && part !== '').join(': ') || 'unknown error'
+  const of = data.maxRetries === null ? '' : ` of ${data.maxRetries}`
+  return `model request failed (${cause.split('\n')[0]}); retrying, attempt ${data.retry}${of} in ${(data.delayMs / 1000).toFixed(1)}s`
 }

@@ -57,7 +57,7 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
   return options
 }
 
-const HELP = `Usage: dsh [--profile NAME] [--patch FILE]... [app arguments]
+const helpText = (profiles: readonly string[]) => `Usage: dsh [--profile NAME] [--patch FILE]... [app arguments]
 
 In a terminal, with no task (docs/terminal.md):
   dsh                              open an interactive conversation in this folder
@@ -67,7 +67,8 @@ In a terminal, with no task (docs/terminal.md):
 
 Launcher flags (before app arguments):
   --profile NAME          composition to run (default: tui in a terminal without a task, else
-                          headless; shipped: headless, tui, sdk, acp, web)
+                          headless)
+                          shipped: ${profiles.join(', ')}
   --patch FILE            extra patch layer, applied last (repeatable)
   --store URL             keep sessions in PostgreSQL (postgres://user@host/db[?schema=NAME]);
                           also DSH_STORE_URL or \`store:\` in settings (default: local files)
@@ -93,6 +94,12 @@ Other commands:
 Environment: DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, DSH_HOME (default ~/.dsh), DSH_MODEL.
 `
 
+/** The help text, listing the shipped profiles from the same index the profile loader reads. */
+async function help(): Promise<string> {
+  const { listShippedProfiles } = await import('../config/profile.js')
+  return helpText(listShippedProfiles())
+}
+
 function packageVersion(): string {
   const root = new URL('../..', import.meta.url)
   return (JSON.parse(readFileSync(join(root.pathname, 'package.json'), 'utf8')) as { version: string }).version
@@ -103,7 +110,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     options = parseLauncherArgs(argv)
   } catch (error) {
-    process.stderr.write(`dsh: ${(error as Error).message}\n${HELP}`)
+    process.stderr.write(`dsh: ${(error as Error).message}\n${await help()}`)
     return 2
   }
   if (options.version) {
@@ -111,7 +118,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0
   }
   if (options.help) {
-    process.stdout.write(HELP)
+    process.stdout.write(await help())
     return 0
   }
   const [first, second] = options.appArgs
@@ -122,7 +129,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (!options.profileGiven && options.dump === undefined) {
     const routed = routeDefault(options, Boolean(process.stdin.isTTY && process.stdout.isTTY))
     if (routed instanceof UsageError) {
-      process.stderr.write(`dsh: ${routed.message}\n${HELP}`)
+      process.stderr.write(`dsh: ${routed.message}\n${await help()}`)
       return 2
     }
     options.profile = routed

@@ -3,7 +3,7 @@
  * hand the process to the app plugin, and tear the tree down (flushing logs) when it is done.
  */
 import { Context } from 'cordis'
-import { environmentLayers, readSettings, resolveHome } from '../config/home.js'
+import { environmentLayers, readSettings, resolveHome, tightenHome } from '../config/home.js'
 import { checkLoaded, loadRows } from './loader.js'
 import { dumpConfig } from '../config/dump.js'
 import { composeProfile, resolveProfile } from '../config/profile.js'
@@ -22,6 +22,8 @@ function fail(message: string): number {
 
 export async function runProfile(options: LauncherOptions): Promise<number> {
   const home = resolveHome()
+  const loose = tightenHome(home)
+  if (loose !== undefined) process.stderr.write(`dsh: ${loose}\n`)
   let composed
   let profile
   try {

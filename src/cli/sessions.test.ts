@@ -114,4 +114,38 @@ describe('dsh sessions', () => {
     expect(result.stderr).toMatch(/unknown argument "--bogus"/)
     expect(result.stdout).toBe('')
   })
+
+  it('`dsh sessions` shows how the last turn of each session ended (completed, error, or still open)', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    server.enqueue(streamResponse([{ text: 'fine' }, { finish: 'stop', usage }]))
+    const ok = await runDsh(['--profile', 'headless', '--output', 'stream-json', 'hello'], { cwd, env })
+    expect(ok.code).toBe(0)
+    const okId = JSON.parse(ok.stdout.trim().split('\n').at(-1)!).sessionId as string
+    const open = await storedOpenSession(home, cwd)
+    const listed = await runDsh(['sessions'], { cwd, env: { DSH_HOME: home } })
+    expect(listed.code).toBe(0)
+    const [head, ...rows] = listed.stdout.trimEnd().split('\n')
+    expect(head).toMatch(/\bLAST TURN\b/)
+    expect(rows.find(row => row.startsWith(okId))).toMatch(/\bcompleted\b/)
+    expect(rows.find(row => row.startsWith(open.id))).toMatch(/\bopen\b/)
+    const json = JSON.parse((await runDsh(['sessions', '--json'], { cwd, env: { DSH_HOME: home } })).stdout) as { id: string; lastTurn?: string }[]
+    expect(json.find(s => s.id === okId)?.lastTurn).toBe('completed')
+    expect(json.find(s => s.id === open.id)?.lastTurn).toBe('open')
+  })
+
+  it('S-13: a session of a newer format version is listed as unreadable (naming why), not dropped', async () => {
+    const { home, cwd } = tempHome()
+    const newer = await storedOpenSession(home, cwd)
+    const lines = readFileSync(newer.path, 'utf8').split('\n')
+    const header = JSON.parse(lines[0]!)
+    lines[0] = JSON.stringify({ ...header, version: header.version + 1 })
+    writeFileSync(newer.path, lines.join('\n'))
+    const listed = await runDsh(['sessions'], { cwd, env: { DSH_HOME: home } })
+    expect(listed.code).toBe(0)
+    const row = listed.stdout.split('\n').find(line => line.startsWith(newer.id))
+    expect(row).toMatch(/unreadable/)
+    const json = JSON.parse((await runDsh(['sessions', '--json'], { cwd, env: { DSH_HOME: home } })).stdout) as { id: string; unreadable?: string }[]
+    expect(json.find(s => s.id === newer.id)?.unreadable).toMatch(/newer than this runtime supports/)
+  })
 })

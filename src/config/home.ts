@@ -2,14 +2,43 @@
  * The home folder (`$DSH_HOME`, default `~/.dsh`): profiles, patch layers, settings,
  * credentials and `.env` layers. Every write is atomic (temp file + fsync + rename) and private.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, existsSync } from 'node:fs'
+import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync, existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { loadYaml } from './yaml.js'
+import { describeYamlError, loadYaml } from './yaml.js'
 
 export function resolveHome(env: NodeJS.ProcessEnv = process.env): string {
   const configured = env.DSH_HOME
   return configured !== undefined && configured !== '' ? resolve(configured) : join(homedir(), '.dsh')
+}
+
+/**
+ * The home folder holds credentials and session logs, so it must be private. An existing home
+ * that others can read, write or enter (any group/other bit) is tightened to 0700 when this user
+ * owns it; otherwise it is left alone. Returns one line to show the user, or undefined when the
+ * folder is missing or already private.
+ */
+export function tightenHome(home: string): string | undefined {
+  let info
+  try {
+    info = statSync(home)
+  } catch {
+    return undefined
+  }
+  if (!info.isDirectory()) return undefined
+  const mode = info.mode & 0o777
+  if ((mode & 0o077) === 0) return undefined
+  const octal = (value: number) => `0${value.toString(8).padStart(3, '0')}`
+  const mine = typeof process.getuid !== 'function' || info.uid === process.getuid()
+  if (mine) {
+    try {
+      chmodSync(home, mode & 0o700 | 0o700)
+      return `warning: ${home} had mode ${octal(mode)} (readable by others); tightened to 0700`
+    } catch (error) {
+      return `warning: ${home} has mode ${octal(mode)} (readable by others) and could not be tightened to 0700: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`
+    }
+  }
+  return `warning: ${home} has mode ${octal(mode)} (readable by others) and belongs to another user; run chmod 0700 on it`
 }
 
 export const homePaths = (home: string) => ({
@@ -44,7 +73,7 @@ function readYamlFile(path: string): unknown {
   try {
     return loadYaml().parse(text)
   } catch (error) {
-    throw new Error(`${path}: invalid YAML: ${(error as Error).message}`)
+    throw new Error(`${path}: invalid YAML ${describeYamlError(error)}`)
   }
 }
 

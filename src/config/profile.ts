@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path'
 import { homePaths } from './home.js'
 import { compose, ConfigError, type ComposeResult, type Layer } from './rows.js'
 import { packageRoot, shippedDocument } from './shipped.js'
-import { loadYaml } from './yaml.js'
+import { describeYamlError, loadYaml } from './yaml.js'
 
 export { packageRoot }
 const shippedBundles = join(packageRoot, 'bundles')
@@ -37,7 +37,7 @@ function readYamlDocument(path: string, what: string): unknown {
   try {
     return loadYaml().parse(text)
   } catch (error) {
-    throw new ConfigError(path, undefined, undefined, `invalid YAML: ${(error as Error).message.split('\n')[0]}`)
+    throw new ConfigError(path, undefined, undefined, `invalid YAML ${describeYamlError(error)}`)
   }
 }
 

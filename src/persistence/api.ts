@@ -55,6 +55,18 @@ export interface StoredSessionSummary {
   readonly turns: number
   /** Stored event count (next seq). */
   readonly length: number
+  /**
+   * How the last turn ended (`turn/end` reason kind: completed, error, aborted...), `open` when
+   * it has started and not ended (running, or crashed); absent with no turns or when the
+   * backend does not track it.
+   */
+  readonly lastTurn?: string
+  /**
+   * Set when the stored session cannot be read by this runtime (a newer format version, a
+   * damaged header): why. It is listed so it does not vanish; loading it fails with the same
+   * reason. The counts are then 0.
+   */
+  readonly unreadable?: string
 }
 
 /** Who holds a session's writer lock. */

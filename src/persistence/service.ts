@@ -368,11 +368,14 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     }
     this.tracked.delete(id)
     await this.lease(id)
+    let deleted: boolean
     try {
-      return await this.backend.trash(id)
+      deleted = await this.backend.trash(id)
     } finally {
       await this.release(id)
     }
+    if (deleted) await this.root.parallel('session/deleted', id)
+    return deleted
   }
 
   /**

@@ -84,5 +84,10 @@ declare module 'cordis' {
     'session/created'(session: Session): void
     /** @mode parallel. Durability barrier: resolves once every event so far is on disk. */
     'session/flush'(session: Session): Promise<void>
+    /**
+     * @mode parallel. A stored session was deleted (its id is free again): whatever is kept with
+     * it (spilled tool outputs) goes too. Awaited by the deleter.
+     */
+    'session/deleted'(id: string): Promise<void>
   }
 }

@@ -47,6 +47,7 @@ interface SummaryCache {
   readonly length: number
   readonly turns: number
   readonly title: string | null
+  readonly lastTurn?: string
 }
 
 /** An append handle kept open, with the inode it was opened on. */
@@ -169,9 +170,9 @@ export class JsonlBackend implements PersistenceBackend {
       if (project.startsWith('.')) continue
       for (const entry of await readdirOrEmpty(join(this.root, project))) {
         const dir = join(this.root, project, entry)
-        const summary = await this.chains.run(`list:${dir}`, () => this.summarise(dir)).catch(() => undefined)
+        const summary = await this.chains.run(`list:${dir}`, () => this.summarise(dir)).catch((error: unknown) => unreadableSummary(dir, error))
         if (summary === undefined) continue
-        this.index.set(summary.id, dir)
+        if (summary.unreadable === undefined) this.index.set(summary.id, dir)
         out.push(summary)
       }
     }
@@ -464,6 +465,7 @@ export class JsonlBackend implements PersistenceBackend {
       const header = checkHeader(JSON.parse(head.toString('utf8', 0, headerEnd)), file)
       const cache = await readSummaryCache(join(dir, SUMMARY_FILE), handle, info.size)
       let { length, turns, title } = cache ?? { length: 0, turns: 0, title: null as string | null }
+      let lastTurn = cache?.lastTurn
       const from = cache?.size ?? headerEnd + 1
       const buffer = await readRange(handle, from, info.size)
       let end = 0
@@ -478,22 +480,53 @@ export class JsonlBackend implements PersistenceBackend {
         }
         if (!isPlainObject(value)) continue
         length += lineEventCount(value as unknown as StoredLine)
-        if (value.type === 'turn/start') turns++
+        if (value.type === 'turn/start') turns++, lastTurn = 'open'
+        if (value.type === 'turn/end' && isPlainObject(value.data) && isPlainObject(value.data.reason) && typeof value.data.reason.kind === 'string') lastTurn = value.data.reason.kind
         if (value.type === 'session/title' && isPlainObject(value.data) && typeof value.data.title === 'string') title = value.data.title
       }
       if (end > 0 || cache === undefined) {
         const size = from + end
         const tail = (await readRange(handle, Math.max(0, size - 64), size)).toString('base64')
-        const next: SummaryCache = { size, tail, length, turns, title }
+        const next: SummaryCache = { size, tail, length, turns, title, ...(lastTurn !== undefined ? { lastTurn } : {}) }
         await writeFile(join(dir, SUMMARY_FILE), JSON.stringify(next), { mode: FILE_MODE }).catch(() => undefined)
       }
       return {
         id: header.id, title, cwd: header.cwd, parentSession: header.parentSession,
         createdAt: header.createdAt, updatedAt: Math.floor(info.mtimeMs), turns, length,
+        ...(lastTurn !== undefined ? { lastTurn } : {}),
       }
     } finally {
       await handle.close()
     }
+  }
+}
+
+/**
+ * A stored session this runtime cannot read (a newer format version, a damaged header) is still
+ * listed, with why, as long as its header names an id: it must not vanish from lists.
+ */
+async function unreadableSummary(dir: string, error: unknown): Promise<StoredSessionSummary | undefined> {
+  try {
+    const file = join(dir, SESSION_FILE)
+    const handle = await open(file, 'r')
+    try {
+      const info = await handle.stat()
+      const head = await readRange(handle, 0, Math.min(info.size, 65536))
+      const end = head.indexOf(NEWLINE)
+      const header: unknown = JSON.parse(head.toString('utf8', 0, end < 0 ? head.length : end))
+      if (!isPlainObject(header) || typeof header.id !== 'string' || header.id === '') return undefined
+      return {
+        id: header.id, title: null,
+        ...(typeof header.cwd === 'string' ? { cwd: header.cwd } : {}),
+        createdAt: typeof header.createdAt === 'number' ? header.createdAt : Math.floor(info.mtimeMs),
+        updatedAt: Math.floor(info.mtimeMs), turns: 0, length: 0,
+        unreadable: error instanceof Error ? error.message : String(error),
+      }
+    } finally {
+      await handle.close()
+    }
+  } catch {
+    return undefined
   }
 }
 

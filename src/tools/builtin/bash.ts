@@ -23,7 +23,7 @@ import { canWiden, deniedMarker, escalationHint, SandboxErrorCode } from '../../
 import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
-import { openSpillStream, spillOutput } from './spill.js'
+import { openSpillStream, spillOutput, type SpillPlace } from './spill.js'
 import { scrubbedEnvironment } from '../../config/credentials.js'
 
 export interface BashToolConfig {
@@ -108,7 +108,7 @@ class OutputCapture {
   private draining = false
   private failure: unknown
 
-  constructor(private readonly label: string, private readonly source: Readable, private readonly limits: CaptureLimits) {
+  constructor(private readonly label: string, private readonly source: Readable, private readonly limits: CaptureLimits, private readonly place?: SpillPlace) {
     source.on('data', (chunk: Buffer) => this.push(chunk))
   }
 
@@ -141,7 +141,7 @@ class OutputCapture {
     // Pause until the file is open so the writes queue in order behind the buffered bytes.
     this.source.pause()
     this.waiting = [all]
-    this.opening = openSpillStream(this.label).then(({ path, stream }) => {
+    this.opening = openSpillStream(this.label, this.place).then(({ path, stream }) => {
       this.file = stream
       this.filePath = path
       stream.on('error', (error) => { this.failure = error })
@@ -236,6 +236,8 @@ export async function runBash(command: string, options: {
   timeoutMs: number
   signal: AbortSignal
   config: Required<Omit<BashToolConfig, 'env'>> & { env?: Readonly<Record<string, string>> }
+  /** The call's session: a spilled stream is kept with it. */
+  place?: SpillPlace
 }): Promise<BashRun> {
   const { config } = options
   const started = performance.now()
@@ -248,8 +250,8 @@ export async function runBash(command: string, options: {
     env: scrubbedEnvironment(process.env, config.env),
   })
   const limits = config
-  const stdout = new OutputCapture('stdout', child.stdout!, limits)
-  const stderr = new OutputCapture('stderr', child.stderr!, limits)
+  const stdout = new OutputCapture('stdout', child.stdout!, limits, options.place)
+  const stderr = new OutputCapture('stderr', child.stderr!, limits, options.place)
 
   let timedOut = false
   let aborted = false
@@ -360,7 +362,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         prefix = runner.argv(box.mode, box.root)
       }
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
-      const run = await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, ...(prefix !== undefined ? { prefix } : {}) })
+      const run = await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, ...(prefix !== undefined ? { prefix } : {}) })
       const sandboxMarkers: string[] = []
       if (runner !== undefined && box !== undefined && !run.timedOut && !run.aborted) {
         const stderr = run.stderr.text
@@ -382,7 +384,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
           ...(spills.length > 0 ? { spilled: spills } : {}),
         },
       }
-      return spillOutput(output, 'bash')
+      return spillOutput(output, 'bash', { place: context })
     },
   }
 }

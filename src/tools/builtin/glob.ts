@@ -75,7 +75,7 @@ export function createGlobTool(config: GlobToolConfig = {}): Tool<GlobArgs> {
       let text = shown.join('\n')
       let listPath: string | undefined
       if (files.length > maxResults) {
-        listPath = await spillText(files.join('\n') + '\n', 'glob')
+        listPath = await spillText(files.join('\n') + '\n', 'glob', context)
         text += `\n\n[${files.length} files matched; showing the ${maxResults} newest. The full list is saved to ${listPath}]`
       }
       return { content: [{ type: 'text', text }], meta: { count: files.length, ...(listPath ? { listPath } : {}) } }

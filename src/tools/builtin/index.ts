@@ -12,6 +12,8 @@ import { ReadLedger } from './ledger.js'
 import { ReadToolPlugin, type ReadToolConfig } from './read.js'
 import { TodoWriteToolPlugin, type TodoWriteConfig } from './todo.js'
 import { WriteToolPlugin, type WriteToolConfig } from './write.js'
+import { removeSessionSpill, setSpillRoot } from './spill.js'
+import type {} from '../../session/api.js'
 
 export * from './bash.js'
 export * from './edit.js'
@@ -28,6 +30,11 @@ export * from './write.js'
 
 /** Per-tool configuration; `false` leaves that tool out. */
 export interface BuiltinToolsConfig {
+  /**
+   * Folder that keeps each session's spilled outputs until the session is deleted (the command
+   * line uses `$DSH_HOME/tool-output`). Without it, spills go to a temp folder removed at exit.
+   */
+  readonly spillRoot?: string
   readonly bash?: BashToolConfig | false
   readonly read?: ReadToolConfig | false
   readonly write?: WriteToolConfig | false
@@ -40,6 +47,12 @@ export interface BuiltinToolsConfig {
 export class BuiltinToolsPlugin {
   static readonly inject = ['tools']
   constructor(ctx: Context, config: BuiltinToolsConfig = {}) {
+    const spillRoot = config.spillRoot
+    if (spillRoot !== undefined) {
+      ctx.effect(() => setSpillRoot(spillRoot))
+      // A session's spill files are part of it: they go when it goes.
+      ctx.on('session/deleted', (id) => removeSessionSpill(id, spillRoot))
+    }
     ctx.plugin(ReadLedger)
     if (config.bash !== false) ctx.plugin(BashToolPlugin, config.bash ?? {})
     if (config.read !== false) ctx.plugin(ReadToolPlugin, config.read ?? {})

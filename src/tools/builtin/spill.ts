@@ -1,12 +1,17 @@
 /**
  * Output spill shared by the built-in tools. A result too large for the model's context is
- * written to a private folder (0700, one per process, removed at exit) as a 0600 file and the
- * result keeps a preview plus the file's path, so nothing is lost and the model can page through
- * the rest with `read` or search it with `grep`.
+ * written as a 0600 file and the result keeps a preview plus the file's path, so nothing is lost
+ * and the model can page through the rest with `read` or search it with `grep`.
+ *
+ * Where the file goes: with a spill root configured (the command line uses
+ * `$DSH_HOME/tool-output`) and a call that belongs to a session, into `<root>/<session>/` (0700),
+ * kept as long as the session: the stored log points to it, so it outlives the process and is
+ * removed when the session is deleted (`session/deleted`). Otherwise (no root, or no session) into
+ * a private per-process temp folder removed at exit.
  */
 import { randomBytes } from 'node:crypto'
 import { createWriteStream, rmSync, type WriteStream } from 'node:fs'
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ToolOutput } from '../api.js'
@@ -19,9 +24,57 @@ export const SPILL_THRESHOLD_BYTES = 50 * 1024
 export const SPILL_PREVIEW_BYTES = 16 * 1024
 
 let directory: Promise<string> | undefined
+let configuredRoot: string | undefined
 
-/** The process's private spill folder, created on first use. */
-export function spillDirectory(): Promise<string> {
+/** The part of a tool call's context the spill rule looks at. */
+export interface SpillPlace {
+  readonly session?: { readonly id: string }
+}
+
+/**
+ * Sets the folder under which each session's spill files are kept. Returns the disposer, which
+ * restores the previous root.
+ */
+export function setSpillRoot(root: string): () => void {
+  const previous = configuredRoot
+  configuredRoot = root
+  return () => { if (configuredRoot === root) configuredRoot = previous }
+}
+
+/** Session id -> one safe folder name: [A-Za-z0-9_-] kept, every other UTF-8 byte percent-encoded. */
+function sessionFolderName(id: string): string {
+  let out = ''
+  for (const byte of Buffer.from(id, 'utf8')) {
+    const char = String.fromCharCode(byte)
+    out += /[A-Za-z0-9_-]/.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+  }
+  return out === '' ? '%00' : out
+}
+
+/** The folder that keeps `sessionId`'s spill files under `root`. */
+export function sessionSpillDirectory(root: string, sessionId: string): string {
+  return join(root, sessionFolderName(sessionId))
+}
+
+/** Removes a session's spill files (no-op when none were written or no root is configured). */
+export async function removeSessionSpill(sessionId: string, root = configuredRoot): Promise<void> {
+  if (root === undefined) return
+  await rm(sessionSpillDirectory(root, sessionId), { recursive: true, force: true })
+}
+
+/** Where a spill for `place` goes: the session's kept folder, or the process's temp folder. */
+export async function spillDirectory(place?: SpillPlace): Promise<string> {
+  const root = configuredRoot
+  const id = place?.session?.id
+  if (root === undefined || id === undefined) return processSpillDirectory()
+  await mkdir(root, { recursive: true, mode: 0o700 })
+  const dir = sessionSpillDirectory(root, id)
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  return dir
+}
+
+/** The process's private spill folder, created on first use and removed at exit. */
+function processSpillDirectory(): Promise<string> {
   directory ??= (async () => {
     const dir = await mkdtemp(join(tmpdir(), 'dsh-tool-output-'))
     // mkdtemp already uses 0700; chmod makes that independent of the platform's default.
@@ -41,21 +94,23 @@ function spillName(label: string): string {
 }
 
 /** Writes `text` to a new 0600 file in the spill folder and returns its path. */
-export async function spillText(text: string | Uint8Array, label: string): Promise<string> {
-  const path = join(await spillDirectory(), spillName(label))
+export async function spillText(text: string | Uint8Array, label: string, place?: SpillPlace): Promise<string> {
+  const path = join(await spillDirectory(place), spillName(label))
   await writeFile(path, text, { mode: 0o600, flag: 'wx' })
   return path
 }
 
 /** Opens a new 0600 spill file for streaming writes (used by `bash`). */
-export async function openSpillStream(label: string): Promise<{ path: string; stream: WriteStream }> {
-  const path = join(await spillDirectory(), spillName(label))
+export async function openSpillStream(label: string, place?: SpillPlace): Promise<{ path: string; stream: WriteStream }> {
+  const path = join(await spillDirectory(place), spillName(label))
   return { path, stream: createWriteStream(path, { mode: 0o600, flags: 'wx' }) }
 }
 
 export interface SpillOptions {
   readonly thresholdBytes?: number
   readonly previewBytes?: number
+  /** The call's session, so the file is kept with it. */
+  readonly place?: SpillPlace
 }
 
 /** The spill footer's wording, shared so every tool points at its file the same way. */
@@ -68,7 +123,7 @@ export async function spillIfLarge(text: string, label: string, options: SpillOp
   const threshold = options.thresholdBytes ?? SPILL_THRESHOLD_BYTES
   const bytes = Buffer.byteLength(text)
   if (bytes <= threshold) return { text }
-  const path = await spillText(text, label)
+  const path = await spillText(text, label, options.place)
   const preview = utf8Head(Buffer.from(text), Math.min(options.previewBytes ?? SPILL_PREVIEW_BYTES, threshold))
   return { text: `${preview}${preview.endsWith('\n') ? '' : '\n'}${spillNotice(bytes, path)}`, path }
 }
@@ -100,6 +155,6 @@ export async function spillOutput(output: ToolOutput, label: string, options: Sp
 }
 
 /** Wraps a tool body so its output goes through the spill rule. */
-export function withSpill<A, C>(label: string, body: (args: A, context: C) => Promise<ToolOutput>, options?: SpillOptions) {
-  return async (args: A, context: C): Promise<ToolOutput> => spillOutput(await body(args, context), label, options)
+export function withSpill<A, C extends SpillPlace>(label: string, body: (args: A, context: C) => Promise<ToolOutput>, options: SpillOptions = {}) {
+  return async (args: A, context: C): Promise<ToolOutput> => spillOutput(await body(args, context), label, { ...options, place: context })
 }

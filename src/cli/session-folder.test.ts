@@ -1,0 +1,49 @@
+/**
+ * `--session` from another folder: the session's stored folder is the working folder for the
+ * tools and for what the model is told (the cwd runtime context), never the shell's folder.
+ */
+import { mkdtempSync, realpathSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+
+let server: FakeDeepSeek
+beforeAll(async () => { server = await FakeDeepSeek.start() })
+afterAll(async () => { await server.close() })
+
+const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+function lastRuntimeContext(body: any): string {
+  const texts = body.messages.filter((m: any) => m.role === 'user' && typeof m.content === 'string' && m.content.startsWith('Current runtime context.'))
+  return texts.at(-1)?.content ?? ''
+}
+
+describe('--session from another folder', () => {
+  it('P-3: the model is told the session\'s stored folder, and bash runs there', async () => {
+    const { home, cwd } = tempHome()
+    const elsewhere = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-elsewhere-')))
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    server.enqueue(streamResponse([{ text: 'first' }, { finish: 'stop', usage }]))
+    const first = await runDsh(['--profile', 'headless', '--output', 'stream-json', 'hello'], { cwd, env })
+    expect(first.code).toBe(0)
+    const sessionId = JSON.parse(first.stdout.trim().split('\n').at(-1)!).sessionId as string
+    const stored = realpathSync(cwd)
+    expect(lastRuntimeContext(server.requests.at(-1)!.body)).toContain(`Working folder: ${stored}`)
+
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'call-1', name: 'bash', arguments: '{"command":"pwd","description":"where"}' } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'second' }, { finish: 'stop', usage }]),
+    )
+    const before = server.requests.length
+    const second = await runDsh(['--profile', 'headless', '--session', sessionId, 'where are we?'], { cwd: elsewhere, env })
+    expect(second.code).toBe(0)
+    const request = server.requests[before]!.body
+    const context = lastRuntimeContext(request)
+    expect(context).toContain(`Working folder: ${stored}`)
+    expect(context).not.toContain(elsewhere)
+    const toolMessage = server.requests[before + 1]!.body.messages.find((m: any) => m.role === 'tool')
+    expect(toolMessage.content.trim()).toBe(stored)
+  })
+})
