@@ -69,6 +69,14 @@ export class FakeDeepSeek {
     return this.queue.length
   }
 
+  /**
+   * Drops the responses no request took (a test whose turn count depends on timing, e.g. queued
+   * prompts merging into one turn), so the next test of a shared server starts from its own script.
+   */
+  discardPending(): number {
+    return this.queue.splice(0).length
+  }
+
   /** Resolves once `count` requests have arrived in total. */
   waitForRequests(count: number): Promise<void> {
     if (this.requests.length >= count) return Promise.resolve()
