@@ -80,7 +80,7 @@ export class TuiApp extends Service {
     setColorEnabled(colorWanted(host.env))
     const cwd = args.cwd ?? host.cwd
 
-    const ink = await import('ink')
+    const ink = await importInteractiveInk()
     const React = await import('react')
     const { SessionPicker } = await import('./picker.js')
     const { ConversationView } = await import('./view.js')
@@ -287,5 +287,22 @@ export class TuiApp extends Service {
         })
       })
     })
+  }
+}
+
+/**
+ * Ink decides once, when its module is first evaluated, whether it runs in CI (`CI` or
+ * `CONTINUOUS_INTEGRATION` set) and then draws only the final frame. The terminal app runs only
+ * when stdin and stdout are terminals, so a person is looking: hide those variables while Ink
+ * loads and put them back at once (tools and hooks still see them).
+ */
+async function importInteractiveInk(): Promise<typeof import('ink')> {
+  const keys = ['CI', 'CONTINUOUS_INTEGRATION'] as const
+  const saved = keys.map(key => [key, process.env[key]] as const)
+  for (const key of keys) delete process.env[key]
+  try {
+    return await import('ink')
+  } finally {
+    for (const [key, value] of saved) if (value !== undefined) process.env[key] = value
   }
 }
