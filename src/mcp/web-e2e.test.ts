@@ -3,17 +3,16 @@
  * settings list (state, tools, enable toggle), the one-time trust of the project's `.mcp.json`,
  * and the MCP tool card when the fake model calls an MCP tool.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import { writeSettings } from '../config/home.js'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { testServerEntry } from '../../test-support/mcp.js'
-import { repoRoot } from '../../test-support/run-dsh.js'
-import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
-import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
+import { findChromium } from '../../test-support/chromium.js'
+import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { type DshWeb } from '../../test-support/web-process.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping MCP web e2e tests: ${chromium.reason}`)
@@ -25,29 +24,22 @@ describe.skipIf(chromium.path === undefined)('MCP in dsh web', () => {
   let browser: Browser
   let page: Page
 
+  let workspace: BrowserWorkspace | undefined
+
   beforeAll(async () => {
-    ensureWebBuild(repoRoot)
-    fake = await FakeDeepSeek.start()
-    const home = mkdtempSync(join(tmpdir(), 'dsh-mcp-web-home-'))
-    const work = mkdtempSync(join(tmpdir(), 'dsh-mcp-web-work-'))
-    writeSettings(home, { mcpServers: { mine: testServerEntry() } })
-    writeFileSync(join(work, '.mcp.json'), JSON.stringify({ mcpServers: { proj: testServerEntry() } }))
-    writeFileSync(join(home, 'test.patch.yml'), '- id: session-title\n  config:\n    llm: false\n')
-    web = await startDshWeb({
-      cwd: work,
-      args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', 'e2e-token-0123456789abcdef'],
-      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key' },
+    workspace = await openBrowserWorkspace({
+      name: 'mcp',
+      prepare: ({ home, work }) => {
+        writeSettings(home, { mcpServers: { mine: testServerEntry() } })
+        writeFileSync(join(work, '.mcp.json'), JSON.stringify({ mcpServers: { proj: testServerEntry() } }))
+      },
     })
-    const { chromium: launcher } = await import('playwright-core')
-    browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
-    page = await browser.newPage({ viewport: { width: 1280, height: 820 } })
+    ;({ fake, web, browser, page } = workspace)
     page.on('dialog', dialog => { void dialog.accept() })
   }, 600_000)
 
   afterAll(async () => {
-    await browser?.close()
-    await web?.stop()
-    await fake?.close()
+    await workspace?.close()
   })
 
   it('settings list servers, trust starts the project servers, the toggle turns one off', async () => {

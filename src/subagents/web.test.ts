@@ -4,15 +4,12 @@
  * conversation as a card with its label, live status and latest line; the sidebar nests it under
  * its parent; the child's own page links back to the parent.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
-import { repoRoot } from '../../test-support/run-dsh.js'
-import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
-import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
+import { findChromium } from '../../test-support/chromium.js'
+import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { type DshWeb } from '../../test-support/web-process.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping the delegation web test: ${chromium.reason}`)
@@ -29,27 +26,15 @@ describe.skipIf(chromium.path === undefined)('delegation in the web UI', () => {
   let browser: Browser
   let page: Page
 
+  let workspace: BrowserWorkspace | undefined
+
   beforeAll(async () => {
-    ensureWebBuild(repoRoot)
-    fake = await FakeDeepSeek.start()
-    const home = mkdtempSync(join(tmpdir(), 'dsh-web-subagents-home-'))
-    const work = mkdtempSync(join(tmpdir(), 'dsh-web-subagents-work-'))
-    writeFileSync(join(home, 'test.patch.yml'), '- id: session-title\n  config:\n    llm: false\n')
-    web = await startDshWeb({
-      cwd: work,
-      args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', 'subagents-token-0123456789abcdef'],
-      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key' },
-    })
-    const { chromium: launcher } = await import('playwright-core')
-    browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
-    page = await browser.newPage({ viewport: { width: 1280, height: 820 } })
-    page.on('pageerror', error => console.error('page error:', error))
+    workspace = await openBrowserWorkspace({ name: 'subagents' })
+    ;({ fake, web, browser, page } = workspace)
   }, 600_000)
 
   afterAll(async () => {
-    await browser?.close()
-    await web?.stop()
-    await fake?.close()
+    await workspace?.close()
   })
 
   it('shows a running child as a card in the parent conversation, nests it in the sidebar, and links back from the child', async () => {

@@ -3,15 +3,14 @@
  * escalation; headless Chromium clicks Allow once on the first card and rejects the second from
  * the keyboard; the preset picker switches the session to read-only.
  */
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
-import { repoRoot } from '../../test-support/run-dsh.js'
-import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
-import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
+import { findChromium } from '../../test-support/chromium.js'
+import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { type DshWeb } from '../../test-support/web-process.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping web approval e2e tests: ${chromium.reason}`)
@@ -29,30 +28,15 @@ describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
   let page: Page
   let work: string
 
+  let workspace: BrowserWorkspace | undefined
+
   beforeAll(async () => {
-    ensureWebBuild(repoRoot)
-    fake = await FakeDeepSeek.start()
-    const home = mkdtempSync(join(tmpdir(), 'dsh-web-approval-home-'))
-    work = mkdtempSync(join(tmpdir(), 'dsh-web-approval-work-'))
-    writeFileSync(join(home, 'test.patch.yml'), '- id: session-title\n  config:\n    llm: false\n')
-    web = await startDshWeb({
-      cwd: work,
-      args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', 'approval-token-0123456789abcdef'],
-      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key' },
-    })
-    const { chromium: launcher } = await import('playwright-core')
-    browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
-    page = await browser.newPage({ viewport: { width: 1280, height: 820 } })
-    page.on('pageerror', error => console.error('page error:', error))
-    await page.goto(web.url)
-    await page.getByTestId('create-session').click()
-    await page.getByTestId('composer').waitFor()
+    workspace = await openBrowserWorkspace({ name: 'approval', newSession: true })
+    ;({ fake, web, browser, page, work } = workspace)
   }, 600_000)
 
   afterAll(async () => {
-    await browser?.close()
-    await web?.stop()
-    await fake?.close()
+    await workspace?.close()
   })
 
   const prompt = async (text: string) => {

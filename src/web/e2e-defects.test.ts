@@ -3,15 +3,15 @@
  * `dsh web` whose model is the fake DeepSeek server). Each test failed before its fix. Screenshots
  * of the main view at 1400, 700 and 390 px land in test-output/web/.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import { FakeDeepSeek, errorResponse, streamResponse } from '../../test-support/fake-deepseek.js'
 import { repoRoot } from '../../test-support/run-dsh.js'
-import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
-import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
+import { findChromium } from '../../test-support/chromium.js'
+import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { type DshWeb } from '../../test-support/web-process.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping web defect tests: ${chromium.reason}`)
@@ -33,32 +33,22 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
   let home: string
   let work: string
 
+  let workspace: BrowserWorkspace | undefined
+
   beforeAll(async () => {
-    ensureWebBuild(repoRoot)
     mkdirSync(shots, { recursive: true })
-    fake = await FakeDeepSeek.start()
-    home = mkdtempSync(join(tmpdir(), 'dsh-web-defects-home-'))
-    work = mkdtempSync(join(tmpdir(), 'dsh-web-defects-work-'))
-    // Short, bounded retries so a model-server outage ends the turn quickly.
-    writeFileSync(join(home, 'test.patch.yml'), `- id: session-title\n  config:\n    llm: false\n- id: llm-retry\n  config:\n    maxRetries: 2\n    baseDelayMs: 20\n    maxDelayMs: 40\n    jitter: 0\n`)
-    web = await startDshWeb({
-      cwd: work,
-      args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', 'defects-token-0123456789abcdef'],
-      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key' },
+    workspace = await openBrowserWorkspace({
+      name: 'defects',
+      viewport: { width: 1400, height: 860 },
+      // Short, bounded retries so a model-server outage ends the turn quickly.
+      patchRows: '- id: llm-retry\n  config:\n    maxRetries: 2\n    baseDelayMs: 20\n    maxDelayMs: 40\n    jitter: 0\n',
+      newSession: true,
     })
-    const { chromium: launcher } = await import('playwright-core')
-    browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
-    page = await browser.newPage({ viewport: { width: 1400, height: 860 } })
-    page.on('pageerror', error => console.error('page error:', error))
-    await page.goto(web.url)
-    await page.getByTestId('create-session').click()
-    await page.getByTestId('composer').waitFor()
+    ;({ fake, web, browser, page, home, work } = workspace)
   }, 600_000)
 
   afterAll(async () => {
-    await browser?.close()
-    await web?.stop()
-    await fake?.close()
+    await workspace?.close()
   })
 
   const idle = () => expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
