@@ -189,3 +189,34 @@ export function salvageRecords(records: Iterable<RawRecord>, startSeq = 0): Salv
   if (lost > 0) skipped.push(`seq ${startSeq + events.length} is missing: ${lost} later event${lost === 1 ? '' : 's'} after the gap not kept`)
   return { events, skipped }
 }
+
+/** An event row of a database store (SQLite, PostgreSQL): one record, packed rows spanning `count` seqs. */
+export interface StoredEventRow {
+  readonly seq: number
+  readonly count: number
+  readonly type: string
+  /** Epoch ms (PostgreSQL returns a bigint as text). */
+  readonly time: number | string
+  /** The record's `data` as JSON text. */
+  readonly data: string
+  readonly ignorable: number | null
+  readonly surface_op: string | null
+  readonly source_event_seqs: string | null
+}
+
+/** A row rendered as the JSON record it stands for, so every backend shares one decoder. */
+export function rowRecord(row: StoredEventRow): RawRecord {
+  const packed = isChunkRowType(row.type)
+  let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
+  if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
+  if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
+  if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
+  text += '}'
+  return { text, complete: true, position: row.seq, bytes: Buffer.byteLength(text), where: `row seq ${row.seq}` }
+}
+
+/** Seq of the first row that was not kept whole (the kept prefix has `kept` events). */
+export function firstRowAfter(rows: readonly StoredEventRow[], kept: number): number {
+  for (const row of rows) if (row.seq + row.count > kept) return row.seq
+  return kept
+}

@@ -16,7 +16,7 @@ import {
   type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type WriterInfo, type WriterLease,
 } from '../api.js'
 import { holderIsStale } from '../writer-lock.js'
-import { checkHeader, encodeHeader, salvageRecords, scanRecords, type RawRecord } from '../records.js'
+import { checkHeader, encodeHeader, firstRowAfter, rowRecord, salvageRecords, scanRecords } from '../records.js'
 
 export const POSTGRES_SCHEMA_VERSION = 1
 /** Marks a schema as a dsh store (the `dsh_store` row `format`). */
@@ -297,7 +297,7 @@ export class PostgresBackend implements PersistenceBackend {
       if (row === undefined) return undefined
       const storeId = await this.ready
       const header = checkHeader(JSON.parse(row.header), `${this.where} session ${JSON.stringify(id)}`)
-      const { events, torn } = scanRecords(id, rows.map(rawRecord))
+      const { events, torn } = scanRecords(id, rows.map(rowRecord))
       return { header, events, revision: token(storeId, row), torn }
     })
   }
@@ -311,7 +311,7 @@ export class PostgresBackend implements PersistenceBackend {
       }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
       if (row === undefined) return undefined
       const header = checkHeader(JSON.parse(row.header), `${this.where} session ${JSON.stringify(id)}`)
-      return { header, ...salvageRecords(rows.map(rawRecord)) }
+      return { header, ...salvageRecords(rows.map(rowRecord)) }
     })
   }
 
@@ -331,7 +331,7 @@ export class PostgresBackend implements PersistenceBackend {
         `SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1
            AND seq >= coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND seq <= $2), $2) ORDER BY seq`, [id, seq])).rows
       if (rows.length === 0) return []
-      const { events } = scanRecords(id, rows.map(rawRecord), rows[0].seq)
+      const { events } = scanRecords(id, rows.map(rowRecord), rows[0].seq)
       return events.filter((event) => event.seq >= seq)
     })
   }
@@ -345,7 +345,7 @@ export class PostgresBackend implements PersistenceBackend {
         throw new StaleRevisionError(`session ${JSON.stringify(id)}: written since it was loaded (revision ${current ?? 'none'}, expected ${expectedRevision}); repair refused`, id)
       }
       const rows = (await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
-      const { events } = scanRecords(id, rows.map(rawRecord))
+      const { events } = scanRecords(id, rows.map(rowRecord))
       if (closers.length > 0 && closers[0].seq !== events.length) {
         throw new SeqMismatchError(`session ${JSON.stringify(id)}: closers start at seq ${closers[0].seq}, the log ends before seq ${events.length}`, id)
       }
@@ -623,19 +623,3 @@ function lostLease(id: string, mine: string | undefined, lease: LeaseRow | undef
     `session ${id}: this process lost its writer lease${mine === undefined ? '' : ` (token ${mine})`} (now: ${describeHolder(lease)}); nothing more is written by it`, id)
 }
 
-/** A row rendered as the JSON record it stands for, so every backend shares one decoder. */
-function rawRecord(row: EventRow): RawRecord {
-  const packed = isChunkRowType(row.type)
-  let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
-  if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
-  if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
-  if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
-  text += '}'
-  return { text, complete: true, position: row.seq, bytes: Buffer.byteLength(text), where: `row seq ${row.seq}` }
-}
-
-/** Seq of the first row that was not kept whole (the kept prefix has `kept` events). */
-function firstRowAfter(rows: readonly EventRow[], kept: number): number {
-  for (const row of rows) if (row.seq + row.count > kept) return row.seq
-  return kept
-}

@@ -14,7 +14,7 @@ import {
   FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
   type PersistenceBackend, type SalvagedSession, type WriterHolder, type WriterLease, SessionInUseError, type StoredSession, type StoredSessionSummary,
 } from '../api.js'
-import { checkHeader, encodeHeader, salvageRecords, scanRecords, type RawRecord } from '../records.js'
+import { checkHeader, encodeHeader, firstRowAfter, rowRecord, salvageRecords, scanRecords } from '../records.js'
 import { currentHolder, holderIsStale } from '../writer-lock.js'
 
 /** 'DSHP' */
@@ -249,7 +249,7 @@ export class SqliteBackend implements PersistenceBackend {
       }).deferred()
       if (row === undefined) return undefined
       const header = checkHeader(JSON.parse(row.header), `${this.file} session ${JSON.stringify(id)}`)
-      const { events, torn } = scanRecords(id, rows.map(rawRecord), 0, `${this.file} session ${JSON.stringify(id)}`)
+      const { events, torn } = scanRecords(id, rows.map(rowRecord), 0, `${this.file} session ${JSON.stringify(id)}`)
       return { header, events, revision: this.token(row), torn }
     })
   }
@@ -262,7 +262,7 @@ export class SqliteBackend implements PersistenceBackend {
       }).deferred()
       if (row === undefined) return undefined
       const header = checkHeader(JSON.parse(row.header), `${this.file} session ${JSON.stringify(id)}`)
-      return { header, ...salvageRecords(rows.map(rawRecord)) }
+      return { header, ...salvageRecords(rows.map(rowRecord)) }
     })
   }
 
@@ -281,7 +281,7 @@ export class SqliteBackend implements PersistenceBackend {
         return this.statements.eventsFrom.all(id, start)
       }).deferred()
       if (rows.length === 0) return []
-      const { events } = scanRecords(id, rows.map(rawRecord), rows[0].seq)
+      const { events } = scanRecords(id, rows.map(rowRecord), rows[0].seq)
       return events.filter((event) => event.seq >= seq)
     })
   }
@@ -293,7 +293,7 @@ export class SqliteBackend implements PersistenceBackend {
       if (current !== expectedRevision) {
         throw new StaleRevisionError(`session ${JSON.stringify(id)}: written since it was loaded (revision ${current ?? 'none'}, expected ${expectedRevision}); repair refused`, id)
       }
-      const { events } = scanRecords(id, this.statements.events.all(id).map(rawRecord))
+      const { events } = scanRecords(id, this.statements.events.all(id).map(rowRecord))
       // Cut the crash tail: every row from the first unreadable one on.
       this.statements.deleteFrom.run(id, firstRowAfter(this.statements.events.all(id), events.length))
       if (closers.length > 0 && closers[0].seq !== events.length) {
@@ -378,19 +378,3 @@ export class SqliteBackend implements PersistenceBackend {
   }
 }
 
-/** A row rendered as the JSON record it stands for, so both backends share one decoder. */
-function rawRecord(row: EventRow): RawRecord {
-  const packed = isChunkRowType(row.type)
-  let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
-  if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
-  if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
-  if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
-  text += '}'
-  return { text, complete: true, position: row.seq, bytes: Buffer.byteLength(text), where: `row seq ${row.seq}` }
-}
-
-/** Seq of the first row that was not kept whole (the kept prefix has `kept` events). */
-function firstRowAfter(rows: readonly EventRow[], kept: number): number {
-  for (const row of rows) if (row.seq + row.count > kept) return row.seq
-  return kept
-}
