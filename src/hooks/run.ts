@@ -3,6 +3,7 @@
  * group, in the session's cwd, the payload on stdin, a credential-scrubbed environment; the
  * timeout and the turn's abort signal kill the whole group.
  */
+import { scrubbedEnvironment } from '../config/credentials.js'
 import { spawn } from 'node:child_process'
 import type { HookDecision, HookPoint } from './api.js'
 
@@ -27,15 +28,9 @@ export interface HookRun {
   readonly failure?: string
 }
 
-/** Environment names that look like credentials: never handed to hook commands. */
-const CREDENTIAL = /(api[_-]?key|token|secret|passw(or)?d|credential|private[_-]?key)/i
-
+/** The process environment without credentials and other secrets (one rule for every child dsh starts). */
 export function scrubbedEnv(extra: Readonly<Record<string, string>> = {}): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && !CREDENTIAL.test(name)) out[name] = value
-  }
-  return { ...out, ...extra }
+  return scrubbedEnvironment(process.env, extra)
 }
 
 function killGroup(pid: number | undefined): void {

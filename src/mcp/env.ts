@@ -2,6 +2,7 @@
  * MC-9: the environment of a stdio server is the parent environment without credentials, plus the
  * server's own `env`. A server that needs a key gets it by name in its config, never by accident.
  */
+import { isSecretVariable } from '../config/credentials.js'
 
 /** Provider and cloud credentials dsh or its peers read. */
 export const KNOWN_CREDENTIALS: readonly string[] = [
@@ -14,11 +15,10 @@ export const KNOWN_CREDENTIALS: readonly string[] = [
 ]
 
 const KNOWN = new Set(KNOWN_CREDENTIALS)
-/** Anything named like a secret: `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_ACCESS_KEY*`. */
-const SECRET_NAME = /(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY(?:_ID)?|PRIVATE_KEY|CREDENTIALS?)$/i
 
+/** The known names, and anything the shared rule (src/config/credentials.ts) calls a secret. */
 export function isCredentialName(name: string): boolean {
-  return KNOWN.has(name.toUpperCase()) || SECRET_NAME.test(name)
+  return KNOWN.has(name.toUpperCase()) || isSecretVariable(name)
 }
 
 export function scrubbedEnvironment(parent: NodeJS.ProcessEnv, extra: Readonly<Record<string, string>> = {}): Record<string, string> {
