@@ -3,18 +3,19 @@
  * client library (`@agentclientprotocol/sdk`) on the other end, the fake DeepSeek server on
  * 127.0.0.1. Every frame the agent writes is validated against the library's protocol schemas.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { client, ndJsonStream, RequestError, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
+import { client, ndJsonStream, RequestError, type ClientContext, type CreateTerminalRequest, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ZodType } from 'zod'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, repoRoot, tempHome } from '../../test-support/run-dsh.js'
 import { LineSplitter } from '../sdk/jsonrpc.js'
+import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
 
 let server: FakeDeepSeek
 let schemas: Record<string, ZodType>
@@ -40,6 +41,15 @@ const RESPONSE_SCHEMAS: Readonly<Record<string, string>> = {
   'session/delete': 'zDeleteSessionResponse',
   'session/prompt': 'zPromptResponse',
   'session/set_mode': 'zSetSessionModeResponse',
+}
+
+/** The schema of each terminal request the agent sends. */
+const TERMINAL_SCHEMAS: Readonly<Record<string, string>> = {
+  'terminal/create': 'zCreateTerminalRequest',
+  'terminal/output': 'zTerminalOutputRequest',
+  'terminal/wait_for_exit': 'zWaitForTerminalExitRequest',
+  'terminal/kill': 'zKillTerminalRequest',
+  'terminal/release': 'zReleaseTerminalRequest',
 }
 
 interface Editor {
@@ -71,9 +81,105 @@ function askPatch(): string {
   return patch
 }
 
-function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string; buffers?: Map<string, string>; writes?: { path: string; content: string }[] }): Editor {
+/**
+ * The terminal side of an editor, for real: `terminal/create` spawns the command (its own process
+ * group, only the environment it was given), output is interleaved and cut from the front at
+ * `outputByteLimit`, kill and release end the whole group.
+ */
+class FakeTerminals {
+  /** Every terminal request, in order of arrival. */
+  readonly calls: { method: string; params: any }[] = []
+  private readonly terminals = new Map<string, { child: ChildProcess; output: Buffer; limit: number; truncated: boolean; exit: Promise<{ exitCode: number | null; signal: string | null }>; status?: { exitCode: number | null; signal: string | null } }>()
+  private readonly waiting: { test: () => boolean; resolve: () => void }[] = []
+
+  /** Resolves once `test` holds (checked now and after every request). */
+  when(test: () => boolean): Promise<void> {
+    if (test()) return Promise.resolve()
+    return new Promise(resolve => this.waiting.push({ test, resolve }))
+  }
+
+  /** Methods called for one terminal, in order. */
+  methodsOf(terminalId: string): string[] {
+    return this.calls.filter(c => c.params.terminalId === terminalId).map(c => c.method)
+  }
+
+  /** Exit status of each terminal created (after it ended). */
+  statuses(): Promise<{ exitCode: number | null; signal: string | null }[]> {
+    return Promise.all([...this.terminals.values()].map(t => t.exit))
+  }
+
+  private record(method: string, params: any): void {
+    this.calls.push({ method, params })
+    for (const waiter of this.waiting.filter(w => w.test())) {
+      this.waiting.splice(this.waiting.indexOf(waiter), 1)
+      waiter.resolve()
+    }
+  }
+
+  private get(terminalId: string) {
+    const terminal = this.terminals.get(terminalId)
+    if (terminal === undefined) throw new RequestError(-32602, `no terminal ${terminalId}`)
+    return terminal
+  }
+
+  private killGroup(terminalId: string): void {
+    const terminal = this.get(terminalId)
+    if (terminal.status !== undefined || terminal.child.pid === undefined) return
+    try { process.kill(-terminal.child.pid, 'SIGKILL') } catch { /* already gone */ }
+  }
+
+  install(app: ReturnType<typeof client>): void {
+    app
+      .onRequest('terminal/create', ({ params }) => {
+        const terminalId = `term-${this.terminals.size + 1}`
+        // Kept with the id it got, so `methodsOf` lists the create too.
+        this.record('terminal/create', { ...params, terminalId })
+        const env = Object.fromEntries((params.env ?? []).map(v => [v.name, v.value]))
+        const child = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? undefined, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+        const terminal = { child, output: Buffer.alloc(0), limit: params.outputByteLimit ?? Infinity, truncated: false, exit: undefined as any, status: undefined as { exitCode: number | null; signal: string | null } | undefined }
+        const append = (chunk: Buffer) => {
+          terminal.output = Buffer.concat([terminal.output, chunk])
+          if (terminal.output.length > terminal.limit) {
+            let start = terminal.output.length - terminal.limit
+            while (start < terminal.output.length && (terminal.output[start]! & 0xc0) === 0x80) start++
+            terminal.output = terminal.output.subarray(start)
+            terminal.truncated = true
+          }
+        }
+        child.stdout!.on('data', append)
+        child.stderr!.on('data', append)
+        terminal.exit = new Promise(resolve => {
+          child.on('error', () => resolve(terminal.status = { exitCode: 127, signal: null }))
+          child.on('close', (code, signal) => resolve(terminal.status = { exitCode: code, signal }))
+        })
+        this.terminals.set(terminalId, terminal)
+        return { terminalId }
+      })
+      .onRequest('terminal/wait_for_exit', async ({ params }) => {
+        this.record('terminal/wait_for_exit', params)
+        return await this.get(params.terminalId).exit
+      })
+      .onRequest('terminal/output', ({ params }) => {
+        this.record('terminal/output', params)
+        const terminal = this.get(params.terminalId)
+        return { output: terminal.output.toString('utf8'), truncated: terminal.truncated, exitStatus: terminal.status ?? null }
+      })
+      .onRequest('terminal/kill', ({ params }) => {
+        this.record('terminal/kill', params)
+        this.killGroup(params.terminalId)
+        return {}
+      })
+      .onRequest('terminal/release', ({ params }) => {
+        this.record('terminal/release', params)
+        this.killGroup(params.terminalId)
+        return {}
+      })
+  }
+}
+
+function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string; buffers?: Map<string, string>; writes?: { path: string; content: string }[]; terminals?: FakeTerminals; env?: Record<string, string> }): Editor {
   const env: Record<string, string> = {}
-  const vars = { ...process.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: options.key === false ? undefined : 'test-key', DSH_MODEL: undefined }
+  const vars = { ...process.env, ...options.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: options.key === false ? undefined : 'test-key', DSH_MODEL: undefined }
   for (const [key, value] of Object.entries(vars)) if (value !== undefined) env[key] = value
   const patches = (options.patches ?? []).flatMap(file => ['--patch', file])
   const child = spawn(process.execPath, [dshBin, '--profile', 'acp', ...patches], { cwd: options.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
@@ -123,6 +229,7 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
         return {}
       })
   }
+  options.terminals?.install(app)
   const connection = app.connect(ndJsonStream(output, input))
   return {
     child,
@@ -142,6 +249,7 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
         else if (frame.method === 'session/request_permission') [schema, value] = ['zRequestPermissionRequest', frame.params]
         else if (frame.method === 'fs/read_text_file') [schema, value] = ['zReadTextFileRequest', frame.params]
         else if (frame.method === 'fs/write_text_file') [schema, value] = ['zWriteTextFileRequest', frame.params]
+        else if (typeof frame.method === 'string' && TERMINAL_SCHEMAS[frame.method] !== undefined) [schema, value] = [TERMINAL_SCHEMAS[frame.method], frame.params]
         else if (frame.result !== undefined) [schema, value] = [RESPONSE_SCHEMAS[methods.get(frame.id) ?? ''], frame.result]
         else if (frame.error !== undefined) continue
         if (schema === undefined) {
@@ -426,6 +534,149 @@ describe('ACP through the official client library', () => {
       expect(log).toContain('"turn/end"')
     } finally {
       release()
+    }
+  })
+})
+
+const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
+if (bwrapProblem !== undefined) console.warn(`skipping the editor-terminal tests: ${bwrapProblem} (install the Debian package bubblewrap and allow unprivileged user namespaces)`)
+
+/** The text of the last tool message in the model request `index` after `before`. */
+const lastToolText = (before: number, index: number) => (server.requests[before + index]!.body.messages as { role: string; content: string }[]).filter(m => m.role === 'tool').at(-1)!.content
+
+describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (clientCapabilities.terminal)', () => {
+  it('SB-2, SB-4: the editor runs the same bwrap argv as a local run, with no secrets in its env; the output reaches the model, the tool call embeds the terminal, a write outside the folder still fails', async () => {
+    const { home, cwd } = tempHome()
+    const outside = join(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : homedir(), 'dsh-acp-term-outside-')), 'x.txt')
+    const hello = 'echo from-terminal; echo to-stderr >&2'
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: hello, description: 'greet' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'b2', name: 'bash', arguments: JSON.stringify({ command: `touch ${outside}`, description: 'escape' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'done' }, { finish: 'stop', usage }]),
+    )
+    const terminals = new FakeTerminals()
+    const editor = openEditor({ home, cwd, terminals, env: { MY_SERVICE_TOKEN: 'secret-token' } })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
+      const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      const before = server.requests.length
+      expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'greet' }] })).toEqual({ stopReason: 'end_turn' })
+
+      const creates = terminals.calls.filter(c => c.method === 'terminal/create').map(c => c.params as CreateTerminalRequest & { terminalId: string })
+      expect(creates).toHaveLength(2)
+      const expectedArgv = (command: string) => [...bwrapRunner().argv('workspace-write', realpathSync(cwd)), 'bash', '-c', command]
+      expect([creates[0]!.command, ...creates[0]!.args!]).toEqual(expectedArgv(hello))
+      expect([creates[1]!.command, ...creates[1]!.args!]).toEqual(expectedArgv(`touch ${outside}`))
+      expect(creates[0]).toMatchObject({ sessionId, cwd, outputByteLimit: 64 * 1024 })
+      const names = creates[0]!.env!.map(v => v.name)
+      expect(names).toContain('PATH')
+      expect(names).not.toContain('DEEPSEEK_API_KEY')
+      expect(names).not.toContain('MY_SERVICE_TOKEN')
+      // Each terminal: created, waited for, read, released.
+      for (const create of creates) expect(terminals.methodsOf(create.terminalId)).toEqual(['terminal/create', 'terminal/wait_for_exit', 'terminal/output', 'terminal/release'])
+
+      // The model got what the terminal showed; the sandbox denied the write outside.
+      expect(lastToolText(before, 1)).toContain('from-terminal')
+      expect(lastToolText(before, 1)).toContain('to-stderr')
+      expect(lastToolText(before, 2)).toContain('[sandbox: file access denied under workspace-write mode]')
+      expect(existsSync(outside)).toBe(false)
+
+      // The tool call shows the terminal while it runs and keeps it when it ends.
+      const updates = kinds(editor, sessionId)
+      const terminal = { type: 'terminal', terminalId: creates[0]!.terminalId }
+      expect(updates).toContainEqual({ sessionUpdate: 'tool_call_update', toolCallId: 'b1', status: 'in_progress', content: [terminal] })
+      const finished = updates.find(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 'b1' && u.status === 'completed') as any
+      expect(finished.content).toEqual([terminal])
+      expect(finished.rawOutput).toContain('from-terminal')
+      // Embedded before the agent released it.
+      const embedded = editor.received.findIndex(f => f.method === 'session/update' && f.params.update.content?.[0]?.terminalId === creates[0]!.terminalId)
+      const released = editor.received.findIndex(f => f.method === 'terminal/release' && f.params.terminalId === creates[0]!.terminalId)
+      expect(embedded).toBeGreaterThanOrEqual(0)
+      expect(embedded).toBeLessThan(released)
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+    expect(editor.stderr()).toBe('')
+  })
+
+  it('T-6: a timeout and a cancel kill the terminal\'s command and release the terminal', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 't1', name: 'bash', arguments: JSON.stringify({ command: 'sleep 60', description: 'wait', timeoutMs: 300 }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'timed out' }, { finish: 'stop', usage }]),
+      streamResponse([{ toolCall: { id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'sleep 60', description: 'wait' }) } }, { finish: 'tool_calls', usage }]),
+    )
+    const terminals = new FakeTerminals()
+    const editor = openEditor({ home, cwd, terminals })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
+      const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      const before = server.requests.length
+      expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(lastToolText(before, 1)).toContain('[timed out after 300 ms]')
+      const [first] = terminals.calls.filter(c => c.method === 'terminal/create').map(c => c.params.terminalId as string)
+      expect(terminals.methodsOf(first!)).toEqual(['terminal/create', 'terminal/wait_for_exit', 'terminal/kill', 'terminal/output', 'terminal/release'])
+      const timedOut = kinds(editor, sessionId).filter(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 't1').at(-1) as any
+      expect(timedOut).toMatchObject({ status: 'failed', content: [{ type: 'terminal', terminalId: first }] })
+
+      const prompt = editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait again' }] })
+      const waitedFor = terminals.calls.length
+      // The second command is running once the agent waits for its exit.
+      await terminals.when(() => terminals.calls.slice(waitedFor).some(c => c.method === 'terminal/wait_for_exit'))
+      await editor.agent.notify('session/cancel', { sessionId })
+      expect(await prompt).toEqual({ stopReason: 'cancelled' })
+      const second = terminals.calls.filter(c => c.method === 'terminal/create').map(c => c.params.terminalId as string)[1]!
+      await terminals.when(() => terminals.methodsOf(second).includes('terminal/release'))
+      expect(terminals.methodsOf(second)).toEqual(['terminal/create', 'terminal/wait_for_exit', 'terminal/kill', 'terminal/output', 'terminal/release'])
+      // Both commands really ended, killed.
+      expect(await terminals.statuses()).toEqual([{ exitCode: null, signal: 'SIGKILL' }, { exitCode: null, signal: 'SIGKILL' }])
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+    expect(editor.stderr()).toBe('')
+  })
+
+  it('T-7: approvals still come first (a rejected call never reaches the terminal); a client without the capability gets local bash', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'p1', name: 'bash', arguments: JSON.stringify({ command: 'touch rejected', description: 'touch' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
+    )
+    const asking = new FakeTerminals()
+    const editor = openEditor({ home, cwd, terminals: asking, patches: [askPatch()], permission: () => 'reject-once' })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
+      const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })
+      expect(editor.permissions).toHaveLength(1)
+      expect(asking.calls).toEqual([])
+      expect(existsSync(join(cwd, 'rejected'))).toBe(false)
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'l1', name: 'bash', arguments: JSON.stringify({ command: 'echo local; touch local.txt', description: 'local' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
+    )
+    const unused = new FakeTerminals()
+    const plain = openEditor({ home, cwd, terminals: unused })
+    try {
+      await plain.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      const { sessionId } = await plain.agent.request('session/new', { cwd, mcpServers: [] })
+      const before = server.requests.length
+      await plain.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'local' }] })
+      expect(lastToolText(before, 1)).toContain('local')
+      expect(existsSync(join(cwd, 'local.txt'))).toBe(true)
+      expect(unused.calls).toEqual([])
+      const finished = kinds(plain, sessionId).find(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 'l1' && u.status === 'completed') as any
+      expect(finished.content[0]).toEqual({ type: 'content', content: { type: 'text', text: 'local\n' } })
+      expect(plain.invalidFrames()).toEqual([])
+    } finally {
+      expect(await plain.close()).toBe(0)
     }
   })
 })

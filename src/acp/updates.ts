@@ -131,9 +131,17 @@ function toolCallUpdate(data: { callId: string; name: string; arguments: string 
   }
 }
 
-/** The finishing `tool_call_update` of a call: its status and result content. */
-export function toolResultUpdate(message: ToolResultMessage, failed: boolean, change?: FileChange): SessionUpdate {
+/**
+ * The finishing `tool_call_update` of a call: its status and result content. A call that ran in
+ * the editor's terminal keeps that terminal as its content (the editor shows the output and exit
+ * status itself); the text the model got is its `rawOutput`.
+ */
+export function toolResultUpdate(message: ToolResultMessage, failed: boolean, change?: FileChange, terminalId?: string): SessionUpdate {
   const result = message.content[0]
+  if (terminalId !== undefined) {
+    const rawOutput = result.content.filter(block => block.type === 'text').map(block => block.text).join('')
+    return { sessionUpdate: 'tool_call_update', toolCallId: result.toolCallId, status: failed ? 'failed' : 'completed', content: [{ type: 'terminal', terminalId }], rawOutput }
+  }
   const content: unknown[] = []
   if (change !== undefined && !failed) content.push({ type: 'diff', path: change.path, oldText: change.oldText, newText: change.newText })
   for (const block of result.content) {
@@ -153,9 +161,9 @@ function resultFailed(data: { message: ToolResultMessage; error?: unknown }): bo
 
 /**
  * The live updates of one event, in `mode`. `changes` holds file changes captured around tool
- * bodies (by call id); `cwd` is the session's folder.
+ * bodies (by call id), `terminals` the editor terminals embedded in calls; `cwd` is the session's folder.
  */
-export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string | undefined, changes?: ReadonlyMap<string, FileChange>): SessionUpdate[] {
+export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string | undefined, changes?: ReadonlyMap<string, FileChange>, terminals?: ReadonlyMap<string, string>): SessionUpdate[] {
   if (mode === 'recorded') {
     if (event.type !== 'assistant/message') return []
     const body = text((event.data as { message: AssistantMessage }).message.content, 'text')
@@ -172,7 +180,8 @@ export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string |
       return [toolCallUpdate(event.data as { callId: string; name: string; arguments: string }, cwd, 'pending')]
     case 'tool/result': {
       const data = event.data as { message: ToolResultMessage; error?: unknown }
-      return [toolResultUpdate(data.message, resultFailed(data), changes?.get(data.message.content[0].toolCallId))]
+      const callId = data.message.content[0].toolCallId
+      return [toolResultUpdate(data.message, resultFailed(data), changes?.get(callId), terminals?.get(callId))]
     }
     case 'todo/write':
       return [planUpdate((event.data as { todos: { content: string; status: string }[] }).todos)]
