@@ -345,6 +345,10 @@ describe('ACP through the official client library', () => {
       const toolText = (index: number) => (server.requests[before + index]!.body.messages as { role: string; content: string }[]).filter(m => m.role === 'tool').at(-1)!.content
       expect(toolText(1)).toContain('unsaved buffer')
       expect(writes).toEqual([{ path: file, content: 'edited buffer\n' }, { path: join(cwd, 'new.txt'), content: 'fresh\n' }])
+      // The diffs the editor is shown are of its own buffers, not of the untouched disk.
+      const diffOf = (id: string) => (kinds(editor, sessionId).find(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === id && u.status === 'completed') as any).content[0]
+      expect(diffOf('e1')).toEqual({ type: 'diff', path: file, oldText: 'unsaved buffer\n', newText: 'edited buffer\n' })
+      expect(diffOf('w1')).toEqual({ type: 'diff', path: join(cwd, 'new.txt'), oldText: null, newText: 'fresh\n' })
       // The disk is the editor's business: nothing was written there by dsh.
       expect(readFileSync(file, 'utf8')).toBe('on disk\n')
       expect(existsSync(join(cwd, 'new.txt'))).toBe(false)

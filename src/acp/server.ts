@@ -25,7 +25,7 @@ import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { ApprovalAnswer, ApprovalService, PendingApproval } from '../approval/api.js'
 import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
-import { provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
+import { editorFiles, provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
 import { provideEditorTerminal } from '../tools/editor-terminal.js'
 import { acpTerminal } from './terminal.js'
 import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
@@ -535,10 +535,12 @@ export class AcpServerApp extends Service {
     if (execution.name !== 'write' && execution.name !== 'edit') return next()
     const path = toolPath(execution.name, parseArguments(execution.arguments), agent.session.header.cwd)
     if (path === undefined) return next()
-    const oldText = await readSmallText(path)
+    // The editor's buffer when the file tools go through the editor (the disk is not what changed).
+    const files = editorFiles(agent.scope)
+    const oldText = await readSmallText(path, files)
     const record = await next()
     if (!record.isError) {
-      const newText = await readSmallText(path)
+      const newText = await readSmallText(path, files)
       if (newText !== null) this.changes.set(execution.callId, { path, oldText, newText })
     }
     return record
@@ -577,9 +579,16 @@ function permissionToolCall(request: PendingApproval, cwd: string | undefined) {
   }
 }
 
-/** A regular file's text when it is at most MAX_DIFF_BYTES; null when missing, large or not a file. */
-async function readSmallText(path: string): Promise<string | null> {
+/**
+ * A regular file's text when it is at most MAX_DIFF_BYTES; null when missing, large or not a
+ * file. Read through the editor when it holds the session's files.
+ */
+async function readSmallText(path: string, files?: EditorFiles): Promise<string | null> {
   try {
+    if (files?.readText !== undefined) {
+      const text = await files.readText(path)
+      return Buffer.byteLength(text) > MAX_DIFF_BYTES ? null : text
+    }
     const info = await stat(path)
     if (!info.isFile() || info.size > MAX_DIFF_BYTES) return null
     return await readFile(path, 'utf8')
