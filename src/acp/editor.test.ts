@@ -480,6 +480,64 @@ describe('ACP through the official client library', () => {
     }
   })
 
+  it('done when: an editor session shows each tool call with its status and diff, the process exits, and a new process lists and loads it, replaying the conversation with its tool calls and diffs', async () => {
+    const { home, cwd } = tempHome()
+    const file = join(cwd, 'notes.txt')
+    server.enqueue(
+      streamResponse([{ text: 'Writing.' }, { toolCall: { id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'notes.txt', content: 'one\ntwo\nthree\n' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'e1', name: 'edit', arguments: JSON.stringify({ file_path: 'notes.txt', old_string: 'two', new_string: 'TWO' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: 'cat notes.txt', description: 'show' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Done.' }, { finish: 'stop', usage }]),
+    )
+    const written = { type: 'diff', path: file, oldText: null, newText: 'one\ntwo\nthree\n' }
+    const edited = { type: 'diff', path: file, oldText: 'one\ntwo\nthree\n', newText: 'one\nTWO\nthree\n' }
+    const calls = (updates: ReturnType<typeof kinds>) => updates
+      .filter(u => u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update')
+      .map(u => ({ id: (u as any).toolCallId, status: (u as any).status, diff: (u as any).content?.find((c: any) => c.type === 'diff') }))
+
+    const yesterday = openEditor({ home, cwd })
+    let sessionId: string
+    try {
+      sessionId = await start(yesterday, cwd)
+      expect(await yesterday.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'make notes' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(calls(kinds(yesterday, sessionId))).toEqual([
+        { id: 'w1', status: 'pending', diff: undefined }, { id: 'w1', status: 'in_progress', diff: undefined }, { id: 'w1', status: 'completed', diff: written },
+        { id: 'e1', status: 'pending', diff: undefined }, { id: 'e1', status: 'in_progress', diff: undefined }, { id: 'e1', status: 'completed', diff: edited },
+        { id: 'b1', status: 'pending', diff: undefined }, { id: 'b1', status: 'in_progress', diff: undefined }, { id: 'b1', status: 'completed', diff: undefined },
+      ])
+      expect(yesterday.invalidFrames()).toEqual([])
+    } finally {
+      expect(await yesterday.close()).toBe(0)
+    }
+    expect(yesterday.child.exitCode).toBe(0)
+    expect(yesterday.stderr()).toBe('')
+
+    const today = openEditor({ home, cwd })
+    try {
+      await today.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      expect((await today.agent.request('session/list', { cwd })).sessions.map(info => info.sessionId)).toEqual([sessionId])
+      await today.agent.request('session/load', { sessionId, cwd, mcpServers: [] })
+      const replayed = kinds(today, sessionId)
+      expect(replayed.map(u => u.sessionUpdate)).toEqual([
+        'user_message_chunk', 'agent_message_chunk',
+        'tool_call', 'tool_call_update', 'tool_call', 'tool_call_update', 'tool_call', 'tool_call_update',
+        'agent_message_chunk',
+      ])
+      expect(calls(replayed)).toEqual([
+        { id: 'w1', status: 'pending', diff: undefined }, { id: 'w1', status: 'completed', diff: written },
+        { id: 'e1', status: 'pending', diff: undefined }, { id: 'e1', status: 'completed', diff: edited },
+        { id: 'b1', status: 'pending', diff: undefined }, { id: 'b1', status: 'completed', diff: undefined },
+      ])
+      expect(replayed.find(u => u.sessionUpdate === 'tool_call' && u.toolCallId === 'b1')).toMatchObject({ kind: 'execute', title: 'cat notes.txt' })
+      expect((replayed[7] as any).content.map((c: any) => c.content.text).join('')).toContain('TWO')
+      expect(replayed.at(-1)).toEqual({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Done.' } })
+      expect(today.invalidFrames()).toEqual([])
+    } finally {
+      expect(await today.close()).toBe(0)
+    }
+    expect(today.stderr()).toBe('')
+  })
+
   it('session/close lets a session go (it can be resumed), session/delete moves it to the trash', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
