@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ZodType } from 'zod'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, repoRoot, tempHome } from '../../test-support/run-dsh.js'
+import { waitForFile } from '../../test-support/wait-for-file.js'
 import { LineSplitter } from '../sdk/jsonrpc.js'
 import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
 
@@ -28,6 +29,9 @@ beforeAll(async () => {
 afterAll(async () => { await server.close() })
 
 const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
+if (bwrapProblem !== undefined) console.warn(`skipping the editor-terminal tests: ${bwrapProblem} (install the Debian package bubblewrap and allow unprivileged user namespaces)`)
 
 /** The schema of each agent response, by the method of the request it answers. */
 const RESPONSE_SCHEMAS: Readonly<Record<string, string>> = {
@@ -126,6 +130,11 @@ class FakeTerminals {
     const terminal = this.get(terminalId)
     if (terminal.status !== undefined || terminal.child.pid === undefined) return
     try { process.kill(-terminal.child.pid, 'SIGKILL') } catch { /* already gone */ }
+  }
+
+  /** Ends every command still running (as an editor does when its agent goes away). */
+  killAll(): void {
+    for (const terminalId of this.terminals.keys()) this.killGroup(terminalId)
   }
 
   install(app: ReturnType<typeof client>): void {
@@ -598,10 +607,46 @@ describe('ACP through the official client library', () => {
       release()
     }
   })
+
+  it.for([
+    { ending: 'stdin closes', exit: 0, terminal: false },
+    { ending: 'stdin closes while the editor\'s terminal runs it', exit: 0, terminal: true },
+    { ending: 'session/cancel, then stdin closes', exit: 0, terminal: false },
+    { ending: 'SIGTERM', exit: 143, terminal: false },
+  ])('T-6: $ending during a running command: nothing on stderr, the turn ends aborted and the log is stored', async ({ ending, exit, terminal }, context) => {
+    if (terminal && bwrapProblem !== undefined) context.skip()
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ toolCall: { id: 'long', name: 'bash', arguments: JSON.stringify({ command: 'touch started && sleep 30', description: 'wait' }) } }, { finish: 'tool_calls', usage }]))
+    const terminals = new FakeTerminals()
+    const editor = openEditor({ home, cwd, terminals })
+    await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal } })
+    const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+    const answered = editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] }).catch((error: unknown) => error)
+    await waitForFile(join(cwd, 'started'))
+    let code: number | null
+    if (ending === 'SIGTERM') {
+      const closed = new Promise<number | null>(resolve => editor.child.on('close', resolve))
+      editor.child.kill('SIGTERM')
+      code = await closed
+    } else {
+      if (ending.startsWith('session/cancel')) {
+        await editor.agent.notify('session/cancel', { sessionId })
+        expect(await answered).toEqual({ stopReason: 'cancelled' })
+      }
+      code = await editor.close()
+    }
+    expect(code).toBe(exit)
+    expect(editor.stderr()).toBe('')
+    const stored = readdirSync(home, { recursive: true, encoding: 'utf8' }).find(path => path.includes(sessionId) && path.endsWith('session.jsonl'))
+    const events = readFileSync(join(home, stored!), 'utf8').trim().split('\n').map(line => JSON.parse(line) as { type: string; data: any })
+    expect(events.find(event => event.type === 'tool/result')?.data.message.content[0].toolCallId).toBe('long')
+    expect(events.filter(event => event.type === 'turn/end').at(-1)?.data.reason).toMatchObject({ kind: 'aborted' })
+    expect(terminals.calls.length > 0).toBe(terminal)
+    terminals.killAll()
+    await editor.close()
+  })
 })
 
-const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
-if (bwrapProblem !== undefined) console.warn(`skipping the editor-terminal tests: ${bwrapProblem} (install the Debian package bubblewrap and allow unprivileged user namespaces)`)
 
 /** The text of the last tool message in the model request `index` after `before`. */
 const lastToolText = (before: number, index: number) => (server.requests[before + index]!.body.messages as { role: string; content: string }[]).filter(m => m.role === 'tool').at(-1)!.content
