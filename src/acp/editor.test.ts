@@ -659,6 +659,7 @@ describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (cli
     server.enqueue(
       streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: hello, description: 'greet' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ toolCall: { id: 'b2', name: 'bash', arguments: JSON.stringify({ command: `touch ${outside}`, description: 'escape' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'b3', name: 'bash', arguments: JSON.stringify({ command: 'yes abcdefg | head -c 100000; echo END', description: 'a lot' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'done' }, { finish: 'stop', usage }]),
     )
     const terminals = new FakeTerminals()
@@ -670,7 +671,7 @@ describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (cli
       expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'greet' }] })).toEqual({ stopReason: 'end_turn' })
 
       const creates = terminals.calls.filter(c => c.method === 'terminal/create').map(c => c.params as CreateTerminalRequest & { terminalId: string })
-      expect(creates).toHaveLength(2)
+      expect(creates).toHaveLength(3)
       const expectedArgv = (command: string) => [...bwrapRunner().argv('workspace-write', realpathSync(cwd)), 'bash', '-c', command]
       expect([creates[0]!.command, ...creates[0]!.args!]).toEqual(expectedArgv(hello))
       expect([creates[1]!.command, ...creates[1]!.args!]).toEqual(expectedArgv(`touch ${outside}`))
@@ -687,6 +688,12 @@ describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (cli
       expect(lastToolText(before, 1)).toContain('to-stderr')
       expect(lastToolText(before, 2)).toContain('[sandbox: file access denied under workspace-write mode]')
       expect(existsSync(outside)).toBe(false)
+      // The editor kept the end of a long output; the model is told the beginning is gone.
+      const long = lastToolText(before, 3)
+      expect(long.startsWith("[... earlier output omitted: the editor's terminal keeps the last 65536 bytes ...]\nefg\nabcdefg\n")).toBe(true)
+      // Over the tool-result threshold the text is spilled as usual: the file ends with the command's end.
+      const spilled = /is saved to (\S+) \(page through/.exec(long)![1]!
+      expect(readFileSync(spilled, 'utf8')).toMatch(/\nabcdefg\n[a-g]*END\n(\[exit code: \d+\])?$/)
 
       // The tool call shows the terminal while it runs and keeps it when it ends.
       const updates = kinds(editor, sessionId)
