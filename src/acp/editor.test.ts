@@ -3,18 +3,20 @@
  * client library (`@agentclientprotocol/sdk`) on the other end, the fake DeepSeek server on
  * 127.0.0.1. Every frame the agent writes is validated against the library's protocol schemas.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { client, ndJsonStream, RequestError, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
+import { client, ndJsonStream, RequestError, type ClientContext, type CreateTerminalRequest, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ZodType } from 'zod'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, repoRoot, tempHome } from '../../test-support/run-dsh.js'
+import { waitForFile } from '../../test-support/wait-for-file.js'
 import { LineSplitter } from '../sdk/jsonrpc.js'
+import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
 
 let server: FakeDeepSeek
 let schemas: Record<string, ZodType>
@@ -28,6 +30,9 @@ afterAll(async () => { await server.close() })
 
 const usage = { prompt_tokens: 10, completion_tokens: 3 }
 
+const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
+if (bwrapProblem !== undefined) console.warn(`skipping the editor-terminal tests: ${bwrapProblem} (install the Debian package bubblewrap and allow unprivileged user namespaces)`)
+
 /** The schema of each agent response, by the method of the request it answers. */
 const RESPONSE_SCHEMAS: Readonly<Record<string, string>> = {
   initialize: 'zInitializeResponse',
@@ -40,6 +45,15 @@ const RESPONSE_SCHEMAS: Readonly<Record<string, string>> = {
   'session/delete': 'zDeleteSessionResponse',
   'session/prompt': 'zPromptResponse',
   'session/set_mode': 'zSetSessionModeResponse',
+}
+
+/** The schema of each terminal request the agent sends. */
+const TERMINAL_SCHEMAS: Readonly<Record<string, string>> = {
+  'terminal/create': 'zCreateTerminalRequest',
+  'terminal/output': 'zTerminalOutputRequest',
+  'terminal/wait_for_exit': 'zWaitForTerminalExitRequest',
+  'terminal/kill': 'zKillTerminalRequest',
+  'terminal/release': 'zReleaseTerminalRequest',
 }
 
 interface Editor {
@@ -71,9 +85,110 @@ function askPatch(): string {
   return patch
 }
 
-function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string; buffers?: Map<string, string>; writes?: { path: string; content: string }[] }): Editor {
+/**
+ * The terminal side of an editor, for real: `terminal/create` spawns the command (its own process
+ * group, only the environment it was given), output is interleaved and cut from the front at
+ * `outputByteLimit`, kill and release end the whole group.
+ */
+class FakeTerminals {
+  /** Every terminal request, in order of arrival. */
+  readonly calls: { method: string; params: any }[] = []
+  private readonly terminals = new Map<string, { child: ChildProcess; output: Buffer; limit: number; truncated: boolean; exit: Promise<{ exitCode: number | null; signal: string | null }>; status?: { exitCode: number | null; signal: string | null } }>()
+  private readonly waiting: { test: () => boolean; resolve: () => void }[] = []
+
+  /** Resolves once `test` holds (checked now and after every request). */
+  when(test: () => boolean): Promise<void> {
+    if (test()) return Promise.resolve()
+    return new Promise(resolve => this.waiting.push({ test, resolve }))
+  }
+
+  /** Methods called for one terminal, in order. */
+  methodsOf(terminalId: string): string[] {
+    return this.calls.filter(c => c.params.terminalId === terminalId).map(c => c.method)
+  }
+
+  /** Exit status of each terminal created (after it ended). */
+  statuses(): Promise<{ exitCode: number | null; signal: string | null }[]> {
+    return Promise.all([...this.terminals.values()].map(t => t.exit))
+  }
+
+  private record(method: string, params: any): void {
+    this.calls.push({ method, params })
+    for (const waiter of this.waiting.filter(w => w.test())) {
+      this.waiting.splice(this.waiting.indexOf(waiter), 1)
+      waiter.resolve()
+    }
+  }
+
+  private get(terminalId: string) {
+    const terminal = this.terminals.get(terminalId)
+    if (terminal === undefined) throw new RequestError(-32602, `no terminal ${terminalId}`)
+    return terminal
+  }
+
+  private killGroup(terminalId: string): void {
+    const terminal = this.get(terminalId)
+    if (terminal.status !== undefined || terminal.child.pid === undefined) return
+    try { process.kill(-terminal.child.pid, 'SIGKILL') } catch { /* already gone */ }
+  }
+
+  /** Ends every command still running (as an editor does when its agent goes away). */
+  killAll(): void {
+    for (const terminalId of this.terminals.keys()) this.killGroup(terminalId)
+  }
+
+  install(app: ReturnType<typeof client>): void {
+    app
+      .onRequest('terminal/create', ({ params }) => {
+        const terminalId = `term-${this.terminals.size + 1}`
+        // Kept with the id it got, so `methodsOf` lists the create too.
+        this.record('terminal/create', { ...params, terminalId })
+        const env = Object.fromEntries((params.env ?? []).map(v => [v.name, v.value]))
+        const child = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? undefined, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+        const terminal = { child, output: Buffer.alloc(0), limit: params.outputByteLimit ?? Infinity, truncated: false, exit: undefined as any, status: undefined as { exitCode: number | null; signal: string | null } | undefined }
+        const append = (chunk: Buffer) => {
+          terminal.output = Buffer.concat([terminal.output, chunk])
+          if (terminal.output.length > terminal.limit) {
+            let start = terminal.output.length - terminal.limit
+            while (start < terminal.output.length && (terminal.output[start]! & 0xc0) === 0x80) start++
+            terminal.output = terminal.output.subarray(start)
+            terminal.truncated = true
+          }
+        }
+        child.stdout!.on('data', append)
+        child.stderr!.on('data', append)
+        terminal.exit = new Promise(resolve => {
+          child.on('error', () => resolve(terminal.status = { exitCode: 127, signal: null }))
+          child.on('close', (code, signal) => resolve(terminal.status = { exitCode: code, signal }))
+        })
+        this.terminals.set(terminalId, terminal)
+        return { terminalId }
+      })
+      .onRequest('terminal/wait_for_exit', async ({ params }) => {
+        this.record('terminal/wait_for_exit', params)
+        return await this.get(params.terminalId).exit
+      })
+      .onRequest('terminal/output', ({ params }) => {
+        this.record('terminal/output', params)
+        const terminal = this.get(params.terminalId)
+        return { output: terminal.output.toString('utf8'), truncated: terminal.truncated, exitStatus: terminal.status ?? null }
+      })
+      .onRequest('terminal/kill', ({ params }) => {
+        this.record('terminal/kill', params)
+        this.killGroup(params.terminalId)
+        return {}
+      })
+      .onRequest('terminal/release', ({ params }) => {
+        this.record('terminal/release', params)
+        this.killGroup(params.terminalId)
+        return {}
+      })
+  }
+}
+
+function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string; buffers?: Map<string, string>; writes?: { path: string; content: string }[]; terminals?: FakeTerminals; env?: Record<string, string> }): Editor {
   const env: Record<string, string> = {}
-  const vars = { ...process.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: options.key === false ? undefined : 'test-key', DSH_MODEL: undefined }
+  const vars = { ...process.env, ...options.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: options.key === false ? undefined : 'test-key', DSH_MODEL: undefined }
   for (const [key, value] of Object.entries(vars)) if (value !== undefined) env[key] = value
   const patches = (options.patches ?? []).flatMap(file => ['--patch', file])
   const child = spawn(process.execPath, [dshBin, '--profile', 'acp', ...patches], { cwd: options.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
@@ -123,6 +238,7 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
         return {}
       })
   }
+  options.terminals?.install(app)
   const connection = app.connect(ndJsonStream(output, input))
   return {
     child,
@@ -142,6 +258,7 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
         else if (frame.method === 'session/request_permission') [schema, value] = ['zRequestPermissionRequest', frame.params]
         else if (frame.method === 'fs/read_text_file') [schema, value] = ['zReadTextFileRequest', frame.params]
         else if (frame.method === 'fs/write_text_file') [schema, value] = ['zWriteTextFileRequest', frame.params]
+        else if (typeof frame.method === 'string' && TERMINAL_SCHEMAS[frame.method] !== undefined) [schema, value] = [TERMINAL_SCHEMAS[frame.method], frame.params]
         else if (frame.result !== undefined) [schema, value] = [RESPONSE_SCHEMAS[methods.get(frame.id) ?? ''], frame.result]
         else if (frame.error !== undefined) continue
         if (schema === undefined) {
@@ -237,6 +354,10 @@ describe('ACP through the official client library', () => {
       const toolText = (index: number) => (server.requests[before + index]!.body.messages as { role: string; content: string }[]).filter(m => m.role === 'tool').at(-1)!.content
       expect(toolText(1)).toContain('unsaved buffer')
       expect(writes).toEqual([{ path: file, content: 'edited buffer\n' }, { path: join(cwd, 'new.txt'), content: 'fresh\n' }])
+      // The diffs the editor is shown are of its own buffers, not of the untouched disk.
+      const diffOf = (id: string) => (kinds(editor, sessionId).find(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === id && u.status === 'completed') as any).content[0]
+      expect(diffOf('e1')).toEqual({ type: 'diff', path: file, oldText: 'unsaved buffer\n', newText: 'edited buffer\n' })
+      expect(diffOf('w1')).toEqual({ type: 'diff', path: join(cwd, 'new.txt'), oldText: null, newText: 'fresh\n' })
       // The disk is the editor's business: nothing was written there by dsh.
       expect(readFileSync(file, 'utf8')).toBe('on disk\n')
       expect(existsSync(join(cwd, 'new.txt'))).toBe(false)
@@ -368,6 +489,64 @@ describe('ACP through the official client library', () => {
     }
   })
 
+  it('done when: an editor session shows each tool call with its status and diff, the process exits, and a new process lists and loads it, replaying the conversation with its tool calls and diffs', async () => {
+    const { home, cwd } = tempHome()
+    const file = join(cwd, 'notes.txt')
+    server.enqueue(
+      streamResponse([{ text: 'Writing.' }, { toolCall: { id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'notes.txt', content: 'one\ntwo\nthree\n' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'e1', name: 'edit', arguments: JSON.stringify({ file_path: 'notes.txt', old_string: 'two', new_string: 'TWO' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: 'cat notes.txt', description: 'show' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Done.' }, { finish: 'stop', usage }]),
+    )
+    const written = { type: 'diff', path: file, oldText: null, newText: 'one\ntwo\nthree\n' }
+    const edited = { type: 'diff', path: file, oldText: 'one\ntwo\nthree\n', newText: 'one\nTWO\nthree\n' }
+    const calls = (updates: ReturnType<typeof kinds>) => updates
+      .filter(u => u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update')
+      .map(u => ({ id: (u as any).toolCallId, status: (u as any).status, diff: (u as any).content?.find((c: any) => c.type === 'diff') }))
+
+    const yesterday = openEditor({ home, cwd })
+    let sessionId: string
+    try {
+      sessionId = await start(yesterday, cwd)
+      expect(await yesterday.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'make notes' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(calls(kinds(yesterday, sessionId))).toEqual([
+        { id: 'w1', status: 'pending', diff: undefined }, { id: 'w1', status: 'in_progress', diff: undefined }, { id: 'w1', status: 'completed', diff: written },
+        { id: 'e1', status: 'pending', diff: undefined }, { id: 'e1', status: 'in_progress', diff: undefined }, { id: 'e1', status: 'completed', diff: edited },
+        { id: 'b1', status: 'pending', diff: undefined }, { id: 'b1', status: 'in_progress', diff: undefined }, { id: 'b1', status: 'completed', diff: undefined },
+      ])
+      expect(yesterday.invalidFrames()).toEqual([])
+    } finally {
+      expect(await yesterday.close()).toBe(0)
+    }
+    expect(yesterday.child.exitCode).toBe(0)
+    expect(yesterday.stderr()).toBe('')
+
+    const today = openEditor({ home, cwd })
+    try {
+      await today.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      expect((await today.agent.request('session/list', { cwd })).sessions.map(info => info.sessionId)).toEqual([sessionId])
+      await today.agent.request('session/load', { sessionId, cwd, mcpServers: [] })
+      const replayed = kinds(today, sessionId)
+      expect(replayed.map(u => u.sessionUpdate)).toEqual([
+        'user_message_chunk', 'agent_message_chunk',
+        'tool_call', 'tool_call_update', 'tool_call', 'tool_call_update', 'tool_call', 'tool_call_update',
+        'agent_message_chunk',
+      ])
+      expect(calls(replayed)).toEqual([
+        { id: 'w1', status: 'pending', diff: undefined }, { id: 'w1', status: 'completed', diff: written },
+        { id: 'e1', status: 'pending', diff: undefined }, { id: 'e1', status: 'completed', diff: edited },
+        { id: 'b1', status: 'pending', diff: undefined }, { id: 'b1', status: 'completed', diff: undefined },
+      ])
+      expect(replayed.find(u => u.sessionUpdate === 'tool_call' && u.toolCallId === 'b1')).toMatchObject({ kind: 'execute', title: 'cat notes.txt' })
+      expect((replayed[7] as any).content.map((c: any) => c.content.text).join('')).toContain('TWO')
+      expect(replayed.at(-1)).toEqual({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Done.' } })
+      expect(today.invalidFrames()).toEqual([])
+    } finally {
+      expect(await today.close()).toBe(0)
+    }
+    expect(today.stderr()).toBe('')
+  })
+
   it('session/close lets a session go (it can be resumed), session/delete moves it to the trash', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
@@ -426,6 +605,192 @@ describe('ACP through the official client library', () => {
       expect(log).toContain('"turn/end"')
     } finally {
       release()
+    }
+  })
+
+  it.for([
+    { ending: 'stdin closes', exit: 0, terminal: false },
+    { ending: 'stdin closes while the editor\'s terminal runs it', exit: 0, terminal: true },
+    { ending: 'session/cancel, then stdin closes', exit: 0, terminal: false },
+    { ending: 'SIGTERM', exit: 143, terminal: false },
+  ])('T-6: $ending during a running command: nothing on stderr, the turn ends aborted and the log is stored', async ({ ending, exit, terminal }, context) => {
+    if (terminal && bwrapProblem !== undefined) context.skip()
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ toolCall: { id: 'long', name: 'bash', arguments: JSON.stringify({ command: 'touch started && sleep 30', description: 'wait' }) } }, { finish: 'tool_calls', usage }]))
+    const terminals = new FakeTerminals()
+    const editor = openEditor({ home, cwd, terminals })
+    await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal } })
+    const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+    const answered = editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] }).catch((error: unknown) => error)
+    await waitForFile(join(cwd, 'started'))
+    let code: number | null
+    if (ending === 'SIGTERM') {
+      const closed = new Promise<number | null>(resolve => editor.child.on('close', resolve))
+      editor.child.kill('SIGTERM')
+      code = await closed
+    } else {
+      if (ending.startsWith('session/cancel')) {
+        await editor.agent.notify('session/cancel', { sessionId })
+        expect(await answered).toEqual({ stopReason: 'cancelled' })
+      }
+      code = await editor.close()
+    }
+    expect(code).toBe(exit)
+    expect(editor.stderr()).toBe('')
+    const stored = readdirSync(home, { recursive: true, encoding: 'utf8' }).find(path => path.includes(sessionId) && path.endsWith('session.jsonl'))
+    const events = readFileSync(join(home, stored!), 'utf8').trim().split('\n').map(line => JSON.parse(line) as { type: string; data: any })
+    expect(events.find(event => event.type === 'tool/result')?.data.message.content[0].toolCallId).toBe('long')
+    expect(events.filter(event => event.type === 'turn/end').at(-1)?.data.reason).toMatchObject({ kind: 'aborted' })
+    expect(terminals.calls.length > 0).toBe(terminal)
+    terminals.killAll()
+    await editor.close()
+  })
+})
+
+
+/** The text of the last tool message in the model request `index` after `before`. */
+const lastToolText = (before: number, index: number) => (server.requests[before + index]!.body.messages as { role: string; content: string }[]).filter(m => m.role === 'tool').at(-1)!.content
+
+describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (clientCapabilities.terminal)', () => {
+  it('SB-2, SB-4: the editor runs the same bwrap argv as a local run, with no secrets in its env; the output reaches the model, the tool call embeds the terminal, a write outside the folder still fails', async () => {
+    const { home, cwd } = tempHome()
+    const outside = join(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : homedir(), 'dsh-acp-term-outside-')), 'x.txt')
+    const hello = 'echo from-terminal; echo to-stderr >&2'
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: hello, description: 'greet' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'b2', name: 'bash', arguments: JSON.stringify({ command: `touch ${outside}`, description: 'escape' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ toolCall: { id: 'b3', name: 'bash', arguments: JSON.stringify({ command: 'yes abcdefg | head -c 100000; echo END', description: 'a lot' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'done' }, { finish: 'stop', usage }]),
+    )
+    const terminals = new FakeTerminals()
+    const editor = openEditor({ home, cwd, terminals, env: { MY_SERVICE_TOKEN: 'secret-token' } })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
+      const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      const before = server.requests.length
+      expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'greet' }] })).toEqual({ stopReason: 'end_turn' })
+
+      const creates = terminals.calls.filter(c => c.method === 'terminal/create').map(c => c.params as CreateTerminalRequest & { terminalId: string })
+      expect(creates).toHaveLength(3)
+      const expectedArgv = (command: string) => [...bwrapRunner().argv('workspace-write', realpathSync(cwd)), 'bash', '-c', command]
+      expect([creates[0]!.command, ...creates[0]!.args!]).toEqual(expectedArgv(hello))
+      expect([creates[1]!.command, ...creates[1]!.args!]).toEqual(expectedArgv(`touch ${outside}`))
+      expect(creates[0]).toMatchObject({ sessionId, cwd, outputByteLimit: 64 * 1024 })
+      const names = creates[0]!.env!.map(v => v.name)
+      expect(names).toContain('PATH')
+      expect(names).not.toContain('DEEPSEEK_API_KEY')
+      expect(names).not.toContain('MY_SERVICE_TOKEN')
+      // Each terminal: created, waited for, read, released.
+      for (const create of creates) expect(terminals.methodsOf(create.terminalId)).toEqual(['terminal/create', 'terminal/wait_for_exit', 'terminal/output', 'terminal/release'])
+
+      // The model got what the terminal showed; the sandbox denied the write outside.
+      expect(lastToolText(before, 1)).toContain('from-terminal')
+      expect(lastToolText(before, 1)).toContain('to-stderr')
+      expect(lastToolText(before, 2)).toContain('[sandbox: file access denied under workspace-write mode]')
+      expect(existsSync(outside)).toBe(false)
+      // The editor kept the end of a long output; the model is told the beginning is gone.
+      const long = lastToolText(before, 3)
+      expect(long.startsWith("[... earlier output omitted: the editor's terminal keeps the last 65536 bytes ...]\nefg\nabcdefg\n")).toBe(true)
+      // Over the tool-result threshold the text is spilled as usual: the file ends with the command's end.
+      const spilled = /is saved to (\S+) \(page through/.exec(long)![1]!
+      expect(readFileSync(spilled, 'utf8')).toMatch(/\nabcdefg\n[a-g]*END\n(\[exit code: \d+\])?$/)
+
+      // The tool call shows the terminal while it runs and keeps it when it ends.
+      const updates = kinds(editor, sessionId)
+      const terminal = { type: 'terminal', terminalId: creates[0]!.terminalId }
+      expect(updates).toContainEqual({ sessionUpdate: 'tool_call_update', toolCallId: 'b1', status: 'in_progress', content: [terminal] })
+      const finished = updates.find(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 'b1' && u.status === 'completed') as any
+      expect(finished.content).toEqual([terminal])
+      expect(finished.rawOutput).toContain('from-terminal')
+      // Embedded before the agent released it.
+      const embedded = editor.received.findIndex(f => f.method === 'session/update' && f.params.update.content?.[0]?.terminalId === creates[0]!.terminalId)
+      const released = editor.received.findIndex(f => f.method === 'terminal/release' && f.params.terminalId === creates[0]!.terminalId)
+      expect(embedded).toBeGreaterThanOrEqual(0)
+      expect(embedded).toBeLessThan(released)
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+    expect(editor.stderr()).toBe('')
+  })
+
+  it('T-6: a timeout and a cancel kill the terminal\'s command and release the terminal', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 't1', name: 'bash', arguments: JSON.stringify({ command: 'sleep 60', description: 'wait', timeoutMs: 300 }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'timed out' }, { finish: 'stop', usage }]),
+      streamResponse([{ toolCall: { id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'sleep 60', description: 'wait' }) } }, { finish: 'tool_calls', usage }]),
+    )
+    const terminals = new FakeTerminals()
+    const editor = openEditor({ home, cwd, terminals })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
+      const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      const before = server.requests.length
+      expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(lastToolText(before, 1)).toContain('[timed out after 300 ms]')
+      const [first] = terminals.calls.filter(c => c.method === 'terminal/create').map(c => c.params.terminalId as string)
+      expect(terminals.methodsOf(first!)).toEqual(['terminal/create', 'terminal/wait_for_exit', 'terminal/kill', 'terminal/output', 'terminal/release'])
+      const timedOut = kinds(editor, sessionId).filter(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 't1').at(-1) as any
+      expect(timedOut).toMatchObject({ status: 'failed', content: [{ type: 'terminal', terminalId: first }] })
+
+      const prompt = editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait again' }] })
+      const waitedFor = terminals.calls.length
+      // The second command is running once the agent waits for its exit.
+      await terminals.when(() => terminals.calls.slice(waitedFor).some(c => c.method === 'terminal/wait_for_exit'))
+      await editor.agent.notify('session/cancel', { sessionId })
+      expect(await prompt).toEqual({ stopReason: 'cancelled' })
+      const second = terminals.calls.filter(c => c.method === 'terminal/create').map(c => c.params.terminalId as string)[1]!
+      await terminals.when(() => terminals.methodsOf(second).includes('terminal/release'))
+      expect(terminals.methodsOf(second)).toEqual(['terminal/create', 'terminal/wait_for_exit', 'terminal/kill', 'terminal/output', 'terminal/release'])
+      // Both commands really ended, killed.
+      expect(await terminals.statuses()).toEqual([{ exitCode: null, signal: 'SIGKILL' }, { exitCode: null, signal: 'SIGKILL' }])
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+    expect(editor.stderr()).toBe('')
+  })
+
+  it('T-7: approvals still come first (a rejected call never reaches the terminal); a client without the capability gets local bash', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'p1', name: 'bash', arguments: JSON.stringify({ command: 'touch rejected', description: 'touch' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
+    )
+    const asking = new FakeTerminals()
+    const editor = openEditor({ home, cwd, terminals: asking, patches: [askPatch()], permission: () => 'reject-once' })
+    try {
+      await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
+      const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })
+      expect(editor.permissions).toHaveLength(1)
+      expect(asking.calls).toEqual([])
+      expect(existsSync(join(cwd, 'rejected'))).toBe(false)
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
+
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'l1', name: 'bash', arguments: JSON.stringify({ command: 'echo local; touch local.txt', description: 'local' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
+    )
+    const unused = new FakeTerminals()
+    const plain = openEditor({ home, cwd, terminals: unused })
+    try {
+      await plain.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      const { sessionId } = await plain.agent.request('session/new', { cwd, mcpServers: [] })
+      const before = server.requests.length
+      await plain.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'local' }] })
+      expect(lastToolText(before, 1)).toContain('local')
+      expect(existsSync(join(cwd, 'local.txt'))).toBe(true)
+      expect(unused.calls).toEqual([])
+      const finished = kinds(plain, sessionId).find(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 'l1' && u.status === 'completed') as any
+      expect(finished.content[0]).toEqual({ type: 'content', content: { type: 'text', text: 'local\n' } })
+      expect(plain.invalidFrames()).toEqual([])
+    } finally {
+      expect(await plain.close()).toBe(0)
     }
   })
 })

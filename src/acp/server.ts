@@ -25,7 +25,9 @@ import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { ApprovalAnswer, ApprovalService, PendingApproval } from '../approval/api.js'
 import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
-import { provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
+import { editorFiles, provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
+import { provideEditorTerminal } from '../tools/editor-terminal.js'
+import { acpTerminal } from './terminal.js'
 import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
@@ -89,6 +91,7 @@ const initializeParams = z.object({
   protocolVersion: z.number().int().nonnegative(),
   clientCapabilities: z.object({
     fs: z.object({ readTextFile: z.boolean().optional(), writeTextFile: z.boolean().optional() }).loose().optional(),
+    terminal: z.boolean().optional(),
   }).loose().optional(),
 }).loose()
 const newSessionParams = z.object({ cwd: z.string(), mcpServers: z.array(z.unknown()).optional() }).loose()
@@ -143,8 +146,12 @@ export class AcpServerApp extends Service {
   private readonly mode: UpdateMode
   /** What the client offers of its own file system (`initialize.clientCapabilities.fs`). */
   private clientFs = { read: false, write: false }
-  /** Disposers of the editor-file routing of each session opened here. */
+  /** The client offers its terminals (`initialize.clientCapabilities.terminal`). */
+  private clientTerminal = false
+  /** Disposers of the editor-file and editor-terminal routing of each session opened here. */
   private readonly editorRouting = new Map<string, () => void>()
+  /** Editor terminals embedded in tool calls, until their result is sent (by call id). */
+  private readonly terminals = new Map<string, string>()
   /** The mode (permission preset) each session's client was last told. */
   private readonly sentModes = new Map<string, string>()
 
@@ -178,6 +185,7 @@ export class AcpServerApp extends Service {
       methods: {
         initialize: method(initializeParams, params => {
           this.clientFs = { read: params.clientCapabilities?.fs?.readTextFile === true, write: params.clientCapabilities?.fs?.writeTextFile === true }
+          this.clientTerminal = params.clientCapabilities?.terminal === true
           return this.initialize()
         }),
         authenticate: method(z.object({ methodId: z.string().optional() }).loose(), () => this.authenticate()),
@@ -380,17 +388,33 @@ export class AcpServerApp extends Service {
   /**
    * A session this connection acts on. In `full` mode, when the editor offers its file system, the
    * file tools of the session's agent read and write through it (unsaved buffers are seen, edits
-   * land in the editor), still behind the sandbox fence and approvals.
+   * land in the editor), still behind the sandbox fence and approvals; when it offers terminals,
+   * `bash` runs there (the same argv, sandbox runner included, as a local run).
    */
   private open(agent: Agent): void {
     this.opened.add(agent.id)
-    if (this.mode !== 'full' || (!this.clientFs.read && !this.clientFs.write) || this.editorRouting.has(agent.id)) return
+    if (this.mode !== 'full' || this.editorRouting.has(agent.id)) return
     const sessionId = agent.id
-    const files: EditorFiles = {
-      ...(this.clientFs.read ? { readText: (path: string) => this.editorRead(sessionId, path) } : {}),
-      ...(this.clientFs.write ? { writeText: async (path: string, content: string) => { await this.peer?.request('fs/write_text_file', { sessionId, path, content }) } } : {}),
+    const disposers: (() => void)[] = []
+    if (this.clientFs.read || this.clientFs.write) {
+      const files: EditorFiles = {
+        ...(this.clientFs.read ? { readText: (path: string) => this.editorRead(sessionId, path) } : {}),
+        ...(this.clientFs.write ? { writeText: async (path: string, content: string) => { await this.peer?.request('fs/write_text_file', { sessionId, path, content }) } } : {}),
+      }
+      disposers.push(provideEditorFiles(agent.scope, files))
     }
-    this.editorRouting.set(agent.id, provideEditorFiles(agent.scope, files))
+    if (this.clientTerminal) {
+      disposers.push(provideEditorTerminal(agent.scope, acpTerminal({
+        peer: () => this.peer,
+        sessionId,
+        onCreated: (callId, terminalId) => {
+          // Embedded before it can be released: the editor shows the command's output live.
+          this.terminals.set(callId, terminalId)
+          this.notify(sessionId, { sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'in_progress', content: [{ type: 'terminal', terminalId }] })
+        },
+      })))
+    }
+    if (disposers.length > 0) this.editorRouting.set(agent.id, () => { for (const dispose of disposers) dispose() })
   }
 
   /** `fs/read_text_file`; an editor that cannot find the file answers an error: ENOENT for the tools. */
@@ -489,8 +513,12 @@ export class AcpServerApp extends Service {
   private onEvent(session: Session, event: SessionEvent): void {
     if (!this.opened.has(session.id)) return
     if (this.mode === 'full' && KNOB_EVENTS.has(event.type)) this.modeChanged(session)
-    for (const update of liveUpdates(event, this.mode, session.header.cwd, this.changes)) this.notify(session.id, update)
-    if (event.type === 'tool/result') this.changes.delete((event.data as { message: { content: [{ toolCallId: string }] } }).message.content[0].toolCallId)
+    for (const update of liveUpdates(event, this.mode, session.header.cwd, this.changes, this.terminals)) this.notify(session.id, update)
+    if (event.type === 'tool/result') {
+      const callId = (event.data as { message: { content: [{ toolCallId: string }] } }).message.content[0].toolCallId
+      this.changes.delete(callId)
+      this.terminals.delete(callId)
+    }
   }
 
   private agentOf(scope: ScopeKey | undefined): Agent | undefined {
@@ -507,10 +535,12 @@ export class AcpServerApp extends Service {
     if (execution.name !== 'write' && execution.name !== 'edit') return next()
     const path = toolPath(execution.name, parseArguments(execution.arguments), agent.session.header.cwd)
     if (path === undefined) return next()
-    const oldText = await readSmallText(path)
+    // The editor's buffer when the file tools go through the editor (the disk is not what changed).
+    const files = editorFiles(agent.scope)
+    const oldText = await readSmallText(path, files)
     const record = await next()
     if (!record.isError) {
-      const newText = await readSmallText(path)
+      const newText = await readSmallText(path, files)
       if (newText !== null) this.changes.set(execution.callId, { path, oldText, newText })
     }
     return record
@@ -549,9 +579,16 @@ function permissionToolCall(request: PendingApproval, cwd: string | undefined) {
   }
 }
 
-/** A regular file's text when it is at most MAX_DIFF_BYTES; null when missing, large or not a file. */
-async function readSmallText(path: string): Promise<string | null> {
+/**
+ * A regular file's text when it is at most MAX_DIFF_BYTES; null when missing, large or not a
+ * file. Read through the editor when it holds the session's files.
+ */
+async function readSmallText(path: string, files?: EditorFiles): Promise<string | null> {
   try {
+    if (files?.readText !== undefined) {
+      const text = await files.readText(path)
+      return Buffer.byteLength(text) > MAX_DIFF_BYTES ? null : text
+    }
     const info = await stat(path)
     if (!info.isFile() || info.size > MAX_DIFF_BYTES) return null
     return await readFile(path, 'utf8')

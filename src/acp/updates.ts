@@ -12,6 +12,7 @@
  * `replayUpdates` turns a stored log into the updates a client needs to rebuild the conversation
  * on `session/load`: committed messages rather than deltas, and every tool call with its outcome.
  */
+import { createRequire } from 'node:module'
 import { isAbsolute, resolve } from 'node:path'
 import type { AssistantMessage, ContentBlock, ImageBlock, StreamChunk, ToolResultMessage, UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
@@ -23,7 +24,7 @@ export type SessionUpdate = { readonly sessionUpdate: string } & Record<string, 
 
 export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'think' | 'fetch' | 'other'
 
-/** A file's text before and after an edit, captured around the tool's body. */
+/** A file's text (or the changed part of it) before and after an edit. */
 export interface FileChange {
   readonly path: string
   readonly oldText: string | null
@@ -131,11 +132,21 @@ function toolCallUpdate(data: { callId: string; name: string; arguments: string 
   }
 }
 
-/** The finishing `tool_call_update` of a call: its status and result content. */
-export function toolResultUpdate(message: ToolResultMessage, failed: boolean, change?: FileChange): SessionUpdate {
+/**
+ * The finishing `tool_call_update` of a call: its status and result content. A call that ran in
+ * the editor's terminal keeps that terminal as its content (the editor shows the output and exit
+ * status itself); the text the model got is its `rawOutput`.
+ */
+export function toolResultUpdate(message: ToolResultMessage, failed: boolean, change?: FileChange | readonly FileChange[], terminalId?: string): SessionUpdate {
   const result = message.content[0]
+  if (terminalId !== undefined) {
+    const rawOutput = result.content.filter(block => block.type === 'text').map(block => block.text).join('')
+    return { sessionUpdate: 'tool_call_update', toolCallId: result.toolCallId, status: failed ? 'failed' : 'completed', content: [{ type: 'terminal', terminalId }], rawOutput }
+  }
   const content: unknown[] = []
-  if (change !== undefined && !failed) content.push({ type: 'diff', path: change.path, oldText: change.oldText, newText: change.newText })
+  if (change !== undefined && !failed) {
+    for (const one of Array.isArray(change) ? change as readonly FileChange[] : [change as FileChange]) content.push({ type: 'diff', path: one.path, oldText: one.oldText, newText: one.newText })
+  }
   for (const block of result.content) {
     if (block.type === 'text' && block.text !== '') content.push({ type: 'content', content: { type: 'text', text: block.text } })
     else if (block.type === 'image') content.push({ type: 'content', content: imageContent(block) })
@@ -153,9 +164,9 @@ function resultFailed(data: { message: ToolResultMessage; error?: unknown }): bo
 
 /**
  * The live updates of one event, in `mode`. `changes` holds file changes captured around tool
- * bodies (by call id); `cwd` is the session's folder.
+ * bodies (by call id), `terminals` the editor terminals embedded in calls; `cwd` is the session's folder.
  */
-export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string | undefined, changes?: ReadonlyMap<string, FileChange>): SessionUpdate[] {
+export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string | undefined, changes?: ReadonlyMap<string, FileChange>, terminals?: ReadonlyMap<string, string>): SessionUpdate[] {
   if (mode === 'recorded') {
     if (event.type !== 'assistant/message') return []
     const body = text((event.data as { message: AssistantMessage }).message.content, 'text')
@@ -172,7 +183,8 @@ export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string |
       return [toolCallUpdate(event.data as { callId: string; name: string; arguments: string }, cwd, 'pending')]
     case 'tool/result': {
       const data = event.data as { message: ToolResultMessage; error?: unknown }
-      return [toolResultUpdate(data.message, resultFailed(data), changes?.get(data.message.content[0].toolCallId))]
+      const callId = data.message.content[0].toolCallId
+      return [toolResultUpdate(data.message, resultFailed(data), changes?.get(callId), terminals?.get(callId))]
     }
     case 'todo/write':
       return [planUpdate((event.data as { todos: { content: string; status: string }[] }).todos)]
@@ -181,9 +193,53 @@ export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string |
   }
 }
 
+// `diff` is loaded on the first replayed edit, not at start-up.
+let diffModule: typeof import('diff') | undefined
+
+/**
+ * The diffs of a stored write or edit, from what the log keeps: a new file's whole content (from
+ * the call's arguments), else one block per hunk of the unified diff in the result's `meta`
+ * (the changed lines with their context; a file's whole text is not stored).
+ */
+export function storedChanges(call: { name: string; arguments: string }, meta: unknown, cwd: string | undefined): FileChange[] {
+  if (call.name !== 'write' && call.name !== 'edit') return []
+  const input = parseArguments(call.arguments)
+  const path = stringField(meta, 'path') ?? toolPath(call.name, input, cwd)
+  if (path === undefined || typeof meta !== 'object' || meta === null) return []
+  const info = meta as { created?: unknown; diff?: unknown }
+  if (call.name === 'write' && info.created === true) {
+    const content = typeof input === 'object' && input !== null ? (input as { content?: unknown }).content : undefined
+    return typeof content === 'string' ? [{ path, oldText: null, newText: content }] : []
+  }
+  if (typeof info.diff !== 'string' || info.diff === '') return []
+  diffModule ??= createRequire(import.meta.url)('diff') as typeof import('diff')
+  let patches: ReturnType<typeof diffModule.parsePatch>
+  try {
+    patches = diffModule.parsePatch(info.diff)
+  } catch {
+    return []
+  }
+  const changes: FileChange[] = []
+  for (const hunk of patches[0]?.hunks ?? []) {
+    let oldText = ''
+    let newText = ''
+    hunk.lines.forEach((line, index) => {
+      // `\ No newline at end of file` belongs to the line before it.
+      const end = hunk.lines[index + 1]?.startsWith('\\') === true ? '' : '\n'
+      const body = line.slice(1) + end
+      if (line.startsWith(' ')) { oldText += body; newText += body }
+      else if (line.startsWith('-')) oldText += body
+      else if (line.startsWith('+')) newText += body
+    })
+    changes.push({ path, oldText, newText })
+  }
+  return changes
+}
+
 /**
  * The updates that rebuild a stored conversation (`session/load`): user and assistant messages
- * whole, reasoning as thoughts, each tool call with its final status, and the last plan.
+ * whole, reasoning as thoughts, each tool call with its final status (file edits with their
+ * diffs, see `storedChanges`), and the last plan.
  */
 export function replayUpdates(events: readonly SessionEvent[], cwd: string | undefined): SessionUpdate[] {
   const out: SessionUpdate[] = []
@@ -215,8 +271,9 @@ export function replayUpdates(events: readonly SessionEvent[], cwd: string | und
         break
       }
       case 'tool/result': {
-        const data = event.data as { message: ToolResultMessage; error?: unknown }
-        if (calls.has(data.message.content[0].toolCallId)) out.push(toolResultUpdate(data.message, resultFailed(data)))
+        const data = event.data as { message: ToolResultMessage; error?: unknown; meta?: unknown }
+        const call = calls.get(data.message.content[0].toolCallId)
+        if (call !== undefined) out.push(toolResultUpdate(data.message, resultFailed(data), storedChanges(call, data.meta, cwd)))
         break
       }
       case 'todo/write':

@@ -11,6 +11,10 @@
  * A stream over `maxOutputBytes` is shown as head and tail around a note giving the path of a
  * spill file with all of it. A non-zero exit is not an error result (the command ran); a
  * timeout, an abort or a failure to start is.
+ *
+ * When an editor provides its terminal for the call's scope (`../editor-terminal.ts`, ACP), the
+ * same argv runs there instead: the streams come interleaved (no `[stderr]` section) and the
+ * editor keeps the last `maxOutputBytes` bytes (a note says when earlier output was dropped).
  */
 import { spawn } from 'node:child_process'
 import { stat } from 'node:fs/promises'
@@ -25,6 +29,7 @@ import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, 
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { openSpillStream, spillOutput, type SpillPlace } from './spill.js'
 import { scrubbedEnvironment } from '../../config/credentials.js'
+import { editorTerminal, type EditorTerminal } from '../editor-terminal.js'
 
 export interface BashToolConfig {
   readonly defaultTimeoutMs?: number
@@ -316,6 +321,44 @@ export async function runBash(command: string, options: {
   }
 }
 
+/**
+ * Runs one command in an editor's terminal (ACP): the same argv as `runBash` (runner prefix, then
+ * `<shell> -c <command>`) and the same scrubbed environment. The terminal interleaves stdout and
+ * stderr, so the run has only stdout; the editor keeps the last `maxOutputBytes` bytes.
+ */
+export async function runInEditorTerminal(terminal: EditorTerminal, command: string, options: {
+  cwd: string
+  prefix?: readonly string[]
+  timeoutMs: number
+  signal: AbortSignal
+  config: Required<Omit<BashToolConfig, 'env'>> & { env?: Readonly<Record<string, string>> }
+  callId: string
+}): Promise<BashRun> {
+  const { config } = options
+  const result = await terminal.run({
+    callId: options.callId,
+    argv: [...options.prefix ?? [], config.shell, '-c', command],
+    env: scrubbedEnvironment(process.env, config.env),
+    cwd: options.cwd,
+    outputByteLimit: config.maxOutputBytes,
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+  }).catch((error: unknown) => {
+    throw new BashError(`the editor's terminal failed: ${error instanceof Error ? error.message : String(error)}`, BuiltinErrorCode.spawnFailed)
+  })
+  const bytes = Buffer.byteLength(result.output)
+  const text = result.truncated ? `[... earlier output omitted: the editor's terminal keeps the last ${config.maxOutputBytes} bytes ...]\n${result.output}` : result.output
+  return {
+    stdout: { text, totalBytes: bytes },
+    stderr: { text: '', totalBytes: 0 },
+    exitCode: result.exitCode,
+    signal: result.signal as NodeJS.Signals | null,
+    timedOut: result.timedOut,
+    aborted: result.aborted,
+    durationMs: result.durationMs,
+  }
+}
+
 /** The model-facing text of a run (format in the module comment). */
 export function formatBashRun(run: BashRun, timeoutMs: number, sandboxMarkers: readonly string[] = []): string {
   let text = run.stdout.text
@@ -362,10 +405,15 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         prefix = runner.argv(box.mode, box.root)
       }
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
-      const run = await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, ...(prefix !== undefined ? { prefix } : {}) })
+      // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
+      const terminal = editorTerminal(context.scope)
+      const run = terminal !== undefined
+        ? await runInEditorTerminal(terminal, args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, callId: context.callId, ...(prefix !== undefined ? { prefix } : {}) })
+        : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, ...(prefix !== undefined ? { prefix } : {}) })
       const sandboxMarkers: string[] = []
       if (runner !== undefined && box !== undefined && !run.timedOut && !run.aborted) {
-        const stderr = run.stderr.text
+        // A terminal interleaves the streams: its whole output is read for the runner's signatures.
+        const stderr = terminal !== undefined ? run.stdout.text : run.stderr.text
         if (runner.failed(run.exitCode, stderr)) {
           throw new BashError(`sandbox runner ${runner.name} failed; the command did not run confined: ${stderr.trim().split('\n').slice(0, 3).join(' | ')}`, SandboxErrorCode.unavailable)
         }
@@ -380,6 +428,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         isError: run.timedOut || run.aborted,
         meta: {
           exitCode: run.exitCode, signal: run.signal, durationMs: run.durationMs, timedOut: run.timedOut, aborted: run.aborted,
+          ...(terminal !== undefined ? { terminal: 'editor' } : {}),
           ...(box !== undefined ? { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}), ...(sandboxMarkers.length > 0 ? { denied: true } : {}) } } : {}),
           ...(spills.length > 0 ? { spilled: spills } : {}),
         },

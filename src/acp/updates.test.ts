@@ -1,0 +1,27 @@
+import { createTwoFilesPatch } from 'diff'
+import { describe, expect, it } from 'vitest'
+import { storedChanges } from './updates.js'
+
+const patch = (before: string, after: string) => createTwoFilesPatch('f.txt', 'f.txt', before, after, '', '', { context: 3 })
+
+describe('storedChanges: the diffs of a stored write or edit (session/load)', () => {
+  it('a new file is its whole content; an overwrite or edit is one block per hunk, with context', () => {
+    expect(storedChanges({ name: 'write', arguments: JSON.stringify({ file_path: 'f.txt', content: 'a\n' }) }, { path: '/w/f.txt', created: true }, '/w'))
+      .toEqual([{ path: '/w/f.txt', oldText: null, newText: 'a\n' }])
+    const before = Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('')
+    const after = before.replace('line 1\n', 'LINE 1\n').replace('line 18\n', 'LINE 18\n')
+    const changes = storedChanges({ name: 'edit', arguments: '{}' }, { path: '/w/f.txt', diff: patch(before, after) }, '/w')
+    expect(changes).toEqual([
+      { path: '/w/f.txt', oldText: 'line 0\nline 1\nline 2\nline 3\nline 4\n', newText: 'line 0\nLINE 1\nline 2\nline 3\nline 4\n' },
+      { path: '/w/f.txt', oldText: 'line 15\nline 16\nline 17\nline 18\nline 19\n', newText: 'line 15\nline 16\nline 17\nLINE 18\nline 19\n' },
+    ])
+  })
+
+  it('a missing final newline stays missing; no diff stored (too large, binary, other tools) gives no block', () => {
+    expect(storedChanges({ name: 'write', arguments: '{}' }, { path: '/w/f.txt', created: false, diff: patch('a\nb', 'a\nc') }, '/w'))
+      .toEqual([{ path: '/w/f.txt', oldText: 'a\nb', newText: 'a\nc' }])
+    expect(storedChanges({ name: 'write', arguments: '{}' }, { path: '/w/f.txt', created: false, diffOmitted: true }, '/w')).toEqual([])
+    expect(storedChanges({ name: 'bash', arguments: '{}' }, { exitCode: 0 }, '/w')).toEqual([])
+    expect(storedChanges({ name: 'edit', arguments: '{}' }, undefined, '/w')).toEqual([])
+  })
+})
