@@ -96,6 +96,7 @@ export function trajectoryOf(events: readonly SessionEvent[], prices: PriceTable
   let step: TrajectoryStep | undefined
   /** Start of the running attempt, its first and last chunk times. */
   let attempt: { start: number; first: number | null; last: number | null; closed: boolean } | undefined
+  let retryAt: number | undefined
   const toolStarts = new Map<string, { at: number; name: string; step: TrajectoryStep }>()
   const closeAttempt = (end: number | null) => {
     if (step === undefined || attempt === undefined || attempt.closed) return
@@ -133,10 +134,12 @@ export function trajectoryOf(events: readonly SessionEvent[], prices: PriceTable
         if (step === undefined) break
         closeAttempt(event.time)
         step.retries += 1
+        retryAt = event.time
         break
       case 'llm/retry-started':
         if (step === undefined || attempt === undefined) break
-        step.retryWaitMs += Math.max(0, event.time - (attempt.last ?? attempt.start))
+        step.retryWaitMs += Math.max(0, event.time - (retryAt ?? attempt.last ?? attempt.start))
+        retryAt = undefined
         attempt = { start: event.time, first: null, last: null, closed: false }
         break
       case 'assistant/message':
