@@ -21,6 +21,7 @@ import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from '
 import type { McpService } from '../mcp/api.js'
 import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
 import type { PriceTable } from './trajectory.js'
+import { isMentionBlock } from './files.js'
 import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
@@ -56,7 +57,8 @@ export interface InboxSnapshot {
 
 
 function text(message: UserMessage): string {
-  return message.content.map(block => block.type === 'text' ? block.text : `[${block.type}]`).join('\n')
+  // A mention's reference block is not shown: the typed text names the file (`@path`).
+  return message.content.filter(block => block.type !== 'text' || !isMentionBlock(block.text)).map(block => block.type === 'text' ? block.text : `[${block.type}]`).join('\n')
 }
 
 export function inboxSnapshot(agent: Agent | undefined): InboxSnapshot {
@@ -454,8 +456,9 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('steer', async params => {
       const agent = await this.agent(str(params, 'id'))
-      const input = str(params, 'text')
+      const typed = str(params, 'text')
       this.ready(agent)
+      const input = params.mentions === undefined ? typed : promptInput(await sessionWorkspace(this.workspaceHost, agent.id), typed, params.mentions)
       // Steering an idle session starts a turn with the input, like a prompt.
       if (agent.status === 'running') agent.steer(input)
       else agent.followup(input)
