@@ -82,7 +82,7 @@ function ProviderForm(props: { onAdded(added: { id: string; models: string[] }):
                   else next.delete(model.model)
                   setChosen(next)
                 }} />
-                <span className="mono">{model.model}</span>{model.contextWindow ? <span className="muted">{Math.round(model.contextWindow / 1000)}k context</span> : null}
+                <span className="mono">{model.model}</span>{model.contextWindow ? <span className="muted">{Math.round(model.contextWindow / 1024)}k context</span> : null}
               </label>
             ))}
           </fieldset>
