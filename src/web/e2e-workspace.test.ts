@@ -29,7 +29,7 @@ function ms(value: number): string {
   return `${Math.floor(value / 60_000)}m ${Math.round((value % 60_000) / 1000)}s`
 }
 function money(usd: number): string {
-  return usd === 0 ? '$0' : usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`
+  return usd === 0 ? '$0' : usd < 0.01 ? `$${usd.toPrecision(2)}` : `$${usd.toFixed(2)}`
 }
 
 async function api(page: Page, origin: string, method: string, params: Record<string, unknown>): Promise<any> {

@@ -32,7 +32,7 @@ export function tokenCount(n: number): string {
 }
 
 export function money(usd: number): string {
-  return usd === 0 ? '$0' : usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`
+  return usd === 0 ? '$0' : usd < 0.01 ? `$${usd.toPrecision(2)}` : `$${usd.toFixed(2)}`
 }
 
 function usageText(usage: Usage): string {
@@ -96,9 +96,9 @@ function TrajectoryPanel(props: { data: Trajectory; turn?: number; onClose(): vo
         <div className="trajectory-body" ref={body}>
           {data.turns.map(turn => (
             <section key={turn.turn} className={`trajectory-turn ${props.turn === turn.turn ? 'focused' : ''}`} data-turn={turn.turn} data-testid="trajectory-turn">
-              <h3>Turn {turn.turn}<span className="muted"> · {turn.durationMs === null ? 'running' : formatMs(turn.durationMs)}{turn.reason && turn.reason !== 'completed' ? ` · ${turn.reason}` : ''}{turn.cost !== null ? ` · ${money(turn.cost)}` : ''}</span></h3>
+              <h3>Turn {turn.turn}<span className="muted"> · {[...new Set(turn.steps.map(step => step.model).filter(Boolean))].join(', ') || 'no model call'} · {turn.durationMs === null ? 'running' : formatMs(turn.durationMs)}{turn.reason && turn.reason !== 'completed' ? ` · ${turn.reason}` : ''}{turn.cost !== null ? ` · ${money(turn.cost)}` : ''}</span></h3>
               <table className="trajectory-steps">
-                <thead><tr><th>Step</th><th>Model</th><th>First chunk</th><th>In</th><th>Out</th><th>Cached</th><th>Tools</th><th>Retries</th></tr></thead>
+                <thead><tr><th>Step</th><th>Model time</th><th>First chunk</th><th>In</th><th>Out</th><th>Cached</th><th>Tools</th><th>Retries</th></tr></thead>
                 <tbody>
                   {turn.steps.map(step => (
                     <tr key={step.step} data-testid="trajectory-step">
