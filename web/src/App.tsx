@@ -820,7 +820,7 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
     <div className="composer">
       {completion.menu}
       <textarea ref={area} value={text} rows={1} placeholder={props.running ? 'Queue a message (Enter) or steer the running step (Ctrl+Enter)…' : 'Message dsh… (@ adds a file, / runs a command)'}
-        onChange={event => setText(event.target.value)} data-testid="composer"
+        onChange={event => setText(event.target.value)} data-testid="composer" {...completion.inputProps}
         onKeyDown={event => {
           if (completion.onKeyDown(event)) return
           if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return

@@ -36,7 +36,7 @@ export function useComposerCompletion(props: {
   text: string
   setText(text: string): void
   area: RefObject<HTMLTextAreaElement | null>
-}): { menu: ReactNode; onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>): boolean; takeMentions(text: string): string[] } {
+}): { menu: ReactNode; onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>): boolean; takeMentions(text: string): string[]; inputProps: Record<string, string | boolean | undefined> } {
   const { sessionId, text, setText, area } = props
   const [caret, setCaret] = useState(0)
   const [commands, setCommands] = useState<CommandInfo[] | null>(null)
@@ -130,9 +130,9 @@ export function useComposerCompletion(props: {
   }
 
   const menu = open ? (
-    <ul className="command-menu completion-menu" role="listbox" aria-label={entries[0]!.kind === 'command' ? 'Commands' : 'Files'} data-testid={entries[0]!.kind === 'command' ? 'command-menu' : 'mention-menu'}>
+    <ul id="composer-completion" className="command-menu completion-menu" role="listbox" aria-label={entries[0]!.kind === 'command' ? 'Commands' : 'Files'} data-testid={entries[0]!.kind === 'command' ? 'command-menu' : 'mention-menu'}>
       {entries.map((entry, index) => (
-        <li key={entry.key} role="option" aria-selected={index === active} className={index === active ? 'active' : ''}
+        <li key={entry.key} id={`composer-completion-${index}`} role="option" aria-selected={index === active} className={index === active ? 'active' : ''}
           onMouseDown={event => { event.preventDefault(); take(entry) }} onMouseEnter={() => setActive(index)}>
           {entry.kind === 'command' ? (
             <><code>/{entry.command.name}</code>{entry.command.argumentHint ? <span className="muted"> {entry.command.argumentHint}</span> : null}<span className="muted"> — {entry.command.description}</span></>
@@ -142,7 +142,9 @@ export function useComposerCompletion(props: {
     </ul>
   ) : null
 
-  return { menu, onKeyDown, takeMentions: (value: string) => mentionsIn(value, taken.current) }
+  // The textarea is the combobox of the menu (screen readers follow the highlighted entry).
+  const inputProps = { role: 'combobox', 'aria-autocomplete': 'list', 'aria-expanded': open, 'aria-controls': open ? 'composer-completion' : undefined, 'aria-activedescendant': open ? `composer-completion-${Math.min(active, entries.length - 1)}` : undefined }
+  return { menu, onKeyDown, takeMentions: (value: string) => mentionsIn(value, taken.current), inputProps }
 }
 
 function FilePath({ path }: { path: string }) {
