@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process'
 import { closeSync, openSync, readSync, readdirSync, realpathSync, statSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { scrubbedEnvironment } from '../config/credentials.js'
 import { WebApiError } from './api.js'
 
 /** At most this many files are listed from one workspace. */
@@ -25,7 +26,10 @@ const cache = new Map<string, { at: number; files: Promise<string[]> }>()
 
 function gitFiles(root: string): Promise<string[] | undefined> {
   return new Promise(done => {
-    execFile('git', ['-C', root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], { timeout: 5000, maxBuffer: 32 * 1024 * 1024 }, (error, stdout) => {
+    // A repository's own config must not run anything here (core.fsmonitor names a program), and
+    // git gets no secrets in its environment (the one rule of src/config/credentials.ts).
+    const args = ['-c', 'core.fsmonitor=false', '-C', root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard']
+    execFile('git', args, { timeout: 5000, maxBuffer: 32 * 1024 * 1024, env: scrubbedEnvironment() }, (error, stdout) => {
       if (error) return done(undefined)
       done(stdout.split('\0').filter(path => path !== '').slice(0, MAX_LISTED_FILES))
     })

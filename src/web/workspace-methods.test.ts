@@ -5,7 +5,7 @@
  * providers, each with hostile input.
  */
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -91,7 +91,12 @@ describe('web workspace methods', () => {
       writeFileSync(join(work, 'secret-build/out.js'), 'x')
       writeFileSync(join(work, 'debug.log'), 'x')
       writeFileSync(join(work, 'kept.js'), 'x')
+      // The repository's config may not run a program when dsh lists its files.
+      const marker = join(outside, 'fsmonitor-ran')
+      writeFileSync(join(outside, 'monitor.sh'), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 })
+      execFileSync('git', ['config', 'core.fsmonitor', join(outside, 'monitor.sh')], { cwd: work })
       const files = (await call('files.search', { query: '' , limit: 50 })).files
+      expect(existsSync(marker)).toBe(false)
       expect(files).toContain('kept.js')
       expect(files).not.toContain('secret-build/out.js')
       expect(files).not.toContain('debug.log')
