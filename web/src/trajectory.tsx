@@ -59,7 +59,7 @@ export function SessionTotals(props: { id: string; status: string; length?: numb
       <button className="totals-chip" onClick={() => { setOpen(open ? null : {}); load() }} data-testid="session-totals"
         title="Tokens and cost of this session; click for every turn's steps" aria-expanded={open !== null}>
         <span data-testid="totals-tokens">{usageText(totals.usage)}</span>
-        {totals.cost !== null ? <span className="totals-cost" data-testid="totals-cost">{money(totals.cost)}{totals.unpricedSteps > 0 ? '+' : ''}</span> : null}
+        {totals.cost !== null && totals.usage.inputTokens + totals.usage.outputTokens + totals.usage.cachedTokens > 0 ? <span className="totals-cost" data-testid="totals-cost">{money(totals.cost)}{totals.unpricedSteps > 0 ? '+' : ''}</span> : null}
       </button>
       {open !== null ? <TrajectoryPanel data={data} turn={open.turn} onClose={() => setOpen(null)} /> : null}
     </>
