@@ -31,5 +31,8 @@ describe('a user message with mentions in the conversation', () => {
       { type: 'text', text: '<file path="x&quot;.md" truncated="true" bytes="9">\nmore\n</file>' },
     ] } }])
     expect(fold.items[0]).toMatchObject({ kind: 'user', text: 'compare @a.md and @x&quot;.md', references: ['a.md', 'x".md'] })
+    // Retry after a failed turn sends the prompt with the same mentions.
+    fold.apply([{ type: 'turn/end', seq: 1, time: 2, data: { turn: 1, reason: { kind: 'error', error: { code: 'X' } } } }])
+    expect(fold.items[1]).toMatchObject({ kind: 'turn-end', prompt: 'compare @a.md and @x&quot;.md', mentions: ['a.md', 'x".md'] })
   })
 })

@@ -669,7 +669,7 @@ const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { 
         <div className="turn-end" data-testid="turn-end">
           {end.level ? <div className={`notice ${end.level}`}>{end.text}
             {item.reason?.kind === 'error' && item.prompt && isLast ? (
-              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt }).catch(onError)} data-testid="retry-button">Retry</button>
+              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt, ...item.mentions ? { mentions: item.mentions } : {} }).catch(onError)} data-testid="retry-button">Retry</button>
             ) : null}</div> : null}
           <div className="turn-meta">
             {item.usage.inputTokens || item.usage.outputTokens ? <span>{usageLine(item.usage)}</span> : null}

@@ -20,7 +20,7 @@ export interface ToolCallView {
 export type Item =
   | { kind: 'user'; key: string; seq: number; text: string; time: number; references?: readonly string[] }
   | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number; interrupted?: boolean }
-  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string }
+  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string; mentions?: readonly string[] }
   /** One line per retried model request: updated in place by every retry of the same step. */
   | { kind: 'retry'; key: string; seq: number; retry: number; maxRetries: number | null; cause: string; delayMs: number; time: number; state: 'waiting' | 'trying' | 'failed' | 'recovered' }
   | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
@@ -65,6 +65,8 @@ export class LogFold {
   private openRetry: string | undefined
   /** The latest user prompt, offered again by Retry after a failed turn. */
   private lastPrompt: string | undefined
+  /** Its `@` mentions, attached again by Retry. */
+  private lastMentions: readonly string[] = []
 
   private put(item: Item): void {
     const index = this.byKey.get(item.key)
@@ -114,6 +116,7 @@ export class LogFold {
           const typed = references.length === 0 ? textOf(data.content) : textOf((data.content as any[]).filter(block => block.type !== 'text' || !REFERENCE.test(block.text)))
           this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: typed, time: event.time, ...references.length > 0 ? { references } : {} })
           this.lastPrompt = typed
+          this.lastMentions = references
         }
         break
       case 'assistant/chunk':
@@ -169,7 +172,7 @@ export class LogFold {
       case 'turn/end': {
         const started = this.turnStart.get(data.turn)
         this.put({ kind: 'turn-end', key: `e:${data.turn}`, seq: event.seq, turn: data.turn, reason: data.reason, usage: this.turnUsage, time: event.time,
-          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt } })
+          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt }, ...this.lastMentions.length > 0 ? { mentions: this.lastMentions } : {} })
         this.finishStreaming(data.reason?.kind !== 'completed')
         this.settleRetry(data.reason?.kind === 'error' ? 'failed' : 'recovered')
         break
