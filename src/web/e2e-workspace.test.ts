@@ -88,6 +88,9 @@ describe.skipIf(chromium.path === undefined)('dsh web workspace (browser)', () =
     const bubble = page.getByTestId('user-message').last()
     expect(await bubble.locator('.bubble').textContent()).toBe('what do @notes/meeting-minutes.md say?')
     expect(await bubble.getByTestId('references').textContent()).toContain('notes/meeting-minutes.md')
+    // The fallback title is made of the typed words, not the attached file.
+    await expect.poll(() => page.getByTestId('chat-title').textContent()).toBe('what do @notes/meeting-minutes.md say?')
+    await page.screenshot({ path: join(shots, 'workspace-references-1400.png') })
     await idle()
   })
 

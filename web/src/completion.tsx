@@ -156,7 +156,7 @@ function FilePath({ path }: { path: string }) {
 export function References({ paths }: { paths: readonly string[] }) {
   return (
     <div className="references" data-testid="references" aria-label="Attached files">
-      {paths.map(path => <span key={path} className="reference-chip" title={`${path} was attached to this message`}>📎 {path}</span>)}
+      {paths.map(path => <span key={path} className="reference-chip" title={`${path} was attached to this message`}><span className="muted">file </span>{path}</span>)}
     </div>
   )
 }
