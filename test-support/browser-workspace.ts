@@ -30,6 +30,8 @@ export interface BrowserWorkspaceOptions {
   readonly viewport?: { readonly width: number; readonly height: number }
   /** Runs before `dsh web` starts (settings, project files). */
   readonly prepare?: (dirs: { readonly home: string; readonly work: string }) => void
+  /** Environment of `dsh web` over the defaults (e.g. `DEEPSEEK_API_KEY: undefined` for a first run). */
+  readonly env?: Readonly<Record<string, string | undefined>>
   /** Open the app and start a session, waiting for the composer. */
   readonly newSession?: boolean
 }
@@ -49,7 +51,7 @@ export async function openBrowserWorkspace(options: BrowserWorkspaceOptions): Pr
     web = await startDshWeb({
       cwd: work,
       args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', `${options.name}-token-0123456789abcdef`],
-      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key' },
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key', ...options.env },
     })
     const { chromium: launcher } = await import('playwright-core')
     browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })

@@ -39,6 +39,12 @@ export interface RecordedRequest {
 
 export class FakeDeepSeek {
   readonly requests: RecordedRequest[] = []
+  /**
+   * The body `GET …/models` answers (OpenAI's `{data: [{id}]}`), for model discovery; unset, such
+   * a request takes a scripted response like any other. Those requests land in `modelRequests`.
+   */
+  models: unknown = undefined
+  readonly modelRequests: { path: string; headers: IncomingHttpHeaders }[] = []
   private readonly queue: FakeResponse[] = []
   private readonly waiters: { count: number; resolve: () => void }[] = []
   private readonly open = new Set<ServerResponse>()
@@ -91,6 +97,12 @@ export class FakeDeepSeek {
   }
 
   private async respond(method: string, path: string, headers: IncomingHttpHeaders, raw: string, res: ServerResponse): Promise<void> {
+    if (method === 'GET' && this.models !== undefined && /\/models\/?$/.test(path)) {
+      this.modelRequests.push({ path, headers })
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify(this.models))
+      return
+    }
     let body: unknown
     try { body = JSON.parse(raw) } catch { body = undefined }
     const closed = new Promise<void>(resolve => res.on('close', () => resolve()))

@@ -93,6 +93,8 @@ registerBuiltinPlugin('llm-deepseek', 'DeepSeek adapter (deepseek-v4-flash, deep
   async () => withHost((await import('../llm/deepseek/index.js')).DeepSeekPlugin, deepseek))
 registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter (vLLM, llama.cpp, Ollama, gateways)',
   async () => withHost((await import('../llm/openai/index.js')).OpenAiCompatiblePlugin, credentials))
+registerBuiltinPlugin('llm-providers', 'OpenAI-compatible providers added in settings (settings.yaml providers, the web UI) (ctx.llmProviders)',
+  async () => withHost((await import('../llm/openai/providers.js')).SettingsProvidersPlugin, host => ({ ...credentials(host), providers: host.settings.providers })))
 registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',
   async () => (await import('../tools/index.js')).ToolsPlugin)
 registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',

@@ -79,6 +79,22 @@ describe('session titles', () => {
     expect(session.events.at(-1)!.type).toBe('user/message')
   })
 
+  it('a file attached by an @ mention is not part of the title or the title request', async () => {
+    const { ctx, calls, fiber } = await setup('Minutes question')
+    const session = ctx.sessions.create({ cwd: '/w' })
+    session.append('turn/start', { turn: 1 })
+    session.append('user/message', { id: 'u1', role: 'user', source: { kind: 'user' }, content: [
+      { type: 'text', text: 'what does @notes.md say' },
+      { type: 'text', text: '<file path="notes.md">\nsecret body words\n</file>' },
+    ] }, { surfaceOp: 'append' })
+    await Promise.resolve()
+    expect(titleOf(session)).toBe('what does @notes.md say')
+    session.append('request/context', { provider: 'fake', model: 'm' })
+    session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
+    await fiber.dispose()
+    expect(JSON.stringify(calls[0]!.messages)).not.toContain('secret body')
+  })
+
   it('fallbackTitle keeps at most N words', () => {
     expect(fallbackTitle('  a b   c d e f g ', 3)).toBe('a b c')
   })

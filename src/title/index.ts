@@ -31,8 +31,11 @@ export interface SessionTitleConfig {
 const TITLE_SYSTEM = 'You name coding-assistant sessions. Reply with a title of at most five words that says what the user wants. No quotes, no trailing punctuation, one line.'
 const MAX_TITLE_CHARS = 80
 
+/** A file attached by an `@` mention (`<file path="…">…</file>`, docs/web.md): not what the user asked. */
+const REFERENCE_BLOCK = /^<file path="[^"]*"[^>]*>/
+
 function promptText(message: Message): string {
-  return message.content.filter((block): block is TextBlock => block.type === 'text').map(block => block.text).join('\n').trim()
+  return message.content.filter((block): block is TextBlock => block.type === 'text' && !REFERENCE_BLOCK.test(block.text)).map(block => block.text).join('\n').trim()
 }
 
 export function fallbackTitle(text: string, words = 5): string {

@@ -19,6 +19,9 @@ import { emitContained } from '../kernel/index.js'
 import type { ApprovalAnswer, ApprovalService, PresetName } from '../approval/api.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import type { McpService } from '../mcp/api.js'
+import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
+import type { PriceTable } from './trajectory.js'
+import { isMentionBlock } from './files.js'
 import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
@@ -33,6 +36,8 @@ export interface WebApiConfig {
   readonly cwd?: string
   /** Credential names the settings page offers even when unset. */
   readonly credentialNames?: readonly string[]
+  /** USD per million tokens by model or provider/model (settings `model.prices` override). */
+  readonly prices?: PriceTable
 }
 
 /** A stored session as the sidebar lists it: the persistence summary plus the live status. */
@@ -52,7 +57,8 @@ export interface InboxSnapshot {
 
 
 function text(message: UserMessage): string {
-  return message.content.map(block => block.type === 'text' ? block.text : `[${block.type}]`).join('\n')
+  // A mention's reference block is not shown: the typed text names the file (`@path`).
+  return message.content.filter(block => block.type !== 'text' || !isMentionBlock(block.text)).map(block => block.type === 'text' ? block.text : `[${block.type}]`).join('\n')
 }
 
 export function inboxSnapshot(agent: Agent | undefined): InboxSnapshot {
@@ -122,6 +128,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
     this.registerCore()
     this.registerApprovals(ctx)
+    registerWorkspaceMethods(this.workspaceHost)
   }
 
   /**
@@ -171,6 +178,15 @@ export class WebApiPlugin extends Service implements WebApiService {
       service.selectPreset(live(id), preset as PresetName)
       return view(id)
     })
+  }
+
+  /** What workspace-methods.ts needs (mentions, content search, trajectory, providers). */
+  private get workspaceHost() {
+    return {
+      root: this.root, home: this.config.home, cwd: this.config.cwd, ...this.config.prices === undefined ? {} : { prices: this.config.prices },
+      register: (name: string, method: WebMethod) => this.register(name, method),
+      view: (id: string) => this.view(id),
+    }
   }
 
   /** Updates a child's latest output line from one event; true when it changed. */
@@ -426,7 +442,8 @@ export class WebApiPlugin extends Service implements WebApiService {
         return { status: agent.status, inbox: inboxSnapshot(agent), command: outcome.kind === 'prompt' ? { kind: 'prompt', text: outcome.text ?? null } : outcome }
       }
       this.ready(agent)
-      agent.followup(input)
+      // `@` mentions: the files' text rides along as reference blocks (files.ts, docs/web.md).
+      agent.followup(params.mentions === undefined ? input : promptInput(await sessionWorkspace(this.workspaceHost, agent.id), input, params.mentions))
       return { status: agent.status, inbox: inboxSnapshot(agent) }
     })
 
@@ -439,8 +456,9 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('steer', async params => {
       const agent = await this.agent(str(params, 'id'))
-      const input = str(params, 'text')
+      const typed = str(params, 'text')
       this.ready(agent)
+      const input = params.mentions === undefined ? typed : promptInput(await sessionWorkspace(this.workspaceHost, agent.id), typed, params.mentions)
       // Steering an idle session starts a turn with the input, like a prompt.
       if (agent.status === 'running') agent.steer(input)
       else agent.followup(input)

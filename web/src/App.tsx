@@ -3,6 +3,10 @@ import { ApiError, SessionStream, call, type InboxSnapshot, type SessionSummary 
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
 import { DelegationContext, TodoStrip, ToolCallCard, formatMs } from './cards'
+import { References, useComposerCompletion } from './completion'
+import { SessionTotals, openTrajectory } from './trajectory'
+import { ContentSearch, useSearchFocus } from './search'
+import { FirstRun, ProviderSettings } from './providers'
 
 type Theme = 'light' | 'dark'
 
@@ -119,7 +123,7 @@ export function App() {
           <div className="banner" role="status">{connection === 'retrying' ? 'Reconnecting to dsh web…' : 'The dsh web server is not answering. Retrying; if it was restarted with a new token, open the link it printed.'}</div>
         ) : null}
         {view === 'settings' ? <Settings onClose={() => setView(selected ? 'chat' : 'new')} />
-          : view === 'new' || selected === null ? <NewSession sessions={sessions} onCreated={summary => { onSummary(summary); select(summary.id) }} />
+          : view === 'new' || selected === null ? <FirstRun><NewSession sessions={sessions} onCreated={summary => { onSummary(summary); select(summary.id) }} /></FirstRun>
             : <Chat key={selected} id={selected} summary={current} onSummary={onSummary} onConnection={setConnection}
               onSelect={select} onOpenSettings={() => setView('settings')} />}
         {view !== 'chat' || selected === null ? <GlobalStream onSummary={onSummary} onConnection={setConnection} /> : null}
@@ -169,7 +173,7 @@ function Sidebar(props: {
       <button className="new-session" onClick={props.onNew} data-testid="new-session">+ New session</button>
       <input className="search" placeholder="Search sessions" value={query} onChange={event => setQuery(event.target.value)} aria-label="Search sessions" />
       <nav className="session-groups">
-        {groups.length === 0 ? <div className="empty-note">{query ? 'No session matches.' : 'No sessions yet.'}</div> : null}
+        {groups.length === 0 ? <div className="empty-note">{query ? 'No session title matches.' : 'No sessions yet.'}</div> : null}
         {groups.map(([cwd, list]) => (
           <section key={cwd} className="group">
             <div className="group-head" title={cwd}><span className="folder">▸</span>{basename(cwd)}<span className="group-path">{cwd}</span></div>
@@ -184,6 +188,7 @@ function Sidebar(props: {
             ))}
           </section>
         ))}
+        <ContentSearch query={query} onOpen={props.onSelect} />
       </nav>
     </aside>
   )
@@ -302,6 +307,7 @@ function Settings(props: { onClose(): void }) {
             </div>
           </div>
         ))}
+        <ProviderSettings onChanged={text => { setMessage(text); load() }} />
         <h2>Default model</h2>
         <div className="model-list">
           {models.map(info => (
@@ -472,10 +478,10 @@ function Chat(props: {
     publish()
   }, [publish])
 
-  const send = async (text: string, mode: 'prompt' | 'steer') => {
+  const send = async (text: string, mode: 'prompt' | 'steer', mentions?: string[]) => {
     stick.current = true
     try {
-      const result = await call(mode, { id, text })
+      const result = await call(mode, { id, text, ...mentions?.length ? { mentions } : {} })
       setInbox(result.inbox)
       // A slash command's outcome is shown as a notice (its command/run and command/done are in the log).
       if (result.command?.text) {
@@ -489,6 +495,8 @@ function Chat(props: {
     }
   }
 
+  // A content-search hit opens the session at its message (search.tsx).
+  useSearchFocus({ id, items, loaded, container: inner, shown, setShown, stick })
   const visible = items.length > shown ? items.slice(items.length - shown) : items
   const title = props.summary?.title ?? 'Untitled session'
   return (
@@ -499,7 +507,7 @@ function Chat(props: {
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
           {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
-          {visible.map((item, index) => <Row key={item.key} item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} />)}
+          {visible.map((item, index) => <div key={item.key} className="item-anchor" data-seq={item.seq}><Row item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} /></div>)}
           {status === 'running' && !items.some(item => item.kind === 'assistant' && item.streaming) ? <div className="thinking" data-testid="thinking"><span className="spinner" /> Working…</div> : null}
         </div>
       </div>
@@ -577,6 +585,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
             <button className="link-button" onClick={() => props.onSelect(props.summary!.parentSession!)} data-testid="parent-link">← Parent session</button>
           ) : null}
           <span className={`pill ${props.status}`} data-testid="status">{props.status === 'running' ? 'running' : 'idle'}</span>
+          <SessionTotals id={props.id} status={props.status} length={props.summary?.length} />
           <ModelPicker id={props.id} model={props.model} running={props.status === 'running'} onModel={props.onModel} onError={props.onError} />
           <PresetPicker id={props.id} onError={props.onError} />
           {props.summary?.cwd ? <span className="muted mono" title={props.summary.cwd}>{props.summary.cwd}</span> : null}
@@ -636,7 +645,7 @@ function RetryLine({ item }: { item: Extract<Item, { kind: 'retry' }> }) {
 const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { item: Item; sessionId: string; isLast?: boolean; onSelect(id: string): void; onError(error: unknown): void }) {
   switch (item.kind) {
     case 'user':
-      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.text}</div></div>
+      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.text}</div>{item.references ? <References paths={item.references} /> : null}</div>
     case 'assistant':
       return (
         <div className={`row assistant-row ${item.streaming ? 'streaming' : ''}`} data-testid="assistant-message">
@@ -660,11 +669,12 @@ const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { 
         <div className="turn-end" data-testid="turn-end">
           {end.level ? <div className={`notice ${end.level}`}>{end.text}
             {item.reason?.kind === 'error' && item.prompt && isLast ? (
-              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt }).catch(onError)} data-testid="retry-button">Retry</button>
+              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt, ...item.mentions ? { mentions: item.mentions } : {} }).catch(onError)} data-testid="retry-button">Retry</button>
             ) : null}</div> : null}
           <div className="turn-meta">
             {item.usage.inputTokens || item.usage.outputTokens ? <span>{usageLine(item.usage)}</span> : null}
             {item.durationMs !== undefined ? <span>{formatMs(item.durationMs)}</span> : null}
+            <button className="link-button" onClick={() => openTrajectory(item.turn)} title="Model time, tokens, tools and retries of each step" data-testid="turn-steps">Steps</button>
             <button className="link-button" onClick={() => void fork()} title="Fork the session after this turn">Fork from here</button>
           </div>
         </div>
@@ -789,23 +799,11 @@ function QueueDock(props: { id: string; running: boolean; inbox: InboxSnapshot; 
   )
 }
 
-interface CommandInfo { name: string; description: string; argumentHint: string | null }
-
-function Composer(props: { sessionId: string; running: boolean; onSend(text: string, mode: 'prompt' | 'steer'): Promise<boolean>; onStop(): void }) {
+function Composer(props: { sessionId: string; running: boolean; onSend(text: string, mode: 'prompt' | 'steer', mentions?: string[]): Promise<boolean>; onStop(): void }) {
   const [text, setText] = useState('')
-  const [commands, setCommands] = useState<CommandInfo[] | null>(null)
   const area = useRef<HTMLTextAreaElement>(null)
-  // Slash-command completion: the registry's list (`commands.list`), fetched when `/` is typed.
-  const typingCommand = /^\/[^\s]*$/.test(text)
-  useEffect(() => {
-    if (!typingCommand || commands !== null) return
-    call<{ commands: CommandInfo[] }>('commands.list', { id: props.sessionId }).then(result => setCommands(result.commands), () => setCommands([]))
-  }, [typingCommand, commands, props.sessionId])
-  const matches = typingCommand && commands !== null ? commands.filter(command => `/${command.name}`.startsWith(text)) : []
-  const complete = (command: CommandInfo) => {
-    setText(`/${command.name} `)
-    area.current?.focus()
-  }
+  // `/` commands and `@` file mentions (completion.tsx).
+  const completion = useComposerCompletion({ sessionId: props.sessionId, text, setText, area })
   useLayoutEffect(() => {
     const element = area.current
     if (!element) return
@@ -816,27 +814,15 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
     const value = text.trim()
     if (!value) return
     setText('')
-    if (!await props.onSend(value, mode)) setText(value)
+    if (!await props.onSend(value, mode, completion.takeMentions(value))) setText(value)
   }
   return (
     <div className="composer">
-      {matches.length > 0 ? (
-        <ul className="command-menu" role="listbox" data-testid="command-menu">
-          {matches.map(command => (
-            <li key={command.name} role="option" aria-selected={false} onMouseDown={event => { event.preventDefault(); complete(command) }}>
-              <code>/{command.name}</code>{command.argumentHint ? <span className="muted"> {command.argumentHint}</span> : null}<span className="muted"> — {command.description}</span>
-            </li>
-          ))}
-        </ul>
-      ) : null}
-      <textarea ref={area} value={text} rows={1} placeholder={props.running ? 'Queue a message (Enter) or steer the running step (Ctrl+Enter)…' : 'Message dsh…'}
-        onChange={event => setText(event.target.value)} data-testid="composer"
+      {completion.menu}
+      <textarea ref={area} value={text} rows={1} placeholder={props.running ? 'Queue a message (Enter) or steer the running step (Ctrl+Enter)…' : 'Message dsh… (@ adds a file, / runs a command)'}
+        onChange={event => setText(event.target.value)} data-testid="composer" {...completion.inputProps}
         onKeyDown={event => {
-          if (event.key === 'Tab' && matches.length > 0) {
-            event.preventDefault()
-            complete(matches[0]!)
-            return
-          }
+          if (completion.onKeyDown(event)) return
           if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return
           event.preventDefault()
           void submit(event.ctrlKey || event.metaKey ? 'steer' : 'prompt')

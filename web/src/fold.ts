@@ -18,9 +18,9 @@ export interface ToolCallView {
 }
 
 export type Item =
-  | { kind: 'user'; key: string; seq: number; text: string; time: number }
+  | { kind: 'user'; key: string; seq: number; text: string; time: number; references?: readonly string[] }
   | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number; interrupted?: boolean }
-  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string }
+  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string; mentions?: readonly string[] }
   /** One line per retried model request: updated in place by every retry of the same step. */
   | { kind: 'retry'; key: string; seq: number; retry: number; maxRetries: number | null; cause: string; delayMs: number; time: number; state: 'waiting' | 'trying' | 'failed' | 'recovered' }
   | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
@@ -28,6 +28,18 @@ export type Item =
 
 function textOf(content: readonly any[] | undefined): string {
   return (content ?? []).filter(block => block.type === 'text').map(block => block.text).join('')
+}
+
+/** A mention's reference block (src/web/files.ts): `<file path="…" …>`. */
+const REFERENCE = /^<file path="([^"]*)"[^>]*>/
+
+function referencesOf(content: readonly any[] | undefined): string[] {
+  const out: string[] = []
+  for (const block of content ?? []) {
+    const match = block?.type === 'text' && typeof block.text === 'string' ? REFERENCE.exec(block.text) : null
+    if (match) out.push(match[1]!.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&amp;/g, '&'))
+  }
+  return out
 }
 
 function addUsage(into: Usage, usage: Usage | undefined): Usage {
@@ -53,6 +65,8 @@ export class LogFold {
   private openRetry: string | undefined
   /** The latest user prompt, offered again by Retry after a failed turn. */
   private lastPrompt: string | undefined
+  /** Its `@` mentions, attached again by Retry. */
+  private lastMentions: readonly string[] = []
 
   private put(item: Item): void {
     const index = this.byKey.get(item.key)
@@ -96,8 +110,14 @@ export class LogFold {
         return
       case 'user/message':
         if (data.source?.kind !== 'user') return
-        this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: textOf(data.content), time: event.time })
-        this.lastPrompt = textOf(data.content)
+        {
+          // `@` mentions arrive as reference blocks after the typed text: listed by path, not shown.
+          const references = referencesOf(data.content)
+          const typed = references.length === 0 ? textOf(data.content) : textOf((data.content as any[]).filter(block => block.type !== 'text' || !REFERENCE.test(block.text)))
+          this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: typed, time: event.time, ...references.length > 0 ? { references } : {} })
+          this.lastPrompt = typed
+          this.lastMentions = references
+        }
         break
       case 'assistant/chunk':
         this.chunk(event)
@@ -152,7 +172,7 @@ export class LogFold {
       case 'turn/end': {
         const started = this.turnStart.get(data.turn)
         this.put({ kind: 'turn-end', key: `e:${data.turn}`, seq: event.seq, turn: data.turn, reason: data.reason, usage: this.turnUsage, time: event.time,
-          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt } })
+          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt }, ...this.lastMentions.length > 0 ? { mentions: this.lastMentions } : {} })
         this.finishStreaming(data.reason?.kind !== 'completed')
         this.settleRetry(data.reason?.kind === 'error' ? 'failed' : 'recovered')
         break
