@@ -51,4 +51,23 @@ describe('goals: the round driver (GL-1..GL-3)', () => {
     expect(h.of('goal/change')).toHaveLength(1)
     await h.dispose()
   })
+
+  it('GL-1: a new goal starts at roundsStarted 0, whatever rounds the previous goal ran', async () => {
+    const h = await loopHarness({
+      responses: [
+        toolCalls([{ id: 'g1', name: 'create_goal', arguments: { objective: 'first', max_goal_rounds: 1 } }]), text('set'),
+        text('first round'),
+        toolCalls([{ id: 'g2', name: 'create_goal', arguments: { objective: 'second', max_goal_rounds: 1 } }]), text('set again'),
+        text('second round'),
+      ],
+      setup: async (ctx) => { await ctx.plugin(GoalsPlugin).await() },
+    })
+    h.agent.followup('start the first goal')
+    await h.agent.whenIdle()
+    h.agent.followup('start the second goal')
+    await h.agent.whenIdle()
+    const creates = h.of('goal/change').map(e => e.data as GoalChange).filter(c => c.operation === 'create')
+    expect(creates.map(c => [c.goal.objective, c.roundsStarted])).toEqual([['first', 0], ['second', 0]])
+    await h.dispose()
+  })
 })

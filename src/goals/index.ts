@@ -117,7 +117,9 @@ export class GoalsPlugin {
   private append(session: Session, operation: GoalChange['operation'], goal: Goal, createdAt?: number): GoalChange {
     const state = this.state(session)
     const now = Date.now()
-    const change: GoalChange = { kind: 'goal/change', version: 1, operation, goal, roundsStarted: state.rounds, createdAt: createdAt ?? state.change?.createdAt ?? now, updatedAt: now }
+    // A new goal has entered no round yet: the count so far belongs to the previous goal.
+    const rounds = state.change?.goal.id === goal.id ? state.rounds : 0
+    const change: GoalChange = { kind: 'goal/change', version: 1, operation, goal, roundsStarted: rounds, createdAt: createdAt ?? state.change?.createdAt ?? now, updatedAt: now }
     session.append('goal/change', change)
     this.state(session)
     return change

@@ -51,6 +51,8 @@ describe.skipIf(chromium.path === undefined)('plan mode in the web UI', () => {
     await prompt('/plan design the change')
     const first = page.getByTestId('plan-card').first()
     await first.getByTestId('plan-keep-planning').waitFor()
+    // PM-1: plan mode is on, and the state bar above the composer says so.
+    await page.getByTestId('plan-mode').waitFor()
     expect(await first.locator('h1').textContent()).toBe('First plan')
     await first.getByTestId('plan-keep-planning').click()
     await first.getByTestId('plan-outcome').filter({ hasText: 'Kept planning' }).waitFor()
@@ -60,6 +62,8 @@ describe.skipIf(chromium.path === undefined)('plan mode in the web UI', () => {
     await second.getByTestId('plan-approve').click()
     await second.getByTestId('plan-outcome').filter({ hasText: 'Plan approved' }).waitFor()
     await page.getByTestId('assistant-message').filter({ hasText: 'CARRYING_OUT' }).waitFor()
+    // The approved plan turned plan mode off: the pill is gone.
+    await expect.poll(() => page.getByTestId('plan-mode').count()).toBe(0)
     const bodies = fake.requests.map(r => JSON.stringify(r.body))
     expect(bodies[1]).toContain('keep planning')
     expect(bodies[3]).toContain('{\\"approved\\":true}')

@@ -7,6 +7,8 @@ import { References, useComposerCompletion } from './completion'
 import { SessionTotals, openTrajectory } from './trajectory'
 import { ContentSearch, useSearchFocus } from './search'
 import { FirstRun, ProviderSettings } from './providers'
+import { GoalLine, SessionStateBar } from './goal'
+import type { GoalView } from './session-state'
 
 type Theme = 'light' | 'dark'
 
@@ -389,6 +391,8 @@ function Chat(props: {
   const foldRef = useRef(new LogFold())
   const [items, setItems] = useState<readonly Item[]>([])
   const [todos, setTodos] = useState<readonly { content: string; status: string }[]>([])
+  const [goal, setGoal] = useState<GoalView | undefined>(undefined)
+  const [planMode, setPlanMode] = useState(false)
   const [status, setStatus] = useState<'idle' | 'running'>('idle')
   const [inbox, setInbox] = useState<InboxSnapshot>({ nextTurn: [], nextStep: [] })
   const [model, setModel] = useState<string | null>(null)
@@ -400,6 +404,8 @@ function Chat(props: {
   const publish = useCallback(() => {
     setItems(foldRef.current.items)
     setTodos(foldRef.current.todos)
+    setGoal(foldRef.current.state.goal)
+    setPlanMode(foldRef.current.state.planMode)
   }, [])
 
   useEffect(() => {
@@ -512,6 +518,7 @@ function Chat(props: {
         </div>
       </div>
       <div className="dock">
+        <SessionStateBar sessionId={id} goal={goal} planMode={planMode} onError={report} />
         {todos.length > 0 ? <TodoStrip todos={todos} /> : null}
         <QueueDock id={id} running={status === 'running'} inbox={inbox} onInbox={setInbox} onError={report} />
         <Composer sessionId={id} running={status === 'running'} onSend={send} onStop={() => call('cancel', { id, keepInbox: true }).catch(report)} />
@@ -686,6 +693,8 @@ const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { 
       return <RetryLine item={item} />
     case 'approval':
       return <ApprovalCard item={item} onError={onError} />
+    case 'goal':
+      return <GoalLine item={item} />
   }
 })
 

@@ -6,6 +6,7 @@
  * re-render only when their own item changed.
  */
 import type { SessionEvent } from './types'
+import { SessionState, type GoalItem } from './session-state'
 
 export interface Usage { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; reasoningTokens?: number }
 
@@ -25,6 +26,8 @@ export type Item =
   | { kind: 'retry'; key: string; seq: number; retry: number; maxRetries: number | null; cause: string; delayMs: number; time: number; state: 'waiting' | 'trying' | 'failed' | 'recovered' }
   | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
   | { kind: 'approval'; key: string; seq: number; id: string; toolName: string; callId: string; reason: string; arguments: string; outcome?: string; time: number }
+  /** A goal round began or the goal changed (session-state.ts). */
+  | GoalItem
 
 function textOf(content: readonly any[] | undefined): string {
   return (content ?? []).filter(block => block.type === 'text').map(block => block.text).join('')
@@ -53,6 +56,8 @@ export class LogFold {
   items: Item[] = []
   /** The latest plan (`todo/write`), drawn as a strip above the composer. */
   todos: readonly { content: string; status: string }[] = []
+  /** The current goal and plan mode (session-state.ts). */
+  readonly state = new SessionState()
   /** Bumped on every change so React sees a new value. */
   version = 0
   private readonly byKey = new Map<string, number>()
@@ -84,7 +89,13 @@ export class LogFold {
   /** Applies events in seq order; returns true when the items changed. */
   apply(events: readonly SessionEvent[]): boolean {
     const before = this.version
-    for (const event of events) this.one(event)
+    for (const event of events) {
+      try {
+        this.one(event)
+      } catch {
+        this.unreadable(event)
+      }
+    }
     if (this.version !== before) this.items = this.items.slice()
     return this.version !== before
   }
@@ -96,8 +107,23 @@ export class LogFold {
     this.items = this.items.slice()
   }
 
+  /** Events this fold could not read (an unexpected shape): one notice says so, the rest still draws. */
+  unreadableCount = 0
+
+  private unreadable(event: SessionEvent): void {
+    this.unreadableCount += 1
+    this.put({
+      kind: 'notice', key: 'unreadable', seq: event.seq, level: 'warning', time: event.time,
+      text: `${this.unreadableCount} event${this.unreadableCount === 1 ? '' : 's'} of this session could not be shown (first: #${this.get('unreadable')?.seq ?? event.seq} ${String(event.type)}); the rest of the conversation is drawn.`,
+    })
+    this.version += 1
+  }
+
   private one(event: SessionEvent): void {
     const data = event.data
+    const state = this.state.apply(event)
+    if (state.item !== undefined) this.put(state.item)
+    if (state.changed) this.version += 1
     switch (event.type) {
       case 'turn/start':
         // A finished plan is not pinned into later turns (it stays inline where it was written).
@@ -125,7 +151,8 @@ export class LogFold {
       case 'assistant/message': {
         const key = `a:${data.turn}:${data.step}`
         const previous = this.get(key)
-        const content: any[] = data.message.content ?? []
+        // Older logs keep the content on the event itself (`assistant/message.content`).
+        const content: any[] = data.message?.content ?? data.content ?? []
         const calls: ToolCallView[] = content.filter(block => block.type === 'tool-call').map(block => {
           const old = previous?.kind === 'assistant' ? previous.calls.find(call => call.id === block.id) : undefined
           this.callStep.set(block.id, key)
@@ -158,11 +185,12 @@ export class LogFold {
         this.updateCall(data.callId, call => ({ ...call, startedAt: event.time }))
         break
       case 'tool/result': {
-        const block = data.message.content[0]
+        // Older logs: `{callId, content, isError}` on the event instead of a tool-result message.
+        const block = data.message?.content?.[0] ?? { toolCallId: data.callId, content: data.content, isError: data.isError === true }
         this.updateCall(block.toolCallId, call => ({
           ...call,
           startedAt: call.startedAt ?? this.toolStarts.get(block.toolCallId),
-          result: { text: textOf(block.content), isError: block.isError, meta: data.meta, error: data.error, time: event.time },
+          result: { text: textOf(block.content), isError: block.isError === true, meta: data.meta, error: data.error, time: event.time },
         }))
         break
       }
