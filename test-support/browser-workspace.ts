@@ -29,7 +29,7 @@ export interface BrowserWorkspaceOptions {
   readonly patchRows?: string
   readonly viewport?: { readonly width: number; readonly height: number }
   /** Runs before `dsh web` starts (settings, project files). */
-  readonly prepare?: (dirs: { readonly home: string; readonly work: string }) => void
+  readonly prepare?: (dirs: { readonly home: string; readonly work: string }) => void | Promise<void>
   /** Environment of `dsh web` over the defaults (e.g. `DEEPSEEK_API_KEY: undefined` for a first run). */
   readonly env?: Readonly<Record<string, string | undefined>>
   /** Open the app and start a session, waiting for the composer. */
@@ -42,7 +42,7 @@ export async function openBrowserWorkspace(options: BrowserWorkspaceOptions): Pr
   ensureWebBuild(repoRoot)
   const home = mkdtempSync(join(tmpdir(), `dsh-web-${options.name}-home-`))
   const work = mkdtempSync(join(tmpdir(), `dsh-web-${options.name}-work-`))
-  options.prepare?.({ home, work })
+  await options.prepare?.({ home, work })
   writeFileSync(join(home, 'test.patch.yml'), `- id: session-title\n  config:\n    llm: false\n${options.patchRows ?? ''}`)
   const fake = await FakeDeepSeek.start()
   let web: DshWeb | undefined

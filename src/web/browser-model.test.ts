@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { LogFold, describeEnd } from '../../web/src/fold.js'
 import { highlight, renderMarkdown } from '../../web/src/markdown.js'
+import { describeGoalItem } from '../../web/src/session-state.js'
 import type { SessionEvent } from '../../web/src/types.js'
 
 let seq = 0
@@ -81,5 +82,48 @@ describe('markdown of untrusted model output', () => {
     expect(html).toContain('<span class="hl-s">&quot;&lt;b&gt;&quot;</span>')
     expect(html).toContain('<span class="hl-c">// note</span>')
     expect(highlight('echo "$HOME" # home', 'bash')).toBe('<span class="hl-k">echo</span> <span class="hl-s">&quot;$HOME&quot;</span> <span class="hl-c"># home</span>')
+  })
+})
+
+describe('LogFold: session state and older log shapes', () => {
+  it('GL-1, GL-2: goal snapshots and round messages give the goal bar and one line each; a new goal starts its own count; plan/mode toggles', () => {
+    const fold = new LogFold()
+    const goal = (operation: string, id: string, revision: number, phase: string, roundsStarted: number) =>
+      ev('goal/change', { kind: 'goal/change', version: 1, operation, goal: { id, revision, objective: `obj ${id}`, phase, maxGoalRounds: 3 }, roundsStarted, createdAt: 1, updatedAt: 1 })
+    const round = (goalId: string, n: number) => ev('user/message', { role: 'user', content: [{ type: 'text', text: '<goal_round>' }], source: { kind: 'goal', goalId, revision: 1, round: n } })
+    fold.apply([goal('create', 'g1', 1, 'active', 0), ev('turn/start', { turn: 1 }), round('g1', 1)])
+    expect(fold.state.goal).toMatchObject({ id: 'g1', phase: 'active', rounds: 1, maxGoalRounds: 3 })
+    fold.apply([round('g1', 2), goal('complete', 'g1', 2, 'complete', 2), ev('plan/mode', { active: true })])
+    expect(fold.state.goal).toMatchObject({ phase: 'complete', rounds: 2 })
+    expect(fold.state.planMode).toBe(true)
+    expect(fold.items.filter(item => item.kind === 'goal').map(item => item.kind === 'goal' && describeGoalItem(item)))
+      .toEqual(['Goal set: obj g1', 'Goal round 1 of 3', 'Goal round 2 of 3', 'Goal complete after 2 rounds: obj g1'])
+    // The round messages are not drawn as user prompts.
+    expect(fold.items.filter(item => item.kind === 'user')).toHaveLength(0)
+    // A completed goal leaves the bar at the next turn; a new goal counts from its own snapshot.
+    fold.apply([ev('turn/start', { turn: 2 }), ev('plan/mode', { active: false })])
+    expect(fold.state.goal).toBeUndefined()
+    expect(fold.state.planMode).toBe(false)
+    fold.apply([goal('create', 'g2', 1, 'active', 0)])
+    expect(fold.state.goal).toMatchObject({ id: 'g2', rounds: 0 })
+  })
+
+  it('reads the older assistant/message.content and tool/result {callId, content} shapes', () => {
+    const fold = new LogFold()
+    fold.apply([
+      ev('turn/start', { turn: 1, trigger: { kind: 'message', source: { kind: 'user' } } }), user('run it'),
+      ev('assistant/message', { turn: 1, step: 1, content: [{ type: 'text', text: 'Running.' }, { type: 'tool-call', id: 'c1', name: 'bash', arguments: '{"command":"echo OLD"}' }] }),
+      ev('tool/call', { turn: 1, step: 1, callId: 'c1', name: 'bash', arguments: '{"command":"echo OLD"}' }),
+      ev('tool/result', { turn: 1, step: 1, callId: 'c1', content: [{ type: 'text', text: 'OLD\n' }], isError: false }),
+    ])
+    const step = fold.items.find(item => item.kind === 'assistant')
+    expect(step).toMatchObject({ text: 'Running.', calls: [{ id: 'c1', name: 'bash', result: { text: 'OLD\n', isError: false } }] })
+  })
+
+  it('an event it cannot read becomes one notice; the rest is still drawn', () => {
+    const fold = new LogFold()
+    fold.apply([user('before'), ev('turn/end', null), ev('turn/end', null), user('after')])
+    expect(fold.items.map(item => item.kind)).toEqual(['user', 'notice', 'user'])
+    expect(fold.items[1]).toMatchObject({ level: 'warning', text: expect.stringMatching(/^2 events of this session could not be shown/) })
   })
 })

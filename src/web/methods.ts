@@ -169,7 +169,11 @@ export class WebApiPlugin extends Service implements WebApiService {
       const service = approval()
       return { preset: service.preset(session), mode: service.mode(session), policy: service.policy(session), presets: service.presets().map(p => p.name) }
     }
-    this.register('permission.get', params => view(str(params, 'id')))
+    // A stored session that is not open has no preset in force yet: null, not an error (looking never loads it).
+    this.register('permission.get', params => {
+      const id = str(params, 'id')
+      return this.root.sessions.get(id) === undefined ? null : view(id)
+    })
     this.register('permission.set', params => {
       const id = str(params, 'id')
       const preset = str(params, 'preset')

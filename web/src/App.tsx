@@ -594,7 +594,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
           <span className={`pill ${props.status}`} data-testid="status">{props.status === 'running' ? 'running' : 'idle'}</span>
           <SessionTotals id={props.id} status={props.status} length={props.summary?.length} />
           <ModelPicker id={props.id} model={props.model} running={props.status === 'running'} onModel={props.onModel} onError={props.onError} />
-          <PresetPicker id={props.id} onError={props.onError} />
+          <PresetPicker id={props.id} status={props.status} onError={props.onError} />
           {props.summary?.cwd ? <span className="muted mono" title={props.summary.cwd}>{props.summary.cwd}</span> : null}
         </div>
       </div>
@@ -755,12 +755,13 @@ function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval
 }
 
 /** AP-5: the session's permission preset (sandbox mode + approval policy). */
-function PresetPicker(props: { id: string; onError(error: unknown): void }) {
+function PresetPicker(props: { id: string; status: string; onError(error: unknown): void }) {
   const [view, setView] = useState<{ preset: string; mode: string; presets: string[] } | undefined>()
+  useEffect(() => setView(undefined), [props.id])
+  // A stored session has no preset until it is opened (null); a status change may have opened it.
   useEffect(() => {
-    setView(undefined)
-    call('permission.get', { id: props.id }).then(setView, () => setView(undefined))
-  }, [props.id])
+    call('permission.get', { id: props.id }).then(result => setView(result ?? undefined), () => setView(undefined))
+  }, [props.id, props.status])
   if (view === undefined) return null
   const choose = async (preset: string) => {
     try { setView(await call('permission.set', { id: props.id, preset })) } catch (error) { props.onError(error) }
