@@ -540,7 +540,7 @@ function ModelPicker(props: { id: string; model: string | null; running: boolean
     } catch (error) { props.onError(error) }
   }
   return (
-    <select className="model-picker mono" value={current} disabled={props.running || models.length === 0} title={props.running ? 'The model can change between turns' : 'Model for the next turns'}
+    <select className="model-picker mono" aria-label="Model" value={current} disabled={props.running || models.length === 0} title={props.running ? 'The model can change between turns' : 'Model for the next turns'}
       onChange={event => void change(event.target.value)} data-testid="model-picker">
       {models.map(info => <option key={`${info.provider}/${info.model}`} value={info.model}>{info.model}</option>)}
     </select>
@@ -732,7 +732,7 @@ function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval
         <Markdown text={item.reason} />
         {pending ? (
           <div className="approval-actions">
-            <button autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="plan-approve">Approve</button>
+            <button className="primary" autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="plan-approve">Approve</button>
             <button className="ghost" disabled={sent} onClick={() => void answer('rejected')} data-testid="plan-keep-planning">Keep planning</button>
           </div>
         ) : <div className="approval-outcome" data-testid="plan-outcome">{PLAN_OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>}
@@ -746,7 +746,7 @@ function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval
       <div className="approval-reason" data-testid="approval-reason">{item.reason}</div>
       {pending ? (
         <div className="approval-actions">
-          <button autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="approval-allow">Allow once</button>
+          <button className="primary" autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="approval-allow">Allow once</button>
           <button className="ghost danger" disabled={sent} onClick={() => void answer('rejected')} data-testid="approval-reject">Reject</button>
         </div>
       ) : <div className="approval-outcome" data-testid="approval-outcome">{OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>}
