@@ -1,5 +1,5 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
-import { ApiError, SessionStream, call, type InboxSnapshot, type SessionSummary } from './api'
+import { ApiError, SessionStream, call, loadHistory, type InboxSnapshot, type SessionSummary } from './api'
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
 import { DelegationContext, TodoStrip, ToolCallCard, formatMs } from './cards'
@@ -412,7 +412,7 @@ function Chat(props: {
     let stream: SessionStream | undefined
     let cancelled = false
     const fold = foldRef.current
-    call('sessions.history', { id }).then(history => {
+    loadHistory(id).then(history => {
       if (cancelled) return
       fold.apply(history.events)
       publish()

@@ -82,3 +82,23 @@ export class SessionStream {
     this.source?.close()
   }
 }
+
+const prefetched = new Map<string, Promise<any>>()
+
+/**
+ * Starts loading a session's history before the app has rendered (main.tsx does this for the
+ * session in the address while extension scripts load), so opening a long session does not wait
+ * for two round trips one after the other.
+ */
+export function prefetchHistory(id: string): void {
+  const request = call('sessions.history', { id })
+  request.catch(() => undefined)
+  prefetched.set(id, request)
+}
+
+/** The history of `id`: the prefetched request once, else a new one. */
+export function loadHistory(id: string): Promise<any> {
+  const request = prefetched.get(id)
+  prefetched.delete(id)
+  return request ?? call('sessions.history', { id })
+}

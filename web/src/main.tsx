@@ -2,7 +2,7 @@ import { createElement } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './App'
 import { Diff, JsonCard, TodoStrip, ToolShell, registerToolCard } from './cards'
-import { call } from './api'
+import { call, prefetchHistory } from './api'
 import { highlight, renderMarkdown } from './markdown'
 import './styles.css'
 
@@ -18,5 +18,9 @@ async function loadExtensions(): Promise<void> {
     // No server or no token yet: the app shows that itself.
   }
 }
+
+// The conversation in the address starts loading now, alongside the extension scripts.
+const opening = new URLSearchParams(location.search).get('session')
+if (opening !== null) prefetchHistory(opening)
 
 void loadExtensions().then(() => createRoot(document.getElementById('root')!).render(<App />))
