@@ -400,6 +400,12 @@ function Chat(props: {
   const [shown, setShown] = useState(PAGE)
   const scroller = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
+  /** The scroller's size when the view was last pinned or scrolled: a scroll at another size is a reflow. */
+  const layout = useRef({ height: 0, width: 0 })
+  const pin = (element: HTMLDivElement) => {
+    element.scrollTop = element.scrollHeight
+    layout.current = { height: element.scrollHeight, width: element.clientWidth }
+  }
 
   const publish = useCallback(() => {
     setItems(foldRef.current.items)
@@ -450,7 +456,7 @@ function Chat(props: {
 
   useLayoutEffect(() => {
     const element = scroller.current
-    if (element && stick.current) element.scrollTop = element.scrollHeight
+    if (element && stick.current) pin(element)
   }, [items, loaded])
 
   // Rows use content-visibility: their real heights are known only once they are laid out, so
@@ -461,15 +467,21 @@ function Chat(props: {
     const element = scroller.current
     const content = inner.current
     if (!element || !content || typeof ResizeObserver === 'undefined') return
-    const observer = new ResizeObserver(() => { if (stick.current) element.scrollTop = element.scrollHeight })
+    // The scroller itself too: a narrower window (or a turned phone) reflows the rows.
+    const observer = new ResizeObserver(() => { if (stick.current) pin(element) })
     observer.observe(content)
+    observer.observe(element)
     return () => observer.disconnect()
   }, [])
 
   const onScroll = () => {
     const element = scroller.current
     if (!element) return
-    stick.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80
+    // A scroll caused by a reflow (the window narrowed, rows re-measured) before the resize
+    // observer ran keeps the view pinned; a scroll at the pinned layout is the reader's own.
+    const reflowed = element.scrollHeight !== layout.current.height || element.clientWidth !== layout.current.width
+    if (reflowed && stick.current) pin(element)
+    else stick.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80
     if (element.scrollTop < 200 && shown < items.length) {
       // Render an earlier page and keep the view where it was.
       const before = element.scrollHeight

@@ -1,0 +1,46 @@
+/**
+ * The conversation stays on its newest message when the window changes size (a narrower
+ * window or a turned phone reflows every row): headless Chromium against a real `dsh web`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { findChromium } from '../../test-support/chromium.js'
+import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+
+const chromium = findChromium()
+if (chromium.path === undefined) console.warn(`skipping the web layout test: ${chromium.reason}`)
+const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+describe.skipIf(chromium.path === undefined)('conversation layout in the web UI', () => {
+  let fake: FakeDeepSeek
+  let page: Page
+  let workspace: BrowserWorkspace | undefined
+
+  beforeAll(async () => {
+    workspace = await openBrowserWorkspace({ name: 'layout', viewport: { width: 1400, height: 860 }, newSession: true })
+    ;({ fake, page } = workspace)
+  }, 600_000)
+
+  afterAll(async () => {
+    await workspace?.close()
+  })
+
+  const gap = () => page.getByTestId('conversation').evaluate(element => element.scrollHeight - element.scrollTop - element.clientHeight)
+
+  it('narrowing the window from 1400 to 390 px keeps the newest message in view', async () => {
+    const paragraph = 'This paragraph is long enough to wrap onto several lines once the window is as narrow as a phone, so every row grows taller. '
+    const answer = Array.from({ length: 30 }, (_, index) => `${index + 1}. ${paragraph.repeat(2)}`).join('\n\n') + '\n\nLAST_LINE_OF_THE_ANSWER'
+    fake.enqueue(streamResponse([{ text: answer }, { finish: 'stop', usage }]))
+    await page.getByTestId('composer').fill('write a long answer')
+    await page.getByTestId('composer').press('Enter')
+    await page.locator('.markdown', { hasText: 'LAST_LINE_OF_THE_ANSWER' }).waitFor()
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+    await expect.poll(gap).toBeLessThan(2)
+    for (const width of [390, 1400, 700]) {
+      await page.setViewportSize({ width, height: 820 })
+      await expect.poll(gap).toBeLessThan(2)
+    }
+    expect(await page.getByText('LAST_LINE_OF_THE_ANSWER').isVisible()).toBe(true)
+  })
+})
