@@ -34,12 +34,12 @@ function gate() {
 const workspace = await openBrowserWorkspace({
   name: 'screens',
   viewport: wide,
-  newSession: true,
   prepare: ({ work }) => {
-    mkdirSync(join(work, 'src'))
-    writeFileSync(join(work, 'src', 'sum.js'), 'export function sum(values) {\n  let total = 1\n  for (const value of values) total += value\n  return total\n}\n')
-    writeFileSync(join(work, 'test.js'), "import assert from 'node:assert/strict'\nimport { sum } from './src/sum.js'\nassert.equal(sum([]), 0)\nassert.equal(sum([2, 3]), 5)\nconsole.log('2 tests passed')\n")
-    writeFileSync(join(work, 'package.json'), '{ "type": "module" }\n')
+    const project = join(work, 'sum-project')
+    mkdirSync(join(project, 'src'), { recursive: true })
+    writeFileSync(join(project, 'src', 'sum.js'), 'export function sum(values) {\n  let total = 1\n  for (const value of values) total += value\n  return total\n}\n')
+    writeFileSync(join(project, 'test.js'), "import assert from 'node:assert/strict'\nimport { sum } from './src/sum.js'\nassert.equal(sum([]), 0)\nassert.equal(sum([2, 3]), 5)\nconsole.log('2 tests passed')\n")
+    writeFileSync(join(project, 'package.json'), '{ "type": "module" }\n')
   },
 })
 const { fake, page } = workspace
@@ -65,6 +65,11 @@ const idle = async (target: Page) => {
 
 try {
   await page.emulateMedia({ reducedMotion: 'reduce' })
+  // The empty workspace: a new session in the project folder.
+  await page.goto(workspace.web.url)
+  await page.getByTestId('new-cwd').fill(join(workspace.work, 'sum-project'))
+  await page.getByTestId('create-session').click()
+  await page.getByTestId('composer').waitFor()
   const todos = (states: string[]) => JSON.stringify({ todos: [
     { content: 'Run the tests', status: states[0] }, { content: 'Fix sum()', status: states[1] }, { content: 'Run them again', status: states[2] },
   ] })

@@ -100,15 +100,20 @@ describe.skipIf(chromium.path === undefined || axe === undefined)('accessibility
     expect(await audit('conversation')).toEqual([])
   })
 
-  it('a pending approval card', async () => {
+  it('a pending approval card in a goal round (the goal bar above the composer)', async () => {
     fake.enqueue(
       streamResponse([{ toolCall: { id: 'c-esc', name: 'write', arguments: JSON.stringify({ file_path: 'x.txt', content: 'x', sandbox_permissions: 'danger-full-access', justification: 'needed outside' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'after the approval' }, { finish: 'stop', usage }]),
     )
-    await page.getByTestId('composer').fill('write outside the sandbox')
+    await page.getByTestId('composer').fill('/goal write outside the sandbox')
     await page.getByTestId('composer').press('Enter')
     await page.getByTestId('approval-allow').waitFor()
-    expect(await audit('approval card')).toEqual([])
+    await page.getByTestId('goal-pause').waitFor()
+    expect(await audit('approval card and goal bar')).toEqual([])
+    // Paused, so no second round follows the rejection.
+    await page.getByTestId('goal-pause').click()
+    await page.locator('[data-testid="goal-bar"][data-phase="paused"]').waitFor()
+    expect(await audit('paused goal')).toEqual([])
     await page.getByTestId('approval-reject').click()
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
   })
