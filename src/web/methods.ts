@@ -89,6 +89,9 @@ export function withoutFinishedChunks(events: readonly SessionEvent[]): SessionE
   return kept.reverse()
 }
 
+/** How many stored logs `view` keeps read (a few: each may hold a long session). */
+const STORED_VIEWS = 3
+
 function str(params: Record<string, unknown>, key: string, optional = false): string {
   const value = params[key]
   if (value === undefined && optional) return ''
@@ -279,9 +282,24 @@ export class WebApiPlugin extends Service implements WebApiService {
   async view(id: string): Promise<{ header: SessionHeader; events: readonly SessionEvent[]; summary: SessionSummary; live: boolean }> {
     const live = this.root.sessions.get(id)
     if (live !== undefined) return { header: live.header, events: live.events, summary: this.summary(live), live: true }
-    const stored = await this.root.sessionPersistence.backend.loadStored(id)
-    if (stored === undefined) throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
-    const { header, events } = stored
+    // A stored log read at a revision is kept (the last few): opening it again, or exporting it,
+    // only checks that the file has not changed since (a stat for JSONL) instead of reading it all.
+    const backend = this.root.sessionPersistence.backend
+    const revision = await backend.readStoredRevision(id)
+    const cached = revision === undefined ? undefined : this.storedViews.get(id)
+    let header: SessionHeader
+    let events: readonly SessionEvent[]
+    if (cached !== undefined && cached.revision === revision) ({ header, events } = cached)
+    else {
+      const stored = await backend.loadStored(id)
+      if (stored === undefined) throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
+      ;({ header, events } = stored)
+      this.storedViews.delete(id)
+      if (stored.revision === revision && stored.torn === undefined) {
+        this.storedViews.set(id, { revision: stored.revision, header, events })
+        for (const old of this.storedViews.keys()) if (this.storedViews.size > STORED_VIEWS) this.storedViews.delete(old)
+      }
+    }
     let title: string | null = null
     let turns = 0
     for (const event of events) {
@@ -323,6 +341,9 @@ export class WebApiPlugin extends Service implements WebApiService {
     if (found === undefined) throw new WebApiError(400, 'UNKNOWN_MODEL', `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
     return { provider: found.provider, model: found.model }
   }
+
+  /** Stored logs read lately, by id, with the revision they were read at (`view`). */
+  private readonly storedViews = new Map<string, { revision: string; header: SessionHeader; events: readonly SessionEvent[] }>()
 
   /** Agents being opened by id: concurrent first prompts for a session share one. */
   private readonly opening = new Map<string, Promise<Agent>>()

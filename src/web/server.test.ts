@@ -474,6 +474,29 @@ describe('dsh web server', () => {
       stream.close()
     })
 
+    it('a stored session read again is served from its last read only while the file is unchanged: another writer\'s appends show at once', async () => {
+      const other = new Context()
+      await other.plugin(SessionsServicePlugin).await()
+      const otherPersistence = other.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions'), maxDelayMs: 5 })
+      await otherPersistence.await()
+      const writing = other.sessions.create({ cwd: home })
+      writing.append('turn/start', { turn: 1 })
+      writing.append('step/start', { turn: 1, step: 1 })
+      writing.append('user/message', { id: 'u1', role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: 'first' }] }, { surfaceOp: 'append' })
+      await other.sessionPersistence.flush(writing)
+      const id = writing.id
+      expect(await ok('sessions.history', { id })).toMatchObject({ live: false, length: 3 })
+      expect((await ok('sessions.history', { id })).events).toHaveLength(3)
+      writing.append('step/end', { turn: 1, step: 1 })
+      writing.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
+      await other.sessionPersistence.flush(writing)
+      const again = await ok('sessions.history', { id })
+      expect(again).toMatchObject({ length: 5, summary: { turns: 1 } })
+      expect(again.events.at(-1)).toMatchObject({ type: 'turn/end', seq: 4 })
+      expect((await ok('sessions.export', { id })).jsonl.trim().split('\n')).toHaveLength(6)
+      await otherPersistence.dispose()
+    })
+
     it('models, default model and credentials: a key is written but never sent back', async () => {
       const models = await ok('models.list')
       expect(models.models.map((info: { model: string }) => info.model)).toContain(SCRIPTED_MODEL)
