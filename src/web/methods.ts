@@ -286,6 +286,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     // only checks that the file has not changed since (a stat for JSONL) instead of reading it all.
     const backend = this.root.sessionPersistence.backend
     const revision = await backend.readStoredRevision(id)
+    if (revision === undefined) this.storedViews.delete(id)
     const cached = revision === undefined ? undefined : this.storedViews.get(id)
     let header: SessionHeader
     let events: readonly SessionEvent[]
