@@ -59,7 +59,8 @@ describe.skipIf(chromium.path === undefined || fixtures.length === 0)('recorded 
     await answered
     await page.getByTestId('composer').waitFor()
     await page.locator('.loading').waitFor({ state: 'detached' })
-    const rows = await page.locator('.conversation-inner > .row, .conversation-inner > .turn-end, .conversation-inner > .notice, .conversation-inner > .empty-chat').count()
+    // Something is drawn: items (each in its anchor), or the empty conversation's note.
+    const rows = await page.locator('.conversation-inner .item-anchor, .conversation-inner .row, .conversation-inner .empty-chat').count()
     expect(rows).toBeGreaterThan(0)
     if (shows[name] !== undefined) await page.getByTestId('conversation').filter({ hasText: shows[name] }).waitFor()
     expect(problems).toEqual([])
