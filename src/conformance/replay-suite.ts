@@ -31,10 +31,11 @@ import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFA
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
+import { QuestionToolPlugin } from '../questions/index.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill',
-  'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report'])
+  'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question'])
 
 /**
  * Delegation tool rows per scenario: the shipped rows (continuable `subagent`, foreground
@@ -479,6 +480,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ...(plan.skills ? [ctx.plugin(SkillsPlugin, { cwd, agentsHome: join(cwd, '.no-agents-home') })] : []),
     ctx.plugin(SubagentsPlugin),
     ctx.plugin(SubagentToolsPlugin, { tools: plan.delegationRows }),
+    ctx.plugin(QuestionToolPlugin),
   ]
   const children: { events: readonly SessionEvent[] }[] = []
   ctx.on('session/created', (session) => {
