@@ -25,7 +25,9 @@ import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } fro
 
 const SUITE = 'protocol'
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question'])
-const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
+const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
+  // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
+  'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
 
 /** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
 const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash', 'todo'])
@@ -41,6 +43,9 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
 const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill'])
+
+/** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
+const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
 
 /** Plugin-authored messages dsh writes itself (hook output). */
 const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
@@ -88,6 +93,13 @@ interface Step {
   readonly text?: string
   readonly content?: readonly unknown[]
   readonly waitForFile?: { readonly path: string }
+  /** promptAndWaitForAgentMessage: the text an `agent_message_chunk` must contain. */
+  readonly waitForText?: string
+  /** waitForSubagentTurnEnd: the child's number (creation order, 1-based). */
+  readonly child?: number
+  readonly minimumTurn?: number
+  /** waitForEventAfterTurnEnd: the event type. */
+  readonly type?: string
 }
 
 interface Plan {
@@ -107,6 +119,8 @@ interface Plan {
   /** Recorded child sessions (ids and model scripts), in creation order. */
   readonly children: readonly { readonly id: string; readonly script: readonly ReplayEntry[] }[]
   readonly maxDepth?: number
+  /** The recording delivered a settlement notice to an idle parent: continuable children wait for it (the recorder's fence). */
+  readonly fenceChildren: boolean
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -141,8 +155,6 @@ function plan(scenario: Scenario): string | Plan {
   const children: { id: string; script: ReplayEntry[] }[] = []
   if (row?.cls === 'DELEGATION' || childFiles.length > 0) {
     const input = files.includes('input.json') ? JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[] } : { steps: [] }
-    const waits = input.steps.filter(step => step.op.startsWith('wait') || step.op === 'promptAndWaitForAgentMessage')
-    if (waits.length > 0) return `missing capability: delegation driver op ${waits[0]!.op} (settlement timing across processes)`
     if (childFiles.length === 0) return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row?.tags ?? ''})`
     if (scenario.kind !== 'acp') return 'missing capability: delegation in the SDK comparison (child notifications interleave; titles and seqs are normalised for one session only)'
     for (const file of childFiles) {
@@ -164,7 +176,7 @@ function plan(scenario: Scenario): string | Plan {
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
       const source = message.source as { kind: string; plugin?: string }
-      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
+      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -193,8 +205,11 @@ function plan(scenario: Scenario): string | Plan {
   const hooks = workspaceHookFiles(join(dir, 'workspace'))
   const permissions = recordedPermissions(events)
   const runner = recordedRunner(dir)
+  const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
+    && (event.data as { target: string }).target === 'next-turn'
+    && (event.data as { inserted: UserMessage[] }).inserted.some(message => (message.source.kind as string) === 'subagent-settled'))
   return {
-    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks,
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren,
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
     ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
     ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
@@ -219,6 +234,7 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
     config: {
       script: plan.script, provider: plan.route.provider, models: [plan.route.model],
       ...plan.children.length > 0 && { sessions: Object.fromEntries(plan.children.map(child => [child.id, child.script])) },
+      ...plan.fenceChildren && { fenceContinuableChildren: true },
     },
   }]
   if (plan.children.length > 0) rows.push({ id: 'subagents', config: { childIds: plan.children.map(child => child.id) } })
@@ -330,30 +346,82 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
       },
     },
   })
+  // The peer numbers its requests 0, 1, 2... in the order they are sent.
+  let sent = 0
+  const request = <T = unknown>(method: string, params: unknown): Promise<T> => {
+    sent++
+    return peer.request<T>(method, params)
+  }
   const lines: string[] = []
   const splitter = new LineSplitter()
-  child.stdout.on('data', (text: string | Buffer) => { lines.push(...splitter.push(String(text))) })
+  // Waiters on the frames the agent writes (promptAndWaitForAgentMessage).
+  const frameWaiters = new Set<() => void>()
+  child.stdout.on('data', (text: string | Buffer) => {
+    lines.push(...splitter.push(String(text)))
+    for (const check of [...frameWaiters]) check()
+  })
   let sessionId: string | undefined
+  /** Prompts sent without waiting for their answer; awaited before EOF. */
+  const outstanding: Promise<unknown>[] = []
+  /** Request ids of prompts the driver did not wait for (their answer's position is timing). */
+  const floating = new Set<unknown>()
+  const logs = new SessionLogs(join(run.env.DSH_HOME!, 'sessions'), Promise.race([exited, peer.closed]))
+  const childId = (n: number | undefined) => plan.children[(n ?? 1) - 1]?.id ?? (() => { throw new Error(`waitForSubagentTurnEnd: no recorded child ${n}`) })()
   try {
     for (const step of plan.steps) {
       switch (step.op) {
+        case 'promptAndWaitForAgentMessage': {
+          const want = step.waitForText ?? ''
+          const seen = () => lines.some(line => line.includes('agent_message_chunk') && agentText(line).includes(want))
+          floating.add(sent)
+          outstanding.push(request('session/prompt', { sessionId, prompt: [{ type: 'text', text: step.text }] }).catch(() => undefined))
+          await new Promise<void>((resolve, reject) => {
+            const check = () => {
+              if (!seen()) return
+              frameWaiters.delete(check)
+              resolve()
+            }
+            frameWaiters.add(check)
+            void Promise.race([exited, peer.closed]).then(() => { frameWaiters.delete(check); reject(new Error(`promptAndWaitForAgentMessage: the agent never wrote "${want}"`)) })
+            check()
+          })
+          break
+        }
+        case 'waitForSubagentTurnEnd':
+          await logs.waitFor(childId(step.child), events => turnEnds(events) >= (step.minimumTurn ?? 1), `child ${step.child ?? 1} turn ${step.minimumTurn ?? 1} end`)
+          break
+        case 'waitForTurnStart':
+          await logs.waitFor(sessionId!, events => turnStarts(events) >= (step.minimumTurn ?? 1), `turn ${step.minimumTurn ?? 1} start`)
+          break
+        case 'cancel':
+          if (step.waitForFile !== undefined) await waitForFile(join(run.cwd, step.waitForFile.path), Promise.race([exited, peer.closed]))
+          peer.notify('session/cancel', { sessionId })
+          break
+        case 'waitForEventAfterTurnEnd': {
+          const type = step.type ?? ''
+          await logs.waitFor(sessionId!, events => {
+            const end = events.findLastIndex(event => event.type === 'turn/end')
+            return end >= 0 && events.slice(end + 1).some(event => event.type === type)
+          }, `${type} after a turn end`)
+          break
+        }
         case 'initialize':
-          await peer.request('initialize', { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } })
+          await request('initialize', { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } })
           break
         case 'newSession':
-          sessionId = (await peer.request<{ sessionId: string }>('session/new', { cwd: run.cwd, mcpServers: [] })).sessionId
+          sessionId = (await request<{ sessionId: string }>('session/new', { cwd: run.cwd, mcpServers: [] })).sessionId
           break
         case 'prompt':
         case 'promptExpectError':
         case 'promptContent': {
           const prompt = step.op === 'promptContent' ? step.content : [{ type: 'text', text: step.text }]
-          const answered = peer.request('session/prompt', { sessionId, prompt })
+          const answered = request('session/prompt', { sessionId, prompt })
           if (step.op === 'promptExpectError') await answered.then(() => { throw new Error('the prompt was expected to fail but succeeded') }, () => undefined)
           else await answered
           break
         }
         case 'promptAndCancel': {
-          const answered = peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: step.text }] })
+          const answered = request('session/prompt', { sessionId, prompt: [{ type: 'text', text: step.text }] })
           // The ready file, unless the prompt ends (or the server dies) first: never wait forever.
           if (step.waitForFile !== undefined) await waitForFile(join(run.cwd, step.waitForFile.path), Promise.race([answered, exited]))
           peer.notify('session/cancel', { sessionId })
@@ -361,9 +429,12 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
           break
         }
         case 'waitForTurnEnd':
+          // Every started turn has ended (a no-op after an awaited prompt).
+          await logs.waitFor(sessionId!, events => turnStarts(events) > 0 && turnEnds(events) >= turnStarts(events), 'turn end')
           break
       }
     }
+    await Promise.all(outstanding)
   } catch (error) {
     child.kill('SIGKILL')
     throw new Error(`${error instanceof Error ? error.message : String(error)}${stderr ? `; stderr: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''}`)
@@ -375,8 +446,117 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
   // The original advertised no slash commands: dsh's `available_commands_update` frames are masked.
   const frames = (lines.map(line => JSON.parse(line)) as Record<string, unknown>[]).filter(frame => !isCommandsUpdate(frame))
   const actual = normaliseAcp(frames, { sessionId, cwd: run.cwd })
-  return firstDifference(expected.map(maskAcp), actual.map(maskAcp))
+  // Answers to prompts the driver did not wait for: their position is timing (below). Ids as renumbered.
+  const answerIds = new Map<unknown, number>()
+  for (const frame of frames) if (!('method' in frame) && 'id' in frame && !answerIds.has(frame.id)) answerIds.set(frame.id, answerIds.size + 1)
+  const floatingIds = new Set([...floating].map(raw => answerIds.get(raw)).filter(id => id !== undefined))
+  return firstDifference(floatAnswers(expected.map(maskAcp) as Record<string, unknown>[], floatingIds), floatAnswers(actual.map(maskAcp) as Record<string, unknown>[], floatingIds))
 }
+
+/**
+ * The answer to a prompt the driver did not wait for (promptAndWaitForAgentMessage) is sent when
+ * the agent first goes idle, which in the original raced its background children and goal rounds
+ * (a report or notice landing first made the prompt cover one more turn). Its position among the
+ * `session/update` frames that follow is therefore timing: on both sides it is compared just
+ * before the next frame that is not a `session/update` (the next answer or request) or at the end.
+ */
+export function floatAnswers(frames: readonly Record<string, unknown>[], ids: ReadonlySet<unknown>): Record<string, unknown>[] {
+  const out = [...frames]
+  for (let i = out.length - 1; i >= 0; i--) {
+    const frame = out[i]!
+    if ('method' in frame || !ids.has(frame.id)) continue
+    let j = i
+    while (j + 1 < out.length && out[j + 1]!.method === 'session/update') j++
+    out.splice(i, 1)
+    out.splice(j, 0, frame)
+  }
+  return out
+}
+
+/** Text of an `agent_message_chunk` frame line ('' otherwise). */
+function agentText(line: string): string {
+  try {
+    const frame = JSON.parse(line) as { params?: { update?: { sessionUpdate?: string; content?: { text?: unknown } } } }
+    const text = frame.params?.update?.content?.text
+    return frame.params?.update?.sessionUpdate === 'agent_message_chunk' && typeof text === 'string' ? text : ''
+  } catch {
+    return ''
+  }
+}
+
+const turnStarts = (events: readonly { type: string }[]) => events.filter(event => event.type === 'turn/start').length
+const turnEnds = (events: readonly { type: string }[]) => events.filter(event => event.type === 'turn/end').length
+
+/** The session logs a dsh process writes under `$DSH_HOME/sessions`, read as they grow (watched, not polled). */
+class SessionLogs {
+  private readonly files = new Map<string, string>()
+
+  constructor(private readonly root: string, private readonly gone: Promise<unknown>) {
+    mkdirSync(root, { recursive: true })
+  }
+
+  /** The events of session `id` written so far (lines that do not parse yet are skipped). */
+  events(id: string): { type: string }[] {
+    const file = this.locate(id)
+    if (file === undefined) return []
+    const out: { type: string }[] = []
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line.includes('"type"')) continue
+      try {
+        const row = JSON.parse(line) as { type?: unknown }
+        if (typeof row.type === 'string' && row.type !== 'session') out.push(row as { type: string })
+      } catch { /* a line being written */ }
+    }
+    return out
+  }
+
+  private locate(id: string): string | undefined {
+    const known = this.files.get(id)
+    if (known !== undefined) return known
+    for (const name of readdirSync(this.root, { recursive: true }).map(String)) {
+      if (basename(name) !== 'session.jsonl') continue
+      const file = join(this.root, name)
+      const first = readFileSync(file, 'utf8').split('\n', 1)[0] ?? ''
+      try {
+        if ((JSON.parse(first) as { id?: unknown }).id === id) {
+          this.files.set(id, file)
+          return file
+        }
+      } catch { /* a header being written */ }
+    }
+    return undefined
+  }
+
+  /** Resolves once `test` holds for the log of `id`; fails when the process ends or after the deadline. */
+  waitFor(id: string, test: (events: readonly { type: string }[]) => boolean, what: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let done = false
+      const finish = (error?: Error) => {
+        if (done) return
+        done = true
+        watcher.close()
+        clearTimeout(deadline)
+        if (error === undefined) resolve()
+        else reject(error)
+      }
+      const check = () => {
+        if (done) return
+        try {
+          if (test(this.events(id))) finish()
+        } catch (error) {
+          finish(error instanceof Error ? error : new Error(String(error)))
+        }
+      }
+      const watcher = watch(this.root, { recursive: true }, check)
+      const deadline = setTimeout(() => finish(new Error(`waited ${WAIT_DEADLINE_MS / 1000} s for ${what} in session ${id}`)), WAIT_DEADLINE_MS)
+      void this.gone.then(() => { check(); finish(new Error(`dsh ended before ${what} in session ${id}`)) })
+      check()
+    })
+  }
+}
+
+/** A scenario whose awaited state never comes fails instead of hanging the run. */
+const WAIT_DEADLINE_MS = 60_000
 
 function isCommandsUpdate(frame: Record<string, unknown>): boolean {
   const params = frame.params as { update?: { sessionUpdate?: unknown } } | undefined
