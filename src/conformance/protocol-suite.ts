@@ -24,7 +24,7 @@ import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
   // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
   'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
@@ -34,7 +34,6 @@ const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash', 'to
 
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['goal/', 'goals'],
   ['subagent/', 'subagents'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
@@ -42,7 +41,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel'])
 
 /** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
 const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -191,7 +190,10 @@ function plan(scenario: Scenario): string | Plan {
     const unsupported = steps.find(step => !SUPPORTED_OPS.has(step.op))
     if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
   } else if (scenario.kind === 'acp') return 'no input.json driver script'
-  let script = scriptFromEvents(events)
+  // A header-only session.jsonl (override-driven): the compared session.expected.jsonl holds the recorded chunks.
+  const expectedLog = join(dir, 'session.expected.jsonl')
+  const recorded = !events.some(event => event.type === 'turn/start') && existsSync(expectedLog) ? parseSessionFile(readFileSync(expectedLog, 'utf8')).events : events
+  let script = scriptFromEvents(recorded)
   const overridePath = join(dir, 'replay.override.json')
   if (existsSync(overridePath)) {
     const derived = script
