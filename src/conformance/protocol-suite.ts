@@ -51,7 +51,7 @@ const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
 
-type Kind = 'acp' | 'sdk'
+type Kind = 'acp' | 'sdk' | 'headless'
 
 interface Scenario {
   readonly dir: string
@@ -61,7 +61,10 @@ interface Scenario {
 /** ACP scenarios record `stdout.expected.jsonl`; SDK scenarios `notifications.expected.jsonl`. */
 function findScenarios(root: string): Scenario[] {
   return findScenarioDirs<Scenario>(root, (dir, has) =>
-    has('stdout.expected.jsonl') ? { dir, kind: 'acp' } : has('notifications.expected.jsonl') ? { dir, kind: 'sdk' } : undefined,
+    has('stdout.expected.jsonl') ? { dir, kind: 'acp' } : has('notifications.expected.jsonl') ? { dir, kind: 'sdk' }
+      // Headless runs recorded only as their stream (override-driven, no session log): run from input.json.
+      : has('stream-json.expected.jsonl') && has('input.json') && has('replay.override.json') && !has('session.jsonl') && !has('parent.override.json') ? { dir, kind: 'headless' }
+        : undefined,
   { descend: true })
 }
 
@@ -78,7 +81,7 @@ export function protocolSuite(options: ProtocolSuiteOptions = {}): ConformanceSu
         for (const scenario of findScenarios(root)) {
           if (options.filter !== undefined && !scenario.dir.includes(options.filter)) continue
           // The subject is the transcript checked (the replay suite reports the same folders).
-          const transcript = join(scenario.dir, scenario.kind === 'acp' ? 'stdout.expected.jsonl' : 'notifications.expected.jsonl')
+          const transcript = join(scenario.dir, scenario.kind === 'acp' ? 'stdout.expected.jsonl' : scenario.kind === 'sdk' ? 'notifications.expected.jsonl' : 'stream-json.expected.jsonl')
           const path = relative(process.cwd(), transcript) || transcript
           yield await runScenario(scenario, path)
         }
@@ -278,6 +281,7 @@ function waitForFile(path: string, stop: Promise<unknown>): Promise<void> {
 }
 
 async function runScenario(scenario: Scenario, path: string): Promise<ConformanceResult> {
+  if (scenario.kind === 'headless') return runHeadlessScenario(scenario, path)
   let planned: string | Plan
   try {
     planned = plan(scenario)
@@ -301,7 +305,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       // The recorded deployment's permission mode (danger-full-access implies policy never).
       DSH_PERMISSION_MODE: planned.permissionMode,
     }
-    const difference = scenario.kind === 'acp'
+    const difference = scenario.kind !== 'sdk'
       ? await runAcp(scenario, planned, { cwd, patch, env })
       : await runSdk(scenario, planned, { cwd, patch, env })
     if (difference !== undefined) return { suite: SUITE, status: 'fail', path, detail: difference }
@@ -728,4 +732,82 @@ function clip(text: string): string {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+// ---- headless stream-json ----
+
+/**
+ * A headless run recorded only as its `--output stream-json` stream (override-driven): the
+ * replay script is `replay.override.json`, the task the one `prompt` of `input.json`, the route
+ * the stream's first `request/header`; stdout is compared line by line, normalised like the SDK
+ * notifications (ids and the cwd as placeholders, event times 0, titles dropped with seqs
+ * renumbered, the request header's product text and `tool/result.meta` masked, goal times 0).
+ */
+async function runHeadlessScenario(scenario: Scenario, path: string): Promise<ConformanceResult> {
+  const dir = scenario.dir
+  let steps: Step[]
+  let expected: Record<string, unknown>[]
+  let script: ReplayEntry[]
+  try {
+    steps = (JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[] }).steps
+    expected = readJsonLines(join(dir, 'stream-json.expected.jsonl')) as Record<string, unknown>[]
+    script = applyOverride([], JSON.parse(readFileSync(join(dir, 'replay.override.json'), 'utf8')))
+  } catch (error) {
+    return { suite: SUITE, status: 'fail', path, detail: `cannot read the scenario: ${error instanceof Error ? error.message : String(error)}` }
+  }
+  if (steps.length !== 1 || steps[0]!.op !== 'prompt' || typeof steps[0]!.text !== 'string') return { suite: SUITE, status: 'skip', path, detail: 'missing capability: a headless driver script other than one prompt' }
+  const events = expected.filter(line => line.type === 'session_event').map(line => line.event as SessionEvent)
+  const lacking = events.map(event => event.type === 'tool/call' ? (event.data as { name: string }).name : undefined).find(name => name !== undefined && !BUILTIN_TOOLS.has(name))
+  if (lacking !== undefined) return { suite: SUITE, status: 'skip', path, detail: `missing capability: tool ${lacking}` }
+  const header = events.find(event => event.type === 'request/header')?.data as { header: { config: { provider: string; model: string } } } | undefined
+  const route = header?.header.config ?? { provider: 'replay', model: 'replay' }
+  const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
+  const work = mkdtempSync(join(tmpdir(), 'dsh-headless-'))
+  const cwd = join(work, 'cwd')
+  const home = join(work, 'home')
+  try {
+    mkdirSync(cwd)
+    mkdirSync(home)
+    const workspace = join(dir, 'workspace')
+    if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
+    const plan = {
+      events, header: { id: '' }, steps, permissionAnswers: [], script, route: { provider: route.provider, model: route.model }, runtimeContext,
+      hooks: [], children: [], fenceChildren: false,
+    } satisfies Plan
+    const patch = writePatch(plan, work, 'headless')
+    const [command, ...args] = dshCommand()
+    const child = spawn(command, [...args, '--profile', 'headless', '--patch', patch, '--output', 'stream-json', '--', steps[0]!.text!], {
+      cwd, env: childEnv({ DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }), stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (text: string) => { stdout += text })
+    child.stderr.setEncoding('utf8').on('data', (text: string) => { stderr += text })
+    const code = await new Promise<number | null>(resolve => child.on('close', resolve))
+    const lines = stdout.split('\n').filter(line => line.trim() !== '').map(line => JSON.parse(line) as Record<string, unknown>)
+    const sessionId = lines.find(line => typeof line.sessionId === 'string')?.sessionId as string | undefined
+    if (code !== 0 && lines.length === 0) return { suite: SUITE, status: 'fail', path, detail: `dsh --profile headless exited ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}` }
+    const difference = firstDifference(normaliseStream(expected, { cwd: '{{cwd}}' }), normaliseStream(lines, { ...sessionId !== undefined && { sessionId }, cwd }))
+    if (difference !== undefined) return { suite: SUITE, status: 'fail', path, detail: difference }
+    return { suite: SUITE, status: 'pass', path }
+  } catch (error) {
+    return { suite: SUITE, status: 'fail', path, detail: error instanceof Error ? error.message : String(error) }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+/** Stream-json lines in the SDK notification shape, normalised and masked the same way, then back. */
+function normaliseStream(lines: readonly Record<string, unknown>[], known: { sessionId?: string; cwd: string }): unknown[] {
+  const wrapped = lines.map(line => line.type === 'session_event'
+    ? { method: 'session.event', params: { sessionId: line.sessionId, event: goalTimes({ ...(line.event as SessionEvent), time: 0 }) } }
+    : { method: String(line.type), params: line })
+  return withoutTitles(wrapped.map(n => maskSdk(placeholders(n, known))))
+}
+
+/** `goal/change` times are placeholders (0) in the recordings. */
+function goalTimes(event: SessionEvent): SessionEvent {
+  if (event.type !== 'goal/change') return event
+  const data = event.data as Record<string, unknown>
+  return { ...event, data: { ...data, ...'createdAt' in data && { createdAt: 0 }, ...'updatedAt' in data && { updatedAt: 0 } } } as SessionEvent
 }
