@@ -158,7 +158,6 @@ function plan(scenario: Scenario): string | Plan {
   if (row?.cls === 'DELEGATION' || childFiles.length > 0) {
     const input = files.includes('input.json') ? JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[] } : { steps: [] }
     if (childFiles.length === 0) return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row?.tags ?? ''})`
-    if (scenario.kind !== 'acp') return 'missing capability: delegation in the SDK comparison (child notifications interleave; titles and seqs are normalised for one session only)'
     for (const file of childFiles) {
       const child = parseSessionFile(readFileSync(join(dir, file), 'utf8'))
       children.push({ id: child.header.id, script: scriptFromEvents(child.events.slice(child.header.seedLength ?? 0)) })
@@ -642,8 +641,9 @@ async function runSdk(scenario: Scenario, plan: Plan, run: Run): Promise<string 
   }
   const known = { sessionId: plan.header.id, cwd: run.cwd }
   const expected = readJsonLines(join(scenario.dir, 'notifications.expected.jsonl'))
-  const actual = result.notifications.map(n => maskSdk(placeholders(normaliseNotification(n), known)))
-  const difference = firstDifference(withoutTitles(expected.map(maskSdk)), withoutTitles(actual))
+  // Titles are dropped per session: by the live session id here, by seq continuity in the recording (ids are placeholders there).
+  const actual = withoutTitles(result.notifications.map(normaliseNotification), byParamsSession).map(n => maskSdk(placeholders(n, known)))
+  const difference = firstDifference(withoutTitles(expected.map(maskSdk), bySeqContinuity()), actual)
   if (difference !== undefined) return `notifications: ${difference}`
   const expectedResult = JSON.parse(readFileSync(join(scenario.dir, 'result.expected.json'), 'utf8')) as unknown
   const actualResult = placeholders({ sessionId: result.sessionId, finalResponse: result.finalResponse }, known)
@@ -674,6 +674,13 @@ export function maskSdk(value: unknown): unknown {
     const { meta: _meta, ...data } = event.data
     return { ...n, params: { ...n.params, event: { ...event, data } } }
   }
+  if (event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage)) {
+    // The snapshot's wording and plugin name are product text; its sections (what the runtime
+    // tells the model: here a child's `subagent:delegation`) are compared.
+    const message = event.data as UserMessage & { source: { sections?: { name: string; text: string }[] } }
+    const masked = { ...message, content: '{{runtimeContext}}', source: { kind: message.source.kind, sections: message.source.sections?.map(section => ({ name: section.name, text: section.text })) } }
+    return { ...n, params: { ...n.params, event: { ...event, data: masked } } }
+  }
   if (event.type === 'request/header') {
     const data = event.data as { header: { config: { provider: string; model: string } }; reason: string }
     const masked = { ...data, header: { config: { provider: data.header.config.provider, model: data.header.config.model }, system: '{{system}}', tools: '{{tools}}' } }
@@ -691,18 +698,52 @@ export function maskSdk(value: unknown): unknown {
  * contiguous: the title is product text, and our title plugin appends it one microtask after the
  * prompt (after `request/header`), where the original appended it before.
  */
-function withoutTitles(notifications: readonly unknown[]): unknown[] {
-  type N = { method: string; params: { event?: SessionEvent & { sourceEventSeqs?: number[] } } }
-  const kept = (notifications as N[]).filter(n => n.params.event?.type !== 'session/title')
-  const seqs = new Map<number, number>()
-  for (const n of kept) if (n.params.event !== undefined) seqs.set(n.params.event.seq, seqs.size)
-  return kept.map(n => {
+function withoutTitles(notifications: readonly unknown[], sessionOf: (n: SessionNotification) => string = () => ''): unknown[] {
+  const all = notifications as SessionNotification[]
+  const keys = all.map(n => (n.params.event !== undefined ? sessionOf(n) : ''))
+  const kept = all.map((n, i) => [n, keys[i]!] as const).filter(([n]) => n.params.event?.type !== 'session/title')
+  // Per session (a delegating run interleaves its children's events): old seq -> new seq.
+  const seqs = new Map<string, Map<number, number>>()
+  for (const [n, key] of kept) {
+    if (n.params.event === undefined) continue
+    const own = seqs.get(key) ?? new Map<number, number>()
+    seqs.set(key, own)
+    own.set(n.params.event.seq, own.size)
+  }
+  return kept.map(([n, key]) => {
     const event = n.params.event
     if (event === undefined) return n
-    const renumbered = { ...event, seq: seqs.get(event.seq)! }
-    if (event.sourceEventSeqs !== undefined) renumbered.sourceEventSeqs = event.sourceEventSeqs.map(seq => seqs.get(seq) ?? -1)
+    const own = seqs.get(key)!
+    const renumbered = { ...event, seq: own.get(event.seq)! }
+    if (event.sourceEventSeqs !== undefined) renumbered.sourceEventSeqs = event.sourceEventSeqs.map(seq => own.get(seq) ?? -1)
     return { ...n, params: { ...n.params, event: renumbered } }
   })
+}
+
+type SessionNotification = { method: string; params: { sessionId?: string; event?: SessionEvent & { sourceEventSeqs?: number[] } } }
+
+/** The live run: events carry their session's own id. */
+function byParamsSession(n: SessionNotification): string {
+  return n.params.sessionId ?? ''
+}
+
+/**
+ * The recording (every id is a placeholder): an event belongs to the session whose next seq it
+ * is; a seq-0 event opens a new session's stream (a child starts at 0). Each session's seqs are
+ * contiguous, so this assigns every event of a run whose sessions are at different positions.
+ */
+function bySeqContinuity(): (n: SessionNotification) => string {
+  const next: number[] = []
+  return (n) => {
+    const seq = n.params.event!.seq
+    let stream = seq === 0 ? -1 : next.lastIndexOf(seq)
+    if (stream < 0) {
+      stream = next.length
+      next.push(0)
+    }
+    next[stream] = seq + 1
+    return String(stream)
+  }
 }
 
 // ---- comparison ----

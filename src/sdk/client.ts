@@ -82,7 +82,11 @@ export interface RunResult {
   readonly finalResponse: string
   /** Every `session.event` of the session received during the run, in order. */
   readonly events: readonly SessionEvent[]
-  /** Every notification about the session received during the run (`session.event`, `session.status`). */
+  /**
+   * Every notification about the session received during the run (`session.event`,
+   * `session.status`), and about the children it delegated to (`subagent.started`,
+   * `subagent.finished`, the children's own `session.event` / `session.status`), interleaved.
+   */
   readonly notifications: readonly Notification[]
   /** How the last turn of the run ended. */
   readonly reason?: TurnEndReason
@@ -246,9 +250,15 @@ export class DshClient {
     let reason: TurnEndReason | undefined
     let running = false
     return new Promise<RunResult>((resolve, reject) => {
+      // The run's own session and the children it delegates to (SA-17: their notifications interleave).
+      const run = new Set([sessionId])
       const off = this.onNotification(notification => {
-        if (notification.params?.sessionId !== sessionId) return
+        const params = notification.params as { sessionId?: unknown; parentSessionId?: unknown; childSessionId?: unknown } | undefined
+        if (notification.method === 'subagent.started' && run.has(params?.parentSessionId as string)) run.add(params?.childSessionId as string)
+        const mine = run.has(params?.sessionId as string) || (notification.method.startsWith('subagent.') && run.has(params?.parentSessionId as string))
+        if (!mine) return
         notifications.push(notification)
+        if (params?.sessionId !== sessionId) return
         if (notification.method === 'session.event') {
           const event = notification.params.event as SessionEvent
           events.push(event)

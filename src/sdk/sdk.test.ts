@@ -3,6 +3,7 @@
  * against the fake DeepSeek server on 127.0.0.1.
  */
 import { spawn } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
@@ -373,6 +374,56 @@ describe('SDK delegation notifications (SA-17)', () => {
     }
   }, 60_000)
 })
+
+describe('SDK delegation notifications for background children (SA-17)', () => {
+  it('SA-17 SA-10: a continuable child sends subagent.started, its own session.event stream and subagent.finished; its settlement notice reaches the parent; run() carries the child\'s notifications', async () => {
+    const { home, cwd } = tempHome()
+    const patch = join(home, 'continuable.patch.yml')
+    writeFileSync(patch, JSON.stringify([{ id: 'subagent-tools', config: { tools: [{ provider: 'spawn', toolName: 'subagent', backgroundMode: 'continuable', maxDepth: 1 }] } }]))
+    // The parent's second step and the child's turn run concurrently: both get the same text, so
+    // the order in which they take the two responses does not matter.
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_bg', name: 'subagent', arguments: JSON.stringify({ description: 'Background task', prompt: 'child work' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'DONE' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'DONE' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'NOTED' }, { finish: 'stop', usage }]),
+    )
+    const client = await DshClient.start({ cwd, env: envFor(home), patches: [patch] })
+    const seen: Notification[] = []
+    const off = client.onNotification(n => { seen.push(n) })
+    try {
+      const finished = nextNotification(client, n => n.method === 'subagent.finished')
+      const result = await client.run('delegate in the background')
+      const parentId = result.sessionId
+      const done = await finished
+      const childId = done.params.childSessionId as string
+      expect(done.params).toMatchObject({ provider: 'spawn', agentId: childId, parentSessionId: parentId, status: 'ok', stopReason: 'completed', lastAssistantMessage: [{ type: 'text', text: 'DONE' }] })
+      const started = seen.filter(n => n.method === 'subagent.started')
+      expect(started.map(n => n.params)).toEqual([{ parentSessionId: parentId, childSessionId: childId }])
+      // The run's own notifications include the child's (they interleave with the parent's).
+      expect(result.notifications.some(n => n.method === 'subagent.started')).toBe(true)
+      // The child's log streams under its own id: its descriptor (continuable) and its answer.
+      const descriptor = seen.find(isEvent('subagent/descriptor', childId))
+      expect(descriptor?.params.event.data).toMatchObject({ version: 2, mode: 'continuable', provider: 'spawn', label: 'Background task' })
+      expect(seen.find(isEvent('assistant/message', childId))?.params.event.data.message.content).toEqual([{ type: 'text', text: 'DONE' }])
+      expect(seen.findIndex(n => n.method === 'subagent.started')).toBeLessThan(seen.findIndex(isEvent('assistant/message', childId)))
+      expect(seen.findIndex(isEvent('turn/end', childId))).toBeLessThan(seen.indexOf(done))
+      // SA-10: the settlement notice reaches the parent and is answered.
+      await nextOrSeen(client, seen, n => isEvent('assistant/message', parentId)(n) && n.params.event.data.message.content[0]?.text === 'NOTED')
+      const notice = seen.find(n => isEvent('user/message', parentId)(n) && n.params.event.data.source.kind === 'subagent-settled')
+      expect(notice?.params.event.data.content[0]).toEqual({ type: 'text', text: `Background subagent ${childId} finished and will do no further work unless you send it more.` })
+    } finally {
+      off()
+      await client.close()
+    }
+  }, 60_000)
+})
+
+/** The first notification matching `test`, already seen or still to come. */
+function nextOrSeen(client: DshClient, seen: readonly Notification[], test: (n: Notification) => boolean): Promise<Notification> {
+  const found = seen.find(test)
+  return found !== undefined ? Promise.resolve(found) : nextNotification(client, test)
+}
 
 describe('SDK server: bad frames get JSON-RPC errors and never stop the server', () => {
   it('garbage, non-object, batch, missing jsonrpc, bad id, unknown method, bad params, U+2028 inside a frame', async () => {
