@@ -419,6 +419,45 @@ describe('SDK delegation notifications for background children (SA-17)', () => {
   }, 60_000)
 })
 
+describe('goals over the SDK against the fake model server (GL-1, GL-2)', () => {
+  it('GL-1 GL-2: a goal created by the model runs two automatic rounds and completes; the run ends after the closing message', async () => {
+    const { home, cwd } = tempHome()
+    const client = await startClient(home, cwd)
+    // Round 1's response waits until the goal id is known and round 2's responses are queued.
+    let known!: () => void
+    const idKnown = new Promise<void>(resolve => { known = resolve })
+    const off = client.onNotification((n) => {
+      if (!isEvent('goal/change')(n) || n.params.event.data.operation !== 'create') return
+      const goalId = n.params.event.data.goal.id as string
+      server.enqueue(
+        streamResponse([{ toolCall: { index: 0, id: 'call_done', name: 'update_goal', arguments: JSON.stringify({ goal_id: goalId, revision: 1, action: 'complete' }) } }, { finish: 'tool_calls', usage }]),
+        streamResponse([{ text: 'all done: counted to two' }, { finish: 'stop', usage }]),
+      )
+      known()
+    })
+    const round1 = streamResponse([{ text: 'one' }, { finish: 'stop', usage }])
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_goal', name: 'create_goal', arguments: JSON.stringify({ objective: 'count to two', max_goal_rounds: 5 }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'goal set' }, { finish: 'stop', usage }]),
+      { ...round1, segments: [{ until: idKnown }, ...round1.segments ?? []] },
+    )
+    try {
+      const result = await client.run('count to two as a goal')
+      expect(result.finalResponse).toBe('all done: counted to two')
+      const changes = result.events.filter(event => event.type === 'goal/change').map(event => event.data as { operation: string; roundsStarted: number; goal: { phase: string; revision: number } })
+      expect(changes.map(change => [change.operation, change.goal.revision, change.goal.phase])).toEqual([['create', 1, 'active'], ['complete', 2, 'complete']])
+      expect(changes[1]!.roundsStarted).toBe(2)
+      const rounds = result.events.filter(event => event.type === 'user/message' && (event.data as { source: { kind: string } }).source.kind === 'goal')
+      expect(rounds.map(event => (event.data as { source: { round: number } }).source.round)).toEqual([1, 2])
+      expect(result.events.filter(event => event.type === 'turn/end').map(event => (event.data as { reason: { kind: string } }).reason.kind)).toEqual(['completed', 'completed', 'completed'])
+      expect(server.pending).toBe(0)
+    } finally {
+      off()
+      await client.close()
+    }
+  }, 60_000)
+})
+
 /** The first notification matching `test`, already seen or still to come. */
 function nextOrSeen(client: DshClient, seen: readonly Notification[], test: (n: Notification) => boolean): Promise<Notification> {
   const found = seen.find(test)
