@@ -51,6 +51,14 @@ describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh h
   }, 60_000)
 })
 
+describe.skipIf(!existsSync(examples))('headless stream-json scenarios recorded without a session log', () => {
+  it('goal-tools (GL-1 fillers, GOAL_NOT_FOUND, create and get; no automatic round in a headless run) is run from input.json and replay.override.json and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/goal-tools' }).run([resolve(examples, 'headless-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.path.split(/[\\/]/).slice(-2).join('/'), result.detail])).toEqual([['pass', 'goal-tools/stream-json.expected.jsonl', undefined]])
+  }, 60_000)
+})
+
 describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and SDK transcripts', () => {
   it('the CORE ACP scenarios and the SDK text turn pass; nothing fails; every skip names a reason', async () => {
     const results: ConformanceResult[] = []
@@ -64,7 +72,10 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
       'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
       'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure',
       // SA-8..SA-12 over the process boundary: the settlement and report driver ops.
-      'acp-agent/tests/snapshots/subagent-report', 'acp-agent/tests/snapshots/subagent-continuable', 'acp-agent/tests/snapshots/subagent-continuable-inheritance']) {
+      'acp-agent/tests/snapshots/subagent-report', 'acp-agent/tests/snapshots/subagent-continuable', 'acp-agent/tests/snapshots/subagent-continuable-inheritance',
+      'acp-agent/tests/snapshots/subagent-child-question-rejection', 'jsonrpc-agent/tests/snapshots/subagent-spawn-in-process',
+      // GL-2 GL-3 over ACP; the override-only headless stream.
+      'acp-agent/tests/goal-snapshots/goal-round-driver']) {
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)
