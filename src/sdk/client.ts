@@ -16,6 +16,10 @@ import { finalResponse } from './final-response.js'
 import { z } from 'zod'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type NotificationFrame } from './jsonrpc.js'
 
+const questionRequestParams = z.object({
+  sessionId: z.string(), id: z.string(), callId: z.string(), questions: z.array(z.object({ id: z.string(), question: z.string() }).loose()),
+}).loose()
+
 const approvalRequestParams = z.object({
   sessionId: z.string(), id: z.string(), toolName: z.string(), callId: z.string(), reason: z.string(), arguments: z.string().optional(),
 }).loose()
@@ -56,7 +60,23 @@ export interface ClientOptions {
    * user). Without it every request fails closed (the server records `unavailable`).
    */
   readonly onApproval?: (request: ApprovalRequestParams) => ApprovalAnswer | Promise<ApprovalAnswer>
+  /**
+   * Answers the model's `ask_user_question` calls (`question/request`): the answers, or
+   * `cancelled` when the user dismissed them. Without it every question fails closed.
+   */
+  readonly onQuestion?: (request: QuestionRequestParams) => QuestionReply | Promise<QuestionReply>
 }
+
+/** `question/request` params: the questions the model asks the user. */
+export interface QuestionRequestParams {
+  readonly sessionId: string
+  readonly id: string
+  readonly callId: string
+  readonly questions: readonly { readonly id: string; readonly question: string; readonly header?: string; readonly options?: readonly { readonly label: string; readonly description?: string }[]; readonly multiSelect?: boolean }[]
+}
+
+/** One answer per question: chosen option labels and/or free text; or `cancelled`. */
+export type QuestionReply = readonly { readonly id: string; readonly selected?: readonly string[]; readonly text?: string }[] | 'cancelled'
 
 export type ApprovalAnswer = 'allowed-once' | 'rejected' | 'cancelled'
 
@@ -138,16 +158,23 @@ export class DshClient {
     // Writes to a server that already exited must not crash the caller.
     child.stdin!.on('error', () => undefined)
     const onApproval = options.onApproval
+    const onQuestion = options.onQuestion
     this.peer = new JsonRpcPeer({
       input: child.stdout!,
       output: child.stdin!,
       onNotification: frame => this.dispatch(frame),
       // No callback: the method is unknown here, the server gets an error and fails closed.
-      ...(onApproval !== undefined ? {
-        methods: {
+      methods: {
+        ...(onApproval !== undefined ? {
           'approval/request': method(approvalRequestParams, async params => ({ outcome: await onApproval(params as ApprovalRequestParams) })),
-        },
-      } : {}),
+        } : {}),
+        ...(onQuestion !== undefined ? {
+          'question/request': method(questionRequestParams, async (params) => {
+            const answer = await onQuestion(params as unknown as QuestionRequestParams)
+            return answer === 'cancelled' ? { outcome: 'cancelled' } : { answers: answer }
+          }),
+        } : {}),
+      },
     })
     void this.exited.then(info => this.peer.failPending(`the server exited (${info.signal ?? `code ${info.code}`})${this.stderrTail()}`))
   }

@@ -458,6 +458,41 @@ describe('goals over the SDK against the fake model server (GL-1, GL-2)', () => 
   }, 60_000)
 })
 
+describe('ask_user_question over the SDK (question/request)', () => {
+  it('the client\'s onQuestion answers the model\'s question; without it the question fails closed', async () => {
+    const { home, cwd } = tempHome()
+    const ask = { questions: [{ id: 'checkpoint', header: 'Checkpoint', question: 'Ready to continue?', options: [{ label: 'Yes' }, { label: 'No' }] }] }
+    const asked: unknown[] = []
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_q', name: 'ask_user_question', arguments: JSON.stringify(ask) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'You said yes.' }, { finish: 'stop', usage }]),
+    )
+    const client = await DshClient.start({ cwd, env: envFor(home), onQuestion: (request) => { asked.push(request); return [{ id: 'checkpoint', selected: ['Yes'] }] } })
+    try {
+      const result = await client.run('ask me')
+      expect(asked).toMatchObject([{ sessionId: result.sessionId, callId: 'call_q', questions: ask.questions }])
+      const answered = result.events.find(event => event.type === 'tool/result')!.data as { message: { content: { content: { text: string }[]; isError: boolean }[] } }
+      expect(answered.message.content[0]!.content[0]!.text).toBe('{"answers":[{"id":"checkpoint","selected":["Yes"]}]}')
+      expect(result.finalResponse).toBe('You said yes.')
+    } finally {
+      await client.close()
+    }
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_q2', name: 'ask_user_question', arguments: JSON.stringify(ask) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'No answer; going on.' }, { finish: 'stop', usage }]),
+    )
+    const silent = await startClient(home, cwd)
+    try {
+      const result = await silent.run('ask me again')
+      const failed = result.events.find(event => event.type === 'tool/result')!.data as { error?: unknown; message: { content: { content: { text: string }[]; isError: boolean }[] } }
+      expect(failed.message.content[0]!.isError).toBe(true)
+      expect(failed.error).toEqual({ name: 'UserQuestionError', code: 'UNAVAILABLE' })
+    } finally {
+      await silent.close()
+    }
+  }, 60_000)
+})
+
 /** The first notification matching `test`, already seen or still to come. */
 function nextOrSeen(client: DshClient, seen: readonly Notification[], test: (n: Notification) => boolean): Promise<Notification> {
   const found = seen.find(test)
