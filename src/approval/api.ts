@@ -13,6 +13,10 @@
  *   An answerer returns `undefined` for requests that are not its own (another surface's
  *   session); the first answer wins; none ⇒ `unavailable`; a throw or a malformed answer ⇒
  *   `unavailable` (fail closed).
+ * - `ask({session, callId, questions, signal})` / `questioner(fn)`: questions for the user
+ *   (`ask_user_question`), answered by the surfaces' question answerers the same way (first
+ *   answer wins; none, a throw or a malformed answer ⇒ `unavailable`). Nothing is logged here:
+ *   the tool call and its result are the record.
  * - `delegate(parent, child)`: a child session inherits the parent's explicit mode
  *   (`source:"delegation"`) and runs with policy `never` (SB-7).
  *
@@ -69,6 +73,54 @@ export type ApprovalAnswerer = (request: PendingApproval, signal: AbortSignal) =
 
 export type KnobSource = 'delegation'
 
+/** One question for the user (`ask_user_question`). */
+export interface UserQuestion {
+  /** Stable id, echoed in the answer. */
+  readonly id: string
+  readonly question: string
+  /** Optional short heading ("Confirm", "Choose mode"). */
+  readonly header?: string
+  readonly options?: readonly { readonly label: string; readonly description?: string }[]
+  /** Whether more than one option may be chosen (default false). */
+  readonly multiSelect?: boolean
+}
+
+/** The user's answer to one question: chosen option labels and/or free text. */
+export interface QuestionAnswer {
+  readonly id: string
+  readonly selected?: readonly string[]
+  readonly text?: string
+}
+
+export interface QuestionRequest {
+  readonly session: ApprovalSession
+  readonly callId: string
+  readonly questions: readonly UserQuestion[]
+  /** Aborting it while the question is pending ends it as `cancelled`. */
+  readonly signal?: AbortSignal
+}
+
+/** A pending question as question answerers see it. */
+export interface PendingQuestion {
+  readonly id: string
+  readonly sessionId: string
+  readonly callId: string
+  readonly questions: readonly UserQuestion[]
+}
+
+export type QuestionOutcome =
+  | { readonly kind: 'answered'; readonly answers: readonly QuestionAnswer[] }
+  | { readonly kind: 'cancelled' }
+  /** Nobody can answer (no surface shows questions, or an answerer failed): fail closed. */
+  | { readonly kind: 'unavailable' }
+
+/**
+ * A surface's question answerer: the answers, `cancelled` (the user dismissed it), or
+ * `undefined` for questions that are not its own (another surface's session).
+ */
+export type QuestionAnswerer = (question: PendingQuestion, signal: AbortSignal) =>
+  readonly QuestionAnswer[] | 'cancelled' | undefined | Promise<readonly QuestionAnswer[] | 'cancelled' | undefined>
+
 export interface ApprovalService {
   mode(session: ApprovalSession): SandboxMode
   policy(session: ApprovalSession): ApprovalPolicy
@@ -84,6 +136,16 @@ export interface ApprovalService {
   /** Requests waiting for an answer (for surfaces that connect late). */
   pending(sessionId?: string): readonly PendingApproval[]
   delegate(parent: ApprovalSession, child: ApprovalSession): void
+  /**
+   * Asks the user through the registered question answerers (first answer wins). None, a throw
+   * or a malformed answer ⇒ `unavailable` (fail closed). Answers name only asked ids; chosen
+   * labels must be offered options (one unless `multiSelect`).
+   */
+  ask(request: QuestionRequest): Promise<QuestionOutcome>
+  /** Surfaces that can show questions to a person register one; the disposer removes it. */
+  questioner(answerer: QuestionAnswerer): () => void
+  /** Questions waiting for an answer (for surfaces that connect late). */
+  pendingQuestions(sessionId?: string): readonly PendingQuestion[]
 }
 
 /** Log event data (exact shapes of the spec). */
@@ -104,5 +166,9 @@ declare module 'cordis' {
     'approval/pending'(request: PendingApproval): void
     /** @mode emit (contained). A request was decided (UIs drop it). */
     'approval/settled'(request: PendingApproval, outcome: ApprovalOutcome): void
+    /** @mode emit (contained). A question is waiting for the user (UIs show it). */
+    'approval/question'(question: PendingQuestion): void
+    /** @mode emit (contained). A question was answered, dismissed or given up (UIs drop it). */
+    'approval/question-settled'(question: PendingQuestion, outcome: QuestionOutcome): void
   }
 }

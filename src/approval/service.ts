@@ -9,7 +9,8 @@ import { emitContained } from '../kernel/index.js'
 import { isSandboxMode, type SandboxMode } from '../sandbox/modes.js'
 import type {
   ApprovalAnswer, ApprovalAnswerer, ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ApprovalService, ApprovalSession,
-  KnobSource, PendingApproval, PermissionPreset, PresetName,
+  KnobSource, PendingApproval, PendingQuestion, PermissionPreset, PresetName, QuestionAnswer, QuestionAnswerer,
+  QuestionOutcome, QuestionRequest, UserQuestion,
 } from './api.js'
 import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, SANDBOX_POLICY_CONTEXT, sandboxPolicyText } from './texts.js'
 
@@ -74,6 +75,8 @@ export class ApprovalPlugin extends Service implements ApprovalService {
   private readonly folds = new WeakMap<object, Fold>()
   private readonly answerers: ApprovalAnswerer[] = []
   private readonly waiting = new Map<string, Pending>()
+  private readonly questioners: QuestionAnswerer[] = []
+  private readonly asking = new Map<string, PendingQuestion & { readonly controller: AbortController }>()
   private readonly defaults: { mode: SandboxMode; policy: ApprovalPolicy }
 
   constructor(ctx: Context, config: ApprovalConfig = {}) {
@@ -90,6 +93,7 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     ctx.effect(() => () => {
       // Unloading: nobody will answer any more.
       for (const pending of this.waiting.values()) pending.controller.abort()
+      for (const question of this.asking.values()) question.controller.abort()
     }, 'approval: settle pending requests')
   }
 
@@ -236,7 +240,7 @@ export class ApprovalPlugin extends Service implements ApprovalService {
         if (controller.signal.aborted) resolve('cancelled')
         controller.signal.addEventListener('abort', () => resolve('cancelled'), { once: true })
       })
-      outcome = await Promise.race([this.ask(view, controller.signal), cancelled])
+      outcome = await Promise.race([this.askAnswerers(view, controller.signal), cancelled])
     } finally {
       request.signal?.removeEventListener('abort', onAbort)
       this.waiting.delete(id)
@@ -246,8 +250,67 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     return outcome
   }
 
+  // ---- questions for the user (ask_user_question) ----
+
+  questioner(answerer: QuestionAnswerer): () => void {
+    if (typeof answerer !== 'function') throw new TypeError('approval: a question answerer must be a function')
+    const dispose = this.ctx.effect(() => {
+      this.questioners.push(answerer)
+      return () => {
+        const i = this.questioners.indexOf(answerer)
+        if (i >= 0) this.questioners.splice(i, 1)
+      }
+    }, 'approval: question answerer')
+    return () => { void dispose() }
+  }
+
+  pendingQuestions(sessionId?: string): readonly PendingQuestion[] {
+    return [...this.asking.values()].filter(q => sessionId === undefined || q.sessionId === sessionId)
+      .map(({ controller: _controller, ...question }) => question)
+  }
+
+  async ask(request: QuestionRequest): Promise<QuestionOutcome> {
+    if (request.signal?.aborted) return { kind: 'cancelled' }
+    const question: PendingQuestion = { id: randomUUID(), sessionId: request.session.id, callId: request.callId, questions: request.questions }
+    const controller = new AbortController()
+    const onAbort = () => controller.abort()
+    request.signal?.addEventListener('abort', onAbort, { once: true })
+    this.asking.set(question.id, { ...question, controller })
+    emitContained(this.ctx, 'approval/question', [question])
+    let outcome: QuestionOutcome = { kind: 'unavailable' }
+    try {
+      const cancelled = new Promise<QuestionOutcome>(resolve => {
+        if (controller.signal.aborted) resolve({ kind: 'cancelled' })
+        controller.signal.addEventListener('abort', () => resolve({ kind: 'cancelled' }), { once: true })
+      })
+      outcome = await Promise.race([this.askQuestioners(question, controller.signal), cancelled])
+    } finally {
+      request.signal?.removeEventListener('abort', onAbort)
+      this.asking.delete(question.id)
+      controller.abort()
+      emitContained(this.ctx, 'approval/question-settled', [question, outcome])
+    }
+    return outcome
+  }
+
+  private async askQuestioners(question: PendingQuestion, signal: AbortSignal): Promise<QuestionOutcome> {
+    for (const answerer of [...this.questioners]) {
+      let answer: readonly QuestionAnswer[] | 'cancelled' | undefined
+      try {
+        answer = await answerer(question, signal)
+      } catch {
+        return { kind: 'unavailable' }
+      }
+      if (answer === undefined) continue
+      if (answer === 'cancelled') return { kind: 'cancelled' }
+      const answers = validAnswers(question.questions, answer)
+      return answers === undefined ? { kind: 'unavailable' } : { kind: 'answered', answers }
+    }
+    return { kind: 'unavailable' }
+  }
+
   /** The composed answerers, in registration order; the first answer wins. */
-  private async ask(request: PendingApproval, signal: AbortSignal): Promise<ApprovalOutcome> {
+  private async askAnswerers(request: PendingApproval, signal: AbortSignal): Promise<ApprovalOutcome> {
     for (const answerer of [...this.answerers]) {
       let answer: ApprovalAnswer | undefined
       try {
@@ -265,6 +328,31 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     // Contained: an observer's failure does not decide the request.
     emitContained(this.ctx, name, args)
   }
+}
+
+/** The answers in the questions' order when every one names an asked id and offered labels; else undefined. */
+function validAnswers(questions: readonly UserQuestion[], answers: unknown): readonly QuestionAnswer[] | undefined {
+  if (!Array.isArray(answers)) return undefined
+  const byId = new Map(questions.map(q => [q.id, q]))
+  const out: QuestionAnswer[] = []
+  const seen = new Set<string>()
+  for (const answer of answers as unknown[]) {
+    if (!isObject(answer) || typeof answer.id !== 'string' || seen.has(answer.id)) return undefined
+    const question = byId.get(answer.id)
+    if (question === undefined) return undefined
+    seen.add(answer.id)
+    const selected = answer.selected
+    const text = answer.text
+    if (selected !== undefined) {
+      if (!Array.isArray(selected) || !selected.every(label => typeof label === 'string')) return undefined
+      const labels = new Set((question.options ?? []).map(option => option.label))
+      if (!selected.every(label => labels.has(label as string))) return undefined
+      if (selected.length > 1 && question.multiSelect !== true) return undefined
+    }
+    if (text !== undefined && typeof text !== 'string') return undefined
+    out.push({ id: answer.id, ...(selected !== undefined ? { selected: selected as string[] } : {}), ...(text !== undefined ? { text: text as string } : {}) })
+  }
+  return out
 }
 
 function publicView(pending: PendingApproval & { controller?: unknown }): PendingApproval {

@@ -155,6 +155,8 @@ registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message
   async () => withHost((await import('../skills/index.js')).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
 registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, exit_plan_mode reviewed through approvals (guidance, not enforcement)',
   async () => (await import('../plan/index.js')).PlanModePlugin)
+registerBuiltinPlugin('questions', 'ask_user_question: the model asks the user through the approval seam\'s question answerers (children are refused)',
+  async () => (await import('../questions/index.js')).QuestionToolPlugin)
 registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal',
   async () => (await import('../goals/index.js')).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',

@@ -195,6 +195,22 @@ describe('dsh --profile headless permissions (AP-3, SB-2)', () => {
     expect(tool.content).toBe('Error: sandbox escalation to "workspace-write" requires approval, but no approval channel is available')
   })
 
+  it('ask_user_question in a headless run fails closed: the model is told no one can answer, stderr names the question', async () => {
+    const { home, cwd } = tempHome()
+    const ask = { questions: [{ id: 'mode', question: 'Which mode should the build use?', options: [{ label: 'fast' }, { label: 'safe' }] }] }
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'call-q', name: 'ask_user_question', arguments: JSON.stringify(ask) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Going with safe.' }, { finish: 'stop', usage }]),
+    )
+    const before = server.requests.length
+    const result = await runDsh(['--profile', 'headless', 'build it'], { cwd, env: envFor(home) })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('Going with safe.\n')
+    expect(result.stderr).toBe('dsh: the model asked "Which mode should the build use?" and headless runs cannot ask; it was told to go on without an answer.\n')
+    const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
+    expect(tool.content).toMatch(/^Error: no one can answer questions in this session/)
+  })
+
   it('--permission-mode rejects an unknown mode with a usage error', async () => {
     const { home, cwd } = tempHome()
     const result = await runDsh(['--profile', 'headless', '--permission-mode', 'yolo', 'x'], { cwd, env: envFor(home) })

@@ -11,7 +11,7 @@ import type { AssistantMessage, TextBlock, TokenUsage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { CommandOutcome } from '../commands/api.js'
-import type { ApprovalService, PendingApproval } from '../approval/api.js'
+import type { ApprovalService, PendingApproval, PendingQuestion, QuestionOutcome } from '../approval/api.js'
 import { isSandboxMode, SANDBOX_MODES, type SandboxMode } from '../sandbox/modes.js'
 import { Progress } from './progress.js'
 import { UsageError } from './main.js'
@@ -195,6 +195,12 @@ export class HeadlessApp extends Service {
       if (request.sessionId !== session.id || outcome !== 'unavailable') return
       host.stderr.write(`dsh: ${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${widerHint(approval?.mode(session))}\n`)
     })
+    // ask_user_question fails closed here too (no one to ask): say which question went unanswered.
+    const offQuestion = this.ctx.on('approval/question-settled', (question: PendingQuestion, outcome: QuestionOutcome) => {
+      if (question.sessionId !== session.id || outcome.kind !== 'unavailable') return
+      const asked = question.questions.map(q => JSON.stringify(q.question)).join(', ')
+      host.stderr.write(`dsh: the model asked ${asked} and headless runs cannot ask; it was told to go on without an answer.\n`)
+    })
     const start = session.length
     const stream = args.output === 'stream-json'
     const write = (line: unknown) => host.stdout.write(`${JSON.stringify(line)}\n`)
@@ -224,6 +230,7 @@ export class HeadlessApp extends Service {
       host.signal.removeEventListener('abort', onAbort)
       dispose()
       offUnavailable()
+      offQuestion()
       progress?.done()
       // In a terminal, text mode says which session this was and how to go on (also after Ctrl-C).
       if (!stream && host.stderr.isTTY === true) host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)

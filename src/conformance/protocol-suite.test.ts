@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { HOOK_SCENARIOS, SKILL_SCENARIOS } from '../../test-support/conformance-scenarios.js'
 import { describe, expect, it } from 'vitest'
-import { maskSdk, normaliseAcp, protocolSuite } from './protocol-suite.js'
+import { floatAnswers, maskSdk, normaliseAcp, protocolSuite } from './protocol-suite.js'
 import type { ConformanceResult } from './types.js'
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -28,12 +28,34 @@ describe('protocol suite normalisation (INDEX.md)', () => {
   })
 })
 
+describe('answers to prompts the driver did not wait for', () => {
+  it('are compared just before the next non-update frame: a report or notice racing the first idle does not decide the comparison', () => {
+    const update = (text: string) => ({ method: 'session/update', params: { update: { text } } })
+    const answer = (id: number) => ({ id, result: { stopReason: 'end_turn' } })
+    const early = [answer(2), update('STARTED'), answer(3), update('SETTLED'), update('CHILD'), answer(4)]
+    const late = [answer(2), update('STARTED'), update('SETTLED'), answer(3), update('CHILD'), answer(4)]
+    expect(floatAnswers(early, new Set([3]))).toEqual(floatAnswers(late, new Set([3])))
+    expect(floatAnswers(early, new Set([3]))).toEqual([answer(2), update('STARTED'), update('SETTLED'), update('CHILD'), answer(3), answer(4)])
+    // Awaited answers keep their place; a floating answer never moves past another answer.
+    expect(floatAnswers(early, new Set())).toEqual(early)
+    expect(floatAnswers(late, new Set([2]))).toEqual([update('STARTED'), update('SETTLED'), answer(2), answer(3), update('CHILD'), answer(4)])
+  })
+})
+
 if (!existsSync(examples)) console.warn('skipping: ../shared/fixtures/dsh absent')
 describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh has', () => {
   it('the todo-write ACP transcript is run (not skipped by class) and passes', async () => {
     const results: ConformanceResult[] = []
     for await (const result of protocolSuite({ filter: 'snapshots/todo-write' }).run([resolve(examples, 'acp-agent')])) results.push(result)
     expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
+})
+
+describe.skipIf(!existsSync(examples))('headless stream-json scenarios recorded without a session log', () => {
+  it('goal-tools (GL-1 fillers, GOAL_NOT_FOUND, create and get; no automatic round in a headless run) is run from input.json and replay.override.json and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/goal-tools' }).run([resolve(examples, 'headless-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.path.split(/[\\/]/).slice(-2).join('/'), result.detail])).toEqual([['pass', 'goal-tools/stream-json.expected.jsonl', undefined]])
   }, 60_000)
 })
 
@@ -48,11 +70,16 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
     for (const name of [...hooks, 'acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/cancel', 'acp-agent/tests/snapshots/error-finish', 'acp-agent/tests/snapshots/handshake', 'jsonrpc-agent/tests/snapshots/text-turn',
       // AP-4: the recorded session/request_permission frames; SB-1 root; SB-3 partial Landlock.
       'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
-      'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure']) {
+      'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure',
+      // SA-8..SA-12 over the process boundary: the settlement and report driver ops.
+      'acp-agent/tests/snapshots/subagent-report', 'acp-agent/tests/snapshots/subagent-continuable', 'acp-agent/tests/snapshots/subagent-continuable-inheritance',
+      'acp-agent/tests/snapshots/subagent-child-question-rejection', 'jsonrpc-agent/tests/snapshots/subagent-spawn-in-process',
+      // GL-2 GL-3 over ACP; the override-only headless stream.
+      'acp-agent/tests/goal-snapshots/goal-round-driver']) {
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)
-  }, 240_000)
+  }, 360_000)
 })
 
 describe('SDK transcript masking', () => {

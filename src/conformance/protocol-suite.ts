@@ -24,15 +24,16 @@ import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
-const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal'])
+const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
+  // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
+  'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
 
 /** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
 const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash', 'todo'])
 
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['goal/', 'goals'],
   ['subagent/', 'subagents'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
@@ -40,14 +41,17 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel'])
+
+/** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
+const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
 
 /** Plugin-authored messages dsh writes itself (hook output). */
 const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
 
-type Kind = 'acp' | 'sdk'
+type Kind = 'acp' | 'sdk' | 'headless'
 
 interface Scenario {
   readonly dir: string
@@ -57,7 +61,10 @@ interface Scenario {
 /** ACP scenarios record `stdout.expected.jsonl`; SDK scenarios `notifications.expected.jsonl`. */
 function findScenarios(root: string): Scenario[] {
   return findScenarioDirs<Scenario>(root, (dir, has) =>
-    has('stdout.expected.jsonl') ? { dir, kind: 'acp' } : has('notifications.expected.jsonl') ? { dir, kind: 'sdk' } : undefined,
+    has('stdout.expected.jsonl') ? { dir, kind: 'acp' } : has('notifications.expected.jsonl') ? { dir, kind: 'sdk' }
+      // Headless runs recorded only as their stream (override-driven, no session log): run from input.json.
+      : has('stream-json.expected.jsonl') && has('input.json') && has('replay.override.json') && !has('session.jsonl') && !has('parent.override.json') ? { dir, kind: 'headless' }
+        : undefined,
   { descend: true })
 }
 
@@ -74,7 +81,7 @@ export function protocolSuite(options: ProtocolSuiteOptions = {}): ConformanceSu
         for (const scenario of findScenarios(root)) {
           if (options.filter !== undefined && !scenario.dir.includes(options.filter)) continue
           // The subject is the transcript checked (the replay suite reports the same folders).
-          const transcript = join(scenario.dir, scenario.kind === 'acp' ? 'stdout.expected.jsonl' : 'notifications.expected.jsonl')
+          const transcript = join(scenario.dir, scenario.kind === 'acp' ? 'stdout.expected.jsonl' : scenario.kind === 'sdk' ? 'notifications.expected.jsonl' : 'stream-json.expected.jsonl')
           const path = relative(process.cwd(), transcript) || transcript
           yield await runScenario(scenario, path)
         }
@@ -88,6 +95,13 @@ interface Step {
   readonly text?: string
   readonly content?: readonly unknown[]
   readonly waitForFile?: { readonly path: string }
+  /** promptAndWaitForAgentMessage: the text an `agent_message_chunk` must contain. */
+  readonly waitForText?: string
+  /** waitForSubagentTurnEnd: the child's number (creation order, 1-based). */
+  readonly child?: number
+  readonly minimumTurn?: number
+  /** waitForEventAfterTurnEnd: the event type. */
+  readonly type?: string
 }
 
 interface Plan {
@@ -107,6 +121,8 @@ interface Plan {
   /** Recorded child sessions (ids and model scripts), in creation order. */
   readonly children: readonly { readonly id: string; readonly script: readonly ReplayEntry[] }[]
   readonly maxDepth?: number
+  /** The recording delivered a settlement notice to an idle parent: continuable children wait for it (the recorder's fence). */
+  readonly fenceChildren: boolean
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -141,10 +157,7 @@ function plan(scenario: Scenario): string | Plan {
   const children: { id: string; script: ReplayEntry[] }[] = []
   if (row?.cls === 'DELEGATION' || childFiles.length > 0) {
     const input = files.includes('input.json') ? JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[] } : { steps: [] }
-    const waits = input.steps.filter(step => step.op.startsWith('wait') || step.op === 'promptAndWaitForAgentMessage')
-    if (waits.length > 0) return `missing capability: delegation driver op ${waits[0]!.op} (settlement timing across processes)`
     if (childFiles.length === 0) return `missing capability: delegation (INDEX.md class DELEGATION, tags ${row?.tags ?? ''})`
-    if (scenario.kind !== 'acp') return 'missing capability: delegation in the SDK comparison (child notifications interleave; titles and seqs are normalised for one session only)'
     for (const file of childFiles) {
       const child = parseSessionFile(readFileSync(join(dir, file), 'utf8'))
       children.push({ id: child.header.id, script: scriptFromEvents(child.events.slice(child.header.seedLength ?? 0)) })
@@ -164,7 +177,7 @@ function plan(scenario: Scenario): string | Plan {
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
       const source = message.source as { kind: string; plugin?: string }
-      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
+      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -179,7 +192,10 @@ function plan(scenario: Scenario): string | Plan {
     const unsupported = steps.find(step => !SUPPORTED_OPS.has(step.op))
     if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
   } else if (scenario.kind === 'acp') return 'no input.json driver script'
-  let script = scriptFromEvents(events)
+  // A header-only session.jsonl (override-driven): the compared session.expected.jsonl holds the recorded chunks.
+  const expectedLog = join(dir, 'session.expected.jsonl')
+  const recorded = !events.some(event => event.type === 'turn/start') && existsSync(expectedLog) ? parseSessionFile(readFileSync(expectedLog, 'utf8')).events : events
+  let script = scriptFromEvents(recorded)
   const overridePath = join(dir, 'replay.override.json')
   if (existsSync(overridePath)) {
     const derived = script
@@ -193,8 +209,11 @@ function plan(scenario: Scenario): string | Plan {
   const hooks = workspaceHookFiles(join(dir, 'workspace'))
   const permissions = recordedPermissions(events)
   const runner = recordedRunner(dir)
+  const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
+    && (event.data as { target: string }).target === 'next-turn'
+    && (event.data as { inserted: UserMessage[] }).inserted.some(message => (message.source.kind as string) === 'subagent-settled'))
   return {
-    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks,
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren,
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
     ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
     ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
@@ -219,6 +238,7 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
     config: {
       script: plan.script, provider: plan.route.provider, models: [plan.route.model],
       ...plan.children.length > 0 && { sessions: Object.fromEntries(plan.children.map(child => [child.id, child.script])) },
+      ...plan.fenceChildren && { fenceContinuableChildren: true },
     },
   }]
   if (plan.children.length > 0) rows.push({ id: 'subagents', config: { childIds: plan.children.map(child => child.id) } })
@@ -260,6 +280,7 @@ function waitForFile(path: string, stop: Promise<unknown>): Promise<void> {
 }
 
 async function runScenario(scenario: Scenario, path: string): Promise<ConformanceResult> {
+  if (scenario.kind === 'headless') return runHeadlessScenario(scenario, path)
   let planned: string | Plan
   try {
     planned = plan(scenario)
@@ -283,7 +304,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       // The recorded deployment's permission mode (danger-full-access implies policy never).
       DSH_PERMISSION_MODE: planned.permissionMode,
     }
-    const difference = scenario.kind === 'acp'
+    const difference = scenario.kind !== 'sdk'
       ? await runAcp(scenario, planned, { cwd, patch, env })
       : await runSdk(scenario, planned, { cwd, patch, env })
     if (difference !== undefined) return { suite: SUITE, status: 'fail', path, detail: difference }
@@ -330,30 +351,82 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
       },
     },
   })
+  // The peer numbers its requests 0, 1, 2... in the order they are sent.
+  let sent = 0
+  const request = <T = unknown>(method: string, params: unknown): Promise<T> => {
+    sent++
+    return peer.request<T>(method, params)
+  }
   const lines: string[] = []
   const splitter = new LineSplitter()
-  child.stdout.on('data', (text: string | Buffer) => { lines.push(...splitter.push(String(text))) })
+  // Waiters on the frames the agent writes (promptAndWaitForAgentMessage).
+  const frameWaiters = new Set<() => void>()
+  child.stdout.on('data', (text: string | Buffer) => {
+    lines.push(...splitter.push(String(text)))
+    for (const check of [...frameWaiters]) check()
+  })
   let sessionId: string | undefined
+  /** Prompts sent without waiting for their answer; awaited before EOF. */
+  const outstanding: Promise<unknown>[] = []
+  /** Request ids of prompts the driver did not wait for (their answer's position is timing). */
+  const floating = new Set<unknown>()
+  const logs = new SessionLogs(join(run.env.DSH_HOME!, 'sessions'), Promise.race([exited, peer.closed]))
+  const childId = (n: number | undefined) => plan.children[(n ?? 1) - 1]?.id ?? (() => { throw new Error(`waitForSubagentTurnEnd: no recorded child ${n}`) })()
   try {
     for (const step of plan.steps) {
       switch (step.op) {
+        case 'promptAndWaitForAgentMessage': {
+          const want = step.waitForText ?? ''
+          const seen = () => lines.some(line => line.includes('agent_message_chunk') && agentText(line).includes(want))
+          floating.add(sent)
+          outstanding.push(request('session/prompt', { sessionId, prompt: [{ type: 'text', text: step.text }] }).catch(() => undefined))
+          await new Promise<void>((resolve, reject) => {
+            const check = () => {
+              if (!seen()) return
+              frameWaiters.delete(check)
+              resolve()
+            }
+            frameWaiters.add(check)
+            void Promise.race([exited, peer.closed]).then(() => { frameWaiters.delete(check); reject(new Error(`promptAndWaitForAgentMessage: the agent never wrote "${want}"`)) })
+            check()
+          })
+          break
+        }
+        case 'waitForSubagentTurnEnd':
+          await logs.waitFor(childId(step.child), events => turnEnds(events) >= (step.minimumTurn ?? 1), `child ${step.child ?? 1} turn ${step.minimumTurn ?? 1} end`)
+          break
+        case 'waitForTurnStart':
+          await logs.waitFor(sessionId!, events => turnStarts(events) >= (step.minimumTurn ?? 1), `turn ${step.minimumTurn ?? 1} start`)
+          break
+        case 'cancel':
+          if (step.waitForFile !== undefined) await waitForFile(join(run.cwd, step.waitForFile.path), Promise.race([exited, peer.closed]))
+          peer.notify('session/cancel', { sessionId })
+          break
+        case 'waitForEventAfterTurnEnd': {
+          const type = step.type ?? ''
+          await logs.waitFor(sessionId!, events => {
+            const end = events.findLastIndex(event => event.type === 'turn/end')
+            return end >= 0 && events.slice(end + 1).some(event => event.type === type)
+          }, `${type} after a turn end`)
+          break
+        }
         case 'initialize':
-          await peer.request('initialize', { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } })
+          await request('initialize', { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } })
           break
         case 'newSession':
-          sessionId = (await peer.request<{ sessionId: string }>('session/new', { cwd: run.cwd, mcpServers: [] })).sessionId
+          sessionId = (await request<{ sessionId: string }>('session/new', { cwd: run.cwd, mcpServers: [] })).sessionId
           break
         case 'prompt':
         case 'promptExpectError':
         case 'promptContent': {
           const prompt = step.op === 'promptContent' ? step.content : [{ type: 'text', text: step.text }]
-          const answered = peer.request('session/prompt', { sessionId, prompt })
+          const answered = request('session/prompt', { sessionId, prompt })
           if (step.op === 'promptExpectError') await answered.then(() => { throw new Error('the prompt was expected to fail but succeeded') }, () => undefined)
           else await answered
           break
         }
         case 'promptAndCancel': {
-          const answered = peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: step.text }] })
+          const answered = request('session/prompt', { sessionId, prompt: [{ type: 'text', text: step.text }] })
           // The ready file, unless the prompt ends (or the server dies) first: never wait forever.
           if (step.waitForFile !== undefined) await waitForFile(join(run.cwd, step.waitForFile.path), Promise.race([answered, exited]))
           peer.notify('session/cancel', { sessionId })
@@ -361,9 +434,12 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
           break
         }
         case 'waitForTurnEnd':
+          // Every started turn has ended (a no-op after an awaited prompt).
+          await logs.waitFor(sessionId!, events => turnStarts(events) > 0 && turnEnds(events) >= turnStarts(events), 'turn end')
           break
       }
     }
+    await Promise.all(outstanding)
   } catch (error) {
     child.kill('SIGKILL')
     throw new Error(`${error instanceof Error ? error.message : String(error)}${stderr ? `; stderr: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''}`)
@@ -375,8 +451,117 @@ async function runAcp(scenario: Scenario, plan: Plan, run: Run): Promise<string 
   // The original advertised no slash commands: dsh's `available_commands_update` frames are masked.
   const frames = (lines.map(line => JSON.parse(line)) as Record<string, unknown>[]).filter(frame => !isCommandsUpdate(frame))
   const actual = normaliseAcp(frames, { sessionId, cwd: run.cwd })
-  return firstDifference(expected.map(maskAcp), actual.map(maskAcp))
+  // Answers to prompts the driver did not wait for: their position is timing (below). Ids as renumbered.
+  const answerIds = new Map<unknown, number>()
+  for (const frame of frames) if (!('method' in frame) && 'id' in frame && !answerIds.has(frame.id)) answerIds.set(frame.id, answerIds.size + 1)
+  const floatingIds = new Set([...floating].map(raw => answerIds.get(raw)).filter(id => id !== undefined))
+  return firstDifference(floatAnswers(expected.map(maskAcp) as Record<string, unknown>[], floatingIds), floatAnswers(actual.map(maskAcp) as Record<string, unknown>[], floatingIds))
 }
+
+/**
+ * The answer to a prompt the driver did not wait for (promptAndWaitForAgentMessage) is sent when
+ * the agent first goes idle, which in the original raced its background children and goal rounds
+ * (a report or notice landing first made the prompt cover one more turn). Its position among the
+ * `session/update` frames that follow is therefore timing: on both sides it is compared just
+ * before the next frame that is not a `session/update` (the next answer or request) or at the end.
+ */
+export function floatAnswers(frames: readonly Record<string, unknown>[], ids: ReadonlySet<unknown>): Record<string, unknown>[] {
+  const out = [...frames]
+  for (let i = out.length - 1; i >= 0; i--) {
+    const frame = out[i]!
+    if ('method' in frame || !ids.has(frame.id)) continue
+    let j = i
+    while (j + 1 < out.length && out[j + 1]!.method === 'session/update') j++
+    out.splice(i, 1)
+    out.splice(j, 0, frame)
+  }
+  return out
+}
+
+/** Text of an `agent_message_chunk` frame line ('' otherwise). */
+function agentText(line: string): string {
+  try {
+    const frame = JSON.parse(line) as { params?: { update?: { sessionUpdate?: string; content?: { text?: unknown } } } }
+    const text = frame.params?.update?.content?.text
+    return frame.params?.update?.sessionUpdate === 'agent_message_chunk' && typeof text === 'string' ? text : ''
+  } catch {
+    return ''
+  }
+}
+
+const turnStarts = (events: readonly { type: string }[]) => events.filter(event => event.type === 'turn/start').length
+const turnEnds = (events: readonly { type: string }[]) => events.filter(event => event.type === 'turn/end').length
+
+/** The session logs a dsh process writes under `$DSH_HOME/sessions`, read as they grow (watched, not polled). */
+class SessionLogs {
+  private readonly files = new Map<string, string>()
+
+  constructor(private readonly root: string, private readonly gone: Promise<unknown>) {
+    mkdirSync(root, { recursive: true })
+  }
+
+  /** The events of session `id` written so far (lines that do not parse yet are skipped). */
+  events(id: string): { type: string }[] {
+    const file = this.locate(id)
+    if (file === undefined) return []
+    const out: { type: string }[] = []
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line.includes('"type"')) continue
+      try {
+        const row = JSON.parse(line) as { type?: unknown }
+        if (typeof row.type === 'string' && row.type !== 'session') out.push(row as { type: string })
+      } catch { /* a line being written */ }
+    }
+    return out
+  }
+
+  private locate(id: string): string | undefined {
+    const known = this.files.get(id)
+    if (known !== undefined) return known
+    for (const name of readdirSync(this.root, { recursive: true }).map(String)) {
+      if (basename(name) !== 'session.jsonl') continue
+      const file = join(this.root, name)
+      const first = readFileSync(file, 'utf8').split('\n', 1)[0] ?? ''
+      try {
+        if ((JSON.parse(first) as { id?: unknown }).id === id) {
+          this.files.set(id, file)
+          return file
+        }
+      } catch { /* a header being written */ }
+    }
+    return undefined
+  }
+
+  /** Resolves once `test` holds for the log of `id`; fails when the process ends or after the deadline. */
+  waitFor(id: string, test: (events: readonly { type: string }[]) => boolean, what: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let done = false
+      const finish = (error?: Error) => {
+        if (done) return
+        done = true
+        watcher.close()
+        clearTimeout(deadline)
+        if (error === undefined) resolve()
+        else reject(error)
+      }
+      const check = () => {
+        if (done) return
+        try {
+          if (test(this.events(id))) finish()
+        } catch (error) {
+          finish(error instanceof Error ? error : new Error(String(error)))
+        }
+      }
+      const watcher = watch(this.root, { recursive: true }, check)
+      const deadline = setTimeout(() => finish(new Error(`waited ${WAIT_DEADLINE_MS / 1000} s for ${what} in session ${id}`)), WAIT_DEADLINE_MS)
+      void this.gone.then(() => { check(); finish(new Error(`dsh ended before ${what} in session ${id}`)) })
+      check()
+    })
+  }
+}
+
+/** A scenario whose awaited state never comes fails instead of hanging the run. */
+const WAIT_DEADLINE_MS = 60_000
 
 function isCommandsUpdate(frame: Record<string, unknown>): boolean {
   const params = frame.params as { update?: { sessionUpdate?: unknown } } | undefined
@@ -456,8 +641,9 @@ async function runSdk(scenario: Scenario, plan: Plan, run: Run): Promise<string 
   }
   const known = { sessionId: plan.header.id, cwd: run.cwd }
   const expected = readJsonLines(join(scenario.dir, 'notifications.expected.jsonl'))
-  const actual = result.notifications.map(n => maskSdk(placeholders(normaliseNotification(n), known)))
-  const difference = firstDifference(withoutTitles(expected.map(maskSdk)), withoutTitles(actual))
+  // Titles are dropped per session: by the live session id here, by seq continuity in the recording (ids are placeholders there).
+  const actual = withoutTitles(result.notifications.map(normaliseNotification), byParamsSession).map(n => maskSdk(placeholders(n, known)))
+  const difference = firstDifference(withoutTitles(expected.map(maskSdk), bySeqContinuity()), actual)
   if (difference !== undefined) return `notifications: ${difference}`
   const expectedResult = JSON.parse(readFileSync(join(scenario.dir, 'result.expected.json'), 'utf8')) as unknown
   const actualResult = placeholders({ sessionId: result.sessionId, finalResponse: result.finalResponse }, known)
@@ -488,6 +674,13 @@ export function maskSdk(value: unknown): unknown {
     const { meta: _meta, ...data } = event.data
     return { ...n, params: { ...n.params, event: { ...event, data } } }
   }
+  if (event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage)) {
+    // The snapshot's wording and plugin name are product text; its sections (what the runtime
+    // tells the model: here a child's `subagent:delegation`) are compared.
+    const message = event.data as UserMessage & { source: { sections?: { name: string; text: string }[] } }
+    const masked = { ...message, content: '{{runtimeContext}}', source: { kind: message.source.kind, sections: message.source.sections?.map(section => ({ name: section.name, text: section.text })) } }
+    return { ...n, params: { ...n.params, event: { ...event, data: masked } } }
+  }
   if (event.type === 'request/header') {
     const data = event.data as { header: { config: { provider: string; model: string } }; reason: string }
     const masked = { ...data, header: { config: { provider: data.header.config.provider, model: data.header.config.model }, system: '{{system}}', tools: '{{tools}}' } }
@@ -505,18 +698,52 @@ export function maskSdk(value: unknown): unknown {
  * contiguous: the title is product text, and our title plugin appends it one microtask after the
  * prompt (after `request/header`), where the original appended it before.
  */
-function withoutTitles(notifications: readonly unknown[]): unknown[] {
-  type N = { method: string; params: { event?: SessionEvent & { sourceEventSeqs?: number[] } } }
-  const kept = (notifications as N[]).filter(n => n.params.event?.type !== 'session/title')
-  const seqs = new Map<number, number>()
-  for (const n of kept) if (n.params.event !== undefined) seqs.set(n.params.event.seq, seqs.size)
-  return kept.map(n => {
+function withoutTitles(notifications: readonly unknown[], sessionOf: (n: SessionNotification) => string = () => ''): unknown[] {
+  const all = notifications as SessionNotification[]
+  const keys = all.map(n => (n.params.event !== undefined ? sessionOf(n) : ''))
+  const kept = all.map((n, i) => [n, keys[i]!] as const).filter(([n]) => n.params.event?.type !== 'session/title')
+  // Per session (a delegating run interleaves its children's events): old seq -> new seq.
+  const seqs = new Map<string, Map<number, number>>()
+  for (const [n, key] of kept) {
+    if (n.params.event === undefined) continue
+    const own = seqs.get(key) ?? new Map<number, number>()
+    seqs.set(key, own)
+    own.set(n.params.event.seq, own.size)
+  }
+  return kept.map(([n, key]) => {
     const event = n.params.event
     if (event === undefined) return n
-    const renumbered = { ...event, seq: seqs.get(event.seq)! }
-    if (event.sourceEventSeqs !== undefined) renumbered.sourceEventSeqs = event.sourceEventSeqs.map(seq => seqs.get(seq) ?? -1)
+    const own = seqs.get(key)!
+    const renumbered = { ...event, seq: own.get(event.seq)! }
+    if (event.sourceEventSeqs !== undefined) renumbered.sourceEventSeqs = event.sourceEventSeqs.map(seq => own.get(seq) ?? -1)
     return { ...n, params: { ...n.params, event: renumbered } }
   })
+}
+
+type SessionNotification = { method: string; params: { sessionId?: string; event?: SessionEvent & { sourceEventSeqs?: number[] } } }
+
+/** The live run: events carry their session's own id. */
+function byParamsSession(n: SessionNotification): string {
+  return n.params.sessionId ?? ''
+}
+
+/**
+ * The recording (every id is a placeholder): an event belongs to the session whose next seq it
+ * is; a seq-0 event opens a new session's stream (a child starts at 0). Each session's seqs are
+ * contiguous, so this assigns every event of a run whose sessions are at different positions.
+ */
+function bySeqContinuity(): (n: SessionNotification) => string {
+  const next: number[] = []
+  return (n) => {
+    const seq = n.params.event!.seq
+    let stream = seq === 0 ? -1 : next.lastIndexOf(seq)
+    if (stream < 0) {
+      stream = next.length
+      next.push(0)
+    }
+    next[stream] = seq + 1
+    return String(stream)
+  }
 }
 
 // ---- comparison ----
@@ -546,4 +773,82 @@ function clip(text: string): string {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+// ---- headless stream-json ----
+
+/**
+ * A headless run recorded only as its `--output stream-json` stream (override-driven): the
+ * replay script is `replay.override.json`, the task the one `prompt` of `input.json`, the route
+ * the stream's first `request/header`; stdout is compared line by line, normalised like the SDK
+ * notifications (ids and the cwd as placeholders, event times 0, titles dropped with seqs
+ * renumbered, the request header's product text and `tool/result.meta` masked, goal times 0).
+ */
+async function runHeadlessScenario(scenario: Scenario, path: string): Promise<ConformanceResult> {
+  const dir = scenario.dir
+  let steps: Step[]
+  let expected: Record<string, unknown>[]
+  let script: ReplayEntry[]
+  try {
+    steps = (JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[] }).steps
+    expected = readJsonLines(join(dir, 'stream-json.expected.jsonl')) as Record<string, unknown>[]
+    script = applyOverride([], JSON.parse(readFileSync(join(dir, 'replay.override.json'), 'utf8')))
+  } catch (error) {
+    return { suite: SUITE, status: 'fail', path, detail: `cannot read the scenario: ${error instanceof Error ? error.message : String(error)}` }
+  }
+  if (steps.length !== 1 || steps[0]!.op !== 'prompt' || typeof steps[0]!.text !== 'string') return { suite: SUITE, status: 'skip', path, detail: 'missing capability: a headless driver script other than one prompt' }
+  const events = expected.filter(line => line.type === 'session_event').map(line => line.event as SessionEvent)
+  const lacking = events.map(event => event.type === 'tool/call' ? (event.data as { name: string }).name : undefined).find(name => name !== undefined && !BUILTIN_TOOLS.has(name))
+  if (lacking !== undefined) return { suite: SUITE, status: 'skip', path, detail: `missing capability: tool ${lacking}` }
+  const header = events.find(event => event.type === 'request/header')?.data as { header: { config: { provider: string; model: string } } } | undefined
+  const route = header?.header.config ?? { provider: 'replay', model: 'replay' }
+  const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
+  const work = mkdtempSync(join(tmpdir(), 'dsh-headless-'))
+  const cwd = join(work, 'cwd')
+  const home = join(work, 'home')
+  try {
+    mkdirSync(cwd)
+    mkdirSync(home)
+    const workspace = join(dir, 'workspace')
+    if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
+    const plan = {
+      events, header: { id: '' }, steps, permissionAnswers: [], script, route: { provider: route.provider, model: route.model }, runtimeContext,
+      hooks: [], children: [], fenceChildren: false,
+    } satisfies Plan
+    const patch = writePatch(plan, work, 'headless')
+    const [command, ...args] = dshCommand()
+    const child = spawn(command, [...args, '--profile', 'headless', '--patch', patch, '--output', 'stream-json', '--', steps[0]!.text!], {
+      cwd, env: childEnv({ DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }), stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (text: string) => { stdout += text })
+    child.stderr.setEncoding('utf8').on('data', (text: string) => { stderr += text })
+    const code = await new Promise<number | null>(resolve => child.on('close', resolve))
+    const lines = stdout.split('\n').filter(line => line.trim() !== '').map(line => JSON.parse(line) as Record<string, unknown>)
+    const sessionId = lines.find(line => typeof line.sessionId === 'string')?.sessionId as string | undefined
+    if (code !== 0 && lines.length === 0) return { suite: SUITE, status: 'fail', path, detail: `dsh --profile headless exited ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}` }
+    const difference = firstDifference(normaliseStream(expected, { cwd: '{{cwd}}' }), normaliseStream(lines, { ...sessionId !== undefined && { sessionId }, cwd }))
+    if (difference !== undefined) return { suite: SUITE, status: 'fail', path, detail: difference }
+    return { suite: SUITE, status: 'pass', path }
+  } catch (error) {
+    return { suite: SUITE, status: 'fail', path, detail: error instanceof Error ? error.message : String(error) }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+/** Stream-json lines in the SDK notification shape, normalised and masked the same way, then back. */
+function normaliseStream(lines: readonly Record<string, unknown>[], known: { sessionId?: string; cwd: string }): unknown[] {
+  const wrapped = lines.map(line => line.type === 'session_event'
+    ? { method: 'session.event', params: { sessionId: line.sessionId, event: goalTimes({ ...(line.event as SessionEvent), time: 0 }) } }
+    : { method: String(line.type), params: line })
+  return withoutTitles(wrapped.map(n => maskSdk(placeholders(n, known))))
+}
+
+/** `goal/change` times are placeholders (0) in the recordings. */
+function goalTimes(event: SessionEvent): SessionEvent {
+  if (event.type !== 'goal/change') return event
+  const data = event.data as Record<string, unknown>
+  return { ...event, data: { ...data, ...'createdAt' in data && { createdAt: 0 }, ...'updatedAt' in data && { updatedAt: 0 } } } as SessionEvent
 }

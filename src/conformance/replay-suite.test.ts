@@ -16,7 +16,9 @@ if (!existsSync(corpus)) console.warn('skipping the replay conformance run: ../s
 const MUST_PASS = [
   // DELEGATION (SA-*): parent and child logs replayed.
   ...['spawn-in-process', 'parallel', 'fork-in-process', 'max-tokens-partial', 'depth-two-rejection', 'published-run-failure',
-    'report', 'continuable-inheritance', 'continuable'].map(name => `acp-agent/tests/snapshots/subagent-${name}`),
+    'report', 'continuable-inheritance', 'continuable', 'child-question-rejection'].map(name => `acp-agent/tests/snapshots/subagent-${name}`),
+  // GL-1..GL-3: the round driver with a cancelled round (session.expected.jsonl compared).
+  'acp-agent/tests/goal-snapshots/goal-round-driver',
   'jsonrpc-agent/tests/snapshots/subagent-spawn-in-process',
   'acp-agent/tests/snapshots/text-turn', 'acp-agent/tests/snapshots/tool-call-turn', 'acp-agent/tests/snapshots/bash-tool-turn',
   'acp-agent/tests/snapshots/workspace-edit', 'acp-agent/tests/snapshots/parallel-tool-calls', 'acp-agent/tests/snapshots/cancel',

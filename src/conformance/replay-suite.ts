@@ -31,10 +31,13 @@ import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFA
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
+import { QuestionToolPlugin } from '../questions/index.js'
+import { GoalsPlugin } from '../goals/index.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill',
-  'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report'])
+  'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
+  'create_goal', 'get_goal', 'update_goal'])
 
 /**
  * Delegation tool rows per scenario: the shipped rows (continuable `subagent`, foreground
@@ -59,7 +62,7 @@ const COMPARED = new Set([
   'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
   'hook/invoked', 'hook/result',
   'approval/asked', 'approval/decided', 'sandbox/mode', 'permission/preset',
-  'subagent/descriptor',
+  'subagent/descriptor', 'goal/change',
 ])
 
 /** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
@@ -73,7 +76,6 @@ const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
 
 /** Event-type prefixes that name a capability dsh lacks (the scenario is skipped). */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['goal/', 'goals'],
   ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
@@ -81,7 +83,9 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
   // Delegation waits: the driver waits for the whole agent tree to be quiet after every prompt.
-  'waitForSubagentTurnEnd', 'waitForTurnStart', 'promptAndWaitForAgentMessage'])
+  'waitForSubagentTurnEnd', 'waitForTurnStart', 'promptAndWaitForAgentMessage',
+  // Goal rounds: a cancel of whatever turn hangs after the last prompt; the goal event lands before quiet.
+  'cancel', 'waitForEventAfterTurnEnd'])
 
 export interface ReplaySuiteOptions {
   /** Only scenario directories whose path contains this string. */
@@ -160,6 +164,8 @@ interface Plan {
   readonly hooks: readonly HookFileSource[]
   /** The recording had the skills plugin (a catalog message or a skill call). */
   readonly skills: boolean
+  /** The recording has goal events or goal tools. */
+  readonly goals: boolean
   /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
   readonly children: readonly ChildPlan[]
   readonly delegationRows: readonly SubagentToolRow[]
@@ -241,7 +247,13 @@ function plan(scenario: Scenario): string | Plan {
     const failPublished = !own.some(event => event.type === 'turn/start')
     children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished })
   }
-  const parsed = parseSessionFile(readFileSync(scenario.log, 'utf8'))
+  let log = scenario.log
+  let parsed = parseSessionFile(readFileSync(log, 'utf8'))
+  // A header-only session.jsonl beside session.expected.jsonl (override-driven): that one is compared.
+  if (!parsed.events.some(e => e.type === 'turn/start') && files.includes('session.expected.jsonl') && files.includes('replay.override.json')) {
+    log = join(dir, 'session.expected.jsonl')
+    parsed = parseSessionFile(readFileSync(log, 'utf8'))
+  }
   const events = parsed.events
   if (!events.some(e => e.type === 'turn/start')) return 'no recorded turn (header-only or protocol-only log)'
   // A seeded log: everything before session/end-seed was there before this runtime started.
@@ -280,7 +292,16 @@ function plan(scenario: Scenario): string | Plan {
     const path = step.waitForFile?.path
     if (typeof path === 'string') cancelFiles.set(i, path)
   })
-  if (ops.some(step => step.op === 'cancel')) return 'missing capability: driver op cancel (unscripted timing)'
+  // A bare `cancel` (goal rounds): cancel the turn that hangs after the last prompt.
+  let prompted = -1
+  for (const step of ops) {
+    if (step.op.startsWith('prompt')) prompted++
+    else if (step.op === 'cancel' && prompted >= 0) {
+      cancels.add(prompted)
+      const path = step.waitForFile?.path
+      if (typeof path === 'string') cancelFiles.set(prompted, path)
+    }
+  }
   const replayLog = join(dir, 'replay.jsonl')
   let script = existsSync(replayLog) ? scriptFromEvents(parseSessionFile(readFileSync(replayLog, 'utf8')).events) : scriptFromEvents(events.slice(seedLength))
   const overridePath = join(dir, 'replay.override.json')
@@ -291,7 +312,7 @@ function plan(scenario: Scenario): string | Plan {
     script = script.map((entry, i) => entry.kind === 'hang' && entry.chunks === undefined && derived[i] !== undefined
       ? { ...entry, chunks: derived[i]!.kind === 'throw' ? [] : derived[i]!.chunks ?? [] } : entry)
   }
-  const route = recordedRoute(readFileSync(scenario.log, 'utf8')) ?? { provider: 'replay', model: 'replay' }
+  const route = recordedRoute(readFileSync(log, 'utf8')) ?? { provider: 'replay', model: 'replay' }
   const auxiliary: ReplayEntry[] = []
   for (const event of events) {
     if (event.type !== 'compaction/summary') continue
@@ -304,6 +325,7 @@ function plan(scenario: Scenario): string | Plan {
     ] })
   }
   const compaction = events.some(e => e.type.startsWith('compaction/'))
+  const goals = events.some(e => e.type === 'goal/change' || (e.type === 'tool/call' && /_goal$/.test((e.data as { name: string }).name)))
   const hooks = workspaceHookFiles(join(dir, 'workspace'))
   const skills = events.some(e => (e.type === 'user/message' && isSkillCatalog(e.data as UserMessage)) || (e.type === 'tool/call' && (e.data as { name: string }).name === 'skill'))
   const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
@@ -321,7 +343,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, hooks, skills, ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, goals, ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -354,7 +376,7 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
     if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
       return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
-    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage)) {
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage) && !isGoalMessage(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
@@ -377,6 +399,17 @@ function isRepairCloser(event: SessionEvent): boolean {
   if (event.type === 'turn/end') return data.reason?.kind === 'interrupted'
   if (event.type === 'step/end') return true
   return event.type === 'tool/result' && (data.error?.code === TOOL_OUTCOME_UNKNOWN || data.error?.code === 'TOOL_NOT_STARTED')
+}
+
+/** Goal rounds (`source.kind: goal`) and the completion notice (plugin `tool-goal`). */
+function isGoalMessage(message: UserMessage): boolean {
+  const source = message.source as { kind: string; plugin?: string }
+  return source.kind === 'goal' || (source.kind === 'plugin' && source.plugin === 'tool-goal')
+}
+
+/** Goal ids are random (`goal-<uuid>`; the ACP recording has placeholders): masked like every id. */
+function maskGoalId(value: string): string {
+  return value.startsWith('goal-') ? 'goal-{{id}}' : value
 }
 
 function isSkillCatalog(message: UserMessage): boolean {
@@ -479,6 +512,8 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ...(plan.skills ? [ctx.plugin(SkillsPlugin, { cwd, agentsHome: join(cwd, '.no-agents-home') })] : []),
     ctx.plugin(SubagentsPlugin),
     ctx.plugin(SubagentToolsPlugin, { tools: plan.delegationRows }),
+    ctx.plugin(QuestionToolPlugin),
+    ...(plan.goals ? [ctx.plugin(GoalsPlugin)] : []),
   ]
   const children: { events: readonly SessionEvent[] }[] = []
   ctx.on('session/created', (session) => {
@@ -661,6 +696,18 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
           out.push({ type: event.type, surfaceOp: event.surfaceOp, source: (message.source as { plugin: string }).plugin, content: message.content })
           continue
         }
+        // Goal messages: who sent them and their format lines (objective, round); the guidance prose is product wording.
+        if (isGoalMessage(message)) {
+          const source = message.source as unknown as Record<string, unknown>
+          const first = message.content[0]
+          const lines = first?.type === 'text' ? first.text.split('\n').filter(line => /^<\/?goal_(round|complete)>$|^Objective: |^Round: /.test(line)) : []
+          out.push({
+            type: event.type, surfaceOp: event.surfaceOp,
+            source: { ...source, ...typeof source.goalId === 'string' && { goalId: maskGoalId(source.goalId) }, ...typeof source.summary === 'string' && { summary: source.summary } },
+            lines,
+          })
+          continue
+        }
         if (isDelegationMessage(message)) {
           out.push(maskIds({ type: event.type, surfaceOp: event.surfaceOp, source: message.source, content: message.content }))
           continue
@@ -719,6 +766,14 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
       case 'approval/asked':
         out.push({ type: event.type, toolName: data.toolName, callId: data.callId, reason: data.reason })
         break
+      case 'goal/change': {
+        // Ids and times are masked (placeholders in the recording); the rest is the runtime's decision.
+        const { createdAt: _created, updatedAt: _updated, ...rest } = data as Record<string, unknown> & { goal?: { id: string }; cleared?: { id: string } }
+        const goal = rest.goal as { id: string } | undefined
+        const cleared = rest.cleared as { id: string } | undefined
+        out.push({ type: event.type, ...rest, ...goal !== undefined && { goal: { ...goal, id: maskGoalId(goal.id) } }, ...cleared !== undefined && { cleared: { ...cleared, id: maskGoalId(cleared.id) } } })
+        break
+      }
       case 'approval/decided':
         out.push({ type: event.type, outcome: data.outcome })
         break

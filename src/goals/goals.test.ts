@@ -70,4 +70,20 @@ describe('goals: the round driver (GL-1..GL-3)', () => {
     expect(creates.map(c => [c.goal.objective, c.roundsStarted])).toEqual([['first', 0], ['second', 0]])
     await h.dispose()
   })
+
+  it('GL-2 autoRounds false (the headless composition, as goal-tools records): a goal created in the run stays armed and no round is queued after the turn', async () => {
+    const h = await loopHarness({
+      responses: [
+        toolCalls([{ id: 'g1', name: 'create_goal', arguments: { objective: 'later', max_goal_rounds: 7 } }]),
+        text('GOAL READY'),
+      ],
+      setup: async (ctx) => { await ctx.plugin(GoalsPlugin, { autoRounds: false }).await() },
+    })
+    h.agent.followup('create a goal')
+    await h.agent.whenIdle()
+    expect(h.of('turn/start')).toHaveLength(1)
+    const result = h.of('tool/result')[0]!.data.message.content[0]
+    expect(JSON.parse((result.content[0] as { text: string }).text)).toMatchObject({ goal: { phase: 'active', roundsStarted: 0, maxGoalRounds: 7 }, activation: 'armed' })
+    await h.dispose()
+  })
 })

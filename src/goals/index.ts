@@ -39,6 +39,12 @@ export interface GoalChange {
 export interface GoalsConfig {
   readonly defaultMaxGoalRounds?: number
   readonly blockedAfterConsecutiveRounds?: number
+  /**
+   * Queue the next round when a turn ends (default true). The headless composition sets false:
+   * a one-shot run ends with its task, and a goal created in it stays armed for a later session
+   * (as the recorded headless `goal-tools` run shows). `/goal <objective>` still starts round 1.
+   */
+  readonly autoRounds?: boolean
 }
 
 declare module '../session/types.js' {
@@ -76,12 +82,14 @@ export class GoalsPlugin {
   /** Sessions whose goal is disarmed (loaded from disk) until a human resumes it. */
   private readonly armed = new WeakSet<Session>()
   private readonly maxRounds: number
+  private readonly autoRounds: boolean
 
   constructor(private readonly ctx: Context, config: GoalsConfig = {}) {
     this.maxRounds = config.defaultMaxGoalRounds ?? 256
+    this.autoRounds = config.autoRounds !== false
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'goal/change', owner: 'goals', validate }))
     for (const tool of this.tools()) ctx.effect(() => ctx.tools.register(tool))
-    ctx.on('agent/turn-end', (agent, turn, reason) => this.turnEnded(agent, turn, reason))
+    ctx.on('agent/turn-end', (agent, turn, reason) => this.turnEnded(agent, turn, reason, this.autoRounds))
     ctx.inject(['commands'], (inner) => {
       inner.commands.register({
         name: 'goal',
@@ -132,7 +140,7 @@ export class GoalsPlugin {
   }
 
   /** GL-2: idle, active, armed, rounds left -> exactly one round message. GL-3: a cancelled round pauses. */
-  private turnEnded(agent: Agent, turn: number, reason: TurnEndReason): void {
+  private turnEnded(agent: Agent, turn: number, reason: TurnEndReason, queue = true): void {
     const session = agent.session
     const state = this.state(session)
     const change = state.change
@@ -144,7 +152,7 @@ export class GoalsPlugin {
       }
       return
     }
-    if (!this.armed.has(session) || agent.inbox.nextTurn.length > 0) return
+    if (!queue || !this.armed.has(session) || agent.inbox.nextTurn.length > 0) return
     if (state.rounds >= change.goal.maxGoalRounds) return
     const round = state.rounds + 1
     const message: UserMessage = {

@@ -165,6 +165,8 @@ export interface ReplayAdapterOptions {
   readonly cwdOf?: (sessionId: string | undefined) => string | undefined
   /** Called when a `hang` entry has emitted its chunks (tests and drivers cancel here). */
   readonly onHang?: (sessionId: string | undefined) => void
+  /** Awaited before a session's call is served (a recorder's fence between parent and child). */
+  readonly beforeCall?: (sessionId: string | undefined) => Promise<void>
 }
 
 interface Cursor { readonly script: readonly ReplayEntry[]; next: number }
@@ -203,6 +205,7 @@ export class ReplayAdapter implements LlmAdapter {
 
   async *stream(options: LlmCallOptions): AsyncIterable<StreamChunk> {
     const sessionId = typeof options.meta?.sessionId === 'string' ? options.meta.sessionId : undefined
+    await this.options.beforeCall?.(sessionId)
     const cursor = this.cursor(sessionId, this.options.auxiliary !== undefined && options.meta?.agentLoop !== true)
     const index = cursor.next++
     const entry = cursor.script[index]
@@ -242,6 +245,11 @@ export interface ReplayPluginConfig extends ReplayScriptSource {
   readonly models?: readonly string[]
   readonly contextWindow?: number
   readonly maxTokens?: number
+  /**
+   * The recorder's fence (conformance): a continuable child's model calls wait until its parent
+   * agent is idle, as the recordings that deliver a settlement notice to an idle parent show.
+   */
+  readonly fenceContinuableChildren?: boolean
 }
 
 /** Registers a ReplayAdapter on `ctx.llm` from config (usable from a composition). */
@@ -254,7 +262,20 @@ export const ReplayPlugin = {
     const provider = config?.provider ?? recorded?.provider ?? 'replay'
     const models = config?.models ?? [recorded?.model ?? 'replay']
     const sessions = ctx.get('sessions')
-    const adapter = new ReplayAdapter({ provider, default: script, ...config?.sessions !== undefined && { sessions: config.sessions }, cwdOf: id => (id === undefined ? undefined : sessions?.get(id)?.header.cwd) })
+    const beforeCall = config?.fenceContinuableChildren === true ? async (id: string | undefined) => {
+      const session = id === undefined ? undefined : sessions?.get(id)
+      const parent = session?.header.parentSession
+      const first = session?.events[0]
+      const continuable = first?.type === 'subagent/descriptor' && (first.data as { mode?: unknown }).mode === 'continuable'
+      // Structural: this folder stays below the agent seam.
+      const agents = ctx.get('agents' as never) as { get(id: string): { whenIdle(): Promise<void> } | undefined } | undefined
+      if (parent !== undefined && continuable) await agents?.get(parent)?.whenIdle()
+    } : undefined
+    const adapter = new ReplayAdapter({
+      provider, default: script, ...config?.sessions !== undefined && { sessions: config.sessions },
+      cwdOf: id => (id === undefined ? undefined : sessions?.get(id)?.header.cwd),
+      ...beforeCall !== undefined && { beforeCall },
+    })
     ctx.effect(() => ctx.llm.register({ adapter, models: models.map(model => replayModelInfo(provider, model, config)) }))
   },
 }

@@ -24,6 +24,27 @@ const request = (sessionId = 's', text = ''): LlmCallOptions => ({
   messages: [{ id: '1', role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text }] }],
 })
 
+describe('replay adapter: the recorder\'s fence (beforeCall)', () => {
+  it('serves a session\'s call only once beforeCall for that session settled', async () => {
+    let release!: () => void
+    const gate = new Promise<void>(resolve => { release = resolve })
+    const held: (string | undefined)[] = []
+    const adapter = new ReplayAdapter({
+      provider: 'rp',
+      sessions: { child: [{ kind: 'chunks', chunks: [{ type: 'text-delta', index: 0, text: 'child' }, finish('stop')] }] },
+      default: [{ kind: 'chunks', chunks: [{ type: 'text-delta', index: 0, text: 'parent' }, finish('stop')] }],
+      beforeCall: async (id) => { if (id === 'child') { held.push(id); await gate } },
+    })
+    let served = false
+    const child = drain(adapter.stream(request('child'))).then((chunks) => { served = true; return chunks })
+    expect(await drain(adapter.stream(request('parent')))).toEqual([{ type: 'text-delta', index: 0, text: 'parent' }, finish('stop')])
+    expect(held).toEqual(['child'])
+    expect(served).toBe(false)
+    release()
+    expect(await child).toEqual([{ type: 'text-delta', index: 0, text: 'child' }, finish('stop')])
+  })
+})
+
 describe('replay adapter', () => {
   it('derives one entry per step attempt, error finishes included; an unfinished run is a hang', () => {
     const err: StreamChunk = { type: 'finish', reason: { kind: 'error', failure: { code: 'EMPTY_RESPONSE', message: 'x' } } }

@@ -16,6 +16,10 @@ import { finalResponse } from './final-response.js'
 import { z } from 'zod'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type NotificationFrame } from './jsonrpc.js'
 
+const questionRequestParams = z.object({
+  sessionId: z.string(), id: z.string(), callId: z.string(), questions: z.array(z.object({ id: z.string(), question: z.string() }).loose()),
+}).loose()
+
 const approvalRequestParams = z.object({
   sessionId: z.string(), id: z.string(), toolName: z.string(), callId: z.string(), reason: z.string(), arguments: z.string().optional(),
 }).loose()
@@ -56,7 +60,23 @@ export interface ClientOptions {
    * user). Without it every request fails closed (the server records `unavailable`).
    */
   readonly onApproval?: (request: ApprovalRequestParams) => ApprovalAnswer | Promise<ApprovalAnswer>
+  /**
+   * Answers the model's `ask_user_question` calls (`question/request`): the answers, or
+   * `cancelled` when the user dismissed them. Without it every question fails closed.
+   */
+  readonly onQuestion?: (request: QuestionRequestParams) => QuestionReply | Promise<QuestionReply>
 }
+
+/** `question/request` params: the questions the model asks the user. */
+export interface QuestionRequestParams {
+  readonly sessionId: string
+  readonly id: string
+  readonly callId: string
+  readonly questions: readonly { readonly id: string; readonly question: string; readonly header?: string; readonly options?: readonly { readonly label: string; readonly description?: string }[]; readonly multiSelect?: boolean }[]
+}
+
+/** One answer per question: chosen option labels and/or free text; or `cancelled`. */
+export type QuestionReply = readonly { readonly id: string; readonly selected?: readonly string[]; readonly text?: string }[] | 'cancelled'
 
 export type ApprovalAnswer = 'allowed-once' | 'rejected' | 'cancelled'
 
@@ -82,7 +102,11 @@ export interface RunResult {
   readonly finalResponse: string
   /** Every `session.event` of the session received during the run, in order. */
   readonly events: readonly SessionEvent[]
-  /** Every notification about the session received during the run (`session.event`, `session.status`). */
+  /**
+   * Every notification about the session received during the run (`session.event`,
+   * `session.status`), and about the children it delegated to (`subagent.started`,
+   * `subagent.finished`, the children's own `session.event` / `session.status`), interleaved.
+   */
   readonly notifications: readonly Notification[]
   /** How the last turn of the run ended. */
   readonly reason?: TurnEndReason
@@ -134,16 +158,23 @@ export class DshClient {
     // Writes to a server that already exited must not crash the caller.
     child.stdin!.on('error', () => undefined)
     const onApproval = options.onApproval
+    const onQuestion = options.onQuestion
     this.peer = new JsonRpcPeer({
       input: child.stdout!,
       output: child.stdin!,
       onNotification: frame => this.dispatch(frame),
       // No callback: the method is unknown here, the server gets an error and fails closed.
-      ...(onApproval !== undefined ? {
-        methods: {
+      methods: {
+        ...(onApproval !== undefined ? {
           'approval/request': method(approvalRequestParams, async params => ({ outcome: await onApproval(params as ApprovalRequestParams) })),
-        },
-      } : {}),
+        } : {}),
+        ...(onQuestion !== undefined ? {
+          'question/request': method(questionRequestParams, async (params) => {
+            const answer = await onQuestion(params as unknown as QuestionRequestParams)
+            return answer === 'cancelled' ? { outcome: 'cancelled' } : { answers: answer }
+          }),
+        } : {}),
+      },
     })
     void this.exited.then(info => this.peer.failPending(`the server exited (${info.signal ?? `code ${info.code}`})${this.stderrTail()}`))
   }
@@ -246,9 +277,15 @@ export class DshClient {
     let reason: TurnEndReason | undefined
     let running = false
     return new Promise<RunResult>((resolve, reject) => {
+      // The run's own session and the children it delegates to (SA-17: their notifications interleave).
+      const run = new Set([sessionId])
       const off = this.onNotification(notification => {
-        if (notification.params?.sessionId !== sessionId) return
+        const params = notification.params as { sessionId?: unknown; parentSessionId?: unknown; childSessionId?: unknown } | undefined
+        if (notification.method === 'subagent.started' && run.has(params?.parentSessionId as string)) run.add(params?.childSessionId as string)
+        const mine = run.has(params?.sessionId as string) || (notification.method.startsWith('subagent.') && run.has(params?.parentSessionId as string))
+        if (!mine) return
         notifications.push(notification)
+        if (params?.sessionId !== sessionId) return
         if (notification.method === 'session.event') {
           const event = notification.params.event as SessionEvent
           events.push(event)

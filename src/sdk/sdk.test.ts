@@ -3,6 +3,7 @@
  * against the fake DeepSeek server on 127.0.0.1.
  */
 import { spawn } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
@@ -373,6 +374,130 @@ describe('SDK delegation notifications (SA-17)', () => {
     }
   }, 60_000)
 })
+
+describe('SDK delegation notifications for background children (SA-17)', () => {
+  it('SA-17 SA-10: a continuable child sends subagent.started, its own session.event stream and subagent.finished; its settlement notice reaches the parent; run() carries the child\'s notifications', async () => {
+    const { home, cwd } = tempHome()
+    const patch = join(home, 'continuable.patch.yml')
+    writeFileSync(patch, JSON.stringify([{ id: 'subagent-tools', config: { tools: [{ provider: 'spawn', toolName: 'subagent', backgroundMode: 'continuable', maxDepth: 1 }] } }]))
+    // The parent's second step and the child's turn run concurrently: both get the same text, so
+    // the order in which they take the two responses does not matter.
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_bg', name: 'subagent', arguments: JSON.stringify({ description: 'Background task', prompt: 'child work' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'DONE' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'DONE' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'NOTED' }, { finish: 'stop', usage }]),
+    )
+    const client = await DshClient.start({ cwd, env: envFor(home), patches: [patch] })
+    const seen: Notification[] = []
+    const off = client.onNotification(n => { seen.push(n) })
+    try {
+      const finished = nextNotification(client, n => n.method === 'subagent.finished')
+      const result = await client.run('delegate in the background')
+      const parentId = result.sessionId
+      const done = await finished
+      const childId = done.params.childSessionId as string
+      expect(done.params).toMatchObject({ provider: 'spawn', agentId: childId, parentSessionId: parentId, status: 'ok', stopReason: 'completed', lastAssistantMessage: [{ type: 'text', text: 'DONE' }] })
+      const started = seen.filter(n => n.method === 'subagent.started')
+      expect(started.map(n => n.params)).toEqual([{ parentSessionId: parentId, childSessionId: childId }])
+      // The run's own notifications include the child's (they interleave with the parent's).
+      expect(result.notifications.some(n => n.method === 'subagent.started')).toBe(true)
+      // The child's log streams under its own id: its descriptor (continuable) and its answer.
+      const descriptor = seen.find(isEvent('subagent/descriptor', childId))
+      expect(descriptor?.params.event.data).toMatchObject({ version: 2, mode: 'continuable', provider: 'spawn', label: 'Background task' })
+      expect(seen.find(isEvent('assistant/message', childId))?.params.event.data.message.content).toEqual([{ type: 'text', text: 'DONE' }])
+      expect(seen.findIndex(n => n.method === 'subagent.started')).toBeLessThan(seen.findIndex(isEvent('assistant/message', childId)))
+      expect(seen.findIndex(isEvent('turn/end', childId))).toBeLessThan(seen.indexOf(done))
+      // SA-10: the settlement notice reaches the parent and is answered.
+      await nextOrSeen(client, seen, n => isEvent('assistant/message', parentId)(n) && n.params.event.data.message.content[0]?.text === 'NOTED')
+      const notice = seen.find(n => isEvent('user/message', parentId)(n) && n.params.event.data.source.kind === 'subagent-settled')
+      expect(notice?.params.event.data.content[0]).toEqual({ type: 'text', text: `Background subagent ${childId} finished and will do no further work unless you send it more.` })
+    } finally {
+      off()
+      await client.close()
+    }
+  }, 60_000)
+})
+
+describe('goals over the SDK against the fake model server (GL-1, GL-2)', () => {
+  it('GL-1 GL-2: a goal created by the model runs two automatic rounds and completes; the run ends after the closing message', async () => {
+    const { home, cwd } = tempHome()
+    const client = await startClient(home, cwd)
+    // Round 1's response waits until the goal id is known and round 2's responses are queued.
+    let known!: () => void
+    const idKnown = new Promise<void>(resolve => { known = resolve })
+    const off = client.onNotification((n) => {
+      if (!isEvent('goal/change')(n) || n.params.event.data.operation !== 'create') return
+      const goalId = n.params.event.data.goal.id as string
+      server.enqueue(
+        streamResponse([{ toolCall: { index: 0, id: 'call_done', name: 'update_goal', arguments: JSON.stringify({ goal_id: goalId, revision: 1, action: 'complete' }) } }, { finish: 'tool_calls', usage }]),
+        streamResponse([{ text: 'all done: counted to two' }, { finish: 'stop', usage }]),
+      )
+      known()
+    })
+    const round1 = streamResponse([{ text: 'one' }, { finish: 'stop', usage }])
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_goal', name: 'create_goal', arguments: JSON.stringify({ objective: 'count to two', max_goal_rounds: 5 }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'goal set' }, { finish: 'stop', usage }]),
+      { ...round1, segments: [{ until: idKnown }, ...round1.segments ?? []] },
+    )
+    try {
+      const result = await client.run('count to two as a goal')
+      expect(result.finalResponse).toBe('all done: counted to two')
+      const changes = result.events.filter(event => event.type === 'goal/change').map(event => event.data as { operation: string; roundsStarted: number; goal: { phase: string; revision: number } })
+      expect(changes.map(change => [change.operation, change.goal.revision, change.goal.phase])).toEqual([['create', 1, 'active'], ['complete', 2, 'complete']])
+      expect(changes[1]!.roundsStarted).toBe(2)
+      const rounds = result.events.filter(event => event.type === 'user/message' && (event.data as { source: { kind: string } }).source.kind === 'goal')
+      expect(rounds.map(event => (event.data as { source: { round: number } }).source.round)).toEqual([1, 2])
+      expect(result.events.filter(event => event.type === 'turn/end').map(event => (event.data as { reason: { kind: string } }).reason.kind)).toEqual(['completed', 'completed', 'completed'])
+      expect(server.pending).toBe(0)
+    } finally {
+      off()
+      await client.close()
+    }
+  }, 60_000)
+})
+
+describe('ask_user_question over the SDK (question/request)', () => {
+  it('the client\'s onQuestion answers the model\'s question; without it the question fails closed', async () => {
+    const { home, cwd } = tempHome()
+    const ask = { questions: [{ id: 'checkpoint', header: 'Checkpoint', question: 'Ready to continue?', options: [{ label: 'Yes' }, { label: 'No' }] }] }
+    const asked: unknown[] = []
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_q', name: 'ask_user_question', arguments: JSON.stringify(ask) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'You said yes.' }, { finish: 'stop', usage }]),
+    )
+    const client = await DshClient.start({ cwd, env: envFor(home), onQuestion: (request) => { asked.push(request); return [{ id: 'checkpoint', selected: ['Yes'] }] } })
+    try {
+      const result = await client.run('ask me')
+      expect(asked).toMatchObject([{ sessionId: result.sessionId, callId: 'call_q', questions: ask.questions }])
+      const answered = result.events.find(event => event.type === 'tool/result')!.data as { message: { content: { content: { text: string }[]; isError: boolean }[] } }
+      expect(answered.message.content[0]!.content[0]!.text).toBe('{"answers":[{"id":"checkpoint","selected":["Yes"]}]}')
+      expect(result.finalResponse).toBe('You said yes.')
+    } finally {
+      await client.close()
+    }
+    server.enqueue(
+      streamResponse([{ toolCall: { index: 0, id: 'call_q2', name: 'ask_user_question', arguments: JSON.stringify(ask) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'No answer; going on.' }, { finish: 'stop', usage }]),
+    )
+    const silent = await startClient(home, cwd)
+    try {
+      const result = await silent.run('ask me again')
+      const failed = result.events.find(event => event.type === 'tool/result')!.data as { error?: unknown; message: { content: { content: { text: string }[]; isError: boolean }[] } }
+      expect(failed.message.content[0]!.isError).toBe(true)
+      expect(failed.error).toEqual({ name: 'UserQuestionError', code: 'UNAVAILABLE' })
+    } finally {
+      await silent.close()
+    }
+  }, 60_000)
+})
+
+/** The first notification matching `test`, already seen or still to come. */
+function nextOrSeen(client: DshClient, seen: readonly Notification[], test: (n: Notification) => boolean): Promise<Notification> {
+  const found = seen.find(test)
+  return found !== undefined ? Promise.resolve(found) : nextNotification(client, test)
+}
 
 describe('SDK server: bad frames get JSON-RPC errors and never stop the server', () => {
   it('garbage, non-object, batch, missing jsonrpc, bad id, unknown method, bad params, U+2028 inside a frame', async () => {

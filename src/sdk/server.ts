@@ -6,7 +6,9 @@
  * `session/load`, `shutdown`. Notifications to the client: `session.event {sessionId, event}` for
  * every appended event of every live session, `session.status {sessionId, status}`. Requests to
  * the client: `approval/request {sessionId, id, toolName, callId, reason, arguments?}`, answered
- * `{outcome: "allowed-once" | "rejected" | "cancelled"}`; an error answer fails closed.
+ * `{outcome: "allowed-once" | "rejected" | "cancelled"}`, and `question/request {sessionId, id,
+ * callId, questions}` (`ask_user_question`), answered `{answers}` or `{outcome: "cancelled"}`; an
+ * error answer fails closed.
  *
  * The server ends on stdin EOF (running turns finish first) or on `shutdown` (running turns are
  * cancelled); either way every session is flushed and the exit code is 0.
@@ -14,7 +16,7 @@
 import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
-import type { ApprovalService } from '../approval/api.js'
+import type { ApprovalService, QuestionAnswer } from '../approval/api.js'
 import { z } from 'zod'
 import '../subagents/api.js'
 import type { Agent } from '../agent/api.js'
@@ -129,6 +131,16 @@ export class SdkServerApp extends Service {
       if (outcome === 'allowed-once' || outcome === 'rejected' || outcome === 'cancelled') return outcome
       throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}`)
     })
+    // ask_user_question goes to the client as `question/request`; a client without `onQuestion`
+    // answers with an error and the question fails closed (`unavailable`).
+    const offQuestioner = approval?.questioner(async (question, signal): Promise<'cancelled' | readonly QuestionAnswer[]> => {
+      const answer = await peer.request('question/request', { sessionId: question.sessionId, id: question.id, callId: question.callId, questions: question.questions })
+      if (signal.aborted) return 'cancelled'
+      const reply = answer as { outcome?: unknown; answers?: unknown } | null
+      if (reply?.outcome === 'cancelled') return 'cancelled'
+      if (Array.isArray(reply?.answers)) return reply.answers as QuestionAnswer[]
+      throw new Error(`the client answered question/request with ${JSON.stringify(answer)}`)
+    })
     // SA-17: delegation runs, interleaved with the children's own session.event/status.
     const offStarted = this.ctx.on('subagent/started', (info) => {
       peer.notify('subagent.started', { parentSessionId: info.parentSessionId, childSessionId: info.childSessionId })
@@ -156,6 +168,7 @@ export class SdkServerApp extends Service {
       offStatus()
       offDisposed()
       offAnswerer?.()
+      offQuestioner?.()
       offStarted()
       offFinished()
       await peer.drain()

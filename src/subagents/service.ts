@@ -492,8 +492,17 @@ export class SubagentsPlugin extends Service implements SubagentsService {
         if (summary.parentSession !== parentId || found.has(summary.id)) continue
         // Live-but-undescribed children (one-shot runs) are omitted.
         if (this.ctx.sessions.get(summary.id) !== undefined) continue
-        const stored = await persistence.backend.loadStored(summary.id).catch(() => undefined)
-        if (stored === undefined) { found.set(summary.id, { id: summary.id, createdAt: summary.createdAt, diagnostic: 'unavailable' }); continue }
+        // SA-16: a child whose log cannot be read (damaged lines, an unreadable header) is corrupt.
+        if (summary.unreadable !== undefined) { found.set(summary.id, { id: summary.id, createdAt: summary.createdAt, diagnostic: 'corrupt' }); continue }
+        let stored: Awaited<ReturnType<typeof persistence.backend.loadStored>>
+        try {
+          stored = await persistence.backend.loadStored(summary.id)
+        } catch {
+          found.set(summary.id, { id: summary.id, createdAt: summary.createdAt, diagnostic: 'corrupt' })
+          continue
+        }
+        // Gone between the listing and the load (deleted): nothing to report.
+        if (stored === undefined) continue
         if (stored.header.origin !== 'subagent') continue
         const descriptor = stored.events.find(event => event.type === DESCRIPTOR_EVENT)
         if (descriptor === undefined || !isDescriptor(descriptor)) {

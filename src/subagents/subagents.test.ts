@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { JsonlPersistencePlugin } from '../persistence/plugins.js'
@@ -353,6 +353,34 @@ describe('subagents: list_agents over storage (SA-16)', () => {
     // The tool prints the same lines.
     const result = await h.ctx.tools.get('list_agents')!.execute({}, { callId: 'x', cwd: h.session.header.cwd, signal: new AbortController().signal, session: h.session, agent: h.agent } as never)
     expect(JSON.stringify(result)).toContain('b-descriptorless [diagnostic: corrupt]')
+  })
+})
+
+describe('subagents: list_agents over an unreadable child log (SA-16)', () => {
+  let root: string | undefined
+  afterEach(async () => { if (root !== undefined) await rm(root, { recursive: true, force: true }) })
+
+  it('SA-16: a stored child whose log cannot be read is listed as a corrupt diagnostic, not unavailable', async () => {
+    root = await mkdtemp(join(tmpdir(), 'dsh-list-agents-'))
+    harness = await loopHarness({
+      responses: [],
+      setup: async (ctx: Context) => {
+        await ctx.plugin(JsonlPersistencePlugin, { root: root! }).await()
+        await ctx.plugin(SystemPromptPlugin).await()
+        await ctx.plugin(SubagentsPlugin).await()
+        await ctx.plugin(SubagentToolsPlugin, {}).await()
+      },
+    })
+    const h = harness
+    const child = h.ctx.sessions.create({ id: 'c-damaged', createdAt: 1, parentSession: h.session.id, origin: 'subagent', delegationDepth: 1 })
+    child.append('subagent/descriptor', { version: 2, mode: 'continuable', provider: 'spawn', label: 'Damaged' })
+    await h.ctx.sessionPersistence.unload('c-damaged')
+    // The header stays, a line in the middle becomes garbage: the log no longer loads.
+    const file = (await readdir(root, { recursive: true })).map(String).find(name => name.endsWith('session.jsonl') && name.includes('c-damaged'))!
+    const [header, descriptor] = (await readFile(join(root, file), 'utf8')).split('\n')
+    await writeFile(join(root, file), `${header}\n{not json at all\n${descriptor}\n`)
+    await expect(h.ctx.sessionPersistence.backend.loadStored('c-damaged')).rejects.toThrow()
+    expect(await h.ctx.subagents.list(h.agent, 'children')).toEqual(['c-damaged [diagnostic: corrupt]'])
   })
 })
 

@@ -518,6 +518,8 @@ async function unreadableSummary(dir: string, error: unknown): Promise<StoredSes
       return {
         id: header.id, title: null,
         ...(typeof header.cwd === 'string' ? { cwd: header.cwd } : {}),
+        // A damaged child stays attached to its parent (list_agents reports it, SA-16).
+        ...(typeof header.parentSession === 'string' ? { parentSession: header.parentSession } : {}),
         createdAt: typeof header.createdAt === 'number' ? header.createdAt : Math.floor(info.mtimeMs),
         updatedAt: Math.floor(info.mtimeMs), turns: 0, length: 0,
         unreadable: error instanceof Error ? error.message : String(error),
