@@ -145,30 +145,53 @@ export async function loadInstructions(config: InstructionsConfig): Promise<Inst
   return { text, files, truncated, omitted, unreadable }
 }
 
+/** What the plugin needs of an agent (structural: the prompt seam sits below the agents). */
+interface AgentLike {
+  readonly scope: object
+  readonly session: { readonly header: { readonly cwd?: string } }
+}
+
 /**
  * Adds the `instructions` section (order 100, after the persona). Files are read once per plugin
- * load so the prompt stays stable (and cacheable) across steps; reload the plugin to re-read.
+ * load (and once per agent whose session lives in another folder) so the prompt stays stable
+ * (and cacheable) across steps; reload the plugin to re-read.
+ *
+ * An agent whose session folder is not `config.cwd` (a session continued from another folder,
+ * or opened with its own cwd) gets its own `instructions` section, read from the session's
+ * folder: the instructions follow the folder the tools run in, never the shell's.
  */
 export const InstructionsPlugin = {
   name: 'instructions',
   inject: ['systemPrompt'],
   apply(ctx: Context, config: InstructionsConfig) {
     if (typeof config?.cwd !== 'string' || config.cwd === '') throw new TypeError('instructions: config.cwd must be a non-empty string')
-    let loaded: Promise<InstructionsResult> | undefined
     const logger = ctx.logger('instructions')
-    ctx.systemPrompt.section({
-      name: 'instructions',
-      order: 100,
-      fn: async () => {
-        loaded ??= loadInstructions(config).then((result) => {
-          for (const { path, reason } of result.unreadable) logger.warn('cannot read %s: %s', path, reason)
-          if (result.truncated.length || result.omitted.length) {
-            logger.warn('instructions over budget: cut %o, left out %o', result.truncated, result.omitted)
-          }
-          return result
-        })
-        return (await loaded).text
-      },
-    })
+    const section = (cwd: string) => {
+      let loaded: Promise<InstructionsResult> | undefined
+      return {
+        name: 'instructions',
+        order: 100,
+        fn: async () => {
+          loaded ??= loadInstructions({ ...config, cwd }).then((result) => {
+            for (const { path, reason } of result.unreadable) logger.warn('cannot read %s: %s', path, reason)
+            if (result.truncated.length || result.omitted.length) {
+              logger.warn('instructions over budget: cut %o, left out %o', result.truncated, result.omitted)
+            }
+            return result
+          })
+          return (await loaded).text
+        },
+      }
+    }
+    ctx.systemPrompt.section(section(config.cwd))
+    const own = new Map<object, () => void>()
+    const follow = (agent: AgentLike) => {
+      const cwd = agent.session.header.cwd
+      if (cwd === undefined || resolve(cwd) === resolve(config.cwd) || own.has(agent.scope)) return
+      own.set(agent.scope, ctx.systemPrompt.section(section(cwd), agent.scope as never))
+    }
+    ctx.on('agent/created' as never, follow as never)
+    ctx.on('agent/disposed' as never, ((agent: AgentLike) => { own.get(agent.scope)?.(); own.delete(agent.scope) }) as never)
+    for (const agent of (ctx.get('agents' as never) as { list(): readonly AgentLike[] } | undefined)?.list() ?? []) follow(agent)
   },
 }
