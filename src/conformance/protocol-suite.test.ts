@@ -35,6 +35,12 @@ describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh h
     for await (const result of protocolSuite({ filter: 'snapshots/todo-write' }).run([resolve(examples, 'acp-agent')])) results.push(result)
     expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
   }, 60_000)
+
+  it('the web-fetch ACP transcript is run against a local page server (not skipped) and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/web-fetch' }).run([resolve(examples, 'acp-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
 })
 
 describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and SDK transcripts', () => {

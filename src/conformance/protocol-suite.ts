@@ -20,11 +20,12 @@ import { DshClient, type Notification } from '../sdk/client.js'
 import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
 import { isRuntimeContextSnapshot, recordedPermissions, recordedRunner } from './replay-suite.js'
 import type { HookFileSource } from '../hooks/api.js'
+import { fetchedOrigins, startRecordedPageServers } from './page-server.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
 
 /** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
@@ -40,7 +41,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'web-fetch'])
 
 /** Plugin-authored messages dsh writes itself (hook output). */
 const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
@@ -100,6 +101,8 @@ interface Plan {
   /** The recorded composition had the runtime-context plugin (its snapshot message is in the log). */
   readonly runtimeContext: boolean
   readonly hooks: readonly HookFileSource[]
+  /** Origins the recorded `web_fetch` calls fetch from (the web_fetch row is loaded; a page server answers). */
+  readonly fetched: readonly string[]
   /** The recorded deployment's sandbox mode (from its snapshot), passed as DSH_PERMISSION_MODE. */
   readonly permissionMode?: string
   /** A test-only runner command for a runner this machine cannot reproduce. */
@@ -194,7 +197,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions = recordedPermissions(events)
   const runner = recordedRunner(dir)
   return {
-    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks,
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fetched: fetchedOrigins(events),
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
     ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
     ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
@@ -239,6 +242,8 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   rows.push({ id: 'hooks', config: { files: plan.hooks, discover: false } })
   // Only the workspace's skills (no `~/.agents/skills` of whoever runs the suite).
   rows.push({ id: 'skills', config: { agentsHome: join(folder, 'no-agents-home') } })
+  // The recording's composition had web_fetch (off in the shipped profiles).
+  if (plan.fetched.length > 0) rows.push({ insert: [{ id: 'replay-web-fetch', name: 'tool-web-fetch' }] })
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')
@@ -283,9 +288,16 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       // The recorded deployment's permission mode (danger-full-access implies policy never).
       DSH_PERMISSION_MODE: planned.permissionMode,
     }
-    const difference = scenario.kind === 'acp'
-      ? await runAcp(scenario, planned, { cwd, patch, env })
-      : await runSdk(scenario, planned, { cwd, patch, env })
+    // The fetched pages, on the recorded ports (the dsh process fetches the recorded URLs).
+    const pages = await startRecordedPageServers(planned.fetched)
+    let difference: string | undefined
+    try {
+      difference = scenario.kind === 'acp'
+        ? await runAcp(scenario, planned, { cwd, patch, env })
+        : await runSdk(scenario, planned, { cwd, patch, env })
+    } finally {
+      await pages.close()
+    }
     if (difference !== undefined) return { suite: SUITE, status: 'fail', path, detail: difference }
     return { suite: SUITE, status: 'pass', path }
   } catch (error) {

@@ -149,6 +149,17 @@ describe('replay suite cancel points', () => {
   }, 30_000)
 })
 
+describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has (item 18)', () => {
+  const one = async (name: string) => {
+    const results: ConformanceResult[] = []
+    for await (const result of replaySuite({ filter: `snapshots/${name}` }).run([resolve(corpus, 'examples/acp-agent')])) results.push(result)
+    return results.map(result => [result.status, result.detail])
+  }
+  it('web-fetch is replayed against a local page server (not skipped) and passes', async () => {
+    expect(await one('web-fetch')).toEqual([['pass', undefined]])
+  }, 60_000)
+})
+
 describe.skipIf(!existsSync(corpus))('replay conformance over the recorded corpus', () => {
   it('replays every CORE scenario dsh implements; the rest are skipped naming the missing capability', async () => {
     const results: ConformanceResult[] = []

@@ -31,9 +31,11 @@ import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFA
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
+import { WebFetchToolPlugin } from '../tools/builtin/web-fetch.js'
+import { fetchedOrigins, startPageServer, type PageServer } from './page-server.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill',
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report'])
 
 /**
@@ -160,6 +162,8 @@ interface Plan {
   readonly hooks: readonly HookFileSource[]
   /** The recording had the skills plugin (a catalog message or a skill call). */
   readonly skills: boolean
+  /** Origins the recorded `web_fetch` calls fetch from: a local page server answers for them. */
+  readonly fetched: readonly string[]
   /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
   readonly children: readonly ChildPlan[]
   readonly delegationRows: readonly SubagentToolRow[]
@@ -321,7 +325,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, hooks, skills, ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, fetched: fetchedOrigins(events), ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -450,6 +454,9 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
   let hung: (() => void) | undefined
   // Child N's script is bound to the N-th child session when it is created (ids are random).
   const sessions: Record<string, readonly ReplayEntry[]> = {}
+  // The recorded web_fetch calls reach a local page server (tools/builtin/web-fetch `fetch`).
+  const pages: PageServer | undefined = plan.fetched.length > 0 || plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'web_fetch')
+    ? await startPageServer(plan.fetched) : undefined
   const adapter = new ReplayAdapter({
     provider: plan.route.provider,
     sessions,
@@ -473,6 +480,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
       ctx.plugin(SandboxPlugin, plan.permissions.runner !== undefined ? { runner: plan.permissions.runner, runners: [] } : {}),
     ] : []),
     ctx.plugin(BuiltinToolsPlugin),
+    ...(pages !== undefined ? [ctx.plugin(WebFetchToolPlugin, { fetch: pages.fetch })] : []),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),
     // Only the workspace's skills: no user or home roots.
@@ -534,6 +542,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     return { ...result, children: children.map(child => [...child.events]) }
   } finally {
     for (const fiber of fibers.reverse()) await fiber.dispose()
+    await pages?.close()
   }
 }
 
