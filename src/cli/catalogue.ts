@@ -99,6 +99,8 @@ registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, tod
   async () => withHost((await import('../tools/builtin/index.js')).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
   async () => (await import('../tools/builtin/index.js')).WebFetchToolPlugin)
+registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',
+  async () => (await import('../tools/builtin/index.js')).SessionEventReadToolPlugin)
 registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and runtime contexts (ctx.systemPrompt)',
   async () => (await import('../prompt/index.js')).SystemPromptPlugin)
 registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime contexts',

@@ -36,6 +36,12 @@ describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh h
     expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
   }, 60_000)
 
+  it('the session-query-spill ACP transcript is run with session_event_read (not skipped) and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/session-query-spill' }).run([resolve(examples, 'acp-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
+
   it('the web-fetch ACP transcript is run against a local page server (not skipped) and passes', async () => {
     const results: ConformanceResult[] = []
     for await (const result of protocolSuite({ filter: 'snapshots/web-fetch' }).run([resolve(examples, 'acp-agent')])) results.push(result)

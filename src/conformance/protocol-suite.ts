@@ -25,7 +25,7 @@ import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent'])
 
 /** PRODUCT scenarios run when every tag is one of these (the sandbox and approval product). */
@@ -41,7 +41,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'web-fetch'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'web-fetch', 'spill', 'session-query'])
 
 /** Plugin-authored messages dsh writes itself (hook output). */
 const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
@@ -244,6 +244,9 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   rows.push({ id: 'skills', config: { agentsHome: join(folder, 'no-agents-home') } })
   // The recording's composition had web_fetch (off in the shipped profiles).
   if (plan.fetched.length > 0) rows.push({ insert: [{ id: 'replay-web-fetch', name: 'tool-web-fetch' }] })
+  if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'session_event_read')) {
+    rows.push({ insert: [{ id: 'replay-session-event-read', name: 'tool-session-event-read' }] })
+  }
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')

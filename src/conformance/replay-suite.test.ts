@@ -158,6 +158,10 @@ describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has
   it('web-fetch is replayed against a local page server (not skipped) and passes', async () => {
     expect(await one('web-fetch')).toEqual([['pass', undefined]])
   }, 60_000)
+
+  it('session-query-spill is replayed with session_event_read (not skipped) and passes', async () => {
+    expect(await one('session-query-spill')).toEqual([['pass', undefined]])
+  }, 60_000)
 })
 
 describe.skipIf(!existsSync(corpus))('replay conformance over the recorded corpus', () => {

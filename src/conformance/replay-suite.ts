@@ -32,10 +32,11 @@ import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { WebFetchToolPlugin } from '../tools/builtin/web-fetch.js'
+import { SessionEventReadToolPlugin } from '../tools/builtin/session-event-read.js'
 import { fetchedOrigins, startPageServer, type PageServer } from './page-server.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch',
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report'])
 
 /**
@@ -450,12 +451,17 @@ interface Replayed {
   readonly leftover: { remaining: number }[]
 }
 
+/** The recording calls the tool `name` (its composition loaded it). */
+function calls(events: readonly SessionEvent[], name: string): boolean {
+  return events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === name)
+}
+
 async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> {
   let hung: (() => void) | undefined
   // Child N's script is bound to the N-th child session when it is created (ids are random).
   const sessions: Record<string, readonly ReplayEntry[]> = {}
   // The recorded web_fetch calls reach a local page server (tools/builtin/web-fetch `fetch`).
-  const pages: PageServer | undefined = plan.fetched.length > 0 || plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'web_fetch')
+  const pages: PageServer | undefined = plan.fetched.length > 0 || calls(plan.events, 'web_fetch')
     ? await startPageServer(plan.fetched) : undefined
   const adapter = new ReplayAdapter({
     provider: plan.route.provider,
@@ -481,6 +487,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ] : []),
     ctx.plugin(BuiltinToolsPlugin),
     ...(pages !== undefined ? [ctx.plugin(WebFetchToolPlugin, { fetch: pages.fetch })] : []),
+    ...(calls(plan.events, 'session_event_read') ? [ctx.plugin(SessionEventReadToolPlugin)] : []),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),
     // Only the workspace's skills: no user or home roots.
