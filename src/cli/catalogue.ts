@@ -105,8 +105,8 @@ registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and ru
   async () => (await import('../prompt/index.js')).SystemPromptPlugin)
 registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime contexts',
   async () => withHost((await import('../prompt/index.js')).RuntimeContextsPlugin, host => ({ cwd: host.cwd })))
-registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the workspace and the home folder',
-  async () => withHost((await import('../prompt/index.js')).InstructionsPlugin, host => ({ cwd: host.cwd, home: host.home })))
+registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session folder, its project and the home folder, recorded in the log',
+  async () => withHost((await import('../instructions/index.js')).WorkspaceInstructionsPlugin, host => ({ home: host.home })))
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await import('../approval/service.js')).ApprovalPlugin, permissionDefaults))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
