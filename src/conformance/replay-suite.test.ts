@@ -150,11 +150,15 @@ describe('replay suite cancel points', () => {
 })
 
 describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has (item 18)', () => {
-  const one = async (name: string) => {
+  const one = async (name: string, root = 'examples/acp-agent') => {
     const results: ConformanceResult[] = []
-    for await (const result of replaySuite({ filter: `snapshots/${name}` }).run([resolve(corpus, 'examples/acp-agent')])) results.push(result)
+    for await (const result of replaySuite({ filter: `snapshots/${name}` }).run([resolve(corpus, root)])) results.push(result)
     return results.map(result => [result.status, result.detail])
   }
+  it('Y-1: offline-edit (AGENTS.md edited while the session was closed) is replayed: the resumed turn records the replacement, not a second baseline', async () => {
+    expect(await one('offline-edit', 'examples/headless-agent')).toEqual([['pass', undefined]])
+  }, 60_000)
+
   it('web-fetch is replayed against a local page server (not skipped) and passes', async () => {
     expect(await one('web-fetch')).toEqual([['pass', undefined]])
   }, 60_000)

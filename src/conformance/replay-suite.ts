@@ -29,11 +29,12 @@ import { SystemPromptPlugin } from '../prompt/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
+import { recreateOmittedInstructions, recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { WebFetchToolPlugin } from '../tools/builtin/web-fetch.js'
 import { SessionEventReadToolPlugin } from '../tools/builtin/session-event-read.js'
 import { fetchedOrigins, startPageServer, type PageServer } from './page-server.js'
+import { AGENT_INSTRUCTIONS_SOURCE, WorkspaceInstructionsPlugin, type InstructionsSource } from '../instructions/index.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
@@ -165,6 +166,8 @@ interface Plan {
   readonly skills: boolean
   /** Origins the recorded `web_fetch` calls fetch from: a local page server answers for them. */
   readonly fetched: readonly string[]
+  /** The recording had the workspace-instructions plugin: its project markers (from the baseline identity). */
+  readonly instructions?: { readonly projectMarkers: readonly string[] }
   /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
   readonly children: readonly ChildPlan[]
   readonly delegationRows: readonly SubagentToolRow[]
@@ -326,7 +329,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, hooks, skills, fetched: fetchedOrigins(events), ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, fetched: fetchedOrigins(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -359,12 +362,43 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
     if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
       return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
+    if (event.type === 'user/message' && isInstructionsMessage(event.data as UserMessage)) {
+      const nested = instructionsSource(event.data as UserMessage).changes.find(change => !/^[.~]\u0000/.test(change.scope))
+      if (nested !== undefined) return `missing capability: nested workspace instructions (a folder below the working folder that a tool touched: ${nested.path})`
+      continue
+    }
     if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
   }
   return undefined
+}
+
+function isInstructionsMessage(message: UserMessage): boolean {
+  return (message.source.kind as string) === AGENT_INSTRUCTIONS_SOURCE
+}
+
+function instructionsSource(message: UserMessage): InstructionsSource {
+  const source = message.source as unknown as InstructionsSource
+  return { ...source, changes: Array.isArray(source.changes) ? source.changes : [] }
+}
+
+/** The project markers of the recorded instructions plugin (its baseline identity), when it ran. */
+function recordedInstructions(events: readonly SessionEvent[]): { instructions?: { projectMarkers: readonly string[] } } {
+  const messages = events.filter(e => e.type === 'user/message' && isInstructionsMessage(e.data as UserMessage)).map(e => e.data as UserMessage)
+  if (messages.length === 0) return {}
+  for (const message of messages) {
+    const identity = (message.source as { baselineIdentity?: unknown }).baselineIdentity
+    if (typeof identity !== 'string') continue
+    try {
+      const markers = (JSON.parse(identity) as { projectRootMarkers?: unknown }).projectRootMarkers
+      if (Array.isArray(markers) && markers.every(m => typeof m === 'string')) return { instructions: { projectMarkers: markers as string[] } }
+    } catch {
+      // Not the recorded shape: the default markers.
+    }
+  }
+  return { instructions: { projectMarkers: ['.git'] } }
 }
 
 function isDelegationMessage(message: UserMessage): boolean {
@@ -422,6 +456,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
     recreateOmittedScripts(work)
     recreateOmittedSkills(work, planned.events)
+    recreateOmittedInstructions(work, planned.events)
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events, planned.header.cwd, planned.permissions !== undefined), project(events.log, work, planned.permissions !== undefined))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
@@ -488,6 +523,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ctx.plugin(BuiltinToolsPlugin),
     ...(pages !== undefined ? [ctx.plugin(WebFetchToolPlugin, { fetch: pages.fetch })] : []),
     ...(calls(plan.events, 'session_event_read') ? [ctx.plugin(SessionEventReadToolPlugin)] : []),
+    ...(plan.instructions !== undefined ? [ctx.plugin(WorkspaceInstructionsPlugin, { projectMarkers: plan.instructions.projectMarkers })] : []),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),
     // Only the workspace's skills: no user or home roots.
@@ -679,6 +715,14 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
         }
         if (isDelegationMessage(message)) {
           out.push(maskIds({ type: event.type, surfaceOp: event.surfaceOp, source: message.source, content: message.content }))
+          continue
+        }
+        // Workspace instructions: which files, how they changed and their digests; the wrapping
+        // wording is product text.
+        if (isInstructionsMessage(message)) {
+          const source = instructionsSource(message)
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: AGENT_INSTRUCTIONS_SOURCE, baseline: source.baseline === true,
+            changes: source.changes.map(({ action, scope, path, digest }) => ({ action, scope, path, digest })) })
           continue
         }
         // Runtime-context snapshots are product text except the knob sections, compared byte-exact
