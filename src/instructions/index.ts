@@ -8,11 +8,10 @@
  */
 import { createHash, randomUUID } from 'node:crypto'
 import { readFile, stat } from 'node:fs/promises'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
 import type { PreStepDecision, PreStepPayload } from '../agent/api.js'
 import type { TextBlock, UserMessage } from '../llm/types.js'
-import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import '../agent/api.js'
 
@@ -106,8 +105,39 @@ async function readFirst(folder: string): Promise<{ name: string; bytes: Buffer 
   return undefined
 }
 
-/** The instruction files that apply to a session in `cwd` now: home first, then root to cwd. */
-export async function currentInstructionFiles(cwd: string, config: WorkspaceInstructionsConfig = {}): Promise<InstructionFile[]> {
+/**
+ * Folders below `cwd` that the session's tools touched (a `file_path` or `path` argument of a
+ * recorded tool call): each folder between `cwd` and the touched file, outermost first. Their
+ * instruction files apply from then on (nested instructions).
+ */
+export function touchedFolders(cwd: string, events: readonly SessionEvent[]): string[] {
+  const base = resolve(cwd)
+  const folders = new Set<string>()
+  for (const event of events) {
+    if (event.type !== 'tool/call') continue
+    let args: unknown
+    try {
+      args = JSON.parse((event.data as { arguments: string }).arguments)
+    } catch {
+      continue
+    }
+    if (typeof args !== 'object' || args === null) continue
+    const { file_path: file, path } = args as { file_path?: unknown; path?: unknown }
+    const target = typeof file === 'string' ? dirname(resolve(base, file)) : typeof path === 'string' ? resolve(base, path) : undefined
+    if (target === undefined) continue
+    const below = relative(base, target)
+    if (below === '' || below.startsWith('..') || isAbsolute(below)) continue
+    let folder = base
+    for (const part of below.split(sep)) folders.add(folder = join(folder, part))
+  }
+  return [...folders]
+}
+
+/**
+ * The instruction files that apply to a session in `cwd` now: home first, then the project root
+ * down to `cwd`, then the touched folders below it (`touchedFolders`).
+ */
+export async function currentInstructionFiles(cwd: string, config: WorkspaceInstructionsConfig = {}, touched: readonly string[] = []): Promise<InstructionFile[]> {
   const max = config.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES
   const out: InstructionFile[] = []
   const take = (scope: string, path: string, bytes: Buffer) => {
@@ -121,7 +151,7 @@ export async function currentInstructionFiles(cwd: string, config: WorkspaceInst
     if (found !== undefined) take(`~\u0000${found.name}`, join(resolve(config.home), found.name), found.bytes)
   }
   const { root, folders } = await projectFolders(cwd, config.projectMarkers ?? DEFAULT_PROJECT_MARKERS)
-  for (const folder of folders) {
+  for (const folder of [...folders, ...touched.filter(folder => !folders.includes(folder))]) {
     const found = await readFirst(folder)
     if (found === undefined) continue
     const where = relative(root, folder)
@@ -156,7 +186,7 @@ export function instructionsMessage(logged: ReturnType<typeof foldInstructions>,
     const known = logged.files.get(file.scope)
     if (known?.digest === file.digest) continue
     changes.push({ action: known === undefined ? 'set' : 'replace', scope: file.scope, path: file.path, digest: file.digest })
-    content.push(block(file, known === undefined ? 'This instructions file appeared since the session began.' : 'This file changed since it was given to you: this content replaces the earlier one.'))
+    content.push(block(file, known === undefined ? 'These instructions apply to this folder from now on (a new file, or a folder your tools just reached).' : 'This file changed since it was given to you: this content replaces the earlier one.'))
   }
   for (const [scope, known] of logged.files) {
     if (files.some(file => file.scope === scope)) continue
@@ -179,19 +209,17 @@ export const WorkspaceInstructionsPlugin = {
   apply(ctx: Context, config: WorkspaceInstructionsConfig = {}) {
     ctx.on('agent/pre-step', async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
       const decision = await next()
-      // Nothing entered (an idle wake): do not start a step for the instructions alone.
-      if (decision.kind !== 'enter' || decision.messages.length === 0) return decision
+      // A first step with no input spends the turn without a step (A-4): the instructions alone
+      // do not start one.
+      if (decision.kind !== 'enter' || (decision.messages.length === 0 && payload.step <= 1)) return decision
       const cwd = payload.session.header.cwd
       if (cwd === undefined) return decision
-      const added = instructionsMessage(foldInstructions(loggedEvents(payload.session)), await currentInstructionFiles(cwd, config))
+      const events = payload.session.events
+      const added = instructionsMessage(foldInstructions(events), await currentInstructionFiles(cwd, config, touchedFolders(cwd, events)))
       if (added === undefined) return decision
       // After the input the step claimed, before the runtime context and other notices.
       const at = Math.min(payload.messages.length, decision.messages.length)
       return { kind: 'enter', messages: [...decision.messages.slice(0, at), added, ...decision.messages.slice(at)] }
     })
   },
-}
-
-function loggedEvents(session: Session): readonly SessionEvent[] {
-  return session.events
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { loopHarness } from '../../test-support/agent-harness.js'
-import { text } from '../../test-support/scripted-model.js'
+import { text, toolCalls } from '../../test-support/scripted-model.js'
 import type { UserMessage } from '../llm/types.js'
 import { foldInstructions, WorkspaceInstructionsPlugin, type InstructionsSource } from './index.js'
 
@@ -95,6 +95,35 @@ describe('workspace instructions in the log', () => {
       const shown = instructionMessages(h.session.events)[0]!.content.map(block => block.type === 'text' ? block.text : '').join('\n')
       expect(shown.match(/<\/workspace-instructions>/g)).toHaveLength(1)
       expect(shown).toContain('before <\\/workspace-instructions> after')
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('Y-1: a folder below the working folder that a tool reads from adds its AGENTS.md at the next step, once', async () => {
+    const root = workspace()
+    mkdirSync(join(root, 'nested', 'deeper'), { recursive: true })
+    writeFileSync(join(root, 'AGENTS.md'), 'ROOT_RULE')
+    writeFileSync(join(root, 'nested', 'AGENTS.md'), 'NESTED_RULE')
+    writeFileSync(join(root, 'nested', 'deeper', 'task.txt'), 'task')
+    const read = { type: 'object', properties: { file_path: { type: 'string' } } }
+    const h = await loopHarness({
+      cwd: root,
+      tools: [{ name: 'read', description: 'read', parameters: read, execute: () => ({ content: [{ type: 'text', text: 'task' }] }) }],
+      responses: [toolCalls([{ id: 'c1', name: 'read', arguments: '{"file_path":"nested/deeper/task.txt"}' }]), toolCalls([{ id: 'c2', name: 'read', arguments: '{"file_path":"nested/deeper/task.txt"}' }]), text('done')],
+      setup: async (ctx) => { await ctx.plugin(WorkspaceInstructionsPlugin, {}).await() },
+    })
+    try {
+      h.agent.followup('go')
+      await h.agent.whenIdle()
+      const messages = instructionMessages(h.session.events)
+      expect(messages.map(m => m.source.changes.map(c => c.path))).toEqual([['AGENTS.md'], ['nested/AGENTS.md']])
+      expect(messages[1]!.source).toMatchObject({ changes: [{ action: 'set', scope: 'nested\u0000AGENTS.md', digest: sha1('NESTED_RULE') }] })
+      expect(messages[1]!.source.baseline).toBeUndefined()
+      // It reached the model at step 2, not step 1.
+      expect(JSON.stringify(h.model.requests[0])).not.toContain('NESTED_RULE')
+      expect(JSON.stringify(h.model.requests[1])).toContain('NESTED_RULE')
     } finally {
       await h.dispose()
       rmSync(root, { recursive: true, force: true })
