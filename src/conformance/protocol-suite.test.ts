@@ -64,7 +64,7 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)
-  }, 240_000)
+  }, 480_000)
 })
 
 describe('SDK transcript masking', () => {

@@ -155,6 +155,12 @@ describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has
     for await (const result of replaySuite({ filter: `snapshots/${name}` }).run([resolve(corpus, root)])) results.push(result)
     return results.map(result => [result.status, result.detail])
   }
+  it('Y-1: agent-instructions (baseline, symlinked files, nested files after a read, a delimiter in the path, a baseline again after compaction) is replayed and passes', async () => {
+    expect(await one('agent-instructions')).toEqual([['pass', undefined]])
+  }, 60_000)
+  it('code-mode-workspace-context stays skipped for run_code (code mode is out of scope)', async () => {
+    expect(await one('code-mode-workspace-context')).toEqual([['skip', 'missing capability: tool run_code']])
+  }, 60_000)
   it('Y-1: offline-edit (AGENTS.md edited while the session was closed) is replayed: the resumed turn records the replacement, not a second baseline', async () => {
     expect(await one('offline-edit', 'examples/headless-agent')).toEqual([['pass', undefined]])
   }, 60_000)

@@ -6,6 +6,7 @@
  * (docs/conformance.md, "Replay suite"). Scenarios needing a capability dsh lacks are SKIP,
  * naming it; a mismatch prints the first difference.
  */
+import { randomUUID } from 'node:crypto'
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from 'node:fs'
 import { findScenarioDirs } from './discover.js'
 import { tmpdir } from 'node:os'
@@ -29,7 +30,7 @@ import { SystemPromptPlugin } from '../prompt/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { recreateOmittedInstructions, recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
+import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { WebFetchToolPlugin } from '../tools/builtin/web-fetch.js'
 import { SessionEventReadToolPlugin } from '../tools/builtin/session-event-read.js'
@@ -166,6 +167,11 @@ interface Plan {
   readonly skills: boolean
   /** Origins the recorded `web_fetch` calls fetch from: a local page server answers for them. */
   readonly fetched: readonly string[]
+  /**
+   * A test fixture's compaction while a tool ran (`compactionId: workspace-context-fixture`, no
+   * compaction events): the recorded message, appended again when that call executes.
+   */
+  readonly fixtureCompactions: ReadonlyMap<string, SessionEvent>
   /** The recording had the workspace-instructions plugin: its project markers (from the baseline identity). */
   readonly instructions?: { readonly projectMarkers: readonly string[] }
   /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
@@ -329,7 +335,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, hooks, skills, fetched: fetchedOrigins(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -362,17 +368,26 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
     if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
       return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
-    if (event.type === 'user/message' && isInstructionsMessage(event.data as UserMessage)) {
-      const nested = instructionsSource(event.data as UserMessage).changes.find(change => !/^[.~]\u0000/.test(change.scope))
-      if (nested !== undefined) return `missing capability: nested workspace instructions (a folder below the working folder that a tool touched: ${nested.path})`
-      continue
-    }
+    if (event.type === 'user/message' && isInstructionsMessage(event.data as UserMessage)) continue
     if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
   }
   return undefined
+}
+
+/** Fixture compactions (see `Plan.fixtureCompactions`), keyed by the call id of the tool/call right before. */
+function fixtureCompactions(events: readonly SessionEvent[]): Map<string, SessionEvent> {
+  const found = new Map<string, SessionEvent>()
+  if (events.some(e => e.type.startsWith('compaction/'))) return found
+  events.forEach((event, i) => {
+    const source = (event.data as { source?: { plugin?: string; compactionId?: string } }).source
+    const before = events[i - 1]
+    if (event.type !== 'user/message' || source?.compactionId !== 'workspace-context-fixture' || before?.type !== 'tool/call') return
+    found.set((before.data as { callId: string }).callId, event)
+  })
+  return found
 }
 
 function isInstructionsMessage(message: UserMessage): boolean {
@@ -456,7 +471,9 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
     recreateOmittedScripts(work)
     recreateOmittedSkills(work, planned.events)
+    restoreInstructionSymlinks(work)
     recreateOmittedInstructions(work, planned.events)
+    recreateReadFiles(work, planned.events)
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events, planned.header.cwd, planned.permissions !== undefined), project(events.log, work, planned.permissions !== undefined))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
@@ -557,6 +574,19 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
       ctx.approval.answerer(() => {
         const answer = answers.shift()
         return answer === undefined ? 'cancelled' : answer.kind === 'allow_once' ? 'allowed-once' : 'rejected'
+      })
+    }
+    // Test-only: the recording's fixture compaction, appended again as its tool call executes.
+    if (plan.fixtureCompactions.size > 0) {
+      ctx.on('tools/execute', (execution, context, next) => {
+        const recorded = plan.fixtureCompactions.get(execution.callId)
+        if (recorded !== undefined) {
+          context.session?.append('user/message', { ...(recorded.data as object), id: randomUUID() }, {
+            ...(recorded.surfaceOp !== undefined ? { surfaceOp: recorded.surfaceOp } : {}),
+            ...(recorded.sourceEventSeqs !== undefined ? { sourceEventSeqs: recorded.sourceEventSeqs } : {}),
+          })
+        }
+        return next()
       })
     }
     // Children get the recorded ids in creation order: model arguments name them (send_message).
@@ -677,6 +707,23 @@ function isReturnOfClaimedInput(events: readonly SessionEvent[], index: number):
   return end.type === 'turn/end' && (end.data as { reason?: { kind?: string } }).reason?.kind === 'error'
 }
 
+/**
+ * The inbox route of an instructions message (masked by rule): the recording queued it on
+ * next-step (a splice inserting only instructions messages, then its removal marked `canceled`
+ * when the step took it); dsh adds it to the step directly. The message itself is compared.
+ */
+function isInstructionsRoute(events: readonly SessionEvent[], index: number): boolean {
+  const event = events[index]!
+  if (event.type !== 'agent/inbox/spliced') return false
+  const onlyInstructions = (e: SessionEvent | undefined) => {
+    const inserted = (e?.data as { inserted?: UserMessage[] } | undefined)?.inserted
+    return e?.type === 'agent/inbox/spliced' && Array.isArray(inserted) && inserted.length > 0 && inserted.every(isInstructionsMessage)
+  }
+  if (onlyInstructions(event)) return true
+  const data = event.data as { removedCount?: number; inserted: unknown[]; outcome?: string }
+  return data.outcome === 'canceled' && data.inserted.length === 0 && onlyInstructions(events[index - 1])
+}
+
 function isPureInsertAtFront(event: SessionEvent): boolean {
   if (event.type !== 'agent/inbox/spliced') return false
   const data = event.data as { start: number; removedCount?: number; inserted: unknown[]; outcome?: string }
@@ -696,6 +743,7 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
     const event = events[index]!
     if (!COMPARED.has(event.type)) continue
     if (isReturnOfClaimedInput(events, index)) continue
+    if (isInstructionsRoute(events, index)) continue
     const data = event.data as Record<string, unknown>
     switch (event.type) {
       case 'user/message': {

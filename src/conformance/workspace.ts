@@ -3,7 +3,7 @@
  * scripts the corpus omits as code (rewritten here from their documented behaviour).
  */
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { HookFileSource } from '../hooks/api.js'
 import type { SessionEvent } from '../session/types.js'
@@ -74,7 +74,7 @@ export function recreateOmittedInstructions(cwd: string, events: readonly Sessio
     if (data.source.kind !== 'agent-instructions' || !Array.isArray(data.source.changes)) continue
     const texts = data.content.flatMap(block => block.type === 'text' && block.text !== undefined ? [block.text] : [])
     for (const change of data.source.changes) {
-      if (typeof change.digest === 'string' && /^\.\u0000/.test(change.scope)) last.set(change.scope, { path: change.path, digest: change.digest, texts })
+      if (typeof change.digest === 'string' && !change.scope.startsWith('~')) last.set(change.scope, { path: change.path, digest: change.digest, texts })
     }
   }
   const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')
@@ -94,4 +94,57 @@ export function recreateOmittedInstructions(cwd: string, events: readonly Sessio
     mkdirSync(dirname(file), { recursive: true })
     writeFileSync(file, found)
   }
+}
+
+/**
+ * Files the recording's workspace held but the corpus does not (created by code: the delimiter
+ * path of `agent-instructions`), rebuilt from the log, never stored: a recorded `read` of a
+ * missing file whose result lists its lines (`N: text`) gives the file those lines.
+ */
+export function recreateReadFiles(cwd: string, events: readonly SessionEvent[]): void {
+  const paths = new Map<string, string>()
+  for (const event of events) {
+    if (event.type !== 'tool/call') continue
+    const data = event.data as { callId: string; name: string; arguments: string }
+    if (data.name !== 'read') continue
+    try {
+      const path = (JSON.parse(data.arguments) as { file_path?: unknown }).file_path
+      if (typeof path === 'string' && !path.startsWith('/') && !path.split('/').includes('..')) paths.set(data.callId, path)
+    } catch {
+      continue
+    }
+  }
+  for (const event of events) {
+    if (event.type !== 'tool/result') continue
+    const data = event.data as { message: { content: { toolCallId: string; isError: boolean; content: { type: string; text?: string }[] }[] } }
+    const result = data.message.content[0]
+    const path = result === undefined ? undefined : paths.get(result.toolCallId)
+    if (path === undefined || result!.isError || existsSync(join(cwd, path))) continue
+    const listed = /<content>\n([\s\S]*?)\n\n\(End of file/.exec(result!.content[0]?.text ?? '')?.[1]
+    if (listed === undefined) continue
+    const lines = listed.split('\n').map(line => /^\d+: ([\s\S]*)$/.exec(line)?.[1])
+    if (lines.some(line => line === undefined)) continue
+    mkdirSync(dirname(join(cwd, path)), { recursive: true })
+    writeFileSync(join(cwd, path), `${lines.join('\n')}\n`)
+  }
+}
+
+/**
+ * Symlinks of the recorded workspace that reached this checkout as plain files holding the link
+ * target (git without symlink support): an instruction file whose whole content is the name of a
+ * sibling file becomes that symlink again (`agent-instructions`: `AGENTS.md` -> `AGENTS.canonical.md`).
+ */
+export function restoreInstructionSymlinks(cwd: string): void {
+  const visit = (folder: string) => {
+    for (const entry of readdirSync(folder, { withFileTypes: true })) {
+      const path = join(folder, entry.name)
+      if (entry.isDirectory()) visit(path)
+      if (!entry.isFile() || !['AGENTS.md', 'CLAUDE.md'].includes(entry.name)) continue
+      const target = readFileSync(path, 'utf8')
+      if (!/^[\w.-]+$/.test(target) || target === entry.name || !existsSync(join(folder, target)) || !lstatSync(join(folder, target)).isFile()) continue
+      rmSync(path)
+      symlinkSync(target, path)
+    }
+  }
+  visit(cwd)
 }
