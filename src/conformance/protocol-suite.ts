@@ -137,6 +137,7 @@ function plan(scenario: Scenario): string | Plan {
   const files = readdirSync(dir)
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
+  if (basename(dir) === 'agent-instructions') return 'missing capability: the recording\'s fixture compaction (test code, not in the corpus) would have to run inside the dsh process; the replay suite runs this scenario'
   if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => (SUPPORTED_PRODUCT_TAGS.has(tag.trim()) || PRODUCT_TAGS.has(tag.trim())))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
   // Delegation transcripts whose driver only prompts (foreground children): each child's recorded
   // model calls are served under its recorded id, which the subagents row hands out in order.
