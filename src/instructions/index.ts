@@ -7,7 +7,8 @@
  * function of the log: the files are read once, into the log, never behind it.
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { readFile, stat } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
+import { openRegularFile } from '../tools/builtin/errors.js'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
 import type { PreStepDecision, PreStepPayload } from '../agent/api.js'
@@ -94,12 +95,21 @@ async function projectFolders(cwd: string, markers: readonly string[]): Promise<
   return { root: resolve(cwd), folders: [resolve(cwd)] }
 }
 
+/** The first candidate that is a regular file (a FIFO named AGENTS.md must not block the step). */
 async function readFirst(folder: string): Promise<{ name: string; bytes: Buffer } | undefined> {
   for (const name of INSTRUCTION_CANDIDATES) {
+    let handle
     try {
-      return { name, bytes: await readFile(join(folder, name)) }
+      handle = await openRegularFile(join(folder, name))
     } catch {
       continue
+    }
+    try {
+      return { name, bytes: await handle.readFile() }
+    } catch {
+      continue
+    } finally {
+      await handle.close()
     }
   }
   return undefined

@@ -4,6 +4,7 @@
  * differs from what the log recorded; a session continued from elsewhere reads its own folder.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
@@ -124,6 +125,21 @@ describe('workspace instructions in the log', () => {
       // It reached the model at step 2, not step 1.
       expect(JSON.stringify(h.model.requests[0])).not.toContain('NESTED_RULE')
       expect(JSON.stringify(h.model.requests[1])).toContain('NESTED_RULE')
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('an AGENTS.md that is not a regular file (a FIFO) is skipped without blocking the step', async () => {
+    const root = workspace()
+    execFileSync('mkfifo', [join(root, 'AGENTS.md')])
+    writeFileSync(join(root, 'CLAUDE.md'), 'CLAUDE_RULE')
+    const h = await loopHarness({ cwd: root, responses: [text('one')], setup: async (ctx) => { await ctx.plugin(WorkspaceInstructionsPlugin, {}).await() } })
+    try {
+      h.agent.followup('hello')
+      await h.agent.whenIdle()
+      expect(instructionMessages(h.session.events).map(m => m.source.changes.map(c => c.path))).toEqual([['CLAUDE.md']])
     } finally {
       await h.dispose()
       rmSync(root, { recursive: true, force: true })
