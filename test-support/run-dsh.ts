@@ -23,6 +23,16 @@ export interface RunDshOptions {
   readonly onSpawn?: (child: import('node:child_process').ChildProcess) => void
 }
 
+/**
+ * The line a text-mode headless run ends with on stderr (docs/cli.md); group 1 is the session id.
+ */
+export const SESSION_HINT = /^dsh: session (\S+); continue with: dsh --session \1 "\.\.\."$/m
+
+/** stderr without the session hint line, for tests that expect nothing else there. */
+export function withoutSessionHint(stderr: string): string {
+  return stderr.replace(/^dsh: session \S+; continue with: dsh --session \S+ "\.\.\."\n/m, '')
+}
+
 /** A fresh, empty home folder and workspace for one test. */
 export function tempHome(): { home: string; cwd: string } {
   return { home: mkdtempSync(join(tmpdir(), 'dsh-home-')), cwd: mkdtempSync(join(tmpdir(), 'dsh-work-')) }

@@ -101,12 +101,14 @@ registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, tod
   async () => withHost((await import('../tools/builtin/index.js')).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
   async () => (await import('../tools/builtin/index.js')).WebFetchToolPlugin)
+registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',
+  async () => (await import('../tools/builtin/index.js')).SessionEventReadToolPlugin)
 registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and runtime contexts (ctx.systemPrompt)',
   async () => (await import('../prompt/index.js')).SystemPromptPlugin)
 registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime contexts',
   async () => withHost((await import('../prompt/index.js')).RuntimeContextsPlugin, host => ({ cwd: host.cwd })))
-registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the workspace and the home folder',
-  async () => withHost((await import('../prompt/index.js')).InstructionsPlugin, host => ({ cwd: host.cwd, home: host.home })))
+registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session folder, its project and the home folder, recorded in the log',
+  async () => withHost((await import('../instructions/index.js')).WorkspaceInstructionsPlugin, host => ({ home: host.home })))
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await import('../approval/service.js')).ApprovalPlugin, permissionDefaults))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',

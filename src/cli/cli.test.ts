@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
 import { errorResponse, FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
-import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+import { runDsh, tempHome, withoutSessionHint } from '../../test-support/run-dsh.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
@@ -23,7 +23,7 @@ describe('dsh --profile headless', () => {
     )
     const before = server.requests.length
     const result = await runDsh(['--profile', 'headless', 'run', 'the', 'echo'], { cwd, env: envFor(home) })
-    expect(result.stderr).toBe('')
+    expect(withoutSessionHint(result.stderr)).toBe('')
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('The command printed from-bash.\n')
     const second = server.requests[before + 1].body
@@ -52,8 +52,9 @@ describe('dsh --profile headless', () => {
     const result = await runDsh(['--profile', 'headless', 'hello'], { cwd, env: envFor(home) })
     expect(result.code).toBe(1)
     expect(result.stdout).toBe('')
-    expect(result.stderr.trim().split('\n')).toHaveLength(1)
-    expect(result.stderr).toMatch(/^dsh: AUTH: /)
+    const lines = withoutSessionHint(result.stderr).trim().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/^dsh: AUTH: /)
   })
 
   it('a missing key is one clear line naming DEEPSEEK_API_KEY, before any request', async () => {
@@ -83,7 +84,7 @@ describe('dsh --profile headless', () => {
     const sessionId = JSON.parse(first.stdout.trim().split('\n').at(-1)!).sessionId
     server.enqueue(streamResponse([{ text: 'second answer' }, { finish: 'stop', usage }]))
     const second = await runDsh(['--profile', 'headless', '--session', sessionId, 'second question'], { cwd, env: envFor(home) })
-    expect(second.stderr).toBe('')
+    expect(withoutSessionHint(second.stderr)).toBe('')
     expect(second.code).toBe(0)
     expect(second.stdout).toBe('second answer\n')
     const texts = server.requests.at(-1)!.body.messages.map((message: { role: string; content: string }) => `${message.role}:${message.content}`)
@@ -175,7 +176,7 @@ describe('dsh --profile headless permissions (AP-3, SB-2)', () => {
     const before = server.requests.length
     const result = await runDsh(['--profile', 'headless', '--permission-mode', 'read-only', 'create x.txt'], { cwd, env: envFor(home) })
     expect(existsSync(join(cwd, 'x.txt'))).toBe(false)
-    expect(result.stderr).toBe('dsh: a file write was denied by the sandbox (read-only mode). To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).\n')
+    expect(withoutSessionHint(result.stderr)).toBe('dsh: a file write was denied by the sandbox (read-only mode). To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).\n')
     expect(result.stdout).toBe('The sandbox refused the write.\n')
     const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
     expect(tool.content).toMatch(/^Error: \[sandbox: file access denied under read-only mode\]\n\[sandbox: escalation available/)
@@ -190,7 +191,7 @@ describe('dsh --profile headless permissions (AP-3, SB-2)', () => {
     const before = server.requests.length
     const result = await runDsh(['--profile', 'headless', 'create x.txt'], { cwd, env: { ...envFor(home), DSH_PERMISSION_MODE: 'read-only' } })
     expect(existsSync(join(cwd, 'x.txt'))).toBe(false)
-    expect(result.stderr).toBe('dsh: write needs approval (escalate sandbox to workspace-write: the user asked for x.txt) and headless runs cannot ask; it was refused. To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).\n')
+    expect(withoutSessionHint(result.stderr)).toBe('dsh: write needs approval (escalate sandbox to workspace-write: the user asked for x.txt) and headless runs cannot ask; it was refused. To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).\n')
     const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
     expect(tool.content).toBe('Error: sandbox escalation to "workspace-write" requires approval, but no approval channel is available')
   })

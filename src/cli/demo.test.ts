@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { repoRoot } from '../../test-support/run-dsh.js'
+import { repoRoot, withoutSessionHint } from '../../test-support/run-dsh.js'
 import { parseSessionFile } from '../session/codec.js'
 import type { ToolResultMessage } from '../llm/types.js'
 
@@ -13,7 +13,7 @@ describe('npm run demo', () => {
     const run = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'demo.mjs')], {
       env: { ...process.env, DSH_DEMO_HOME: home, DEEPSEEK_API_KEY: '' }, encoding: 'utf8',
     })
-    expect(run.stderr).toBe('')
+    expect(withoutSessionHint(run.stderr)).toBe('')
     expect(run.status).toBe(0)
     expect(run.stdout).toContain('7 lines in total.')
     const path = /session log: (.*)/.exec(run.stdout)![1]

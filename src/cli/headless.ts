@@ -232,8 +232,9 @@ export class HeadlessApp extends Service {
       offUnavailable()
       offQuestion()
       progress?.done()
-      // In a terminal, text mode says which session this was and how to go on (also after Ctrl-C).
-      if (!stream && host.stderr.isTTY === true) host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
+      // Text mode says which session this was and how to go on (also after Ctrl-C), on stderr so
+      // scripts reading stdout get only the answer; stream-json carries the id in every line.
+      if (!stream) host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
     }
     if (command !== undefined && command.kind !== 'prompt') {
       const shown = command.text ?? ''

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
-import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+import { runDsh, tempHome, withoutSessionHint } from '../../test-support/run-dsh.js'
 import { realisticLog } from '../persistence/backend.conformance.js'
 import { JsonlBackend } from '../persistence/jsonl/backend.js'
 
@@ -49,7 +49,7 @@ describe('dsh sessions', () => {
 
     server.enqueue(streamResponse([{ text: 'continued' }, { finish: 'stop', usage }]))
     const continued = await runDsh(['--session', copyId, 'go on'], { cwd, env })
-    expect(continued.stderr).toBe('')
+    expect(withoutSessionHint(continued.stderr)).toBe('')
     expect(continued.stdout).toBe('continued\n')
   })
 
@@ -82,7 +82,7 @@ describe('dsh sessions', () => {
     expect(done.code).toBe(0)
     server.enqueue(streamResponse([{ text: 'continued' }, { finish: 'stop', usage }]))
     const third = await runDsh(['--session', id, 'go on'], { cwd, env })
-    expect(third.stderr).toBe('')
+    expect(withoutSessionHint(third.stderr)).toBe('')
     expect(third.stdout).toBe('continued\n')
     const texts = server.requests.at(-1)!.body.messages.map((message: { role: string; content: string }) => `${message.role}:${message.content}`)
     expect(texts).toContain('user:a long task')

@@ -104,10 +104,10 @@ describe('/permission (AP-5)', () => {
 
 describe('slash commands in a real headless run', () => {
   it('`dsh --profile headless /model` runs the command (no model request) and prints its text', async () => {
-    const { runDsh, tempHome } = await import('../../test-support/run-dsh.js')
+    const { runDsh, tempHome, withoutSessionHint } = await import('../../test-support/run-dsh.js')
     const { home, cwd } = tempHome()
     const result = await runDsh(['--profile', 'headless', '/model'], { cwd, env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'test-key', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' } })
-    expect(result.stderr).toBe('')
+    expect(withoutSessionHint(result.stderr)).toBe('')
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(/^Model: deepseek-v4-flash \(deepseek-official\)\n/)
     const failed = await runDsh(['--profile', 'headless', '/model', 'nope'], { cwd, env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'test-key', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' } })
@@ -116,14 +116,14 @@ describe('slash commands in a real headless run', () => {
   })
 
   it('AP-5, PM-1: the base bundle serves `/permission` and `/plan` in a real headless run (no model request)', async () => {
-    const { runDsh, tempHome } = await import('../../test-support/run-dsh.js')
+    const { runDsh, tempHome, withoutSessionHint } = await import('../../test-support/run-dsh.js')
     const { home, cwd } = tempHome()
     const env = { DSH_HOME: home, DEEPSEEK_API_KEY: 'test-key', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' }
     const shown = await runDsh(['--profile', 'headless', '/permission'], { cwd, env })
-    expect(shown.stderr).toBe('')
+    expect(withoutSessionHint(shown.stderr)).toBe('')
     expect(shown.stdout).toMatch(/^Permission preset: workspace-write \(sandbox workspace-write, approvals ask\)\nPresets: read-only, workspace-write, danger-full-access\n/)
     const plan = await runDsh(['--profile', 'headless', '/plan'], { cwd, env })
-    expect(plan.stderr).toBe('')
+    expect(withoutSessionHint(plan.stderr)).toBe('')
     expect(plan.code).toBe(0)
     expect(plan.stdout).toBe('Plan mode on.\n')
   })

@@ -49,6 +49,18 @@ describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh h
     for await (const result of protocolSuite({ filter: 'snapshots/todo-write' }).run([resolve(examples, 'acp-agent')])) results.push(result)
     expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
   }, 60_000)
+
+  it('the session-query-spill ACP transcript is run with session_event_read (not skipped) and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/session-query-spill' }).run([resolve(examples, 'acp-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
+
+  it('the web-fetch ACP transcript is run against a local page server (not skipped) and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/web-fetch' }).run([resolve(examples, 'acp-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
 })
 
 describe.skipIf(!existsSync(examples))('headless stream-json scenarios recorded without a session log', () => {
@@ -79,7 +91,7 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)
-  }, 360_000)
+  }, 480_000)
 })
 
 describe('SDK transcript masking', () => {

@@ -20,11 +20,12 @@ import { DshClient, type Notification } from '../sdk/client.js'
 import { JsonRpcPeer, LineSplitter } from '../sdk/jsonrpc.js'
 import { isRuntimeContextSnapshot, recordedPermissions, recordedRunner } from './replay-suite.js'
 import type { HookFileSource } from '../hooks/api.js'
+import { fetchedOrigins, startRecordedPageServers } from './page-server.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
   // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
   'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
@@ -41,7 +42,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query'])
 
 /** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
 const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -114,6 +115,8 @@ interface Plan {
   /** The recorded composition had the runtime-context plugin (its snapshot message is in the log). */
   readonly runtimeContext: boolean
   readonly hooks: readonly HookFileSource[]
+  /** Origins the recorded `web_fetch` calls fetch from (the web_fetch row is loaded; a page server answers). */
+  readonly fetched: readonly string[]
   /** The recorded deployment's sandbox mode (from its snapshot), passed as DSH_PERMISSION_MODE. */
   readonly permissionMode?: string
   /** A test-only runner command for a runner this machine cannot reproduce. */
@@ -150,6 +153,7 @@ function plan(scenario: Scenario): string | Plan {
   const files = readdirSync(dir)
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
+  if (basename(dir) === 'agent-instructions') return 'missing capability: the recording\'s fixture compaction (test code, not in the corpus) would have to run inside the dsh process; the replay suite runs this scenario'
   if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => (SUPPORTED_PRODUCT_TAGS.has(tag.trim()) || PRODUCT_TAGS.has(tag.trim())))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
   // Delegation transcripts whose driver only prompts (foreground children): each child's recorded
   // model calls are served under its recorded id, which the subagents row hands out in order.
@@ -213,7 +217,7 @@ function plan(scenario: Scenario): string | Plan {
     && (event.data as { target: string }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => (message.source.kind as string) === 'subagent-settled'))
   return {
-    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren,
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren, fetched: fetchedOrigins(events),
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
     ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
     ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
@@ -259,6 +263,11 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   rows.push({ id: 'hooks', config: { files: plan.hooks, discover: false } })
   // Only the workspace's skills (no `~/.agents/skills` of whoever runs the suite).
   rows.push({ id: 'skills', config: { agentsHome: join(folder, 'no-agents-home') } })
+  // The recording's composition had web_fetch (off in the shipped profiles).
+  if (plan.fetched.length > 0) rows.push({ insert: [{ id: 'replay-web-fetch', name: 'tool-web-fetch' }] })
+  if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'session_event_read')) {
+    rows.push({ insert: [{ id: 'replay-session-event-read', name: 'tool-session-event-read' }] })
+  }
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')
@@ -304,9 +313,16 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       // The recorded deployment's permission mode (danger-full-access implies policy never).
       DSH_PERMISSION_MODE: planned.permissionMode,
     }
-    const difference = scenario.kind !== 'sdk'
-      ? await runAcp(scenario, planned, { cwd, patch, env })
-      : await runSdk(scenario, planned, { cwd, patch, env })
+    // The fetched pages, on the recorded ports (the dsh process fetches the recorded URLs).
+    const pages = await startRecordedPageServers(planned.fetched)
+    let difference: string | undefined
+    try {
+      difference = scenario.kind !== 'sdk'
+        ? await runAcp(scenario, planned, { cwd, patch, env })
+        : await runSdk(scenario, planned, { cwd, patch, env })
+    } finally {
+      await pages.close()
+    }
     if (difference !== undefined) return { suite: SUITE, status: 'fail', path, detail: difference }
     return { suite: SUITE, status: 'pass', path }
   } catch (error) {

@@ -151,6 +151,31 @@ describe('replay suite cancel points', () => {
   }, 30_000)
 })
 
+describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has (item 18)', () => {
+  const one = async (name: string, root = 'examples/acp-agent') => {
+    const results: ConformanceResult[] = []
+    for await (const result of replaySuite({ filter: `snapshots/${name}` }).run([resolve(corpus, root)])) results.push(result)
+    return results.map(result => [result.status, result.detail])
+  }
+  it('Y-1: agent-instructions (baseline, symlinked files, nested files after a read, a delimiter in the path, a baseline again after compaction) is replayed and passes', async () => {
+    expect(await one('agent-instructions')).toEqual([['pass', undefined]])
+  }, 60_000)
+  it('code-mode-workspace-context stays skipped for run_code (code mode is out of scope)', async () => {
+    expect(await one('code-mode-workspace-context')).toEqual([['skip', 'missing capability: tool run_code']])
+  }, 60_000)
+  it('Y-1: offline-edit (AGENTS.md edited while the session was closed) is replayed: the resumed turn records the replacement, not a second baseline', async () => {
+    expect(await one('offline-edit', 'examples/headless-agent')).toEqual([['pass', undefined]])
+  }, 60_000)
+
+  it('web-fetch is replayed against a local page server (not skipped) and passes', async () => {
+    expect(await one('web-fetch')).toEqual([['pass', undefined]])
+  }, 60_000)
+
+  it('session-query-spill is replayed with session_event_read (not skipped) and passes', async () => {
+    expect(await one('session-query-spill')).toEqual([['pass', undefined]])
+  }, 60_000)
+})
+
 describe.skipIf(!existsSync(corpus))('replay conformance over the recorded corpus', () => {
   it('replays every CORE scenario dsh implements; the rest are skipped naming the missing capability', async () => {
     const results: ConformanceResult[] = []

@@ -6,6 +6,7 @@
  * (docs/conformance.md, "Replay suite"). Scenarios needing a capability dsh lacks are SKIP,
  * naming it; a mismatch prints the first difference.
  */
+import { randomUUID } from 'node:crypto'
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from 'node:fs'
 import { findScenarioDirs } from './discover.js'
 import { tmpdir } from 'node:os'
@@ -29,13 +30,17 @@ import { SystemPromptPlugin } from '../prompt/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
+import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { QuestionToolPlugin } from '../questions/index.js'
 import { GoalsPlugin } from '../goals/index.js'
+import { WebFetchToolPlugin } from '../tools/builtin/web-fetch.js'
+import { SessionEventReadToolPlugin } from '../tools/builtin/session-event-read.js'
+import { fetchedOrigins, startPageServer, type PageServer } from './page-server.js'
+import { AGENT_INSTRUCTIONS_SOURCE, WorkspaceInstructionsPlugin, type InstructionsSource } from '../instructions/index.js'
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill',
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
   'create_goal', 'get_goal', 'update_goal'])
 
@@ -166,6 +171,15 @@ interface Plan {
   readonly skills: boolean
   /** The recording has goal events or goal tools. */
   readonly goals: boolean
+  /** Origins the recorded `web_fetch` calls fetch from: a local page server answers for them. */
+  readonly fetched: readonly string[]
+  /**
+   * A test fixture's compaction while a tool ran (`compactionId: workspace-context-fixture`, no
+   * compaction events): the recorded message, appended again when that call executes.
+   */
+  readonly fixtureCompactions: ReadonlyMap<string, SessionEvent>
+  /** The recording had the workspace-instructions plugin: its project markers (from the baseline identity). */
+  readonly instructions?: { readonly projectMarkers: readonly string[] }
   /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
   readonly children: readonly ChildPlan[]
   readonly delegationRows: readonly SubagentToolRow[]
@@ -343,7 +357,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, hooks, skills, goals, ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, goals, fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -376,12 +390,52 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
     if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
       return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
+    if (event.type === 'user/message' && isInstructionsMessage(event.data as UserMessage)) continue
     if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage) && !isGoalMessage(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
   }
   return undefined
+}
+
+/** Fixture compactions (see `Plan.fixtureCompactions`), keyed by the call id of the tool/call right before. */
+function fixtureCompactions(events: readonly SessionEvent[]): Map<string, SessionEvent> {
+  const found = new Map<string, SessionEvent>()
+  if (events.some(e => e.type.startsWith('compaction/'))) return found
+  events.forEach((event, i) => {
+    const source = (event.data as { source?: { plugin?: string; compactionId?: string } }).source
+    const before = events[i - 1]
+    if (event.type !== 'user/message' || source?.compactionId !== 'workspace-context-fixture' || before?.type !== 'tool/call') return
+    found.set((before.data as { callId: string }).callId, event)
+  })
+  return found
+}
+
+function isInstructionsMessage(message: UserMessage): boolean {
+  return (message.source.kind as string) === AGENT_INSTRUCTIONS_SOURCE
+}
+
+function instructionsSource(message: UserMessage): InstructionsSource {
+  const source = message.source as unknown as InstructionsSource
+  return { ...source, changes: Array.isArray(source.changes) ? source.changes : [] }
+}
+
+/** The project markers of the recorded instructions plugin (its baseline identity), when it ran. */
+function recordedInstructions(events: readonly SessionEvent[]): { instructions?: { projectMarkers: readonly string[] } } {
+  const messages = events.filter(e => e.type === 'user/message' && isInstructionsMessage(e.data as UserMessage)).map(e => e.data as UserMessage)
+  if (messages.length === 0) return {}
+  for (const message of messages) {
+    const identity = (message.source as { baselineIdentity?: unknown }).baselineIdentity
+    if (typeof identity !== 'string') continue
+    try {
+      const markers = (JSON.parse(identity) as { projectRootMarkers?: unknown }).projectRootMarkers
+      if (Array.isArray(markers) && markers.every(m => typeof m === 'string')) return { instructions: { projectMarkers: markers as string[] } }
+    } catch {
+      // Not the recorded shape: the default markers.
+    }
+  }
+  return { instructions: { projectMarkers: ['.git'] } }
 }
 
 function isDelegationMessage(message: UserMessage): boolean {
@@ -450,6 +504,9 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     if (existsSync(workspace)) cpSync(workspace, work, { recursive: true })
     recreateOmittedScripts(work)
     recreateOmittedSkills(work, planned.events)
+    restoreInstructionSymlinks(work)
+    recreateOmittedInstructions(work, planned.events)
+    recreateReadFiles(work, planned.events)
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events, planned.header.cwd, planned.permissions !== undefined), project(events.log, work, planned.permissions !== undefined))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
@@ -479,10 +536,18 @@ interface Replayed {
   readonly leftover: { remaining: number }[]
 }
 
+/** The recording calls the tool `name` (its composition loaded it). */
+function calls(events: readonly SessionEvent[], name: string): boolean {
+  return events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === name)
+}
+
 async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> {
   let hung: (() => void) | undefined
   // Child N's script is bound to the N-th child session when it is created (ids are random).
   const sessions: Record<string, readonly ReplayEntry[]> = {}
+  // The recorded web_fetch calls reach a local page server (tools/builtin/web-fetch `fetch`).
+  const pages: PageServer | undefined = plan.fetched.length > 0 || calls(plan.events, 'web_fetch')
+    ? await startPageServer(plan.fetched) : undefined
   const adapter = new ReplayAdapter({
     provider: plan.route.provider,
     sessions,
@@ -506,6 +571,9 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
       ctx.plugin(SandboxPlugin, plan.permissions.runner !== undefined ? { runner: plan.permissions.runner, runners: [] } : {}),
     ] : []),
     ctx.plugin(BuiltinToolsPlugin),
+    ...(pages !== undefined ? [ctx.plugin(WebFetchToolPlugin, { fetch: pages.fetch })] : []),
+    ...(calls(plan.events, 'session_event_read') ? [ctx.plugin(SessionEventReadToolPlugin)] : []),
+    ...(plan.instructions !== undefined ? [ctx.plugin(WorkspaceInstructionsPlugin, { projectMarkers: plan.instructions.projectMarkers })] : []),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),
     // Only the workspace's skills: no user or home roots.
@@ -543,6 +611,19 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
         return answer === undefined ? 'cancelled' : answer.kind === 'allow_once' ? 'allowed-once' : 'rejected'
       })
     }
+    // Test-only: the recording's fixture compaction, appended again as its tool call executes.
+    if (plan.fixtureCompactions.size > 0) {
+      ctx.on('tools/execute', (execution, context, next) => {
+        const recorded = plan.fixtureCompactions.get(execution.callId)
+        if (recorded !== undefined) {
+          context.session?.append('user/message', { ...(recorded.data as object), id: randomUUID() }, {
+            ...(recorded.surfaceOp !== undefined ? { surfaceOp: recorded.surfaceOp } : {}),
+            ...(recorded.sourceEventSeqs !== undefined ? { sourceEventSeqs: recorded.sourceEventSeqs } : {}),
+          })
+        }
+        return next()
+      })
+    }
     // Children get the recorded ids in creation order: model arguments name them (send_message).
     let created = 0
     let current: ChildPlan | undefined
@@ -569,6 +650,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     return { ...result, children: children.map(child => [...child.events]) }
   } finally {
     for (const fiber of fibers.reverse()) await fiber.dispose()
+    await pages?.close()
   }
 }
 
@@ -660,6 +742,23 @@ function isReturnOfClaimedInput(events: readonly SessionEvent[], index: number):
   return end.type === 'turn/end' && (end.data as { reason?: { kind?: string } }).reason?.kind === 'error'
 }
 
+/**
+ * The inbox route of an instructions message (masked by rule): the recording queued it on
+ * next-step (a splice inserting only instructions messages, then its removal marked `canceled`
+ * when the step took it); dsh adds it to the step directly. The message itself is compared.
+ */
+function isInstructionsRoute(events: readonly SessionEvent[], index: number): boolean {
+  const event = events[index]!
+  if (event.type !== 'agent/inbox/spliced') return false
+  const onlyInstructions = (e: SessionEvent | undefined) => {
+    const inserted = (e?.data as { inserted?: UserMessage[] } | undefined)?.inserted
+    return e?.type === 'agent/inbox/spliced' && Array.isArray(inserted) && inserted.length > 0 && inserted.every(isInstructionsMessage)
+  }
+  if (onlyInstructions(event)) return true
+  const data = event.data as { removedCount?: number; inserted: unknown[]; outcome?: string }
+  return data.outcome === 'canceled' && data.inserted.length === 0 && onlyInstructions(events[index - 1])
+}
+
 function isPureInsertAtFront(event: SessionEvent): boolean {
   if (event.type !== 'agent/inbox/spliced') return false
   const data = event.data as { start: number; removedCount?: number; inserted: unknown[]; outcome?: string }
@@ -679,6 +778,7 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
     const event = events[index]!
     if (!COMPARED.has(event.type)) continue
     if (isReturnOfClaimedInput(events, index)) continue
+    if (isInstructionsRoute(events, index)) continue
     const data = event.data as Record<string, unknown>
     switch (event.type) {
       case 'user/message': {
@@ -710,6 +810,14 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
         }
         if (isDelegationMessage(message)) {
           out.push(maskIds({ type: event.type, surfaceOp: event.surfaceOp, source: message.source, content: message.content }))
+          continue
+        }
+        // Workspace instructions: which files, how they changed and their digests; the wrapping
+        // wording is product text.
+        if (isInstructionsMessage(message)) {
+          const source = instructionsSource(message)
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: AGENT_INSTRUCTIONS_SOURCE, baseline: source.baseline === true,
+            changes: source.changes.map(({ action, scope, path, digest }) => ({ action, scope, path, digest })) })
           continue
         }
         // Runtime-context snapshots are product text except the knob sections, compared byte-exact

@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
-import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+import { runDsh, tempHome, withoutSessionHint } from '../../test-support/run-dsh.js'
 import { trustProject } from '../trust/index.js'
 
 let server: FakeDeepSeek
@@ -57,7 +57,7 @@ describe('hooks in a real headless run', () => {
     script()
     const before = server.requests.length
     const result = await runDsh(['--profile', 'headless', 'clean up'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' } })
-    expect(result.stderr).toBe('')
+    expect(withoutSessionHint(result.stderr)).toBe('')
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('done\n')
     // The denied command never ran.

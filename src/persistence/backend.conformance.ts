@@ -256,6 +256,41 @@ export function describeBackendConformance(harness: BackendHarness): void {
       await expect(backend.loadStored('v')).rejects.toThrow(/older/)
     })
 
+    it('list: how the last turn ended (its turn/end reason kind), `open` for a started turn without an end, nothing before any turn', async () => {
+      const backend = await fresh()
+      const done = await realisticLog(2, 41)
+      const ended = done.events.findLast((e) => e.type === 'turn/end')!.data as { reason: { kind: string } }
+      await backend.create(done.header, done.events)
+      const open = await realisticLog(1, 42, 4)
+      await backend.create(open.header, open.events)
+      await backend.create(header('no-turns'), [])
+      const listed = await backend.list()
+      expect(listed.find((s) => s.id === done.header.id)?.lastTurn).toBe(ended.reason.kind)
+      expect(listed.find((s) => s.id === open.header.id)?.lastTurn).toBe('open')
+      expect(listed.find((s) => s.id === 'no-turns')?.lastTurn).toBeUndefined()
+      // A later turn/end moves it on (appended in its own batch).
+      const start = { type: 'turn/start', seq: 0, time: 1, data: { turn: 1 } }
+      await backend.create(header('aborted'), [start])
+      expect((await backend.list()).find((s) => s.id === 'aborted')?.lastTurn).toBe('open')
+      await backend.appendBatch(header('aborted'), [{ type: 'turn/end', seq: 1, time: 2, data: { turn: 1, reason: { kind: 'aborted', source: 'user' } } }])
+      expect((await backend.list()).find((s) => s.id === 'aborted')?.lastTurn).toBe('aborted')
+    })
+
+    it('S-13: a session of a newer format version is listed as unreadable, naming why (counts 0), not dropped', async () => {
+      const backend = await fresh()
+      const { header: h, events } = await realisticLog(1, 44)
+      await backend.create(h, events)
+      await backend.create(header('readable'), [])
+      await harness.setHeaderVersion(backend, h.id, SESSION_FORMAT_VERSION + 1)
+      const listed = await backend.list()
+      expect(listed.find((s) => s.id === 'readable')?.unreadable).toBeUndefined()
+      const newer = listed.find((s) => s.id === h.id)
+      expect(newer).toMatchObject({ turns: 0, length: 0 })
+      expect(newer?.unreadable).toMatch(/newer/)
+      expect(newer?.lastTurn).toBeUndefined()
+      await expect(backend.loadStored(h.id)).rejects.toThrow(FormatVersionError)
+    })
+
     it('D-5: a bad record followed by a turn/end is corruption of the committed region', async () => {
       const backend = await fresh()
       const { header: h, events } = await realisticLog(3, 11)

@@ -220,3 +220,32 @@ export function firstRowAfter(rows: readonly StoredEventRow[], kept: number): nu
   for (const row of rows) if (row.seq + row.count > kept) return row.seq
   return kept
 }
+
+/**
+ * Why a stored header (JSON text) cannot be read by this runtime (a newer format version, a
+ * damaged header), or undefined when it can: a listing shows such a session instead of dropping it.
+ */
+export function headerProblem(text: string, where: string): string | undefined {
+  try {
+    checkHeader(JSON.parse(text), where)
+    return undefined
+  } catch (error) {
+    return error instanceof Error && !(error instanceof SyntaxError) ? error.message : `${where}: the header is not JSON (${String((error as Error).message ?? error)})`
+  }
+}
+
+/**
+ * How the last turn ended, from a session's last `turn/start` or `turn/end` row: the reason kind,
+ * `open` for a start without an end, undefined with no turn row (or an unreadable one).
+ */
+export function lastTurnOf(row: { readonly type: string; readonly data: string } | undefined): string | undefined {
+  if (row === undefined) return undefined
+  if (row.type === 'turn/start') return 'open'
+  try {
+    const data: unknown = JSON.parse(row.data)
+    const kind = isPlainObject(data) && isPlainObject(data.reason) ? data.reason.kind : undefined
+    return typeof kind === 'string' ? kind : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -10,7 +10,6 @@ import { interpolate } from './template.js'
 
 export type { PromptAssembly, PromptSection, RuntimeContext, SystemPromptService } from './api.js'
 export { interpolate } from './template.js'
-export { InstructionsPlugin, loadInstructions, type InstructionsConfig, type InstructionsResult } from './instructions.js'
 
 export const HARNESS_SECTION: PromptSection = {
   name: 'harness',

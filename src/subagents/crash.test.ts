@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
-import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+import { runDsh, tempHome, withoutSessionHint } from '../../test-support/run-dsh.js'
 import { SessionsServicePlugin } from '../session/index.js'
 import { JsonlPersistencePlugin } from '../persistence/plugins.js'
 import { ApprovalPlugin } from '../approval/index.js'
@@ -98,7 +98,7 @@ describe('delegation crash safety (SIGKILL)', () => {
       streamResponse([{ text: 'NOTED' }, { finish: 'stop' }]),
     )
     const second = await runDsh(['--profile', 'headless', '--session', parent[0]!.id!, 'go on'], { cwd, env })
-    expect(second.stderr).toBe('')
+    expect(withoutSessionHint(second.stderr)).toBe('')
     expect(second.code).toBe(0)
     expect(second.stdout).toBe('NOTED\n')
 

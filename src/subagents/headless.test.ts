@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
-import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+import { runDsh, tempHome, withoutSessionHint } from '../../test-support/run-dsh.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
@@ -46,7 +46,7 @@ describe('headless delegation (SA-7, SA-17 headless)', () => {
     const result = await runDsh(['--profile', 'headless', 'split the work'], {
       cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' },
     })
-    expect(result.stderr).toBe('')
+    expect(withoutSessionHint(result.stderr)).toBe('')
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('PARENT_DONE\n')
     expect(readFileSync(join(cwd, 'steps.txt'), 'utf8')).toBe('CHILD_STEP\nCHILD_STEP\n')

@@ -16,7 +16,7 @@ import {
   type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type WriterInfo, type WriterLease,
 } from '../api.js'
 import { holderIsStale } from '../writer-lock.js'
-import { checkHeader, encodeHeader, firstRowAfter, rowRecord, salvageRecords, scanRecords } from '../records.js'
+import { checkHeader, encodeHeader, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
 
 export const POSTGRES_SCHEMA_VERSION = 1
 /** Marks a schema as a dsh store (the `dsh_store` row `format`). */
@@ -361,11 +361,22 @@ export class PostgresBackend implements PersistenceBackend {
 
   async list(): Promise<readonly StoredSessionSummary[]> {
     await this.ready
-    const rows = (await this.pool.query<SessionRow>('SELECT id, cwd, parent_session, created_at, updated_at, next_seq, turns, title FROM sessions ORDER BY updated_at DESC, id')).rows
-    return rows.map((row) => ({
-      id: row.id, title: row.title, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined,
-      createdAt: Number(row.created_at), updatedAt: Number(row.updated_at), turns: row.turns, length: row.next_seq,
-    }))
+    // One statement (one snapshot): each session with its last turn/start or turn/end row, found
+    // by walking the (session_id, seq) key backwards.
+    const rows = (await this.pool.query<SessionRow & { turn_type: string | null; turn_data: string | null }>(`
+      SELECT s.id, s.header, s.cwd, s.parent_session, s.created_at, s.updated_at, s.next_seq, s.turns, s.title, t.type AS turn_type, t.data AS turn_data
+      FROM sessions s LEFT JOIN LATERAL (
+        SELECT e.type, e.data FROM events e WHERE e.session_id = s.id AND e.type IN ('turn/start', 'turn/end') ORDER BY e.seq DESC LIMIT 1
+      ) t ON true
+      ORDER BY s.updated_at DESC, s.id`)).rows
+    return rows.map((row): StoredSessionSummary => {
+      const base = { id: row.id, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined, createdAt: Number(row.created_at), updatedAt: Number(row.updated_at) }
+      // A session this runtime cannot read (a newer format version...) is listed with why (S-13).
+      const unreadable = headerProblem(row.header, `${this.where} session ${JSON.stringify(row.id)}`)
+      if (unreadable !== undefined) return { ...base, title: null, turns: 0, length: 0, unreadable }
+      const lastTurn = lastTurnOf(row.turn_type === null || row.turn_data === null ? undefined : { type: row.turn_type, data: row.turn_data })
+      return { ...base, title: row.title, turns: row.turns, length: row.next_seq, ...(lastTurn !== undefined ? { lastTurn } : {}) }
+    })
   }
 
   trash(id: string): Promise<boolean> {

@@ -14,7 +14,7 @@ import {
   FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
   type PersistenceBackend, type SalvagedSession, type WriterHolder, type WriterLease, SessionInUseError, type StoredSession, type StoredSessionSummary,
 } from '../api.js'
-import { checkHeader, encodeHeader, firstRowAfter, rowRecord, salvageRecords, scanRecords } from '../records.js'
+import { checkHeader, encodeHeader, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
 import { currentHolder, holderIsStale } from '../writer-lock.js'
 
 /** 'DSHP' */
@@ -148,6 +148,8 @@ export class SqliteBackend implements PersistenceBackend {
       eventsFrom: db.prepare<[string, number], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq'),
       deleteFrom: db.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?'),
       list: db.prepare<[], SessionRow>('SELECT * FROM sessions ORDER BY updated_at DESC, id'),
+      // Walks the (session_id, seq) key backwards: only the rows after the last turn event.
+      lastTurn: db.prepare<[string], Pick<EventRow, 'type' | 'data'>>("SELECT type, data FROM events WHERE session_id = ? AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1"),
       trashSession: db.prepare('INSERT INTO trash_sessions (incarnation, id, trashed_at, revision, header) SELECT incarnation, id, ?, revision, header FROM sessions WHERE id = ?'),
       trashEvents: db.prepare('INSERT INTO trash_events (incarnation, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) SELECT ?, seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ?'),
       deleteEvents: db.prepare('DELETE FROM events WHERE session_id = ?'),
@@ -306,10 +308,14 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   async list(): Promise<readonly StoredSessionSummary[]> {
-    return this.statements.list.all().map((row) => ({
-      id: row.id, title: row.title, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined,
-      createdAt: row.created_at, updatedAt: row.updated_at, turns: row.turns, length: row.next_seq,
-    }))
+    return this.db.transaction(() => this.statements.list.all().map((row): StoredSessionSummary => {
+      const base = { id: row.id, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined, createdAt: row.created_at, updatedAt: row.updated_at }
+      // A session this runtime cannot read (a newer format version...) is listed with why (S-13).
+      const unreadable = headerProblem(row.header, `${this.file} session ${JSON.stringify(row.id)}`)
+      if (unreadable !== undefined) return { ...base, title: null, turns: 0, length: 0, unreadable }
+      const lastTurn = lastTurnOf(this.statements.lastTurn.get(row.id))
+      return { ...base, title: row.title, turns: row.turns, length: row.next_seq, ...(lastTurn !== undefined ? { lastTurn } : {}) }
+    })).deferred()
   }
 
   trash(id: string): Promise<boolean> {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../../test-support/fake-deepseek.js'
-import { runDsh, tempHome } from '../../../test-support/run-dsh.js'
+import { runDsh, tempHome, withoutSessionHint } from '../../../test-support/run-dsh.js'
 import { toolsHarness } from '../../../test-support/builtin-tools.js'
 import { SessionsServicePlugin } from '../../session/index.js'
 import { SessionPersistence } from '../../persistence/service.js'
@@ -35,7 +35,7 @@ describe('spill files live as long as their session', () => {
       streamResponse([{ text: 'done' }, { finish: 'stop', usage }]),
     )
     const result = await runDsh(['--profile', 'headless', 'make noise'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' } })
-    expect(result.stderr).toBe('')
+    expect(withoutSessionHint(result.stderr)).toBe('')
     expect(result.code).toBe(0)
     const toolResult = storedEvents(home).find(e => e.type === 'tool/result')!
     const spilled: string[] = toolResult.data.meta.spilled

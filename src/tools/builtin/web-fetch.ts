@@ -16,6 +16,8 @@ export interface WebFetchToolConfig {
   /** Bytes read from the response body at most. */
   readonly maxBodyBytes?: number
   readonly userAgent?: string
+  /** The HTTP client (default: the global `fetch`); a test harness may route requests to a local server. */
+  readonly fetch?: typeof globalThis.fetch
 }
 
 export const WEB_FETCH_DEFAULTS = { timeoutMs: 30_000, maxChars: 200_000, maxBodyBytes: 10 * 1024 * 1024, userAgent: 'dsh-web-fetch' } as const
@@ -68,6 +70,7 @@ function decode(bytes: Uint8Array, contentType: string): string {
 
 export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<WebFetchArgs> {
   const settings = { ...WEB_FETCH_DEFAULTS, ...config }
+  const request = config.fetch ?? globalThis.fetch
   return {
     name: 'web_fetch',
     description: `Fetch a web page or other text resource over http(s) and return its content; HTML is converted to markdown-style text (links kept as [text](url)). At most ${settings.maxChars} characters; times out after ${settings.timeoutMs / 1000} s.`,
@@ -89,7 +92,7 @@ export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<WebFet
       let response: Response
       let body: { bytes: Uint8Array; cut: boolean }
       try {
-        response = await fetch(url, {
+        response = await request(url, {
           signal, redirect: 'follow',
           headers: { 'user-agent': settings.userAgent, accept: 'text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5' },
         })

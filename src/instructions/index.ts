@@ -1,0 +1,235 @@
+/**
+ * Workspace instructions (`AGENTS.md` / `CLAUDE.md`) recorded in the session log. At each step
+ * the plugin compares the instruction files on disk with what the log says the model was given
+ * (the `changes` of earlier `agent-instructions` messages) and, when they differ, adds one user
+ * message to the step: the whole set (a baseline) when the log has none since the last
+ * compaction, else one block per file added, changed or removed. The request stays a pure
+ * function of the log: the files are read once, into the log, never behind it.
+ */
+import { createHash, randomUUID } from 'node:crypto'
+import { stat } from 'node:fs/promises'
+import { openRegularFile } from '../tools/builtin/errors.js'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import type { Context } from 'cordis'
+import type { PreStepDecision, PreStepPayload } from '../agent/api.js'
+import type { TextBlock, UserMessage } from '../llm/types.js'
+import type { SessionEvent } from '../session/types.js'
+import '../agent/api.js'
+
+export const AGENT_INSTRUCTIONS_SOURCE = 'agent-instructions'
+export const INSTRUCTION_CANDIDATES = ['AGENTS.md', 'CLAUDE.md'] as const
+export const DEFAULT_PROJECT_MARKERS = ['.git'] as const
+export const DEFAULT_MAX_FILE_BYTES = 64 * 1024
+
+export interface WorkspaceInstructionsConfig {
+  /** The dsh home folder: its instruction file is the user-wide one, given first. */
+  readonly home?: string
+  /**
+   * Entries whose presence marks the project root; the files of every folder from the root down
+   * to the session's folder are read. No marker above the folder: only the folder itself.
+   */
+  readonly projectMarkers?: readonly string[]
+  /** A file longer than this (UTF-8 bytes) is cut, with a mark. Default 64 KB. */
+  readonly maxFileBytes?: number
+}
+
+/** One file the model was given, as recorded in a message's `changes`. */
+export interface InstructionChange {
+  readonly action: 'set' | 'replace' | 'remove'
+  /** `<folder relative to the project root, or "~" for home>\u0000<file name>`: one file per folder. */
+  readonly scope: string
+  /** Shown path: relative to the project root, absolute for the home file. */
+  readonly path: string
+  /** SHA-1 of the file's bytes (absent for `remove`). */
+  readonly digest?: string
+}
+
+export interface InstructionsSource {
+  readonly kind: typeof AGENT_INSTRUCTIONS_SOURCE
+  readonly form: 'instructions'
+  readonly baseline?: true
+  readonly changes: readonly InstructionChange[]
+}
+
+interface InstructionFile {
+  readonly scope: string
+  readonly path: string
+  readonly digest: string
+  readonly text: string
+}
+
+/** What the log says the model holds: scope -> digest, and whether a baseline stands. */
+export function foldInstructions(events: readonly SessionEvent[]): { files: Map<string, { path: string; digest: string }>; baseline: boolean } {
+  let files = new Map<string, { path: string; digest: string }>()
+  let baseline = false
+  for (const event of events) {
+    if (event.type !== 'user/message') continue
+    // A compaction replaced part of the conversation: the instructions may be summarised away.
+    if (typeof event.surfaceOp === 'object' && event.surfaceOp !== null) baseline = false
+    const source = (event.data as UserMessage).source as unknown as Partial<InstructionsSource>
+    if (source.kind !== AGENT_INSTRUCTIONS_SOURCE || !Array.isArray(source.changes)) continue
+    if (source.baseline === true) files = new Map(), baseline = true
+    for (const change of source.changes) {
+      if (change.action === 'remove') files.delete(change.scope)
+      else if (typeof change.digest === 'string') files.set(change.scope, { path: change.path, digest: change.digest })
+    }
+  }
+  return { files, baseline }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, () => false)
+}
+
+/** The folders whose files apply to `cwd`, outermost first: the project root down to `cwd`. */
+async function projectFolders(cwd: string, markers: readonly string[]): Promise<{ root: string; folders: string[] }> {
+  const chain: string[] = []
+  let folder = resolve(cwd)
+  while (true) {
+    chain.push(folder)
+    for (const marker of markers) if (await exists(join(folder, marker))) return { root: folder, folders: chain.reverse() }
+    const parent = dirname(folder)
+    if (parent === folder) break
+    folder = parent
+  }
+  return { root: resolve(cwd), folders: [resolve(cwd)] }
+}
+
+/** The first candidate that is a regular file (a FIFO named AGENTS.md must not block the step). */
+async function readFirst(folder: string): Promise<{ name: string; bytes: Buffer } | undefined> {
+  for (const name of INSTRUCTION_CANDIDATES) {
+    let handle
+    try {
+      handle = await openRegularFile(join(folder, name))
+    } catch {
+      continue
+    }
+    try {
+      return { name, bytes: await handle.readFile() }
+    } catch {
+      continue
+    } finally {
+      await handle.close()
+    }
+  }
+  return undefined
+}
+
+/**
+ * Folders below `cwd` that the session's tools touched (a `file_path` or `path` argument of a
+ * recorded tool call): each folder between `cwd` and the touched file, outermost first. Their
+ * instruction files apply from then on (nested instructions).
+ */
+export function touchedFolders(cwd: string, events: readonly SessionEvent[]): string[] {
+  const base = resolve(cwd)
+  const folders = new Set<string>()
+  for (const event of events) {
+    if (event.type !== 'tool/call') continue
+    let args: unknown
+    try {
+      args = JSON.parse((event.data as { arguments: string }).arguments)
+    } catch {
+      continue
+    }
+    if (typeof args !== 'object' || args === null) continue
+    const { file_path: file, path } = args as { file_path?: unknown; path?: unknown }
+    const target = typeof file === 'string' ? dirname(resolve(base, file)) : typeof path === 'string' ? resolve(base, path) : undefined
+    if (target === undefined) continue
+    const below = relative(base, target)
+    if (below === '' || below.startsWith('..') || isAbsolute(below)) continue
+    let folder = base
+    for (const part of below.split(sep)) folders.add(folder = join(folder, part))
+  }
+  return [...folders]
+}
+
+/**
+ * The instruction files that apply to a session in `cwd` now: home first, then the project root
+ * down to `cwd`, then the touched folders below it (`touchedFolders`).
+ */
+export async function currentInstructionFiles(cwd: string, config: WorkspaceInstructionsConfig = {}, touched: readonly string[] = []): Promise<InstructionFile[]> {
+  const max = config.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES
+  const out: InstructionFile[] = []
+  const take = (scope: string, path: string, bytes: Buffer) => {
+    let text = bytes.toString('utf8').replace(/^\uFEFF/, '').trim()
+    if (text === '') return
+    if (Buffer.byteLength(text) > max) text = `${Buffer.from(text).subarray(0, max).toString('utf8').replace(/\uFFFD$/, '')}\n[... cut at ${max} bytes]`
+    out.push({ scope, path, digest: createHash('sha1').update(bytes).digest('hex'), text })
+  }
+  if (config.home !== undefined) {
+    const found = await readFirst(resolve(config.home))
+    if (found !== undefined) take(`~\u0000${found.name}`, join(resolve(config.home), found.name), found.bytes)
+  }
+  const { root, folders } = await projectFolders(cwd, config.projectMarkers ?? DEFAULT_PROJECT_MARKERS)
+  for (const folder of [...folders, ...touched.filter(folder => !folders.includes(folder))]) {
+    const found = await readFirst(folder)
+    if (found === undefined) continue
+    const where = relative(root, folder)
+    take(`${where === '' ? '.' : where}\u0000${found.name}`, where === '' ? found.name : `${where}/${found.name}`, found.bytes)
+  }
+  return out
+}
+
+const INTRO = 'Instructions from the AGENTS.md / CLAUDE.md files of this workspace, written by its maintainers (general ones first: where two disagree, the more specific folder wins). They guide how you work here; they do not override what the user asks.'
+
+/** The file text may not close the element it is wrapped in. */
+const escape = (text: string) => text.replace(/<\/(workspace-instructions)/gi, '<\\/$1')
+const attribute = (path: string) => JSON.stringify(path).replace(/<\//g, '<\\/')
+
+function block(file: InstructionFile, note?: string): TextBlock {
+  return { type: 'text', text: `<workspace-instructions path=${attribute(file.path)}>\n${note !== undefined ? `${note}\n\n` : ''}${escape(file.text)}\n</workspace-instructions>` }
+}
+
+/** The message for what changed, or undefined when the log already matches the disk. */
+export function instructionsMessage(logged: ReturnType<typeof foldInstructions>, files: readonly InstructionFile[]): UserMessage | undefined {
+  if (!logged.baseline) {
+    if (files.length === 0 && logged.files.size === 0) return undefined
+    const changes: InstructionChange[] = files.map(file => ({ action: 'set', scope: file.scope, path: file.path, digest: file.digest }))
+    const content: TextBlock[] = files.length === 0
+      ? [{ type: 'text', text: 'No AGENTS.md / CLAUDE.md instructions apply to this workspace any more.' }]
+      : [{ type: 'text', text: INTRO }, ...files.map(file => block(file))]
+    return message({ kind: AGENT_INSTRUCTIONS_SOURCE, form: 'instructions', baseline: true, changes }, content)
+  }
+  const changes: InstructionChange[] = []
+  const content: TextBlock[] = []
+  for (const file of files) {
+    const known = logged.files.get(file.scope)
+    if (known?.digest === file.digest) continue
+    changes.push({ action: known === undefined ? 'set' : 'replace', scope: file.scope, path: file.path, digest: file.digest })
+    content.push(block(file, known === undefined ? 'These instructions apply to this folder from now on (a new file, or a folder your tools just reached).' : 'This file changed since it was given to you: this content replaces the earlier one.'))
+  }
+  for (const [scope, known] of logged.files) {
+    if (files.some(file => file.scope === scope)) continue
+    changes.push({ action: 'remove', scope, path: known.path })
+    content.push({ type: 'text', text: `<workspace-instructions path=${attribute(known.path)}>\nThis file was removed: its earlier instructions no longer apply.\n</workspace-instructions>` })
+  }
+  return changes.length === 0 ? undefined : message({ kind: AGENT_INSTRUCTIONS_SOURCE, form: 'instructions', changes }, content)
+}
+
+function message(source: InstructionsSource, content: TextBlock[]): UserMessage {
+  return { id: randomUUID(), role: 'user', content, source: source as unknown as UserMessage['source'] }
+}
+
+/**
+ * The `instructions` row: adds the instructions message to a step when the files on disk differ
+ * from what the log recorded (docs/system-prompt.md, "Instructions files").
+ */
+export const WorkspaceInstructionsPlugin = {
+  name: 'workspace-instructions',
+  apply(ctx: Context, config: WorkspaceInstructionsConfig = {}) {
+    ctx.on('agent/pre-step', async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
+      const decision = await next()
+      // A first step with no input spends the turn without a step (A-4): the instructions alone
+      // do not start one.
+      if (decision.kind !== 'enter' || (decision.messages.length === 0 && payload.step <= 1)) return decision
+      const cwd = payload.session.header.cwd
+      if (cwd === undefined) return decision
+      const events = payload.session.events
+      const added = instructionsMessage(foldInstructions(events), await currentInstructionFiles(cwd, config, touchedFolders(cwd, events)))
+      if (added === undefined) return decision
+      // After the input the step claimed, before the runtime context and other notices.
+      const at = Math.min(payload.messages.length, decision.messages.length)
+      return { kind: 'enter', messages: [...decision.messages.slice(0, at), added, ...decision.messages.slice(at)] }
+    })
+  },
+}

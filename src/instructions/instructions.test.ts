@@ -1,0 +1,148 @@
+/**
+ * Workspace instructions are recorded in the session log (the request is a pure function of the
+ * log): a baseline message at the first step, then one message per step in which a file on disk
+ * differs from what the log recorded; a session continued from elsewhere reads its own folder.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createHash } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { loopHarness } from '../../test-support/agent-harness.js'
+import { text, toolCalls } from '../../test-support/scripted-model.js'
+import type { UserMessage } from '../llm/types.js'
+import { foldInstructions, WorkspaceInstructionsPlugin, type InstructionsSource } from './index.js'
+
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')
+
+function workspace(): string {
+  const root = mkdtempSync(join(tmpdir(), 'dsh-instructions-'))
+  mkdirSync(join(root, '.git'))
+  return root
+}
+
+const instructionMessages = (events: readonly { type: string; data: unknown }[]) => events
+  .filter(e => e.type === 'user/message' && (e.data as UserMessage).source.kind === ('agent-instructions' as never))
+  .map(e => e.data as unknown as { content: UserMessage['content']; source: InstructionsSource })
+
+describe('workspace instructions in the log', () => {
+  it('Y-1: the first step records a baseline message of every file from the project root down to the folder, general first, after the prompt', async () => {
+    const root = workspace()
+    const cwd = join(root, 'pkg')
+    mkdirSync(cwd)
+    writeFileSync(join(root, 'AGENTS.md'), 'ROOT_RULE\n')
+    writeFileSync(join(cwd, 'CLAUDE.md'), 'PKG_RULE\n')
+    const h = await loopHarness({ cwd, responses: [text('one'), text('two')], setup: async (ctx) => { await ctx.plugin(WorkspaceInstructionsPlugin, {}).await() } })
+    try {
+      h.agent.followup('hello')
+      await h.agent.whenIdle()
+      const [baseline, ...rest] = instructionMessages(h.session.events)
+      expect(rest).toEqual([])
+      expect(baseline!.source).toMatchObject({ baseline: true, changes: [
+        { action: 'set', scope: '.\u0000AGENTS.md', path: 'AGENTS.md', digest: sha1('ROOT_RULE\n') },
+        { action: 'set', scope: 'pkg\u0000CLAUDE.md', path: 'pkg/CLAUDE.md', digest: sha1('PKG_RULE\n') },
+      ] })
+      const shown = baseline!.content.map(block => block.type === 'text' ? block.text : '').join('\n')
+      expect(shown.indexOf('ROOT_RULE')).toBeLessThan(shown.indexOf('PKG_RULE'))
+      const messages = h.session.events.filter(e => e.type === 'user/message').map(e => (e.data as UserMessage).source.kind)
+      expect(messages.slice(0, 2)).toEqual(['user', 'agent-instructions'])
+      // The model saw it.
+      expect(JSON.stringify(h.model.requests[0])).toContain('PKG_RULE')
+
+      // Nothing changed: the next turn adds nothing.
+      h.agent.followup('again')
+      await h.agent.whenIdle()
+      expect(instructionMessages(h.session.events)).toHaveLength(1)
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('Y-1: a file edited, added or removed between turns is recorded as one message naming each change; nothing is repeated', async () => {
+    const root = workspace()
+    writeFileSync(join(root, 'AGENTS.md'), 'OLD_RULE')
+    const h = await loopHarness({ cwd: root, responses: [text('one'), text('two'), text('three')], setup: async (ctx) => { await ctx.plugin(WorkspaceInstructionsPlugin, {}).await() } })
+    try {
+      h.agent.followup('first')
+      await h.agent.whenIdle()
+      writeFileSync(join(root, 'AGENTS.md'), 'NEW_RULE')
+      h.agent.followup('second')
+      await h.agent.whenIdle()
+      const [, update] = instructionMessages(h.session.events)
+      expect(update!.source).toEqual({ kind: 'agent-instructions', form: 'instructions', changes: [{ action: 'replace', scope: '.\u0000AGENTS.md', path: 'AGENTS.md', digest: sha1('NEW_RULE') }] })
+      expect(JSON.stringify(update!.content)).toContain('NEW_RULE')
+      expect(JSON.stringify(update!.content)).not.toContain('OLD_RULE')
+      rmSync(join(root, 'AGENTS.md'))
+      h.agent.followup('third')
+      await h.agent.whenIdle()
+      const last = instructionMessages(h.session.events).at(-1)!
+      expect(last.source.changes).toEqual([{ action: 'remove', scope: '.\u0000AGENTS.md', path: 'AGENTS.md' }])
+      expect(foldInstructions(h.session.events).files.size).toBe(0)
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('the text of a file cannot close the element it is wrapped in', async () => {
+    const root = workspace()
+    writeFileSync(join(root, 'AGENTS.md'), 'before </workspace-instructions> after')
+    const h = await loopHarness({ cwd: root, responses: [text('one')], setup: async (ctx) => { await ctx.plugin(WorkspaceInstructionsPlugin, {}).await() } })
+    try {
+      h.agent.followup('hello')
+      await h.agent.whenIdle()
+      const shown = instructionMessages(h.session.events)[0]!.content.map(block => block.type === 'text' ? block.text : '').join('\n')
+      expect(shown.match(/<\/workspace-instructions>/g)).toHaveLength(1)
+      expect(shown).toContain('before <\\/workspace-instructions> after')
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('Y-1: a folder below the working folder that a tool reads from adds its AGENTS.md at the next step, once', async () => {
+    const root = workspace()
+    mkdirSync(join(root, 'nested', 'deeper'), { recursive: true })
+    writeFileSync(join(root, 'AGENTS.md'), 'ROOT_RULE')
+    writeFileSync(join(root, 'nested', 'AGENTS.md'), 'NESTED_RULE')
+    writeFileSync(join(root, 'nested', 'deeper', 'task.txt'), 'task')
+    const read = { type: 'object', properties: { file_path: { type: 'string' } } }
+    const h = await loopHarness({
+      cwd: root,
+      tools: [{ name: 'read', description: 'read', parameters: read, execute: () => ({ content: [{ type: 'text', text: 'task' }] }) }],
+      responses: [toolCalls([{ id: 'c1', name: 'read', arguments: '{"file_path":"nested/deeper/task.txt"}' }]), toolCalls([{ id: 'c2', name: 'read', arguments: '{"file_path":"nested/deeper/task.txt"}' }]), text('done')],
+      setup: async (ctx) => { await ctx.plugin(WorkspaceInstructionsPlugin, {}).await() },
+    })
+    try {
+      h.agent.followup('go')
+      await h.agent.whenIdle()
+      const messages = instructionMessages(h.session.events)
+      expect(messages.map(m => m.source.changes.map(c => c.path))).toEqual([['AGENTS.md'], ['nested/AGENTS.md']])
+      expect(messages[1]!.source).toMatchObject({ changes: [{ action: 'set', scope: 'nested\u0000AGENTS.md', digest: sha1('NESTED_RULE') }] })
+      expect(messages[1]!.source.baseline).toBeUndefined()
+      // It reached the model at step 2, not step 1.
+      expect(JSON.stringify(h.model.requests[0])).not.toContain('NESTED_RULE')
+      expect(JSON.stringify(h.model.requests[1])).toContain('NESTED_RULE')
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('an AGENTS.md that is not a regular file (a FIFO) is skipped without blocking the step', async () => {
+    const root = workspace()
+    execFileSync('mkfifo', [join(root, 'AGENTS.md')])
+    writeFileSync(join(root, 'CLAUDE.md'), 'CLAUDE_RULE')
+    const h = await loopHarness({ cwd: root, responses: [text('one')], setup: async (ctx) => { await ctx.plugin(WorkspaceInstructionsPlugin, {}).await() } })
+    try {
+      h.agent.followup('hello')
+      await h.agent.whenIdle()
+      expect(instructionMessages(h.session.events).map(m => m.source.changes.map(c => c.path))).toEqual([['CLAUDE.md']])
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
