@@ -829,7 +829,7 @@ async function runHeadlessScenario(scenario: Scenario, path: string): Promise<Co
     if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
     const plan = {
       events, header: { id: '' }, steps, permissionAnswers: [], script, route: { provider: route.provider, model: route.model }, runtimeContext,
-      hooks: [], children: [], fenceChildren: false,
+      hooks: [], children: [], fenceChildren: false, fetched: [],
     } satisfies Plan
     const patch = writePatch(plan, work, 'headless')
     const [command, ...args] = dshCommand()
