@@ -8,6 +8,8 @@ import { Context, Service } from 'cordis'
 import type { ListenerErrorReporter } from '../kernel/index.js'
 import type { Session } from '../session/api.js'
 import { interruptedTurnClosers } from '../session/repair.js'
+import { referencedAttachments } from '../session/attachments.js'
+import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
 import {
   PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
@@ -70,6 +72,14 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     ctx.on('session/created', (session) => this.onCreated(session))
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
     ctx.on('session/flush', (session) => this.flush(session))
+    // Attachments are kept by the backend, with the session (docs/session-format.md).
+    const { putAttachment, getAttachment } = this.backend
+    if (putAttachment !== undefined && getAttachment !== undefined) {
+      ctx.effect(() => ctx.sessions.attachments.useStore({
+        put: (header, id, attachment) => putAttachment.call(this.backend, header, id, attachment),
+        get: (sessionId, id) => getAttachment.call(this.backend, sessionId, id),
+      }), 'sessionPersistence: attachment store')
+    }
     ctx.effect(() => () => {
       for (const tracked of this.tracked.values()) if (tracked.timer) clearTimeout(tracked.timer)
       const pending = this.flushAll().catch((error) => this.report('session persistence (unload)', error))
@@ -337,6 +347,10 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   async fork(sourceId: string, boundary?: number, childId?: string): Promise<Session> {
     if (this.sessions.get(sourceId) === undefined) await this.load(sourceId)
     const child = this.sessions.fork(sourceId, boundary, childId)
+    // The copy keeps its images when the source is deleted later.
+    await this.sessions.attachments.copy(sourceId, child.header, child.events.flatMap(event =>
+      event.type === 'user/message' ? referencedAttachments((event.data as UserMessage).content)
+        : event.type === 'tool/result' ? referencedAttachments((event.data as { message: UserMessage }).message.content) : []))
     await this.flush(child)
     return child
   }

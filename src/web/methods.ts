@@ -19,6 +19,7 @@ import { emitContained } from '../kernel/index.js'
 import type { ApprovalAnswer, ApprovalService, PresetName } from '../approval/api.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import type { McpService } from '../mcp/api.js'
+import { imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
 import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
@@ -52,7 +53,7 @@ export interface InboxSnapshot {
 
 
 function text(message: UserMessage): string {
-  return message.content.map(block => block.type === 'text' ? block.text : `[${block.type}]`).join('\n')
+  return message.content.map(block => block.type === 'text' ? block.text : `[${block.type}]`).join(' ')
 }
 
 export function inboxSnapshot(agent: Agent | undefined): InboxSnapshot {
@@ -418,6 +419,14 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('prompt', async params => {
       let agent = await this.agent(str(params, 'id'))
+      const images = imageParams(params)
+      if (images.length > 0) {
+        // Images (docs/web.md): refused on a text-only route or an unready adapter before anything is stored.
+        if (!routeTakesImages(root, agent)) throw textOnlyRefusal(agent)
+        this.ready(agent)
+        agent.followup(await promptWithImages(root, agent, str(params, 'text', true), images))
+        return { status: agent.status, inbox: inboxSnapshot(agent) }
+      }
       const input = str(params, 'text')
       // `/name args` runs a registered slash command (docs/commands.md); its outcome is returned.
       const outcome = await root.get('commands')?.execute(agent, input)

@@ -16,6 +16,7 @@ import {
 } from '../api.js'
 import { checkHeader, encodeHeader, firstRowAfter, rowRecord, salvageRecords, scanRecords } from '../records.js'
 import { currentHolder, holderIsStale } from '../writer-lock.js'
+import type { StoredAttachment } from '../../session/attachments.js'
 
 /** 'DSHP' */
 export const SQLITE_APPLICATION_ID = 0x44534850
@@ -76,6 +77,27 @@ CREATE TABLE trash_events (
   surface_op TEXT,
   source_event_seqs TEXT,
   PRIMARY KEY (incarnation, seq)
+) STRICT, WITHOUT ROWID;
+`
+
+/**
+ * Attachments (content-addressed images of a session) and their trash. Added to stores of this
+ * schema version when missing, like the writers table; older dsh versions ignore them.
+ */
+const ATTACHMENT_TABLES = `
+CREATE TABLE IF NOT EXISTS attachments (
+  session_id TEXT NOT NULL,
+  attachment_id TEXT NOT NULL,
+  media_type TEXT NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (session_id, attachment_id)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trash_attachments (
+  incarnation TEXT NOT NULL,
+  attachment_id TEXT NOT NULL,
+  media_type TEXT NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (incarnation, attachment_id)
 ) STRICT, WITHOUT ROWID;
 `
 
@@ -152,6 +174,11 @@ export class SqliteBackend implements PersistenceBackend {
       trashEvents: db.prepare('INSERT INTO trash_events (incarnation, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) SELECT ?, seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ?'),
       deleteEvents: db.prepare('DELETE FROM events WHERE session_id = ?'),
       deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
+      putAttachment: db.prepare('INSERT OR IGNORE INTO attachments (session_id, attachment_id, media_type, data) VALUES (?, ?, ?, ?)'),
+      getAttachment: db.prepare<[string, string], { media_type: string; data: Buffer }>('SELECT media_type, data FROM attachments WHERE session_id = ? AND attachment_id = ?'),
+      trashAttachments: db.prepare('INSERT OR IGNORE INTO trash_attachments (incarnation, attachment_id, media_type, data) SELECT ?, attachment_id, media_type, data FROM attachments WHERE session_id = ?'),
+      deleteAttachments: db.prepare('DELETE FROM attachments WHERE session_id = ?'),
+      archived: db.prepare<[], { session_id: string; data: string }>("SELECT e.session_id, e.data FROM events e JOIN (SELECT session_id, max(seq) AS seq FROM events WHERE type = 'session/archived' GROUP BY session_id) last ON e.session_id = last.session_id AND e.seq = last.seq"),
     }
   }
 
@@ -211,6 +238,7 @@ export class SqliteBackend implements PersistenceBackend {
     // Writer locks (one writer per session) are process state, not data: the table is added to
     // stores of this schema version when missing, and older dsh versions ignore it.
     db.exec(WRITERS_TABLE)
+    db.exec(ATTACHMENT_TABLES)
     const row = db.prepare("SELECT value FROM store_state WHERE key = 'store_id'").get() as { value: string } | undefined
     if (row === undefined) throw new PersistenceError(`${this.file}: store_state has no store_id`)
     return row.value
@@ -306,10 +334,30 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   async list(): Promise<readonly StoredSessionSummary[]> {
+    const archived = new Set<string>()
+    for (const row of this.statements.archived.all()) {
+      try {
+        if ((JSON.parse(row.data) as { archived?: unknown }).archived === true) archived.add(row.session_id)
+      } catch { /* an unreadable row is reported by a load, not by the list */ }
+    }
     return this.statements.list.all().map((row) => ({
       id: row.id, title: row.title, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined,
       createdAt: row.created_at, updatedAt: row.updated_at, turns: row.turns, length: row.next_seq,
+      ...archived.has(row.id) ? { archived: true } : {},
     }))
+  }
+
+  putAttachment(header: SessionHeader, attachmentId: string, attachment: StoredAttachment): Promise<void> {
+    return this.chains.run(header.id, () => {
+      this.statements.putAttachment.run(header.id, attachmentId, attachment.mediaType, Buffer.from(attachment.data))
+    })
+  }
+
+  getAttachment(sessionId: string, attachmentId: string): Promise<StoredAttachment | undefined> {
+    return this.chains.run(sessionId, () => {
+      const row = this.statements.getAttachment.get(sessionId, attachmentId)
+      return row === undefined ? undefined : { data: row.data, mediaType: row.media_type }
+    })
   }
 
   trash(id: string): Promise<boolean> {
@@ -318,6 +366,8 @@ export class SqliteBackend implements PersistenceBackend {
       if (row === undefined) return false
       this.statements.trashSession.run(Date.now(), id)
       this.statements.trashEvents.run(row.incarnation, id)
+      this.statements.trashAttachments.run(row.incarnation, id)
+      this.statements.deleteAttachments.run(id)
       this.statements.deleteEvents.run(id)
       this.statements.deleteSession.run(id)
       return true
