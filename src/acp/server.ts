@@ -27,6 +27,8 @@ import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.
 import type { ScopeKey } from '../scope/index.js'
 import { provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
 import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
+import { imageRefusal, storeInlineImages } from './images.js'
+import { AttachmentError } from '../session/attachments.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
 import type { CommandsService } from '../commands/api.js'
@@ -437,6 +439,7 @@ export class AcpServerApp extends Service {
     if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}" (create it with session/new${this.mode === 'full' ? ' or open it with session/load' : ''})`)
     if (this.prompts.has(sessionId)) throw new RpcError(ErrorCodes.serverError, `session "${sessionId}" is already running a prompt`)
     checkReadiness(this.ctx, agent)
+    content = await this.withStoredImages(agent, content)
     // A prompt that is only `/name args` runs a registered slash command (docs/commands.md).
     const commands = this.ctx.get('commands') as CommandsService | undefined
     const only = content.length === 1 && content[0]!.type === 'text' ? content[0]!.text : undefined
@@ -456,6 +459,18 @@ export class AcpServerApp extends Service {
     const ended = new Promise<TurnEndReason>(resolve => this.prompts.set(sessionId, { resolve }))
     agent.followup(content)
     return this.stopReason(await ended)
+  }
+
+  /** Inline images become session attachments; a text-only route or a bad image refuses the prompt (nothing stored). */
+  private async withStoredImages(agent: Agent, content: ContentBlock[]): Promise<ContentBlock[]> {
+    const refusal = imageRefusal(this.ctx, agent.config, content)
+    if (refusal !== undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${refusal}`)
+    try {
+      return await storeInlineImages(this.ctx, agent.session.id, content)
+    } catch (error) {
+      if (error instanceof AttachmentError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${error.message}`)
+      throw error
+    }
   }
 
   private stopReason(reason: TurnEndReason): { stopReason: StopReason } {
