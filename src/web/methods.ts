@@ -20,6 +20,7 @@ import type { ApprovalAnswer, ApprovalService, PresetName } from '../approval/ap
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import type { McpService } from '../mcp/api.js'
 import { imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
+import { archivedIn, archivedOf, registerWorkspaceMethods } from './folders.js'
 import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
@@ -113,7 +114,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     ctx.on('agent/status', agent => changed(agent.id))
     ctx.on('session/created', session => changed(session.id))
     ctx.on('session/event', (session, event) => {
-      if (event.type === 'session/title' || event.type === 'turn/start') changed(session.id)
+      if (event.type === 'session/title' || event.type === 'turn/start' || event.type === 'session/archived') changed(session.id)
       else if (session.header.parentSession !== undefined && this.childLine(session.id, event)) changed(session.id)
     })
     // Which parent call started a child, and the child's label (subagent/started, SA-17).
@@ -123,6 +124,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
     this.registerCore()
     this.registerApprovals(ctx)
+    registerWorkspaceMethods(ctx, this, () => this.config.cwd)
   }
 
   /**
@@ -234,6 +236,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       turns: session.position.turn,
       length: session.length,
       status: this.root.agents.get(session.id)?.status ?? 'idle',
+      ...archivedOf(session) ? { archived: true } : {},
       ...this.children.get(session.id),
     }
   }
@@ -276,6 +279,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       summary: {
         id, title, turns, length: events.length, status: 'idle', createdAt: header.createdAt,
         updatedAt: events.at(-1)?.time ?? header.createdAt,
+        ...archivedIn(events) ? { archived: true } : {},
         ...header.cwd === undefined ? {} : { cwd: header.cwd },
         ...header.parentSession === undefined ? {} : { parentSession: header.parentSession },
       },
@@ -334,7 +338,10 @@ export class WebApiPlugin extends Service implements WebApiService {
     const { root } = this
     const add = (name: string, method: WebMethod) => this.register(name, method)
 
-    add('sessions.list', async () => {
+    add('sessions.list', async params => {
+      // Archived sessions are left out unless asked for: `archived: 'include' | 'only'`.
+      const archived = params.archived ?? 'exclude'
+      if (archived !== 'exclude' && archived !== 'include' && archived !== 'only') throw new WebApiError(400, 'BAD_PARAMS', '"archived" must be exclude, include or only')
       const byId = new Map<string, SessionSummary>()
       for (const stored of await root.sessionPersistence.list() as StoredSessionSummary[]) {
         byId.set(stored.id, { ...stored, status: 'idle' })
@@ -342,7 +349,9 @@ export class WebApiPlugin extends Service implements WebApiService {
       for (const session of root.sessions.list()) byId.set(session.id, this.summary(session))
       // A session that never got a prompt (Start session, a prompt refused for a missing key, a
       // rejected run) is not listed: it stays reachable by id until its first turn.
-      return [...byId.values()].filter(listable).sort((a, b) => b.updatedAt - a.updatedAt)
+      return [...byId.values()].filter(listable)
+        .filter(summary => archived === 'include' || (summary.archived === true) === (archived === 'only'))
+        .sort((a, b) => b.updatedAt - a.updatedAt)
     })
 
     add('sessions.create', params => {
@@ -448,8 +457,10 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('steer', async params => {
       const agent = await this.agent(str(params, 'id'))
-      const input = str(params, 'text')
+      const images = imageParams(params)
+      if (images.length > 0 && !routeTakesImages(root, agent)) throw textOnlyRefusal(agent)
       this.ready(agent)
+      const input = images.length > 0 ? await promptWithImages(root, agent, str(params, 'text', true), images) : str(params, 'text')
       // Steering an idle session starts a turn with the input, like a prompt.
       if (agent.status === 'running') agent.steer(input)
       else agent.followup(input)

@@ -3,6 +3,9 @@ import { ApiError, SessionStream, call, type InboxSnapshot, type SessionSummary 
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
 import { DelegationContext, TodoStrip, ToolCallCard, formatMs } from './cards'
+import { AttachButton, AttachmentTray, MessageImages, imageParams, useImageAttachments, type PendingImage } from './attachments'
+import { FolderPicker } from './folders'
+import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
 
 type Theme = 'light' | 'dark'
 
@@ -73,7 +76,7 @@ export function App() {
   }, [theme])
 
   const refresh = useCallback(() => {
-    call<SessionSummary[]>('sessions.list').then(setSessions, () => {})
+    call<SessionSummary[]>('sessions.list', { archived: 'include' }).then(setSessions, () => {})
   }, [])
   useEffect(refresh, [refresh])
 
@@ -143,12 +146,15 @@ function Sidebar(props: {
   sessions: SessionSummary[]; selected: string | null; onSelect(id: string): void; onNew(): void; onSettings(): void; theme: Theme; onTheme(): void
 }) {
   const [query, setQuery] = useState('')
+  const [archivedView, setArchivedView] = useState(false)
+  const archivedCount = props.sessions.filter(session => session.archived).length
   const groups = useMemo(() => {
     const needle = query.trim().toLowerCase()
     const byCwd = new Map<string, SessionSummary[]>()
     for (const session of props.sessions) {
       // Sessions that never got a prompt are not listed, except the one open now.
       if (session.turns === 0 && session.title === null && session.status !== 'running' && session.id !== props.selected) continue
+      if (!inArchiveView(session, archivedView)) continue
       if (needle && !(session.title ?? '').toLowerCase().includes(needle) && !session.id.includes(needle)) continue
       const cwd = session.cwd ?? '(no folder)'
       let list = byCwd.get(cwd)
@@ -156,7 +162,7 @@ function Sidebar(props: {
       list.push(session)
     }
     return [...byCwd]
-  }, [props.sessions, query])
+  }, [props.sessions, query, archivedView])
   return (
     <aside className="sidebar">
       <div className="brand">
@@ -169,7 +175,8 @@ function Sidebar(props: {
       <button className="new-session" onClick={props.onNew} data-testid="new-session">+ New session</button>
       <input className="search" placeholder="Search sessions" value={query} onChange={event => setQuery(event.target.value)} aria-label="Search sessions" />
       <nav className="session-groups">
-        {groups.length === 0 ? <div className="empty-note">{query ? 'No session matches.' : 'No sessions yet.'}</div> : null}
+        {archivedView ? <div className="archived-head">Archived sessions</div> : null}
+        {groups.length === 0 ? <div className="empty-note">{query ? 'No session matches.' : archivedView ? 'No archived sessions.' : 'No sessions yet.'}</div> : null}
         {groups.map(([cwd, list]) => (
           <section key={cwd} className="group">
             <div className="group-head" title={cwd}><span className="folder">▸</span>{basename(cwd)}<span className="group-path">{cwd}</span></div>
@@ -185,6 +192,7 @@ function Sidebar(props: {
           </section>
         ))}
       </nav>
+      <ArchivedToggle count={archivedCount} active={archivedView} onToggle={() => setArchivedView(!archivedView)} />
     </aside>
   )
 }
@@ -207,7 +215,6 @@ function nest(list: readonly SessionSummary[]): { session: SessionSummary; depth
 }
 
 function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: SessionSummary): void }) {
-  const recent = useMemo(() => [...new Set(props.sessions.map(session => session.cwd).filter((cwd): cwd is string => !!cwd))].slice(0, 6), [props.sessions])
   const [cwd, setCwd] = useState('')
   const [model, setModel] = useState('')
   const [models, setModels] = useState<{ model: string; provider: string }[]>([])
@@ -239,9 +246,7 @@ function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: Sess
           <input value={cwd} onChange={event => setCwd(event.target.value)} placeholder={serverCwd || '/path/to/project'} data-testid="new-cwd"
             onKeyDown={event => { if (event.key === 'Enter') void create() }} />
         </label>
-        {recent.length > 0 ? (
-          <div className="chips">{recent.map(path => <button key={path} className="chip" onClick={() => setCwd(path)} title={path}>{basename(path)}</button>)}</div>
-        ) : null}
+        <FolderPicker value={cwd} onChange={setCwd} />
         <label className="field">
           <span>Model</span>
           <select value={model} onChange={event => setModel(event.target.value)} data-testid="new-model">
@@ -472,10 +477,10 @@ function Chat(props: {
     publish()
   }, [publish])
 
-  const send = async (text: string, mode: 'prompt' | 'steer') => {
+  const send = async (text: string, mode: 'prompt' | 'steer', images: readonly PendingImage[] = []) => {
     stick.current = true
     try {
-      const result = await call(mode, { id, text })
+      const result = await call(mode, { id, text, ...images.length > 0 ? { images: imageParams(images) } : {} })
       setInbox(result.inbox)
       // A slash command's outcome is shown as a notice (its command/run and command/done are in the log).
       if (result.command?.text) {
@@ -586,6 +591,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
         <button className="ghost" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="rename">Rename</button>
         <button className="ghost" onClick={() => void fork()} data-testid="fork">Fork</button>
         <button className="ghost" onClick={() => void exportLog()} data-testid="export">Export</button>
+        <ArchiveButton id={props.id} archived={props.summary?.archived === true} onArchived={() => props.onSelect(null)} onError={props.onError} />
         <button className="ghost danger" onClick={() => void remove()} data-testid="delete">Delete</button>
       </div>
     </header>
@@ -636,7 +642,7 @@ function RetryLine({ item }: { item: Extract<Item, { kind: 'retry' }> }) {
 const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { item: Item; sessionId: string; isLast?: boolean; onSelect(id: string): void; onError(error: unknown): void }) {
   switch (item.kind) {
     case 'user':
-      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.text}</div></div>
+      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.images ? <MessageImages sessionId={sessionId} images={item.images} /> : null}{item.text}</div></div>
     case 'assistant':
       return (
         <div className={`row assistant-row ${item.streaming ? 'streaming' : ''}`} data-testid="assistant-message">
@@ -791,8 +797,9 @@ function QueueDock(props: { id: string; running: boolean; inbox: InboxSnapshot; 
 
 interface CommandInfo { name: string; description: string; argumentHint: string | null }
 
-function Composer(props: { sessionId: string; running: boolean; onSend(text: string, mode: 'prompt' | 'steer'): Promise<boolean>; onStop(): void }) {
+function Composer(props: { sessionId: string; running: boolean; onSend(text: string, mode: 'prompt' | 'steer', images: readonly PendingImage[]): Promise<boolean>; onStop(): void }) {
   const [text, setText] = useState('')
+  const attachments = useImageAttachments()
   const [commands, setCommands] = useState<CommandInfo[] | null>(null)
   const area = useRef<HTMLTextAreaElement>(null)
   // Slash-command completion: the registry's list (`commands.list`), fetched when `/` is typed.
@@ -814,12 +821,16 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
   }, [text])
   const submit = async (mode: 'prompt' | 'steer') => {
     const value = text.trim()
-    if (!value) return
+    const images = attachments.images
+    if (!value && images.length === 0) return
     setText('')
-    if (!await props.onSend(value, mode)) setText(value)
+    // A refused message (e.g. images on a text-only model) keeps its text and images.
+    if (await props.onSend(value, mode, images)) attachments.clear()
+    else setText(value)
   }
   return (
-    <div className="composer">
+    <div className={`composer ${attachments.dragging ? 'dropping' : ''}`} {...attachments.dropProps}>
+      <AttachmentTray attachments={attachments} />
       {matches.length > 0 ? (
         <ul className="command-menu" role="listbox" data-testid="command-menu">
           {matches.map(command => (
@@ -830,7 +841,7 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
         </ul>
       ) : null}
       <textarea ref={area} value={text} rows={1} placeholder={props.running ? 'Queue a message (Enter) or steer the running step (Ctrl+Enter)…' : 'Message dsh…'}
-        onChange={event => setText(event.target.value)} data-testid="composer"
+        onChange={event => setText(event.target.value)} onPaste={attachments.onPaste} data-testid="composer"
         onKeyDown={event => {
           if (event.key === 'Tab' && matches.length > 0) {
             event.preventDefault()
@@ -842,9 +853,10 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
           void submit(event.ctrlKey || event.metaKey ? 'steer' : 'prompt')
         }} />
       <div className="composer-actions">
+        <AttachButton attachments={attachments} />
         <span className="hint">{props.running ? 'Enter queues · Ctrl+Enter steers' : 'Enter sends · Shift+Enter new line'}</span>
         {props.running ? <button className="stop" onClick={props.onStop} data-testid="stop">■ Stop</button> : null}
-        <button className="primary" onClick={() => void submit('prompt')} disabled={!text.trim()} data-testid="send">{props.running ? 'Queue' : 'Send'}</button>
+        <button className="primary" onClick={() => void submit('prompt')} disabled={!text.trim() && attachments.images.length === 0} data-testid="send">{props.running ? 'Queue' : 'Send'}</button>
       </div>
     </div>
   )

@@ -17,8 +17,31 @@ export interface ToolCallView {
   readonly result?: { text: string; isError: boolean; meta?: any; error?: { name: string; code: string }; time: number }
 }
 
+/** An image of a user message: a stored attachment (by id) or inline data. */
+export interface MessageImage {
+  readonly attachmentId?: string
+  readonly data?: string
+  readonly mediaType: string
+  readonly name?: string
+  readonly width?: number
+  readonly height?: number
+}
+
+/** The images of a message's content blocks, in order. */
+export function imagesOf(content: readonly any[] | undefined): MessageImage[] {
+  const out: MessageImage[] = []
+  for (const block of content ?? []) {
+    if (block?.type !== 'image') continue
+    if (block.attachment) {
+      const a = block.attachment
+      out.push({ attachmentId: a.attachmentId, mediaType: a.mediaType, ...a.name ? { name: a.name } : {}, ...a.width ? { width: a.width, height: a.height } : {} })
+    } else if (typeof block.data === 'string') out.push({ data: block.data, mediaType: block.mimeType })
+  }
+  return out
+}
+
 export type Item =
-  | { kind: 'user'; key: string; seq: number; text: string; time: number }
+  | { kind: 'user'; key: string; seq: number; text: string; time: number; images?: readonly MessageImage[] }
   | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number; interrupted?: boolean }
   | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string }
   /** One line per retried model request: updated in place by every retry of the same step. */
@@ -94,11 +117,13 @@ export class LogFold {
         this.turnUsage = {}
         this.turnStart.set(data.turn, event.time)
         return
-      case 'user/message':
+      case 'user/message': {
         if (data.source?.kind !== 'user') return
-        this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: textOf(data.content), time: event.time })
+        const images = imagesOf(data.content)
+        this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: textOf(data.content), time: event.time, ...images.length > 0 ? { images } : {} })
         this.lastPrompt = textOf(data.content)
         break
+      }
       case 'assistant/chunk':
         this.chunk(event)
         break
