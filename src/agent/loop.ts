@@ -385,7 +385,7 @@ export class ReactLoop implements AgentLoop {
       signal,
       meta: { sessionId: this.session.id, agentLoop: true },
       // Images are referenced by content hash; the adapter reads their bytes from the session's store.
-      attachments: (id) => this.ctx.sessions.attachments.read(this.session.id, id),
+      attachments: async (id) => this.ctx.get('sessions')?.attachments.read(this.session.id, id),
     }
   }
 

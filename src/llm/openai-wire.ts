@@ -64,15 +64,17 @@ function userContent(blocks: readonly ContentBlock[]): string | WireContentPart[
 export async function inlineAttachments(options: LlmCallOptions): Promise<LlmCallOptions> {
   const read = options.attachments
   if (read === undefined) return options
-  const cache = new Map<string, ImageBlock>()
-  const inline = async (block: ImageBlock): Promise<ImageBlock> => {
-    if (!('attachment' in block)) return block
+  // One read per id, also when several blocks reference it at once.
+  const cache = new Map<string, Promise<ImageBlock>>()
+  const inline = (block: ImageBlock): Promise<ImageBlock> => {
+    if (!('attachment' in block)) return Promise.resolve(block)
     const id = block.attachment.attachmentId
     let found = cache.get(id)
     if (found === undefined) {
-      const stored = await read(id)
-      if (stored === undefined) throw new LlmError('INVALID_REQUEST', `image ${block.attachment.name ?? id} is not in the session's attachment store`)
-      found = { type: 'image', data: Buffer.from(stored.data).toString('base64'), mimeType: stored.mediaType }
+      found = read(id).then(stored => {
+        if (stored === undefined) throw new LlmError('INVALID_REQUEST', `image ${block.attachment.name ?? id} is not in the session's attachment store`)
+        return { type: 'image', data: Buffer.from(stored.data).toString('base64'), mimeType: stored.mediaType }
+      })
       cache.set(id, found)
     }
     return found
