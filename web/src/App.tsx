@@ -498,7 +498,7 @@ function Chat(props: {
   const title = props.summary?.title ?? 'Untitled session'
   return (
     <div className="chat">
-      <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onError={report} />
+      <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onSummary={onSummary} onError={report} />
       <div className="conversation" ref={scroller} onScroll={onScroll} onClick={copyCode} data-testid="conversation">
         <div className="conversation-inner" ref={inner}>
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
@@ -537,7 +537,7 @@ function ModelPicker(props: { id: string; model: string | null; running: boolean
   )
 }
 
-function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onError(error: unknown): void }) {
+function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onSummary(summary: SessionSummary): void; onError(error: unknown): void }) {
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(props.title)
   const rename = async () => {
@@ -591,7 +591,8 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
         <button className="ghost" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="rename">Rename</button>
         <button className="ghost" onClick={() => void fork()} data-testid="fork">Fork</button>
         <button className="ghost" onClick={() => void exportLog()} data-testid="export">Export</button>
-        <ArchiveButton id={props.id} archived={props.summary?.archived === true} onArchived={() => props.onSelect(null)} onError={props.onError} />
+        <ArchiveButton id={props.id} archived={props.summary?.archived === true} onError={props.onError}
+          onDone={summary => { props.onSummary(summary); if (summary.archived) props.onSelect(null) }} />
         <button className="ghost danger" onClick={() => void remove()} data-testid="delete">Delete</button>
       </div>
     </header>

@@ -7,11 +7,10 @@ import { call, type SessionSummary } from './api'
 import './folders.css'
 
 /** Archive (or Restore) in the chat header. */
-export function ArchiveButton(props: { id: string; archived: boolean; onArchived(): void; onError(error: unknown): void }) {
+export function ArchiveButton(props: { id: string; archived: boolean; onDone(summary: SessionSummary): void; onError(error: unknown): void }) {
   const toggle = async () => {
     try {
-      await call<SessionSummary>('sessions.archive', { id: props.id, archived: !props.archived })
-      if (!props.archived) props.onArchived()
+      props.onDone(await call<SessionSummary>('sessions.archive', { id: props.id, archived: !props.archived }))
     } catch (error) { props.onError(error) }
   }
   return (
