@@ -16,6 +16,18 @@ import { SessionsServicePlugin } from '../session/service.js'
 import { attachmentIdOf } from '../session/attachments.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import { pngImage } from '../../test-support/images.js'
+import { postgresUnavailable, startPostgres, type PostgresServer } from '../../test-support/postgres.js'
+import { PostgresBackend } from './postgres/backend.js'
+import { afterAll, beforeAll } from 'vitest'
+
+const pgUnavailable = postgresUnavailable()
+if (pgUnavailable) console.warn(`skipping the PostgreSQL attachment tests: ${pgUnavailable}`)
+let server: PostgresServer | undefined
+beforeAll(async () => { if (!pgUnavailable) server = await startPostgres({ fsync: false }) }, 120_000)
+afterAll(async () => { await server?.stop() })
+let schemas = 0
+/** One schema per test folder, so a reopened backend finds the same store. */
+const schemaOf = new Map<string, string>()
 
 const header = (id: string): SessionHeader => ({ type: 'session', version: 0, id, createdAt: 1, cwd: '/work/project', delegationDepth: 0 })
 const event = (seq: number, type: string, data: unknown): SessionEvent => ({ type, seq, time: 10 + seq, data } as SessionEvent)
@@ -23,6 +35,10 @@ const event = (seq: number, type: string, data: unknown): SessionEvent => ({ typ
 const backends: [string, (dir: string) => PersistenceBackend][] = [
   ['jsonl', dir => new JsonlBackend({ root: join(dir, 'sessions'), fsync: false })],
   ['sqlite', dir => new SqliteBackend({ file: join(dir, 'sessions.db') })],
+  ...pgUnavailable ? [] : [['postgres', (dir: string) => {
+    if (!schemaOf.has(dir)) schemaOf.set(dir, `attach_${process.pid}_${schemas++}`)
+    return new PostgresBackend({ url: server!.url, schema: schemaOf.get(dir)! })
+  }] as [string, (dir: string) => PersistenceBackend]],
 ]
 
 describe.each(backends)('%s attachments', (kind, open) => {
@@ -65,10 +81,14 @@ describe.each(backends)('%s attachments', (kind, open) => {
       const trash = join(dir, 'sessions', '.trash')
       const [folder] = readdirSync(trash)
       expect(existsSync(join(trash, folder!, 'attachments', id.slice('sha256:'.length)))).toBe(true)
-    } else {
+    } else if (kind === 'sqlite') {
       const db = (backend as SqliteBackend).db
       expect(db.prepare('SELECT count(*) AS n FROM trash_attachments WHERE attachment_id = ?').get(id)).toEqual({ n: 1 })
       expect(db.prepare('SELECT count(*) AS n FROM attachments').get()).toEqual({ n: 0 })
+    } else {
+      const pool = (backend as PostgresBackend).pool
+      expect((await pool.query('SELECT count(*)::int AS n FROM trash_attachments WHERE attachment_id = $1', [id])).rows[0]).toEqual({ n: 1 })
+      expect((await pool.query('SELECT count(*)::int AS n FROM attachments')).rows[0]).toEqual({ n: 0 })
     }
   })
 

@@ -17,6 +17,7 @@ import {
 } from '../api.js'
 import { holderIsStale } from '../writer-lock.js'
 import { checkHeader, encodeHeader, firstRowAfter, rowRecord, salvageRecords, scanRecords } from '../records.js'
+import type { StoredAttachment } from '../../session/attachments.js'
 
 export const POSTGRES_SCHEMA_VERSION = 1
 /** Marks a schema as a dsh store (the `dsh_store` row `format`). */
@@ -38,6 +39,27 @@ export interface PostgresBackendOptions {
   /** Who this process is, for refusal messages (default: this pid and host name). */
   readonly owner?: { readonly pid: number; readonly host: string }
 }
+
+/**
+ * Attachments (content-addressed images of a session) and their trash: added to stores of this
+ * schema version when missing; older dsh versions ignore them.
+ */
+const ATTACHMENT_TABLES = `
+CREATE TABLE IF NOT EXISTS attachments (
+  session_id text NOT NULL,
+  attachment_id text NOT NULL,
+  media_type text NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (session_id, attachment_id)
+);
+CREATE TABLE IF NOT EXISTS trash_attachments (
+  incarnation uuid NOT NULL,
+  attachment_id text NOT NULL,
+  media_type text NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (incarnation, attachment_id)
+);
+`
 
 const SCHEMA = `
 CREATE TABLE dsh_store (key text PRIMARY KEY, value text NOT NULL);
@@ -234,6 +256,8 @@ export class PostgresBackend implements PersistenceBackend {
       }
       const storeId = state.get('store_id')
       if (storeId === undefined) throw new PersistenceError(`${this.where}: dsh_store has no store_id`)
+      await client.query(`SET LOCAL search_path TO ${quoteIdent(this.schema)}`)
+      await client.query(ATTACHMENT_TABLES)
       await client.query('COMMIT')
       return storeId
     } catch (error) {
@@ -362,10 +386,28 @@ export class PostgresBackend implements PersistenceBackend {
   async list(): Promise<readonly StoredSessionSummary[]> {
     await this.ready
     const rows = (await this.pool.query<SessionRow>('SELECT id, cwd, parent_session, created_at, updated_at, next_seq, turns, title FROM sessions ORDER BY updated_at DESC, id')).rows
+    // Archived: the last session/archived event of each session says so.
+    const archived = new Set((await this.pool.query<{ session_id: string; data: string }>(
+      "SELECT DISTINCT ON (session_id) session_id, data FROM events WHERE type = 'session/archived' ORDER BY session_id, seq DESC")).rows
+      .filter((row) => { try { return (JSON.parse(row.data) as { archived?: unknown }).archived === true } catch { return false } })
+      .map((row) => row.session_id))
     return rows.map((row) => ({
       id: row.id, title: row.title, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined,
       createdAt: Number(row.created_at), updatedAt: Number(row.updated_at), turns: row.turns, length: row.next_seq,
+      ...archived.has(row.id) ? { archived: true } : {},
     }))
+  }
+
+  async putAttachment(header: SessionHeader, attachmentId: string, attachment: StoredAttachment): Promise<void> {
+    await this.ready
+    await this.pool.query('INSERT INTO attachments (session_id, attachment_id, media_type, data) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+      [header.id, attachmentId, attachment.mediaType, Buffer.from(attachment.data)])
+  }
+
+  async getAttachment(sessionId: string, attachmentId: string): Promise<StoredAttachment | undefined> {
+    await this.ready
+    const row = (await this.pool.query<{ media_type: string; data: Buffer }>('SELECT media_type, data FROM attachments WHERE session_id = $1 AND attachment_id = $2', [sessionId, attachmentId])).rows[0]
+    return row === undefined ? undefined : { data: row.data, mediaType: row.media_type }
   }
 
   trash(id: string): Promise<boolean> {
@@ -375,6 +417,8 @@ export class PostgresBackend implements PersistenceBackend {
       if (row === undefined) return false
       await client.query('INSERT INTO trash_sessions (incarnation, id, trashed_at, revision, header) SELECT incarnation, id, $1, revision, header FROM sessions WHERE id = $2', [Date.now(), id])
       await client.query(`INSERT INTO trash_events (incarnation, ${EVENT_COLUMNS}) SELECT $1, ${EVENT_COLUMNS} FROM events WHERE session_id = $2`, [row.incarnation, id])
+      await client.query('INSERT INTO trash_attachments (incarnation, attachment_id, media_type, data) SELECT $1, attachment_id, media_type, data FROM attachments WHERE session_id = $2 ON CONFLICT DO NOTHING', [row.incarnation, id])
+      await client.query('DELETE FROM attachments WHERE session_id = $1', [id])
       await client.query('DELETE FROM events WHERE session_id = $1', [id])
       await client.query('DELETE FROM sessions WHERE id = $1', [id])
       await client.query('DELETE FROM leases WHERE session_id = $1 AND holder = $2', [id, this.holder])
