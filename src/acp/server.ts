@@ -266,14 +266,16 @@ export class AcpServerApp extends Service {
   }
 
   /**
-   * Whether prompts may carry images: the configured route's model accepts them, or (no route
-   * configured: the agents row decides) every catalogued model does.
+   * Whether prompts may carry images: the model of the route new sessions get (the configured
+   * route, else the agents row's) accepts them; with neither, every catalogued model must.
    */
   private imageInput(): boolean {
     if (this.config.imageInput !== undefined) return this.config.imageInput
     const models = this.ctx.llm.models()
     const route = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
-    if (route.model !== undefined) return models.some(info => info.provider === route.provider && info.model === route.model && info.imageInput)
+    // No route asked for: new sessions get the agents row's route.
+    const effective = route.model !== undefined ? route : this.ctx.agents.defaultLoop
+    if (effective?.model !== undefined) return models.some(info => info.provider === effective.provider && info.model === effective.model && info.imageInput)
     return models.length > 0 && models.every(info => info.imageInput)
   }
 
