@@ -111,6 +111,9 @@ describe.skipIf(chromium.path === undefined)('images in the web UI (browser)', (
     await expect.poll(() => images.count()).toBe(3)
     await expect.poll(() => images.evaluateAll(list => list.map(img => (img as HTMLImageElement).naturalWidth))).toEqual([96, 40, 64])
     await page.screenshot({ path: join(shots, 'images-1400.png') })
+    await page.evaluate(() => { document.documentElement.dataset.theme = 'dark' })
+    await page.screenshot({ path: join(shots, 'images-dark-1400.png') })
+    await page.evaluate(() => { document.documentElement.dataset.theme = 'light' })
   })
 
   it('10: on a text-only route the prompt is refused with one line; text and images stay in the composer; nothing is sent', async () => {
