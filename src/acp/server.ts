@@ -27,7 +27,7 @@ import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.
 import type { ScopeKey } from '../scope/index.js'
 import { provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
 import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
-import { imageRefusal, storeInlineImages } from './images.js'
+import { imageRefusal, storeInlineImages } from '../sdk/images.js'
 import { AttachmentError } from '../session/attachments.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'

@@ -1,8 +1,8 @@
 /**
- * Images in ACP prompts: `image` content blocks (base64 `data` + `mimeType`) are stored with the
- * session (ctx.sessions.attachments) and the user message references them by content hash, as
- * every other way into a session does. A route that does not take images refuses the prompt
- * before anything is stored.
+ * Images in protocol prompts (ACP `session/prompt`, SDK `session/prompt`): inline `image`
+ * content blocks (base64 `data` + `mimeType`) are stored with the session
+ * (ctx.sessions.attachments) and the user message references them by content hash, as the web
+ * UI's prompts do. A route that does not take images refuses the prompt before anything is stored.
  */
 import type { Context } from 'cordis'
 import type { ContentBlock } from '../llm/types.js'

@@ -1,5 +1,5 @@
 /**
- * Images of ACP prompts: inline `image` blocks become stored session attachments (the same
+ * Images of protocol prompts (ACP, SDK): inline `image` blocks become stored session attachments (the same
  * reference the recorded corpus has: sha256 id, media type, size in pixels and bytes); a route
  * without image input refuses the prompt in one line; a bad image stores nothing.
  */
@@ -12,7 +12,7 @@ import { ScriptedModel, SCRIPTED_MODEL_INFO, SCRIPTED_PROVIDER, SCRIPTED_MODEL }
 import { pngImage } from '../../test-support/images.js'
 import { imageRefusal, storeInlineImages } from './images.js'
 
-describe('ACP prompt images', () => {
+describe('protocol prompt images', () => {
   let ctx: Context
   beforeEach(async () => {
     ctx = new Context()
