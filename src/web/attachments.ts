@@ -14,7 +14,10 @@ import '../session/api.js'
 /** At most this many images per prompt. */
 export const MAX_PROMPT_IMAGES = 8
 
-interface ImageParam { readonly data: string; readonly mediaType?: string; readonly name?: string }
+/** New image bytes (`data`), or an image already stored with the session (`attachmentId`, e.g. Retry). */
+type ImageParam =
+  | { readonly data: string; readonly mediaType?: string; readonly name?: string; readonly attachmentId?: undefined }
+  | { readonly attachmentId: string; readonly data?: undefined; readonly mediaType?: undefined; readonly name?: undefined }
 
 /** The `images` parameter, checked for shape (not yet for content); empty when absent. */
 export function imageParams(params: Record<string, unknown>): ImageParam[] {
@@ -24,8 +27,12 @@ export function imageParams(params: Record<string, unknown>): ImageParam[] {
   if (value.length > MAX_PROMPT_IMAGES) throw new WebApiError(400, 'BAD_PARAMS', `at most ${MAX_PROMPT_IMAGES} images per message (got ${value.length})`)
   return value.map((item, index) => {
     const image = item as Record<string, unknown> | null
+    if (image !== null && typeof image === 'object' && typeof image.attachmentId === 'string' && image.data === undefined) {
+      if (!isAttachmentId(image.attachmentId)) throw new WebApiError(400, 'BAD_PARAMS', `images[${index}].attachmentId must be sha256:<64 hex digits>`)
+      return { attachmentId: image.attachmentId }
+    }
     if (image === null || typeof image !== 'object' || typeof image.data !== 'string' || image.data === '') {
-      throw new WebApiError(400, 'BAD_PARAMS', `images[${index}].data must be base64 image data`)
+      throw new WebApiError(400, 'BAD_PARAMS', `images[${index}].data must be base64 image data (or attachmentId, an image of the session)`)
     }
     return {
       data: image.data,
@@ -54,12 +61,18 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
  */
 export async function promptWithImages(root: Context, agent: Agent, text: string, images: readonly ImageParam[]): Promise<ContentBlock[]> {
   if (!routeTakesImages(root, agent)) throw textOnlyRefusal(agent)
-  const decoded = images.map((image, index) => {
+  const decoded = await Promise.all(images.map(async (image, index) => {
+    if (image.attachmentId !== undefined) {
+      // An image the session already has (Retry): its bytes from the store.
+      const stored = await root.sessions.attachments.read(agent.session.id, image.attachmentId)
+      if (stored === undefined) throw new WebApiError(400, 'BAD_IMAGE', `images[${index}]: ${image.attachmentId} is not an image of this session`)
+      return { bytes: Buffer.from(stored.data) } as { bytes: Buffer; mediaType?: string; name?: string }
+    }
     const data = image.data.replace(/^data:[^,]*;base64,/, '')
     if (!BASE64.test(data) || data.length % 4 === 1) throw new WebApiError(400, 'BAD_IMAGE', `images[${index}] is not base64`)
     if (data.length * 3 / 4 > MAX_IMAGE_BYTES + 3) throw new WebApiError(400, 'BAD_IMAGE', `images[${index}] is larger than ${MAX_IMAGE_BYTES} bytes`)
     return { ...image, bytes: Buffer.from(data, 'base64') }
-  })
+  }))
   // Check every image before storing any (describeImage throws on the first bad one).
   decoded.forEach((image, index) => {
     try {

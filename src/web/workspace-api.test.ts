@@ -124,6 +124,22 @@ describe('dsh web workspace methods', () => {
       expect((await call('steer', { id: created.id, text: 'x', images: [{ data: pngImage(1, 1).toString('base64') }] })).json.error.code).toBe('NO_IMAGE_INPUT')
     })
 
+    it('an image the session already has is sent again by its id (Retry); an unknown id is refused', async () => {
+      const png = pngImage(6, 6)
+      const created = await ok('sessions.create', { model: VISION })
+      model.push(text('first'), text('again'))
+      await ok('prompt', { id: created.id, text: 'one', images: [{ data: png.toString('base64') }] })
+      await ctx.agents.get(created.id)!.whenIdle()
+      const id = attachmentIdOf(png)
+      await ok('prompt', { id: created.id, text: 'one', images: [{ attachmentId: id }] })
+      await ctx.agents.get(created.id)!.whenIdle()
+      const prompts = ctx.sessions.get(created.id)!.events.filter(e => e.type === 'user/message').map(e => (e.data as UserMessage).content)
+      expect(prompts[1]).toEqual([{ type: 'text', text: 'one' }, { type: 'image', attachment: { attachmentId: id, mediaType: 'image/png', width: 6, height: 6, bytes: png.length } }])
+      const unknown = await call('prompt', { id: created.id, text: 'x', images: [{ attachmentId: `sha256:${'1'.repeat(64)}` }] })
+      expect(unknown.json.error).toEqual({ code: 'BAD_IMAGE', message: `images[0]: sha256:${'1'.repeat(64)} is not an image of this session` })
+      expect((await call('prompt', { id: created.id, text: 'x', images: [{ attachmentId: '../x' }] })).json.error.code).toBe('BAD_PARAMS')
+    })
+
     it('bad image data is refused before any image of the prompt is stored', async () => {
       const created = await ok('sessions.create', { model: VISION })
       const good = pngImage(2, 2)

@@ -3,7 +3,7 @@ import { ApiError, SessionStream, call, type InboxSnapshot, type SessionSummary 
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
 import { DelegationContext, TodoStrip, ToolCallCard, formatMs } from './cards'
-import { AttachButton, AttachmentTray, MessageImages, imageParams, useImageAttachments, type PendingImage } from './attachments'
+import { AttachButton, AttachmentTray, MessageImages, imageParams, retryImages, useImageAttachments, type PendingImage } from './attachments'
 import { FolderPicker } from './folders'
 import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
 
@@ -667,7 +667,7 @@ const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { 
         <div className="turn-end" data-testid="turn-end">
           {end.level ? <div className={`notice ${end.level}`}>{end.text}
             {item.reason?.kind === 'error' && item.prompt && isLast ? (
-              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt }).catch(onError)} data-testid="retry-button">Retry</button>
+              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt, ...retryImages(item.promptImages) }).catch(onError)} data-testid="retry-button">Retry</button>
             ) : null}</div> : null}
           <div className="turn-meta">
             {item.usage.inputTokens || item.usage.outputTokens ? <span>{usageLine(item.usage)}</span> : null}

@@ -29,6 +29,11 @@ export function imageParams(images: readonly PendingImage[]): { data: string; me
   return images.map(image => ({ data: image.data, mediaType: image.mediaType, name: image.name }))
 }
 
+/** Retry of a prompt with images: its stored images again, by attachment id. */
+export function retryImages(ids: readonly string[] | undefined): { images?: { attachmentId: string }[] } {
+  return ids && ids.length > 0 ? { images: ids.map(attachmentId => ({ attachmentId })) } : {}
+}
+
 function readBase64(file: File): Promise<string> {
   return new Promise((resolve, reject) => {
     const reader = new FileReader()

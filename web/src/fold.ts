@@ -43,7 +43,7 @@ export function imagesOf(content: readonly any[] | undefined): MessageImage[] {
 export type Item =
   | { kind: 'user'; key: string; seq: number; text: string; time: number; images?: readonly MessageImage[] }
   | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number; interrupted?: boolean }
-  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string }
+  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string; promptImages?: readonly string[] }
   /** One line per retried model request: updated in place by every retry of the same step. */
   | { kind: 'retry'; key: string; seq: number; retry: number; maxRetries: number | null; cause: string; delayMs: number; time: number; state: 'waiting' | 'trying' | 'failed' | 'recovered' }
   | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
@@ -76,6 +76,8 @@ export class LogFold {
   private openRetry: string | undefined
   /** The latest user prompt, offered again by Retry after a failed turn. */
   private lastPrompt: string | undefined
+  /** The stored images of the latest prompt (attachment ids), sent again by Retry. */
+  private lastPromptImages: string[] = []
 
   private put(item: Item): void {
     const index = this.byKey.get(item.key)
@@ -122,6 +124,7 @@ export class LogFold {
         const images = imagesOf(data.content)
         this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: textOf(data.content), time: event.time, ...images.length > 0 ? { images } : {} })
         this.lastPrompt = textOf(data.content)
+        this.lastPromptImages = images.flatMap(image => image.attachmentId ? [image.attachmentId] : [])
         break
       }
       case 'assistant/chunk':
@@ -177,7 +180,7 @@ export class LogFold {
       case 'turn/end': {
         const started = this.turnStart.get(data.turn)
         this.put({ kind: 'turn-end', key: `e:${data.turn}`, seq: event.seq, turn: data.turn, reason: data.reason, usage: this.turnUsage, time: event.time,
-          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt } })
+          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt }, ...this.lastPromptImages.length > 0 ? { promptImages: this.lastPromptImages } : {} })
         this.finishStreaming(data.reason?.kind !== 'completed')
         this.settleRetry(data.reason?.kind === 'error' ? 'failed' : 'recovered')
         break
