@@ -41,8 +41,9 @@ export interface PostgresBackendOptions {
 }
 
 /**
- * Attachments (content-addressed images of a session) and their trash: added to stores of this
- * schema version when missing; older dsh versions ignore them.
+ * Attachments (content-addressed images of a session) and their trash, and the archived flag
+ * (the last `session/archived` event, kept as a row so listing never scans the events): added
+ * to stores of this schema version when missing; older dsh versions ignore them.
  */
 const ATTACHMENT_TABLES = `
 CREATE TABLE IF NOT EXISTS attachments (
@@ -58,6 +59,10 @@ CREATE TABLE IF NOT EXISTS trash_attachments (
   media_type text NOT NULL,
   data bytea NOT NULL,
   PRIMARY KEY (incarnation, attachment_id)
+);
+CREATE TABLE IF NOT EXISTS session_archived (
+  session_id text PRIMARY KEY,
+  archived boolean NOT NULL
 );
 `
 
@@ -386,11 +391,7 @@ export class PostgresBackend implements PersistenceBackend {
   async list(): Promise<readonly StoredSessionSummary[]> {
     await this.ready
     const rows = (await this.pool.query<SessionRow>('SELECT id, cwd, parent_session, created_at, updated_at, next_seq, turns, title FROM sessions ORDER BY updated_at DESC, id')).rows
-    // Archived: the last session/archived event of each session says so.
-    const archived = new Set((await this.pool.query<{ session_id: string; data: string }>(
-      "SELECT DISTINCT ON (session_id) session_id, data FROM events WHERE type = 'session/archived' ORDER BY session_id, seq DESC")).rows
-      .filter((row) => { try { return (JSON.parse(row.data) as { archived?: unknown }).archived === true } catch { return false } })
-      .map((row) => row.session_id))
+    const archived = new Set((await this.pool.query<{ session_id: string }>('SELECT session_id FROM session_archived WHERE archived')).rows.map((row) => row.session_id))
     return rows.map((row) => ({
       id: row.id, title: row.title, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined,
       createdAt: Number(row.created_at), updatedAt: Number(row.updated_at), turns: row.turns, length: row.next_seq,
@@ -419,6 +420,7 @@ export class PostgresBackend implements PersistenceBackend {
       await client.query(`INSERT INTO trash_events (incarnation, ${EVENT_COLUMNS}) SELECT $1, ${EVENT_COLUMNS} FROM events WHERE session_id = $2`, [row.incarnation, id])
       await client.query('INSERT INTO trash_attachments (incarnation, attachment_id, media_type, data) SELECT $1, attachment_id, media_type, data FROM attachments WHERE session_id = $2 ON CONFLICT DO NOTHING', [row.incarnation, id])
       await client.query('DELETE FROM attachments WHERE session_id = $1', [id])
+      await client.query('DELETE FROM session_archived WHERE session_id = $1', [id])
       await client.query('DELETE FROM events WHERE session_id = $1', [id])
       await client.query('DELETE FROM sessions WHERE id = $1', [id])
       await client.query('DELETE FROM leases WHERE session_id = $1 AND holder = $2', [id, this.holder])
@@ -618,12 +620,17 @@ export class PostgresBackend implements PersistenceBackend {
     }
     let turns = 0
     let title: string | null = null
+    let archived: boolean | undefined
     for (const event of events) {
       if (event.type === 'turn/start') turns++
       if (event.type === 'session/title') {
         const value = (event.data as { title?: unknown } | null)?.title
         if (typeof value === 'string') title = value
       }
+      if (event.type === 'session/archived') archived = (event.data as { archived?: unknown } | null)?.archived === true
+    }
+    if (archived !== undefined) {
+      await client.query('INSERT INTO session_archived (session_id, archived) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET archived = excluded.archived', [id, archived])
     }
     const columns: unknown[][] = [[], [], [], [], [], [], [], []]
     const push = (...values: unknown[]) => values.forEach((value, i) => columns[i].push(value))

@@ -81,8 +81,9 @@ CREATE TABLE trash_events (
 `
 
 /**
- * Attachments (content-addressed images of a session) and their trash. Added to stores of this
- * schema version when missing, like the writers table; older dsh versions ignore them.
+ * Attachments (content-addressed images of a session) and their trash, and the archived flag
+ * (the last `session/archived` event, kept as a row so listing never scans the events). Added to
+ * stores of this schema version when missing, like the writers table; older versions ignore them.
  */
 const ATTACHMENT_TABLES = `
 CREATE TABLE IF NOT EXISTS attachments (
@@ -99,6 +100,10 @@ CREATE TABLE IF NOT EXISTS trash_attachments (
   data BLOB NOT NULL,
   PRIMARY KEY (incarnation, attachment_id)
 ) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_archived (
+  session_id TEXT PRIMARY KEY NOT NULL,
+  archived INTEGER NOT NULL
+) STRICT;
 `
 
 const WRITERS_TABLE = `
@@ -178,7 +183,9 @@ export class SqliteBackend implements PersistenceBackend {
       getAttachment: db.prepare<[string, string], { media_type: string; data: Buffer }>('SELECT media_type, data FROM attachments WHERE session_id = ? AND attachment_id = ?'),
       trashAttachments: db.prepare('INSERT OR IGNORE INTO trash_attachments (incarnation, attachment_id, media_type, data) SELECT ?, attachment_id, media_type, data FROM attachments WHERE session_id = ?'),
       deleteAttachments: db.prepare('DELETE FROM attachments WHERE session_id = ?'),
-      archived: db.prepare<[], { session_id: string; data: string }>("SELECT e.session_id, e.data FROM events e JOIN (SELECT session_id, max(seq) AS seq FROM events WHERE type = 'session/archived' GROUP BY session_id) last ON e.session_id = last.session_id AND e.seq = last.seq"),
+      archived: db.prepare<[], { session_id: string }>('SELECT session_id FROM session_archived WHERE archived = 1'),
+      setArchived: db.prepare('INSERT INTO session_archived (session_id, archived) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET archived = excluded.archived'),
+      dropArchived: db.prepare('DELETE FROM session_archived WHERE session_id = ?'),
     }
   }
 
@@ -334,12 +341,7 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   async list(): Promise<readonly StoredSessionSummary[]> {
-    const archived = new Set<string>()
-    for (const row of this.statements.archived.all()) {
-      try {
-        if ((JSON.parse(row.data) as { archived?: unknown }).archived === true) archived.add(row.session_id)
-      } catch { /* an unreadable row is reported by a load, not by the list */ }
-    }
+    const archived = new Set(this.statements.archived.all().map(row => row.session_id))
     return this.statements.list.all().map((row) => ({
       id: row.id, title: row.title, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined,
       createdAt: row.created_at, updatedAt: row.updated_at, turns: row.turns, length: row.next_seq,
@@ -368,6 +370,7 @@ export class SqliteBackend implements PersistenceBackend {
       this.statements.trashEvents.run(row.incarnation, id)
       this.statements.trashAttachments.run(row.incarnation, id)
       this.statements.deleteAttachments.run(id)
+      this.statements.dropArchived.run(id)
       this.statements.deleteEvents.run(id)
       this.statements.deleteSession.run(id)
       return true
@@ -402,13 +405,16 @@ export class SqliteBackend implements PersistenceBackend {
     }
     let turns = 0
     let title: string | null = null
+    let archived: boolean | undefined
     for (const event of events) {
       if (event.type === 'turn/start') turns++
       if (event.type === 'session/title') {
         const value = (event.data as { title?: unknown } | null)?.title
         if (typeof value === 'string') title = value
       }
+      if (event.type === 'session/archived') archived = (event.data as { archived?: unknown } | null)?.archived === true
     }
+    if (archived !== undefined) this.statements.setArchived.run(id, archived ? 1 : 0)
     const lines = this.packed ? packEvents(events) : events
     for (const line of lines) {
       if (isChunkRowType(line.type)) {
