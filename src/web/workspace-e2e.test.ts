@@ -107,6 +107,13 @@ describe.skipIf(chromium.path === undefined)('folder picker and archive (browser
       return { plain: (await list({})).length, archived: (await list({ archived: 'only' })).map((s: { title: string }) => s.title) }
     })
     expect(listed).toEqual({ plain: 0, archived: [title] })
+    // On a phone the Archived view is in the drawer.
+    await page.setViewportSize({ width: 390, height: 800 })
+    await page.getByTestId('menu-button').click()
+    await row().waitFor()
+    await page.screenshot({ path: join(shots, 'archived-390.png') })
+    await page.keyboard.press('Escape')
+    await page.setViewportSize({ width: 1400, height: 860 })
     await row().click()
     await page.getByTestId('restore').click()
     await expect.poll(() => page.getByTestId('archived-toggle').textContent()).toBe('← Back to sessions')

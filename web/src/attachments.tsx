@@ -110,8 +110,9 @@ export function useImageAttachments(): ImageAttachments {
   const onPaste = useCallback((event: ClipboardEvent<HTMLElement>) => {
     const files = [...event.clipboardData.items].filter(item => item.kind === 'file').map(item => item.getAsFile()).filter((file): file is File => file !== null)
     if (files.length === 0) return
-    // Pasted files are attached; pasted text goes into the text area as usual.
-    event.preventDefault()
+    // Pasted files are attached; pasted text goes into the text area as usual (a copied picture
+    // from a web page brings both: the text is kept and the image attached).
+    if (!event.clipboardData.types.includes('text/plain')) event.preventDefault()
     void add(files)
   }, [add])
 
