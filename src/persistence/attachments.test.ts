@@ -125,6 +125,9 @@ describe.each(backends)('%s attachments', (kind, open) => {
     session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
     await ctx.sessionPersistence.flushAll()
     const fork = await ctx.sessionPersistence.fork(session.id)
+    // An in-memory fork (as subagent forks are made) gets its copy on creation; flush waits for it.
+    const child = ctx.sessions.fork(session.id)
+    await ctx.sessionPersistence.flush(child)
     await ctx.sessionPersistence.delete(session.id)
     ctx.registry.delete(SessionPersistence)
     await ctx.registry.delete(SessionsServicePlugin)
@@ -132,6 +135,8 @@ describe.each(backends)('%s attachments', (kind, open) => {
     const loaded = await ctx.sessionPersistence.load(fork.id)
     expect(await ctx.sessions.attachments.read(loaded.session.id, block.attachment.attachmentId)).toBeDefined()
     expect(await ctx.sessions.attachments.read(session.id, block.attachment.attachmentId)).toBeUndefined()
+    await ctx.sessionPersistence.load(child.id)
+    expect(await ctx.sessions.attachments.read(child.id, block.attachment.attachmentId)).toBeDefined()
     await ctx.registry.delete(SessionPersistence)
     backend = undefined as unknown as PersistenceBackend
   })
