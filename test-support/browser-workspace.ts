@@ -25,8 +25,8 @@ export interface BrowserWorkspace {
 export interface BrowserWorkspaceOptions {
   /** Names the temp folders and the token. */
   readonly name: string
-  /** YAML rows appended to the test patch. */
-  readonly patchRows?: string
+  /** YAML rows appended to the test patch (a function gets the fake model server's URL). */
+  readonly patchRows?: string | ((fakeUrl: string) => string)
   readonly viewport?: { readonly width: number; readonly height: number }
   /** Runs before `dsh web` starts (settings, project files). */
   readonly prepare?: (dirs: { readonly home: string; readonly work: string }) => void | Promise<void>
@@ -43,8 +43,9 @@ export async function openBrowserWorkspace(options: BrowserWorkspaceOptions): Pr
   const home = mkdtempSync(join(tmpdir(), `dsh-web-${options.name}-home-`))
   const work = mkdtempSync(join(tmpdir(), `dsh-web-${options.name}-work-`))
   await options.prepare?.({ home, work })
-  writeFileSync(join(home, 'test.patch.yml'), `- id: session-title\n  config:\n    llm: false\n${options.patchRows ?? ''}`)
   const fake = await FakeDeepSeek.start()
+  const rows = typeof options.patchRows === 'function' ? options.patchRows(fake.url) : options.patchRows ?? ''
+  writeFileSync(join(home, 'test.patch.yml'), `- id: session-title\n  config:\n    llm: false\n${rows}`)
   let web: DshWeb | undefined
   let browser: Browser | undefined
   try {

@@ -29,6 +29,8 @@ import { editorFiles, provideEditorFiles, type EditorFiles } from '../tools/edit
 import { provideEditorTerminal } from '../tools/editor-terminal.js'
 import { acpTerminal } from './terminal.js'
 import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
+import { imageRefusal, storeInlineImages } from '../sdk/images.js'
+import { AttachmentError } from '../session/attachments.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
 import type { CommandsService } from '../commands/api.js'
@@ -272,14 +274,16 @@ export class AcpServerApp extends Service {
   }
 
   /**
-   * Whether prompts may carry images: the configured route's model accepts them, or (no route
-   * configured: the agents row decides) every catalogued model does.
+   * Whether prompts may carry images: the model of the route new sessions get (the configured
+   * route, else the agents row's) accepts them; with neither, every catalogued model must.
    */
   private imageInput(): boolean {
     if (this.config.imageInput !== undefined) return this.config.imageInput
     const models = this.ctx.llm.models()
     const route = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
-    if (route.model !== undefined) return models.some(info => info.provider === route.provider && info.model === route.model && info.imageInput)
+    // No route asked for: new sessions get the agents row's route.
+    const effective = route.model !== undefined ? route : this.ctx.agents.defaultLoop
+    if (effective?.model !== undefined) return models.some(info => info.provider === effective.provider && info.model === effective.model && info.imageInput)
     return models.length > 0 && models.every(info => info.imageInput)
   }
 
@@ -461,6 +465,7 @@ export class AcpServerApp extends Service {
     if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}" (create it with session/new${this.mode === 'full' ? ' or open it with session/load' : ''})`)
     if (this.prompts.has(sessionId)) throw new RpcError(ErrorCodes.serverError, `session "${sessionId}" is already running a prompt`)
     checkReadiness(this.ctx, agent)
+    content = await this.withStoredImages(agent, content)
     // A prompt that is only `/name args` runs a registered slash command (docs/commands.md).
     const commands = this.ctx.get('commands') as CommandsService | undefined
     const only = content.length === 1 && content[0]!.type === 'text' ? content[0]!.text : undefined
@@ -480,6 +485,18 @@ export class AcpServerApp extends Service {
     const ended = new Promise<TurnEndReason>(resolve => this.prompts.set(sessionId, { resolve }))
     agent.followup(content)
     return this.stopReason(await ended)
+  }
+
+  /** Inline images become session attachments; a text-only route or a bad image refuses the prompt (nothing stored). */
+  private async withStoredImages(agent: Agent, content: ContentBlock[]): Promise<ContentBlock[]> {
+    const refusal = imageRefusal(this.ctx, agent.config, content)
+    if (refusal !== undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${refusal}`)
+    try {
+      return await storeInlineImages(this.ctx, agent.session.id, content)
+    } catch (error) {
+      if (error instanceof AttachmentError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${error.message}`)
+      throw error
+    }
   }
 
   private stopReason(reason: TurnEndReason): { stopReason: StopReason } {

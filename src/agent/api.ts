@@ -91,6 +91,8 @@ export interface CreateAgentOptions {
 }
 
 export interface AgentsService {
+  /** The default loop config new agents start from (the agents row's `loop`), before per-agent overrides. */
+  readonly defaultLoop?: Partial<AgentLoopConfig>
   create(options?: string | CreateAgentOptions): Agent
   get(id: string): Agent | undefined
   list(): readonly Agent[]

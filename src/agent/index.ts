@@ -81,6 +81,10 @@ export class AgentsServicePlugin extends Service implements AgentsService {
     })
   }
 
+  get defaultLoop(): Partial<AgentLoopConfig> | undefined {
+    return this.config.loop
+  }
+
   create(options: string | CreateAgentOptions = {}): Agent {
     const opts: CreateAgentOptions = typeof options === 'string' ? { sessionId: options } : options
     const sessions = this.ctx.get('sessions') as SessionsService

@@ -384,6 +384,8 @@ export class ReactLoop implements AgentLoop {
       messages: this.session.deriveMessages(),
       signal,
       meta: { sessionId: this.session.id, agentLoop: true },
+      // Images are referenced by content hash; the adapter reads their bytes from the session's store.
+      attachments: async (id) => this.ctx.get('sessions')?.attachments.read(this.session.id, id),
     }
   }
 

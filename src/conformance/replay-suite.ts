@@ -16,7 +16,9 @@ import { AgentsServicePlugin, LoopInvariantPlugin, ReactLoopPlugin } from '../ag
 import { LlmServicePlugin } from '../llm/index.js'
 import { LlmRetryPlugin } from '../retry/index.js'
 import { applyOverride, recordedRoute, ReplayAdapter, replayModelInfo, scriptFromEvents, type ReplayEntry } from '../replay/index.js'
-import type { TokenUsage, UserMessage } from '../llm/types.js'
+import type { ContentBlock, TokenUsage, UserMessage } from '../llm/types.js'
+import { storeInlineImages } from '../sdk/images.js'
+import { toContentBlocks } from '../acp/server.js'
 import { parseSessionFile } from '../session/codec.js'
 import { interruptedTurnClosers, SessionsServicePlugin, TOOL_OUTCOME_UNKNOWN } from '../session/index.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
@@ -144,7 +146,7 @@ export function replaySuite(options: ReplaySuiteOptions = {}): ConformanceSuite 
 }
 
 /** One step of a recorded driver script (`input.json`). */
-interface DriverStep { readonly op: string; readonly text?: string; readonly waitForFile?: { readonly path?: unknown } }
+interface DriverStep { readonly op: string; readonly text?: string; readonly content?: unknown; readonly waitForFile?: { readonly path?: unknown } }
 
 interface Plan {
   readonly header: SessionHeader
@@ -152,6 +154,8 @@ interface Plan {
   /** A crashed log to resume from (before repair), and whether the seed closes with session/end-seed. */
   readonly seed?: { readonly crashed: readonly SessionEvent[]; readonly endSeed: boolean }
   readonly prompts: readonly UserMessage[]
+  /** Per prompt with stored images: the driver's content with the images inline (stored by the replay). */
+  readonly inlineContent: ReadonlyMap<number, readonly ContentBlock[]>
   /** Per prompt: cancel when its model call hangs. */
   readonly cancels: ReadonlySet<number>
   /**
@@ -298,6 +302,15 @@ function plan(scenario: Scenario): string | Plan {
     for (const message of (event.data as { inserted: UserMessage[] }).inserted) if (message.source.kind === 'user') prompts.push(message)
   }
   const promptOps = ops.filter(step => step.op.startsWith('prompt'))
+  // A prompt whose recorded images reference the attachment store is sent as the driver sent it
+  // (inline ACP image blocks), so the replay stores the images and must reference them alike.
+  const inlineContent = new Map<number, ContentBlock[]>()
+  for (const [i, prompt] of prompts.entries()) {
+    if (!prompt.content.some(block => block.type === 'image' && 'attachment' in block)) continue
+    const step = promptOps[i]
+    if (step?.op !== 'promptContent' || !Array.isArray(step.content)) return 'missing capability: image attachments (the recorded image block references an attachment store, and the driver script has no inline image to store)'
+    inlineContent.set(i, toContentBlocks(step.content as Parameters<typeof toContentBlocks>[0]))
+  }
   const cancels = new Set<number>()
   const cancelFiles = new Map<number, string>()
   promptOps.forEach((step, i) => {
@@ -356,7 +369,7 @@ function plan(scenario: Scenario): string | Plan {
   const runner = recordedRunner(dir)?.runner
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
-    header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
+    header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, inlineContent, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
     children, delegationRows, fenceChildren, hooks, skills, goals, fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
   }
 }
@@ -386,9 +399,6 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
     if (event.type === 'tool/call') {
       const name = (event.data as { name: string }).name
       if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
-    }
-    if (event.type === 'user/message' && (event.data as UserMessage).content.some(block => block.type === 'image' && typeof (block as { data?: unknown }).data !== 'string')) {
-      return 'missing capability: image attachments (the recorded image block references an attachment store instead of inline data)'
     }
     if (event.type === 'user/message' && isInstructionsMessage(event.data as UserMessage)) continue
     if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage) && !isGoalMessage(event.data as UserMessage)) {
@@ -683,7 +693,8 @@ async function drive(
       const hang = plan.cancels.has(i)
         ? Promise.race([new Promise<void>(resolve => onHang(resolve)), ...(appeared !== undefined ? [appeared.promise] : [])])
         : undefined
-      agent.followup(prompt)
+      const inline = plan.inlineContent.get(i)
+      agent.followup(inline === undefined ? prompt : { ...prompt, content: await storeInlineImages(ctx, agent.session.id, inline) })
       if (hang !== undefined) {
         try {
           const what = file !== undefined ? `a hanging model call, or ${file} written by a tool` : 'a hanging model call'

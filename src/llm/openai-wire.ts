@@ -37,12 +37,61 @@ const imageUrl = (image: ImageBlock): WireContentPart => 'attachment' in image
   ? { type: 'text', text: `[image ${image.attachment.name ?? image.attachment.attachmentId} is not available to this adapter]` }
   : { type: 'image_url', image_url: { url: `data:${image.mimeType};base64,${image.data}` } }
 
-/** Text plus images as OpenAI content parts; a plain string when there is no image. */
+/**
+ * Text plus images as OpenAI content parts in the order written (neighbouring text blocks joined
+ * by a newline); a plain string when there is no image.
+ */
 function userContent(blocks: readonly ContentBlock[]): string | WireContentPart[] {
-  const images = blocks.filter((b): b is ImageBlock => b.type === 'image')
-  const text = textOf(blocks, '\n')
-  if (images.length === 0) return text
-  return [...text === '' ? [] : [{ type: 'text' as const, text }], ...images.map(imageUrl)]
+  if (!blocks.some(b => b.type === 'image')) return textOf(blocks, '\n')
+  const parts: WireContentPart[] = []
+  for (const block of blocks) {
+    if (block.type === 'image') parts.push(imageUrl(block))
+    else if (block.type === 'text' && block.text !== '') {
+      const last = parts.at(-1)
+      if (last?.type === 'text') last.text += `\n${block.text}`
+      else parts.push({ type: 'text', text: block.text })
+    }
+  }
+  return parts
+}
+
+/**
+ * The call with every attachment reference replaced by the image's bytes (inline), read through
+ * `options.attachments`. A reference the store cannot produce fails the request with
+ * `INVALID_REQUEST` naming it, rather than sending the model a conversation with a hole.
+ * Without a reader the call is returned as it is.
+ */
+export async function inlineAttachments(options: LlmCallOptions): Promise<LlmCallOptions> {
+  const read = options.attachments
+  if (read === undefined) return options
+  // One read per id, also when several blocks reference it at once.
+  const cache = new Map<string, Promise<ImageBlock>>()
+  const inline = (block: ImageBlock): Promise<ImageBlock> => {
+    if (!('attachment' in block)) return Promise.resolve(block)
+    const id = block.attachment.attachmentId
+    let found = cache.get(id)
+    if (found === undefined) {
+      found = read(id).then(stored => {
+        if (stored === undefined) throw new LlmError('INVALID_REQUEST', `image ${block.attachment.name ?? id} is not in the session's attachment store`)
+        return { type: 'image', data: Buffer.from(stored.data).toString('base64'), mimeType: stored.mediaType }
+      })
+      cache.set(id, found)
+    }
+    return found
+  }
+  const blocks = async (content: readonly ContentBlock[]): Promise<ContentBlock[]> => Promise.all(content.map(async block => {
+    if (block.type === 'image') return inline(block)
+    if (block.type === 'tool-result' && block.content.some(part => part.type === 'image')) {
+      return { ...block, content: await Promise.all(block.content.map(part => part.type === 'image' ? inline(part) : part)) }
+    }
+    return block
+  }))
+  const hasAttachment = (content: readonly ContentBlock[]): boolean => content.some(block =>
+    (block.type === 'image' && 'attachment' in block) || (block.type === 'tool-result' && hasAttachment(block.content)))
+  if (!options.messages.some(message => hasAttachment(message.content))) return options
+  const messages = await Promise.all(options.messages.map(async message =>
+    hasAttachment(message.content) ? { ...message, content: await blocks(message.content) } as Message : message))
+  return { ...options, messages }
 }
 
 /**

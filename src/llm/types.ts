@@ -132,7 +132,15 @@ export interface LlmCallOptions {
   readonly signal?: AbortSignal
   /** Free-form tags; the agent loop marks its own requests here (see the invariant, A-11). */
   readonly meta?: Readonly<Record<string, unknown>>
+  /**
+   * Reads the bytes of an image a message references by attachment id (the session's store).
+   * Adapters that send images call it while serialising; without it an attachment is named only.
+   */
+  readonly attachments?: AttachmentReader
 }
+
+/** The bytes and media type of a stored attachment, or undefined when the store lacks it. */
+export type AttachmentReader = (attachmentId: string) => Promise<{ readonly data: Uint8Array; readonly mediaType: string } | undefined>
 
 /** An adapter turns one call into one provider attempt (L-5). */
 export interface LlmAdapter {

@@ -5,6 +5,7 @@
  */
 import type { Session } from '../session/api.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
+import type { StoredAttachment } from '../session/attachments.js'
 
 /** What a bad stored line or row was (D-5). */
 export type BadRecordReason = 'unparsable' | 'wrong-seq' | 'no-newline' | 'invalid-envelope'
@@ -61,6 +62,8 @@ export interface StoredSessionSummary {
    * backend does not track it.
    */
   readonly lastTurn?: string
+  /** The last `session/archived` event said archived (hidden from the default list). */
+  readonly archived?: boolean
   /**
    * Set when the stored session cannot be read by this runtime (a newer format version, a
    * damaged header): why. It is listed so it does not vanish; loading it fails with the same
@@ -117,8 +120,15 @@ export interface PersistenceBackend {
    */
   salvageStored?(id: string): Promise<SalvagedSession | undefined>
   list(): Promise<readonly StoredSessionSummary[]>
-  /** Moves a stored session to the trash (never unlinks). False when not stored. */
+  /** Moves a stored session to the trash (never unlinks), its attachments with it. False when not stored. */
   trash(id: string): Promise<boolean>
+  /**
+   * Stores an attachment of a session (content-addressed: the same id always holds the same
+   * bytes, so a second put is a no-op). Works before the session's log is materialised.
+   * A backend without it keeps attachments in memory only.
+   */
+  putAttachment?(header: SessionHeader, attachmentId: string, attachment: StoredAttachment): Promise<void>
+  getAttachment?(sessionId: string, attachmentId: string): Promise<StoredAttachment | undefined>
   /**
    * One writer per session: takes the session's writer lock for this process, whether or not
    * the session is stored yet. Refused with `SessionInUseError` (naming pid, host and since)

@@ -8,6 +8,8 @@ import { Context, Service } from 'cordis'
 import type { ListenerErrorReporter } from '../kernel/index.js'
 import type { Session } from '../session/api.js'
 import { interruptedTurnClosers } from '../session/repair.js'
+import { referencedAttachments } from '../session/attachments.js'
+import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
 import {
   PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
@@ -46,6 +48,13 @@ const defaultReporter: ListenerErrorReporter = (name, error) => {
   process.stderr.write(`dsh: ${name}: ${error instanceof Error ? error.message : String(error)}\n`)
 }
 
+/** Attachment ids referenced by user messages and tool results of `events`. */
+function seedAttachments(events: readonly SessionEvent[]): string[] {
+  return events.flatMap(event =>
+    event.type === 'user/message' ? referencedAttachments((event.data as UserMessage).content)
+      : event.type === 'tool/result' ? referencedAttachments((event.data as { message: UserMessage }).message.content) : [])
+}
+
 export class SessionPersistence extends Service implements SessionPersistenceService {
   static inject = ['sessions']
 
@@ -58,6 +67,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   /** Ids being hydrated by `load`: their events are already stored. */
   private readonly hydrating = new Set<string>()
   private readonly root: Context
+  /** Attachment copies of seeded children still running, by child id (flush waits for them). */
+  private readonly copying = new Map<string, Promise<void>>()
   /** One writer per session: the writer locks this process holds (or is taking), by id. */
   private readonly leases = new Map<string, Promise<WriterLease | undefined>>()
 
@@ -70,6 +81,14 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     ctx.on('session/created', (session) => this.onCreated(session))
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
     ctx.on('session/flush', (session) => this.flush(session))
+    // Attachments are kept by the backend, with the session (docs/session-format.md).
+    const { putAttachment, getAttachment } = this.backend
+    if (putAttachment !== undefined && getAttachment !== undefined) {
+      ctx.effect(() => ctx.sessions.attachments.useStore({
+        put: (header, id, attachment) => putAttachment.call(this.backend, header, id, attachment),
+        get: (sessionId, id) => getAttachment.call(this.backend, sessionId, id),
+      }), 'sessionPersistence: attachment store')
+    }
     ctx.effect(() => () => {
       for (const tracked of this.tracked.values()) if (tracked.timer) clearTimeout(tracked.timer)
       const pending = this.flushAll().catch((error) => this.report('session persistence (unload)', error))
@@ -124,6 +143,16 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     }
     // New or forked: the header and any seed are not stored yet.
     this.schedule(this.track(session, false, [...session.events]))
+    // A child seeded from its parent (fork, subagent fork) keeps the images its seed references,
+    // so it still has them when it is loaded later without its parent.
+    const parent = session.header.parentSession
+    const ids = parent === undefined ? [] : seedAttachments(session.events)
+    if (parent !== undefined && ids.length > 0) {
+      const copying = this.sessions.attachments.copy(parent, session.header, ids)
+        .catch((error) => this.report(`session persistence (${session.id} attachments)`, error))
+        .finally(() => { if (this.copying.get(session.id) === copying) this.copying.delete(session.id) })
+      this.copying.set(session.id, copying)
+    }
   }
 
   private onEvent(session: Session, event: SessionEvent): void {
@@ -210,6 +239,9 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   /** D-2 barrier, shared by concurrent callers: writes until the queue is empty. */
   flush(target: Session | string): Promise<void> {
     const id = typeof target === 'string' ? target : target.id
+    // A seeded child's attachment copy is part of what a flush makes durable.
+    const copying = this.copying.get(id)
+    if (copying !== undefined) return copying.then(() => this.flush(id))
     const tracked = this.tracked.get(id)
     if (tracked === undefined) return Promise.resolve()
     tracked.flushing ??= (async () => {
@@ -337,6 +369,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   async fork(sourceId: string, boundary?: number, childId?: string): Promise<Session> {
     if (this.sessions.get(sourceId) === undefined) await this.load(sourceId)
     const child = this.sessions.fork(sourceId, boundary, childId)
+    // The copy (started when the child was created) keeps its images when the source is deleted later.
     await this.flush(child)
     return child
   }

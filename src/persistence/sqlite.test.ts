@@ -49,7 +49,7 @@ describe('SQLite store (D-6)', () => {
     expect(backend.db.pragma('application_id', { simple: true })).toBe(SQLITE_APPLICATION_ID)
     expect(backend.db.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION)
     const strict = backend.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%STRICT%' ORDER BY name").all()
-    expect(strict.map((r) => (r as { name: string }).name)).toEqual(['events', 'session_writers', 'sessions', 'store_state', 'trash_events', 'trash_sessions'])
+    expect(strict.map((r) => (r as { name: string }).name)).toEqual(['attachments', 'events', 'session_archived', 'session_writers', 'sessions', 'store_state', 'trash_attachments', 'trash_events', 'trash_sessions'])
     await backend.close()
   }))
 

@@ -24,6 +24,8 @@ import type { ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { checkFolder, checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
+import { imageRefusal, storeInlineImages } from './images.js'
+import { AttachmentError } from '../session/attachments.js'
 import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
 import { McpRefusedError } from '../mcp/api.js'
 import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
@@ -206,7 +208,22 @@ export class SdkServerApp extends Service {
       }
       throw error
     }
-    const message = agent.followup(params.contentBlocks as ContentBlock[])
+    // Images are stored with the session and referenced by hash; a text-only route refuses them.
+    const content = params.contentBlocks as ContentBlock[]
+    const refusal = imageRefusal(this.ctx, agent.config, content)
+    let stored: ContentBlock[]
+    try {
+      if (refusal !== undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${refusal}`)
+      stored = await storeInlineImages(this.ctx, agent.id, content)
+    } catch (error) {
+      if (created) {
+        await agent.dispose()
+        this.ctx.sessions.close(agent.id)
+      }
+      if (error instanceof AttachmentError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${error.message}`)
+      throw error
+    }
+    const message = agent.followup(stored)
     return { messageId: message.id, sessionId: agent.id }
   }
 

@@ -2,7 +2,8 @@
  * The public face of the session seam: what `ctx.sessions` offers and the events it dispatches.
  * Providers implement these interfaces; consumers (loop, persistence, protocols) use only them.
  */
-import type { Message } from '../llm/types.js'
+import type { AttachedImageBlock, Message } from '../llm/types.js'
+import type { AttachmentStore, StoredAttachment } from './attachments.js'
 import type {
   AppendOptions, EventTypeDefinition, SessionEvent, SessionEventMap, SessionHeader,
 } from './types.js'
@@ -54,7 +55,26 @@ export interface CreateSessionOptions {
   readonly agentPreset?: string
 }
 
+/** Images kept with a session, referenced from its log by content hash (docs/session-format.md). */
+export interface SessionAttachments {
+  /**
+   * Checks an image (PNG, JPEG, GIF or WebP, read from its bytes) and stores it with a live
+   * session; resolves to the block a message references it with. `AttachmentError` for bad input.
+   */
+  addImage(sessionId: string, data: Uint8Array, options?: { readonly mediaType?: string; readonly name?: string }): Promise<AttachedImageBlock>
+  /** The bytes of an attachment of the session (or, for a live fork or child, of its parents). */
+  read(sessionId: string, attachmentId: string): Promise<StoredAttachment | undefined>
+  /** Copies the attachments `ids` of one session to another (a fork keeps its images). */
+  copy(fromSessionId: string, to: SessionHeader, ids: readonly string[]): Promise<void>
+  /**
+   * Puts a durable store in place of the in-memory default; the disposer restores the default.
+   * Call it inside `ctx.effect` so the store goes with the plugin that provides it.
+   */
+  useStore(store: AttachmentStore): () => void
+}
+
 export interface SessionsService {
+  readonly attachments: SessionAttachments
   /** S-2: extend the vocabulary. Returns the disposer (the registration is an effect). */
   registerEventType(definition: EventTypeDefinition): () => void
   eventType(type: string): EventTypeDefinition | undefined

@@ -9,3 +9,4 @@ export { SessionVersionError, checkHeader, checkStoredHeader } from './header.js
 export { SessionLog, type SessionDeps } from './session.js'
 export { SessionsServicePlugin, SessionsError, type SessionsServiceConfig } from './service.js'
 export { TOOL_OUTCOME_UNKNOWN, interruptedTurnClosers, notStartedText, unknownOutcomeText } from './repair.js'
+export { AttachmentError, IMAGE_MEDIA_TYPES, MAX_IMAGE_BYTES, MemoryAttachmentStore, attachmentIdOf, describeImage, isAttachmentId, referencedAttachments, sniffImage, type AttachmentRef, type AttachmentStore, type StoredAttachment } from './attachments.js'

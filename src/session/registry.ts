@@ -22,6 +22,7 @@ export const RUNTIME_EVENT_TYPES: readonly { readonly type: string; readonly own
   { type: 'compaction/end', owner: 'compaction' },
   { type: 'compaction/prune', owner: 'compaction' },
   { type: 'session/title', owner: 'session-title' },
+  { type: 'session/archived', owner: 'web-api' },
   { type: 'subagent/descriptor', owner: 'subagents' },
 ]
 

@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto'
 import { Context, Service } from 'cordis'
 import { emitContained, type ListenerErrorReporter } from '../kernel/index.js'
-import type { CreateSessionOptions, Session, SessionsService } from './api.js'
+import type { CreateSessionOptions, Session, SessionAttachments, SessionsService } from './api.js'
+import { describeImage, MemoryAttachmentStore, type AttachmentStore, type StoredAttachment } from './attachments.js'
+import type { AttachedImageBlock } from '../llm/types.js'
 import { checkHeader } from './header.js'
 import { LogFolder } from './invariants.js'
 import { createEventTypeRegistry, type EventTypeRegistry } from './registry.js'
@@ -36,10 +38,15 @@ export class SessionsServicePlugin extends Service implements SessionsService {
   private readonly closed = new Set<string>()
   private readonly now: () => number
   private readonly root: Context
+  private readonly memoryAttachments = new MemoryAttachmentStore()
+  private attachmentStore: AttachmentStore = this.memoryAttachments
+  readonly attachments: SessionAttachments
 
   constructor(ctx: Context, private readonly options: SessionsServiceConfig = {}) {
     super(ctx, 'sessions')
     this.root = ctx
+    this.attachments = this.makeAttachments()
+    ctx.on('session/deleted', async (id) => { this.memoryAttachments.drop(id) })
     this.now = options.now ?? Date.now
     this.registry = createEventTypeRegistry({ runtimeEventTypes: options.runtimeEventTypes })
     // Unloading the service ends every live session: later appends throw instead of vanishing.
@@ -145,6 +152,42 @@ export class SessionsServicePlugin extends Service implements SessionsService {
       child.admit({ type: 'session/end-seed', seq: seed.length, time: this.now(), data: {} })
     }
     return this.publish(child)
+  }
+
+  private makeAttachments(): SessionAttachments {
+    const store = () => this.attachmentStore
+    const headerOf = (id: string) => {
+      const session = this.sessions.get(id)
+      if (session === undefined) throw new SessionsError(this.closed.has(id) ? 'NOT_LIVE' : 'NOT_FOUND', `attachments: session ${id} is not live`)
+      return session.header
+    }
+    return {
+      addImage: async (sessionId, data, options = {}): Promise<AttachedImageBlock> => {
+        const header = headerOf(sessionId)
+        const attachment = describeImage(data, options.mediaType, options.name)
+        await store().put(header, attachment.attachmentId, { data, mediaType: attachment.mediaType })
+        return { type: 'image', attachment }
+      },
+      read: async (sessionId, attachmentId): Promise<StoredAttachment | undefined> => {
+        // A live child (fork, subagent) may reference its parent's images: look up the chain.
+        for (let id: string | undefined = sessionId, hops = 0; id !== undefined && hops < 64; hops++) {
+          const found = await store().get(id, attachmentId)
+          if (found !== undefined) return found
+          id = this.sessions.get(id)?.header.parentSession
+        }
+        return undefined
+      },
+      copy: async (fromSessionId, to, ids) => {
+        for (const id of new Set(ids)) {
+          const found = await this.attachments.read(fromSessionId, id)
+          if (found !== undefined) await store().put(to, id, found)
+        }
+      },
+      useStore: (replacement) => {
+        this.attachmentStore = replacement
+        return () => { if (this.attachmentStore === replacement) this.attachmentStore = this.memoryAttachments }
+      },
+    }
   }
 
   private assertFree(id: string): void {

@@ -8,7 +8,7 @@ import { homedir } from 'node:os'
 import { resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import type { Agent, AgentStatus } from '../agent/api.js'
-import type { UserMessage } from '../llm/types.js'
+import type { ContentBlock, UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { InboxTarget, SessionEvent, SessionHeader } from '../session/types.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
@@ -21,7 +21,9 @@ import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from '
 import type { McpService } from '../mcp/api.js'
 import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
 import type { PriceTable } from './trajectory.js'
-import { isMentionBlock } from './files.js'
+import { isMentionBlock, mentionBlocks } from './files.js'
+import { imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
+import { archivedIn, archivedOf, registerWorkspaceMethods as registerFolderMethods } from './folders.js'
 import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
@@ -121,7 +123,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     ctx.on('agent/status', agent => changed(agent.id))
     ctx.on('session/created', session => changed(session.id))
     ctx.on('session/event', (session, event) => {
-      if (event.type === 'session/title' || event.type === 'turn/start') changed(session.id)
+      if (event.type === 'session/title' || event.type === 'turn/start' || event.type === 'session/archived') changed(session.id)
       else if (session.header.parentSession !== undefined && this.childLine(session.id, event)) changed(session.id)
     })
     // Which parent call started a child, and the child's label (subagent/started, SA-17).
@@ -132,6 +134,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     this.registerCore()
     this.registerApprovals(ctx)
     registerWorkspaceMethods(this.workspaceHost)
+    registerFolderMethods(ctx, this, () => this.config.cwd)
   }
 
   /**
@@ -188,6 +191,15 @@ export class WebApiPlugin extends Service implements WebApiService {
   }
 
   /** What workspace-methods.ts needs (mentions, content search, trajectory, providers). */
+  /** A prompt's content: the typed text, its images (attachments.ts) and its `@` mentions' reference blocks (files.ts). */
+  private async promptContent(agent: Agent, typed: string, images: ReturnType<typeof imageParams>, mentions: unknown): Promise<string | ContentBlock[]> {
+    const withImages = images.length > 0 ? await promptWithImages(this.ctx.root, agent, typed, images) : undefined
+    if (mentions === undefined) return withImages ?? typed
+    const workspace = await sessionWorkspace(this.workspaceHost, agent.id)
+    if (withImages === undefined) return promptInput(workspace, typed, mentions)
+    return [...withImages, ...mentionBlocks(workspace, mentions)]
+  }
+
   private get workspaceHost() {
     return {
       root: this.root, home: this.config.home, cwd: this.config.cwd, ...this.config.prices === undefined ? {} : { prices: this.config.prices },
@@ -256,6 +268,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       turns: session.position.turn,
       length: session.length,
       status: this.root.agents.get(session.id)?.status ?? 'idle',
+      ...archivedOf(session) ? { archived: true } : {},
       ...this.children.get(session.id),
     }
   }
@@ -314,6 +327,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       summary: {
         id, title, turns, length: events.length, status: 'idle', createdAt: header.createdAt,
         updatedAt: events.at(-1)?.time ?? header.createdAt,
+        ...archivedIn(events) ? { archived: true } : {},
         ...header.cwd === undefined ? {} : { cwd: header.cwd },
         ...header.parentSession === undefined ? {} : { parentSession: header.parentSession },
       },
@@ -375,7 +389,10 @@ export class WebApiPlugin extends Service implements WebApiService {
     const { root } = this
     const add = (name: string, method: WebMethod) => this.register(name, method)
 
-    add('sessions.list', async () => {
+    add('sessions.list', async params => {
+      // Archived sessions are left out unless asked for: `archived: 'include' | 'only'`.
+      const archived = params.archived ?? 'exclude'
+      if (archived !== 'exclude' && archived !== 'include' && archived !== 'only') throw new WebApiError(400, 'BAD_PARAMS', '"archived" must be exclude, include or only')
       const byId = new Map<string, SessionSummary>()
       for (const stored of await root.sessionPersistence.list() as StoredSessionSummary[]) {
         byId.set(stored.id, { ...stored, status: 'idle' })
@@ -383,7 +400,9 @@ export class WebApiPlugin extends Service implements WebApiService {
       for (const session of root.sessions.list()) byId.set(session.id, this.summary(session))
       // A session that never got a prompt (Start session, a prompt refused for a missing key, a
       // rejected run) is not listed: it stays reachable by id until its first turn.
-      return [...byId.values()].filter(listable).sort((a, b) => b.updatedAt - a.updatedAt)
+      return [...byId.values()].filter(listable)
+        .filter(summary => archived === 'include' || (summary.archived === true) === (archived === 'only'))
+        .sort((a, b) => b.updatedAt - a.updatedAt)
     })
 
     add('sessions.create', params => {
@@ -460,6 +479,14 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('prompt', async params => {
       let agent = await this.agent(str(params, 'id'))
+      const images = imageParams(params)
+      if (images.length > 0) {
+        // Images (docs/web.md): refused on a text-only route or an unready adapter before anything is stored.
+        if (!routeTakesImages(root, agent)) throw textOnlyRefusal(agent)
+        this.ready(agent)
+        agent.followup(await this.promptContent(agent, str(params, 'text', true), images, params.mentions))
+        return { status: agent.status, inbox: inboxSnapshot(agent) }
+      }
       const input = str(params, 'text')
       // `/name args` runs a registered slash command (docs/commands.md); its outcome is returned.
       const outcome = await root.get('commands')?.execute(agent, input)
@@ -469,7 +496,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       }
       this.ready(agent)
       // `@` mentions: the files' text rides along as reference blocks (files.ts, docs/web.md).
-      agent.followup(params.mentions === undefined ? input : promptInput(await sessionWorkspace(this.workspaceHost, agent.id), input, params.mentions))
+      agent.followup(await this.promptContent(agent, input, [], params.mentions))
       return { status: agent.status, inbox: inboxSnapshot(agent) }
     })
 
@@ -482,9 +509,10 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('steer', async params => {
       const agent = await this.agent(str(params, 'id'))
-      const typed = str(params, 'text')
+      const images = imageParams(params)
+      if (images.length > 0 && !routeTakesImages(root, agent)) throw textOnlyRefusal(agent)
       this.ready(agent)
-      const input = params.mentions === undefined ? typed : promptInput(await sessionWorkspace(this.workspaceHost, agent.id), typed, params.mentions)
+      const input = await this.promptContent(agent, str(params, 'text', images.length > 0), images, params.mentions)
       // Steering an idle session starts a turn with the input, like a prompt.
       if (agent.status === 'running') agent.steer(input)
       else agent.followup(input)

@@ -18,6 +18,8 @@ import type { AgentStatus } from '../agent/api.js'
 import { WebApiError } from './api.js'
 import { inboxSnapshot, withoutFinishedChunks, type WebApiPlugin } from './methods.js'
 import { hostAllowed, readCookie, tokenMatches } from './security.js'
+import { readAttachment } from './attachments.js'
+import { IMAGE_MEDIA_TYPES } from '../session/attachments.js'
 import './api.js'
 
 export interface WebServerOptions {
@@ -30,7 +32,8 @@ export interface WebServerOptions {
   readonly staticDir?: string
 }
 
-const MAX_BODY = 4 * 1024 * 1024
+/** Room for a prompt with a few images (base64). */
+const MAX_BODY = 48 * 1024 * 1024
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 const HEARTBEAT_MS = 15_000
 
@@ -123,6 +126,7 @@ export class WebServer {
         return
       }
       if (url.pathname === '/api/events' && request.method === 'GET') return this.stream(request, response, url)
+      if (url.pathname === '/api/attachment' && request.method === 'GET') return this.attachment(response, url)
       if (request.method !== 'POST') {
         this.json(response, 405, { error: { code: 'METHOD', message: 'API methods are called with POST' } })
         return
@@ -301,6 +305,21 @@ export class WebServer {
       for (const dispose of disposers) dispose()
       this.streams.delete(response)
     })
+  }
+
+  /** A session's image by content hash (immutable, so cacheable); never rendered as a page. */
+  private async attachment(response: ServerResponse, url: URL): Promise<void> {
+    const found = await readAttachment(this.ctx, url.searchParams.get('session'), url.searchParams.get('id'))
+    const image = IMAGE_MEDIA_TYPES.includes(found.mediaType)
+    response.writeHead(200, {
+      'Content-Type': image ? found.mediaType : 'application/octet-stream',
+      'Content-Length': found.data.length,
+      'Cache-Control': 'private, max-age=31536000, immutable',
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Security-Policy': "default-src 'none'",
+      ...image ? {} : { 'Content-Disposition': 'attachment' },
+    })
+    response.end(found.data)
   }
 
   private json(response: ServerResponse, status: number, body: unknown): void {

@@ -9,6 +9,9 @@ import { ContentSearch, useSearchFocus } from './search'
 import { FirstRun, ProviderSettings } from './providers'
 import { GoalLine, SessionStateBar } from './goal'
 import type { GoalView } from './session-state'
+import { AttachButton, AttachmentTray, MessageImages, imageParams, retryImages, useImageAttachments, type PendingImage } from './attachments'
+import { FolderPicker } from './folders'
+import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
 
 type Theme = 'light' | 'dark'
 
@@ -79,7 +82,7 @@ export function App() {
   }, [theme])
 
   const refresh = useCallback(() => {
-    call<SessionSummary[]>('sessions.list').then(setSessions, () => {})
+    call<SessionSummary[]>('sessions.list', { archived: 'include' }).then(setSessions, () => {})
   }, [])
   useEffect(refresh, [refresh])
 
@@ -149,12 +152,15 @@ function Sidebar(props: {
   sessions: SessionSummary[]; selected: string | null; onSelect(id: string): void; onNew(): void; onSettings(): void; theme: Theme; onTheme(): void
 }) {
   const [query, setQuery] = useState('')
+  const [archivedView, setArchivedView] = useState(false)
+  const archivedCount = props.sessions.filter(session => session.archived).length
   const groups = useMemo(() => {
     const needle = query.trim().toLowerCase()
     const byCwd = new Map<string, SessionSummary[]>()
     for (const session of props.sessions) {
       // Sessions that never got a prompt are not listed, except the one open now.
       if (session.turns === 0 && session.title === null && session.status !== 'running' && session.id !== props.selected) continue
+      if (!inArchiveView(session, archivedView)) continue
       if (needle && !(session.title ?? '').toLowerCase().includes(needle) && !session.id.includes(needle)) continue
       const cwd = session.cwd ?? '(no folder)'
       let list = byCwd.get(cwd)
@@ -162,7 +168,7 @@ function Sidebar(props: {
       list.push(session)
     }
     return [...byCwd]
-  }, [props.sessions, query])
+  }, [props.sessions, query, archivedView])
   return (
     <aside className="sidebar">
       <div className="brand">
@@ -175,7 +181,8 @@ function Sidebar(props: {
       <button className="new-session" onClick={props.onNew} data-testid="new-session">+ New session</button>
       <input className="search" placeholder="Search sessions" value={query} onChange={event => setQuery(event.target.value)} aria-label="Search sessions" />
       <nav className="session-groups">
-        {groups.length === 0 ? <div className="empty-note">{query ? 'No session title matches.' : 'No sessions yet.'}</div> : null}
+        {archivedView ? <div className="archived-head">Archived sessions</div> : null}
+        {groups.length === 0 ? <div className="empty-note">{query ? 'No session title matches.' : archivedView ? 'No archived sessions.' : 'No sessions yet.'}</div> : null}
         {groups.map(([cwd, list]) => (
           <section key={cwd} className="group">
             <div className="group-head" title={cwd}><span className="folder">▸</span>{basename(cwd)}<span className="group-path">{cwd}</span></div>
@@ -192,6 +199,7 @@ function Sidebar(props: {
         ))}
         <ContentSearch query={query} onOpen={props.onSelect} />
       </nav>
+      <ArchivedToggle count={archivedCount} active={archivedView} onToggle={() => setArchivedView(!archivedView)} />
     </aside>
   )
 }
@@ -214,7 +222,6 @@ function nest(list: readonly SessionSummary[]): { session: SessionSummary; depth
 }
 
 function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: SessionSummary): void }) {
-  const recent = useMemo(() => [...new Set(props.sessions.map(session => session.cwd).filter((cwd): cwd is string => !!cwd))].slice(0, 6), [props.sessions])
   const [cwd, setCwd] = useState('')
   const [model, setModel] = useState('')
   const [models, setModels] = useState<{ model: string; provider: string }[]>([])
@@ -246,9 +253,7 @@ function NewSession(props: { sessions: SessionSummary[]; onCreated(summary: Sess
           <input value={cwd} onChange={event => setCwd(event.target.value)} placeholder={serverCwd || '/path/to/project'} data-testid="new-cwd"
             onKeyDown={event => { if (event.key === 'Enter') void create() }} />
         </label>
-        {recent.length > 0 ? (
-          <div className="chips">{recent.map(path => <button key={path} className="chip" onClick={() => setCwd(path)} title={path}>{basename(path)}</button>)}</div>
-        ) : null}
+        <FolderPicker value={cwd} onChange={setCwd} />
         <label className="field">
           <span>Model</span>
           <select value={model} onChange={event => setModel(event.target.value)} data-testid="new-model">
@@ -496,10 +501,10 @@ function Chat(props: {
     publish()
   }, [publish])
 
-  const send = async (text: string, mode: 'prompt' | 'steer', mentions?: string[]) => {
+  const send = async (text: string, mode: 'prompt' | 'steer', mentions?: string[], images: readonly PendingImage[] = []) => {
     stick.current = true
     try {
-      const result = await call(mode, { id, text, ...mentions?.length ? { mentions } : {} })
+      const result = await call(mode, { id, text, ...mentions?.length ? { mentions } : {}, ...images.length > 0 ? { images: imageParams(images) } : {} })
       setInbox(result.inbox)
       // A slash command's outcome is shown as a notice (its command/run and command/done are in the log).
       if (result.command?.text) {
@@ -519,7 +524,7 @@ function Chat(props: {
   const title = props.summary?.title ?? 'Untitled session'
   return (
     <div className="chat">
-      <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onError={report} />
+      <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onSummary={onSummary} onError={report} />
       <div className="conversation" ref={scroller} onScroll={onScroll} onClick={copyCode} data-testid="conversation">
         <div className="conversation-inner" ref={inner}>
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
@@ -559,7 +564,7 @@ function ModelPicker(props: { id: string; model: string | null; running: boolean
   )
 }
 
-function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onError(error: unknown): void }) {
+function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onSummary(summary: SessionSummary): void; onError(error: unknown): void }) {
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(props.title)
   const rename = async () => {
@@ -614,6 +619,8 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
         <button className="ghost" onClick={() => { setDraft(props.title); setEditing(true) }} data-testid="rename">Rename</button>
         <button className="ghost" onClick={() => void fork()} data-testid="fork">Fork</button>
         <button className="ghost" onClick={() => void exportLog()} data-testid="export">Export</button>
+        <ArchiveButton id={props.id} archived={props.summary?.archived === true} onError={props.onError}
+          onDone={summary => { props.onSummary(summary); if (summary.archived) props.onSelect(null) }} />
         <button className="ghost danger" onClick={() => void remove()} data-testid="delete">Delete</button>
       </div>
     </header>
@@ -664,7 +671,7 @@ function RetryLine({ item }: { item: Extract<Item, { kind: 'retry' }> }) {
 const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { item: Item; sessionId: string; isLast?: boolean; onSelect(id: string): void; onError(error: unknown): void }) {
   switch (item.kind) {
     case 'user':
-      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.text}</div>{item.references ? <References paths={item.references} /> : null}</div>
+      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.images ? <MessageImages sessionId={sessionId} images={item.images} /> : null}{item.text}</div>{item.references ? <References paths={item.references} /> : null}</div>
     case 'assistant':
       return (
         <div className={`row assistant-row ${item.streaming ? 'streaming' : ''}`} data-testid="assistant-message">
@@ -688,7 +695,7 @@ const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { 
         <div className="turn-end" data-testid="turn-end">
           {end.level ? <div className={`notice ${end.level}`}>{end.text}
             {item.reason?.kind === 'error' && item.prompt && isLast ? (
-              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt, ...item.mentions ? { mentions: item.mentions } : {} }).catch(onError)} data-testid="retry-button">Retry</button>
+              <button className="link-button retry-button" onClick={() => void call('prompt', { id: sessionId, text: item.prompt, ...item.mentions ? { mentions: item.mentions } : {}, ...retryImages(item.promptImages) }).catch(onError)} data-testid="retry-button">Retry</button>
             ) : null}</div> : null}
           <div className="turn-meta">
             {item.usage.inputTokens || item.usage.outputTokens ? <span>{usageLine(item.usage)}</span> : null}
@@ -821,8 +828,9 @@ function QueueDock(props: { id: string; running: boolean; inbox: InboxSnapshot; 
   )
 }
 
-function Composer(props: { sessionId: string; running: boolean; onSend(text: string, mode: 'prompt' | 'steer', mentions?: string[]): Promise<boolean>; onStop(): void }) {
+function Composer(props: { sessionId: string; running: boolean; onSend(text: string, mode: 'prompt' | 'steer', mentions: string[] | undefined, images: readonly PendingImage[]): Promise<boolean>; onStop(): void }) {
   const [text, setText] = useState('')
+  const attachments = useImageAttachments()
   const area = useRef<HTMLTextAreaElement>(null)
   // `/` commands and `@` file mentions (completion.tsx).
   const completion = useComposerCompletion({ sessionId: props.sessionId, text, setText, area })
@@ -834,15 +842,19 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
   }, [text])
   const submit = async (mode: 'prompt' | 'steer') => {
     const value = text.trim()
-    if (!value) return
+    const images = attachments.images
+    if (!value && images.length === 0) return
     setText('')
-    if (!await props.onSend(value, mode, completion.takeMentions(value))) setText(value)
+    // A refused message (e.g. images on a text-only model) keeps its text and images.
+    if (await props.onSend(value, mode, completion.takeMentions(value), images)) attachments.clear()
+    else setText(value)
   }
   return (
-    <div className="composer">
+    <div className={`composer ${attachments.dragging ? 'dropping' : ''}`} {...attachments.dropProps}>
+      <AttachmentTray attachments={attachments} />
       {completion.menu}
       <textarea ref={area} value={text} rows={1} placeholder={props.running ? 'Queue a message (Enter) or steer the running step (Ctrl+Enter)…' : 'Message dsh… (@ adds a file, / runs a command)'}
-        onChange={event => setText(event.target.value)} data-testid="composer" {...completion.inputProps}
+        onChange={event => setText(event.target.value)} onPaste={attachments.onPaste} data-testid="composer" {...completion.inputProps}
         onKeyDown={event => {
           if (completion.onKeyDown(event)) return
           if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return
@@ -850,9 +862,10 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
           void submit(event.ctrlKey || event.metaKey ? 'steer' : 'prompt')
         }} />
       <div className="composer-actions">
+        <AttachButton attachments={attachments} />
         <span className="hint">{props.running ? 'Enter queues · Ctrl+Enter steers' : 'Enter sends · Shift+Enter new line'}</span>
         {props.running ? <button className="stop" onClick={props.onStop} data-testid="stop">■ Stop</button> : null}
-        <button className="primary" onClick={() => void submit('prompt')} disabled={!text.trim()} data-testid="send">{props.running ? 'Queue' : 'Send'}</button>
+        <button className="primary" onClick={() => void submit('prompt')} disabled={!text.trim() && attachments.images.length === 0} data-testid="send">{props.running ? 'Queue' : 'Send'}</button>
       </div>
     </div>
   )

@@ -18,10 +18,33 @@ export interface ToolCallView {
   readonly result?: { text: string; isError: boolean; meta?: any; error?: { name: string; code: string }; time: number }
 }
 
+/** An image of a user message: a stored attachment (by id) or inline data. */
+export interface MessageImage {
+  readonly attachmentId?: string
+  readonly data?: string
+  readonly mediaType: string
+  readonly name?: string
+  readonly width?: number
+  readonly height?: number
+}
+
+/** The images of a message's content blocks, in order. */
+export function imagesOf(content: readonly any[] | undefined): MessageImage[] {
+  const out: MessageImage[] = []
+  for (const block of content ?? []) {
+    if (block?.type !== 'image') continue
+    if (block.attachment) {
+      const a = block.attachment
+      out.push({ attachmentId: a.attachmentId, mediaType: a.mediaType, ...a.name ? { name: a.name } : {}, ...a.width ? { width: a.width, height: a.height } : {} })
+    } else if (typeof block.data === 'string') out.push({ data: block.data, mediaType: block.mimeType })
+  }
+  return out
+}
+
 export type Item =
-  | { kind: 'user'; key: string; seq: number; text: string; time: number; references?: readonly string[] }
+  | { kind: 'user'; key: string; seq: number; text: string; time: number; references?: readonly string[]; images?: readonly MessageImage[] }
   | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number; interrupted?: boolean }
-  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string; mentions?: readonly string[] }
+  | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string; mentions?: readonly string[]; promptImages?: readonly string[] }
   /** One line per retried model request: updated in place by every retry of the same step. */
   | { kind: 'retry'; key: string; seq: number; retry: number; maxRetries: number | null; cause: string; delayMs: number; time: number; state: 'waiting' | 'trying' | 'failed' | 'recovered' }
   | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
@@ -72,6 +95,8 @@ export class LogFold {
   private lastPrompt: string | undefined
   /** Its `@` mentions, attached again by Retry. */
   private lastMentions: readonly string[] = []
+  /** The stored images of the latest prompt (attachment ids), sent again by Retry. */
+  private lastPromptImages: string[] = []
 
   private put(item: Item): void {
     const index = this.byKey.get(item.key)
@@ -134,17 +159,20 @@ export class LogFold {
         this.turnUsage = {}
         this.turnStart.set(data.turn, event.time)
         return
-      case 'user/message':
+      case 'user/message': {
         if (data.source?.kind !== 'user') return
         {
           // `@` mentions arrive as reference blocks after the typed text: listed by path, not shown.
           const references = referencesOf(data.content)
           const typed = references.length === 0 ? textOf(data.content) : textOf((data.content as any[]).filter(block => block.type !== 'text' || !REFERENCE.test(block.text)))
-          this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: typed, time: event.time, ...references.length > 0 ? { references } : {} })
+          const images = imagesOf(data.content)
+          this.put({ kind: 'user', key: `u:${event.seq}`, seq: event.seq, text: typed, time: event.time, ...references.length > 0 ? { references } : {}, ...images.length > 0 ? { images } : {} })
           this.lastPrompt = typed
           this.lastMentions = references
+          this.lastPromptImages = images.flatMap(image => image.attachmentId ? [image.attachmentId] : [])
         }
         break
+      }
       case 'assistant/chunk':
         this.chunk(event)
         break
@@ -200,7 +228,7 @@ export class LogFold {
       case 'turn/end': {
         const started = this.turnStart.get(data.turn)
         this.put({ kind: 'turn-end', key: `e:${data.turn}`, seq: event.seq, turn: data.turn, reason: data.reason, usage: this.turnUsage, time: event.time,
-          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt }, ...this.lastMentions.length > 0 ? { mentions: this.lastMentions } : {} })
+          ...started === undefined ? {} : { durationMs: event.time - started }, ...this.lastPrompt === undefined ? {} : { prompt: this.lastPrompt }, ...this.lastMentions.length > 0 ? { mentions: this.lastMentions } : {}, ...this.lastPromptImages.length > 0 ? { promptImages: this.lastPromptImages } : {} })
         this.finishStreaming(data.reason?.kind !== 'completed')
         this.settleRetry(data.reason?.kind === 'error' ? 'failed' : 'recovered')
         break

@@ -16,6 +16,8 @@ export interface SessionSummary {
   readonly turns: number
   readonly length: number
   readonly status: 'idle' | 'running'
+  /** Archived sessions are hidden from the list (the sidebar's Archived view shows them). */
+  readonly archived?: boolean
   /** Child sessions (delegation): the parent's call that started it, its label and latest output line. */
   readonly parentCallId?: string
   readonly label?: string

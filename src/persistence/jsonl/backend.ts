@@ -19,6 +19,16 @@ import { checkHeader, encodeHeader, encodeRecords, salvageRecords, scanRecords, 
 import { isPlainObject } from '../../session/validators.js'
 import { currentHolder, holderIsStale, parseHolder } from '../writer-lock.js'
 import { encodeSessionId, LOCKS_DIR, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
+import { isAttachmentId, sniffImage, type StoredAttachment } from '../../session/attachments.js'
+
+/** Attachments of a session: `<session folder>/attachments/<sha256 hex>`. */
+export const ATTACHMENTS_DIR = 'attachments'
+
+/** The file name of a content-addressed attachment id; anything else is refused. */
+function attachmentFileName(attachmentId: string): string {
+  if (!isAttachmentId(attachmentId)) throw new PersistenceError(`attachment id ${JSON.stringify(attachmentId)} is not sha256:<64 hex digits>`)
+  return attachmentId.slice('sha256:'.length)
+}
 
 export interface JsonlBackendOptions {
   /** Folder holding one sub-folder per project. Created 0700 when missing. */
@@ -48,6 +58,7 @@ interface SummaryCache {
   readonly turns: number
   readonly title: string | null
   readonly lastTurn?: string
+  readonly archived?: boolean
 }
 
 /** An append handle kept open, with the inode it was opened on. */
@@ -196,6 +207,60 @@ export class JsonlBackend implements PersistenceBackend {
   async close(): Promise<void> {
     await this.chains.idle()
     await Promise.all([...this.handles.keys()].map(id => this.dropHandle(id)))
+  }
+
+  /**
+   * `<session folder>/attachments/<sha256 hex>`, written to a temp file and linked into place
+   * (an existing file already holds these bytes). The folder is the session's own, so trash
+   * takes the attachments along; it may exist before the log does.
+   */
+  putAttachment(header: SessionHeader, attachmentId: string, attachment: StoredAttachment): Promise<void> {
+    return this.chains.run(header.id, async () => {
+      const name = attachmentFileName(attachmentId)
+      const dir = join(await this.locate(header.id) ?? join(this.root, projectKey(header.cwd), encodeSessionId(header.id)), ATTACHMENTS_DIR)
+      await mkdir(dir, { recursive: true, mode: DIR_MODE })
+      const file = join(dir, name)
+      if (await exists(file)) return
+      const tmp = join(dir, `.${name}.${process.pid}.${randomUUID()}.tmp`)
+      const handle = await open(tmp, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY, FILE_MODE)
+      try {
+        await handle.writeFile(attachment.data)
+        if (this.fsync) await handle.sync()
+      } finally {
+        await handle.close()
+      }
+      try {
+        await link(tmp, file)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      } finally {
+        await unlink(tmp).catch(() => undefined)
+      }
+      if (this.fsync) await syncDir(dir)
+    })
+  }
+
+  getAttachment(sessionId: string, attachmentId: string): Promise<StoredAttachment | undefined> {
+    return this.chains.run(sessionId, async () => {
+      const name = attachmentFileName(attachmentId)
+      let dir = await this.locate(sessionId)
+      if (dir === undefined) {
+        // Stored before the log was materialised: look for the folder by id.
+        for (const project of await readdirOrEmpty(this.root)) {
+          if (project.startsWith('.')) continue
+          const candidate = join(this.root, project, encodeSessionId(sessionId))
+          if (await exists(join(candidate, ATTACHMENTS_DIR, name))) { dir = candidate; break }
+        }
+      }
+      if (dir === undefined) return undefined
+      let data: Buffer
+      try {
+        data = await readFile(join(dir, ATTACHMENTS_DIR, name))
+      } catch {
+        return undefined
+      }
+      return { data, mediaType: sniffImage(data)?.mediaType ?? 'application/octet-stream' }
+    })
   }
 
   // --- internals ---
@@ -466,6 +531,7 @@ export class JsonlBackend implements PersistenceBackend {
       const cache = await readSummaryCache(join(dir, SUMMARY_FILE), handle, info.size)
       let { length, turns, title } = cache ?? { length: 0, turns: 0, title: null as string | null }
       let lastTurn = cache?.lastTurn
+      let archived = cache?.archived === true
       const from = cache?.size ?? headerEnd + 1
       const buffer = await readRange(handle, from, info.size)
       let end = 0
@@ -483,17 +549,19 @@ export class JsonlBackend implements PersistenceBackend {
         if (value.type === 'turn/start') turns++, lastTurn = 'open'
         if (value.type === 'turn/end' && isPlainObject(value.data) && isPlainObject(value.data.reason) && typeof value.data.reason.kind === 'string') lastTurn = value.data.reason.kind
         if (value.type === 'session/title' && isPlainObject(value.data) && typeof value.data.title === 'string') title = value.data.title
+        if (value.type === 'session/archived' && isPlainObject(value.data)) archived = value.data.archived === true
       }
       if (end > 0 || cache === undefined) {
         const size = from + end
         const tail = (await readRange(handle, Math.max(0, size - 64), size)).toString('base64')
-        const next: SummaryCache = { size, tail, length, turns, title, ...(lastTurn !== undefined ? { lastTurn } : {}) }
+        const next: SummaryCache = { size, tail, length, turns, title, ...(lastTurn !== undefined ? { lastTurn } : {}), ...(archived ? { archived } : {}) }
         await writeFile(join(dir, SUMMARY_FILE), JSON.stringify(next), { mode: FILE_MODE }).catch(() => undefined)
       }
       return {
         id: header.id, title, cwd: header.cwd, parentSession: header.parentSession,
         createdAt: header.createdAt, updatedAt: Math.floor(info.mtimeMs), turns, length,
         ...(lastTurn !== undefined ? { lastTurn } : {}),
+        ...(archived ? { archived } : {}),
       }
     } finally {
       await handle.close()

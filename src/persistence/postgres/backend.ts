@@ -17,6 +17,7 @@ import {
 } from '../api.js'
 import { holderIsStale } from '../writer-lock.js'
 import { checkHeader, encodeHeader, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
+import type { StoredAttachment } from '../../session/attachments.js'
 
 export const POSTGRES_SCHEMA_VERSION = 1
 /** Marks a schema as a dsh store (the `dsh_store` row `format`). */
@@ -38,6 +39,32 @@ export interface PostgresBackendOptions {
   /** Who this process is, for refusal messages (default: this pid and host name). */
   readonly owner?: { readonly pid: number; readonly host: string }
 }
+
+/**
+ * Attachments (content-addressed images of a session) and their trash, and the archived flag
+ * (the last `session/archived` event, kept as a row so listing never scans the events): added
+ * to stores of this schema version when missing; older dsh versions ignore them.
+ */
+const ATTACHMENT_TABLES = `
+CREATE TABLE IF NOT EXISTS attachments (
+  session_id text NOT NULL,
+  attachment_id text NOT NULL,
+  media_type text NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (session_id, attachment_id)
+);
+CREATE TABLE IF NOT EXISTS trash_attachments (
+  incarnation uuid NOT NULL,
+  attachment_id text NOT NULL,
+  media_type text NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (incarnation, attachment_id)
+);
+CREATE TABLE IF NOT EXISTS session_archived (
+  session_id text PRIMARY KEY,
+  archived boolean NOT NULL
+);
+`
 
 const SCHEMA = `
 CREATE TABLE dsh_store (key text PRIMARY KEY, value text NOT NULL);
@@ -234,6 +261,8 @@ export class PostgresBackend implements PersistenceBackend {
       }
       const storeId = state.get('store_id')
       if (storeId === undefined) throw new PersistenceError(`${this.where}: dsh_store has no store_id`)
+      await client.query(`SET LOCAL search_path TO ${quoteIdent(this.schema)}`)
+      await client.query(ATTACHMENT_TABLES)
       await client.query('COMMIT')
       return storeId
     } catch (error) {
@@ -369,14 +398,27 @@ export class PostgresBackend implements PersistenceBackend {
         SELECT e.type, e.data FROM events e WHERE e.session_id = s.id AND e.type IN ('turn/start', 'turn/end') ORDER BY e.seq DESC LIMIT 1
       ) t ON true
       ORDER BY s.updated_at DESC, s.id`)).rows
+    const archived = new Set((await this.pool.query<{ session_id: string }>('SELECT session_id FROM session_archived WHERE archived')).rows.map((row) => row.session_id))
     return rows.map((row): StoredSessionSummary => {
-      const base = { id: row.id, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined, createdAt: Number(row.created_at), updatedAt: Number(row.updated_at) }
+      const base = { id: row.id, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined, createdAt: Number(row.created_at), updatedAt: Number(row.updated_at), ...archived.has(row.id) ? { archived: true } : {} }
       // A session this runtime cannot read (a newer format version...) is listed with why (S-13).
       const unreadable = headerProblem(row.header, `${this.where} session ${JSON.stringify(row.id)}`)
       if (unreadable !== undefined) return { ...base, title: null, turns: 0, length: 0, unreadable }
       const lastTurn = lastTurnOf(row.turn_type === null || row.turn_data === null ? undefined : { type: row.turn_type, data: row.turn_data })
       return { ...base, title: row.title, turns: row.turns, length: row.next_seq, ...(lastTurn !== undefined ? { lastTurn } : {}) }
     })
+  }
+
+  async putAttachment(header: SessionHeader, attachmentId: string, attachment: StoredAttachment): Promise<void> {
+    await this.ready
+    await this.pool.query('INSERT INTO attachments (session_id, attachment_id, media_type, data) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+      [header.id, attachmentId, attachment.mediaType, Buffer.from(attachment.data)])
+  }
+
+  async getAttachment(sessionId: string, attachmentId: string): Promise<StoredAttachment | undefined> {
+    await this.ready
+    const row = (await this.pool.query<{ media_type: string; data: Buffer }>('SELECT media_type, data FROM attachments WHERE session_id = $1 AND attachment_id = $2', [sessionId, attachmentId])).rows[0]
+    return row === undefined ? undefined : { data: row.data, mediaType: row.media_type }
   }
 
   trash(id: string): Promise<boolean> {
@@ -386,6 +428,9 @@ export class PostgresBackend implements PersistenceBackend {
       if (row === undefined) return false
       await client.query('INSERT INTO trash_sessions (incarnation, id, trashed_at, revision, header) SELECT incarnation, id, $1, revision, header FROM sessions WHERE id = $2', [Date.now(), id])
       await client.query(`INSERT INTO trash_events (incarnation, ${EVENT_COLUMNS}) SELECT $1, ${EVENT_COLUMNS} FROM events WHERE session_id = $2`, [row.incarnation, id])
+      await client.query('INSERT INTO trash_attachments (incarnation, attachment_id, media_type, data) SELECT $1, attachment_id, media_type, data FROM attachments WHERE session_id = $2 ON CONFLICT DO NOTHING', [row.incarnation, id])
+      await client.query('DELETE FROM attachments WHERE session_id = $1', [id])
+      await client.query('DELETE FROM session_archived WHERE session_id = $1', [id])
       await client.query('DELETE FROM events WHERE session_id = $1', [id])
       await client.query('DELETE FROM sessions WHERE id = $1', [id])
       await client.query('DELETE FROM leases WHERE session_id = $1 AND holder = $2', [id, this.holder])
@@ -585,12 +630,17 @@ export class PostgresBackend implements PersistenceBackend {
     }
     let turns = 0
     let title: string | null = null
+    let archived: boolean | undefined
     for (const event of events) {
       if (event.type === 'turn/start') turns++
       if (event.type === 'session/title') {
         const value = (event.data as { title?: unknown } | null)?.title
         if (typeof value === 'string') title = value
       }
+      if (event.type === 'session/archived') archived = (event.data as { archived?: unknown } | null)?.archived === true
+    }
+    if (archived !== undefined) {
+      await client.query('INSERT INTO session_archived (session_id, archived) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET archived = excluded.archived', [id, archived])
     }
     const columns: unknown[][] = [[], [], [], [], [], [], [], []]
     const push = (...values: unknown[]) => values.forEach((value, i) => columns[i].push(value))

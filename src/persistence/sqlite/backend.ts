@@ -16,6 +16,7 @@ import {
 } from '../api.js'
 import { checkHeader, encodeHeader, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
 import { currentHolder, holderIsStale } from '../writer-lock.js'
+import type { StoredAttachment } from '../../session/attachments.js'
 
 /** 'DSHP' */
 export const SQLITE_APPLICATION_ID = 0x44534850
@@ -77,6 +78,32 @@ CREATE TABLE trash_events (
   source_event_seqs TEXT,
   PRIMARY KEY (incarnation, seq)
 ) STRICT, WITHOUT ROWID;
+`
+
+/**
+ * Attachments (content-addressed images of a session) and their trash, and the archived flag
+ * (the last `session/archived` event, kept as a row so listing never scans the events). Added to
+ * stores of this schema version when missing, like the writers table; older versions ignore them.
+ */
+const ATTACHMENT_TABLES = `
+CREATE TABLE IF NOT EXISTS attachments (
+  session_id TEXT NOT NULL,
+  attachment_id TEXT NOT NULL,
+  media_type TEXT NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (session_id, attachment_id)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trash_attachments (
+  incarnation TEXT NOT NULL,
+  attachment_id TEXT NOT NULL,
+  media_type TEXT NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (incarnation, attachment_id)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_archived (
+  session_id TEXT PRIMARY KEY NOT NULL,
+  archived INTEGER NOT NULL
+) STRICT;
 `
 
 const WRITERS_TABLE = `
@@ -154,6 +181,13 @@ export class SqliteBackend implements PersistenceBackend {
       trashEvents: db.prepare('INSERT INTO trash_events (incarnation, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) SELECT ?, seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ?'),
       deleteEvents: db.prepare('DELETE FROM events WHERE session_id = ?'),
       deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
+      putAttachment: db.prepare('INSERT OR IGNORE INTO attachments (session_id, attachment_id, media_type, data) VALUES (?, ?, ?, ?)'),
+      getAttachment: db.prepare<[string, string], { media_type: string; data: Buffer }>('SELECT media_type, data FROM attachments WHERE session_id = ? AND attachment_id = ?'),
+      trashAttachments: db.prepare('INSERT OR IGNORE INTO trash_attachments (incarnation, attachment_id, media_type, data) SELECT ?, attachment_id, media_type, data FROM attachments WHERE session_id = ?'),
+      deleteAttachments: db.prepare('DELETE FROM attachments WHERE session_id = ?'),
+      archived: db.prepare<[], { session_id: string }>('SELECT session_id FROM session_archived WHERE archived = 1'),
+      setArchived: db.prepare('INSERT INTO session_archived (session_id, archived) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET archived = excluded.archived'),
+      dropArchived: db.prepare('DELETE FROM session_archived WHERE session_id = ?'),
     }
   }
 
@@ -213,6 +247,7 @@ export class SqliteBackend implements PersistenceBackend {
     // Writer locks (one writer per session) are process state, not data: the table is added to
     // stores of this schema version when missing, and older dsh versions ignore it.
     db.exec(WRITERS_TABLE)
+    db.exec(ATTACHMENT_TABLES)
     const row = db.prepare("SELECT value FROM store_state WHERE key = 'store_id'").get() as { value: string } | undefined
     if (row === undefined) throw new PersistenceError(`${this.file}: store_state has no store_id`)
     return row.value
@@ -308,14 +343,30 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   async list(): Promise<readonly StoredSessionSummary[]> {
-    return this.db.transaction(() => this.statements.list.all().map((row): StoredSessionSummary => {
-      const base = { id: row.id, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined, createdAt: row.created_at, updatedAt: row.updated_at }
+    return this.db.transaction(() => {
+      const archived = new Set(this.statements.archived.all().map(row => row.session_id))
+      return this.statements.list.all().map((row): StoredSessionSummary => {
+      const base = { id: row.id, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined, createdAt: row.created_at, updatedAt: row.updated_at, ...archived.has(row.id) ? { archived: true } : {} }
       // A session this runtime cannot read (a newer format version...) is listed with why (S-13).
       const unreadable = headerProblem(row.header, `${this.file} session ${JSON.stringify(row.id)}`)
       if (unreadable !== undefined) return { ...base, title: null, turns: 0, length: 0, unreadable }
       const lastTurn = lastTurnOf(this.statements.lastTurn.get(row.id))
       return { ...base, title: row.title, turns: row.turns, length: row.next_seq, ...(lastTurn !== undefined ? { lastTurn } : {}) }
-    })).deferred()
+      })
+    }).deferred()
+  }
+
+  putAttachment(header: SessionHeader, attachmentId: string, attachment: StoredAttachment): Promise<void> {
+    return this.chains.run(header.id, () => {
+      this.statements.putAttachment.run(header.id, attachmentId, attachment.mediaType, Buffer.from(attachment.data))
+    })
+  }
+
+  getAttachment(sessionId: string, attachmentId: string): Promise<StoredAttachment | undefined> {
+    return this.chains.run(sessionId, () => {
+      const row = this.statements.getAttachment.get(sessionId, attachmentId)
+      return row === undefined ? undefined : { data: row.data, mediaType: row.media_type }
+    })
   }
 
   trash(id: string): Promise<boolean> {
@@ -324,6 +375,9 @@ export class SqliteBackend implements PersistenceBackend {
       if (row === undefined) return false
       this.statements.trashSession.run(Date.now(), id)
       this.statements.trashEvents.run(row.incarnation, id)
+      this.statements.trashAttachments.run(row.incarnation, id)
+      this.statements.deleteAttachments.run(id)
+      this.statements.dropArchived.run(id)
       this.statements.deleteEvents.run(id)
       this.statements.deleteSession.run(id)
       return true
@@ -358,13 +412,16 @@ export class SqliteBackend implements PersistenceBackend {
     }
     let turns = 0
     let title: string | null = null
+    let archived: boolean | undefined
     for (const event of events) {
       if (event.type === 'turn/start') turns++
       if (event.type === 'session/title') {
         const value = (event.data as { title?: unknown } | null)?.title
         if (typeof value === 'string') title = value
       }
+      if (event.type === 'session/archived') archived = (event.data as { archived?: unknown } | null)?.archived === true
     }
+    if (archived !== undefined) this.statements.setArchived.run(id, archived ? 1 : 0)
     const lines = this.packed ? packEvents(events) : events
     for (const line of lines) {
       if (isChunkRowType(line.type)) {
