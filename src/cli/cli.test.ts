@@ -207,7 +207,7 @@ describe('dsh --profile headless permissions (AP-3, SB-2)', () => {
     const result = await runDsh(['--profile', 'headless', 'build it'], { cwd, env: envFor(home) })
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Going with safe.\n')
-    expect(result.stderr).toBe('dsh: the model asked "Which mode should the build use?" and headless runs cannot ask; it was told to go on without an answer.\n')
+    expect(withoutSessionHint(result.stderr)).toBe('dsh: the model asked "Which mode should the build use?" and headless runs cannot ask; it was told to go on without an answer.\n')
     const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
     expect(tool.content).toMatch(/^Error: no one can answer questions in this session/)
   })
