@@ -122,46 +122,50 @@ export interface TranslateHooks {
  * SSE body -> StreamChunks. Deltas are yielded as their events arrive; `[DONE]` yields the final
  * burst and ends the stream. EOF before `[DONE]` is STREAM_CLOSED (no bytes at all: EMPTY_RESPONSE).
  */
-export async function* translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
+export function translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
   const reader = body.getReader()
-  try {
-    yield* translateBytes(() => (hooks.read === undefined ? reader.read() : hooks.read(reader)) as Promise<ReadResult>, translator, hooks)
-  } finally {
+  // No generator of its own around translateBytes: every `yield*` level costs each chunk
+  // another round of promise resolutions. The reader is released in translateBytes' finally.
+  return translateBytes(() => (hooks.read === undefined ? reader.read() : hooks.read(reader)) as Promise<ReadResult>, translator, hooks, () => {
     // Releases the connection when we stop early ([DONE], an error or the consumer leaving).
     reader.cancel().catch(() => {})
-  }
+  })
 }
 
 /** The SSE translation over any source of byte reads (a web stream or a node:http response). */
-async function* translateBytes(read: () => Promise<ReadResult>, translator: ChatCompletionTranslator, hooks: { readonly label: string; readonly requestId?: string }): AsyncGenerator<StreamChunk> {
+async function* translateBytes(read: () => Promise<ReadResult>, translator: ChatCompletionTranslator, hooks: { readonly label: string; readonly requestId?: string }, release?: () => void): AsyncGenerator<StreamChunk> {
   const decoder = new TextDecoder()
   const pending: string[] = []
   const parser = createParser({ onEvent: event => { pending.push(event.data) } })
   const details = hooks.requestId === undefined ? {} : { requestId: hooks.requestId }
   let received = 0
-  for (;;) {
-    const result = await read()
-    if (result.done) {
-      parser.feed(decoder.decode())
-    } else {
-      received += result.value.byteLength
-      parser.feed(decoder.decode(result.value, { stream: true }))
-    }
-    for (let i = 0; i < pending.length; i++) {
-      const data = pending[i]
-      if (data.trim() === '[DONE]') {
-        pending.length = 0
-        yield* translator.done()
-        return
+  try {
+    for (;;) {
+      const result = await read()
+      if (result.done) {
+        parser.feed(decoder.decode())
+      } else {
+        received += result.value.byteLength
+        parser.feed(decoder.decode(result.value, { stream: true }))
       }
-      const chunks = translator.data(data)
-      for (const chunk of chunks) yield chunk
+      for (let i = 0; i < pending.length; i++) {
+        const data = pending[i]
+        if (data.length < 16 && data.trim() === '[DONE]') {
+          pending.length = 0
+          for (const chunk of translator.done()) yield chunk
+          return
+        }
+        const chunks = translator.data(data)
+        for (let c = 0; c < chunks.length; c++) yield chunks[c]
+      }
+      pending.length = 0
+      if (result.done) {
+        if (received === 0) throw new LlmError('EMPTY_RESPONSE', `${hooks.label}: the provider sent an empty body`, details)
+        throw new LlmError('STREAM_CLOSED', `${hooks.label}: the stream ended before [DONE]; the truncated response cannot be trusted`, details)
+      }
     }
-    pending.length = 0
-    if (result.done) {
-      if (received === 0) throw new LlmError('EMPTY_RESPONSE', `${hooks.label}: the provider sent an empty body`, details)
-      throw new LlmError('STREAM_CLOSED', `${hooks.label}: the stream ended before [DONE]; the truncated response cannot be trusted`, details)
-    }
+  } finally {
+    release?.()
   }
 }
 
