@@ -7,7 +7,9 @@
  *   npx tsx bench/targets.bench.ts                 # everything (a few minutes)
  *   BENCH_ONLY=step,peers npx tsx bench/targets.bench.ts
  *
- * Sections (BENCH_ONLY names): step (own time per step, fresh and resumed 1k / 100k events),
+ * Sections (BENCH_ONLY names): step (own time per step, fresh and resumed 1k / 100k events: the
+ * log clock's steady cycle minus the tool process's own life, and dsh's own CPU per step, which
+ * a loaded machine disturbs far less),
  * peers (one-answer and 20-step tasks next to the pi coding agent), memory (peak RSS of a resumed
  * 100k-event session; memory per idle live session), load (cold load 10k/100k, JSONL and
  * SQLite), stream (model stream parse + translate + assemble), startup (`--version` and
@@ -83,7 +85,7 @@ function referenceSpawnMs(argv: readonly string[]): number {
   return Number(execFileSync(process.execPath, [spawnReference, JSON.stringify(argv), '15', cwd], { encoding: 'utf8' }).trim())
 }
 
-interface StepFigures { bashCycle: number; reference: number; bashOwn: number; readCycle: number; dshToolMs: number }
+interface StepFigures { bashCycle: number; reference: number; bashOwn: number; readCycle: number; dshToolMs: number; bashCpu: number; readCpu: number }
 
 /**
  * Own time per step: for `bash true`, the steady cycle (log clock) minus the same tool process's
@@ -95,9 +97,15 @@ async function stepFigures(label: string, session?: string): Promise<StepFigures
   const own: number[] = []
   const reads: number[] = []
   const dshTool: number[] = []
+  const bashCpu: number[] = []
+  const readCpu: number[] = []
   for (let i = 0; i < RUNS; i++) {
+    // dsh's own CPU per step: (N-step run - one-answer run) / N, both on the same session size.
+    script(answer())
+    const one = await dsh([...task(session), 'say done'])
     script(...steps(bashTrue))
-    await dsh([...task(session), `run true ${STEPS} times`])
+    const bashRun = await dsh([...task(session), `run true ${STEPS} times`])
+    bashCpu.push((bashRun.cpuMs - one.cpuMs) / STEPS)
     const phases = stepPhases(home)
     const reference = referenceSpawnMs(toolArgv())
     bash.push(phases.cycleMs)
@@ -105,11 +113,13 @@ async function stepFigures(label: string, session?: string): Promise<StepFigures
     own.push(phases.cycleMs - reference)
     dshTool.push(phases.toolMs)
     script(...steps(readFile))
-    await dsh([...task(session), `read notes ${STEPS} times`])
+    const readRun = await dsh([...task(session), `read notes ${STEPS} times`])
+    readCpu.push((readRun.cpuMs - one.cpuMs) / STEPS)
     reads.push(stepPhases(home).cycleMs)
   }
-  const figures = { bashCycle: median(bash), reference: median(refs), bashOwn: median(own), readCycle: median(reads), dshToolMs: median(dshTool) }
-  console.log(`${label}: bash step ${ms(figures.bashCycle)} (tool process as spawned by dsh ${ms(figures.dshToolMs)}, from a small process ${ms(figures.reference)}), read step ${ms(figures.readCycle)}`)
+  const figures = { bashCycle: median(bash), reference: median(refs), bashOwn: median(own), readCycle: median(reads), dshToolMs: median(dshTool), bashCpu: median(bashCpu), readCpu: median(readCpu) }
+  console.log(`${label}: bash step ${ms(figures.bashCycle)} (tool process as spawned by dsh ${ms(figures.dshToolMs)}, from a small process ${ms(figures.reference)}), read step ${ms(figures.readCycle)}; ` +
+    `dsh CPU per step ${ms(figures.bashCpu)} (bash), ${ms(figures.readCpu)} (read)`)
   return figures
 }
 
@@ -118,6 +128,7 @@ async function stepSection(): Promise<void> {
   const fresh = await stepFigures('fresh session')
   target('own time per step, bash true, fresh session', ms(fresh.bashOwn), '<= 3 ms', fresh.bashOwn <= 3)
   target('own time per step, read (no process), fresh session', ms(fresh.readCycle), '<= 3 ms', fresh.readCycle <= 3)
+  target('dsh CPU per step, bash true, fresh session', ms(fresh.bashCpu), '<= 3 ms', fresh.bashCpu <= 3)
   const sizes = [['1k', 1_000], ['100k', 100_000]] as const
   const resumed: Record<string, StepFigures> = {}
   for (const [key, count] of sizes) {
@@ -126,6 +137,7 @@ async function stepSection(): Promise<void> {
     resumed[key] = await stepFigures(`resumed ${key} (${events} events${count > 1_000 ? ', compacted every ~1k' : ''})`, id)
     target(`own time per step, bash true, resumed ${key} events`, ms(resumed[key].bashOwn), '<= 3 ms', resumed[key].bashOwn <= 3)
     target(`own time per step, read, resumed ${key} events`, ms(resumed[key].readCycle), '<= 3 ms', resumed[key].readCycle <= 3)
+    target(`dsh CPU per step, bash true, resumed ${key} events`, ms(resumed[key].bashCpu), '<= 3 ms', resumed[key].bashCpu <= 3)
   }
   const growth = resumed['100k'].readCycle - resumed['1k'].readCycle
   target('step growth 1k -> 100k events (read step)', ms(growth), '<= 0.5 ms', growth <= 0.5)
