@@ -558,6 +558,14 @@ async function readRange(handle: FileHandle, start: number, end: number): Promis
   return buffer.subarray(0, filled)
 }
 
+/** A JSONL line; `where` is worded only when a message needs it (a load reads 100k lines). */
+class LineRecord implements RawRecord {
+  constructor(readonly text: string, readonly complete: boolean, readonly position: number, readonly bytes: number, private readonly lineNo: number) {}
+  get where(): string {
+    return `line ${this.lineNo}`
+  }
+}
+
 function* lines(buffer: Buffer, start: number, firstLine: number): Generator<RawRecord> {
   let position = start
   let lineNo = firstLine
@@ -565,7 +573,7 @@ function* lines(buffer: Buffer, start: number, firstLine: number): Generator<Raw
     const newline = buffer.indexOf(NEWLINE, position)
     const end = newline < 0 ? buffer.length : newline
     const bytes = (newline < 0 ? end : end + 1) - position
-    yield { text: buffer.toString('utf8', position, end), complete: newline >= 0, position, bytes, where: `line ${lineNo}` }
+    yield new LineRecord(buffer.toString('utf8', position, end), newline >= 0, position, bytes, lineNo)
     position += bytes
     lineNo++
   }
