@@ -255,6 +255,7 @@ async function loadSection(): Promise<void> {
   for (const kind of ['jsonl', 'sqlite'] as Kind[]) {
     const times: Record<string, number[]> = { '10k': [], '100k': [] }
     const rss: number[] = []
+    const cpu: number[] = []
     const paths: Record<string, string> = {}
     for (const [label, log] of Object.entries(logs)) {
       paths[label] = join(scratch, `${kind}-${label}${kind === 'sqlite' ? '.db' : ''}`)
@@ -264,11 +265,11 @@ async function loadSection(): Promise<void> {
       for (const [label, log] of Object.entries(logs)) {
         const result = coldLoad(kind, paths[label], log.header.id)
         times[label].push(result.loadMs)
-        if (label === '100k') rss.push(result.maxRssMb)
+        if (label === '100k') rss.push(result.maxRssMb), cpu.push(result.cpuMs)
       }
     }
     const [small, large] = [median(times['10k']), median(times['100k'])]
-    console.log(`${kind}: 10k ${small.toFixed(0)} ms, 100k ${large.toFixed(0)} ms (peak RSS ${median(rss).toFixed(0)} MB)`)
+    console.log(`${kind}: 10k ${small.toFixed(0)} ms, 100k ${large.toFixed(0)} ms (CPU ${median(cpu).toFixed(0)} ms, peak RSS ${median(rss).toFixed(0)} MB)`)
     target(`cold load of 100k events, ${kind}`, `${(large / 1000).toFixed(3)} s`, '<= 0.3 s', large <= 300)
     target(`cold load 100k/10k, ${kind}`, `${(large / small).toFixed(2)}x`, '<= 11x', large / small <= 11)
   }

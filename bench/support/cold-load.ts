@@ -16,7 +16,7 @@ import type { SessionEvent, SessionHeader } from '../../src/session/types.js'
 
 export type Kind = 'jsonl' | 'sqlite'
 export interface Log { header: SessionHeader; events: SessionEvent[] }
-export interface LoadFigures { events: number; readMs: number; loadMs: number; maxRssMb: number }
+export interface LoadFigures { events: number; readMs: number; loadMs: number; cpuMs: number; maxRssMb: number }
 
 export const openBackend = (kind: Kind, store: string, packed = true): PersistenceBackend =>
   kind === 'sqlite' ? new SqliteBackend({ file: store, packed }) : new JsonlBackend({ root: store, packed })
