@@ -15,16 +15,12 @@
  * copy of an older commit) under the same conditions.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context } from 'cordis'
-import { JsonlBackend } from '../src/persistence/jsonl/backend.js'
-import { appendTurn, prng } from '../src/persistence/testing/workload.js'
-import type { Session } from '../src/session/api.js'
-import { SessionsServicePlugin } from '../src/session/service.js'
 import { FakeDeepSeek, streamResponse, type FakeResponse } from '../test-support/fake-deepseek.js'
 import { dshBin } from '../test-support/run-dsh.js'
+import { median, newestLog, storeSession } from './support/whole-process.js'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
@@ -55,14 +51,6 @@ function run(args: string[], env: Record<string, string>): Promise<Run> {
   })
 }
 
-/** The session.jsonl most recently written under `home` (the run just finished wrote it). */
-function newestLog(home: string): string {
-  const root = join(home, 'sessions')
-  const logs = readdirSync(root).filter(key => !key.startsWith('.')).flatMap(key =>
-    readdirSync(join(root, key)).map(id => join(root, key, id, 'session.jsonl')))
-  return logs.map(path => ({ path, mtime: statSync(path).mtimeMs })).sort((a, b) => b.mtime - a.mtime)[0].path
-}
-
 /**
  * Steady per-step cycle from the log's own clock: the time between the `step/start` of step 2
  * and that of the last step of the last turn, per step. Leaves out process start, cold load,
@@ -79,8 +67,6 @@ function stepCycleMs(home: string): number {
   const turn = starts.filter(start => start.turn === last)
   return (turn[turn.length - 1].time - turn[1].time) / (turn.length - 2)
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
 interface Timed { ms: number; cpuMs: number; rssMb: number; cycleMs?: number }
 
@@ -105,56 +91,6 @@ const usage = { prompt_tokens: 10, completion_tokens: 2 }
 const answer = (): FakeResponse => streamResponse([{ text: 'done' }, { finish: 'stop', usage }])
 const readFile = (i: number): FakeResponse => streamResponse([{ toolCall: { id: `read-${i}`, name: 'read', arguments: '{"file_path":"notes.txt"}' } }, { finish: 'tool_calls', usage }])
 const bashTrue = (i: number): FakeResponse => streamResponse([{ toolCall: { id: `call-${i}`, name: 'bash', arguments: '{"command":"true","description":"noop"}' } }, { finish: 'tool_calls', usage }])
-
-/**
- * Compacts the whole current surface into one summary message, the events the compaction plugin
- * writes after a summary call (start, summary, replacing user/message, end).
- */
-function compactSurface(session: Session, surface: number[], id: string): number[] {
-  const [first, last] = [surface[0], surface[surface.length - 1]]
-  const turn = session.position.turn
-  const start = session.append('compaction/start', { compactionId: id, turn })
-  const summary = session.append('compaction/summary', {
-    compactionId: id, summary: [{ type: 'text', text: `summary ${id}` }], shadowedRange: { start: first, end: last },
-    shadowedSeqs: surface, shadowedTokenCount: surface.length * 40, provider: 'deepseek-official', model: 'deepseek-v4-flash', maxTokens: 4096,
-  })
-  const message = session.append('user/message', {
-    id: `summary-${id}`, role: 'user', source: { kind: 'plugin', plugin: 'compaction', compactionId: id },
-    content: [{ type: 'text', text: `Summary of the earlier conversation (${id}).` }],
-  }, { surfaceOp: { op: 'replace', start: first, end: last }, sourceEventSeqs: [start.seq, summary.seq, ...surface] })
-  session.append('compaction/end', { compactionId: id, turn })
-  return [message.seq]
-}
-
-/**
- * Stores a realistic session of at least `count` events (whole turns) where dsh looks for it.
- * With `compactEvery`, the surface is compacted each time that many events were added since the
- * last compaction (unless the log is nearly done), so the model context stays about as large
- * as a `compactEvery`-event session's while the log grows, as it does in long real sessions.
- */
-async function storeSession(home: string, cwd: string, id: string, count: number, compactEvery?: number): Promise<number> {
-  const ctx = new Context()
-  await ctx.plugin(SessionsServicePlugin, {})
-  const session = ctx.sessions.create({ id, cwd })
-  const rng = prng(42)
-  let surface: number[] = []
-  let since = 0
-  while (session.length < count) {
-    const from = session.length
-    await appendTurn(session, { rng })
-    for (let seq = from; seq < session.length; seq += 1) if (session.events[seq].surfaceOp === 'append') surface.push(seq)
-    since += session.length - from
-    if (compactEvery !== undefined && since >= compactEvery && count - session.length > compactEvery) {
-      surface = compactSurface(session, surface, `c${session.length}`)
-      since = 0
-    }
-  }
-  const backend = new JsonlBackend({ root: join(home, 'sessions') })
-  await backend.create(session.header, [])
-  for (let at = 0; at < session.length; at += 5000) await backend.appendBatch(session.header, session.events.slice(at, at + 5000))
-  await backend.close()
-  return session.length
-}
 
 const server = await FakeDeepSeek.start()
 const home = mkdtempSync(join(tmpdir(), 'dsh-bench-home-'))

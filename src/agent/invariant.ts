@@ -13,6 +13,7 @@ import type { Context } from 'cordis'
 import type { LlmCallOptions, Message } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { EpochHeader } from '../session/types.js'
+import { frozenJson } from './frozen-json.js'
 
 export class LoopInvariantError extends Error {
   constructor(sessionId: string, detail: string) {
@@ -77,7 +78,7 @@ function check(session: Session, options: LlmCallOptions, fold: Fold): void {
   if ((options.system ?? '') !== header.system) fail('the system prompt differs from the folded request/header')
   // Tools are compared once per (tool list, header) pair: the loop reuses one array per assembly.
   if (fold.verifiedTools !== options.tools || fold.verifiedFor !== header) {
-    if (JSON.stringify(options.tools ?? []) !== JSON.stringify(header.tools ?? [])) fail('the tool schemas differ from the folded request/header')
+    if (JSON.stringify(options.tools ?? []) !== frozenJson(header.tools ?? [])) fail('the tool schemas differ from the folded request/header')
     fold.verifiedTools = options.tools
     fold.verifiedFor = header
   }

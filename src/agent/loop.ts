@@ -30,6 +30,7 @@ import { Inbox } from './inbox.js'
 import { RuntimeContextTracker } from './runtime-context.js'
 import { runStepTools } from './step-tools.js'
 import { toUserMessage } from './messages.js'
+import { frozenJson } from './frozen-json.js'
 
 type Phase =
   | { readonly kind: 'idle'; readonly lastTurn: number }
@@ -566,7 +567,8 @@ function listenerFailure(error: unknown): LlmFailure {
 
 function sameHeader(a: EpochHeader, b: EpochHeader): boolean {
   if (a === b) return true
+  // `b` is the logged (frozen) header: its tools' JSON is computed once, not every step.
   return a.system === b.system && JSON.stringify(a.config) === JSON.stringify(b.config)
-    && (a.tools === b.tools || JSON.stringify(a.tools) === JSON.stringify(b.tools))
+    && (a.tools === b.tools || JSON.stringify(a.tools) === frozenJson(b.tools))
 }
 

@@ -72,16 +72,23 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
 
     const translator = new ChatCompletionTranslator()
     if (requestId !== undefined) translator.requestId = requestId
-    yield* translateBytes(async () => {
+    // The translation runs in this generator itself (no `yield*` level per chunk).
+    const sse = new SseTranslation(translator, { label: request.label, requestId })
+    for (;;) {
+      let result: ReadResult
       try {
         watchdog.arm()
-        return await body.next()
+        result = await body.next()
       } catch (error) {
         throw classify(error, 'reading the stream', requestId)
       } finally {
         watchdog.disarm()
       }
-    }, translator, { label: request.label, requestId })
+      const chunks = sse.take(result)
+      for (let i = 0; i < chunks.length; i++) yield chunks[i]!
+      if (sse.failure !== undefined) throw sse.failure
+      if (sse.done) break
+    }
     ended = true
   } finally {
     watchdog.disarm()
@@ -124,44 +131,80 @@ export interface TranslateHooks {
  */
 export async function* translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
   const reader = body.getReader()
+  const sse = new SseTranslation(translator, hooks)
   try {
-    yield* translateBytes(() => (hooks.read === undefined ? reader.read() : hooks.read(reader)) as Promise<ReadResult>, translator, hooks)
+    for (;;) {
+      const result = await ((hooks.read === undefined ? reader.read() : hooks.read(reader)) as Promise<ReadResult>)
+      const chunks = sse.take(result)
+      for (let i = 0; i < chunks.length; i++) yield chunks[i]!
+      if (sse.failure !== undefined) throw sse.failure
+      if (sse.done) return
+    }
   } finally {
     // Releases the connection when we stop early ([DONE], an error or the consumer leaving).
     reader.cancel().catch(() => {})
   }
 }
 
-/** The SSE translation over any source of byte reads (a web stream or a node:http response). */
-async function* translateBytes(read: () => Promise<ReadResult>, translator: ChatCompletionTranslator, hooks: { readonly label: string; readonly requestId?: string }): AsyncGenerator<StreamChunk> {
-  const decoder = new TextDecoder()
-  const pending: string[] = []
-  const parser = createParser({ onEvent: event => { pending.push(event.data) } })
-  const details = hooks.requestId === undefined ? {} : { requestId: hooks.requestId }
-  let received = 0
-  for (;;) {
-    const result = await read()
+/**
+ * The SSE translation of one response, fed read by read (a web stream or a node:http response):
+ * synchronous, so each caller's own generator yields the chunks directly (a `yield*` level costs
+ * every chunk another round of promise resolutions).
+ */
+class SseTranslation {
+  /** True once `[DONE]` was translated: the stream is over. */
+  done = false
+  /** Set when the stream failed: thrown by the caller after it yielded the chunks `take` returned. */
+  failure: unknown = undefined
+  private readonly decoder = new TextDecoder()
+  private readonly pending: string[] = []
+  private readonly parser = createParser({ onEvent: event => { this.pending.push(event.data) } })
+  private readonly details: { requestId?: string }
+  private received = 0
+
+  constructor(private readonly translator: ChatCompletionTranslator, private readonly hooks: { readonly label: string; readonly requestId?: string }) {
+    this.details = hooks.requestId === undefined ? {} : { requestId: hooks.requestId }
+  }
+
+  /**
+   * The chunks of one read. A malformed event, or EOF before `[DONE]` (STREAM_CLOSED; no bytes at
+   * all: EMPTY_RESPONSE), sets `failure` after the chunks that came before it.
+   */
+  take(result: ReadResult): StreamChunk[] {
     if (result.done) {
-      parser.feed(decoder.decode())
+      this.parser.feed(this.decoder.decode())
     } else {
-      received += result.value.byteLength
-      parser.feed(decoder.decode(result.value, { stream: true }))
+      this.received += result.value.byteLength
+      this.parser.feed(this.decoder.decode(result.value, { stream: true }))
     }
-    for (let i = 0; i < pending.length; i++) {
-      const data = pending[i]
-      if (data.trim() === '[DONE]') {
-        pending.length = 0
-        yield* translator.done()
-        return
+    const out: StreamChunk[] = []
+    const pending = this.pending
+    try {
+      for (let i = 0; i < pending.length; i++) {
+        const data = pending[i]!
+        // A JSON event starts with `{`, so only other data can be a (padded) `[DONE]`.
+        if (data.charCodeAt(0) !== 123 && data.trim() === '[DONE]') {
+          this.done = true
+          for (const chunk of this.translator.done()) out.push(chunk)
+          return out
+        }
+        for (const chunk of this.translator.data(data)) out.push(chunk)
       }
-      const chunks = translator.data(data)
-      for (const chunk of chunks) yield chunk
+    } catch (error) {
+      // The chunks before the bad event are still delivered, then the failure (as they were
+      // when each event was yielded as it was translated).
+      this.failure = error
+      return out
+    } finally {
+      pending.length = 0
     }
-    pending.length = 0
     if (result.done) {
-      if (received === 0) throw new LlmError('EMPTY_RESPONSE', `${hooks.label}: the provider sent an empty body`, details)
-      throw new LlmError('STREAM_CLOSED', `${hooks.label}: the stream ended before [DONE]; the truncated response cannot be trusted`, details)
+      const { label } = this.hooks
+      this.failure = this.received === 0
+        ? new LlmError('EMPTY_RESPONSE', `${label}: the provider sent an empty body`, this.details)
+        : new LlmError('STREAM_CLOSED', `${label}: the stream ended before [DONE]; the truncated response cannot be trusted`, this.details)
     }
+    return out
   }
 }
 

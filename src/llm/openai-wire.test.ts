@@ -52,6 +52,16 @@ describe('SSE translation (in memory)', () => {
     expect(chunks.at(-1)?.type).toBe('finish')
   })
 
+  it('L-7: in one read, the chunks before a malformed event or the end of the body come out before the failure', async () => {
+    const text = (t: string) => `data: {"choices":[{"index":0,"delta":{"content":"${t}"}}]}\n\n`
+    const bad = await translate([new TextEncoder().encode(`${text('a')}${text('b')}data: {not json\n\n${text('c')}`)])
+    expect(bad.error?.code).toBe('MALFORMED_RESPONSE')
+    expect(bad.chunks.filter(c => c.type === 'text-delta').map(c => (c as { text: string }).text)).toEqual(['a', 'b'])
+    const cut = await translate([new TextEncoder().encode(`${text('a')}${text('b')}`)])
+    expect(cut.error?.code).toBe('STREAM_CLOSED')
+    expect(cut.chunks.filter(c => c.type === 'text-delta').map(c => (c as { text: string }).text)).toEqual(['a', 'b'])
+  })
+
   it('a provider error object inside the stream is thrown as a classified failure', async () => {
     const { error } = await translate([new TextEncoder().encode('data: {"error":{"message":"internal"}}\n\n')])
     expect(error).toMatchObject({ code: 'SERVER', message: 'provider error in stream: internal' })

@@ -238,7 +238,8 @@ export class ChatCompletionTranslator {
           this.text.text += delta.content
           out.push({ type: 'text-delta', index: this.text.index, text: delta.content })
         }
-        for (const [position, call] of (delta.tool_calls ?? []).entries()) this.toolCall(call, position, out)
+        const calls = delta.tool_calls
+        if (Array.isArray(calls)) for (let position = 0; position < calls.length; position++) this.toolCall(calls[position], position, out)
       }
       if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') this.finishReason = choice.finish_reason
     }
@@ -295,7 +296,10 @@ export class ChatCompletionTranslator {
     if (block.name === '' && name !== '') block.name = name
     block.text += args
     // Every delta repeats the name once known, so a run of deltas packs into one chunk row.
-    out.push({ type: 'tool-call-delta', index: block.index, id: block.id, ...block.name !== '' ? { name: block.name } : {}, argumentsDelta: args })
+    // Literal objects (no spread): this runs once per streamed delta. Key order as logged.
+    out.push(block.name !== ''
+      ? { type: 'tool-call-delta', index: block.index, id: block.id, name: block.name, argumentsDelta: args }
+      : { type: 'tool-call-delta', index: block.index, id: block.id, argumentsDelta: args })
   }
 
   private open(kind: TranslatedBlock['kind'], out: StreamChunk[]): TranslatedBlock {

@@ -340,7 +340,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     this.hydrating.add(id)
     let session: Session
     try {
-      session = this.sessions.hydrate(header, [...events, ...closers])
+      // The backend parsed these objects for this load alone: frozen in place, not copied.
+      session = this.sessions.hydrate(header, [...events, ...closers], { adopt: true })
     } catch (error) {
       await this.release(id)
       throw error

@@ -82,9 +82,11 @@ export interface SessionsService {
   create(options?: CreateSessionOptions): Session
   /**
    * Rebuild a live session from stored events (already seq-contiguous). Every event is checked
-   * exactly as an append would be, except that observers are not notified.
+   * exactly as an append would be, except that observers are not notified. Each event is stored
+   * as a frozen copy; with `adopt: true` the caller hands the events over (nobody else holds or
+   * changes them, e.g. freshly parsed from a store) and their data is frozen in place instead.
    */
-  hydrate(header: SessionHeader, events: readonly SessionEvent[]): Session
+  hydrate(header: SessionHeader, events: readonly SessionEvent[], options?: { readonly adopt?: boolean }): Session
   get(id: string): Session | undefined
   list(): readonly Session[]
   /** S-14 */

@@ -194,6 +194,26 @@ describe('hydrate (S-13, S-3)', () => {
     expect(Object.isFrozen(session.events[2].data)).toBe(true)
   })
 
+  it('S-5: hydrate copies the events it is given; with adopt it freezes their data in place, checked the same way', async () => {
+    const ctx = await boot()
+    const source = ctx.sessions.create({ id: 'src' })
+    completedTurn(source, 1)
+    const json = JSON.stringify(source.events)
+    ctx.sessions.close('src')
+    const copied = JSON.parse(json) as { data: object }[]
+    const session = ctx.sessions.hydrate({ ...source.header, id: 'copied' }, copied as never)
+    expect(session.events[2].data).not.toBe(copied[2].data)
+    expect(Object.isFrozen(copied[2].data)).toBe(false)
+    const adopted = JSON.parse(json) as { data: object }[]
+    const same = ctx.sessions.hydrate({ ...source.header, id: 'adopted' }, adopted as never, { adopt: true })
+    expect(same.events[2].data).toBe(adopted[2].data)
+    expect(Object.isFrozen(adopted[2].data)).toBe(true)
+    expect(same.events).toEqual(session.events)
+    const bad = JSON.parse(json) as { data: Record<string, unknown> }[]
+    bad[2].data = { ...bad[2].data, odd: JSON.parse('-0') }
+    expect(() => ctx.sessions.hydrate({ ...source.header, id: 'bad' }, bad as never, { adopt: true })).toThrow(/S-5.*data\.odd is -0/)
+  })
+
   it('S-13: the version is checked before the shape, and the message names newer or older', async () => {
     const ctx = await boot()
     expect(() => ctx.sessions.hydrate({ version: 1 } as never, [])).toThrow(/S-13: session format version 1 is newer than this runtime supports \(0\)/)

@@ -85,12 +85,13 @@ export class SessionsServicePlugin extends Service implements SessionsService {
     return this.publish(session)
   }
 
-  hydrate(header: SessionHeader, events: readonly SessionEvent[]): Session {
+  hydrate(header: SessionHeader, events: readonly SessionEvent[], options: { readonly adopt?: boolean } = {}): Session {
     const checked = checkHeader(header)
     if (!Array.isArray(events)) throw new TypeError(`hydrate: events of session ${checked.id} must be an array`)
     this.assertFree(checked.id)
     const session = this.instantiate(checked)
-    for (const event of events) session.admit(event)
+    const adopt = options.adopt === true
+    for (const event of events) session.admit(event, adopt)
     return this.publish(session)
   }
 

@@ -11,7 +11,7 @@ import type { Message } from '../llm/types.js'
 import type { LogPosition, Session } from './api.js'
 import { LogFolder, checkEnvelope, checkEventType } from './invariants.js'
 import type { EventTypeRegistry } from './registry.js'
-import { SnapshotError, snapshotJson } from './snapshot.js'
+import { SnapshotError, adoptJson, snapshotJson } from './snapshot.js'
 import { SurfaceManager, deriveEventMessage, type SurfacePlan } from './surface.js'
 import { SessionRuleError, type AppendOptions, type SessionEvent, type SessionHeader } from './types.js'
 
@@ -105,13 +105,14 @@ export class SessionLog implements Session {
 
   /**
    * Admits an already-committed event (hydrate, fork seed): the same checks as append, without
-   * the veto and without observers. The stored object is a frozen copy.
+   * the veto and without observers. The stored object is a frozen copy, or with `adopt` (the
+   * caller hands over a tree nobody else holds, e.g. freshly parsed JSON) its data frozen in place.
    */
-  admit(raw: unknown): SessionEvent {
+  admit(raw: unknown, adopt = false): SessionEvent {
     const seq = this.log.length
     if (this.busy) throw new SessionRuleError('S-5', seq, `re-entrant admit while session ${this.id} is ${this.busy}`)
     checkEnvelope(raw, seq)
-    const event = this.envelope(raw.type, raw.seq, raw.time, raw.data, raw)
+    const event = this.envelope(raw.type, raw.seq, raw.time, raw.data, raw, adopt)
     this.commit(event, this.check(event))
     return event
   }
@@ -142,14 +143,15 @@ export class SessionLog implements Session {
     this.isLive = false
   }
 
-  private envelope(type: string, seq: number, time: number, data: unknown, options: AppendOptions): SessionEvent {
+  private envelope(type: string, seq: number, time: number, data: unknown, options: AppendOptions, adopt = false): SessionEvent {
     let frozenData: unknown
     let surfaceOp: unknown
     let sources: unknown
+    const freeze = adopt ? adoptJson : snapshotJson
     try {
-      frozenData = snapshotJson(data, 'data')
-      if (options.surfaceOp !== undefined) surfaceOp = snapshotJson(options.surfaceOp, 'surfaceOp')
-      if (options.sourceEventSeqs !== undefined) sources = snapshotJson(options.sourceEventSeqs, 'sourceEventSeqs')
+      frozenData = freeze(data, 'data')
+      if (options.surfaceOp !== undefined) surfaceOp = freeze(options.surfaceOp, 'surfaceOp')
+      if (options.sourceEventSeqs !== undefined) sources = freeze(options.sourceEventSeqs, 'sourceEventSeqs')
     } catch (error) {
       if (error instanceof SnapshotError) throw new SessionRuleError('S-5', seq, `${type}: ${error.message}`)
       throw error

@@ -1,16 +1,37 @@
 import { describe, expect, it } from 'vitest'
-import { SnapshotError, isDeepFrozen, snapshotJson } from './snapshot.js'
+import { SnapshotError, adoptJson, isDeepFrozen, snapshotJson } from './snapshot.js'
 import { SessionLog, createEventTypeRegistry, type SessionRuleError } from './index.js'
 
-const reject = (value: unknown): string => {
+const reject = (value: unknown, walk: (value: unknown) => unknown = snapshotJson): string => {
   try {
-    snapshotJson(value)
+    walk(value)
   } catch (error) {
     expect(error).toBeInstanceOf(SnapshotError)
     return (error as Error).message
   }
   throw new Error('expected a rejection')
 }
+
+describe('adoptJson (S-5, frozen in place for a tree handed over whole)', () => {
+  it('S-5: freezes the very tree it is given, deep', () => {
+    const input = JSON.parse('{"a":[1,"x",{"b":null,"c":true}],"d":{"e":-1.5},"__proto__":{"p":1}}')
+    const out = adoptJson(input)
+    expect(out).toBe(input)
+    expect(isDeepFrozen(out)).toBe(true)
+    expect(Object.keys(out as object)).toEqual(['a', 'd', '__proto__'])
+  })
+
+  it('S-5: refuses exactly what snapshotJson refuses, with the same path and message', () => {
+    const cyclic: Record<string, unknown> = { a: {} }
+    ;(cyclic.a as Record<string, unknown>).back = cyclic
+    const cases: unknown[] = [
+      { message: { content: [{ text: undefined }] } }, { n: 10n }, { f: () => 1 }, { z: JSON.parse('-0') }, { x: [NaN] },
+      // eslint-disable-next-line no-sparse-arrays
+      { list: [1, , 3] }, { when: new Date(0) }, { [Symbol('k')]: 1 }, cyclic,
+    ]
+    for (const value of cases) expect(reject(value, adoptJson)).toBe(reject(value))
+  })
+})
 
 describe('snapshotJson (S-5)', () => {
   it('S-5: copies plain JSON and deep-freezes the copy', () => {

@@ -4,7 +4,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { parse as parseYaml } from 'yaml'
+import { loadYaml } from '../config/yaml.js'
 
 export interface Skill {
   readonly name: string
@@ -77,7 +77,7 @@ function flag(value: unknown, key: string, fallback: boolean): boolean {
 export function splitFrontmatter(text: string): { meta: Record<string, unknown>; body: string } {
   const match = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text.replace(/^\uFEFF/, ''))
   if (match === null) throw new Error('no YAML frontmatter (--- ... ---) at the top')
-  const meta = parseYaml(match[1]!) as unknown
+  const meta = loadYaml().parse(match[1]!) as unknown
   if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw new Error('the frontmatter must be a YAML mapping')
   return { meta: meta as Record<string, unknown>, body: text.replace(/^\uFEFF/, '').slice(match[0].length) }
 }
