@@ -16,7 +16,7 @@ import { readCredentials, readSettings, writeCredential, writeSettings, type Set
 import { isCredentialName } from '../config/credentials.js'
 import { titleOf } from '../title/index.js'
 import { emitContained } from '../kernel/index.js'
-import type { ApprovalAnswer, ApprovalService, PresetName } from '../approval/api.js'
+import type { ApprovalAnswer, ApprovalService, PresetName, QuestionAnswer } from '../approval/api.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import type { McpService } from '../mcp/api.js'
 import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
@@ -131,6 +131,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
     this.registerCore()
     this.registerApprovals(ctx)
+    this.registerQuestions(ctx)
     registerWorkspaceMethods(this.workspaceHost)
   }
 
@@ -184,6 +185,37 @@ export class WebApiPlugin extends Service implements WebApiService {
       if (!service.presets().some(p => p.name === preset)) throw new WebApiError(400, 'BAD_PARAMS', `unknown preset "${preset}" (expected ${service.presets().map(p => p.name).join(', ')})`)
       service.selectPreset(live(id), preset as PresetName)
       return view(id)
+    })
+  }
+
+  /**
+   * The web UI answers `ask_user_question` (docs/questions.md): a pending question reaches the
+   * page over the session's event stream (`questions`, also on connect: `pendingQuestions`), the
+   * page draws a card, and `question.answer` settles it with answers or `{dismissed: true}`.
+   * The approval seam checks the answers (asked ids, offered labels).
+   */
+  private registerQuestions(ctx: Context): void {
+    const waiting = new Map<string, (answer: readonly QuestionAnswer[] | 'cancelled') => void>()
+    ctx.inject(['approval'], (ctx) => {
+      ctx.approval.questioner((question, signal) => new Promise<readonly QuestionAnswer[] | 'cancelled'>(resolve => {
+        waiting.set(question.id, resolve)
+        signal.addEventListener('abort', () => { waiting.delete(question.id); resolve('cancelled') }, { once: true })
+      }))
+    })
+    this.register('question.answer', params => {
+      const id = str(params, 'questionId')
+      const resolve = waiting.get(id)
+      if (resolve === undefined) throw new WebApiError(404, 'NO_QUESTION', `no pending question "${id}" (already answered or cancelled)`)
+      if (params.dismissed === true) {
+        waiting.delete(id)
+        resolve('cancelled')
+        return { ok: true }
+      }
+      const answers = params.answers
+      if (!Array.isArray(answers) || answers.length === 0) throw new WebApiError(400, 'BAD_PARAMS', '"answers" must be a non-empty array of {id, selected?, text?} (or pass dismissed: true)')
+      waiting.delete(id)
+      resolve(answers as QuestionAnswer[])
+      return { ok: true }
     })
   }
 
