@@ -96,6 +96,21 @@ describe.skipIf(chromium.path === undefined)('ask_user_question in the web UI', 
       expect(found).toEqual([])
     }
 
+    // A bad answer over the API is refused with a reason and the question stays open.
+    const questionId = await page.evaluate(async () => {
+      const pending = await new Promise<string>(resolve => {
+        const source = new EventSource(`/api/events?session=${new URLSearchParams(location.search).get('session') ?? ''}&from=999999`)
+        source.addEventListener('questions', message => { source.close(); resolve(JSON.parse((message as MessageEvent).data).questions[0]?.id ?? '') })
+      })
+      return pending
+    })
+    const refused = await page.evaluate(async id => {
+      const response = await fetch('/api/question.answer', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ questionId: id, answers: [{ id: 'db', selected: ['MySQL'] }] }) })
+      return { status: response.status, body: await response.json() }
+    }, questionId)
+    expect(refused).toEqual({ status: 400, body: { error: { code: 'BAD_PARAMS', message: 'answers[0].selected: "MySQL" is not an option of "db"' } } })
+    expect(await card.isVisible()).toBe(true)
+
     await card.getByText('SQLite').click()
     await card.getByTestId('question-submit').click()
     await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_ANSWER' }).waitFor()
