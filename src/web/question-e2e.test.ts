@@ -61,7 +61,7 @@ describe.skipIf(chromium.path === undefined)('ask_user_question in the web UI', 
     await page.getByTestId('composer').press('Enter')
   }
 
-  it('the card shows the question and options; the chosen label reaches the model; axe finds no serious violation', async () => {
+  it('the card shows the question and options; picked from the keyboard, the chosen label reaches the model; a bad answer is refused; axe finds no serious violation', async () => {
     fake.enqueue(
       ask('call-q1', [{ id: 'db', header: 'Database', question: 'Which database should the app use?', options: [{ label: 'PostgreSQL (Recommended)', description: 'Already in the stack.' }, { label: 'SQLite', description: 'One file, no server.' }] }]),
       streamResponse([{ text: 'AFTER_ANSWER' }, { finish: 'stop', usage }]),
@@ -111,8 +111,11 @@ describe.skipIf(chromium.path === undefined)('ask_user_question in the web UI', 
     expect(refused).toEqual({ status: 400, body: { error: { code: 'BAD_PARAMS', message: 'answers[0].selected: "MySQL" is not an option of "db"' } } })
     expect(await card.isVisible()).toBe(true)
 
-    await card.getByText('SQLite').click()
-    await card.getByTestId('question-submit').click()
+    // Keyboard only: the first option has the focus, ArrowDown picks SQLite, Enter submits.
+    await expect.poll(() => page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.value)).toBe('PostgreSQL (Recommended)')
+    await page.keyboard.press('ArrowDown')
+    expect(await card.getByRole('radio', { name: /SQLite/ }).isChecked()).toBe(true)
+    await page.keyboard.press('Enter')
     await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_ANSWER' }).waitFor()
     await card.waitFor({ state: 'detached' })
     expect(fake.requests.length).toBe(before + 2)
