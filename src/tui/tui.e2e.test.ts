@@ -372,6 +372,9 @@ describe.skipIf(!tmux)('dsh terminal app questions (tmux)', () => {
     expect(first).toMatch(/1\. PostgreSQL — already in the stack/)
     expect(first).toMatch(/2\. SQLite/)
     expect(first).toContain('Enter answers · Esc dismisses')
+    // Esc dismisses the question here; the activity line does not offer it for cancelling.
+    expect(first).toContain('waiting for your answer')
+    expect(first).not.toContain('Esc to cancel')
     terminal.keys('Down')
     await terminal.waitFor(/› 2\. SQLite/, { what: 'the cursor on SQLite' })
     terminal.keys('Enter')

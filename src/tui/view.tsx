@@ -161,7 +161,7 @@ function activity(items: readonly Item[]): string {
   return 'waiting for the model'
 }
 
-function ActivityLine(props: { running: boolean; status?: string; items: readonly Item[]; since: number }): ReactNode {
+function ActivityLine(props: { running: boolean; status?: string; items: readonly Item[]; since: number; asking?: boolean }): ReactNode {
   const [frame, setFrame] = useState(0)
   useEffect(() => {
     if (!props.running) return
@@ -175,7 +175,7 @@ function ActivityLine(props: { running: boolean; status?: string; items: readonl
       <Text wrap="truncate-end">
         <Text color={c('cyan')}>{SPINNER[frame]} </Text>
         {props.status !== undefined ? <Text color={c('yellow')}>{props.status}</Text> : <Text>{activity(props.items)}</Text>}
-        <Text dimColor> · {seconds}s · Esc to cancel</Text>
+        <Text dimColor> · {seconds}s{props.asking === true ? ' · waiting for your answer' : ' · Esc to cancel'}</Text>
       </Text>
     </Box>
   )
@@ -418,7 +418,7 @@ export function ConversationView(props: ViewProps): ReactNode {
           <Text dimColor>  ⎿ </Text><Text bold>{child.label}</Text><Text dimColor> · subagent · step {child.steps} · {child.activity}</Text>
         </Text>
       ))}
-      <ActivityLine running={running} status={store.fold.status} items={live} since={runningSince.current} />
+      <ActivityLine running={running} status={store.fold.status} items={live} since={runningSince.current} asking={question !== undefined} />
       {queued.length > 0 ? (
         <Box flexDirection="column">
           {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {text.replace(/\n/g, ' ')}</Text>)}
