@@ -585,6 +585,26 @@ describe('ACP through the official client library', () => {
     }
   })
 
+  it('ask_user_question is not mapped onto session/request_permission: even an editor that allows everything is not asked, and the tool fails closed (UNAVAILABLE)', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'q1', name: 'ask_user_question', arguments: JSON.stringify({ questions: [{ id: 'go', question: 'Continue?', options: [{ label: 'Yes' }, { label: 'No' }] }] }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'went on without an answer' }, { finish: 'stop', usage }]),
+    )
+    const editor = openEditor({ home, cwd, patches: [askPatch()], permission: () => 'allow-once' })
+    try {
+      const sessionId = await start(editor, cwd)
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'ask me' }] })
+      expect(editor.permissions).toEqual([])
+      const body = server.requests.at(-1)!.body as { messages: { role: string; tool_call_id?: string; content: unknown }[] }
+      const result = body.messages.find(m => m.role === 'tool' && m.tool_call_id === 'q1')
+      expect(String(result?.content)).toMatch(/^Error: no one can answer questions in this session/)
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      await editor.close()
+    }
+  })
+
   it('closing the editor mid-turn is quiet: exit 0, no EPIPE or stack on stderr, the log flushed', async () => {
     const { home, cwd } = tempHome()
     let release!: () => void

@@ -12,7 +12,7 @@ import type { Agent } from '../agent/api.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
-import type { ApprovalService } from '../approval/api.js'
+import type { ApprovalService, QuestionAnswer, QuestionAnswerer } from '../approval/api.js'
 import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
 import { parseInteractiveArgs, type InteractiveArgs } from './args.js'
 import { pickRoute } from '../host/route.js'
@@ -135,7 +135,7 @@ export class TuiApp extends Service {
       approval.setMode(agent.session, mode)
       approval.setPolicy(agent.session, mode === 'danger-full-access' ? 'never' : 'ask')
     }
-    if (approval !== undefined) disposers.push(this.answerApprovals(approval, store))
+    if (approval !== undefined) disposers.push(this.answerApprovals(approval, store), this.answerQuestions(approval, store))
 
     let finish!: () => void
     const finished = new Promise<void>(resolve => { finish = resolve })
@@ -268,6 +268,10 @@ export class TuiApp extends Service {
     return id
   }
 
+  private answerQuestions(approval: ApprovalService, store: TuiStore): () => void {
+    return approval.questioner(questionAnswerer(store))
+  }
+
   /** Approval requests of this app's session are asked inline: y allows once, n rejects. */
   private answerApprovals(approval: ApprovalService, store: TuiStore): () => void {
     return approval.answerer((request, signal) => {
@@ -286,6 +290,26 @@ export class TuiApp extends Service {
           answer: outcome => settle(outcome),
         })
       })
+    })
+  }
+}
+
+/**
+ * `ask_user_question` calls of this app's session are asked inline (question.tsx); Esc
+ * dismisses. The approval seam checks the answers.
+ */
+function questionAnswerer(store: TuiStore): QuestionAnswerer {
+  return (question, signal) => {
+    if (question.sessionId !== store.agent.id) return undefined
+    return new Promise(resolve => {
+      const settle = (outcome: readonly QuestionAnswer[] | 'cancelled') => {
+        signal.removeEventListener('abort', onAbort)
+        store.removeQuestion(question.id)
+        resolve(outcome)
+      }
+      const onAbort = () => settle('cancelled')
+      signal.addEventListener('abort', onAbort, { once: true })
+      store.addQuestion({ id: question.id, questions: question.questions, answer: settle })
     })
   }
 }

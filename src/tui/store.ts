@@ -7,6 +7,7 @@ import type { Agent } from '../agent/api.js'
 import type { SessionEvent } from '../session/types.js'
 import type { Session } from '../session/api.js'
 import { ConversationFold, settled, type Item } from './fold.js'
+import type { QuestionPrompt } from './question.js'
 
 export type Printed =
   | { readonly key: string; readonly kind: 'item'; readonly item: Item }
@@ -36,6 +37,8 @@ export class TuiStore {
   /** Replaced (not mutated) when items are added, so Ink's `Static` sees the change. */
   printed: readonly Printed[] = []
   approvals: ApprovalPrompt[] = []
+  /** Pending `ask_user_question` calls of this session, oldest first. */
+  questions: QuestionPrompt[] = []
   /** Subagents of the current session still running, by child session id. */
   readonly children = new Map<string, ChildView>()
   version = 0
@@ -132,6 +135,7 @@ export class TuiStore {
     this.fold = new ConversationFold()
     this.foldPrinted = 0
     this.approvals = []
+    this.questions = []
     this.notify()
   }
 
@@ -142,6 +146,16 @@ export class TuiStore {
 
   removeApproval(id: string): void {
     this.approvals = this.approvals.filter(prompt => prompt.id !== id)
+    this.notify()
+  }
+
+  addQuestion(prompt: QuestionPrompt): void {
+    this.questions = [...this.questions, prompt]
+    this.notify()
+  }
+
+  removeQuestion(id: string): void {
+    this.questions = this.questions.filter(prompt => prompt.id !== id)
     this.notify()
   }
 }

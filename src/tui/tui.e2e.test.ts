@@ -343,6 +343,60 @@ describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
   })
 })
 
+describe.skipIf(!tmux)('dsh terminal app questions (tmux)', () => {
+  /** The tool message the model received for `callId`. */
+  const toolResult = (callId: string): string => {
+    for (const request of [...server.requests].reverse()) {
+      const message = (request.body as { messages?: { role: string; tool_call_id?: string; content: unknown }[] }).messages?.find(m => m.role === 'tool' && m.tool_call_id === callId)
+      if (message !== undefined) return typeof message.content === 'string' ? message.content : JSON.stringify(message.content)
+    }
+    throw new Error(`no tool result for ${callId}`)
+  }
+
+  it('ask_user_question asks inline: arrows and Enter pick an option, a number toggles, typing gives a free answer, Esc dismisses', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      toolCall('q1', 'ask_user_question', { questions: [
+        { id: 'db', header: 'Database', question: 'Which database?', options: [{ label: 'PostgreSQL', description: 'already in the stack' }, { label: 'SQLite' }] },
+        { id: 'langs', question: 'Which languages?', multi_select: true, options: [{ label: 'Go' }, { label: 'Rust' }, { label: 'Zig' }] },
+      ] }),
+      toolCall('q2', 'ask_user_question', { questions: [{ id: 'name', question: 'What should it be called?' }] }),
+      streamResponse([{ text: 'Thanks for the answers.' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'Back to the input box.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'set up the project')
+    const first = await terminal.waitFor('Which database?', { what: 'the question box' })
+    expect(first).toContain('Database')
+    expect(first).toMatch(/1\. PostgreSQL — already in the stack/)
+    expect(first).toMatch(/2\. SQLite/)
+    expect(first).toContain('Enter answers · Esc dismisses')
+    // Esc dismisses the question here; the activity line does not offer it for cancelling.
+    expect(first).toContain('waiting for your answer')
+    expect(first).not.toContain('Esc to cancel')
+    terminal.keys('Down')
+    await terminal.waitFor(/› 2\. SQLite/, { what: 'the cursor on SQLite' })
+    terminal.keys('Enter')
+    await terminal.waitFor('Which languages?', { what: 'the second question' })
+    terminal.keys('1')
+    terminal.keys('3')
+    await terminal.waitFor(/\[x\] 3\. Zig/, { what: 'Zig toggled' })
+    terminal.type('and C')
+    await terminal.waitFor('Other: and C', { what: 'the free answer' })
+    terminal.keys('Enter')
+    await terminal.waitFor('What should it be called?', { what: 'the third question' })
+    terminal.keys('Escape')
+    await terminal.waitFor('Thanks for the answers.', { history: true })
+    expect(JSON.parse(toolResult('q1'))).toEqual({ answers: [{ id: 'db', selected: ['SQLite'] }, { id: 'langs', selected: ['Go', 'Zig'], text: 'and C' }] })
+    expect(toolResult('q2')).toMatch(/^Error: the user dismissed the question/)
+    // The input box has the keys again.
+    await send(terminal, 'ok')
+    await terminal.waitFor('Back to the input box.', { history: true })
+    await quit(terminal)
+  })
+})
+
 describe('dsh without a terminal', () => {
   it('no task and no terminal keeps the headless usage error (exit 2)', async () => {
     const { home, cwd } = tempHome()

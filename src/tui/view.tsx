@@ -12,6 +12,7 @@ import type { Printed, TuiStore } from './store.js'
 import { ToolCardView } from './cards.js'
 import { Markdown } from './markdown.js'
 import { c } from './theme.js'
+import { QuestionView } from './question.js'
 import {
   backspace, commandAtCursor, deleteToLineStart, deleteWordBefore, emptyEditor, end, home, insert, mentionAtCursor,
   moveLeft, moveRight, replaceRange, setText, submit, up, down, type EditorState,
@@ -160,7 +161,7 @@ function activity(items: readonly Item[]): string {
   return 'waiting for the model'
 }
 
-function ActivityLine(props: { running: boolean; status?: string; items: readonly Item[]; since: number }): ReactNode {
+function ActivityLine(props: { running: boolean; status?: string; items: readonly Item[]; since: number; asking?: boolean }): ReactNode {
   const [frame, setFrame] = useState(0)
   useEffect(() => {
     if (!props.running) return
@@ -174,7 +175,7 @@ function ActivityLine(props: { running: boolean; status?: string; items: readonl
       <Text wrap="truncate-end">
         <Text color={c('cyan')}>{SPINNER[frame]} </Text>
         {props.status !== undefined ? <Text color={c('yellow')}>{props.status}</Text> : <Text>{activity(props.items)}</Text>}
-        <Text dimColor> · {seconds}s · Esc to cancel</Text>
+        <Text dimColor> · {seconds}s{props.asking === true ? ' · waiting for your answer' : ' · Esc to cancel'}</Text>
       </Text>
     </Box>
   )
@@ -253,6 +254,7 @@ export function ConversationView(props: ViewProps): ReactNode {
   const selectedIndex = completion === undefined ? 0 : Math.min(selected, completion.options.length - 1)
 
   const approval = store.approvals[0]
+  const question = store.questions[0]
 
   const accept = (): boolean => {
     const completion = completionOf(editorRef.current)
@@ -297,6 +299,8 @@ export function ConversationView(props: ViewProps): ReactNode {
       else if (key.ctrl && input === 'c') approval.answer('rejected')
       return
     }
+    // A pending question takes the keys (question.tsx).
+    if (store.questions.length > 0) return
     if (key.ctrl && input === 'c') {
       if (exitArmed) {
         actions.exit()
@@ -414,7 +418,7 @@ export function ConversationView(props: ViewProps): ReactNode {
           <Text dimColor>  ⎿ </Text><Text bold>{child.label}</Text><Text dimColor> · subagent · step {child.steps} · {child.activity}</Text>
         </Text>
       ))}
-      <ActivityLine running={running} status={store.fold.status} items={live} since={runningSince.current} />
+      <ActivityLine running={running} status={store.fold.status} items={live} since={runningSince.current} asking={question !== undefined} />
       {queued.length > 0 ? (
         <Box flexDirection="column">
           {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {text.replace(/\n/g, ' ')}</Text>)}
@@ -428,9 +432,10 @@ export function ConversationView(props: ViewProps): ReactNode {
           <Text><Text color={c('green')} bold>y</Text> allow once · <Text color={c('red')} bold>n</Text> reject</Text>
         </Box>
       ) : null}
-      <Box borderStyle="round" borderColor={c(running ? 'gray' : 'cyan')} paddingX={1} marginTop={queued.length > 0 || approval !== undefined ? 0 : 1}>
+      {question !== undefined ? <QuestionView key={question.id} prompt={question} active={approval === undefined} /> : null}
+      <Box borderStyle="round" borderColor={c(running ? 'gray' : 'cyan')} paddingX={1} marginTop={queued.length > 0 || approval !== undefined || question !== undefined ? 0 : 1}>
         <Text color={c('cyan')} bold>› </Text>
-        <Box flexGrow={1}><EditorView state={editor} placeholder={placeholder} focused={approval === undefined} /></Box>
+        <Box flexGrow={1}><EditorView state={editor} placeholder={placeholder} focused={approval === undefined && question === undefined} /></Box>
       </Box>
       {completion !== undefined ? (
         <Box flexDirection="column" paddingLeft={2}>

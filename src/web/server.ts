@@ -21,6 +21,7 @@ import { hostAllowed, readCookie, tokenMatches } from './security.js'
 import { readAttachment } from './attachments.js'
 import { IMAGE_MEDIA_TYPES } from '../session/attachments.js'
 import './api.js'
+import '../approval/api.js'
 
 export interface WebServerOptions {
   readonly host: string
@@ -289,6 +290,11 @@ export class WebServer {
         if (session.id === sessionId && session.length > next) sendLog(session.events.slice(next))
       }))
       disposers.push(this.ctx.on('agent/status', agent => { if (agent.id === sessionId) status() }))
+      // ask_user_question: the session's pending questions, now (a late page) and on every change.
+      const questions = () => send('questions', { id: sessionId, questions: this.ctx.get('approval')?.pendingQuestions(sessionId) ?? [] })
+      questions()
+      disposers.push(this.ctx.on('approval/question', question => { if (question.sessionId === sessionId) questions() }))
+      disposers.push(this.ctx.on('approval/question-settled', question => { if (question.sessionId === sessionId) queueMicrotask(questions) }))
     }
     disposers.push(this.ctx.on('web/session-changed', id => {
       const live = this.ctx.sessions.get(id)

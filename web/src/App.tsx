@@ -12,6 +12,7 @@ import type { GoalView } from './session-state'
 import { AttachButton, AttachmentTray, MessageImages, imageParams, retryImages, useImageAttachments, type PendingImage } from './attachments'
 import { FolderPicker } from './folders'
 import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
+import { QuestionCards, type PendingQuestion } from './question'
 
 type Theme = 'light' | 'dark'
 
@@ -403,6 +404,7 @@ function Chat(props: {
   const [model, setModel] = useState<string | null>(null)
   const [loaded, setLoaded] = useState(false)
   const [shown, setShown] = useState(PAGE)
+  const [questions, setQuestions] = useState<PendingQuestion[]>([])
   const scroller = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
   /** The scroller's size when the view was last pinned or scrolled: a scroll at another size is a reflow. */
@@ -449,6 +451,7 @@ function Chat(props: {
         status(next) { setStatus(next.status); setInbox(next.inbox) },
         summary: onSummary,
         connection: onConnection,
+        questions: pending => setQuestions(pending.questions),
       })
     }, error => {
       if (cancelled) return
@@ -531,6 +534,7 @@ function Chat(props: {
           {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
           {visible.map((item, index) => <div key={item.key} className="item-anchor" data-seq={item.seq}><Row item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} /></div>)}
+          <QuestionCards questions={questions} onError={report} />
           {status === 'running' && !items.some(item => item.kind === 'assistant' && item.streaming) ? <div className="thinking" data-testid="thinking"><span className="spinner" /> Working…</div> : null}
         </div>
       </div>

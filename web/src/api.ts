@@ -35,6 +35,8 @@ export interface StreamHandlers {
   status(status: { id: string; status: 'idle' | 'running'; inbox: InboxSnapshot }): void
   summary(summary: SessionSummary | { id: string; deleted: true }): void
   connection(state: 'open' | 'retrying' | 'closed'): void
+  /** The session's pending `ask_user_question` calls (sent on connect and on every change). */
+  questions?(pending: { id: string; questions: any[] }): void
 }
 
 /**
@@ -66,6 +68,7 @@ export class SessionStream {
     })
     source.addEventListener('status', message => this.handlers.status(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('summary', message => this.handlers.summary(JSON.parse((message as MessageEvent).data)))
+    source.addEventListener('questions', message => this.handlers.questions?.(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('ready', () => this.handlers.connection('open'))
     source.onerror = () => {
       if (this.closed) return
