@@ -287,7 +287,8 @@ describe.skipIf(chromium.path === undefined)('dsh web first run (browser)', () =
     await page.getByTestId('provider-name').fill('gpu-box')
     await page.getByTestId('provider-add').click()
     await page.getByTestId('create-session').waitFor()
-    expect(await page.getByTestId('new-model').inputValue()).toBe('local-coder')
+    // The New session page loads its model list after it appears: wait for the default to arrive.
+    await expect.poll(() => page.getByTestId('new-model').inputValue()).toBe('local-coder')
     await page.getByTestId('create-session').click()
     fake.enqueue(streamResponse([{ text: 'Hello from the local server.' }, { finish: 'stop' }]))
     const before = fake.requests.length
