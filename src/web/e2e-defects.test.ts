@@ -153,7 +153,7 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     await idle()
   })
 
-  it('6: a finished plan is not pinned above the composer in later turns', async () => {
+  it('6: a finished plan is not pinned above the composer once its turn ends, nor in later turns', async () => {
     const plan = (status: string) => JSON.stringify({ todos: [{ content: 'Write the module', status }, { content: 'Test the module', status }] })
     fake.enqueue(
       streamResponse([{ toolCall: { id: 'call-p1', name: 'todo_write', arguments: plan('in_progress') } }, { finish: 'tool_calls', usage }]),
@@ -165,6 +165,8 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     await page.getByTestId('composer').press('Enter')
     await page.locator('.markdown', { hasText: 'Plan finished.' }).waitFor()
     await idle()
+    // Finished and idle: the plan is read inline in the conversation, not pinned a second time.
+    await expect.poll(() => pinned.count()).toBe(0)
     const hold = gate()
     fake.enqueue(streamResponse([{ text: 'A later turn' }, { until: hold.promise }, { text: ' ends.' }, { finish: 'stop', usage }]))
     await page.getByTestId('composer').fill('something else')

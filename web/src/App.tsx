@@ -540,7 +540,8 @@ function Chat(props: {
       </div>
       <div className="dock">
         <SessionStateBar sessionId={id} goal={goal} planMode={planMode} onError={report} />
-        {todos.length > 0 ? <TodoStrip todos={todos} /> : null}
+        {/* A plan is pinned while it guides work; once finished and idle it is read inline. */}
+        {todos.length > 0 && (status === 'running' || todos.some(todo => todo.status !== 'completed')) ? <TodoStrip todos={todos} /> : null}
         <QueueDock id={id} running={status === 'running'} inbox={inbox} onInbox={setInbox} onError={report} />
         <Composer sessionId={id} running={status === 'running'} onSend={send} onStop={() => call('cancel', { id, keepInbox: true }).catch(report)} />
       </div>
