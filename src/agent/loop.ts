@@ -382,6 +382,9 @@ export class ReactLoop implements AgentLoop {
     }
     return {
       ...prepared,
+      // The logged (frozen) tool list, equal to the assembled one: the request takes it from the
+      // log, and the A-11 check compares it by identity instead of re-serialising it every step.
+      ...(prepared.tools !== undefined ? { tools: this.lastHeader!.tools as unknown as NonNullable<LlmCallOptions['tools']> } : {}),
       messages: this.session.deriveMessages(),
       signal,
       meta: { sessionId: this.session.id, agentLoop: true },

@@ -60,21 +60,22 @@ interface InstructionFile {
 
 /** What the log says the model holds: scope -> digest, and whether a baseline stands. */
 export function foldInstructions(events: readonly SessionEvent[]): { files: Map<string, { path: string; digest: string }>; baseline: boolean } {
-  let files = new Map<string, { path: string; digest: string }>()
-  let baseline = false
-  for (const event of events) {
-    if (event.type !== 'user/message') continue
-    // A compaction replaced part of the conversation: the instructions may be summarised away.
-    if (typeof event.surfaceOp === 'object' && event.surfaceOp !== null) baseline = false
-    const source = (event.data as UserMessage).source as unknown as Partial<InstructionsSource>
-    if (source.kind !== AGENT_INSTRUCTIONS_SOURCE || !Array.isArray(source.changes)) continue
-    if (source.baseline === true) files = new Map(), baseline = true
-    for (const change of source.changes) {
-      if (change.action === 'remove') files.delete(change.scope)
-      else if (typeof change.digest === 'string') files.set(change.scope, { path: change.path, digest: change.digest })
-    }
+  const fold = { files: new Map<string, { path: string; digest: string }>(), baseline: false }
+  for (const event of events) foldInstruction(fold, event)
+  return fold
+}
+
+/** `foldInstructions` one event further (the plugin folds only the events appended since its last step). */
+function foldInstruction(fold: { files: Map<string, { path: string; digest: string }>; baseline: boolean }, event: SessionEvent): void {
+  if (event.type !== 'user/message') return
+  if (typeof event.surfaceOp === 'object' && event.surfaceOp !== null) fold.baseline = false
+  const source = (event.data as UserMessage).source as unknown as Partial<InstructionsSource>
+  if (source.kind !== AGENT_INSTRUCTIONS_SOURCE || !Array.isArray(source.changes)) return
+  if (source.baseline === true) fold.files = new Map(), fold.baseline = true
+  for (const change of source.changes) {
+    if (change.action === 'remove') fold.files.delete(change.scope)
+    else if (typeof change.digest === 'string') fold.files.set(change.scope, { path: change.path, digest: change.digest })
   }
-  return { files, baseline }
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -123,24 +124,56 @@ async function readFirst(folder: string): Promise<{ name: string; bytes: Buffer 
 export function touchedFolders(cwd: string, events: readonly SessionEvent[]): string[] {
   const base = resolve(cwd)
   const folders = new Set<string>()
-  for (const event of events) {
-    if (event.type !== 'tool/call') continue
-    let args: unknown
-    try {
-      args = JSON.parse((event.data as { arguments: string }).arguments)
-    } catch {
-      continue
-    }
-    if (typeof args !== 'object' || args === null) continue
-    const { file_path: file, path } = args as { file_path?: unknown; path?: unknown }
-    const target = typeof file === 'string' ? dirname(resolve(base, file)) : typeof path === 'string' ? resolve(base, path) : undefined
-    if (target === undefined) continue
-    const below = relative(base, target)
-    if (below === '' || below.startsWith('..') || isAbsolute(below)) continue
-    let folder = base
-    for (const part of below.split(sep)) folders.add(folder = join(folder, part))
-  }
+  for (const event of events) touchFolders(base, folders, event)
   return [...folders]
+}
+
+/** `touchedFolders` one event further: adds the folders a recorded tool call reached. */
+function touchFolders(base: string, folders: Set<string>, event: SessionEvent): void {
+  if (event.type !== 'tool/call') return
+  let args: unknown
+  try {
+    args = JSON.parse((event.data as { arguments: string }).arguments)
+  } catch {
+    return
+  }
+  if (typeof args !== 'object' || args === null) return
+  const { file_path: file, path } = args as { file_path?: unknown; path?: unknown }
+  const target = typeof file === 'string' ? dirname(resolve(base, file)) : typeof path === 'string' ? resolve(base, path) : undefined
+  if (target === undefined) return
+  const below = relative(base, target)
+  if (below === '' || below.startsWith('..') || isAbsolute(below)) return
+  let folder = base
+  for (const part of below.split(sep)) folders.add(folder = join(folder, part))
+}
+
+/**
+ * Both folds of one session, carried from step to step: each step folds only the events appended
+ * since the last one (the log is append-only), so a step costs the same at 1k and 100k events.
+ */
+interface SessionFold {
+  readonly events: readonly SessionEvent[]
+  readonly base: string
+  scanned: number
+  readonly instructions: { files: Map<string, { path: string; digest: string }>; baseline: boolean }
+  readonly touched: Set<string>
+}
+
+function foldSession(folds: WeakMap<object, SessionFold>, session: { readonly events: readonly SessionEvent[] }, cwd: string): SessionFold {
+  const events = session.events
+  const base = resolve(cwd)
+  let fold = folds.get(session)
+  if (fold === undefined || fold.events !== events || fold.base !== base || fold.scanned > events.length) {
+    fold = { events, base, scanned: 0, instructions: { files: new Map(), baseline: false }, touched: new Set() }
+    folds.set(session, fold)
+  }
+  for (let seq = fold.scanned; seq < events.length; seq++) {
+    const event = events[seq]!
+    foldInstruction(fold.instructions, event)
+    touchFolders(base, fold.touched, event)
+  }
+  fold.scanned = events.length
+  return fold
 }
 
 /**
@@ -217,6 +250,7 @@ function message(source: InstructionsSource, content: TextBlock[]): UserMessage 
 export const WorkspaceInstructionsPlugin = {
   name: 'workspace-instructions',
   apply(ctx: Context, config: WorkspaceInstructionsConfig = {}) {
+    const folds = new WeakMap<object, SessionFold>()
     ctx.on('agent/pre-step', async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
       const decision = await next()
       // A first step with no input spends the turn without a step (A-4): the instructions alone
@@ -224,8 +258,9 @@ export const WorkspaceInstructionsPlugin = {
       if (decision.kind !== 'enter' || (decision.messages.length === 0 && payload.step <= 1)) return decision
       const cwd = payload.session.header.cwd
       if (cwd === undefined) return decision
-      const events = payload.session.events
-      const added = instructionsMessage(foldInstructions(events), await currentInstructionFiles(cwd, config, touchedFolders(cwd, events)))
+      const fold = foldSession(folds, payload.session, cwd)
+      const logged = { files: new Map(fold.instructions.files), baseline: fold.instructions.baseline }
+      const added = instructionsMessage(logged, await currentInstructionFiles(cwd, config, [...fold.touched]))
       if (added === undefined) return decision
       // After the input the step claimed, before the runtime context and other notices.
       const at = Math.min(payload.messages.length, decision.messages.length)

@@ -114,6 +114,24 @@ describe('wire helpers', () => {
       { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
     ])
   })
+
+  it('L-6: a frozen message serialises the same in every request and per dialect, and one request\'s body cannot alter the next', () => {
+    const deepFreeze = <T>(value: T): T => {
+      if (typeof value === 'object' && value !== null) { for (const child of Object.values(value)) deepFreeze(child); Object.freeze(value) }
+      return value
+    }
+    const assistant = deepFreeze<Message>({
+      id: 'a', role: 'assistant', source: { kind: 'model' } as Message['source'],
+      content: [{ type: 'reasoning', text: 'think' }, { type: 'text', text: 'hi' }, { type: 'tool-call', id: 'c', name: 'bash', arguments: '{}' }],
+    } as Message)
+    const withReasoning = [{ role: 'assistant', content: 'hi', reasoning_content: 'think', tool_calls: [{ id: 'c', type: 'function', function: { name: 'bash', arguments: '{}' } }] }]
+    const first = serializeMessages('sys', [assistant], { sendReasoningContent: true })
+    expect(first.slice(1)).toEqual(withReasoning)
+    expect(() => { (first[1] as { content: string }).content = 'edited' }).toThrow(TypeError)
+    expect(serializeMessages('sys', [assistant], { sendReasoningContent: true }).slice(1)).toEqual(withReasoning)
+    const { reasoning_content: _, ...without } = withReasoning[0]!
+    expect(serializeMessages(undefined, [assistant], { sendReasoningContent: false })).toEqual([without])
+  })
 })
 
 describe('answers without content (L-7)', () => {

@@ -101,7 +101,27 @@ export async function inlineAttachments(options: LlmCallOptions): Promise<LlmCal
 export function serializeMessages(system: string | undefined, messages: readonly Message[], dialect: WireDialect): WireMessage[] {
   const wire: WireMessage[] = []
   if (system !== undefined && system !== '') wire.push({ role: 'system', content: system })
+  const cache = dialect.sendReasoningContent ? wireWithReasoning : wireWithoutReasoning
   for (const message of messages) {
+    // A frozen message (every message derived from the log is) cannot change: its wire form is
+    // built once and reused by every later request of the session, which resends it.
+    const frozen = Object.isFrozen(message) && Object.isFrozen(message.content)
+    let out = frozen ? cache.get(message) : undefined
+    if (out === undefined) {
+      out = wireOf(message, dialect)
+      if (frozen) cache.set(message, out)
+    }
+    for (const part of out) wire.push(part)
+  }
+  return wire
+}
+
+const wireWithReasoning = new WeakMap<Message, readonly WireMessage[]>()
+const wireWithoutReasoning = new WeakMap<Message, readonly WireMessage[]>()
+
+function wireOf(message: Message, dialect: WireDialect): readonly WireMessage[] {
+  const wire: WireMessage[] = []
+  {
     switch (message.role) {
       case 'system':
         wire.push({ role: 'system', content: textOf(message.content, '\n') })
@@ -133,7 +153,26 @@ export function serializeMessages(system: string | undefined, messages: readonly
       }
     }
   }
-  return wire
+  return deepFreezeWire(wire)
+}
+
+/** Shared between requests, so frozen: a caller that edits a request body cannot alter a later one. */
+function deepFreezeWire(wire: WireMessage[]): readonly WireMessage[] {
+  for (const message of wire) {
+    if (message.role === 'assistant' && message.tool_calls !== undefined) {
+      for (const call of message.tool_calls) Object.freeze(Object.freeze(call).function)
+      Object.freeze(message.tool_calls)
+    }
+    if (message.role === 'user' && typeof message.content !== 'string') {
+      for (const part of message.content) {
+        Object.freeze(part)
+        if (part.type === 'image_url') Object.freeze(part.image_url)
+      }
+      Object.freeze(message.content)
+    }
+    Object.freeze(message)
+  }
+  return Object.freeze(wire)
 }
 
 export function buildRequestBody(options: LlmCallOptions, dialect: WireDialect): Record<string, unknown> {
