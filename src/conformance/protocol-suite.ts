@@ -6,6 +6,8 @@
  * the SDK), normalised as the corpus INDEX.md describes. What is masked, and why, is listed in
  * docs/protocols.md ("Conformance").
  */
+import { builtIsFresh } from './build-freshness.js'
+import { conformanceJobs, orderedPool } from './ordered.js'
 import { spawn } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs'
 import { findScenarioDirs } from './discover.js'
@@ -78,15 +80,13 @@ export function protocolSuite(options: ProtocolSuiteOptions = {}): ConformanceSu
   return {
     name: SUITE,
     async *run(roots) {
-      for (const root of roots) {
-        for (const scenario of findScenarios(root)) {
-          if (options.filter !== undefined && !scenario.dir.includes(options.filter)) continue
-          // The subject is the transcript checked (the replay suite reports the same folders).
-          const transcript = join(scenario.dir, scenario.kind === 'acp' ? 'stdout.expected.jsonl' : scenario.kind === 'sdk' ? 'notifications.expected.jsonl' : 'stream-json.expected.jsonl')
-          const path = relative(process.cwd(), transcript) || transcript
-          yield await runScenario(scenario, path)
-        }
-      }
+      const scenarios = roots.flatMap(root => findScenarios(root)).filter(scenario => options.filter === undefined || scenario.dir.includes(options.filter))
+      // Each scenario is its own dsh process in its own folders: several run at once, reported in order.
+      yield* orderedPool(scenarios, conformanceJobs(), scenario => {
+        // The subject is the transcript checked (the replay suite reports the same folders).
+        const transcript = join(scenario.dir, scenario.kind === 'acp' ? 'stdout.expected.jsonl' : scenario.kind === 'sdk' ? 'notifications.expected.jsonl' : 'stream-json.expected.jsonl')
+        return runScenario(scenario, relative(process.cwd(), transcript) || transcript)
+      })
     },
   }
 }
@@ -224,10 +224,21 @@ function plan(scenario: Scenario): string | Plan {
   }
 }
 
-/** The dsh command: the compiled launcher, or the sources through tsx when this runs from sources. */
+/**
+ * The dsh command: the compiled launcher; from sources, the built launcher when dist/ is fresh
+ * (each scenario starts a process, and loading the sources through tsx costs ~1.5 s a start),
+ * else the sources through tsx.
+ */
+let command: [string, ...string[]] | undefined
 function dshCommand(): [string, ...string[]] {
+  return command ??= chooseDshCommand()
+}
+
+function chooseDshCommand(): [string, ...string[]] {
   const here = fileURLToPath(import.meta.url)
-  if (!here.endsWith('.ts')) return [process.execPath, join(dirname(here), '..', '..', 'bin', 'dsh.js')]
+  const root = join(dirname(here), '..', '..')
+  if (!here.endsWith('.ts') || builtIsFresh(root)) return [process.execPath, join(root, 'bin', 'dsh.js')]
+  process.stderr.write('conformance: dist/ is older than src/, so each scenario loads the sources through tsx (slow); `npm run build` first for the fast path\n')
   const main = pathToFileURL(join(dirname(here), '..', 'cli', 'main.ts')).href
   const tsx = import.meta.resolve('tsx')
   const code = `const { main } = await import(${JSON.stringify(main)}); process.exit(await main(process.argv.slice(1)))`
