@@ -229,6 +229,18 @@ function plan(scenario: Scenario): string | Plan {
  * (each scenario starts a process, and loading the sources through tsx costs ~1.5 s a start),
  * else the sources through tsx.
  */
+/** A scenario's temp folders: `cwd` (a copy of the recorded workspace, when there is one) and `home`. */
+function scenarioFolders(prefix: string, dir: string): { work: string; cwd: string; home: string } {
+  const work = mkdtempSync(join(tmpdir(), prefix))
+  const cwd = join(work, 'cwd')
+  const home = join(work, 'home')
+  mkdirSync(cwd)
+  mkdirSync(home)
+  const workspace = join(dir, 'workspace')
+  if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
+  return { work, cwd, home }
+}
+
 let command: [string, ...string[]] | undefined
 function dshCommand(): [string, ...string[]] {
   return command ??= chooseDshCommand()
@@ -308,14 +320,8 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     return { suite: SUITE, status: 'fail', path, detail: `cannot read the scenario: ${error instanceof Error ? error.message : String(error)}` }
   }
   if (typeof planned === 'string') return { suite: SUITE, status: 'skip', path, detail: planned }
-  const work = mkdtempSync(join(tmpdir(), 'dsh-protocol-'))
-  const cwd = join(work, 'cwd')
-  const home = join(work, 'home')
+  const { work, cwd, home } = scenarioFolders('dsh-protocol-', scenario.dir)
   try {
-    mkdirSync(cwd)
-    mkdirSync(home)
-    const workspace = join(scenario.dir, 'workspace')
-    if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
     recreateOmittedScripts(cwd)
     recreateOmittedSkills(cwd, planned.events)
     const patch = writePatch(planned, work, scenario.kind)
@@ -830,14 +836,8 @@ async function runHeadlessScenario(scenario: Scenario, path: string): Promise<Co
   const header = events.find(event => event.type === 'request/header')?.data as { header: { config: { provider: string; model: string } } } | undefined
   const route = header?.header.config ?? { provider: 'replay', model: 'replay' }
   const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
-  const work = mkdtempSync(join(tmpdir(), 'dsh-headless-'))
-  const cwd = join(work, 'cwd')
-  const home = join(work, 'home')
+  const { work, cwd, home } = scenarioFolders('dsh-headless-', dir)
   try {
-    mkdirSync(cwd)
-    mkdirSync(home)
-    const workspace = join(dir, 'workspace')
-    if (existsSync(workspace)) cpSync(workspace, cwd, { recursive: true })
     const plan = {
       events, header: { id: '' }, steps, permissionAnswers: [], script, route: { provider: route.provider, model: route.model }, runtimeContext,
       hooks: [], children: [], fenceChildren: false, fetched: [],
