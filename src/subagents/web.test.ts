@@ -10,15 +10,10 @@ import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.j
 import { findChromium } from '../../test-support/chromium.js'
 import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
 import { type DshWeb } from '../../test-support/web-process.js'
+import { gate } from '../../test-support/gate.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping the delegation web test: ${chromium.reason}`)
-
-function gate() {
-  let open!: () => void
-  const promise = new Promise<void>(resolve => { open = resolve })
-  return { promise, open }
-}
 
 describe.skipIf(chromium.path === undefined)('delegation in the web UI', () => {
   let fake: FakeDeepSeek

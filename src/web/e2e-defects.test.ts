@@ -12,18 +12,13 @@ import { repoRoot } from '../../test-support/run-dsh.js'
 import { findChromium } from '../../test-support/chromium.js'
 import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
 import { type DshWeb } from '../../test-support/web-process.js'
+import { gate } from '../../test-support/gate.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping web defect tests: ${chromium.reason}`)
 
 const shots = join(repoRoot, 'test-output', 'web')
 const usage = { prompt_tokens: 100, completion_tokens: 10 }
-
-function gate() {
-  let open!: () => void
-  const promise = new Promise<void>(resolve => { open = resolve })
-  return { promise, open }
-}
 
 describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => {
   let fake: FakeDeepSeek

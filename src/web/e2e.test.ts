@@ -12,6 +12,7 @@ import { FakeDeepSeek, errorResponse, streamResponse } from '../../test-support/
 import { repoRoot } from '../../test-support/run-dsh.js'
 import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
 import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
+import { gate } from '../../test-support/gate.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping web e2e tests: ${chromium.reason}`)
@@ -36,12 +37,6 @@ const DICE_PLUGIN = `export default {
   },
 }
 `
-
-function gate() {
-  let open!: () => void
-  const promise = new Promise<void>(resolve => { open = resolve })
-  return { promise, open }
-}
 
 describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
   let fake: FakeDeepSeek

@@ -9,16 +9,11 @@ import type { Page } from 'playwright-core'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { findChromium } from '../../test-support/chromium.js'
 import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { gate } from '../../test-support/gate.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping the web goal tests: ${chromium.reason}`)
 const usage = { prompt_tokens: 10, completion_tokens: 3 }
-
-function gate() {
-  let open!: () => void
-  const promise = new Promise<void>(resolve => { open = resolve })
-  return { promise, open }
-}
 
 describe.skipIf(chromium.path === undefined)('goals in the web UI', () => {
   let fake: FakeDeepSeek

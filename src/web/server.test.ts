@@ -9,15 +9,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { AgentsServicePlugin, ReactLoopPlugin } from '../agent/index.js'
-import { LlmServicePlugin } from '../llm/index.js'
 import { SessionsServicePlugin } from '../session/index.js'
-import { ToolsPlugin } from '../tools/index.js'
 import { JsonlPersistencePlugin } from '../persistence/plugins.js'
 import type { JsonlBackend } from '../persistence/jsonl/backend.js'
 import type { SessionEvent } from '../session/types.js'
-import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, SCRIPTED_PROVIDER, ScriptedModel, hang, text } from '../../test-support/scripted-model.js'
-import { WebApiPlugin } from './methods.js'
+import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, ScriptedModel, hang, text } from '../../test-support/scripted-model.js'
+import { apiClient, httpRequest, startWebApi, type WebApiHarness } from '../../test-support/web-api.js'
 import { WebServer } from './server.js'
 import { hostAllowed, isLoopbackHost } from './security.js'
 import { parseWebArgs } from './app.js'
@@ -25,18 +22,9 @@ import { SessionTitlePlugin, titleOf } from '../title/index.js'
 
 const TOKEN = 'test-token-0123456789abcdef'
 
-interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: string }
-
-function http(port: number, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: { Host: `127.0.0.1:${port}`, ...options.headers } }, res => {
-      let body = ''
-      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
-    })
-    req.on('error', reject)
-    req.end(options.body)
-  })
+async function http(port: number, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
+  const reply = await httpRequest(port, path, options)
+  return { ...reply, body: reply.body.toString('utf8') }
 }
 
 /** An open SSE stream: parsed events and a way to wait for one. */
@@ -84,40 +72,20 @@ describe('dsh web server', () => {
   let home: string
   let port: number
 
-  const call = async (method: string, params: unknown = {}, headers: Record<string, string> = {}) => {
-    const reply = await http(port, `/api/${method}`, { method: 'POST', body: JSON.stringify(params), headers: { 'Content-Type': 'application/json', 'X-Dsh-Token': TOKEN, ...headers } })
-    return { status: reply.status, json: JSON.parse(reply.body) }
-  }
-  const ok = async (method: string, params: unknown = {}) => {
-    const reply = await call(method, params)
-    if (reply.status !== 200) throw new Error(`${method}: ${reply.status} ${JSON.stringify(reply.json)}`)
-    return reply.json.result
-  }
+  const { call, ok } = apiClient(() => port, TOKEN)
   const idle = (id: string) => ctx.agents.get(id)!.whenIdle()
+
+  let harness: WebApiHarness
 
   beforeEach(async () => {
     home = mkdtempSync(join(tmpdir(), 'dsh-web-'))
-    ctx = new Context()
-    for (const fiber of [
-      ctx.plugin(SessionsServicePlugin),
-      ctx.plugin(LlmServicePlugin),
-      ctx.plugin(ToolsPlugin),
-      ctx.plugin(ReactLoopPlugin),
-      ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL } }),
-      ctx.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions'), maxDelayMs: 5 }),
-    ]) await fiber.await()
-    await ctx.plugin(WebApiPlugin, { home, cwd: home }).await()
-    model = new ScriptedModel()
-    model.register(ctx)
-    server = new WebServer(ctx, { host: '127.0.0.1', port: 0, token: TOKEN, staticDir: join(home, 'static') })
-    await server.listen()
-    port = server.port
+    harness = await startWebApi({ home, token: TOKEN })
+    ;({ ctx, model, port } = harness)
+    server = harness.server!
   })
 
   afterEach(async () => {
-    await server.close()
-    for (const agent of ctx.agents.list()) await agent.dispose()
-    await ctx.sessionPersistence.flushAll()
+    await harness.stop()
     rmSync(home, { recursive: true, force: true })
   })
 

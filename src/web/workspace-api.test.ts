@@ -4,38 +4,24 @@
  * with nothing stored), the folder picker's listing with hostile paths refused, recent folders,
  * and archive / restore.
  */
-import { request } from 'node:http'
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { AgentsServicePlugin, ReactLoopPlugin } from '../agent/index.js'
-import { LlmServicePlugin } from '../llm/index.js'
-import { SessionsServicePlugin } from '../session/index.js'
-import { ToolsPlugin } from '../tools/index.js'
-import { JsonlPersistencePlugin } from '../persistence/plugins.js'
 import { attachmentIdOf } from '../session/attachments.js'
 import type { UserMessage } from '../llm/types.js'
 import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, SCRIPTED_PROVIDER, ScriptedModel, text } from '../../test-support/scripted-model.js'
 import { pngImage } from '../../test-support/images.js'
-import { WebApiPlugin } from './methods.js'
+import { apiClient, httpRequest, startWebApi, type WebApiHarness } from '../../test-support/web-api.js'
 import { WebServer } from './server.js'
 import { checkFolderPath, listFolders } from './folders.js'
 
 const TOKEN = 'workspace-token-0123456789abcdef'
 const VISION = 'scripted-vision'
 
-function http(port: number, path: string, options: { method?: string; body?: string } = {}): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: { Host: `127.0.0.1:${port}`, 'X-Dsh-Token': TOKEN, 'Content-Type': 'application/json' } }, res => {
-      const parts: Buffer[] = []
-      res.on('data', (chunk: Buffer) => parts.push(chunk))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }))
-    })
-    req.on('error', reject)
-    req.end(options.body)
-  })
+async function http(port: number, path: string, options: { method?: string; body?: string } = {}) {
+  return httpRequest(port, path, { ...options, headers: { 'X-Dsh-Token': TOKEN, 'Content-Type': 'application/json' } })
 }
 
 describe('dsh web workspace methods', () => {
@@ -45,39 +31,18 @@ describe('dsh web workspace methods', () => {
   let home: string
   let port: number
 
-  const call = async (method: string, params: unknown = {}) => {
-    const reply = await http(port, `/api/${method}`, { method: 'POST', body: JSON.stringify(params) })
-    return { status: reply.status, json: JSON.parse(reply.body.toString('utf8')) }
-  }
-  const ok = async (method: string, params: unknown = {}) => {
-    const reply = await call(method, params)
-    if (reply.status !== 200) throw new Error(`${method}: ${reply.status} ${JSON.stringify(reply.json)}`)
-    return reply.json.result
-  }
+  const { call, ok } = apiClient(() => port, TOKEN)
+  let harness: WebApiHarness
 
   beforeEach(async () => {
     home = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-web-ws-')))
-    ctx = new Context()
-    for (const fiber of [
-      ctx.plugin(SessionsServicePlugin),
-      ctx.plugin(LlmServicePlugin),
-      ctx.plugin(ToolsPlugin),
-      ctx.plugin(ReactLoopPlugin),
-      ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: VISION } }),
-      ctx.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions'), maxDelayMs: 5 }),
-    ]) await fiber.await()
-    await ctx.plugin(WebApiPlugin, { home, cwd: home }).await()
-    model = new ScriptedModel()
-    model.register(ctx, [SCRIPTED_MODEL_INFO, { ...SCRIPTED_MODEL_INFO, model: VISION, imageInput: true }])
-    server = new WebServer(ctx, { host: '127.0.0.1', port: 0, token: TOKEN, staticDir: join(home, 'static') })
-    await server.listen()
-    port = server.port
+    harness = await startWebApi({ home, token: TOKEN, model: VISION, models: [SCRIPTED_MODEL_INFO, { ...SCRIPTED_MODEL_INFO, model: VISION, imageInput: true }] })
+    ;({ ctx, model, port } = harness)
+    server = harness.server!
   })
 
   afterEach(async () => {
-    await server.close()
-    for (const agent of ctx.agents.list()) await agent.dispose()
-    await ctx.sessionPersistence.flushAll()
+    await harness.stop()
     rmSync(home, { recursive: true, force: true })
   })
 

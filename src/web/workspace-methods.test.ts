@@ -10,15 +10,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { AgentsServicePlugin, ReactLoopPlugin } from '../agent/index.js'
-import { LlmServicePlugin } from '../llm/index.js'
-import { SessionsServicePlugin } from '../session/index.js'
-import { ToolsPlugin } from '../tools/index.js'
-import { JsonlPersistencePlugin } from '../persistence/plugins.js'
 import { SettingsProvidersPlugin } from '../llm/openai/providers.js'
 import { SCRIPTED_MODEL, SCRIPTED_PROVIDER, ScriptedModel, text, toolCalls } from '../../test-support/scripted-model.js'
 import { FakeDeepSeek, errorResponse, streamResponse } from '../../test-support/fake-deepseek.js'
-import { WebApiPlugin } from './methods.js'
+import { startWebApi, type WebApiHarness } from '../../test-support/web-api.js'
 import { WebApiError } from './api.js'
 import { MAX_MENTION_BYTES, fuzzyScore } from './files.js'
 
@@ -32,6 +27,7 @@ describe('web workspace methods', () => {
   let home: string
   let work: string
   let outside: string
+  let harness: WebApiHarness
 
   const call = async (method: string, params: Record<string, unknown> = {}) => {
     const handler = ctx.webApi.get(method)
@@ -52,24 +48,12 @@ describe('web workspace methods', () => {
     home = mkdtempSync(join(tmpdir(), 'dsh-web-ws-home-'))
     work = mkdtempSync(join(tmpdir(), 'dsh-web-ws-work-'))
     outside = mkdtempSync(join(tmpdir(), 'dsh-web-ws-outside-'))
-    ctx = new Context()
-    for (const fiber of [
-      ctx.plugin(SessionsServicePlugin),
-      ctx.plugin(LlmServicePlugin),
-      ctx.plugin(ToolsPlugin),
-      ctx.plugin(ReactLoopPlugin),
-      ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL } }),
-      ctx.plugin(JsonlPersistencePlugin, { root: join(home, 'sessions'), maxDelayMs: 5 }),
-      ctx.plugin(SettingsProvidersPlugin, { credentials: (name: string) => process.env[name] }),
-    ]) await fiber.await()
-    await ctx.plugin(WebApiPlugin, { home, cwd: work }).await()
-    model = new ScriptedModel()
-    model.register(ctx)
+    harness = await startWebApi({ home, cwd: work, plugins: [ctx => ctx.plugin(SettingsProvidersPlugin, { credentials: (name: string) => process.env[name] })] })
+    ;({ ctx, model } = harness)
   })
 
   afterEach(async () => {
-    for (const agent of ctx.agents.list()) await agent.dispose()
-    await ctx.sessionPersistence.flushAll()
+    await harness.stop()
     for (const dir of [home, work, outside]) rmSync(dir, { recursive: true, force: true })
   })
 

@@ -1,0 +1,99 @@
+/**
+ * One set-up for the web API tests: the core plugins, JSONL persistence in the test's home, the
+ * web API plugin and the scripted model, optionally behind a real `WebServer` on 127.0.0.1.
+ */
+import { request } from 'node:http'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import { AgentsServicePlugin, ReactLoopPlugin } from '../src/agent/index.js'
+import { LlmServicePlugin } from '../src/llm/index.js'
+import type { ModelInfo } from '../src/llm/types.js'
+import { SessionsServicePlugin } from '../src/session/index.js'
+import { ToolsPlugin } from '../src/tools/index.js'
+import { JsonlPersistencePlugin } from '../src/persistence/plugins.js'
+import { WebApiPlugin } from '../src/web/methods.js'
+import { WebServer } from '../src/web/server.js'
+import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, SCRIPTED_PROVIDER, ScriptedModel } from './scripted-model.js'
+
+export interface WebApiOptions {
+  /** The dsh home: sessions are stored under `<home>/sessions`. */
+  readonly home: string
+  /** The workspace folder new sessions start in (default: the home). */
+  readonly cwd?: string
+  /** The default model of new sessions (default: the scripted model). */
+  readonly model?: string
+  /** The models the scripted adapter offers (default: the scripted model alone). */
+  readonly models?: readonly ModelInfo[]
+  /** More plugins, started after the core ones and before the web API. */
+  readonly plugins?: readonly ((ctx: Context) => { await(): Promise<unknown> })[]
+  /** Serve over HTTP with this token (no server when absent). */
+  readonly token?: string
+}
+
+export interface WebApiHarness {
+  readonly ctx: Context
+  readonly model: ScriptedModel
+  /** The HTTP server and its port, when a token was given. */
+  readonly server?: WebServer
+  readonly port: number
+  /** Disposes the agents, flushes the logs and closes the server. */
+  stop(): Promise<void>
+}
+
+export async function startWebApi(options: WebApiOptions): Promise<WebApiHarness> {
+  const ctx = new Context()
+  for (const fiber of [
+    ctx.plugin(SessionsServicePlugin),
+    ctx.plugin(LlmServicePlugin),
+    ctx.plugin(ToolsPlugin),
+    ctx.plugin(ReactLoopPlugin),
+    ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: options.model ?? SCRIPTED_MODEL } }),
+    ctx.plugin(JsonlPersistencePlugin, { root: join(options.home, 'sessions'), maxDelayMs: 5 }),
+  ]) await fiber.await()
+  for (const start of options.plugins ?? []) await start(ctx).await()
+  await ctx.plugin(WebApiPlugin, { home: options.home, cwd: options.cwd ?? options.home }).await()
+  const model = new ScriptedModel()
+  model.register(ctx, options.models ?? [SCRIPTED_MODEL_INFO])
+  let server: WebServer | undefined
+  if (options.token !== undefined) {
+    server = new WebServer(ctx, { host: '127.0.0.1', port: 0, token: options.token, staticDir: join(options.home, 'static') })
+    await server.listen()
+  }
+  return {
+    ctx, model, server, port: server?.port ?? 0,
+    async stop() {
+      await server?.close()
+      for (const agent of ctx.agents.list()) await agent.dispose()
+      await ctx.sessionPersistence.flushAll()
+    },
+  }
+}
+
+export interface HttpReply { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }
+
+/** One request to 127.0.0.1:`port`; the Host header names the loopback address unless given. */
+export function httpRequest(port: number, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<HttpReply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: { Host: `127.0.0.1:${port}`, ...options.headers } }, res => {
+      const parts: Buffer[] = []
+      res.on('data', (chunk: Buffer) => parts.push(chunk))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }))
+    })
+    req.on('error', reject)
+    req.end(options.body)
+  })
+}
+
+/** `call` (status and parsed reply) and `ok` (the result, or a thrown error) over POST /api/<method>. */
+export function apiClient(port: () => number, token: string) {
+  const call = async (method: string, params: unknown = {}, headers: Record<string, string> = {}) => {
+    const reply = await httpRequest(port(), `/api/${method}`, { method: 'POST', body: JSON.stringify(params), headers: { 'Content-Type': 'application/json', 'X-Dsh-Token': token, ...headers } })
+    return { status: reply.status, json: JSON.parse(reply.body.toString('utf8')) }
+  }
+  const ok = async (method: string, params: unknown = {}) => {
+    const reply = await call(method, params)
+    if (reply.status !== 200) throw new Error(`${method}: ${reply.status} ${JSON.stringify(reply.json)}`)
+    return reply.json.result
+  }
+  return { call, ok }
+}
