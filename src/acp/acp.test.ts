@@ -12,6 +12,7 @@ import { errorResponse, FakeDeepSeek, streamResponse } from '../../test-support/
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
 import { ErrorCodes, JsonRpcPeer, LineSplitter, method, type NotificationFrame } from '../sdk/jsonrpc.js'
+import { askBashPatch } from '../../test-support/patches.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
@@ -28,22 +29,6 @@ interface Connection {
   readonly permissionRequests: any[]
   stderr: string
   close(): Promise<number | null>
-}
-
-/** A test plugin (loaded by path through a patch) that asks approval for every bash call. */
-function askPatch(): string {
-  const folder = mkdtempSync(join(tmpdir(), 'dsh-acp-plugin-'))
-  const plugin = join(folder, 'ask-bash.mjs')
-  writeFileSync(plugin, `export default {
-  name: 'ask-bash',
-  apply(ctx) {
-    ctx.on('tools/pre-execute', (execution, next) => execution.name === 'bash' ? { kind: 'ask', reason: 'bash needs approval' } : next())
-  },
-}
-`)
-  const patch = join(folder, 'patch.yml')
-  writeFileSync(patch, JSON.stringify([{ insert: [{ id: 'ask-bash', name: plugin }] }]))
-  return patch
 }
 
 /** A patch putting the ACP server in its compatibility mode (the original's frames only). */
@@ -210,7 +195,7 @@ describe('ACP server', () => {
       streamResponse([{ text: 'ran' }, { finish: 'stop', usage }]),
     )
     const before = server.requests.length
-    const connection = connect({ home, cwd, recorded: true, patches: [askPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow-once' } }) })
+    const connection = connect({ home, cwd, recorded: true, patches: [askBashPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow-once' } }) })
     try {
       const sessionId = await openSession(connection, cwd)
       expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'echo' }] })).toEqual({ stopReason: 'end_turn' })
@@ -236,7 +221,7 @@ describe('ACP server', () => {
       streamResponse([{ text: 'denied' }, { finish: 'stop', usage }]),
     )
     const before = server.requests.length
-    const connection = connect({ home, cwd, patches: [askPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'reject-once' } }) })
+    const connection = connect({ home, cwd, patches: [askBashPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: 'reject-once' } }) })
     try {
       const sessionId = await openSession(connection, cwd)
       expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })).toEqual({ stopReason: 'end_turn' })

@@ -17,6 +17,7 @@ import { dshBin, repoRoot, tempHome } from '../../test-support/run-dsh.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
 import { LineSplitter } from '../sdk/jsonrpc.js'
 import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
+import { askBashPatch } from '../../test-support/patches.js'
 
 let server: FakeDeepSeek
 let schemas: Record<string, ZodType>
@@ -68,21 +69,6 @@ interface Editor {
   /** Each agent frame checked against the protocol schema: the problems found (none expected). */
   invalidFrames(): string[]
   close(): Promise<number | null>
-}
-
-function askPatch(): string {
-  const folder = mkdtempSync(join(tmpdir(), 'dsh-acp-editor-plugin-'))
-  const plugin = join(folder, 'ask-bash.mjs')
-  writeFileSync(plugin, `export default {
-  name: 'ask-bash',
-  apply(ctx) {
-    ctx.on('tools/pre-execute', (execution, next) => execution.name === 'bash' ? { kind: 'ask', reason: 'bash needs approval' } : next())
-  },
-}
-`)
-  const patch = join(folder, 'patch.yml')
-  writeFileSync(patch, JSON.stringify([{ insert: [{ id: 'ask-bash', name: plugin }] }]))
-  return patch
 }
 
 /**
@@ -572,7 +558,7 @@ describe('ACP through the official client library', () => {
       streamResponse([{ toolCall: { id: 'p1', name: 'bash', arguments: JSON.stringify({ command: 'touch allowed', description: 'touch' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
     )
-    const editor = openEditor({ home, cwd, patches: [askPatch()], permission: () => 'allow-once' })
+    const editor = openEditor({ home, cwd, patches: [askBashPatch()], permission: () => 'allow-once' })
     try {
       const sessionId = await start(editor, cwd)
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch' }] })
@@ -591,7 +577,7 @@ describe('ACP through the official client library', () => {
       streamResponse([{ toolCall: { id: 'q1', name: 'ask_user_question', arguments: JSON.stringify({ questions: [{ id: 'go', question: 'Continue?', options: [{ label: 'Yes' }, { label: 'No' }] }] }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'went on without an answer' }, { finish: 'stop', usage }]),
     )
-    const editor = openEditor({ home, cwd, patches: [askPatch()], permission: () => 'allow-once' })
+    const editor = openEditor({ home, cwd, patches: [askBashPatch()], permission: () => 'allow-once' })
     try {
       const sessionId = await start(editor, cwd)
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'ask me' }] })
@@ -779,7 +765,7 @@ describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (cli
       streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
     )
     const asking = new FakeTerminals()
-    const editor = openEditor({ home, cwd, terminals: asking, patches: [askPatch()], permission: () => 'reject-once' })
+    const editor = openEditor({ home, cwd, terminals: asking, patches: [askBashPatch()], permission: () => 'reject-once' })
     try {
       await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
       const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
