@@ -86,4 +86,68 @@ describe('goals: the round driver (GL-1..GL-3)', () => {
     expect(JSON.parse((result.content[0] as { text: string }).text)).toMatchObject({ goal: { phase: 'active', roundsStarted: 0, maxGoalRounds: 7 }, activation: 'armed' })
     await h.dispose()
   })
+
+  it('GL-1 activation: a goal read back by a new plugin instance (a resumed or forked session) is "disarmed" and runs no round until a human resumes it; complete disarms it (as the recorded web run shows)', async () => {
+    let goalId = ''
+    let first: { dispose(): unknown } | undefined
+    const h = await loopHarness({
+      responses: [
+        toolCalls([{ id: 'c1', name: 'create_goal', arguments: { objective: 'wait for it', max_goal_rounds: 3 } }]), text('set'),
+        toolCalls([{ id: 'g1', name: 'get_goal', arguments: {} }]), text('it waits'),
+        () => toolCalls([{ id: 'r1', name: 'update_goal', arguments: { goal_id: goalId, revision: 1, action: 'resume' } }]), text('resumed'),
+        () => toolCalls([{ id: 'd1', name: 'update_goal', arguments: { goal_id: goalId, revision: 2, action: 'complete' } }]), text('closing'),
+      ],
+      setup: async (ctx) => {
+        const fiber = ctx.plugin(GoalsPlugin, { autoRounds: false })
+        first = fiber
+        await fiber.await()
+      },
+    })
+    const off = h.ctx.on('session/event', (_s, event) => { if (event.type === 'goal/change') goalId = (event.data as GoalChange).goal.id })
+    h.agent.followup('make a goal')
+    await h.agent.whenIdle()
+    // A new process over the same log: a new plugin instance that did not see the goal armed.
+    await first!.dispose()
+    await h.ctx.plugin(GoalsPlugin).await()
+    h.agent.followup('where are we?')
+    await h.agent.whenIdle()
+    expect(h.of('turn/start')).toHaveLength(2)
+    h.agent.followup('resume the goal')
+    await h.agent.whenIdle()
+    off()
+    const results = h.of('tool/result').map(e => JSON.parse((e.data.message.content[0] as unknown as { content: { text: string }[] }).content[0]!.text) as { goal: { phase: string }; activation: string })
+    expect(results.map(r => [r.goal.phase, r.activation])).toEqual([['active', 'armed'], ['active', 'disarmed'], ['active', 'armed'], ['complete', 'disarmed']])
+    // The resumed goal ran exactly one round, which completed it.
+    const rounds = h.of('user/message').map(e => e.data).filter(m => (m.source as unknown as { kind: string }).kind === 'goal')
+    expect(rounds).toHaveLength(1)
+    expect(h.of('turn/start')).toHaveLength(4)
+    await h.dispose()
+  })
+
+  it('GL-1 blocked: a round may mark its goal blocked only after blockedAfterConsecutiveRounds (3) rounds; then no round follows', async () => {
+    let goalId = ''
+    const h = await loopHarness({
+      responses: [
+        toolCalls([{ id: 'c1', name: 'create_goal', arguments: { objective: 'needs a key', max_goal_rounds: 9 } }]), text('set'),
+        () => toolCalls([{ id: 'b1', name: 'update_goal', arguments: { goal_id: goalId, revision: 1, action: 'blocked', blocked_reason: 'no key' } }]), text('not yet'),
+        text('trying again'),
+        () => toolCalls([{ id: 'b2', name: 'update_goal', arguments: { goal_id: goalId, revision: 1, action: 'blocked', blocked_reason: 'no key' } }]), text('blocked now'),
+      ],
+      setup: async (ctx) => { await ctx.plugin(GoalsPlugin).await() },
+    })
+    const off = h.ctx.on('session/event', (_s, event) => { if (event.type === 'goal/change') goalId = (event.data as GoalChange).goal.id })
+    h.agent.followup('work on it')
+    await h.agent.whenIdle()
+    off()
+    const results = h.of('tool/result').map(e => e.data.message.content[0] as unknown as { isError?: boolean; content: { text: string }[] })
+    expect(results[1]?.isError).toBe(true)
+    expect(results[1]!.content[0]!.text).toMatch(/only after 3 consecutive rounds without the user \(1 so far\)/)
+    expect(results[2]?.isError).not.toBe(true)
+    const changes = h.of('goal/change').map(e => e.data as GoalChange)
+    expect(changes.map(c => c.operation)).toEqual(['create', 'blocked'])
+    expect(changes[1]!.goal).toMatchObject({ phase: 'blocked', blockedReason: 'no key' })
+    expect(changes[1]!.roundsStarted).toBe(3)
+    expect(h.of('turn/start')).toHaveLength(4)
+    await h.dispose()
+  })
 })

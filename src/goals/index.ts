@@ -82,10 +82,12 @@ export class GoalsPlugin {
   /** Sessions whose goal is disarmed (loaded from disk) until a human resumes it. */
   private readonly armed = new WeakSet<Session>()
   private readonly maxRounds: number
+  private readonly blockedAfter: number
   private readonly autoRounds: boolean
 
   constructor(private readonly ctx: Context, config: GoalsConfig = {}) {
     this.maxRounds = config.defaultMaxGoalRounds ?? 256
+    this.blockedAfter = config.blockedAfterConsecutiveRounds ?? 3
     this.autoRounds = config.autoRounds !== false
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'goal/change', owner: 'goals', validate }))
     for (const tool of this.tools()) ctx.effect(() => ctx.tools.register(tool))
@@ -162,6 +164,14 @@ export class GoalsPlugin {
     agent.followup(message)
   }
 
+  /**
+   * `armed` while the goal is active and rounds may run from this process: a goal read back from
+   * a stored log (resume) or copied by a fork stays disarmed until a human resumes it.
+   */
+  private activation(session: Session, change: GoalChange): 'armed' | 'disarmed' {
+    return change.goal.phase === 'active' && this.armed.has(session) ? 'armed' : 'disarmed'
+  }
+
   private turnHadRound(session: Session, turn: number): boolean {
     const events = session.events
     for (let seq = events.length - 1; seq >= 0; seq--) {
@@ -194,28 +204,30 @@ export class GoalsPlugin {
   }
 
   private tools(): Tool[] {
-    const result = (change: GoalChange | undefined): ToolOutput => ({
-      content: [{ type: 'text', text: JSON.stringify(change === undefined ? { goal: null } : {
+    const result = (session: Session | undefined, change: GoalChange | undefined): ToolOutput => ({
+      content: [{ type: 'text', text: JSON.stringify(change === undefined || session === undefined ? { goal: null } : {
         goal: { id: change.goal.id, revision: change.goal.revision, objective: change.goal.objective, phase: change.goal.phase, roundsStarted: change.roundsStarted, maxGoalRounds: change.goal.maxGoalRounds },
-        activation: 'armed',
+        activation: this.activation(session, change),
       }) }],
     })
     const notFound = () => ({ content: [{ type: 'text' as const, text: 'Error: no current goal' }], isError: true, error: { name: 'GoalError', code: 'GOAL_NOT_FOUND' } })
     const fail = (text: string, code: string) => ({ content: [{ type: 'text' as const, text: `Error: ${text}` }], isError: true, error: { name: 'GoalError', code } })
     const sessionOf = (context: ToolContext) => context.session
+    // GL-4: a direct human turn in a root agent.
     const humanTurn = (session: Session) => {
-      // GL-4: a direct human turn in a root agent.
       if (session.header.parentSession !== undefined) return false
       const events = session.events
       for (let seq = events.length - 1; seq >= 0; seq--) {
         const event = events[seq]!
-        if (event.type === 'user/message') {
-          const kind = ((event.data as UserMessage).source as { kind: string }).kind
-          if (kind === 'user') return true
-        }
+        if (event.type === 'user/message' && ((event.data as UserMessage).source as { kind: string }).kind === 'user') return true
         if (event.type === 'turn/start') return false
       }
       return false
+    }
+    // complete / blocked: also from the current goal's own round.
+    const goalRound = (session: Session, goal: Goal) => {
+      const source = turnStartedBy(session)
+      return session.header.parentSession === undefined && source.kind === 'goal' && source.goalId === goal.id
     }
     const filler = <T>(value: T | '' | 0 | undefined): T | undefined => (value === '' || value === 0 ? undefined : value ?? undefined)
     return [
@@ -227,7 +239,7 @@ export class GoalsPlugin {
           const session = sessionOf(context)
           if (session === undefined) return fail('goals need a session', 'GOAL_NO_SESSION')
           if (!humanTurn(session)) return fail('a goal can only be created in a turn started by the user', 'GOAL_NOT_ALLOWED')
-          return result(this.create(session, args.objective, filler(args.max_goal_rounds)))
+          return result(session, this.create(session, args.objective, filler(args.max_goal_rounds)))
         },
       },
       {
@@ -236,7 +248,7 @@ export class GoalsPlugin {
         parameters: { type: 'object', properties: {} },
         execute: (_args: unknown, context: ToolContext) => {
           const session = sessionOf(context)
-          return result(session === undefined ? undefined : this.state(session).change)
+          return result(session, session === undefined ? undefined : this.state(session).change)
         },
       },
       {
@@ -257,12 +269,21 @@ export class GoalsPlugin {
           if (session === undefined || current === undefined) return notFound()
           if (current.goal.id !== args.goal_id || current.goal.revision !== args.revision) return fail(`stale goal: the current goal is ${current.goal.id} at revision ${current.goal.revision}`, 'GOAL_STALE')
           if (['edit', 'pause', 'resume'].includes(args.action) && !humanTurn(session)) return fail(`${args.action} needs a turn started by the user`, 'GOAL_NOT_ALLOWED')
+          if ((args.action === 'complete' || args.action === 'blocked') && !humanTurn(session) && !goalRound(session, current.goal)) {
+            return fail(`${args.action} needs a turn started by the user or one of this goal's rounds`, 'GOAL_NOT_ALLOWED')
+          }
+          if (args.action === 'blocked' && !humanTurn(session)) {
+            const rounds = consecutiveRounds(session, current.goal.id)
+            if (rounds < this.blockedAfter) return fail(`a goal can be marked blocked only after ${this.blockedAfter} consecutive rounds without the user (${rounds} so far): keep working, or explain what is missing`, 'GOAL_NOT_BLOCKED_YET')
+          }
           const phase: GoalPhase = args.action === 'complete' ? 'complete' : args.action === 'blocked' ? 'blocked' : args.action === 'pause' ? 'paused' : 'active'
           const reason = filler(args.blocked_reason)
           const goal: Goal = {
             id: current.goal.id, revision: current.goal.revision + 1, objective: filler(args.objective) ?? current.goal.objective, phase,
             maxGoalRounds: filler(args.max_goal_rounds) ?? current.goal.maxGoalRounds, ...(phase === 'blocked' && reason !== undefined ? { blockedReason: reason } : {}),
           }
+          // Only an active goal a human started or resumed in this process runs rounds.
+          if (phase === 'active') { if (args.action === 'resume') this.armed.add(session) } else this.armed.delete(session)
           const change = this.append(session, args.action, goal)
           if (args.action === 'complete') {
             // One more step for the closing message; no further round.
@@ -271,11 +292,37 @@ export class GoalsPlugin {
               source: { kind: 'plugin', plugin: 'tool-goal', form: 'notice', summary: `complete: ${goal.objective}` },
             })
           }
-          return result(change)
+          return result(session, change)
         },
       },
     ] as Tool[]
   }
+}
+
+/** What started the current turn: the source of its first message. */
+function turnStartedBy(session: Session): { kind: string; goalId?: string } {
+  const events = session.events
+  let first: { kind: string; goalId?: string } = { kind: 'none' }
+  for (let seq = events.length - 1; seq >= 0; seq--) {
+    const event = events[seq]!
+    if (event.type === 'user/message') first = (event.data as UserMessage).source as { kind: string; goalId?: string }
+    if (event.type === 'turn/start') return first
+  }
+  return first
+}
+
+/** Rounds of goal `goalId` entered since the user last wrote. */
+function consecutiveRounds(session: Session, goalId: string): number {
+  const events = session.events
+  let rounds = 0
+  for (let seq = events.length - 1; seq >= 0; seq--) {
+    const event = events[seq]!
+    if (event.type !== 'user/message') continue
+    const source = (event.data as UserMessage).source as { kind: string; goalId?: string }
+    if (source.kind === 'user') break
+    if (source.kind === 'goal' && source.goalId === goalId) rounds++
+  }
+  return rounds
 }
 
 function describe(change: GoalChange): string {
