@@ -60,6 +60,8 @@ describe.skipIf(chromium.path === undefined)('goals in the web UI', () => {
     await idle()
     const lines = await page.getByTestId('goal-line').allTextContents()
     expect(lines).toEqual(['◎Goal set: count to two', '↻Goal round 1 of 256', '↻Goal round 2 of 256', '✓Goal complete after 2 rounds: count to two'])
+    // The goal line says it once: no second notice repeating the command's text.
+    expect(await page.getByTestId('notice').filter({ hasText: 'count to two' }).count()).toBe(0)
     expect(await page.getByTestId('goal-phase').textContent()).toBe('complete')
     expect(await page.getByTestId('goal-round').textContent()).toBe('round 2 of 256')
     // A completed goal has nothing to pause or resume; three model requests, no third round.
@@ -92,6 +94,7 @@ describe.skipIf(chromium.path === undefined)('goals in the web UI', () => {
     // The round driver queues a round at turn end, before the agent goes idle: none was queued.
     expect(fake.requests.length).toBe(before + 1)
     expect(await lines()).toEqual(['◎Goal set: keep polishing', '↻Goal round 1 of 256', '◎Goal paused after 1 round'])
+    expect(await page.getByTestId('notice').filter({ hasText: 'keep polishing' }).count()).toBe(0)
     await page.getByTestId('goal-resume').waitFor()
 
     await page.reload()

@@ -509,8 +509,9 @@ function Chat(props: {
     try {
       const result = await call(mode, { id, text, ...mentions?.length ? { mentions } : {}, ...images.length > 0 ? { images: imageParams(images) } : {} })
       setInbox(result.inbox)
-      // A slash command's outcome is shown as a notice (its command/run and command/done are in the log).
-      if (result.command?.text) {
+      // A slash command's outcome is shown as a notice (its command/run and command/done are in the log),
+      // except a goal change: its goal line in the conversation already says what happened.
+      if (result.command?.text && !(result.command.kind === 'success' && /^\/goal\s+\S/.test(text))) {
         foldRef.current.notice(result.command.kind === 'error' ? 'error' : 'info', result.command.text)
         publish()
       }
