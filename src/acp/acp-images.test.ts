@@ -26,14 +26,17 @@ function agent(home: string, cwd: string, patch?: string) {
   const child = spawn(process.execPath, [dshBin, '--profile', 'acp', ...patch ? ['--patch', patch] : []], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
   const waiting = new Map<number, (frame: any) => void>()
   const splitter = new LineSplitter()
+  const notifications: any[] = []
   child.stdout.on('data', (text: Buffer) => {
     for (const line of splitter.push(String(text))) {
       const frame = JSON.parse(line)
       if (frame.id !== undefined && waiting.has(frame.id)) waiting.get(frame.id)!(frame)
+      else if (frame.id === undefined) notifications.push(frame)
     }
   })
   let next = 1
   return {
+    notifications,
     request(method: string, params: unknown): Promise<any> {
       const id = next++
       return new Promise(resolve => {
@@ -80,7 +83,7 @@ describe('ACP prompts with images', () => {
       { id: 'agents', config: { loop: { provider: 'vision-test', model: 'vision-1' } } },
     ]))
     const acp = agent(home, cwd, patch)
-    let sessionId: string
+    let sessionId = ''
     try {
       const init = await acp.request('initialize', { protocolVersion: 1 })
       expect(init.result.agentCapabilities.promptCapabilities.image).toBe(true)
@@ -102,5 +105,17 @@ describe('ACP prompts with images', () => {
     expect(text).toContain(`{"type":"image","attachment":{"attachmentId":"${attachmentIdOf(png)}","mediaType":"image/png","width":3,"height":2,"bytes":${png.length}}}`)
     expect(text).not.toContain(png.toString('base64'))
     expect(files.some(path => path.endsWith(join('attachments', attachmentIdOf(png).slice('sha256:'.length))))).toBe(true)
+
+    // session/load in a new process replays the prompt with the image itself, read back from the store.
+    const again = agent(home, cwd, patch)
+    try {
+      await again.request('initialize', { protocolVersion: 1 })
+      const loaded = await again.request('session/load', { sessionId, cwd, mcpServers: [] })
+      expect(loaded.error).toBeUndefined()
+      const user = again.notifications.filter(frame => frame.method === 'session/update' && frame.params.update.sessionUpdate === 'user_message_chunk').map(frame => frame.params.update.content)
+      expect(user).toEqual([{ type: 'text', text: 'What colour is this?' }, { type: 'image', data: png.toString('base64'), mimeType: 'image/png' }])
+    } finally {
+      await again.close()
+    }
   })
 })

@@ -28,7 +28,7 @@ import type { ScopeKey } from '../scope/index.js'
 import { editorFiles, provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
 import { provideEditorTerminal } from '../tools/editor-terminal.js'
 import { acpTerminal } from './terminal.js'
-import { liveUpdates, parseArguments, replayUpdates, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
+import { liveUpdates, parseArguments, replayUpdates, replayedAttachments, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { imageRefusal, storeInlineImages } from '../sdk/images.js'
 import { AttachmentError } from '../session/attachments.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
@@ -324,7 +324,13 @@ export class AcpServerApp extends Service {
     const { agent } = await openAgent(this.ctx, { sessionId, cwd: this.ctx.host.cwd, loop, create: false })
     this.open(agent)
     if (replay) {
-      for (const update of replayUpdates(agent.session.events, agent.session.header.cwd)) this.notify(agent.id, update)
+      // Stored images go back as images: their bytes are read from the session's attachments.
+      const images = new Map<string, { data: string; mimeType: string }>()
+      for (const id of replayedAttachments(agent.session.events)) {
+        const stored = await this.ctx.sessions.attachments.read(agent.session.id, id).catch(() => undefined)
+        if (stored !== undefined) images.set(id, { data: Buffer.from(stored.data).toString('base64'), mimeType: stored.mediaType })
+      }
+      for (const update of replayUpdates(agent.session.events, agent.session.header.cwd, images)) this.notify(agent.id, update)
     }
     setImmediate(() => this.advertiseCommands(agent.id))
     return { ...this.modes(agent.id) }

@@ -112,10 +112,31 @@ function text(blocks: readonly ContentBlock[], type: 'text' | 'reasoning'): stri
   return out
 }
 
-/** An image block as ACP content (inline data only; a stored attachment is named instead). */
-function imageContent(block: ImageBlock): Record<string, unknown> {
+/** The bytes of stored images a replay sends, by attachment id (base64 and media type). */
+export type ReplayImages = ReadonlyMap<string, { readonly data: string; readonly mimeType: string }>
+
+/**
+ * An image block as ACP content: inline data as it is, a stored attachment with the bytes the
+ * caller read for it, else (bytes gone, or a live update) named instead.
+ */
+function imageContent(block: ImageBlock, images?: ReplayImages): Record<string, unknown> {
   if ('data' in block) return { type: 'image', data: block.data, mimeType: block.mimeType }
+  const stored = images?.get(block.attachment.attachmentId)
+  if (stored !== undefined) return { type: 'image', data: stored.data, mimeType: stored.mimeType }
   return { type: 'text', text: `[image ${block.attachment.name ?? block.attachment.attachmentId}]` }
+}
+
+/** The attachment ids of the stored images a replay of `events` shows (user messages and tool results). */
+export function replayedAttachments(events: readonly SessionEvent[]): string[] {
+  const ids = new Set<string>()
+  const add = (blocks: readonly ContentBlock[]) => {
+    for (const block of blocks) if (block.type === 'image' && 'attachment' in block) ids.add(block.attachment.attachmentId)
+  }
+  for (const event of events) {
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind === 'user') add((event.data as UserMessage).content)
+    else if (event.type === 'tool/result') add((event.data as { message: ToolResultMessage }).message.content[0].content)
+  }
+  return [...ids]
 }
 
 function toolCallUpdate(data: { callId: string; name: string; arguments: string }, cwd: string | undefined, status: 'pending' | 'completed' | 'failed'): SessionUpdate {
@@ -137,7 +158,7 @@ function toolCallUpdate(data: { callId: string; name: string; arguments: string 
  * the editor's terminal keeps that terminal as its content (the editor shows the output and exit
  * status itself); the text the model got is its `rawOutput`.
  */
-export function toolResultUpdate(message: ToolResultMessage, failed: boolean, change?: FileChange | readonly FileChange[], terminalId?: string): SessionUpdate {
+export function toolResultUpdate(message: ToolResultMessage, failed: boolean, change?: FileChange | readonly FileChange[], terminalId?: string, images?: ReplayImages): SessionUpdate {
   const result = message.content[0]
   if (terminalId !== undefined) {
     const rawOutput = result.content.filter(block => block.type === 'text').map(block => block.text).join('')
@@ -149,7 +170,7 @@ export function toolResultUpdate(message: ToolResultMessage, failed: boolean, ch
   }
   for (const block of result.content) {
     if (block.type === 'text' && block.text !== '') content.push({ type: 'content', content: { type: 'text', text: block.text } })
-    else if (block.type === 'image') content.push({ type: 'content', content: imageContent(block) })
+    else if (block.type === 'image') content.push({ type: 'content', content: imageContent(block, images) })
   }
   return { sessionUpdate: 'tool_call_update', toolCallId: result.toolCallId, status: failed ? 'failed' : 'completed', content }
 }
@@ -241,7 +262,7 @@ export function storedChanges(call: { name: string; arguments: string }, meta: u
  * whole, reasoning as thoughts, each tool call with its final status (file edits with their
  * diffs, see `storedChanges`), and the last plan.
  */
-export function replayUpdates(events: readonly SessionEvent[], cwd: string | undefined): SessionUpdate[] {
+export function replayUpdates(events: readonly SessionEvent[], cwd: string | undefined, images?: ReplayImages): SessionUpdate[] {
   const out: SessionUpdate[] = []
   const calls = new Map<string, { callId: string; name: string; arguments: string }>()
   for (const event of events) {
@@ -252,7 +273,7 @@ export function replayUpdates(events: readonly SessionEvent[], cwd: string | und
         if (message.source.kind !== 'user') break
         for (const block of message.content) {
           if (block.type === 'text' && block.text !== '') out.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.text } })
-          else if (block.type === 'image') out.push({ sessionUpdate: 'user_message_chunk', content: imageContent(block) })
+          else if (block.type === 'image') out.push({ sessionUpdate: 'user_message_chunk', content: imageContent(block, images) })
         }
         break
       }
@@ -273,7 +294,7 @@ export function replayUpdates(events: readonly SessionEvent[], cwd: string | und
       case 'tool/result': {
         const data = event.data as { message: ToolResultMessage; error?: unknown; meta?: unknown }
         const call = calls.get(data.message.content[0].toolCallId)
-        if (call !== undefined) out.push(toolResultUpdate(data.message, resultFailed(data), storedChanges(call, data.meta, cwd)))
+        if (call !== undefined) out.push(toolResultUpdate(data.message, resultFailed(data), storedChanges(call, data.meta, cwd), undefined, images))
         break
       }
       case 'todo/write':
