@@ -179,21 +179,25 @@ class SseTranslation {
     }
     const out: StreamChunk[] = []
     const pending = this.pending
+    // Where the event being translated began in `out`: a bad event adds none of its chunks.
+    let before = 0
     try {
       for (let i = 0; i < pending.length; i++) {
         const data = pending[i]!
+        before = out.length
         // A JSON event starts with `{`, so only other data can be a (padded) `[DONE]`.
         if (data.charCodeAt(0) !== 123 && data.trim() === '[DONE]') {
           this.done = true
           for (const chunk of this.translator.done()) out.push(chunk)
           return out
         }
-        for (const chunk of this.translator.data(data)) out.push(chunk)
+        this.translator.data(data, out)
       }
     } catch (error) {
       // The chunks before the bad event are still delivered, then the failure (as they were
       // when each event was yielded as it was translated).
       this.failure = error
+      out.length = before
       return out
     } finally {
       pending.length = 0
