@@ -20,6 +20,11 @@ export interface StreamFigures {
   readonly parserJsonMs: number
   readonly fullMs: number
   readonly chunks: number
+  /**
+   * Median over the rounds of full / (parser + JSON.parse) in this process's CPU time, each pair
+   * measured back to back: less moved by other load on the machine than the best-of wall times.
+   */
+  readonly cpuRatio: number
 }
 
 /** A realistic stream: reasoning, then text, then one tool call's argument deltas. */
@@ -97,12 +102,22 @@ export async function streamFigures(deltas = 100_000, rounds = 7): Promise<Strea
   let parserJsonMs = Infinity
   let fullMs = Infinity
   let chunks = 0
+  const cpuRatios: number[] = []
+  const cpuMs = (since: NodeJS.CpuUsage) => {
+    const used = process.cpuUsage(since)
+    return (used.user + used.system) / 1000
+  }
   for (let i = 0; i < rounds; i++) {
     parserMs = Math.min(parserMs, (await best(1, () => parserOnly(pieces, false))).ms)
+    let cpu = process.cpuUsage()
     parserJsonMs = Math.min(parserJsonMs, (await best(1, () => parserOnly(pieces, true))).ms)
+    const floorCpu = cpuMs(cpu)
+    cpu = process.cpuUsage()
     const run = await best(1, () => full(pieces))
+    cpuRatios.push(cpuMs(cpu) / floorCpu)
     fullMs = Math.min(fullMs, run.ms)
     chunks = run.count
   }
-  return { deltas, bytes, parserMs, parserJsonMs, fullMs, chunks }
+  cpuRatios.sort((a, b) => a - b)
+  return { deltas, bytes, parserMs, parserJsonMs, fullMs, chunks, cpuRatio: cpuRatios[cpuRatios.length >> 1]! }
 }
