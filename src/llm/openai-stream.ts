@@ -213,14 +213,18 @@ export interface TranslateHooks {
  * SSE body -> StreamChunks. Deltas are yielded as their events arrive; `[DONE]` yields the final
  * burst and ends the stream. EOF before `[DONE]` is STREAM_CLOSED (no bytes at all: EMPTY_RESPONSE).
  */
-export async function* translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
+export function translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
+  return new ChunkStream(sseReads(body, translator, hooks))
+}
+
+async function* sseReads(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<readonly StreamChunk[]> {
   const reader = body.getReader()
   const sse = new SseTranslation(translator, hooks)
   try {
     for (;;) {
       const result = await ((hooks.read === undefined ? reader.read() : hooks.read(reader)) as Promise<ReadResult>)
       const chunks = sse.take(result)
-      for (let i = 0; i < chunks.length; i++) yield chunks[i]!
+      if (chunks.length > 0) yield chunks
       if (sse.failure !== undefined) throw sse.failure
       if (sse.done) return
     }
@@ -232,8 +236,8 @@ export async function* translateSse(body: ReadableStream<Uint8Array>, translator
 
 /**
  * The SSE translation of one response, fed read by read (a web stream or a node:http response):
- * synchronous, so each caller's own generator yields the chunks directly (a `yield*` level costs
- * every chunk another round of promise resolutions).
+ * synchronous, so each caller's own generator yields the chunks of a read as one array, handed
+ * out one by one by `ChunkStream`.
  */
 class SseTranslation {
   /** True once `[DONE]` was translated: the stream is over. */
