@@ -18,4 +18,12 @@ describe('TextParts', () => {
     parts.append('end')
     expect(parts.toString()).toBe(`${expected}end`)
   })
+
+  it('a piece that is not a string (an untyped adapter) reads as `+=` would have read it', () => {
+    const parts = new TextParts()
+    parts.append('a')
+    parts.append(undefined as unknown as string)
+    parts.append(7 as unknown as string)
+    expect(parts.toString()).toBe('aundefined7')
+  })
 })

@@ -15,6 +15,8 @@ export class TextParts {
   private joined: string | undefined = ''
 
   append(piece: string): void {
+    // As `+=` would: an untyped caller's undefined or number reads as its string form.
+    if (typeof piece !== 'string') piece = String(piece)
     if (piece === '') return
     const run = this.run
     run.push(piece)
