@@ -16,3 +16,4 @@ console.log(`eventsource-parser + JSON.parse          ${f.parserJsonMs.toFixed(1
 console.log(`parse + translate + assemble (${f.chunks} chunks) ${f.fullMs.toFixed(1).padStart(8)} ms  ${rate(f.fullMs)}`)
 const ratio = f.fullMs / f.parserJsonMs
 console.log(targetLine('model stream: full / (eventsource-parser + JSON.parse)', `${ratio.toFixed(2)}x`, '<= 1.5x', ratio <= 1.5))
+console.log(`same ratio in CPU time, median of the 7 back-to-back pairs: ${f.cpuRatio.toFixed(2)}x`)

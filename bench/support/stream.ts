@@ -1,12 +1,13 @@
 /**
  * The model-stream figure (issue target 5): SSE parse + translate + assemble over a local
  * 100k-delta stream, next to the floor any SSE client pays, eventsource-parser plus one
- * JSON.parse per data line, on the same bytes in the same read sizes.
+ * JSON.parse per data line, on the same bytes in the same read sizes. The full path is the
+ * adapters' own transport (`streamChatCompletion`) with only the socket replaced by the bytes.
  */
 import { createParser } from 'eventsource-parser'
 import { BlockAssembler } from '../../src/llm/assembler.js'
-import { translateSse } from '../../src/llm/openai-stream.js'
-import { ChatCompletionTranslator } from '../../src/llm/openai-wire.js'
+import type { HttpExchange, ReadResult } from '../../src/llm/http-post.js'
+import { streamChatCompletion } from '../../src/llm/openai-stream.js'
 import { bodyBytes, streamResponse, type StreamStep } from '../../test-support/fake-deepseek.js'
 
 const READ_SIZE = 16 * 1024
@@ -19,6 +20,11 @@ export interface StreamFigures {
   readonly parserJsonMs: number
   readonly fullMs: number
   readonly chunks: number
+  /**
+   * Median over the rounds of full / (parser + JSON.parse) in this process's CPU time, each pair
+   * measured back to back: less moved by other load on the machine than the best-of wall times.
+   */
+  readonly cpuRatio: number
 }
 
 /** A realistic stream: reasoning, then text, then one tool call's argument deltas. */
@@ -51,11 +57,25 @@ function parserOnly(pieces: readonly Uint8Array[], json: boolean): number {
   return events
 }
 
+/**
+ * The HTTP exchange a 200 response with these body reads gives the transport: the production
+ * path (`streamChatCompletion`: watchdog, SSE framing, translation) with the socket replaced.
+ */
+function recordedExchange(pieces: readonly Uint8Array[]): HttpExchange {
+  let next = 0
+  const end: ReadResult = { done: true }
+  return {
+    response: { status: 200, headers: { get: name => name === 'content-type' ? 'text/event-stream' : null } },
+    body: { next: async () => next < pieces.length ? { done: false, value: pieces[next++]! } : end },
+    close: () => {},
+  }
+}
+
 async function full(pieces: readonly Uint8Array[]): Promise<number> {
-  const body = new ReadableStream<Uint8Array>({ start(controller) { for (const p of pieces) controller.enqueue(p); controller.close() } })
   const assembler = new BlockAssembler()
   let chunks = 0
-  for await (const chunk of translateSse(body, new ChatCompletionTranslator(), { label: 'bench' })) {
+  const request = { url: 'http://127.0.0.1/chat/completions', headers: {}, body: {}, label: 'bench' }
+  for await (const chunk of streamChatCompletion(request, async () => recordedExchange(pieces))) {
     assembler.push(chunk)
     chunks++
   }
@@ -82,12 +102,22 @@ export async function streamFigures(deltas = 100_000, rounds = 7): Promise<Strea
   let parserJsonMs = Infinity
   let fullMs = Infinity
   let chunks = 0
+  const cpuRatios: number[] = []
+  const cpuMs = (since: NodeJS.CpuUsage) => {
+    const used = process.cpuUsage(since)
+    return (used.user + used.system) / 1000
+  }
   for (let i = 0; i < rounds; i++) {
     parserMs = Math.min(parserMs, (await best(1, () => parserOnly(pieces, false))).ms)
+    let cpu = process.cpuUsage()
     parserJsonMs = Math.min(parserJsonMs, (await best(1, () => parserOnly(pieces, true))).ms)
+    const floorCpu = cpuMs(cpu)
+    cpu = process.cpuUsage()
     const run = await best(1, () => full(pieces))
+    cpuRatios.push(cpuMs(cpu) / floorCpu)
     fullMs = Math.min(fullMs, run.ms)
     chunks = run.count
   }
-  return { deltas, bytes, parserMs, parserJsonMs, fullMs, chunks }
+  cpuRatios.sort((a, b) => a - b)
+  return { deltas, bytes, parserMs, parserJsonMs, fullMs, chunks, cpuRatio: cpuRatios[cpuRatios.length >> 1]! }
 }

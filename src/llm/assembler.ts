@@ -9,13 +9,14 @@ import { randomUUID } from 'node:crypto'
 import type {
   AssistantMessage, ContentBlock, ContentBlockType, FinishReason, StreamChunk, TokenUsage,
 } from './types.js'
+import { TextParts } from './text-parts.js'
 
 interface OpenBlock {
   readonly type: ContentBlockType
-  text: string
+  readonly text: TextParts
   id: string
   name: string
-  args: string
+  readonly args: TextParts
   /** The complete block once closed (from block-end, or built at finish). */
   final?: ContentBlock
 }
@@ -35,12 +36,12 @@ export class BlockAssembler {
         return
       case 'text-delta': {
         const block = this.ensure(chunk.index, 'text')
-        if (block !== undefined && block.type === 'text') block.text += chunk.text
+        if (block !== undefined && block.type === 'text') block.text.append(chunk.text)
         return
       }
       case 'reasoning-delta': {
         const block = this.ensure(chunk.index, 'reasoning')
-        if (block !== undefined && block.type === 'reasoning') block.text += chunk.text
+        if (block !== undefined && block.type === 'reasoning') block.text.append(chunk.text)
         return
       }
       case 'tool-call-delta': {
@@ -48,7 +49,7 @@ export class BlockAssembler {
         if (block === undefined || block.type !== 'tool-call') return
         if (block.id === '' && chunk.id !== '') block.id = chunk.id
         if (block.name === '' && chunk.name !== undefined) block.name = chunk.name
-        block.args += chunk.argumentsDelta
+        block.args.append(chunk.argumentsDelta)
         return
       }
       case 'block-end': {
@@ -132,7 +133,7 @@ export class BlockAssembler {
   }
 
   private open(index: number, type: ContentBlockType): OpenBlock {
-    const block: OpenBlock = { type, text: '', id: '', name: '', args: '' }
+    const block: OpenBlock = { type, text: new TextParts(), id: '', name: '', args: new TextParts() }
     this.blocks.set(index, block)
     return block
   }
@@ -140,9 +141,9 @@ export class BlockAssembler {
   private build(index: number, block: OpenBlock): ContentBlock | undefined {
     if (block.final !== undefined) return block.final
     switch (block.type) {
-      case 'text': return { type: 'text', text: block.text }
-      case 'reasoning': return { type: 'reasoning', text: block.text }
-      case 'tool-call': return { type: 'tool-call', id: block.id || `call-${index}`, name: block.name, arguments: block.args }
+      case 'text': return { type: 'text', text: block.text.toString() }
+      case 'reasoning': return { type: 'reasoning', text: block.text.toString() }
+      case 'tool-call': return { type: 'tool-call', id: block.id || `call-${index}`, name: block.name, arguments: block.args.toString() }
       // Image and tool-result blocks carry no deltas: without a block-end there is nothing to keep.
       default: return undefined
     }

@@ -29,8 +29,22 @@ const NULL_BODY_STATUSES = new Set([101, 204, 205, 304])
 
 const REQUEST_ID_HEADERS = ['x-request-id', 'x-ds-request-id', 'request-id', 'x-trace-id']
 
-/** POSTs the request and yields the translated chunks; failures are thrown as LlmError. */
-export async function* streamChatCompletion(request: ChatCompletionRequest): AsyncGenerator<StreamChunk> {
+/** How the request reaches the provider: `post` (node:http) in production. */
+export type ChatCompletionTransport = typeof post
+
+/**
+ * POSTs the request and yields the translated chunks; failures are thrown as LlmError.
+ * `request` may be a function building it (awaited at the first `next()`, its throw passed on
+ * as it is), so an adapter can return this stream without a generator level of its own.
+ * `transport` is replaced only to feed recorded bytes through this same path (bench/).
+ */
+export function streamChatCompletion(request: ChatCompletionRequest | (() => Promise<ChatCompletionRequest>), transport: ChatCompletionTransport = post): AsyncGenerator<StreamChunk> {
+  return new ChunkStream(chatCompletionReads(request, transport))
+}
+
+/** The chunks of each body read as one array (never empty); what `ChunkStream` hands out. */
+async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => Promise<ChatCompletionRequest>), transport: ChatCompletionTransport): AsyncGenerator<readonly StreamChunk[]> {
+  const request = typeof lazyRequest === 'function' ? await lazyRequest() : lazyRequest
   const idleTimeoutMs = request.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
   // The adapter's own controller (idle watchdog, teardown) fused with the caller's (L-9).
   const consumer = new AbortController()
@@ -45,7 +59,7 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
     if (aborted(request.signal)) throw classify(request.signal?.reason, 'request')
     try {
       watchdog.arm()
-      exchange = await post(request.url, request.headers, Buffer.from(JSON.stringify(request.body), 'utf8'), signal)
+      exchange = await transport(request.url, request.headers, Buffer.from(JSON.stringify(request.body), 'utf8'), signal)
     } catch (error) {
       throw classify(error, 'request')
     } finally {
@@ -72,7 +86,7 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
 
     const translator = new ChatCompletionTranslator()
     if (requestId !== undefined) translator.requestId = requestId
-    // The translation runs in this generator itself (no `yield*` level per chunk).
+    // The translation runs in this generator itself (no `yield*` level per read).
     const sse = new SseTranslation(translator, { label: request.label, requestId })
     for (;;) {
       let result: ReadResult
@@ -85,7 +99,7 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
         watchdog.disarm()
       }
       const chunks = sse.take(result)
-      for (let i = 0; i < chunks.length; i++) yield chunks[i]!
+      if (chunks.length > 0) yield chunks
       if (sse.failure !== undefined) throw sse.failure
       if (sse.done) break
     }
@@ -95,6 +109,76 @@ export async function* streamChatCompletion(request: ChatCompletionRequest): Asy
     // Closed before the abort below, which would cut a connection that can be reused.
     exchange?.close(ended)
     consumer.abort()
+  }
+}
+
+const NO_CHUNKS: readonly StreamChunk[] = []
+
+/**
+ * A stream of chunks over a generator of per-read chunk arrays. An async generator step per
+ * chunk costs several promise resolutions; here a chunk already translated is handed out as an
+ * already-resolved promise, and the generator is resumed once per read. Order, errors (after
+ * the chunks before them), `return()` and `throw()` reach the generator as they would have at
+ * the chunk the consumer stopped on.
+ */
+class ChunkStream implements AsyncGenerator<StreamChunk> {
+  private batch: readonly StreamChunk[] = NO_CHUNKS
+  private position = 0
+  private filling: Promise<IteratorResult<StreamChunk>> | undefined
+  private closed = false
+
+  constructor(private readonly reads: AsyncGenerator<readonly StreamChunk[]>) {}
+
+  next(): Promise<IteratorResult<StreamChunk>> {
+    // A next() while a read is pending waits for it, as an async generator queues its calls.
+    if (this.filling !== undefined) {
+      const again = () => this.next()
+      return this.filling.then(again, again)
+    }
+    if (this.position < this.batch.length) return Promise.resolve({ value: this.batch[this.position++]!, done: false })
+    const filling = this.fill()
+    this.filling = filling
+    return filling
+  }
+
+  async return(value?: unknown): Promise<IteratorResult<StreamChunk>> {
+    this.closed = true
+    this.drop()
+    await this.reads.return(NO_CHUNKS)
+    return { value, done: true }
+  }
+
+  async throw(error: unknown): Promise<IteratorResult<StreamChunk>> {
+    this.drop()
+    return this.handOut(await this.reads.throw(error))
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this
+  }
+
+  private drop(): void {
+    this.batch = NO_CHUNKS
+    this.position = 0
+  }
+
+  private async fill(): Promise<IteratorResult<StreamChunk>> {
+    try {
+      return this.handOut(await this.reads.next())
+    } finally {
+      this.filling = undefined
+    }
+  }
+
+  private handOut(result: IteratorResult<readonly StreamChunk[]>): IteratorResult<StreamChunk> {
+    // After return() nothing more is handed out, also from a read that was pending.
+    if (result.done === true || this.closed) {
+      this.drop()
+      return { value: undefined, done: true }
+    }
+    this.batch = result.value
+    this.position = 1
+    return { value: result.value[0]!, done: false }
   }
 }
 
@@ -129,14 +213,18 @@ export interface TranslateHooks {
  * SSE body -> StreamChunks. Deltas are yielded as their events arrive; `[DONE]` yields the final
  * burst and ends the stream. EOF before `[DONE]` is STREAM_CLOSED (no bytes at all: EMPTY_RESPONSE).
  */
-export async function* translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
+export function translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
+  return new ChunkStream(sseReads(body, translator, hooks))
+}
+
+async function* sseReads(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<readonly StreamChunk[]> {
   const reader = body.getReader()
   const sse = new SseTranslation(translator, hooks)
   try {
     for (;;) {
       const result = await ((hooks.read === undefined ? reader.read() : hooks.read(reader)) as Promise<ReadResult>)
       const chunks = sse.take(result)
-      for (let i = 0; i < chunks.length; i++) yield chunks[i]!
+      if (chunks.length > 0) yield chunks
       if (sse.failure !== undefined) throw sse.failure
       if (sse.done) return
     }
@@ -148,8 +236,8 @@ export async function* translateSse(body: ReadableStream<Uint8Array>, translator
 
 /**
  * The SSE translation of one response, fed read by read (a web stream or a node:http response):
- * synchronous, so each caller's own generator yields the chunks directly (a `yield*` level costs
- * every chunk another round of promise resolutions).
+ * synchronous, so each caller's own generator yields the chunks of a read as one array, handed
+ * out one by one by `ChunkStream`.
  */
 class SseTranslation {
   /** True once `[DONE]` was translated: the stream is over. */
@@ -179,21 +267,25 @@ class SseTranslation {
     }
     const out: StreamChunk[] = []
     const pending = this.pending
+    // Where the event being translated began in `out`: a bad event adds none of its chunks.
+    let before = 0
     try {
       for (let i = 0; i < pending.length; i++) {
         const data = pending[i]!
+        before = out.length
         // A JSON event starts with `{`, so only other data can be a (padded) `[DONE]`.
         if (data.charCodeAt(0) !== 123 && data.trim() === '[DONE]') {
           this.done = true
           for (const chunk of this.translator.done()) out.push(chunk)
           return out
         }
-        for (const chunk of this.translator.data(data)) out.push(chunk)
+        this.translator.data(data, out)
       }
     } catch (error) {
       // The chunks before the bad event are still delivered, then the failure (as they were
       // when each event was yielded as it was translated).
       this.failure = error
+      out.length = before
       return out
     } finally {
       pending.length = 0

@@ -6,6 +6,7 @@
  * What differs between providers is a `WireDialect`; nothing here knows a provider by name.
  */
 import { LlmError, failure } from './errors.js'
+import { TextParts } from './text-parts.js'
 import type {
   ContentBlock, FinishReason, ImageBlock, LlmCallOptions, Message, StreamChunk, TokenUsage, ToolCallBlock,
 } from './types.js'
@@ -225,7 +226,7 @@ interface WireChunk {
   error?: { message?: string; code?: unknown; type?: string }
 }
 
-interface TranslatedBlock { index: number; kind: 'text' | 'reasoning' | 'tool-call'; text: string; id: string; name: string }
+interface TranslatedBlock { index: number; kind: 'text' | 'reasoning' | 'tool-call'; text: TextParts; id: string; name: string }
 
 /**
  * L-7: translates `chat.completion.chunk` payloads. Deltas stream out live; block-end, usage
@@ -242,8 +243,11 @@ export class ChatCompletionTranslator {
   /** Set by the transport so failures after a 200 still name the request. */
   requestId?: string
 
-  /** Parses one SSE `data` payload (not `[DONE]`) and returns the chunks it yields now. */
-  data(payload: string): StreamChunk[] {
+  /**
+   * Parses one SSE `data` payload (not `[DONE]`) and returns the chunks it yields now, appended to
+   * `out` when given (the transport passes one array per read, not one per delta).
+   */
+  data(payload: string, out: StreamChunk[] = []): StreamChunk[] {
     let parsed: WireChunk
     try {
       parsed = JSON.parse(payload) as WireChunk
@@ -253,15 +257,14 @@ export class ChatCompletionTranslator {
     if (parsed === null || typeof parsed !== 'object') {
       throw new LlmError('MALFORMED_RESPONSE', `malformed stream data (not an object): ${payload.slice(0, 200)}`, this.details())
     }
-    return this.chunk(parsed)
+    return this.chunk(parsed, out)
   }
 
-  chunk(wire: WireChunk): StreamChunk[] {
+  chunk(wire: WireChunk, out: StreamChunk[] = []): StreamChunk[] {
     if (wire.error !== undefined && wire.error !== null) {
       throw new LlmError('SERVER', `provider error in stream: ${wire.error.message ?? JSON.stringify(wire.error)}`, this.details())
     }
     if (wire.usage !== undefined && wire.usage !== null) this.usage = wire.usage
-    const out: StreamChunk[] = []
     for (const choice of wire.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue
       const delta = choice.delta
@@ -269,12 +272,12 @@ export class ChatCompletionTranslator {
         const reasoning = delta.reasoning_content ?? delta.reasoning
         if (typeof reasoning === 'string' && reasoning !== '') {
           this.reasoning ??= this.open('reasoning', out)
-          this.reasoning.text += reasoning
+          this.reasoning.text.append(reasoning)
           out.push({ type: 'reasoning-delta', index: this.reasoning.index, text: reasoning })
         }
         if (typeof delta.content === 'string' && delta.content !== '') {
           this.text ??= this.open('text', out)
-          this.text.text += delta.content
+          this.text.text.append(delta.content)
           out.push({ type: 'text-delta', index: this.text.index, text: delta.content })
         }
         const calls = delta.tool_calls
@@ -333,7 +336,7 @@ export class ChatCompletionTranslator {
     }
     if (block.id === '' && id !== '') block.id = id
     if (block.name === '' && name !== '') block.name = name
-    block.text += args
+    block.text.append(args)
     // Every delta repeats the name once known, so a run of deltas packs into one chunk row (R-2).
     // Literal objects (no spread): this runs once per streamed delta. Key order as logged.
     out.push(block.name !== ''
@@ -342,7 +345,7 @@ export class ChatCompletionTranslator {
   }
 
   private open(kind: TranslatedBlock['kind'], out: StreamChunk[]): TranslatedBlock {
-    const block: TranslatedBlock = { index: this.blocks.length, kind, text: '', id: '', name: '' }
+    const block: TranslatedBlock = { index: this.blocks.length, kind, text: new TextParts(), id: '', name: '' }
     this.blocks.push(block)
     out.push({ type: 'block-start', index: block.index, blockType: kind })
     return block
@@ -350,9 +353,9 @@ export class ChatCompletionTranslator {
 
   private build(block: TranslatedBlock): ContentBlock {
     switch (block.kind) {
-      case 'text': return { type: 'text', text: block.text }
-      case 'reasoning': return { type: 'reasoning', text: block.text }
-      case 'tool-call': return { type: 'tool-call', id: block.id || `call-${block.index}`, name: block.name, arguments: block.text }
+      case 'text': return { type: 'text', text: block.text.toString() }
+      case 'reasoning': return { type: 'reasoning', text: block.text.toString() }
+      case 'tool-call': return { type: 'tool-call', id: block.id || `call-${block.index}`, name: block.name, arguments: block.text.toString() }
     }
   }
 

@@ -64,16 +64,19 @@ export class DeepSeekAdapter implements LlmAdapter {
     return `${DEEPSEEK_API_KEY_ENV} is not set: export ${DEEPSEEK_API_KEY_ENV}=<your key>, or store it in $DSH_HOME/.credentials.yaml`
   }
 
-  async *stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
-    const apiKey = await this.apiKey()
-    const baseUrl = (this.config.baseUrl ?? process.env.DEEPSEEK_BASE_URL ?? DEEPSEEK_DEFAULT_BASE_URL).replace(/\/+$/, '')
-    yield* streamChatCompletion({
-      url: `${baseUrl}/chat/completions`,
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${apiKey}` },
-      body: buildRequestBody(await inlineAttachments(options), DEEPSEEK_DIALECT),
-      signal: options.signal,
-      idleTimeoutMs: this.config.idleTimeoutMs,
-      label: DEEPSEEK_PROVIDER,
+  /** The transport's own stream, built at the first `next()` (no generator level per chunk here). */
+  stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
+    return streamChatCompletion(async () => {
+      const apiKey = await this.apiKey()
+      const baseUrl = (this.config.baseUrl ?? process.env.DEEPSEEK_BASE_URL ?? DEEPSEEK_DEFAULT_BASE_URL).replace(/\/+$/, '')
+      return {
+        url: `${baseUrl}/chat/completions`,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${apiKey}` },
+        body: buildRequestBody(await inlineAttachments(options), DEEPSEEK_DIALECT),
+        signal: options.signal,
+        idleTimeoutMs: this.config.idleTimeoutMs,
+        label: DEEPSEEK_PROVIDER,
+      }
     })
   }
 

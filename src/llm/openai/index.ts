@@ -51,17 +51,20 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
     this.provider = config.provider
   }
 
-  async *stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...this.config.headers }
-    const apiKey = await this.apiKey()
-    if (apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`
-    yield* streamChatCompletion({
-      url: `${this.config.baseUrl.replace(/\/+$/, '')}/chat/completions`,
-      headers,
-      body: buildRequestBody(await inlineAttachments(options), OPENAI_DIALECT),
-      signal: options.signal,
-      idleTimeoutMs: this.config.idleTimeoutMs,
-      label: this.provider,
+  /** The transport's own stream, built at the first `next()` (no generator level per chunk here). */
+  stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
+    return streamChatCompletion(async () => {
+      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...this.config.headers }
+      const apiKey = await this.apiKey()
+      if (apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`
+      return {
+        url: `${this.config.baseUrl.replace(/\/+$/, '')}/chat/completions`,
+        headers,
+        body: buildRequestBody(await inlineAttachments(options), OPENAI_DIALECT),
+        signal: options.signal,
+        idleTimeoutMs: this.config.idleTimeoutMs,
+        label: this.provider,
+      }
     })
   }
 
