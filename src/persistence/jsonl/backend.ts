@@ -481,7 +481,7 @@ export class JsonlBackend implements PersistenceBackend {
   }
 
   /** Reads and classifies the whole file (D-5); caches the resulting state. */
-  private async read(id: string, dir: string): Promise<{ header: SessionHeader; events: SessionEvent[]; state: FileState }> {
+  private async read(id: string, dir: string): Promise<{ header: SessionHeader; events: readonly SessionEvent[]; state: FileState }> {
     const { file, buffer, headerEnd, header, revision } = await this.readFile(id, dir)
     const { events, torn } = scanRecords(id, lines(buffer, headerEnd + 1, 2), 0, file)
     const state: FileState = { dir, file, size: buffer.length, nextSeq: events.length, revision, torn }
