@@ -162,3 +162,34 @@ export function concatEvents(list: readonly SessionEvent[], more: readonly Sessi
   if (made === undefined) return [...list, ...more]
   return eventList([...made.slots, ...more], true, made.first)
 }
+
+/**
+ * For folds that read a log forward: calls `visit` with each event from seq `from` on whose
+ * type is in `types`, in seq order, and returns the list's length (where the next fold starts).
+ * The same as indexing `events`, but packed delta runs are skipped without being materialised
+ * unless `types` names `assistant/chunk` (a resumed long session is mostly deltas, and every
+ * fold walks it once).
+ */
+export function scanEvents<E extends { readonly type: string }>(events: readonly E[], from: number, types: ReadonlySet<string>, visit: (event: E) => void): number {
+  const made = slotsByList.get(events)
+  if (made === undefined) {
+    const length = events.length
+    for (let seq = Math.max(0, from); seq < length; seq++) {
+      const event = events[seq]
+      if (types.has(event.type)) visit(event)
+    }
+    return length
+  }
+  const { slots, first } = made
+  const deltas = types.has('assistant/chunk')
+  for (let i = Math.max(0, from - first); i < slots.length; i++) {
+    const slot = slots[i]
+    if (slot instanceof PackedRun) {
+      if (deltas) visit(eventAt(slot, first + i) as unknown as E)
+      else i = slot.seq0 + slot.length - 1 - first
+    } else if (types.has(slot.type)) {
+      visit(slot as unknown as E)
+    }
+  }
+  return first + slots.length
+}
