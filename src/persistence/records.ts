@@ -231,15 +231,83 @@ export interface StoredEventRow {
   readonly source_event_seqs: string | null
 }
 
-/** A row rendered as the JSON record it stands for, so every backend shares one decoder. */
+/**
+ * A row as the JSON record it stands for, so every backend shares one decoder. Its value is
+ * built from the row's columns, parsing only the JSON ones (`data`, `surface_op`,
+ * `source_event_seqs`); the rendered text is made only when a message, a salvage or a
+ * corrupt row needs it, and a column that does not parse falls back to parsing that text, so
+ * a damaged row is classified exactly as its text would be.
+ */
 export function rowRecord(row: StoredEventRow): RawRecord {
-  const packed = isChunkRowType(row.type)
-  let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
-  if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
-  if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
-  if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
-  text += '}'
-  return { text, complete: true, position: row.seq, bytes: Buffer.byteLength(text), where: `row seq ${row.seq}` }
+  return new RowRecord(row)
+}
+
+class RowRecord implements RawRecord {
+  readonly complete = true
+  private rendered: string | undefined
+
+  constructor(private readonly row: StoredEventRow) {}
+
+  get position(): number {
+    return this.row.seq
+  }
+
+  get where(): string {
+    return `row seq ${this.row.seq}`
+  }
+
+  get text(): string {
+    if (this.rendered !== undefined) return this.rendered
+    const row = this.row
+    const packed = isChunkRowType(row.type)
+    let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
+    if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
+    if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
+    if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
+    text += '}'
+    return this.rendered = text
+  }
+
+  get bytes(): number {
+    return Buffer.byteLength(this.text)
+  }
+
+  value(): unknown {
+    const row = this.row
+    const time = typeof row.time === 'number' ? row.time : Number(row.time)
+    // Anything but the plain shapes of a healthy row (numbers, a 0/1 flag) is left to the text.
+    if (typeof row.type !== 'string' || !Number.isSafeInteger(row.seq) || !Number.isFinite(time) || (typeof row.time === 'string' && !/^-?\d+$/.test(row.time))) return this.parseText()
+    let data: unknown
+    let surfaceOp: unknown
+    let sources: unknown
+    try {
+      data = JSON.parse(row.data)
+      if (row.surface_op !== null) surfaceOp = JSON.parse(row.surface_op)
+      if (row.source_event_seqs !== null) sources = JSON.parse(row.source_event_seqs)
+    } catch {
+      return this.parseText()
+    }
+    if (isChunkRowType(row.type)) {
+      if (row.ignorable !== null || row.surface_op !== null || row.source_event_seqs !== null) return this.parseText()
+      return { type: row.type, seq0: row.seq, time0: time, data }
+    }
+    const value: Record<string, unknown> = { type: row.type, seq: row.seq, time, data }
+    if (row.ignorable !== null) {
+      if (typeof row.ignorable !== 'number' || !Number.isFinite(row.ignorable)) return this.parseText()
+      value.ignorable = row.ignorable === 1 ? true : row.ignorable
+    }
+    if (row.surface_op !== null) value.surfaceOp = surfaceOp
+    if (row.source_event_seqs !== null) value.sourceEventSeqs = sources
+    return value
+  }
+
+  private parseText(): unknown {
+    try {
+      return JSON.parse(this.text)
+    } catch (error) {
+      throw new BadRecord('unparsable', `not JSON (${error instanceof Error ? error.message : String(error)})`)
+    }
+  }
 }
 
 /** Seq of the first row that was not kept whole (the kept prefix has `kept` events). */
