@@ -5,8 +5,11 @@
  */
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
+import { scanEvents } from '../session/packed-run.js'
 import type { InboxTarget, SessionEvent } from '../session/types.js'
 import type { InboxView } from './api.js'
+
+const INBOX_SPLICED: ReadonlySet<string> = new Set(['agent/inbox/spliced'])
 
 export type InboxSplice = { target: InboxTarget; start: number; removedCount?: number; inserted: UserMessage[]; outcome?: 'canceled' }
 
@@ -31,12 +34,7 @@ export class Inbox implements InboxView {
   static fromLog(session: Session): Inbox {
     const inbox = new Inbox(session)
     const from = session.header.seedLength ?? 0
-    const events = session.events
-    for (let i = from; i < events.length; i++) {
-      const event = events[i] as SessionEvent
-      if (event.type !== 'agent/inbox/spliced') continue
-      inbox.apply(event.data as InboxSplice, event.seq)
-    }
+    scanEvents(session.events, from, INBOX_SPLICED, (event) => inbox.apply(event.data as InboxSplice, event.seq))
     return inbox
   }
 

@@ -12,8 +12,11 @@
 import type { Context } from 'cordis'
 import type { LlmCallOptions, Message } from '../llm/types.js'
 import type { Session } from '../session/api.js'
+import { scanEvents } from '../session/packed-run.js'
 import type { EpochHeader } from '../session/types.js'
 import { frozenJson } from './frozen-json.js'
+
+const REQUEST_HEADER: ReadonlySet<string> = new Set(['request/header'])
 
 export class LoopInvariantError extends Error {
   constructor(sessionId: string, detail: string) {
@@ -61,12 +64,9 @@ function check(session: Session, options: LlmCallOptions, fold: Fold): void {
       fail(`message ${i} differs from the log: sent ${preview(message)}, derived ${preview(derived[i]!)}`)
     }
   }
-  const events = session.events
-  for (let seq = fold.scanned; seq < events.length; seq++) {
-    const event = events[seq]!
-    if (event.type === 'request/header') fold.header = (event.data as { header: EpochHeader }).header
-  }
-  fold.scanned = events.length
+  fold.scanned = scanEvents(session.events, fold.scanned, REQUEST_HEADER, (event) => {
+    fold.header = (event.data as { header: EpochHeader }).header
+  })
   const header = fold.header ?? fail('no request/header precedes the request')
   const config = header.config
   if (options.provider !== config.provider || options.model !== config.model) {

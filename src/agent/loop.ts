@@ -13,6 +13,7 @@ import type {
 } from '../llm/types.js'
 import type { PromptAssembly } from '../prompt/api.js'
 import type { Session } from '../session/api.js'
+import { scanEvents } from '../session/packed-run.js'
 import type {
   AbortReason, EpochHeader, InboxTarget, JsonValue, RequestContext, TurnEndReason,
 } from '../session/types.js'
@@ -31,6 +32,8 @@ import { RuntimeContextTracker } from './runtime-context.js'
 import { runStepTools } from './step-tools.js'
 import { toUserMessage } from './messages.js'
 import { frozenJson } from './frozen-json.js'
+
+const REQUEST_EVENTS: ReadonlySet<string> = new Set(['request/header', 'request/context'])
 
 type Phase =
   | { readonly kind: 'idle'; readonly lastTurn: number }
@@ -84,10 +87,10 @@ export class ReactLoop implements AgentLoop {
     this.inbox = Inbox.fromLog(this.session)
     this.phase = { kind: 'idle', lastTurn: this.session.position.turn }
     this.contexts = new RuntimeContextTracker(this.session)
-    for (const event of this.session.events) {
+    scanEvents(this.session.events, 0, REQUEST_EVENTS, (event) => {
       if (event.type === 'request/header') this.lastHeader = (event.data as { header: EpochHeader }).header
-      else if (event.type === 'request/context') this.lastContext = event.data as RequestContext
-    }
+      else this.lastContext = event.data as RequestContext
+    })
   }
 
   get status(): AgentStatus {

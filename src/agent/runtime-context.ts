@@ -8,7 +8,10 @@ import type { UserMessage } from '../llm/types.js'
 import type { PromptAssembly } from '../prompt/api.js'
 import { renderRuntimeContextMessage, RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
 import type { Session } from '../session/api.js'
+import { scanEvents } from '../session/packed-run.js'
 import type { SessionEvent } from '../session/types.js'
+
+const USER_MESSAGE: ReadonlySet<string> = new Set(['user/message'])
 
 export const RUNTIME_CONTEXT_PLUGIN = 'dsh-runtime-context'
 
@@ -58,12 +61,10 @@ export class RuntimeContextTracker {
       }
       return this.last
     }
-    const events = session.events
-    for (let seq = this.scanned; seq < events.length; seq++) {
-      const text = snapshotText(events[seq]!)
+    this.scanned = scanEvents(session.events, this.scanned, USER_MESSAGE, (event) => {
+      const text = snapshotText(event)
       if (text !== undefined) this.last = text
-    }
-    this.scanned = events.length
+    })
     return this.last
   }
 }

@@ -7,12 +7,15 @@ import { randomUUID } from 'node:crypto'
 import { Context, Service } from 'cordis'
 import { emitContained } from '../kernel/index.js'
 import { isSandboxMode, type SandboxMode } from '../sandbox/modes.js'
+import { scanEvents } from '../session/packed-run.js'
 import type {
   ApprovalAnswer, ApprovalAnswerer, ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ApprovalService, ApprovalSession,
   KnobSource, PendingApproval, PendingQuestion, PermissionPreset, PresetName, QuestionAnswer, QuestionAnswerer,
   QuestionOutcome, QuestionRequest, UserQuestion,
 } from './api.js'
 import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, SANDBOX_POLICY_CONTEXT, sandboxPolicyText } from './texts.js'
+
+const APPROVAL_FOLD_TYPES: ReadonlySet<string> = new Set(['sandbox/mode', 'approval/policy'])
 
 export interface ApprovalConfig {
   /** Deployment default sandbox mode (default `workspace-write`). */
@@ -124,13 +127,11 @@ export class ApprovalPlugin extends Service implements ApprovalService {
   private fold(session: ApprovalSession): Fold {
     let fold = this.folds.get(session)
     if (fold === undefined) this.folds.set(session, fold = { scanned: 0 })
-    const events = session.events
-    for (let seq = fold.scanned; seq < events.length; seq++) {
-      const event = events[seq]!
-      if (event.type === 'sandbox/mode') fold.mode = (event.data as { mode: SandboxMode }).mode
-      else if (event.type === 'approval/policy') fold.policy = (event.data as { policy: ApprovalPolicy }).policy
-    }
-    fold.scanned = events.length
+    const folding = fold
+    fold.scanned = scanEvents(session.events, fold.scanned, APPROVAL_FOLD_TYPES, (event) => {
+      if (event.type === 'sandbox/mode') folding.mode = (event.data as { mode: SandboxMode }).mode
+      else folding.policy = (event.data as { policy: ApprovalPolicy }).policy
+    })
     return fold
   }
 

@@ -17,12 +17,15 @@ import { randomUUID } from 'node:crypto'
 import type { Context } from 'cordis'
 import type { Message, TextBlock, TokenUsage, ToolResultMessage, UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
-import type { SessionEvent } from '../session/types.js'
+import { scanEvents } from '../session/packed-run.js'
+import { SURFACE_EVENT_TYPES, type SessionEvent } from '../session/types.js'
 import { deriveEventMessage } from '../session/surface.js'
 import '../agent/api.js'
 import '../agent/events.js'
 import '../llm/api.js'
 import '../commands/api.js'
+
+const COMPACTION_FOLD_TYPES: ReadonlySet<string> = new Set(['request/context', 'compaction/end', ...SURFACE_EVENT_TYPES])
 
 export interface CompactionConfig {
   /** Fraction of the context window that triggers compaction before a step (default 0.8). */
@@ -147,18 +150,18 @@ export class CompactionPlugin {
   private fold(session: Session): SessionFold {
     let fold = this.folds.get(session)
     if (fold === undefined) this.folds.set(session, fold = { scanned: 0, context: undefined, surfaceTokens: 0, generation: 0, usageSeq: -1, compactionEndSeq: -1 })
-    const events = session.events
-    for (let seq = fold.scanned; seq < events.length; seq += 1) {
-      const event = events[seq]
-      if (event.type === 'request/context') fold.context = event.data as SessionFold['context']
-      else if (event.type === 'compaction/end') fold.compactionEndSeq = seq
-      if (event.type === 'assistant/message' && (event.data as { usage?: TokenUsage }).usage?.inputTokens !== undefined) fold.usageSeq = seq
+    const folding = fold
+    // Surface events (the only ones with a surfaceOp) and the types read here.
+    fold.scanned = scanEvents(session.events, fold.scanned, COMPACTION_FOLD_TYPES, (event) => {
+      const seq = event.seq
+      if (event.type === 'request/context') folding.context = event.data as SessionFold['context']
+      else if (event.type === 'compaction/end') folding.compactionEndSeq = seq
+      if (event.type === 'assistant/message' && (event.data as { usage?: TokenUsage }).usage?.inputTokens !== undefined) folding.usageSeq = seq
       if (event.surfaceOp === 'append') {
         const message = deriveEventMessage(event)
-        if (message !== null) fold.surfaceTokens += estimateTokens(message)
+        if (message !== null) folding.surfaceTokens += estimateTokens(message)
       }
-    }
-    fold.scanned = events.length
+    })
     if (fold.generation !== session.replaceGeneration) {
       fold.generation = session.replaceGeneration
       fold.surfaceTokens = this.nodes(session).reduce((sum, node) => sum + node.tokens, 0)

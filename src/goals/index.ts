@@ -10,6 +10,9 @@ import type { Agent } from '../agent/api.js'
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { EventDataValidator, TurnEndReason } from '../session/types.js'
+import { scanEvents } from '../session/packed-run.js'
+
+const GOAL_FOLD_TYPES: ReadonlySet<string> = new Set(['goal/change', 'user/message'])
 import type { Tool, ToolContext, ToolOutput } from '../tools/api.js'
 import '../agent/api.js'
 import '../tools/api.js'
@@ -106,21 +109,18 @@ export class GoalsPlugin {
   state(session: Session): GoalState {
     let state = this.states.get(session)
     if (state === undefined) this.states.set(session, state = { change: undefined, rounds: 0, scanned: 0 })
-    const events = session.events
-    for (let seq = state.scanned; seq < events.length; seq++) {
-      const event = events[seq]!
+    state.scanned = scanEvents(session.events, state.scanned, GOAL_FOLD_TYPES, (event) => {
       if (event.type === 'goal/change') {
         const data = event.data as GoalChange | { operation: 'clear' }
-        if (data.operation === 'clear') { state.change = undefined; state.rounds = 0 } else {
-          if (state.change?.goal.id !== (data as GoalChange).goal.id) state.rounds = 0
-          state.change = data as GoalChange
+        if (data.operation === 'clear') { state!.change = undefined; state!.rounds = 0 } else {
+          if (state!.change?.goal.id !== (data as GoalChange).goal.id) state!.rounds = 0
+          state!.change = data as GoalChange
         }
       } else if (event.type === 'user/message') {
         const source = (event.data as UserMessage).source as { kind: string; goalId?: string }
-        if (source.kind === 'goal' && source.goalId === state.change?.goal.id) state.rounds++
+        if (source.kind === 'goal' && source.goalId === state!.change?.goal.id) state!.rounds++
       }
-    }
-    state.scanned = events.length
+    })
     return state
   }
 

@@ -14,7 +14,11 @@ import type { Context } from 'cordis'
 import type { PreStepDecision, PreStepPayload } from '../agent/api.js'
 import type { TextBlock, UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
+import { scanEvents } from '../session/packed-run.js'
 import '../agent/api.js'
+
+/** The event types the session fold reads (`foldInstruction`, `touchFolders`). */
+const INSTRUCTION_EVENTS: ReadonlySet<string> = new Set(['user/message', 'tool/call'])
 
 export const AGENT_INSTRUCTIONS_SOURCE = 'agent-instructions'
 export const INSTRUCTION_CANDIDATES = ['AGENTS.md', 'CLAUDE.md'] as const
@@ -167,12 +171,11 @@ function foldSession(folds: WeakMap<object, SessionFold>, session: { readonly ev
     fold = { events, base, scanned: 0, instructions: { files: new Map(), baseline: false }, touched: new Set() }
     folds.set(session, fold)
   }
-  for (let seq = fold.scanned; seq < events.length; seq++) {
-    const event = events[seq]!
-    foldInstruction(fold.instructions, event)
-    touchFolders(base, fold.touched, event)
-  }
-  fold.scanned = events.length
+  const folding = fold
+  fold.scanned = scanEvents(events, fold.scanned, INSTRUCTION_EVENTS, (event) => {
+    foldInstruction(folding.instructions, event)
+    touchFolders(base, folding.touched, event)
+  })
   return fold
 }
 

@@ -26,6 +26,8 @@ import {
 import { encodeEvent } from './records.js'
 import { SessionPersistence } from './service.js'
 import { interruptedTurnClosers } from '../session/repair.js'
+import { PackedRun, slotsOf } from '../session/packed-run.js'
+import { isDeepFrozen } from '../session/snapshot.js'
 import { appendTurn, prng } from './testing/workload.js'
 
 export interface BackendHarness {
@@ -555,6 +557,21 @@ export function describeBackendConformance(harness: BackendHarness): void {
         expect(again.repaired).toEqual([])
         expect(canonical(again.session.events)).toEqual(canonical(session.events))
         expect(await backend.readStoredRevision(h.id)).toBe(revision)
+      })
+
+      it('R-5: a cold load keeps stored delta rows packed in memory and reads back exactly the stored events', async () => {
+        const backend = await fresh()
+        const { header: h, events } = await realisticLog(3, 29)
+        await backend.create(h, events)
+        const ctx = await boot(backend)
+        const { session } = await ctx.sessionPersistence.load(h.id)
+        const runs = new Set(slotsOf(session.events).filter(slot => slot instanceof PackedRun))
+        expect(runs.size).toBeGreaterThan(3)
+        expect(canonical(session.events)).toEqual(canonical(events))
+        expect(session.events.every(event => isDeepFrozen(event))).toBe(true)
+        await appendTurn(session, { rng: prng(4) })
+        await ctx.sessionPersistence.flush(session)
+        expect(canonical((await backend.loadStored(h.id))!.events)).toEqual(canonical(session.events))
       })
 
       it('C-5: loading a live id flushes it and refuses while its turn is open; a closed turn returns the live session', async () => {

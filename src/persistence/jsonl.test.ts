@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { CorruptSessionError, type PersistenceBackend } from './api.js'
+import type { SessionEvent } from '../session/types.js'
 import { canonical, describeBackendConformance, realisticLog } from './backend.conformance.js'
 import { JsonlBackend } from './jsonl/backend.js'
 import { encodeSessionId, NO_CWD_KEY, projectKey } from './jsonl/paths.js'
@@ -93,6 +94,23 @@ describe('JSONL layout (D-4)', () => {
     expect(types).toContain('text-chunks')
     expect(types).toContain('tool-call-chunks')
     expect(types.length).toBeLessThan(events.length / 2)
+  }))
+
+  it('D-5: a log read in chunks (longer than one, with a line longer than one) reads back whole; a torn tail is cut at its byte offset', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const log = await realisticLog(60, 11)
+    const first = log.events.findIndex(event => event.type === 'user/message')
+    const long = log.events[first] as SessionEvent<'user/message'>
+    const events = log.events.map((event, seq) => seq !== first ? event : { ...long, data: { ...long.data, content: [{ type: 'text', text: 'x'.repeat(200_000) }] } }) as SessionEvent[]
+    await backend.create(log.header, events)
+    const path = (await backend.pathOf(log.header.id))!
+    const size = (await stat(path)).size
+    expect(size).toBeGreaterThan(4 * 65_536)
+    expect(canonical((await new JsonlBackend({ root }).loadStored(log.header.id))!.events)).toEqual(canonical(events))
+    await writeFile(path, '{"type":"turn/start","seq":', { flag: 'a' })
+    const torn = (await new JsonlBackend({ root }).loadStored(log.header.id))!
+    expect(canonical(torn.events)).toEqual(canonical(events))
+    expect(torn.torn).toMatchObject({ fromSeq: events.length, reason: 'no-newline', cutAt: size, droppedRecords: 1, droppedBytes: 27 })
   }))
 
   /** Descriptors of this process open on `path` (Linux /proc). */

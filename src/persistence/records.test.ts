@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { BadRecord, decodeRecord } from './records.js'
+import { BadRecord, decodeRecord, rowRecord, scanRecords, type StoredEventRow } from './records.js'
 
 const row = { type: 'text-chunks', seq0: 4, time0: 10, data: { turn: 1, step: 1, index: 0, dt: [1, 1], texts: ['a', 'b', 'c'] } }
 
@@ -25,4 +25,39 @@ describe('stored records (D-5 classification)', () => {
     expect(reasonOf(noTime, 4)).toMatch(/^invalid-envelope: text-chunks row: time0 must be a safe integer/)
     expect(reasonOf({ ...row, data: { ...row.data, dt: [1] } }, 4)).toMatch(/^invalid-envelope: .*data\.dt must hold 2/)
   })
+
+  it('D-5/D-6: a database row decodes from its columns to what its rendered text parses to, and a damaged row reads as its text would', () => {
+    const base = { seq: 7, count: 1, type: 'tool/result', time: 1_700_000_000_123, data: '{"turn":1,"step":1,"message":{"id":"m"}}', ignorable: null, surface_op: '"append"', source_event_seqs: '[3,5]' }
+    const rows: StoredEventRow[] = [
+      base,
+      { ...base, time: '1700000000123' },
+      { ...base, type: 'x/y', ignorable: 1, surface_op: null, source_event_seqs: null },
+      { ...base, ignorable: 0 },
+      { ...base, type: 'text-chunks', count: 3, data: JSON.stringify(row.data), surface_op: null, source_event_seqs: null },
+      { ...base, type: 'text-chunks', count: 3, data: JSON.stringify(row.data), ignorable: 1, surface_op: null, source_event_seqs: null },
+      { ...base, data: '{"turn":1},"extra":2' },
+      { ...base, data: '{"turn":' },
+      { ...base, surface_op: '{' },
+    ]
+    const viaText = (record: ReturnType<typeof rowRecord>) => scanRecords('s', [{ text: record.text, complete: true, position: record.position, bytes: record.bytes, where: record.where }], 7)
+    for (const stored of rows) {
+      const record = rowRecord(stored)
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(record.text)
+      } catch {
+        parsed = 'unparsable'
+      }
+      let built: unknown
+      try {
+        built = record.value!()
+      } catch (error) {
+        built = error instanceof BadRecord ? 'unparsable' : error
+      }
+      expect(built).toEqual(parsed)
+      if (parsed !== 'unparsable') expect(Object.keys(built as object)).toEqual(Object.keys(parsed as object))
+      expect(JSON.stringify(scanRecords('s', [record], 7))).toBe(JSON.stringify(viaText(record)))
+    }
+  })
 })
+

@@ -7,6 +7,7 @@ import { encodeHeader } from '../session/codec.js'
 import { SessionVersionError, checkStoredHeader } from '../session/header.js'
 import { isPlainObject } from '../session/validators.js'
 import { isChunkRowType, packEvents, unpackRow, type ChunkRow } from '../session/chunk-rows.js'
+import { PackedRun, eventList, type EventSlot } from '../session/packed-run.js'
 import type { BadRecordReason, TornTail } from './api.js'
 import { CorruptSessionError, FormatVersionError, PersistenceError } from './api.js'
 
@@ -48,8 +49,8 @@ export function encodeEvent(event: SessionEvent): string {
  */
 export function checkEnvelope(value: unknown, expectedSeq: number): SessionEvent {
   if (!isPlainObject(value)) throw new BadRecord('invalid-envelope', 'record is not a JSON object')
-  for (const key of Object.keys(value)) {
-    if (!ENVELOPE_KEYS.has(key)) throw new BadRecord('invalid-envelope', `unknown top-level key ${JSON.stringify(key)}`)
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && !ENVELOPE_KEYS.has(key)) throw new BadRecord('invalid-envelope', `unknown top-level key ${JSON.stringify(key)}`)
   }
   if (typeof value.type !== 'string' || value.type === '') throw new BadRecord('invalid-envelope', 'missing event type')
   if (value.seq !== expectedSeq) throw new BadRecord('wrong-seq', `seq ${JSON.stringify(value.seq)} where ${expectedSeq} was expected`)
@@ -67,28 +68,39 @@ export function encodeRecords(events: readonly SessionEvent[], packed: boolean):
 
 /** Decodes one parsed record whose first seq must be `expectedSeq`; throws `BadRecord`. */
 export function decodeRecord(value: unknown, expectedSeq: number): SessionEvent[] {
+  const slot = decodeSlot(value, expectedSeq)
+  return slot instanceof PackedRun ? slot.members() : [slot]
+}
+
+/**
+ * `decodeRecord` keeping a chunk row packed: the row's run (checked exactly as unpacking checks
+ * it), or the one event. Throws `BadRecord`.
+ */
+export function decodeSlot(value: unknown, expectedSeq: number): EventSlot {
   if (isPlainObject(value) && isChunkRowType(value.type)) {
-    // Seq first, so a row from the wrong place reads as wrong-seq (D-5); unpackRow checks the rest
+    // Seq first, so a row from the wrong place reads as wrong-seq (D-5); fromRow checks the rest
     // of the R-3 shape (chunkRowProblem, the one place those rules live).
     if (value.seq0 !== expectedSeq) throw new BadRecord('wrong-seq', `seq0 ${JSON.stringify(value.seq0)} where ${expectedSeq} was expected`)
     try {
-      return unpackRow(value as unknown as ChunkRow)
+      return PackedRun.fromRow(value as unknown as ChunkRow)
     } catch (error) {
       throw new BadRecord('invalid-envelope', error instanceof Error ? error.message : String(error))
     }
   }
-  return [checkEnvelope(value, expectedSeq)]
+  return checkEnvelope(value, expectedSeq)
 }
 
 /** Parses then decodes one JSON text record. */
 export function decodeRecordText(text: string, expectedSeq: number): SessionEvent[] {
-  let value: unknown
+  return decodeRecord(parseRecord(text), expectedSeq)
+}
+
+function parseRecord(text: string): unknown {
   try {
-    value = JSON.parse(text)
+    return JSON.parse(text)
   } catch (error) {
     throw new BadRecord('unparsable', `not JSON (${error instanceof Error ? error.message : String(error)})`)
   }
-  return decodeRecord(value, expectedSeq)
 }
 
 /** One stored record before decoding: a JSONL line or an SQLite row rendered as JSON text. */
@@ -101,6 +113,12 @@ export interface RawRecord {
   readonly bytes: number
   /** Human location for messages, e.g. "line 12 (byte 3456)". */
   readonly where: string
+  /**
+   * The record as a JSON value, when the backend can build it more cheaply than parsing
+   * `text` (database rows: only the stored JSON columns are parsed). Must give what
+   * `JSON.parse(text)` gives, and throw `BadRecord` where that would throw.
+   */
+  value?(): unknown
 }
 
 /**
@@ -111,8 +129,10 @@ export interface RawRecord {
  * change nothing. Otherwise everything from the bad record on is a crash tail, reported so the
  * caller can cut it. `source` names the store in messages (a file path, or database and id).
  */
-export function scanRecords(sessionId: string, records: Iterable<RawRecord>, startSeq = 0, source = `session ${JSON.stringify(sessionId)}`): { events: SessionEvent[]; torn?: TornTail } {
-  const events: SessionEvent[] = []
+export function scanRecords(sessionId: string, records: Iterable<RawRecord>, startSeq = 0, source = `session ${JSON.stringify(sessionId)}`): { events: readonly SessionEvent[]; torn?: TornTail } {
+  // Chunk rows stay packed (one slot per member, all naming the run): see session/packed-run.ts.
+  const slots: EventSlot[] = []
+  let packed = false
   let bad: { record: RawRecord; reason: BadRecordReason; detail: string } | undefined
   let droppedRecords = 0
   let droppedBytes = 0
@@ -120,7 +140,13 @@ export function scanRecords(sessionId: string, records: Iterable<RawRecord>, sta
     if (bad === undefined) {
       try {
         if (!record.complete) throw new BadRecord('no-newline', 'the final record is incomplete (no trailing newline)')
-        for (const event of decodeRecordText(record.text, startSeq + events.length)) events.push(event)
+        const slot = decodeSlot(record.value === undefined ? parseRecord(record.text) : record.value(), startSeq + slots.length)
+        if (slot instanceof PackedRun) {
+          packed = true
+          for (let k = slot.length; k > 0; k--) slots.push(slot)
+        } else {
+          slots.push(slot)
+        }
         continue
       } catch (error) {
         if (!(error instanceof BadRecord)) throw error
@@ -135,10 +161,11 @@ export function scanRecords(sessionId: string, records: Iterable<RawRecord>, sta
     droppedRecords++
     droppedBytes += record.bytes
   }
+  const events = eventList(slots, packed, startSeq)
   if (bad === undefined) return { events }
   return {
     events,
-    torn: { fromSeq: startSeq + events.length, reason: bad.reason, detail: `${bad.record.where}: ${bad.detail}`, droppedRecords, droppedBytes, cutAt: bad.record.position },
+    torn: { fromSeq: startSeq + slots.length, reason: bad.reason, detail: `${bad.record.where}: ${bad.detail}`, droppedRecords, droppedBytes, cutAt: bad.record.position },
   }
 }
 
@@ -204,15 +231,83 @@ export interface StoredEventRow {
   readonly source_event_seqs: string | null
 }
 
-/** A row rendered as the JSON record it stands for, so every backend shares one decoder. */
+/**
+ * A row as the JSON record it stands for, so every backend shares one decoder. Its value is
+ * built from the row's columns, parsing only the JSON ones (`data`, `surface_op`,
+ * `source_event_seqs`); the rendered text is made only when a message, a salvage or a
+ * corrupt row needs it, and a column that does not parse falls back to parsing that text, so
+ * a damaged row is classified exactly as its text would be.
+ */
 export function rowRecord(row: StoredEventRow): RawRecord {
-  const packed = isChunkRowType(row.type)
-  let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
-  if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
-  if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
-  if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
-  text += '}'
-  return { text, complete: true, position: row.seq, bytes: Buffer.byteLength(text), where: `row seq ${row.seq}` }
+  return new RowRecord(row)
+}
+
+class RowRecord implements RawRecord {
+  readonly complete = true
+  private rendered: string | undefined
+
+  constructor(private readonly row: StoredEventRow) {}
+
+  get position(): number {
+    return this.row.seq
+  }
+
+  get where(): string {
+    return `row seq ${this.row.seq}`
+  }
+
+  get text(): string {
+    if (this.rendered !== undefined) return this.rendered
+    const row = this.row
+    const packed = isChunkRowType(row.type)
+    let text = `{"type":${JSON.stringify(row.type)},"${packed ? 'seq0' : 'seq'}":${row.seq},"${packed ? 'time0' : 'time'}":${row.time},"data":${row.data}`
+    if (row.ignorable !== null) text += `,"ignorable":${row.ignorable === 1 ? 'true' : row.ignorable}`
+    if (row.surface_op !== null) text += `,"surfaceOp":${row.surface_op}`
+    if (row.source_event_seqs !== null) text += `,"sourceEventSeqs":${row.source_event_seqs}`
+    text += '}'
+    return this.rendered = text
+  }
+
+  get bytes(): number {
+    return Buffer.byteLength(this.text)
+  }
+
+  value(): unknown {
+    const row = this.row
+    const time = typeof row.time === 'number' ? row.time : Number(row.time)
+    // Anything but the plain shapes of a healthy row (numbers, a 0/1 flag) is left to the text.
+    if (typeof row.type !== 'string' || !Number.isSafeInteger(row.seq) || !Number.isFinite(time) || (typeof row.time === 'string' && !/^-?\d+$/.test(row.time))) return this.parseText()
+    let data: unknown
+    let surfaceOp: unknown
+    let sources: unknown
+    try {
+      data = JSON.parse(row.data)
+      if (row.surface_op !== null) surfaceOp = JSON.parse(row.surface_op)
+      if (row.source_event_seqs !== null) sources = JSON.parse(row.source_event_seqs)
+    } catch {
+      return this.parseText()
+    }
+    if (isChunkRowType(row.type)) {
+      if (row.ignorable !== null || row.surface_op !== null || row.source_event_seqs !== null) return this.parseText()
+      return { type: row.type, seq0: row.seq, time0: time, data }
+    }
+    const value: Record<string, unknown> = { type: row.type, seq: row.seq, time, data }
+    if (row.ignorable !== null) {
+      if (typeof row.ignorable !== 'number' || !Number.isFinite(row.ignorable)) return this.parseText()
+      value.ignorable = row.ignorable === 1 ? true : row.ignorable
+    }
+    if (row.surface_op !== null) value.surfaceOp = surfaceOp
+    if (row.source_event_seqs !== null) value.sourceEventSeqs = sources
+    return value
+  }
+
+  private parseText(): unknown {
+    try {
+      return JSON.parse(this.text)
+    } catch (error) {
+      throw new BadRecord('unparsable', `not JSON (${error instanceof Error ? error.message : String(error)})`)
+    }
+  }
 }
 
 /** Seq of the first row that was not kept whole (the kept prefix has `kept` events). */

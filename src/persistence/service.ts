@@ -9,6 +9,7 @@ import type { ListenerErrorReporter } from '../kernel/index.js'
 import type { Session } from '../session/api.js'
 import { interruptedTurnClosers } from '../session/repair.js'
 import { referencedAttachments } from '../session/attachments.js'
+import { concatEvents } from '../session/packed-run.js'
 import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
 import {
@@ -340,8 +341,9 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     this.hydrating.add(id)
     let session: Session
     try {
-      // The backend parsed these objects for this load alone: frozen in place, not copied.
-      session = this.sessions.hydrate(header, [...events, ...closers], { adopt: true })
+      // The backend parsed these objects (JSON.parse) for this load alone: frozen in place, not
+      // copied; the closers are frozen JSON snapshots already.
+      session = this.sessions.hydrate(header, concatEvents(events, closers), { adopt: 'parsed' })
     } catch (error) {
       await this.release(id)
       throw error

@@ -12,6 +12,7 @@ import { Context, Service } from 'cordis'
 import type { Agent, PreStepDecision, PreStepPayload } from '../agent/api.js'
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
+import { scanEvents } from '../session/packed-run.js'
 import type { EventDataValidator } from '../session/types.js'
 import type { Tool, ToolContext, ToolOutput } from '../tools/api.js'
 import '../agent/api.js'
@@ -19,6 +20,8 @@ import '../tools/api.js'
 import '../commands/api.js'
 import '../approval/api.js'
 import '../prompt/api.js'
+
+const PLAN_MODE: ReadonlySet<string> = new Set(['plan/mode'])
 
 export const PLAN_POLICY_SECTION = 'plan:policy'
 
@@ -144,12 +147,10 @@ export class PlanModePlugin extends Service implements PlanModeService {
   private fold(session: Session): Fold {
     let fold = this.folds.get(session)
     if (fold === undefined) this.folds.set(session, fold = { active: false, scanned: 0 })
-    const events = session.events
-    for (let seq = fold.scanned; seq < events.length; seq++) {
-      const event = events[seq]!
-      if (event.type === 'plan/mode') fold.active = (event.data as PlanModeData).active
-    }
-    fold.scanned = events.length
+    const folding = fold
+    fold.scanned = scanEvents(session.events, fold.scanned, PLAN_MODE, (event) => {
+      folding.active = (event.data as PlanModeData).active
+    })
     return fold
   }
 

@@ -84,9 +84,12 @@ export interface SessionsService {
    * Rebuild a live session from stored events (already seq-contiguous). Every event is checked
    * exactly as an append would be, except that observers are not notified. Each event is stored
    * as a frozen copy; with `adopt: true` the caller hands the events over (nobody else holds or
-   * changes them, e.g. freshly parsed from a store) and their data is frozen in place instead.
+   * changes them) and their data is frozen in place instead; `adopt: 'parsed'` says in addition
+   * that their values come straight from `JSON.parse` (as a store's are), so only -0 needs
+   * looking for. A list from a persistence backend may hold chunk runs packed
+   * (`session/packed-run.ts`); they are admitted as runs, not one event per delta.
    */
-  hydrate(header: SessionHeader, events: readonly SessionEvent[], options?: { readonly adopt?: boolean }): Session
+  hydrate(header: SessionHeader, events: readonly SessionEvent[], options?: { readonly adopt?: boolean | 'parsed' }): Session
   get(id: string): Session | undefined
   list(): readonly Session[]
   /** S-14 */

@@ -24,8 +24,8 @@ export function isReplace(event: Pick<SessionEvent, 'surfaceOp'>): boolean {
  */
 export function checkEnvelope(event: unknown, expectedSeq: number): asserts event is SessionEvent {
   if (!isPlainObject(event)) throw new SessionRuleError('S-1', expectedSeq, 'an event must be an object')
-  for (const key of Object.keys(event)) {
-    if (!ENVELOPE_KEYS.has(key)) throw new SessionRuleError('S-1', expectedSeq, `unknown top-level key ${JSON.stringify(key)} in the envelope`)
+  for (const key in event) {
+    if (Object.hasOwn(event, key) && !ENVELOPE_KEYS.has(key)) throw new SessionRuleError('S-1', expectedSeq, `unknown top-level key ${JSON.stringify(key)} in the envelope`)
   }
   if (typeof event.type !== 'string' || event.type.length === 0) throw new SessionRuleError('S-1', expectedSeq, 'type must be a non-empty string')
   if (event.seq !== expectedSeq) {
@@ -60,6 +60,15 @@ function checkSourceEventSeqs(value: unknown, type: string, seq: number): void {
   if (value.length === 0 && type !== 'assistant/message') {
     throw new SessionRuleError('S-7', seq, `sourceEventSeqs may be empty only on assistant/message, not on ${type}`)
   }
+  // The usual list ascends: strictly increasing, non-negative and below seq says it all.
+  let previous = -1
+  let ascending = true
+  for (let i = 0; i < value.length; i++) {
+    const source: unknown = value[i]
+    if (!Number.isSafeInteger(source) || (source as number) <= previous) { ascending = false; break }
+    previous = source as number
+  }
+  if (ascending && previous < seq) return
   const seen = new Set<number>()
   for (const source of value) {
     if (!Number.isSafeInteger(source) || source < 0) throw new SessionRuleError('S-7', seq, `sourceEventSeqs entry ${JSON.stringify(source)} is not a non-negative integer`)

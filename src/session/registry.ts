@@ -8,7 +8,7 @@
  * plugin is absent, and that an explicit registration by the owner overrides (restored when
  * the owner's registration is disposed). Explicit registrations of one type never coexist.
  */
-import { CORE_CHECKS, looseObject, toValidator } from './validators.js'
+import { CORE_VALIDATORS, looseObject } from './validators.js'
 import type { EventTypeDefinition } from './types.js'
 
 export const CORE_OWNER = 'session'
@@ -66,8 +66,8 @@ export class EventTypeRegistry {
 
 /** Registers the fourteen core types of `SessionEventMap` with their data validators. */
 export function registerCoreEventTypes(registry: EventTypeRegistry): () => void {
-  const disposers = Object.entries(CORE_CHECKS).map(([type, check]) =>
-    registry.register({ type, validate: toValidator(check), owner: CORE_OWNER }))
+  const disposers = Object.entries(CORE_VALIDATORS).map(([type, validate]) =>
+    registry.register({ type, validate, owner: CORE_OWNER }))
   return () => disposers.reverse().forEach((dispose) => dispose())
 }
 

@@ -12,6 +12,7 @@ import { checkHeader } from './header.js'
 import { LogFolder } from './invariants.js'
 import { createEventTypeRegistry, type EventTypeRegistry } from './registry.js'
 import { SessionLog } from './session.js'
+import { PackedRun, slotsOf } from './packed-run.js'
 import { SESSION_FORMAT_VERSION, type EventTypeDefinition, type SessionEvent, type SessionHeader } from './types.js'
 
 export interface SessionsServiceConfig {
@@ -85,13 +86,24 @@ export class SessionsServicePlugin extends Service implements SessionsService {
     return this.publish(session)
   }
 
-  hydrate(header: SessionHeader, events: readonly SessionEvent[], options: { readonly adopt?: boolean } = {}): Session {
+  hydrate(header: SessionHeader, events: readonly SessionEvent[], options: { readonly adopt?: boolean | 'parsed' } = {}): Session {
     const checked = checkHeader(header)
     if (!Array.isArray(events)) throw new TypeError(`hydrate: events of session ${checked.id} must be an array`)
     this.assertFree(checked.id)
     const session = this.instantiate(checked)
-    const adopt = options.adopt === true
-    for (const event of events) session.admit(event, adopt)
+    const adopt = options.adopt === true || options.adopt === 'parsed' ? options.adopt : false
+    // Runs loaded packed (see packed-run.ts) are admitted as runs: one slot per member.
+    const slots = slotsOf(events)
+    for (let i = 0; i < slots.length;) {
+      const slot = slots[i]
+      if (slot instanceof PackedRun) {
+        session.admitRun(slot)
+        i += slot.length
+      } else {
+        session.admit(slot, adopt)
+        i++
+      }
+    }
     return this.publish(session)
   }
 

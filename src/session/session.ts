@@ -11,9 +11,11 @@ import type { Message } from '../llm/types.js'
 import type { LogPosition, Session } from './api.js'
 import { LogFolder, checkEnvelope, checkEventType } from './invariants.js'
 import type { EventTypeRegistry } from './registry.js'
-import { SnapshotError, adoptJson, snapshotJson } from './snapshot.js'
+import { PackedRun, eventAt, eventList, type EventSlot } from './packed-run.js'
+import { SnapshotError, adoptJson, adoptParsedJson, snapshotJson } from './snapshot.js'
 import { SurfaceManager, deriveEventMessage, type SurfacePlan } from './surface.js'
 import { SessionRuleError, type AppendOptions, type SessionEvent, type SessionHeader } from './types.js'
+import { CORE_VALIDATORS } from './validators.js'
 
 declare module 'cordis' {
   interface Events {
@@ -35,6 +37,13 @@ export interface SessionDeps {
   readonly report?: ListenerErrorReporter
 }
 
+/**
+ * How `admit` takes an event's values: copied (false), frozen in place (true: a tree handed
+ * over, checked as a copy would be), or frozen in place straight from `JSON.parse` ('parsed':
+ * only -0 can be wrong there).
+ */
+export type Adopt = boolean | 'parsed'
+
 interface Checked { readonly known: boolean; readonly plan: SurfacePlan | null }
 
 /** The slice of Cordis' events service used here (resolved once: each `ctx.x` access goes through proxies). */
@@ -46,7 +55,10 @@ interface Dispatcher {
 
 export class SessionLog implements Session {
   readonly id: string
-  private readonly log: SessionEvent[] = []
+  /** One slot per seq: the event, or the packed run it is a member of (admitted from a stored row). */
+  private readonly log: EventSlot[] = []
+  /** What `events` returns: the log itself, or a view materialising runs once one is admitted. */
+  private view: readonly SessionEvent[] = this.log as SessionEvent[]
   private readonly folder = new LogFolder()
   private readonly surfaceManager = new SurfaceManager()
   private readonly now: () => number
@@ -72,7 +84,7 @@ export class SessionLog implements Session {
   }
 
   get events(): readonly SessionEvent[] {
-    return this.log
+    return this.view
   }
 
   get length(): number {
@@ -108,13 +120,36 @@ export class SessionLog implements Session {
    * the veto and without observers. The stored object is a frozen copy, or with `adopt` (the
    * caller hands over a tree nobody else holds, e.g. freshly parsed JSON) its data frozen in place.
    */
-  admit(raw: unknown, adopt = false): SessionEvent {
+  admit(raw: unknown, adopt: Adopt = false): SessionEvent {
     const seq = this.log.length
     if (this.busy) throw new SessionRuleError('S-5', seq, `re-entrant admit while session ${this.id} is ${this.busy}`)
     checkEnvelope(raw, seq)
     const event = this.envelope(raw.type, raw.seq, raw.time, raw.data, raw, adopt)
-    this.commit(event, this.check(event))
+    // The envelope was checked on `raw`; the rebuilt one holds the same values.
+    this.commit(event, this.check(event, false))
     return event
+  }
+
+  /**
+   * Admits a stored run of deltas (hydrate) without building its member events: the checks an
+   * admit of each member would make, made once (the members differ only in seq, time and
+   * payload string, which the row's shape check already covered). Any doubt (another
+   * validator for `assistant/chunk`, a run from the wrong seq) admits the members one by one,
+   * so a refusal reads exactly as it would for the unpacked events.
+   */
+  admitRun(run: PackedRun): void {
+    const seq = this.log.length
+    if (this.busy) throw new SessionRuleError('S-5', seq, `re-entrant admit while session ${this.id} is ${this.busy}`)
+    if (run.seq0 !== seq || this.deps.registry.get('assistant/chunk')?.validate !== CORE_VALIDATORS['assistant/chunk']) {
+      for (const member of run.members()) this.admit(member, 'parsed')
+      return
+    }
+    const first = run.first()
+    const checked = this.check(first)
+    if (!checked.known || checked.plan !== null) throw new Error('unreachable: a delta is a known, non-surface event')
+    this.folder.apply(first)
+    for (let k = run.length; k > 0; k--) this.log.push(run)
+    if (this.view === this.log) this.view = eventList(this.log)
   }
 
   surface(): readonly number[] {
@@ -131,7 +166,8 @@ export class SessionLog implements Session {
       this.derivation.rebuilds++
     }
     for (; this.foldedNodes < surface.length; this.foldedNodes++) {
-      const message = deriveEventMessage(this.log[surface.seqAt(this.foldedNodes)])
+      const seq = surface.seqAt(this.foldedNodes)
+      const message = deriveEventMessage(eventAt(this.log[seq], seq))
       if (message) this.cache.push(message)
       this.derivation.folded++
     }
@@ -143,11 +179,11 @@ export class SessionLog implements Session {
     this.isLive = false
   }
 
-  private envelope(type: string, seq: number, time: number, data: unknown, options: AppendOptions, adopt = false): SessionEvent {
+  private envelope(type: string, seq: number, time: number, data: unknown, options: AppendOptions, adopt: Adopt = false): SessionEvent {
     let frozenData: unknown
     let surfaceOp: unknown
     let sources: unknown
-    const freeze = adopt ? adoptJson : snapshotJson
+    const freeze = adopt === 'parsed' ? adoptParsedJson : adopt ? adoptJson : snapshotJson
     try {
       frozenData = freeze(data, 'data')
       if (options.surfaceOp !== undefined) surfaceOp = freeze(options.surfaceOp, 'surfaceOp')
@@ -164,12 +200,12 @@ export class SessionLog implements Session {
   }
 
   /** Every rule, no mutation (S-10). */
-  private check(event: SessionEvent): Checked {
-    checkEnvelope(event, this.log.length)
+  private check(event: SessionEvent, envelope = true): Checked {
+    if (envelope) checkEnvelope(event, this.log.length)
     const known = checkEventType(this.deps.registry, event)
     if (!known) return { known, plan: null }
     this.folder.check(event)
-    return { known, plan: this.surfaceManager.validate(event, (seq) => this.log[seq]) }
+    return { known, plan: this.surfaceManager.validate(event, (seq) => eventAt(this.log[seq], seq)) }
   }
 
   private veto(event: SessionEvent): void {

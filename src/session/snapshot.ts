@@ -43,6 +43,37 @@ export function adoptJson(value: unknown, path = 'data'): JsonValue {
   }
 }
 
+/**
+ * `adoptJson` for a tree straight from `JSON.parse`, which can hold no symbol, cycle, hole,
+ * undefined, non-finite number or class instance: only -0 (which JSON.parse does produce) is
+ * looked for, and everything is frozen in place. Anything else refused reads as `adoptJson`'s
+ * refusal.
+ */
+export function adoptParsedJson(value: unknown, path = 'data'): JsonValue {
+  try {
+    return freezeParsed(value)
+  } catch (error) {
+    if (error !== PROBLEM) throw error
+    return copy(value, rootPath(path), [])
+  }
+}
+
+function freezeParsed(value: unknown): JsonValue {
+  if (typeof value !== 'object' || value === null) {
+    if (value === 0 && 1 / value < 0) throw PROBLEM
+    return value as JsonValue
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i]
+      if (typeof item === 'object' ? item !== null : item === 0) freezeParsed(item)
+    }
+  } else {
+    for (const key in value) freezeParsed((value as Record<string, unknown>)[key])
+  }
+  return Object.freeze(value) as JsonValue
+}
+
 /** Thrown by the path-free walks on any refusal; the caller re-walks with paths for the message. */
 const PROBLEM = new Error('snapshot refusal')
 

@@ -19,8 +19,14 @@ export function rootPath(name: string): Path {
   return { parent: null, key: name }
 }
 
+/**
+ * Stands for every path during a validator's first pass, which allocates none: only when that
+ * pass finds a problem is the value walked again with real paths, for the message.
+ */
+const ANY_PATH: Path = Object.freeze({ parent: null, key: 'data' })
+
 export function at(parent: Path, key: string | number): Path {
-  return { parent, key }
+  return parent === ANY_PATH ? ANY_PATH : { parent, key }
 }
 
 export function formatPath(path: Path): string {
@@ -237,10 +243,14 @@ export const CORE_CHECKS: Record<string, Check> = {
   ),
 }
 
+/** The core validators, one per type for the process, so a registry's entry can be recognised. */
+export const CORE_VALIDATORS: Readonly<Record<string, EventDataValidator>> = Object.fromEntries(
+  Object.entries(CORE_CHECKS).map(([type, check]) => [type, toValidator(check)]))
+
 /** Adapts a path-aware check to the registry's `EventDataValidator` (paths start at `data`). */
 export function toValidator(check: Check): EventDataValidator {
   const root = rootPath('data')
-  return (data) => check(data, root)
+  return (data) => check(data, ANY_PATH) === null ? null : check(data, root)
 }
 
 /** Loose validator for plugin-owned types whose owner has not registered a stricter one. */

@@ -11,11 +11,14 @@ import type { Context } from 'cordis'
 import type { Agent, PreStepDecision, PreStepPayload } from '../agent/api.js'
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
+import { scanEvents } from '../session/packed-run.js'
 import type { Tool } from '../tools/api.js'
 import type { CommandsService, SlashCommand } from '../commands/api.js'
 import { discoverSkills, readSkillBody, skillRoots, type Skill, type SkillRootsOptions } from './discover.js'
 import '../agent/api.js'
 import '../tools/api.js'
+
+const USER_MESSAGE: ReadonlySet<string> = new Set(['user/message'])
 
 export * from './discover.js'
 
@@ -173,15 +176,12 @@ export class SkillsPlugin {
   private state(session: Session): SessionCatalog {
     let state = this.catalogs.get(session)
     if (state === undefined) this.catalogs.set(session, state = { scanned: 0, last: undefined })
-    const events = session.events
-    for (let seq = state.scanned; seq < events.length; seq++) {
-      const event = events[seq]!
-      if (event.type !== 'user/message') continue
+    const found = state
+    found.scanned = scanEvents(session.events, found.scanned, USER_MESSAGE, (event) => {
       const source = (event.data as UserMessage).source as { kind: string; entries?: unknown }
-      if (source.kind === SKILL_CATALOG_KIND && Array.isArray(source.entries)) state.last = JSON.stringify(source.entries)
-    }
-    state.scanned = events.length
-    return state
+      if (source.kind === SKILL_CATALOG_KIND && Array.isArray(source.entries)) found.last = JSON.stringify(source.entries)
+    })
+    return found
   }
 
   /** One `/name` command per user-invocable skill of the agent's folder, kept in step with the disk. */

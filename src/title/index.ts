@@ -7,9 +7,12 @@
 import type { Context } from 'cordis'
 import type { LlmCallOptions, Message, TextBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
+import { scanEvents } from '../session/packed-run.js'
 import type { SessionEvent } from '../session/types.js'
 import '../llm/api.js'
 import '../session/api.js'
+
+const SESSION_TITLE: ReadonlySet<string> = new Set(['session/title'])
 
 export interface SessionTitleData {
   readonly title: string
@@ -76,12 +79,11 @@ export class SessionTitlePlugin {
 
   private scan(session: Session) {
     const state = { fallback: false, llm: false }
-    for (const event of session.events) {
-      if (event.type !== 'session/title') continue
+    scanEvents(session.events, 0, SESSION_TITLE, (event) => {
       state.fallback = true
       const kind = (event.data as SessionTitleData).source.kind
       if (kind === 'llm' || kind === 'user') state.llm = true
-    }
+    })
     return state
   }
 

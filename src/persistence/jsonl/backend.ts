@@ -480,14 +480,42 @@ export class JsonlBackend implements PersistenceBackend {
     })
   }
 
-  /** Reads and classifies the whole file (D-5); caches the resulting state. */
-  private async read(id: string, dir: string): Promise<{ header: SessionHeader; events: SessionEvent[]; state: FileState }> {
-    const { file, buffer, headerEnd, header, revision } = await this.readFile(id, dir)
-    const { events, torn } = scanRecords(id, lines(buffer, headerEnd + 1, 2), 0, file)
-    const state: FileState = { dir, file, size: buffer.length, nextSeq: events.length, revision, torn }
-    this.states.set(id, state)
-    this.index.set(id, dir)
-    return { header, events, state }
+  /**
+   * Reads and classifies the whole file (D-5); caches the resulting state. The file is read
+   * 64 KB at a time (never held whole): a 100k-event log is ~6 MB that would otherwise sit in
+   * memory beside the events parsed from it (a resumed 100k-event session peaked ~6 MB higher
+   * with whole-file reads, and ~2 MB higher with 1 MB chunks).
+   */
+  private async read(id: string, dir: string): Promise<{ header: SessionHeader; events: readonly SessionEvent[]; state: FileState }> {
+    const file = join(dir, SESSION_FILE)
+    const handle = await open(file, 'r')
+    try {
+      const info = await handle.stat({ bigint: true })
+      const revision = revisionOf(info)
+      const reader = new ChunkedLines(handle.fd, Number(info.size))
+      const first = reader.next()
+      if (first.done === true || !first.value.complete) throw new PersistenceError(`${file}: the session header line is incomplete`, id)
+      const header = this.checkHeaderLine(id, file, first.value.text)
+      const { events, torn } = scanRecords(id, reader, 0, file)
+      const state: FileState = { dir, file, size: reader.bytesRead, nextSeq: events.length, revision, torn }
+      this.states.set(id, state)
+      this.index.set(id, dir)
+      return { header, events, state }
+    } finally {
+      await handle.close()
+    }
+  }
+
+  private checkHeaderLine(id: string, file: string, text: string): SessionHeader {
+    let headerValue: unknown
+    try {
+      headerValue = JSON.parse(text)
+    } catch (error) {
+      throw new PersistenceError(`${file}: line 1 is not a JSON session header (${(error as Error).message})`, id)
+    }
+    const header = checkHeader(headerValue, file)
+    if (header.id !== id) throw new PersistenceError(`${file}: the header names session ${JSON.stringify(header.id)}, not ${JSON.stringify(id)}`, id)
+    return header
   }
 
   /** The whole file with its header checked (S-13) and its revision. */
@@ -505,14 +533,7 @@ export class JsonlBackend implements PersistenceBackend {
     }
     const headerEnd = buffer.indexOf(NEWLINE)
     if (headerEnd < 0) throw new PersistenceError(`${file}: the session header line is incomplete`, id)
-    let headerValue: unknown
-    try {
-      headerValue = JSON.parse(buffer.toString('utf8', 0, headerEnd))
-    } catch (error) {
-      throw new PersistenceError(`${file}: line 1 is not a JSON session header (${(error as Error).message})`, id)
-    }
-    const header = checkHeader(headerValue, file)
-    if (header.id !== id) throw new PersistenceError(`${file}: the header names session ${JSON.stringify(header.id)}, not ${JSON.stringify(id)}`, id)
+    const header = this.checkHeaderLine(id, file, buffer.toString('utf8', 0, headerEnd))
     return { file, buffer, headerEnd, header, revision }
   }
 
@@ -646,6 +667,61 @@ function* lines(buffer: Buffer, start: number, firstLine: number): Generator<Raw
     yield new LineRecord(buffer.toString('utf8', position, end), newline >= 0, position, bytes, lineNo)
     position += bytes
     lineNo++
+  }
+}
+
+/**
+ * The lines of a file from offset 0 up to `end` (its size when stat'ed), read `chunk` bytes at a
+ * time with synchronous reads of the open descriptor: the same records as `lines()` over the
+ * whole file, without holding it whole. `bytesRead` is how far it got (less than `end` if the
+ * file shrank meanwhile).
+ */
+class ChunkedLines implements IterableIterator<RawRecord> {
+  private buffer = Buffer.alloc(0)
+  /** File offset of `buffer[0]`. */
+  private base = 0
+  private offset = 0
+  private lineNo = 1
+  bytesRead = 0
+
+  constructor(private readonly fd: number, private end: number, private readonly chunk = 1 << 16) {}
+
+  [Symbol.iterator](): IterableIterator<RawRecord> {
+    return this
+  }
+
+  next(): IteratorResult<RawRecord> {
+    for (;;) {
+      const newline = this.buffer.indexOf(NEWLINE, this.offset)
+      if (newline >= 0) {
+        const start = this.offset
+        this.offset = newline + 1
+        return { done: false, value: new LineRecord(this.buffer.toString('utf8', start, newline), true, this.base + start, newline + 1 - start, this.lineNo++) }
+      }
+      if (this.bytesRead >= this.end) {
+        if (this.offset >= this.buffer.length) return { done: true, value: undefined }
+        const start = this.offset
+        this.offset = this.buffer.length
+        return { done: false, value: new LineRecord(this.buffer.toString('utf8', start), false, this.base + start, this.buffer.length - start, this.lineNo++) }
+      }
+      // Refill, keeping the partial line at the front; a line longer than a chunk doubles the
+      // read instead of copying itself once per chunk.
+      const rest = this.buffer.length - this.offset
+      const want = Math.min(Math.max(this.chunk, rest), this.end - this.bytesRead)
+      const next = Buffer.allocUnsafe(rest + want)
+      this.buffer.copy(next, 0, this.offset)
+      let filled = 0
+      while (filled < want) {
+        const got = readSync(this.fd, next, rest + filled, want - filled, this.bytesRead + filled)
+        if (got === 0) break
+        filled += got
+      }
+      if (filled < want) this.end = this.bytesRead + filled
+      this.base += this.offset
+      this.buffer = next.subarray(0, rest + filled)
+      this.offset = 0
+      this.bytesRead += filled
+    }
   }
 }
 
