@@ -44,22 +44,27 @@ export function builtinPluginNames(): { name: string; summary: string }[] {
 type PluginClass = (abstract new (ctx: Context, config: any) => unknown) | { apply(ctx: Context, config: any): unknown }
 
 /**
- * Wraps `plugin` so that config keys it leaves unset are filled from the host (when there is
- * one). The wrapper keeps the plugin's `inject` list so it still waits for its services.
+ * A host-agnostic plugin and the config it takes from the host (cwd, home, credentials) for the
+ * keys its row leaves unset. The loader fills them when it starts the row (`withHostConfig`), so
+ * the plugin runs as the row's own fiber: no wrapper plugin (a Cordis fiber, effects and state
+ * notifications each) per row at start-up and at exit.
  */
-function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, unknown>): unknown {
-  const inject = (plugin as { inject?: unknown }).inject
-  return {
-    name: (plugin as { name?: string }).name,
-    inject,
-    apply(ctx: Context, config: Record<string, unknown> | undefined) {
-      const host = ctx.get('host') as Host | undefined
-      const filled = { ...(host ? defaults(host) : {}), ...(config ?? {}) }
-      // Awaiting the inner fiber lets a plugin with an asynchronous start (MCP servers) hold
-      // the launch until it is up, and lets its failure fail this row.
-      return ctx.plugin(plugin as never, filled as never).await().then(() => undefined)
-    },
-  }
+class HostedPlugin {
+  constructor(readonly plugin: PluginClass, readonly defaults: (host: Host) => Record<string, unknown>) {}
+}
+
+function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, unknown>): HostedPlugin {
+  return new HostedPlugin(plugin, defaults)
+}
+
+/**
+ * The plugin to start for a resolved catalogue entry (or any other plugin, unchanged) and its
+ * config: for a host-agnostic built-in, the host's values under the row's own.
+ */
+export function withHostConfig(resolved: unknown, config: unknown, host: Host | undefined): { plugin: unknown; config: unknown } {
+  if (!(resolved instanceof HostedPlugin)) return { plugin: resolved, config }
+  const own = typeof config === 'object' && config !== null && !Array.isArray(config) ? config : {}
+  return { plugin: resolved.plugin, config: { ...(host ? resolved.defaults(host) : {}), ...own } }
 }
 
 /** DSH_PERMISSION_MODE picks the deployment default: danger-full-access runs with policy never. */

@@ -9,7 +9,8 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Context, Fiber } from 'cordis'
-import { builtinPlugin, isBuiltinPlugin } from './catalogue.js'
+import '../host/index.js'
+import { builtinPlugin, isBuiltinPlugin, withHostConfig } from './catalogue.js'
 import { ConfigError, type Row } from '../config/rows.js'
 
 export interface LoadOptions {
@@ -56,8 +57,7 @@ export async function loadRows(ctx: Context, rows: readonly Row[], options: Load
       loaded.push({ row, fiber })
       continue
     }
-    const plugin = await resolvePlugin(row.name, options, row.id)
-    const config = withDefaults(row.config, options.defaults)
+    const { plugin, config } = withHostConfig(await resolvePlugin(row.name, options, row.id), withDefaults(row.config, options.defaults), ctx.get('host'))
     const fiber = ctx.plugin(plugin as never, config as never)
     loaded.push({ row, fiber })
   }
