@@ -44,6 +44,8 @@ async function resolvePlugin(name: string, options: LoadOptions, rowId: string):
 
 /** Loads rows in order into `ctx`; a group row becomes a child plugin holding its rows. */
 export async function loadRows(ctx: Context, rows: readonly Row[], options: LoadOptions = {}, loaded: LoadedRow[] = []): Promise<LoadedRow[]> {
+  // Read once: each service lookup through a Cordis context captures a stack trace.
+  const host = ctx.get('host')
   for (const row of rows) {
     if (row.disabled) continue
     if (row.name === 'group') {
@@ -57,7 +59,7 @@ export async function loadRows(ctx: Context, rows: readonly Row[], options: Load
       loaded.push({ row, fiber })
       continue
     }
-    const { plugin, config } = withHostConfig(await resolvePlugin(row.name, options, row.id), withDefaults(row.config, options.defaults), ctx.get('host'))
+    const { plugin, config } = withHostConfig(await resolvePlugin(row.name, options, row.id), withDefaults(row.config, options.defaults), host)
     const fiber = ctx.plugin(plugin as never, config as never)
     loaded.push({ row, fiber })
   }
