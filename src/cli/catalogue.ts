@@ -100,7 +100,7 @@ registerBuiltinPlugin('llm', 'the model layer: adapter registry, catalogue, llm/
 registerBuiltinPlugin('llm-deepseek', 'DeepSeek adapter (deepseek-v4-flash, deepseek-v4-pro)',
   async () => withHost((await base()).DeepSeekPlugin, deepseek))
 registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter (vLLM, llama.cpp, Ollama, gateways)',
-  async () => withHost((await import('../llm/openai/index.js')).OpenAiCompatiblePlugin, credentials))
+  async () => withHost((await base()).OpenAiCompatiblePlugin, credentials))
 registerBuiltinPlugin('llm-providers', 'OpenAI-compatible providers added in settings (settings.yaml providers, the web UI) (ctx.llmProviders)',
   async () => withHost((await base()).SettingsProvidersPlugin, host => ({ ...credentials(host), providers: host.settings.providers })))
 registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',
@@ -108,9 +108,9 @@ registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.to
 registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',
   async () => withHost((await base()).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
-  async () => (await import('../tools/builtin/index.js')).WebFetchToolPlugin)
+  async () => (await base()).WebFetchToolPlugin)
 registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',
-  async () => (await import('../tools/builtin/index.js')).SessionEventReadToolPlugin)
+  async () => (await base()).SessionEventReadToolPlugin)
 registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and runtime contexts (ctx.systemPrompt)',
   async () => (await base()).SystemPromptPlugin)
 registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime contexts',
@@ -134,7 +134,7 @@ registerBuiltinPlugin('loop-invariant', 'A-11: every loop request must equal the
 registerBuiltinPlugin('session-title', 'fallback and model session titles',
   async () => (await base()).SessionTitlePlugin)
 registerBuiltinPlugin('headless', 'app: run one task and print the answer',
-  async () => (await import('./headless.js')).HeadlessApp)
+  async () => (await base()).HeadlessApp)
 registerBuiltinPlugin('sessions-list', 'app: list stored sessions',
   async () => (await import('./apps.js')).SessionsListApp)
 registerBuiltinPlugin('web-api', 'the web UI\'s JSON methods over sessions, agents, models and settings (ctx.webApi)',
@@ -174,7 +174,7 @@ registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, Po
 registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.json as tools (ctx.mcp)',
   async () => withHost((await base()).McpPlugin, mcpDefaults))
 registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',
-  async () => withHost((await import('../mcp/plugin.js')).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
+  async () => withHost((await base()).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
 registerBuiltinPlugin('tui', 'app: the interactive terminal conversation (dsh in a terminal with no task)',
