@@ -1,16 +1,35 @@
 #!/usr/bin/env node
 // Thin launcher: the compiled CLI lives in dist/ (built by `npm ci` through the prepare script).
-import { setFlagsFromString } from 'node:v8'
-import { main } from '../dist/cli/main.js'
+// `npm run build` also bundles it into dist/bundle/ (scripts/bundle.mjs): a few chunks load much
+// faster than ~130 modules. The bundle is used while it was made from the current dist/ (its
+// copy of dist/.buildstamp matches); otherwise, and when there is none, dsh runs from dist/.
+import { readFileSync } from 'node:fs'
 
-// fetch (the web_fetch tool; model requests use node:http) parses HTTP with a WebAssembly module
-// (llhttp). V8's background optimising compile of it holds process exit back by ~60-100 ms; the
-// baseline compiler is plenty. Set before the first fetch compiles the module (docs/benchmarks.md).
-setFlagsFromString('--liftoff-only')
-// The young generation keeps its initial size instead of growing to 16 MB semi-spaces while
-// objects survive (a resumed log is 100k surviving objects): peak RSS of a resumed 100k-event
-// session ~128 -> ~95 MB, with no measurable cost per step. Read by V8 at each growth decision,
-// so setting it here works (unlike --max-semi-space-size, fixed when the heap is set up).
-setFlagsFromString('--semi-space-growth-factor=1')
+function entry() {
+  try {
+    const stamp = readFileSync(new URL('../dist/.buildstamp', import.meta.url), 'utf8')
+    if (readFileSync(new URL('../dist/bundle/.buildstamp', import.meta.url), 'utf8') === stamp) return '../dist/bundle/main.js'
+  } catch {
+    // No stamp or no bundle: dist/ as tsc wrote it.
+  }
+  return '../dist/cli/main.js'
+}
 
-process.exit(await main(process.argv.slice(2)))
+const { main } = await import(entry())
+const argv = process.argv.slice(2)
+if (!['--version', '-V', '--help', '-h', 'sessions'].includes(argv[0])) {
+  // Tuning for runs that start the agent; the commands above finish before it would matter
+  // and skip loading node:v8.
+  const { setFlagsFromString } = await import('node:v8')
+  // fetch (the web_fetch tool; model requests use node:http) parses HTTP with a WebAssembly module
+  // (llhttp). V8's background optimising compile of it holds process exit back by ~60-100 ms; the
+  // baseline compiler is plenty. Set before the first fetch compiles the module (docs/benchmarks.md).
+  setFlagsFromString('--liftoff-only')
+  // The young generation keeps its initial size instead of growing to 16 MB semi-spaces while
+  // objects survive (a resumed log is 100k surviving objects): peak RSS of a resumed 100k-event
+  // session ~128 -> ~95 MB, with no measurable cost per step. Read by V8 at each growth decision,
+  // so setting it here works (unlike --max-semi-space-size, fixed when the heap is set up).
+  setFlagsFromString('--semi-space-growth-factor=1')
+}
+
+process.exit(await main(argv))

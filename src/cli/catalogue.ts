@@ -13,6 +13,9 @@ import { readSettings, writeSettings, type Settings } from '../config/home.js'
 
 type Loader = () => Promise<unknown>
 
+/** The `base` bundle's plugins, loaded together (see base-plugins.ts). */
+const base = () => import('./base-plugins.js')
+
 interface Entry {
   readonly summary: string
   readonly load: Loader
@@ -41,22 +44,27 @@ export function builtinPluginNames(): { name: string; summary: string }[] {
 type PluginClass = (abstract new (ctx: Context, config: any) => unknown) | { apply(ctx: Context, config: any): unknown }
 
 /**
- * Wraps `plugin` so that config keys it leaves unset are filled from the host (when there is
- * one). The wrapper keeps the plugin's `inject` list so it still waits for its services.
+ * A host-agnostic plugin and the config it takes from the host (cwd, home, credentials) for the
+ * keys its row leaves unset. The loader fills them when it starts the row (`withHostConfig`), so
+ * the plugin runs as the row's own fiber: no wrapper plugin (a Cordis fiber, effects and state
+ * notifications each) per row at start-up and at exit.
  */
-function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, unknown>): unknown {
-  const inject = (plugin as { inject?: unknown }).inject
-  return {
-    name: (plugin as { name?: string }).name,
-    inject,
-    apply(ctx: Context, config: Record<string, unknown> | undefined) {
-      const host = ctx.get('host') as Host | undefined
-      const filled = { ...(host ? defaults(host) : {}), ...(config ?? {}) }
-      // Awaiting the inner fiber lets a plugin with an asynchronous start (MCP servers) hold
-      // the launch until it is up, and lets its failure fail this row.
-      return ctx.plugin(plugin as never, filled as never).await().then(() => undefined)
-    },
-  }
+class HostedPlugin {
+  constructor(readonly plugin: PluginClass, readonly defaults: (host: Host) => Record<string, unknown>) {}
+}
+
+function withHost(plugin: PluginClass, defaults: (host: Host) => Record<string, unknown>): HostedPlugin {
+  return new HostedPlugin(plugin, defaults)
+}
+
+/**
+ * The plugin to start for a resolved catalogue entry (or any other plugin, unchanged) and its
+ * config: for a host-agnostic built-in, the host's values under the row's own.
+ */
+export function withHostConfig(resolved: unknown, config: unknown, host: Host | undefined): { plugin: unknown; config: unknown } {
+  if (!(resolved instanceof HostedPlugin)) return { plugin: resolved, config }
+  const own = typeof config === 'object' && config !== null && !Array.isArray(config) ? config : {}
+  return { plugin: resolved.plugin, config: { ...(host ? resolved.defaults(host) : {}), ...own } }
 }
 
 /** DSH_PERMISSION_MODE picks the deployment default: danger-full-access runs with policy never. */
@@ -88,45 +96,45 @@ const mcpDefaults = (host: Host) => ({
 registerBuiltinPlugin('sessions', 'the session log service (ctx.sessions)',
   async () => (await import('../session/index.js')).SessionsServicePlugin)
 registerBuiltinPlugin('llm', 'the model layer: adapter registry, catalogue, llm/stream (ctx.llm)',
-  async () => (await import('../llm/service.js')).LlmServicePlugin)
+  async () => (await base()).LlmServicePlugin)
 registerBuiltinPlugin('llm-deepseek', 'DeepSeek adapter (deepseek-v4-flash, deepseek-v4-pro)',
-  async () => withHost((await import('../llm/deepseek/index.js')).DeepSeekPlugin, deepseek))
+  async () => withHost((await base()).DeepSeekPlugin, deepseek))
 registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter (vLLM, llama.cpp, Ollama, gateways)',
-  async () => withHost((await import('../llm/openai/index.js')).OpenAiCompatiblePlugin, credentials))
+  async () => withHost((await base()).OpenAiCompatiblePlugin, credentials))
 registerBuiltinPlugin('llm-providers', 'OpenAI-compatible providers added in settings (settings.yaml providers, the web UI) (ctx.llmProviders)',
-  async () => withHost((await import('../llm/openai/providers.js')).SettingsProvidersPlugin, host => ({ ...credentials(host), providers: host.settings.providers })))
+  async () => withHost((await base()).SettingsProvidersPlugin, host => ({ ...credentials(host), providers: host.settings.providers })))
 registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',
-  async () => (await import('../tools/index.js')).ToolsPlugin)
+  async () => (await base()).ToolsPlugin)
 registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',
-  async () => withHost((await import('../tools/builtin/index.js')).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
+  async () => withHost((await base()).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
-  async () => (await import('../tools/builtin/index.js')).WebFetchToolPlugin)
+  async () => (await base()).WebFetchToolPlugin)
 registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',
-  async () => (await import('../tools/builtin/index.js')).SessionEventReadToolPlugin)
+  async () => (await base()).SessionEventReadToolPlugin)
 registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and runtime contexts (ctx.systemPrompt)',
-  async () => (await import('../prompt/index.js')).SystemPromptPlugin)
+  async () => (await base()).SystemPromptPlugin)
 registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime contexts',
-  async () => withHost((await import('../prompt/index.js')).RuntimeContextsPlugin, host => ({ cwd: host.cwd })))
+  async () => withHost((await base()).RuntimeContextsPlugin, host => ({ cwd: host.cwd })))
 registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session folder, its project and the home folder, recorded in the log',
-  async () => withHost((await import('../instructions/index.js')).WorkspaceInstructionsPlugin, host => ({ home: host.home })))
+  async () => withHost((await base()).WorkspaceInstructionsPlugin, host => ({ home: host.home })))
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
-  async () => withHost((await import('../approval/service.js')).ApprovalPlugin, permissionDefaults))
+  async () => withHost((await base()).ApprovalPlugin, permissionDefaults))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
-  async () => withHost((await import('../sandbox/service.js')).SandboxPlugin, host => ({ workspaceRoot: host.cwd })))
+  async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd })))
 registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
-  async () => (await import('../agent/index.js')).ReactLoopPlugin)
+  async () => (await base()).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',
-  async () => (await import('../agent/index.js')).AgentsServicePlugin)
+  async () => (await base()).AgentsServicePlugin)
 registerBuiltinPlugin('subagents', 'delegation: child sessions through the spawn and fork providers (ctx.subagents)',
-  async () => (await import('../subagents/index.js')).SubagentsPlugin)
+  async () => (await base()).SubagentsPlugin)
 registerBuiltinPlugin('subagent-tools', 'subagent, subagent_fork, send_message, interrupt_agent, list_agents',
-  async () => (await import('../subagents/index.js')).SubagentToolsPlugin)
+  async () => (await base()).SubagentToolsPlugin)
 registerBuiltinPlugin('loop-invariant', 'A-11: every loop request must equal the log derivation',
-  async () => (await import('../agent/index.js')).LoopInvariantPlugin)
+  async () => (await base()).LoopInvariantPlugin)
 registerBuiltinPlugin('session-title', 'fallback and model session titles',
-  async () => (await import('../title/index.js')).SessionTitlePlugin)
+  async () => (await base()).SessionTitlePlugin)
 registerBuiltinPlugin('headless', 'app: run one task and print the answer',
-  async () => (await import('./headless.js')).HeadlessApp)
+  async () => (await base()).HeadlessApp)
 registerBuiltinPlugin('sessions-list', 'app: list stored sessions',
   async () => (await import('./apps.js')).SessionsListApp)
 registerBuiltinPlugin('web-api', 'the web UI\'s JSON methods over sessions, agents, models and settings (ctx.webApi)',
@@ -134,9 +142,9 @@ registerBuiltinPlugin('web-api', 'the web UI\'s JSON methods over sessions, agen
 registerBuiltinPlugin('web', 'app: the browser UI server (dsh web)',
   async () => (await import('../web/app.js')).WebApp)
 registerBuiltinPlugin('compaction', 'context compaction: pruning, summaries, /compact, overflow recovery',
-  async () => (await import('../compaction/index.js')).CompactionPlugin)
+  async () => (await base()).CompactionPlugin)
 registerBuiltinPlugin('llm-retry', 'retries failed model requests with backoff (agent/request-error)',
-  async () => (await import('../retry/index.js')).LlmRetryPlugin)
+  async () => (await base()).LlmRetryPlugin)
 registerBuiltinPlugin('persistence-jsonl', 'session logs as JSONL files under $DSH_HOME/sessions (ctx.sessionPersistence)',
   async () => withHost((await import('../persistence/plugins.js')).JsonlPersistencePlugin, host => ({ root: join(host.home, 'sessions') })))
 registerBuiltinPlugin('persistence-sqlite', 'session logs in one SQLite database, $DSH_HOME/sessions.db (ctx.sessionPersistence)',
@@ -146,27 +154,27 @@ registerBuiltinPlugin('persistence-postgres', 'session logs in PostgreSQL, share
 registerBuiltinPlugin('session-eviction', 'servers: keep only active sessions in memory, unload idle ones (reloaded on demand)',
   async () => (await import('../hosting/eviction.js')).SessionEvictionPlugin)
 registerBuiltinPlugin('checkpoints', 'D-3: flush the log before every model request, tool body and pre-step',
-  async () => (await import('../persistence/checkpoint.js')).CheckpointPolicy)
+  async () => (await base()).CheckpointPolicy)
 registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session log (offline demo, conformance)',
   async () => (await import('../replay/index.js')).ReplayPlugin)
 registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (session/prompt, session.event notifications)',
   async () => (await import('../sdk/server.js')).SdkServerApp)
 registerBuiltinPlugin('commands', 'the slash-command registry every surface uses (ctx.commands; /model)',
-  async () => (await import('../commands/index.js')).CommandsPlugin)
+  async () => (await base()).CommandsPlugin)
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
-  async () => withHost((await import('../skills/index.js')).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
+  async () => withHost((await base()).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
 registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, exit_plan_mode reviewed through approvals (guidance, not enforcement)',
-  async () => (await import('../plan/index.js')).PlanModePlugin)
+  async () => (await base()).PlanModePlugin)
 registerBuiltinPlugin('questions', 'ask_user_question: the model asks the user through the approval seam\'s question answerers (children are refused)',
-  async () => (await import('../questions/index.js')).QuestionToolPlugin)
+  async () => (await base()).QuestionToolPlugin)
 registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal',
-  async () => (await import('../goals/index.js')).GoalsPlugin)
+  async () => (await base()).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',
-  async () => withHost((await import('../hooks/index.js')).HooksPlugin, host => ({ cwd: host.cwd, dshHome: host.home, userHome: host.env.value('HOME') ?? homedir() })))
+  async () => withHost((await base()).HooksPlugin, host => ({ cwd: host.cwd, dshHome: host.home, userHome: host.env.value('HOME') ?? homedir() })))
 registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.json as tools (ctx.mcp)',
-  async () => withHost((await import('../mcp/plugin.js')).McpPlugin, mcpDefaults))
+  async () => withHost((await base()).McpPlugin, mcpDefaults))
 registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',
-  async () => withHost((await import('../mcp/plugin.js')).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
+  async () => withHost((await base()).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
 registerBuiltinPlugin('tui', 'app: the interactive terminal conversation (dsh in a terminal with no task)',

@@ -9,7 +9,8 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Context, Fiber } from 'cordis'
-import { builtinPlugin, isBuiltinPlugin } from './catalogue.js'
+import '../host/index.js'
+import { builtinPlugin, isBuiltinPlugin, withHostConfig } from './catalogue.js'
 import { ConfigError, type Row } from '../config/rows.js'
 
 export interface LoadOptions {
@@ -43,6 +44,8 @@ async function resolvePlugin(name: string, options: LoadOptions, rowId: string):
 
 /** Loads rows in order into `ctx`; a group row becomes a child plugin holding its rows. */
 export async function loadRows(ctx: Context, rows: readonly Row[], options: LoadOptions = {}, loaded: LoadedRow[] = []): Promise<LoadedRow[]> {
+  // Read once: each service lookup through a Cordis context captures a stack trace.
+  const host = ctx.get('host')
   for (const row of rows) {
     if (row.disabled) continue
     if (row.name === 'group') {
@@ -56,8 +59,7 @@ export async function loadRows(ctx: Context, rows: readonly Row[], options: Load
       loaded.push({ row, fiber })
       continue
     }
-    const plugin = await resolvePlugin(row.name, options, row.id)
-    const config = withDefaults(row.config, options.defaults)
+    const { plugin, config } = withHostConfig(await resolvePlugin(row.name, options, row.id), withDefaults(row.config, options.defaults), host)
     const fiber = ctx.plugin(plugin as never, config as never)
     loaded.push({ row, fiber })
   }

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseInteractiveArgs } from '../tui/args.js'
+import { UsageError } from './usage-error.js'
 
 export interface LauncherOptions {
   profile: string
@@ -22,7 +23,7 @@ export interface LauncherOptions {
   appArgs: string[]
 }
 
-export class UsageError extends Error {}
+export { UsageError }
 
 export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
   const options: LauncherOptions = { profile: 'headless', patches: [], appArgs: [] }

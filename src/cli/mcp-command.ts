@@ -13,7 +13,7 @@ import type { McpServerStatus } from '../mcp/api.js'
 import { McpConfigError, parseServerConfig } from '../mcp/config.js'
 import { McpPlugin } from '../mcp/plugin.js'
 import { ToolsPlugin } from '../tools/registry.js'
-import { UsageError } from './main.js'
+import { UsageError } from './usage-error.js'
 
 export const MCP_USAGE = `Usage:
   dsh mcp list [--cwd DIR] [--trust-project-mcp] [--tools]

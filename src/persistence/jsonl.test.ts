@@ -204,6 +204,51 @@ describe('JSONL layout (D-4)', () => {
   }))
 })
 
+describe('JSONL list index (D-4)', () => {
+  const indexPath = (root: string) => join(root, '.cache', 'list-index.json')
+  const readIndex = async (root: string) => JSON.parse(await readFile(indexPath(root), 'utf8')) as { entries: Record<string, { revision: string; summary: { id: string; title: string | null; turns: number } }> }
+
+  it('D-4: a listing answers unchanged sessions from the index (a summary kept there is what it returns) and re-reads a session whose log moved', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const one = await realisticLog(1, 51)
+    const two = await realisticLog(1, 52)
+    await backend.create(one.header, one.events)
+    await backend.create(two.header, two.events)
+    const first = await backend.list()
+    expect(first.map((s) => s.id).sort()).toEqual([one.header.id, two.header.id].sort())
+    // A title only the index holds: the next listing must take it from there (the log is unchanged).
+    const index = await readIndex(root)
+    for (const entry of Object.values(index.entries)) entry.summary.title = `indexed ${entry.summary.id}`
+    await writeFile(indexPath(root), JSON.stringify(index))
+    const second = await new JsonlBackend({ root }).list()
+    expect(second.map((s) => s.title).sort()).toEqual([`indexed ${one.header.id}`, `indexed ${two.header.id}`].sort())
+    // An append moves the log's revision: that session is read again, the other still comes from the index.
+    const more = await realisticLog(2, 51)
+    await backend.appendBatch(one.header, more.events.slice(one.events.length))
+    const third = await new JsonlBackend({ root }).list()
+    expect(third.find((s) => s.id === one.header.id)).toMatchObject({ title: null, turns: 2, length: more.events.length })
+    expect(third.find((s) => s.id === two.header.id)?.title).toBe(`indexed ${two.header.id}`)
+    await backend.close()
+  }))
+
+  it('D-4: a damaged or foreign index is ignored and rewritten; a trashed session leaves the listing and the index', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const one = await realisticLog(1, 53)
+    const two = await realisticLog(2, 54)
+    await backend.create(one.header, one.events)
+    await backend.create(two.header, two.events)
+    await backend.list()
+    await writeFile(indexPath(root), '{"version":1,"entries":')
+    const listed = await new JsonlBackend({ root }).list()
+    expect(listed.map((s) => [s.id, s.turns]).sort()).toEqual([[one.header.id, 1], [two.header.id, 2]].sort())
+    expect(Object.keys((await readIndex(root)).entries)).toHaveLength(2)
+    expect(await backend.trash(one.header.id)).toBe(true)
+    expect((await new JsonlBackend({ root }).list()).map((s) => s.id)).toEqual([two.header.id])
+    expect(Object.values((await readIndex(root)).entries).map((e) => e.summary.id)).toEqual([two.header.id])
+    await backend.close()
+  }))
+})
+
 describe('JSONL damage (D-5)', () => {
   type Damage = 'duplicate' | 'swap' | 'garbage' | 'nul-line'
   const damage = (lines: string[], kind: Damage, at: number): void => {

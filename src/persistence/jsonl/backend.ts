@@ -5,10 +5,10 @@
  * against the path's inode on every append so a replaced or moved file is never written.
  */
 import { randomUUID } from 'node:crypto'
-import { closeSync, constants as fsConstants, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, constants as fsConstants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
 import type { BigIntStats } from 'node:fs'
 import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../../session/types.js'
 import { lineEventCount, type StoredLine } from '../../session/chunk-rows.js'
 import {
@@ -18,7 +18,7 @@ import {
 import { checkHeader, encodeHeader, encodeRecords, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 import { isPlainObject } from '../../session/validators.js'
 import { currentHolder, holderIsStale, parseHolder } from '../writer-lock.js'
-import { encodeSessionId, LOCKS_DIR, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
+import { CACHE_DIR, encodeSessionId, LIST_INDEX_FILE, LOCKS_DIR, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
 import { isAttachmentId, sniffImage, type StoredAttachment } from '../../session/attachments.js'
 
 /** Attachments of a session: `<session folder>/attachments/<sha256 hex>`. */
@@ -175,24 +175,50 @@ export class JsonlBackend implements PersistenceBackend {
     })
   }
 
+  /**
+   * Every stored session's summary. The store keeps a list index (`.cache/list-index.json`: per
+   * session folder, the D-4 revision of its log and the summary made from it), so a listing
+   * stats each log once and reads only those whose revision moved since the last listing
+   * (those go through `summarise`, which itself reads only the bytes appended since).
+   */
   async list(): Promise<readonly StoredSessionSummary[]> {
     const out: StoredSessionSummary[] = []
+    const indexFile = join(this.root, CACHE_DIR, LIST_INDEX_FILE)
+    const previous = readListIndex(indexFile)
+    const next: ListIndex = { version: LIST_INDEX_VERSION, entries: {} }
+    let changed = previous === undefined
     for (const project of readdirOrEmptySync(this.root)) {
       if (project.startsWith('.')) continue
       for (const entry of readdirOrEmptySync(join(this.root, project))) {
+        const key = `${project}/${entry}`
         const dir = join(this.root, project, entry)
-        // summarise is synchronous, so two lists never interleave on one summary cache.
+        // Taken before the read: a write racing the listing leaves a revision that is already
+        // old, so the next listing reads the session again.
+        const info = statSync(join(dir, SESSION_FILE), { bigint: true, throwIfNoEntry: false })
+        const revision = info === undefined ? undefined : revisionOf(info)
+        const known = previous?.entries[key]
         let summary: StoredSessionSummary | undefined
-        try {
-          summary = this.summarise(dir)
-        } catch (error) {
-          summary = await unreadableSummary(dir, error)
+        if (revision !== undefined && known !== undefined && known.revision === revision) {
+          summary = known.summary
+        } else {
+          changed = true
+          // summarise is synchronous, so two lists never interleave on one summary cache.
+          try {
+            summary = this.summarise(dir)
+          } catch (error) {
+            summary = await unreadableSummary(dir, error)
+          }
         }
         if (summary === undefined) continue
-        if (summary.unreadable === undefined) this.index.set(summary.id, dir)
+        if (summary.unreadable === undefined) {
+          this.index.set(summary.id, dir)
+          if (revision !== undefined) next.entries[key] = { revision, summary }
+        }
         out.push(summary)
       }
     }
+    if (!changed && previous !== undefined && Object.keys(previous.entries).length !== Object.keys(next.entries).length) changed = true
+    if (changed) writeListIndex(indexFile, next)
     // Ties by id in code-unit order: localeCompare's first call loads ICU collation (~20 ms).
     return out.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   }
@@ -733,6 +759,40 @@ function readSummaryCacheSync(path: string, fd: number, fileSize: number): Summa
     return tail.toString('base64') === cache.tail ? cache : undefined
   } catch {
     return undefined
+  }
+}
+
+const LIST_INDEX_VERSION = 1
+
+/** The store's list index: per `<project>/<session folder>`, the log's revision and its summary. */
+interface ListIndex {
+  readonly version: number
+  readonly entries: Record<string, { readonly revision: string; readonly summary: StoredSessionSummary }>
+}
+
+function readListIndex(path: string): ListIndex | undefined {
+  try {
+    const index = JSON.parse(readFileSync(path, 'utf8')) as ListIndex
+    return index.version === LIST_INDEX_VERSION && isPlainObject(index.entries) ? index : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Written whole under a temporary name, then renamed: a reader sees the old index or the new one. */
+function writeListIndex(path: string, index: ListIndex): void {
+  const temporary = `${path}.${process.pid}.${randomUUID()}.tmp`
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: DIR_MODE })
+    writeFileSync(temporary, JSON.stringify(index), { mode: FILE_MODE })
+    renameSync(temporary, path)
+  } catch {
+    // The index is optional (a read-only store, a full disk): the next listing reads the logs.
+    try {
+      unlinkSync(temporary)
+    } catch {
+      // Never written.
+    }
   }
 }
 
