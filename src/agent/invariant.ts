@@ -14,6 +14,7 @@ import type { LlmCallOptions, Message } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { EpochHeader } from '../session/types.js'
 import { frozenJson } from './frozen-json.js'
+import { serviceLookup } from '../kernel/index.js'
 
 export class LoopInvariantError extends Error {
   constructor(sessionId: string, detail: string) {
@@ -28,10 +29,11 @@ export const LoopInvariantPlugin = {
   name: 'agent-loop-invariant',
   apply(ctx: Context) {
     const folds = new WeakMap<Session, Fold>()
+    const lookup = serviceLookup(ctx, 'sessions')
     ctx.on('llm/stream', (options, next) => {
       const meta = options.meta
       if (meta?.agentLoop === true) {
-        const sessions = ctx.get('sessions')
+        const sessions = lookup()
         const session = typeof meta.sessionId === 'string' ? sessions?.get(meta.sessionId) : undefined
         if (session === undefined) {
           throw new LoopInvariantError(String(meta.sessionId), 'the request names no live session (meta.sessionId)')

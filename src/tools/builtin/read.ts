@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto'
 import { StringDecoder } from 'node:string_decoder'
 import { Context } from 'cordis'
+import { untraced } from '../../kernel/index.js'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, FsError, fsFailure, openRegularFile } from './errors.js'
@@ -169,7 +170,9 @@ export interface ReadToolPluginConfig extends ReadToolConfig {}
 export class ReadToolPlugin {
   static readonly inject = ['tools', 'readLedger']
   constructor(ctx: Context, config: ReadToolPluginConfig = {}) {
-    const tool = createReadTool(ctx.readLedger, config)
+    // Untraced: `record` runs on every read and does not use the caller's context. The plugin
+    // injects `readLedger`, so a new ledger reloads it.
+    const tool = createReadTool(untraced(ctx.readLedger), config)
     ctx.effect(() => ctx.tools.register(tool))
   }
 }
