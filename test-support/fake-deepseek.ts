@@ -35,6 +35,12 @@ export interface RecordedRequest {
   readonly body: any
   /** Resolves when the response is over: fully written, or the client went away. */
   readonly closed: Promise<void>
+  /**
+   * The server's own time for this request (the model's time, for benchmarks): from the moment
+   * the request arrived to the end of the response, in ms (`performance.now()`); `endedAt` is set
+   * once the last byte was handed to the socket.
+   */
+  readonly timing: { readonly receivedAt: number; endedAt?: number }
 }
 
 export class FakeDeepSeek {
@@ -54,9 +60,10 @@ export class FakeDeepSeek {
   static async start(): Promise<FakeDeepSeek> {
     let fake: FakeDeepSeek | undefined
     const server = createServer((req, res) => {
+      const receivedAt = performance.now()
       const parts: Buffer[] = []
       req.on('data', (part: Buffer) => parts.push(part))
-      req.on('end', () => { void fake!.respond(req.method ?? 'GET', req.url ?? '/', req.headers, Buffer.concat(parts).toString('utf8'), res) })
+      req.on('end', () => { void fake!.respond(req.method ?? 'GET', req.url ?? '/', req.headers, Buffer.concat(parts).toString('utf8'), res, receivedAt) })
     })
     await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
     const { port } = server.address() as AddressInfo
@@ -96,7 +103,7 @@ export class FakeDeepSeek {
     await new Promise<void>(resolve => this.server.close(() => resolve()))
   }
 
-  private async respond(method: string, path: string, headers: IncomingHttpHeaders, raw: string, res: ServerResponse): Promise<void> {
+  private async respond(method: string, path: string, headers: IncomingHttpHeaders, raw: string, res: ServerResponse, receivedAt: number): Promise<void> {
     if (method === 'GET' && this.models !== undefined && /\/models\/?$/.test(path)) {
       this.modelRequests.push({ path, headers })
       res.writeHead(200, { 'content-type': 'application/json' })
@@ -106,7 +113,9 @@ export class FakeDeepSeek {
     let body: unknown
     try { body = JSON.parse(raw) } catch { body = undefined }
     const closed = new Promise<void>(resolve => res.on('close', () => resolve()))
-    this.requests.push({ method, path, headers, raw, body, closed })
+    const timing: { receivedAt: number; endedAt?: number } = { receivedAt }
+    res.on('finish', () => { timing.endedAt = performance.now() })
+    this.requests.push({ method, path, headers, raw, body, closed, timing })
     for (const waiter of this.waiters.filter(w => this.requests.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1)
       waiter.resolve()

@@ -15,6 +15,7 @@ import type { Session } from '../session/api.js'
 import { scanEvents } from '../session/packed-run.js'
 import type { EpochHeader } from '../session/types.js'
 import { frozenJson } from './frozen-json.js'
+import { serviceLookup } from '../kernel/index.js'
 
 const REQUEST_HEADER: ReadonlySet<string> = new Set(['request/header'])
 
@@ -31,10 +32,11 @@ export const LoopInvariantPlugin = {
   name: 'agent-loop-invariant',
   apply(ctx: Context) {
     const folds = new WeakMap<Session, Fold>()
+    const lookup = serviceLookup(ctx, 'sessions')
     ctx.on('llm/stream', (options, next) => {
       const meta = options.meta
       if (meta?.agentLoop === true) {
-        const sessions = ctx.get('sessions')
+        const sessions = lookup()
         const session = typeof meta.sessionId === 'string' ? sessions?.get(meta.sessionId) : undefined
         if (session === undefined) {
           throw new LoopInvariantError(String(meta.sessionId), 'the request names no live session (meta.sessionId)')

@@ -11,19 +11,19 @@ import type { LlmService } from '../llm/api.js'
 import type {
   FinishReason, LlmCallOptions, LlmFailure, StreamChunk, ToolCallBlock, UserMessage,
 } from '../llm/types.js'
-import type { PromptAssembly } from '../prompt/api.js'
+import type { PromptAssembly, SystemPromptService } from '../prompt/api.js'
 import type { Session } from '../session/api.js'
 import { scanEvents } from '../session/packed-run.js'
 import type {
   AbortReason, EpochHeader, InboxTarget, JsonValue, RequestContext, TurnEndReason,
 } from '../session/types.js'
 import { scopeTarget } from '../scope/index.js'
-import { emitContained } from '../kernel/index.js'
+import { emitContainedVia, eventsOf, serviceLookup, type EventDispatch } from '../kernel/index.js'
 import { SessionRuleError } from '../session/types.js'
 import { LoopInvariantError } from './invariant.js'
 import type { ToolsService } from '../tools/api.js'
 import type {
-  Agent, AgentLoop, AgentStatus, CancelOptions, PreStepDecision, PreStepPayload,
+  Agent, AgentLoop, AgentStatus, CancelOptions, PreStepDecision, PreStepPayload, TurnStoppingPayload,
 } from './api.js'
 import { DEFAULT_MAX_PARALLEL_TOOL_CALLS } from './api.js'
 import type { RequestErrorDecision } from './events.js'
@@ -81,8 +81,23 @@ export class ReactLoop implements AgentLoop {
   private lastHeader: EpochHeader | undefined
   private headerSent = false
   private lastContext: RequestContext | undefined
+  /**
+   * The events service and the services a step uses, behind Cordis' tracing proxies: each
+   * `ctx.x` access costs ~10-30 µs (docs/kernel.md, "Hot paths"). Lookups follow every service
+   * change, so a disposed or replaced service is never called.
+   */
+  private readonly events: EventDispatch
+  private readonly llmService: () => LlmService | undefined
+  private readonly toolsService: () => ToolsService | undefined
+  private readonly promptService: () => SystemPromptService | undefined
+  /** The assembled tool list last found equal to `lastHeader`'s (A-10 by identity, see sameHeader). */
+  private matchedTools: { readonly assembled: unknown; readonly logged: unknown } | undefined
 
   constructor(private readonly ctx: Context, readonly agent: Agent) {
+    this.events = eventsOf(ctx)
+    this.llmService = serviceLookup(ctx, 'llm')
+    this.toolsService = serviceLookup(ctx, 'tools')
+    this.promptService = serviceLookup(ctx, 'systemPrompt')
     this.session = agent.session
     this.inbox = Inbox.fromLog(this.session)
     this.phase = { kind: 'idle', lastTurn: this.session.position.turn }
@@ -232,10 +247,10 @@ export class ReactLoop implements AgentLoop {
       if (end.kind === 'max-tokens') maxTokens = true
       if (end.kind === 'continue') continue
       if (this.inbox.nextStep.length === 0) {
-        const stopping = await hookFailure('TURN_STOPPING_FAILED', 'agent/turn-stopping', () => this.ctx.serial(scopeTarget(this.agent.scope), 'agent/turn-stopping', {
+        const stopping = await hookFailure('TURN_STOPPING_FAILED', 'agent/turn-stopping', () => this.events.serial(scopeTarget(this.agent.scope), 'agent/turn-stopping', {
           session: this.session, agent: this.agent, turn, signal,
           steer: input => { this.send(toUserMessage(input), 'next-step', false) },
-        }))
+        } satisfies TurnStoppingPayload) as Promise<unknown>)
         if (stopping instanceof HookFailed) {
           return signal.aborted ? this.aborted() : { kind: 'error', error: stopping.failure }
         }
@@ -256,7 +271,7 @@ export class ReactLoop implements AgentLoop {
     const payload: PreStepPayload = { session: this.session, agent: this.agent, messages: [...claimed], turn, step, signal, assembly }
     // The runtime-context message is decided inside the default, against the surface as the
     // outer listeners left it (compaction in pre-step may have replaced the last snapshot).
-    const decision = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step', () => this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/pre-step', payload,
+    const decision = await hookFailure('PRE_STEP_FAILED', 'agent/pre-step', (): Promise<PreStepDecision> => this.events.waterfall(scopeTarget(this.agent.scope), 'agent/pre-step', payload,
       async (): Promise<PreStepDecision> => {
         const context = this.contexts.message(assembly.contexts)
         return { kind: 'enter', messages: context === undefined ? [...claimed] : [...claimed, context] }
@@ -266,7 +281,7 @@ export class ReactLoop implements AgentLoop {
   }
 
   private async assemble(): Promise<PromptAssembly> {
-    const prompt = this.ctx.get('systemPrompt')
+    const prompt = this.promptService()
     if (prompt !== undefined) return prompt.assemble(this.agent.scope)
     return { system: '', tools: this.tools()?.schemas(this.agent.scope) ?? [], contexts: [] }
   }
@@ -334,7 +349,7 @@ export class ReactLoop implements AgentLoop {
 
   private async requestError(turn: number, step: number, failure: LlmFailure, signal: AbortSignal): Promise<StepEnd | 'retry'> {
     const { provider, model } = this.agent.config
-    const decision = await hookFailure('REQUEST_ERROR_FAILED', 'agent/request-error', () => this.ctx.waterfall(scopeTarget(this.agent.scope), 'agent/request-error',
+    const decision = await hookFailure('REQUEST_ERROR_FAILED', 'agent/request-error', (): Promise<RequestErrorDecision> => this.events.waterfall(scopeTarget(this.agent.scope), 'agent/request-error',
       { session: this.session, turn, step, provider, model, failure, signal },
       async (): Promise<RequestErrorDecision> => ({ kind: 'fail' })))
     // L-10: cancellation during a retry wait wins over the retry.
@@ -373,7 +388,7 @@ export class ReactLoop implements AgentLoop {
     }
     if (!this.headerSent) {
       this.appendHeader(header, this.lastHeader === undefined ? 'initial' : 'resume')
-    } else if (!sameHeader(header, this.lastHeader!)) {
+    } else if (!this.sameHeader(header, this.lastHeader!)) {
       this.appendHeader(header, 'change')
     }
     const contextWindow = llm.model(prepared.provider, prepared.model)?.contextWindow
@@ -394,6 +409,24 @@ export class ReactLoop implements AgentLoop {
       // Images are referenced by content hash; the adapter reads their bytes from the session's store.
       attachments: async (id) => this.ctx.get('sessions')?.attachments.read(this.session.id, id),
     }
+  }
+
+  /**
+   * A-10's comparison with the logged header. The assembled tool list is usually the same frozen
+   * array as at the last step (ctx.tools and the prompt keep one while nothing changes): once it
+   * was found equal to the logged list, the same pair is equal without re-serialising it.
+   */
+  private sameHeader(header: EpochHeader, logged: EpochHeader): boolean {
+    if (header === logged) return true
+    if (header.system !== logged.system || JSON.stringify(header.config) !== JSON.stringify(logged.config)) return false
+    const tools = header.tools
+    if (tools === logged.tools) return true
+    const matched = this.matchedTools
+    if (matched !== undefined && matched.assembled === tools && matched.logged === logged.tools) return true
+    if (JSON.stringify(tools) !== frozenJson(logged.tools)) return false
+    // Only a frozen list keeps its content under the same identity.
+    if (typeof tools === 'object' && tools !== null && Object.isFrozen(tools)) this.matchedTools = { assembled: tools, logged: logged.tools }
+    return true
   }
 
   private appendHeader(header: EpochHeader, reason: 'initial' | 'resume' | 'change'): void {
@@ -505,13 +538,13 @@ export class ReactLoop implements AgentLoop {
   }
 
   private llm(): LlmService {
-    const llm = this.ctx.get('llm')
+    const llm = this.llmService()
     if (llm === undefined) throw new Error('dsh-agent: no `llm` service is loaded; load LlmServicePlugin before running an agent')
     return llm
   }
 
   private tools(): ToolsService | undefined {
-    return this.ctx.get('tools')
+    return this.toolsService()
   }
 
   private emitStatus(status: AgentStatus): void {
@@ -520,7 +553,7 @@ export class ReactLoop implements AgentLoop {
 
   /** A contained emit for this agent's scope: observers never break the loop (K-3). */
   private notify(name: string, args: unknown[]): void {
-    emitContained(this.ctx, name, args, undefined, scopeTarget(this.agent.scope))
+    emitContainedVia(this.events, name, args, undefined, scopeTarget(this.agent.scope))
   }
 }
 
@@ -570,11 +603,3 @@ function listenerFailure(error: unknown): LlmFailure {
   if (isFatal(error)) throw error
   return toFailure(error, 'LLM_STREAM_FAILED')
 }
-
-function sameHeader(a: EpochHeader, b: EpochHeader): boolean {
-  if (a === b) return true
-  // `b` is the logged (frozen) header: its tools' JSON is computed once, not every step.
-  return a.system === b.system && JSON.stringify(a.config) === JSON.stringify(b.config)
-    && (a.tools === b.tools || JSON.stringify(a.tools) === frozenJson(b.tools))
-}
-

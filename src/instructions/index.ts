@@ -7,7 +7,7 @@
  * function of the log: the files are read once, into the log, never behind it.
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { stat } from 'node:fs/promises'
+import { statSync, type BigIntStats } from 'node:fs'
 import { openRegularFile } from '../tools/builtin/errors.js'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
@@ -82,17 +82,26 @@ function foldInstruction(fold: { files: Map<string, { path: string; digest: stri
   }
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(() => true, () => false)
+/**
+ * A synchronous `stat` (following links) that never throws: a page-cache lookup of a few
+ * microseconds, where the promise form costs a libuv pool round trip and an event-loop turn, and
+ * a thrown ENOENT its stack trace. It runs several times per step (every folder up to the root).
+ */
+function statOrUndefined(path: string): BigIntStats | undefined {
+  try {
+    return statSync(path, { bigint: true, throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
 }
 
 /** The folders whose files apply to `cwd`, outermost first: the project root down to `cwd`. */
-async function projectFolders(cwd: string, markers: readonly string[]): Promise<{ root: string; folders: string[] }> {
+function projectFolders(cwd: string, markers: readonly string[]): { root: string; folders: string[] } {
   const chain: string[] = []
   let folder = resolve(cwd)
   while (true) {
     chain.push(folder)
-    for (const marker of markers) if (await exists(join(folder, marker))) return { root: folder, folders: chain.reverse() }
+    for (const marker of markers) if (statOrUndefined(join(folder, marker)) !== undefined) return { root: folder, folders: chain.reverse() }
     const parent = dirname(folder)
     if (parent === folder) break
     folder = parent
@@ -100,17 +109,53 @@ async function projectFolders(cwd: string, markers: readonly string[]): Promise<
   return { root: resolve(cwd), folders: [resolve(cwd)] }
 }
 
+/**
+ * Instruction files read at earlier steps, kept while a `stat` of the path shows the same file
+ * unchanged (device, inode, size, mtime, ctime), except what changed within the last `RACY_MS`
+ * (timestamps are coarse: two writes in one clock tick can leave the same mtime and size). So a
+ * step reads the disk only for a file that is new or changed, and gives what a fresh read would.
+ */
+export class InstructionFileCache {
+  readonly files = new Map<string, { readonly signature: string; readonly bytes: Buffer }>()
+  /** @param now the clock the racy window is judged by (tests move it forward). */
+  constructor(readonly now: () => number = Date.now) {}
+}
+
+const RACY_MS = 2_000
+
+function fileSignature(info: BigIntStats, now: number): string | undefined {
+  const newest = info.mtimeMs > info.ctimeMs ? info.mtimeMs : info.ctimeMs
+  if (Number(newest) > now - RACY_MS) return undefined
+  return `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`
+}
+
 /** The first candidate that is a regular file (a FIFO named AGENTS.md must not block the step). */
-async function readFirst(folder: string): Promise<{ name: string; bytes: Buffer } | undefined> {
+async function readFirst(folder: string, cache?: InstructionFileCache): Promise<{ name: string; bytes: Buffer } | undefined> {
   for (const name of INSTRUCTION_CANDIDATES) {
+    const path = join(folder, name)
+    // A missing candidate (the usual case) costs a stat, not an open through the pool.
+    const info = statOrUndefined(path)
+    if (info === undefined) {
+      cache?.files.delete(path)
+      continue
+    }
+    const signature = cache === undefined || !info.isFile() ? undefined : fileSignature(info, cache.now())
+    const known = cache?.files.get(path)
+    if (signature !== undefined && known?.signature === signature) return { name, bytes: known.bytes }
     let handle
     try {
-      handle = await openRegularFile(join(folder, name))
+      handle = await openRegularFile(path)
     } catch {
       continue
     }
     try {
-      return { name, bytes: await handle.readFile() }
+      const bytes = await handle.readFile()
+      // Kept only when the file read is the one stat'ed (same inode and size).
+      if (cache !== undefined) {
+        if (signature !== undefined && bytes.length === Number(info.size)) cache.files.set(path, { signature, bytes })
+        else cache.files.delete(path)
+      }
+      return { name, bytes }
     } catch {
       continue
     } finally {
@@ -183,7 +228,7 @@ function foldSession(folds: WeakMap<object, SessionFold>, session: { readonly ev
  * The instruction files that apply to a session in `cwd` now: home first, then the project root
  * down to `cwd`, then the touched folders below it (`touchedFolders`).
  */
-export async function currentInstructionFiles(cwd: string, config: WorkspaceInstructionsConfig = {}, touched: readonly string[] = []): Promise<InstructionFile[]> {
+export async function currentInstructionFiles(cwd: string, config: WorkspaceInstructionsConfig = {}, touched: readonly string[] = [], cache?: InstructionFileCache): Promise<InstructionFile[]> {
   const max = config.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES
   const out: InstructionFile[] = []
   const take = (scope: string, path: string, bytes: Buffer) => {
@@ -193,12 +238,12 @@ export async function currentInstructionFiles(cwd: string, config: WorkspaceInst
     out.push({ scope, path, digest: createHash('sha1').update(bytes).digest('hex'), text })
   }
   if (config.home !== undefined) {
-    const found = await readFirst(resolve(config.home))
+    const found = await readFirst(resolve(config.home), cache)
     if (found !== undefined) take(`~\u0000${found.name}`, join(resolve(config.home), found.name), found.bytes)
   }
-  const { root, folders } = await projectFolders(cwd, config.projectMarkers ?? DEFAULT_PROJECT_MARKERS)
+  const { root, folders } = projectFolders(cwd, config.projectMarkers ?? DEFAULT_PROJECT_MARKERS)
   for (const folder of [...folders, ...touched.filter(folder => !folders.includes(folder))]) {
-    const found = await readFirst(folder)
+    const found = await readFirst(folder, cache)
     if (found === undefined) continue
     const where = relative(root, folder)
     take(`${where === '' ? '.' : where}\u0000${found.name}`, where === '' ? found.name : `${where}/${found.name}`, found.bytes)
@@ -254,6 +299,7 @@ export const WorkspaceInstructionsPlugin = {
   name: 'workspace-instructions',
   apply(ctx: Context, config: WorkspaceInstructionsConfig = {}) {
     const folds = new WeakMap<object, SessionFold>()
+    const files = new InstructionFileCache()
     ctx.on('agent/pre-step', async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
       const decision = await next()
       // A first step with no input spends the turn without a step (A-4): the instructions alone
@@ -263,7 +309,7 @@ export const WorkspaceInstructionsPlugin = {
       if (cwd === undefined) return decision
       const fold = foldSession(folds, payload.session, cwd)
       const logged = { files: new Map(fold.instructions.files), baseline: fold.instructions.baseline }
-      const added = instructionsMessage(logged, await currentInstructionFiles(cwd, config, [...fold.touched]))
+      const added = instructionsMessage(logged, await currentInstructionFiles(cwd, config, [...fold.touched], files))
       if (added === undefined) return decision
       // After the input the step claimed, before the runtime context and other notices.
       const at = Math.min(payload.messages.length, decision.messages.length)

@@ -3,7 +3,7 @@
  * log): a baseline message at the first step, then one message per step in which a file on disk
  * differs from what the log recorded; a session continued from elsewhere reads its own folder.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest'
 import { loopHarness } from '../../test-support/agent-harness.js'
 import { text, toolCalls } from '../../test-support/scripted-model.js'
 import type { UserMessage } from '../llm/types.js'
-import { foldInstructions, WorkspaceInstructionsPlugin, type InstructionsSource } from './index.js'
+import { currentInstructionFiles, foldInstructions, InstructionFileCache, WorkspaceInstructionsPlugin, type InstructionsSource } from './index.js'
 
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')
 
@@ -144,5 +144,40 @@ describe('workspace instructions in the log', () => {
       await h.dispose()
       rmSync(root, { recursive: true, force: true })
     }
+  })
+})
+
+describe('instruction files read through the cache', () => {
+  it('Y-1: with the cache, an edit that keeps the size, an added file and a removed one give what a fresh read gives', async () => {
+    const root = workspace()
+    const cache = new InstructionFileCache(() => Date.now() + 60_000)
+    // Each change gets its own explicit mtime (edits at different moments); changes within one
+    // clock tick are the racy window's job (next test).
+    let tick = 1_000_000
+    const write = (path: string, text: string) => { writeFileSync(path, text); tick += 10; utimesSync(path, tick, tick) }
+    const both = async () => {
+      const cached = await currentInstructionFiles(root, {}, [], cache)
+      expect(cached).toEqual(await currentInstructionFiles(root, {}, []))
+      return cached.map(file => `${file.path}=${file.text}`)
+    }
+    write(join(root, 'AGENTS.md'), 'rule one')
+    expect(await both()).toEqual(['AGENTS.md=rule one'])
+    expect(cache.files.size).toBe(1)
+    expect(await both()).toEqual(['AGENTS.md=rule one'])
+    write(join(root, 'AGENTS.md'), 'rule two')
+    expect(await both()).toEqual(['AGENTS.md=rule two'])
+    rmSync(join(root, 'AGENTS.md'))
+    write(join(root, 'CLAUDE.md'), 'claude rules')
+    expect(await both()).toEqual(['CLAUDE.md=claude rules'])
+    rmSync(join(root, 'CLAUDE.md'))
+    expect(await both()).toEqual([])
+  })
+
+  it('Y-1: a file changed within the racy window is read again, never kept', async () => {
+    const root = workspace()
+    writeFileSync(join(root, 'AGENTS.md'), 'fresh')
+    const cache = new InstructionFileCache()
+    expect((await currentInstructionFiles(root, {}, [], cache)).map(file => file.text)).toEqual(['fresh'])
+    expect(cache.files.size).toBe(0)
   })
 })

@@ -3,6 +3,7 @@
  * waterfall around every provider attempt.
  */
 import { Context, Service } from 'cordis'
+import { eventsOf, type EventDispatch } from '../kernel/index.js'
 import type { AdapterRegistration, LlmService, RetryMode } from './api.js'
 import { LlmError, failure, toFailure } from './errors.js'
 import type { LlmAdapter, LlmCallOptions, LlmFailure, ModelInfo, StreamChunk } from './types.js'
@@ -12,9 +13,12 @@ const key = (provider: string, model: string) => `${provider}\u0000${model}`
 export class LlmServicePlugin extends Service implements LlmService {
   private readonly registrations = new Map<string, AdapterRegistration>()
   private readonly catalogue = new Map<string, ModelInfo>()
+  /** Resolved once: `llm/stream` is dispatched for every model request (docs/kernel.md, "Hot paths"). */
+  private readonly events: EventDispatch
 
   constructor(ctx: Context) {
     super(ctx, 'llm')
+    this.events = eventsOf(ctx)
   }
 
   register(registration: AdapterRegistration): () => void {
@@ -86,7 +90,7 @@ export class LlmServicePlugin extends Service implements LlmService {
     // A throw from a listener (sync or inside its iterable) reaches the consumer unchanged.
     return {
       [Symbol.asyncIterator]: () => {
-        const iterable = this.ctx.waterfall('llm/stream', options, inner)
+        const iterable = this.events.waterfall('llm/stream', options, inner) as AsyncIterable<StreamChunk>
         return iterable[Symbol.asyncIterator]()
       },
     }

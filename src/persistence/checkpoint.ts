@@ -11,17 +11,18 @@ import type {} from '../agent/api.js'
 import type { StreamChunk } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import { abortedBeforeDispatchRecord } from '../tools/errors.js'
+import { eventsOf, serviceLookup } from '../kernel/index.js'
 
 /** The barrier itself: resolves once every event of `session` so far is stored. */
 export async function checkpoint(ctx: Context, session: Session): Promise<void> {
-  await ctx.parallel('session/flush', session)
+  await eventsOf(ctx).parallel('session/flush', session)
 }
 
 /** The live session a model call belongs to, from `meta.sessionId` set by the loop. */
-function sessionOfCall(ctx: Context, meta: Readonly<Record<string, unknown>> | undefined): Session | undefined {
+function sessionOfCall(sessions: () => Context['sessions'] | undefined, meta: Readonly<Record<string, unknown>> | undefined): Session | undefined {
   const id = meta?.sessionId
   if (typeof id !== 'string') return undefined
-  const session = ctx.sessions.get(id)
+  const session = sessions()?.get(id)
   return session?.live ? session : undefined
 }
 
@@ -29,11 +30,16 @@ export class CheckpointPolicy {
   static inject = ['sessions']
 
   constructor(ctx: Context) {
+    // Resolved once (three checkpoints per step; docs/kernel.md, "Hot paths"). The plugin injects
+    // `sessions`, so it is reloaded, and these re-resolved, when that service changes.
+    const events = eventsOf(ctx)
+    const sessions = serviceLookup(ctx, 'sessions')
+    const flush = (session: Session) => events.parallel('session/flush', session)
     ctx.on('llm/stream', (options, next) => {
-      const session = sessionOfCall(ctx, options.meta)
+      const session = sessionOfCall(sessions, options.meta)
       if (session === undefined) return next()
       return (async function* (): AsyncGenerator<StreamChunk> {
-        await checkpoint(ctx, session)
+        await flush(session)
         yield* next()
       })()
     })
@@ -49,7 +55,7 @@ export class CheckpointPolicy {
         context.signal.addEventListener('abort', onAbort, { once: true })
       })
       try {
-        const outcome = await Promise.race([checkpoint(ctx, session).then(() => 'flushed' as const), aborted])
+        const outcome = await Promise.race([flush(session).then(() => 'flushed' as const), aborted])
         if (outcome === 'aborted' || context.signal.aborted) return abortedBeforeDispatchRecord()
       } finally {
         context.signal.removeEventListener('abort', onAbort)
@@ -58,7 +64,7 @@ export class CheckpointPolicy {
     })
 
     ctx.on('agent/pre-step', async (payload, next) => {
-      if (payload.session.live) await checkpoint(ctx, payload.session)
+      if (payload.session.live) await flush(payload.session)
       return next()
     })
   }

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs'
-import { copyFile, link, mkdtemp, readdir, readFile, readlink, rename, rm, stat, utimes, writeFile } from 'node:fs/promises'
+import { copyFile, link, mkdtemp, open, readdir, readFile, readlink, rename, rm, stat, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { CorruptSessionError, type PersistenceBackend } from './api.js'
 import type { SessionEvent } from '../session/types.js'
 import { canonical, describeBackendConformance, realisticLog } from './backend.conformance.js'
@@ -132,6 +132,29 @@ describe('JSONL layout (D-4)', () => {
     await backend.close()
     expect(await openOn(path)).toBe(0)
     expect((await new JsonlBackend({ root }).loadStored(header.id))!.events).toEqual(events.slice(0, 30))
+  }))
+
+  it('D-3/D-4: an append resolves after fdatasync of its file; creating a file (temp + link) uses full fsync', () => withRoot(async (root) => {
+    const probe = await open(join(root, 'probe'), 'w')
+    const proto = Object.getPrototypeOf(probe) as { sync(): Promise<void>; datasync(): Promise<void> }
+    await probe.close()
+    const calls: string[] = []
+    const sync = vi.spyOn(proto, 'sync').mockImplementation(async function (this: { fd: number }) { calls.push('fsync') })
+    const datasync = vi.spyOn(proto, 'datasync').mockImplementation(async function () { calls.push('fdatasync') })
+    try {
+      const backend = new JsonlBackend({ root })
+      const { header, events } = await realisticLog(2, 4)
+      await backend.create(header, events.slice(0, 5))
+      expect(calls).toContain('fsync')
+      expect(calls).not.toContain('fdatasync')
+      calls.length = 0
+      await backend.appendBatch(header, events.slice(5, 10))
+      expect(calls).toEqual(['fdatasync'])
+      await backend.close()
+    } finally {
+      sync.mockRestore()
+      datasync.mockRestore()
+    }
   }))
 
   it('D-4: a file replaced at its path is never written through the kept handle', () => withRoot(async (root) => {

@@ -4,6 +4,7 @@
  */
 import { Context, Service } from 'cordis'
 import type { ToolSchema } from '../llm/types.js'
+import { eventsOf, serviceLookup, type EventDispatch } from '../kernel/index.js'
 import { contextScope, scopeTarget, ScopedLayers, type ScopeKey } from '../scope/index.js'
 import type { PromptAssembly, PromptSection, RuntimeContext, SystemPromptService } from './api.js'
 import { interpolate } from './template.js'
@@ -69,10 +70,18 @@ export class SystemPromptPlugin extends Service implements SystemPromptService {
   private readonly variables = new ScopedLayers<Variable>('system prompt variable')
   private readonly contexts = new ScopedLayers<RuntimeContext>('runtime context')
   private readonly toolOrder: readonly string[]
+  /** Resolved once (docs/kernel.md, "Hot paths"): `assemble` runs at every step. */
+  private readonly events: EventDispatch
+  private readonly toolsService: () => ToolsLike | undefined
+  /** The last ordered tool list, per source list (`ctx.tools` keeps one frozen list while nothing changes). */
+  private readonly ordered = new WeakMap<readonly ToolSchema[], readonly ToolSchema[]>()
 
   constructor(ctx: Context, config: SystemPromptConfig = {}) {
     super(ctx, 'systemPrompt')
     this.toolOrder = config.toolOrder ?? []
+    this.events = eventsOf(ctx)
+    // Optional service: `ctx.tools` would throw without inject (K-1).
+    this.toolsService = serviceLookup(ctx, 'tools') as () => ToolsLike | undefined
     // Built-ins live as long as the service; agents shadow them by name.
     this.sections.register(HARNESS_SECTION)
     this.sections.register({ name: 'persona', order: 0, text: config.persona ?? DEFAULT_PERSONA })
@@ -110,8 +119,8 @@ export class SystemPromptPlugin extends Service implements SystemPromptService {
     // Scoped dispatch reaches untagged listeners and those of the scope's chain (P-4).
     const inner = () => Promise.resolve(assembly)
     return scope === undefined
-      ? this.ctx.waterfall('system-prompt/assemble', assembly, inner)
-      : this.ctx.waterfall(scopeTarget(scope), 'system-prompt/assemble', assembly, inner)
+      ? this.events.waterfall('system-prompt/assemble', assembly, inner)
+      : this.events.waterfall(scopeTarget(scope), 'system-prompt/assemble', assembly, inner)
   }
 
   private async renderSections(scope: ScopeKey | undefined): Promise<string> {
@@ -171,17 +180,26 @@ export class SystemPromptPlugin extends Service implements SystemPromptService {
     return parts.join('\n\n')
   }
 
-  private toolSchemas(scope: ScopeKey | undefined): ToolSchema[] {
-    // Optional service: `ctx.tools` would throw without inject (K-1).
-    const tools = this.ctx.get('tools') as ToolsLike | undefined
+  /**
+   * The tool schemas in prompt order. Frozen and, while `ctx.tools` gives the same list, the same
+   * array from step to step, so the loop's A-10 header check compares it by identity.
+   */
+  private toolSchemas(scope: ScopeKey | undefined): readonly ToolSchema[] {
+    const tools = this.toolsService()
     if (!tools) return []
-    // Read once: `this` is Cordis's tracing proxy, and the comparator runs O(n log n) times.
+    const source = tools.schemas(scope)
+    const known = this.ordered.get(source)
+    if (known !== undefined) return known
+    // Read once: `this` may be Cordis's tracing proxy, and the comparator runs O(n log n) times.
     const order = this.toolOrder
     const rank = (name: string) => {
       const index = order.indexOf(name)
       return index < 0 ? order.length : index
     }
-    return [...tools.schemas(scope)].sort((a, b) => rank(a.name) - rank(b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    const sorted = Object.freeze([...source].sort((a, b) => rank(a.name) - rank(b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)))
+    // Only a frozen source list can be remembered: a mutable one may change under the same identity.
+    if (Object.isFrozen(source)) this.ordered.set(source, sorted)
+    return sorted
   }
 
   private async renderContexts(scope: ScopeKey | undefined): Promise<{ name: string; text: string }[]> {

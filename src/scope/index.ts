@@ -9,6 +9,13 @@ import { Context } from 'cordis'
 export type ScopeKey = object
 
 const parents = new WeakMap<ScopeKey, ScopeKey>()
+/** Bumped whenever any key is (re)linked: a cached view of a scope chain is stale after that. */
+let parentsRevision = 0
+
+/** Changes whenever any scope chain may have changed (for caches of views). */
+export function scopeRevision(): number {
+  return parentsRevision
+}
 
 export interface ScopeParentBinding {
   readonly key: ScopeKey
@@ -32,6 +39,7 @@ function link(key: ScopeKey, parent: ScopeKey): void {
     }
   }
   parents.set(key, parent)
+  parentsRevision++
 }
 
 /**
@@ -81,6 +89,12 @@ export function isScopeWithin(key: ScopeKey, ancestor: ScopeKey): boolean {
 export class ScopedLayers<T extends { readonly name: string }> {
   private readonly global = new Map<string, T>()
   private readonly layers = new WeakMap<ScopeKey, Map<string, T>>()
+  private changes = 0
+
+  /** Changes whenever an entry is added or removed (for caches of views; see `scopeRevision`). */
+  get revision(): number {
+    return this.changes
+  }
 
   /** @param kind names the entries in error messages ("tool", "section"...). */
   constructor(private readonly kind = 'entry') {}
@@ -102,8 +116,12 @@ export class ScopedLayers<T extends { readonly name: string }> {
       throw new Error(`dsh-scope: ${this.kind} "${entry.name}" is already registered ${scope === undefined ? 'globally' : 'in this scope'}`)
     }
     layer.set(entry.name, entry)
+    this.changes++
     return () => {
-      if (layer.get(entry.name) === entry) layer.delete(entry.name)
+      if (layer.get(entry.name) === entry) {
+        layer.delete(entry.name)
+        this.changes++
+      }
     }
   }
 

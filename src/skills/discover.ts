@@ -2,7 +2,7 @@
  * Skill discovery (SK-3): `SKILL.md` bundles in ranked roots, YAML frontmatter, duplicate names
  * resolved by root rank. Invalid frontmatter drops that skill (with a warning), never the rest.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, type BigIntStats } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { loadYaml } from '../config/yaml.js'
 
@@ -106,36 +106,130 @@ export function readSkillBody(skill: Skill): string {
   return splitFrontmatter(readFileSync(skill.file, 'utf8')).body.trim()
 }
 
-/** Every valid skill under `roots`, one per name (lowest rank wins), sorted by name. */
-export function discoverSkills(roots: readonly SkillRoot[], warn: (message: string) => void = () => {}): Skill[] {
+/**
+ * What discovery read from disk, kept while a `stat` of the same path says it cannot have
+ * changed: a folder listing while the folder's inode, mtime and ctime stay the same (adding,
+ * removing or renaming an entry changes the folder's mtime), a parsed skill file while its
+ * inode, size, mtime and ctime stay the same. Anything changed within the last `RACY_MS` is
+ * never kept (timestamps are coarse: two changes inside one clock tick can leave the same
+ * mtime), so the result is always what a fresh read would give. Stats of missing paths do not
+ * throw, so a step with no skill folders costs a few `stat`s instead of throwing `readdir`s.
+ */
+export class SkillDiscoveryCache {
+  /** @param now the clock the racy window is judged by (tests move it forward). */
+  constructor(readonly now: () => number = Date.now) {}
+  readonly folders = new Map<string, { readonly signature: string; readonly entries: readonly string[] }>()
+  readonly entries = new Map<string, { readonly signature: string; readonly file: string | undefined }>()
+  readonly files = new Map<string, { readonly signature: string; readonly parsed: { readonly skill: Skill } | { readonly error: string } }>()
+}
+
+/** Changes within this long are never cached (coarse file-system timestamps, see above). */
+const RACY_MS = 2_000
+
+/** A stat's identity and change times; undefined when the path is missing or unreadable. */
+function statOf(path: string): BigIntStats | undefined {
+  try {
+    return statSync(path, { bigint: true, throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+}
+
+function signatureOf(info: BigIntStats, now: number): string | undefined {
+  // Recent changes are not trusted (see SkillDiscoveryCache).
+  const newest = info.mtimeMs > info.ctimeMs ? info.mtimeMs : info.ctimeMs
+  if (Number(newest) > now - RACY_MS) return undefined
+  return `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`
+}
+
+/** The sorted entry names of `dir`, or undefined when it cannot be listed. */
+function listFolder(dir: string, cache: SkillDiscoveryCache | undefined): readonly string[] | undefined {
+  if (cache === undefined) {
+    try {
+      return readdirSync(dir).sort()
+    } catch {
+      return undefined
+    }
+  }
+  const info = statOf(dir)
+  if (info === undefined) return undefined
+  const signature = signatureOf(info, cache.now())
+  const known = cache.folders.get(dir)
+  if (signature !== undefined && known?.signature === signature) return known.entries
+  let entries: string[]
+  try {
+    entries = readdirSync(dir).sort()
+  } catch {
+    cache.folders.delete(dir)
+    return undefined
+  }
+  if (signature !== undefined) cache.folders.set(dir, { signature, entries })
+  else cache.folders.delete(dir)
+  return entries
+}
+
+/** The skill file an entry of a root stands for: `<dir>/SKILL.md`, or a flat `*.md` file. */
+function entryFile(path: string, entry: string, cache: SkillDiscoveryCache | undefined): string | undefined {
+  if (cache === undefined) {
+    try {
+      const stat = statSync(path)
+      if (stat.isDirectory()) return existsSync(join(path, 'SKILL.md')) ? join(path, 'SKILL.md') : undefined
+      if (stat.isFile() && entry.endsWith('.md')) return path
+    } catch {
+      return undefined
+    }
+    return undefined
+  }
+  const info = statOf(path)
+  if (info === undefined) return undefined
+  const signature = signatureOf(info, cache.now())
+  const known = cache.entries.get(path)
+  if (signature !== undefined && known?.signature === signature) return known.file
+  const file = info.isDirectory() ? (existsSync(join(path, 'SKILL.md')) ? join(path, 'SKILL.md') : undefined)
+    : info.isFile() && entry.endsWith('.md') ? path : undefined
+  if (signature !== undefined) cache.entries.set(path, { signature, file })
+  else cache.entries.delete(path)
+  return file
+}
+
+function parseFile(file: string, rank: number, cache: SkillDiscoveryCache | undefined): { readonly skill: Skill } | { readonly error: string } {
+  const read = (): { readonly skill: Skill } | { readonly error: string } => {
+    try {
+      return { skill: parseSkill(file, readFileSync(file, 'utf8'), rank) }
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) }
+    }
+  }
+  if (cache === undefined) return read()
+  const info = statOf(file)
+  const signature = info === undefined ? undefined : signatureOf(info, cache.now())
+  const known = cache.files.get(file)
+  if (signature !== undefined && known?.signature === signature && (!('skill' in known.parsed) || known.parsed.skill.rank === rank)) return known.parsed
+  const parsed = read()
+  if (signature !== undefined) cache.files.set(file, { signature, parsed })
+  else cache.files.delete(file)
+  return parsed
+}
+
+/**
+ * Every valid skill under `roots`, one per name (lowest rank wins), sorted by name. With a
+ * `cache`, folders and files unchanged since the last call are not read again (same result).
+ */
+export function discoverSkills(roots: readonly SkillRoot[], warn: (message: string) => void = () => {}, cache?: SkillDiscoveryCache): Skill[] {
   const byName = new Map<string, Skill>()
   for (const root of [...roots].sort((a, b) => a.rank - b.rank)) {
-    let entries: string[]
-    try {
-      entries = readdirSync(root.dir).sort()
-    } catch {
-      continue
-    }
+    const entries = listFolder(root.dir, cache)
+    if (entries === undefined) continue
     for (const entry of entries) {
       if (root.skip?.includes(entry)) continue
-      const path = join(root.dir, entry)
-      let file: string | undefined
-      try {
-        const stat = statSync(path)
-        if (stat.isDirectory()) file = existsSync(join(path, 'SKILL.md')) ? join(path, 'SKILL.md') : undefined
-        else if (stat.isFile() && entry.endsWith('.md')) file = path
-      } catch {
-        continue
-      }
+      const file = entryFile(join(root.dir, entry), entry, cache)
       if (file === undefined) continue
-      let skill: Skill
-      try {
-        skill = parseSkill(file, readFileSync(file, 'utf8'), root.rank)
-      } catch (error) {
-        warn(`skill ${file} is ignored: ${error instanceof Error ? error.message : String(error)}`)
+      const parsed = parseFile(file, root.rank, cache)
+      if ('error' in parsed) {
+        warn(`skill ${file} is ignored: ${parsed.error}`)
         continue
       }
-      if (!byName.has(skill.name)) byName.set(skill.name, skill)
+      if (!byName.has(parsed.skill.name)) byName.set(parsed.skill.name, parsed.skill)
     }
   }
   return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))

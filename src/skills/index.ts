@@ -1,8 +1,9 @@
 /**
  * Skills (docs/skills.md, SK-1..SK-4): `SKILL.md` instruction bundles found on disk, advertised
  * to the model as a catalog message, loaded on demand with the `skill` tool, and invocable by
- * the user as `/name` through the command registry. Skill files are re-read at every step and
- * every load, so an edit applies at once (no restart, no watcher to leak).
+ * the user as `/name` through the command registry. Skill folders are looked at on every step and
+ * every load, so an edit applies at once (no restart, no watcher to leak); what did not change
+ * since the last look (by `stat`) is not read again (`SkillDiscoveryCache`).
  */
 import { homedir } from 'node:os'
 import { join } from 'node:path'
@@ -14,7 +15,9 @@ import type { Session } from '../session/api.js'
 import { scanEvents } from '../session/packed-run.js'
 import type { Tool } from '../tools/api.js'
 import type { CommandsService, SlashCommand } from '../commands/api.js'
-import { discoverSkills, readSkillBody, skillRoots, type Skill, type SkillRootsOptions } from './discover.js'
+import { discoverSkills, readSkillBody, SkillDiscoveryCache, skillRoots, type Skill, type SkillRootsOptions } from './discover.js'
+import type { ToolsService } from '../tools/api.js'
+import { serviceLookup, untraced } from '../kernel/index.js'
 import '../agent/api.js'
 import '../tools/api.js'
 
@@ -100,9 +103,15 @@ export class SkillsPlugin {
   /** Per agent: the `/name` commands currently registered, keyed by their signature. */
   private readonly commands = new WeakMap<object, { key: string; dispose: () => void }>()
   private readonly maxDescription: number
+  private readonly discovery = new SkillDiscoveryCache()
+  /** Untraced (docs/kernel.md, "Hot paths"): the plugin injects `tools`, so a new one reloads it. */
+  private readonly tools: ToolsService
+  private readonly commandsPresent: () => CommandsService | undefined
 
   constructor(private readonly ctx: Context, private readonly config: SkillsConfig = {}) {
     this.maxDescription = config.catalogDescriptionMaxLength ?? 500
+    this.tools = untraced(ctx.tools)
+    this.commandsPresent = serviceLookup(ctx, 'commands') as () => CommandsService | undefined
     ctx.effect(() => ctx.tools.register(this.tool()))
     ctx.on('agent/pre-step', (payload, next) => this.preStep(payload, next))
     ctx.on('agent/created', (agent) => { this.syncCommands(agent) })
@@ -131,7 +140,7 @@ export class SkillsPlugin {
       ...(this.config.customSkillDirs !== undefined ? { customSkillDirs: this.config.customSkillDirs } : {}),
       ...((this.config.bundledSkillDir ?? process.env.DSH_BUNDLED_SKILL_DIR) ? { bundledSkillDir: this.config.bundledSkillDir ?? process.env.DSH_BUNDLED_SKILL_DIR } : {}),
     }
-    return discoverSkills(skillRoots(options), message => this.ctx.logger('skills').warn(message))
+    return discoverSkills(skillRoots(options), message => this.ctx.logger('skills').warn(message), this.discovery)
   }
 
   private tool(): Tool<{ name: string }> {
@@ -161,7 +170,7 @@ export class SkillsPlugin {
     const skills = this.skills(payload.session.header.cwd)
     this.syncCommands(payload.agent, skills)
     if (decision.kind !== 'enter') return decision
-    if (this.ctx.tools.get('skill', payload.agent.scope) === undefined) return decision
+    if (this.tools.get('skill', payload.agent.scope) === undefined) return decision
     const entries = catalogEntries(skills, this.maxDescription)
     const state = this.state(payload.session)
     const key = JSON.stringify(entries)
@@ -186,12 +195,14 @@ export class SkillsPlugin {
 
   /** One `/name` command per user-invocable skill of the agent's folder, kept in step with the disk. */
   private syncCommands(agent: Agent, skills: readonly Skill[] = this.skills(agent.session.header.cwd)): void {
-    const commands = this.ctx.get('commands') as CommandsService | undefined
-    if (commands === undefined) return
+    if (this.commandsPresent() === undefined) return
     const invocable = skills.filter(skill => skill.userInvocable)
     const key = JSON.stringify(invocable.map(skill => [skill.name, skill.description, skill.file]))
     const current = this.commands.get(agent.scope)
     if (current?.key === key) return
+    // Traced: registrations made through it are effects of this plugin's fiber (K-6).
+    const commands = this.ctx.get('commands') as CommandsService | undefined
+    if (commands === undefined) return
     current?.dispose()
     const disposers = invocable
       // Commands of other plugins win a name clash (`/model` stays the model command).

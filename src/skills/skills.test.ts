@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { loopHarness } from '../../test-support/agent-harness.js'
 import { text, toolCalls } from '../../test-support/scripted-model.js'
 import { CommandsPlugin } from '../commands/index.js'
-import { discoverSkills, skillRoots, SkillsPlugin } from './index.js'
+import { discoverSkills, SkillDiscoveryCache, skillRoots, SkillsPlugin } from './index.js'
 
 function skill(root: string, name: string, front: Record<string, string>, body: string): void {
   mkdirSync(join(root, name), { recursive: true })
@@ -38,6 +38,71 @@ describe('skills: discovery (SK-3)', () => {
     expect(found.map(s => [s.name, s.description, s.modelInvocable])).toEqual([['flat', 'a flat file', false], ['shared', 'project copy', true]])
     expect(warnings.join('\n')).toMatch(/bad-flag[\s\S]*user-invocable must be true or false/)
     expect(warnings.join('\n')).toMatch(/BadName[\s\S]*kebab-case/)
+  })
+})
+
+describe('skills: discovery cache (SK-2, SK-3)', () => {
+  // Each change gets its own explicit mtime (as edits at different moments would); changes inside
+  // one clock tick are what the racy window covers (last test).
+  let tick = 1_000_000
+  const touch = (...paths: string[]) => { tick += 10; for (const path of paths) utimesSync(path, tick, tick) }
+
+  it('SK-3: with the cache, added, edited (same size) and removed skills are seen exactly as without it', () => {
+    const { cwd, skills, home } = project()
+    const roots = skillRoots({ cwd, dshHome: home })
+    const cache = new SkillDiscoveryCache(() => Date.now() + 60_000)
+    const both = () => {
+      const cached = discoverSkills(roots, () => {}, cache)
+      expect(cached).toEqual(discoverSkills(roots))
+      return cached.map(s => `${s.name}:${s.description}`)
+    }
+    skill(skills, 'alpha', { name: 'alpha', description: 'first' }, 'a')
+    touch(join(skills, 'alpha', 'SKILL.md'), join(skills, 'alpha'), skills)
+    expect(both()).toEqual(['alpha:first'])
+    expect(cache.files.size).toBe(1)
+    expect(both()).toEqual(['alpha:first'])
+    // A new skill folder in a root already listed.
+    skill(skills, 'beta', { name: 'beta', description: 'second' }, 'b')
+    touch(join(skills, 'beta', 'SKILL.md'), join(skills, 'beta'), skills)
+    expect(both()).toEqual(['alpha:first', 'beta:second'])
+    // A SKILL.md added to a folder that had none.
+    mkdirSync(join(skills, 'gamma'))
+    touch(join(skills, 'gamma'), skills)
+    expect(both()).toEqual(['alpha:first', 'beta:second'])
+    writeFileSync(join(skills, 'gamma', 'SKILL.md'), '---\nname: gamma\ndescription: third\n---\nc\n')
+    touch(join(skills, 'gamma', 'SKILL.md'), join(skills, 'gamma'))
+    expect(both()).toEqual(['alpha:first', 'beta:second', 'gamma:third'])
+    // An edit that keeps the size.
+    skill(skills, 'alpha', { name: 'alpha', description: 'FIRST' }, 'a')
+    touch(join(skills, 'alpha', 'SKILL.md'))
+    expect(both()).toEqual(['alpha:FIRST', 'beta:second', 'gamma:third'])
+    // A removed skill, and a root that appears later.
+    rmSync(join(skills, 'beta'), { recursive: true })
+    touch(skills)
+    skill(join(home, 'skills'), 'delta', { name: 'delta', description: 'home' }, 'd')
+    touch(join(home, 'skills', 'delta', 'SKILL.md'), join(home, 'skills', 'delta'), join(home, 'skills'))
+    expect(both()).toEqual(['alpha:FIRST', 'delta:home', 'gamma:third'])
+  })
+
+  it('SK-3: an invalid skill warns at every discovery, cached or not', () => {
+    const { cwd, skills, home } = project()
+    skill(skills, 'bad', { name: 'Bad', description: 'x' }, 'x')
+    touch(join(skills, 'bad', 'SKILL.md'), join(skills, 'bad'), skills)
+    const cache = new SkillDiscoveryCache(() => Date.now() + 60_000)
+    const warnings: string[] = []
+    discoverSkills(skillRoots({ cwd, dshHome: home }), message => warnings.push(message), cache)
+    discoverSkills(skillRoots({ cwd, dshHome: home }), message => warnings.push(message), cache)
+    expect(warnings).toHaveLength(2)
+    expect(warnings[1]).toMatch(/kebab-case/)
+  })
+
+  it('SK-2: what changed within the racy window is read again, never kept', () => {
+    const { cwd, skills, home } = project()
+    skill(skills, 'fresh', { name: 'fresh', description: 'just written' }, 'x')
+    const cache = new SkillDiscoveryCache()
+    expect(discoverSkills(skillRoots({ cwd, dshHome: home }), () => {}, cache).map(s => s.name)).toEqual(['fresh'])
+    expect(cache.files.size).toBe(0)
+    expect(cache.folders.has(skills)).toBe(false)
   })
 })
 

@@ -52,6 +52,39 @@ describe('T-1 registration', () => {
     expect(JSON.stringify(schemas)).not.toContain('timeoutMs')
   })
 
+  it('T-1/A-10: schemas() is one frozen list while nothing changes, and a new one after any change', async () => {
+    const ctx = await setup()
+    let sandboxed = false
+    const plain = { type: 'object', properties: {} }
+    const wide = { type: 'object', properties: { sandbox_permissions: { type: 'string' } } }
+    ctx.tools.register({ ...echoTool('getter'), get description() { return sandboxed ? 'sandboxed' : 'plain' }, get parameters() { return sandboxed ? wide : plain } })
+    const first = ctx.tools.schemas()
+    expect(Object.isFrozen(first)).toBe(true)
+    expect(first.every(schema => Object.isFrozen(schema))).toBe(true)
+    expect(ctx.tools.schemas()).toBe(first)
+    // A tool that gives another description or parameters object: a new list.
+    sandboxed = true
+    const second = ctx.tools.schemas()
+    expect(second).not.toBe(first)
+    expect(second[0]).toMatchObject({ description: 'sandboxed', parameters: wide })
+    expect(ctx.tools.schemas()).toBe(second)
+    // A registration and its disposal: a new list each time.
+    const dispose = ctx.tools.register(echoTool('added'))
+    const third = ctx.tools.schemas()
+    expect(third.map(schema => schema.name)).toEqual(['added', 'getter'])
+    dispose()
+    expect(ctx.tools.schemas().map(schema => schema.name)).toEqual(['getter'])
+    // A scope re-linked under another parent sees that parent's tools at once.
+    const parentA = {}
+    const parentB = {}
+    const child = {}
+    const binding = bindScopeParent(child, parentA)
+    ctx.tools.register(echoTool('only-b'), parentB)
+    expect(ctx.tools.schemas(child).map(schema => schema.name)).toEqual(['getter'])
+    binding.rebind(parentB)
+    expect(ctx.tools.schemas(child).map(schema => schema.name)).toEqual(['getter', 'only-b'])
+  })
+
   it('T-1: a scoped registration is visible to that scope and its descendants only', async () => {
     const ctx = await setup()
     const parent = {}

@@ -4,9 +4,9 @@
  * Every failure on this path becomes an error record; nothing here throws at the caller.
  */
 import { Context, Service } from 'cordis'
-import { emitContained } from '../kernel/index.js'
+import { emitContainedVia, eventsOf, type EventDispatch } from '../kernel/index.js'
 import type { ToolSchema } from '../llm/types.js'
-import { contextScope, scopeTarget, ScopedLayers, type ScopeKey } from '../scope/index.js'
+import { contextScope, scopeRevision, scopeTarget, ScopedLayers, type ScopeKey } from '../scope/index.js'
 import type { ApprovalService } from '../approval/api.js'
 import type {
   PreExecuteDecision,
@@ -108,11 +108,26 @@ function byName(a: Tool, b: Tool): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
 }
 
+/** The schemas of one scope's view, kept while the view and every tool's schema stay the same. */
+interface SchemaCache {
+  readonly revision: number
+  readonly scopes: number
+  readonly tools: readonly Tool[]
+  readonly schemas: readonly ToolSchema[]
+}
+
+/** Cache key of the unscoped view. */
+const GLOBAL_VIEW = {}
+
 export class ToolsPlugin extends Service implements ToolsService {
   private readonly layers = new ScopedLayers<Tool>('tool')
+  private readonly schemaCache = new WeakMap<ScopeKey, SchemaCache>()
+  /** Resolved once: the pipeline dispatches four events per call (docs/kernel.md, "Hot paths"). */
+  private readonly events: EventDispatch
 
   constructor(ctx: Context) {
     super(ctx, 'tools')
+    this.events = eventsOf(ctx)
   }
 
   /**
@@ -133,8 +148,23 @@ export class ToolsPlugin extends Service implements ToolsService {
     return this.layers.view(scope).sort(byName)
   }
 
+  /**
+   * The schemas visible from `scope`, sorted by name: one frozen array, the same object from
+   * call to call while no tool is added or removed in the view and every tool gives the same
+   * description and the same `parameters` object (a tool changes its schema by giving another
+   * object, as the sandbox-aware getters of write/edit/bash do). Callers compare it by identity
+   * (the A-10 header check) instead of re-serialising ~60 KB of schemas every step.
+   */
   schemas(scope?: ScopeKey): readonly ToolSchema[] {
-    return this.list(scope).map(({ name, description, parameters }) => ({ name, description, parameters }))
+    const key = scope ?? GLOBAL_VIEW
+    const revision = this.layers.revision
+    const scopes = scopeRevision()
+    let cached = this.schemaCache.get(key)
+    const tools = cached !== undefined && cached.revision === revision && cached.scopes === scopes ? cached.tools : this.list(scope)
+    if (cached !== undefined && cached.tools === tools && sameSchemas(tools, cached.schemas)) return cached.schemas
+    const schemas = Object.freeze(tools.map(({ name, description, parameters }) => Object.freeze({ name, description, parameters })))
+    this.schemaCache.set(key, cached = { revision, scopes, tools, schemas })
+    return schemas
   }
 
   executionMode(execution: ToolExecution): ToolExecutionMode {
@@ -174,7 +204,7 @@ export class ToolsPlugin extends Service implements ToolsService {
 
   async finish(execution: ToolExecution, record: ToolResultRecord): Promise<ToolResultRecord> {
     try {
-      const rewritten = await this.ctx.waterfall(target(execution), 'tools/post-execute', execution, record, async () => record)
+      const rewritten = await this.events.waterfall(target(execution), 'tools/post-execute', execution, record, async () => record)
       return asRecord(rewritten) ?? invalidOutput('tools/post-execute')
     } catch (error) {
       // Fail closed: a rewriter that crashed (a redactor, say) must not let the raw record through.
@@ -183,7 +213,7 @@ export class ToolsPlugin extends Service implements ToolsService {
   }
 
   committed(execution: ToolExecution, record: ToolResultRecord): void {
-    emitContained(this.ctx, 'tools/result', [execution, record], undefined, target(execution))
+    emitContainedVia(this.events, 'tools/result', [execution, record], undefined, target(execution))
   }
 
   /** `tools/pre-execute` plus approval; `undefined` means the call may run. */
@@ -192,7 +222,7 @@ export class ToolsPlugin extends Service implements ToolsService {
     if (signal.aborted) return abortedBeforeDispatchRecord()
     let decision: PreExecuteDecision
     try {
-      decision = await this.ctx.waterfall(target(execution), 'tools/pre-execute', execution, async () => ALLOW)
+      decision = await this.events.waterfall(target(execution), 'tools/pre-execute', execution, async () => ALLOW)
     } catch (error) {
       return thrownRecord(error, ToolErrorCode.policyFailed)
     }
@@ -244,7 +274,7 @@ export class ToolsPlugin extends Service implements ToolsService {
       ...(execution.scope !== undefined ? { scope: execution.scope } : {}),
     }
     try {
-      const record = await this.ctx.waterfall(target(execution), 'tools/execute', execution, toolContext, () => invokeBody(tool, args, toolContext, call.controller))
+      const record = await this.events.waterfall(target(execution), 'tools/execute', execution, toolContext, () => invokeBody(tool, args, toolContext, call.controller))
       return asRecord(record) ?? invalidOutput('tools/execute')
     } catch (error) {
       return thrownRecord(error)
@@ -281,6 +311,16 @@ function fuse(parent: AbortSignal): { controller: AbortController; release(): vo
   children.add(controller)
   const set = children
   return { controller, release: () => { set.delete(controller) } }
+}
+
+/** Each tool still gives the description and the `parameters` object of its cached schema. */
+function sameSchemas(tools: readonly Tool[], schemas: readonly ToolSchema[]): boolean {
+  for (let i = 0; i < tools.length; i++) {
+    const tool = tools[i]!
+    const schema = schemas[i]!
+    if (tool.description !== schema.description || tool.parameters !== schema.parameters) return false
+  }
+  return true
 }
 
 function settled(record: ToolResultRecord): PreparedToolCall {

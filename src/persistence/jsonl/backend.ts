@@ -350,7 +350,7 @@ export class JsonlBackend implements PersistenceBackend {
     this.states.set(header.id, { dir, file, size: Number(info.size), nextSeq: events.length, revision: revisionOf(info) })
   }
 
-  /** Append + fsync; a failed write is truncated back to the previous size. */
+  /** Append + fdatasync; a failed write is truncated back to the previous size. */
   /** Returns the state it ended with (a fresh one if another writer forced a rescan). */
   private async append(id: string, state: FileState, events: readonly SessionEvent[]): Promise<FileState> {
     let { handle, before } = await this.appendHandle(id, state.file)
@@ -371,7 +371,10 @@ export class JsonlBackend implements PersistenceBackend {
     const bytes = Buffer.from(encodeRecords(events, this.packed).join('\n') + '\n', 'utf8')
     try {
       writeAllAt(handle, bytes, state.size)
-      if (this.fsync) await handle.sync()
+      // fdatasync, not fsync: an append changes the data and the size, both of which fdatasync
+      // makes durable (with the block allocation that reaches them); what it skips is timestamp
+      // metadata, which recovery never reads (docs/decisions.md, "fdatasync for appends").
+      if (this.fsync) await handle.datasync()
     } catch (error) {
       await handle.truncate(state.size).catch(() => undefined)
       // A handle whose write or fsync failed is not trusted again: the next append reopens.

@@ -3,7 +3,7 @@
  * result whose `error` is `{name, code}` (T-7), so the name and code are part of the contract.
  */
 import type { EditorFiles } from '../editor-files.js'
-import { constants, type Stats } from 'node:fs'
+import { constants, fstatSync, type Stats } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import { ToolError } from '../errors.js'
 
@@ -52,6 +52,8 @@ export class WebFetchError extends ToolError {
  * freeze every file operation of the process), and the type is checked on the descriptor itself,
  * so a path swapped after a `stat` cannot slip through. Anything but a regular file is refused
  * with an `FsError`; a failing open rejects with the raw fs error (map it with `fsFailure`).
+ * The type check is a synchronous `fstat` of the open descriptor (an inode already in memory):
+ * a trip through the libuv pool would cost an event-loop turn on every read step.
  */
 export async function openRegularFile(path: string): Promise<FileHandle> {
   const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY).catch((error: unknown) => {
@@ -62,7 +64,7 @@ export async function openRegularFile(path: string): Promise<FileHandle> {
     throw error
   })
   try {
-    const info = await handle.stat()
+    const info = fstatSync(handle.fd)
     if (info.isDirectory()) throw new FsError(`${path} is a directory, not a file (use glob to list it)`, BuiltinErrorCode.isDirectory)
     if (!info.isFile()) throw new FsError(`${path} is not a regular file (${fileKind(info)}); only regular files can be read`, BuiltinErrorCode.notRegular)
     return handle

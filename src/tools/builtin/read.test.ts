@@ -73,6 +73,19 @@ describe('read', () => {
     expect(resultText(next).startsWith(`${String(meta.lastLine + 1).padStart(6)}\t${meta.lastLine + 1}:`)).toBe(true)
   })
 
+  it('files around the 64 KB read-at-once size read alike: every line counted, the same page', async () => {
+    for (const size of [64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1, 64 * 1024 + 2]) {
+      // Lines of 16 bytes, the last one cut to fit `size` exactly (unterminated when cut).
+      const full = 'x'.repeat(15) + '\n'
+      const body = full.repeat(Math.ceil(size / 16)).slice(0, size)
+      await writeFile(join(h.cwd, `s${size}.txt`), body)
+      const record = await h.call('read', { file_path: `s${size}.txt`, offset: 4000 })
+      const expected = body.split('\n').filter((line, i, all) => i < all.length - 1 || line !== '').length
+      expect((record.meta as { totalLines: number }).totalLines).toBe(expected)
+      expect(resultText(record).split('\n')[0]).toBe(`${String(4000).padStart(6)}\t${'x'.repeat(15)}`)
+    }
+  })
+
   it('an empty file reads as (empty file)', async () => {
     await writeFile(join(h.cwd, 'empty.txt'), '')
     expect(resultText(await h.call('read', { file_path: 'empty.txt' }))).toBe('(empty file)')

@@ -3,8 +3,10 @@
  * Not spilled: its own limits keep a page under the spill threshold.
  */
 import { createHash } from 'node:crypto'
+import { readSync } from 'node:fs'
 import { StringDecoder } from 'node:string_decoder'
 import { Context } from 'cordis'
+import { untraced } from '../../kernel/index.js'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, FsError, fsFailure, openRegularFile } from './errors.js'
@@ -88,8 +90,21 @@ export async function readPage(path: string, offset: number, limit: number, limi
   }
 
   const handle = editorText === undefined ? await openRegularFile(path) : undefined
-  const stream = handle?.createReadStream(signal ? { signal } : {})
-  const chunks: AsyncIterable<Buffer> | Iterable<Buffer> = stream ?? [Buffer.from(editorText ?? '', 'utf8')]
+  // A small file (the usual case) is read at once, synchronously: a page-cache read of a few
+  // KB takes microseconds, where the stream costs a pool round trip (an event-loop turn) per
+  // read plus one for the end of file. Larger files, and a call already cancelled, stream.
+  let small: Buffer[] | undefined
+  if (handle !== undefined && !(signal?.aborted ?? false)) {
+    try {
+      small = readSmall(handle.fd)
+    } catch (error) {
+      void handle.close().catch(() => undefined)
+      throw error
+    }
+    if (small !== undefined) void handle.close().catch(() => undefined)
+  }
+  const stream = small === undefined ? handle?.createReadStream(signal ? { signal } : {}) : undefined
+  const chunks: AsyncIterable<Buffer> | Iterable<Buffer> = small ?? stream ?? [Buffer.from(editorText ?? '', 'utf8')]
   for await (const chunk of chunks) {
     if (size === 0 && looksBinary(chunk)) {
       stream?.destroy()
@@ -120,6 +135,24 @@ export async function readPage(path: string, offset: number, limit: number, limi
     lines, firstLine, lastLine: lines.length > 0 ? offset + lines.length - 1 : 0, totalLines,
     cutLines, byteLimited, version: { size, sha256: hash.digest('hex') },
   }
+}
+
+/** Files up to this size are read synchronously by `readPage`. */
+const SMALL_FILE_BYTES = 64 * 1024
+
+/**
+ * The whole file behind `fd` as one chunk when it is at most SMALL_FILE_BYTES long (read to
+ * the end, whatever the size was at open), else undefined with nothing consumed.
+ */
+function readSmall(fd: number): Buffer[] | undefined {
+  const buffer = Buffer.allocUnsafe(SMALL_FILE_BYTES + 1)
+  let length = 0
+  while (length < buffer.length) {
+    const read = readSync(fd, buffer, length, buffer.length - length, length)
+    if (read === 0) return length === 0 ? [] : [buffer.subarray(0, length)]
+    length += read
+  }
+  return undefined
 }
 
 export function createReadTool(ledger: FileObservations, config: ReadToolConfig = {}): Tool<ReadArgs> {
@@ -169,7 +202,9 @@ export interface ReadToolPluginConfig extends ReadToolConfig {}
 export class ReadToolPlugin {
   static readonly inject = ['tools', 'readLedger']
   constructor(ctx: Context, config: ReadToolPluginConfig = {}) {
-    const tool = createReadTool(ctx.readLedger, config)
+    // Untraced: `record` runs on every read and does not use the caller's context. The plugin
+    // injects `readLedger`, so a new ledger reloads it.
+    const tool = createReadTool(untraced(ctx.readLedger), config)
     ctx.effect(() => ctx.tools.register(tool))
   }
 }

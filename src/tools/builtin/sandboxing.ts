@@ -6,6 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Context } from 'cordis'
+import { serviceLookup } from '../../kernel/index.js'
 import { checkWritable, fencedWriteFile, SandboxDenied } from '../../sandbox/fence.js'
 import type { EditorFiles } from '../editor-files.js'
 import type { ApprovalService } from '../../approval/api.js'
@@ -61,8 +62,12 @@ export interface Sandboxing {
 }
 
 export function sandboxingOf(ctx: Context): Sandboxing {
+  // Asked by every schema read of bash/write/edit (each step): the lookup follows service
+  // changes without a `ctx.get` per read (docs/kernel.md, "Hot paths"). The sandbox service's
+  // methods do not use the caller's context, so the untraced object serves.
+  const sandbox = serviceLookup(ctx, 'sandbox') as () => SandboxService | undefined
   return {
-    sandbox: () => ctx.get('sandbox') as SandboxService | undefined,
+    sandbox,
     approval: () => ctx.get('approval') as ApprovalService | undefined,
   }
 }
