@@ -214,6 +214,25 @@ describe('ACP server', () => {
     }
   })
 
+  it('recorded mode sends no elicitation/create even to a client that advertises forms: ask_user_question fails closed (UNAVAILABLE) as the original does', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'q-rec', name: 'ask_user_question', arguments: JSON.stringify({ questions: [{ id: 'go', question: 'Continue?', options: [{ label: 'Yes' }, { label: 'No' }] }] }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'went on' }, { finish: 'stop', usage }]),
+    )
+    const connection = connect({ home, cwd, recorded: true })
+    try {
+      await connection.peer.request('initialize', { protocolVersion: 1, clientCapabilities: { elicitation: { form: {} } } })
+      const { sessionId } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd, mcpServers: [] })
+      expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'ask' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(connection.frames.filter(frame => frame.method !== undefined && frame.method !== 'session/update')).toEqual([])
+      const tool = server.requests.at(-1)!.body.messages.find((m: { role: string; tool_call_id?: string }) => m.role === 'tool' && m.tool_call_id === 'q-rec')
+      expect(String(tool.content)).toMatch(/^Error: no one can answer questions in this session/)
+    } finally {
+      await connection.close()
+    }
+  })
+
   it('T-7: reject_once (or a cancelled permission) denies the call: the model sees a denial, the body never runs', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { homedir, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { client, ndJsonStream, RequestError, type ClientContext, type CreateTerminalRequest, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
+import { client, ndJsonStream, RequestError, type ClientContext, type CreateElicitationRequest, type CreateElicitationResponse, type CreateTerminalRequest, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ZodType } from 'zod'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
@@ -62,6 +62,8 @@ interface Editor {
   readonly agent: ClientContext
   readonly updates: SessionNotification[]
   readonly permissions: RequestPermissionRequest[]
+  /** `elicitation/create` requests the editor received (with `elicit`). */
+  readonly elicitations: CreateElicitationRequest[]
   /** Frames each side wrote, parsed. */
   readonly sent: any[]
   readonly received: any[]
@@ -172,7 +174,7 @@ class FakeTerminals {
   }
 }
 
-function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string; buffers?: Map<string, string>; writes?: { path: string; content: string }[]; terminals?: FakeTerminals; env?: Record<string, string> }): Editor {
+function openEditor(options: { home: string; cwd: string; key?: boolean; patches?: string[]; permission?: (request: RequestPermissionRequest) => string; buffers?: Map<string, string>; writes?: { path: string; content: string }[]; terminals?: FakeTerminals; env?: Record<string, string>; elicit?: (request: CreateElicitationRequest, signal: AbortSignal) => CreateElicitationResponse | Promise<CreateElicitationResponse> }): Editor {
   const env: Record<string, string> = {}
   const vars = { ...process.env, ...options.env, DSH_HOME: options.home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: options.key === false ? undefined : 'test-key', DSH_MODEL: undefined }
   for (const [key, value] of Object.entries(vars)) if (value !== undefined) env[key] = value
@@ -204,6 +206,7 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
   })
   const updates: SessionNotification[] = []
   const permissions: RequestPermissionRequest[] = []
+  const elicitations: CreateElicitationRequest[] = []
   const app = client()
     .onNotification('session/update', ({ params }) => { updates.push(params) })
     .onRequest('session/request_permission', ({ params }) => {
@@ -225,12 +228,20 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
       })
   }
   options.terminals?.install(app)
+  const elicit = options.elicit
+  if (elicit !== undefined) {
+    app.onRequest('elicitation/create', ({ params, signal }) => {
+      elicitations.push(params)
+      return elicit(params, signal)
+    })
+  }
   const connection = app.connect(ndJsonStream(output, input))
   return {
     child,
     agent: connection.agent,
     updates,
     permissions,
+    elicitations,
     sent,
     received,
     stderr: () => stderr,
@@ -244,6 +255,8 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
         else if (frame.method === 'session/request_permission') [schema, value] = ['zRequestPermissionRequest', frame.params]
         else if (frame.method === 'fs/read_text_file') [schema, value] = ['zReadTextFileRequest', frame.params]
         else if (frame.method === 'fs/write_text_file') [schema, value] = ['zWriteTextFileRequest', frame.params]
+        else if (frame.method === 'elicitation/create') [schema, value] = ['zCreateElicitationRequest', frame.params]
+        else if (frame.method === '$/cancel_request') [schema, value] = ['zCancelRequestNotification', frame.params]
         else if (typeof frame.method === 'string' && TERMINAL_SCHEMAS[frame.method] !== undefined) [schema, value] = [TERMINAL_SCHEMAS[frame.method], frame.params]
         else if (frame.result !== undefined) [schema, value] = [RESPONSE_SCHEMAS[methods.get(frame.id) ?? ''], frame.result]
         else if (frame.error !== undefined) continue
@@ -269,8 +282,8 @@ const allUpdates = (editor: Editor, sessionId: string) => editor.updates.filter(
 /** What the agent did (the command list it advertises is left out). */
 const kinds = (editor: Editor, sessionId: string) => allUpdates(editor, sessionId).filter(u => u.sessionUpdate !== 'available_commands_update')
 
-async function start(editor: Editor, cwd: string): Promise<string> {
-  await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+async function start(editor: Editor, cwd: string, clientCapabilities: Record<string, unknown> = {}): Promise<string> {
+  await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities })
   return (await editor.agent.request('session/new', { cwd, mcpServers: [] })).sessionId
 }
 
@@ -589,6 +602,124 @@ describe('ACP through the official client library', () => {
     } finally {
       await editor.close()
     }
+  })
+
+  describe('ask_user_question through elicitation/create (a client that advertises elicitation.form)', () => {
+    const forms = { elicitation: { form: {} } }
+    const questions = [
+      { id: 'db', header: 'Database', question: 'Which database should the app use?', options: [{ label: 'SQLite', description: 'one file, no server' }, { label: 'PostgreSQL' }] },
+      { id: 'features', question: 'Which features go in the first release?', options: [{ label: 'Search' }, { label: 'Tags' }, { label: 'Export' }], multi_select: true },
+      { id: 'name', question: 'What is the project called?' },
+    ]
+    const askCall = (id: string, list: unknown[] = questions) => streamResponse([{ toolCall: { id, name: 'ask_user_question', arguments: JSON.stringify({ questions: list }) } }, { finish: 'tool_calls', usage }])
+    /** The tool result the model got for `callId` in the latest request. */
+    const toolResult = (callId: string) => {
+      const body = server.requests.at(-1)!.body as { messages: { role: string; tool_call_id?: string; content: unknown }[] }
+      return String(body.messages.find(m => m.role === 'tool' && m.tool_call_id === callId)?.content)
+    }
+
+    it('the questions become one form tied to the session and the tool call; the accepted content reaches the model as the answers', async () => {
+      const { home, cwd } = tempHome()
+      server.enqueue(askCall('q1'), streamResponse([{ text: 'SQLite it is' }, { finish: 'stop', usage }]))
+      const editor = openEditor({ home, cwd, elicit: () => ({ action: 'accept', content: { db: 'SQLite', 'db.text': 'keep it small', features: ['Search', 'Export'], name: 'harbor' } }) })
+      try {
+        const sessionId = await start(editor, cwd, forms)
+        expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'set up the app' }] })).toEqual({ stopReason: 'end_turn' })
+        expect(editor.elicitations).toHaveLength(1)
+        const request = editor.elicitations[0]! as any
+        expect(request).toMatchObject({ sessionId, toolCallId: 'q1', mode: 'form', message: expect.stringContaining('Which database should the app use?') })
+        expect(request.requestedSchema).toEqual({
+          type: 'object',
+          properties: {
+            db: { type: 'string', title: 'Database', description: 'Which database should the app use?', oneOf: [{ const: 'SQLite', title: 'SQLite — one file, no server' }, { const: 'PostgreSQL', title: 'PostgreSQL' }] },
+            'db.text': { type: 'string', title: expect.any(String), description: expect.stringContaining('Which database') },
+            features: { type: 'array', title: 'Which features go in the first release?', items: { anyOf: [{ const: 'Search', title: 'Search' }, { const: 'Tags', title: 'Tags' }, { const: 'Export', title: 'Export' }] } },
+            'features.text': { type: 'string', title: expect.any(String), description: expect.any(String) },
+            name: { type: 'string', title: 'What is the project called?', minLength: 1 },
+          },
+          required: ['db', 'features', 'name'],
+        })
+        // What was sent is a valid request for the library, and the pieces are what they claim to be.
+        expect(schemas.zCreateElicitationRequest!.safeParse(request).success).toBe(true)
+        expect(schemas.zElicitationSchema!.safeParse(request.requestedSchema).success).toBe(true)
+        for (const property of Object.values(request.requestedSchema.properties)) expect(schemas.zElicitationPropertySchema!.safeParse(property).success).toBe(true)
+        expect(JSON.parse(toolResult('q1'))).toEqual({ answers: [
+          { id: 'db', selected: ['SQLite'], text: 'keep it small' },
+          { id: 'features', selected: ['Search', 'Export'] },
+          { id: 'name', text: 'harbor' },
+        ] })
+        expect(editor.permissions).toEqual([])
+        expect(editor.invalidFrames()).toEqual([])
+      } finally {
+        expect(await editor.close()).toBe(0)
+      }
+    })
+
+    it('decline and cancel dismiss the question (CANCELLED), as on the other surfaces', async () => {
+      for (const action of ['decline', 'cancel'] as const) {
+        const { home, cwd } = tempHome()
+        server.enqueue(askCall('q2', [questions[0]]), streamResponse([{ text: 'ok, not asking again' }, { finish: 'stop', usage }]))
+        const editor = openEditor({ home, cwd, elicit: () => ({ action }) })
+        try {
+          const sessionId = await start(editor, cwd, forms)
+          expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'ask' }] })).toEqual({ stopReason: 'end_turn' })
+          expect(editor.elicitations).toHaveLength(1)
+          expect(toolResult('q2')).toMatch(/^Error: the user dismissed the question/)
+          expect(editor.invalidFrames()).toEqual([])
+        } finally {
+          await editor.close()
+        }
+      }
+    })
+
+    it('fails closed (UNAVAILABLE) with a line on stderr when the client answers an error, or content that does not fit the form', async () => {
+      const answers: { elicit: () => CreateElicitationResponse; stderr: RegExp }[] = [
+        { elicit: () => { throw new RequestError(-32603, 'the form broke') }, stderr: /elicitation\/create with an error \(.*the form broke.*\); the question fails closed/ },
+        { elicit: () => ({ action: 'accept', content: { db: 'MySQL' } }), stderr: /does not fit the form: "MySQL" is not an option of "db"; the question fails closed/ },
+        { elicit: () => ({ action: 'accept' }), stderr: /does not fit the form: accept came without content/ },
+      ]
+      for (const { elicit, stderr } of answers) {
+        const { home, cwd } = tempHome()
+        server.enqueue(askCall('q3', [questions[0]]), streamResponse([{ text: 'went on' }, { finish: 'stop', usage }]))
+        const editor = openEditor({ home, cwd, elicit })
+        try {
+          const sessionId = await start(editor, cwd, forms)
+          expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'ask' }] })).toEqual({ stopReason: 'end_turn' })
+          expect(toolResult('q3')).toMatch(/^Error: no one can answer questions in this session/)
+          expect(editor.stderr()).toMatch(stderr)
+        } finally {
+          await editor.close()
+        }
+      }
+    })
+
+    it('session/cancel while the form is open withdraws it ($/cancel_request) and the prompt ends cancelled', async () => {
+      const { home, cwd } = tempHome()
+      server.enqueue(askCall('q4', [questions[2]]))
+      let opened!: () => void
+      const formOpen = new Promise<void>(resolve => { opened = resolve })
+      let withdrawn = false
+      const editor = openEditor({ home, cwd, elicit: (_request, signal) => new Promise((_resolve, reject) => {
+        opened()
+        signal.addEventListener('abort', () => { withdrawn = true; reject(signal.reason) }, { once: true })
+      }) })
+      try {
+        const sessionId = await start(editor, cwd, forms)
+        const prompt = editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'ask' }] })
+        await formOpen
+        const requests = server.requests.length
+        await editor.agent.notify('session/cancel', { sessionId })
+        expect(await prompt).toEqual({ stopReason: 'cancelled' })
+        expect(withdrawn).toBe(true)
+        const create = editor.received.find(frame => frame.method === 'elicitation/create')
+        expect(editor.received).toContainEqual({ jsonrpc: '2.0', method: '$/cancel_request', params: { requestId: create.id } })
+        expect(server.requests.length).toBe(requests)
+        expect(editor.stderr()).not.toMatch(/dropped an answer|fails closed/)
+        expect(editor.invalidFrames()).toEqual([])
+      } finally {
+        expect(await editor.close()).toBe(0)
+      }
+    })
   })
 
   it('closing the editor mid-turn is quiet: exit 0, no EPIPE or stack on stderr, the log flushed', async () => {

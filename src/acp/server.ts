@@ -11,7 +11,9 @@
  * with text, and no session methods beyond new/prompt/cancel), and `session/request_permission`
  * when a tool call of one of its sessions needs approval (an answerer on `ctx.approval`); in
  * `recorded` mode its params are exactly `{sessionId, toolCall:{toolCallId}, options}` (AP-4),
- * in `full` mode the tool call also carries `title` and `rawInput`.
+ * in `full` mode the tool call also carries `title` and `rawInput`. In `full` mode, for a client
+ * that advertised `clientCapabilities.elicitation.form`, `ask_user_question` becomes
+ * `elicitation/create` (./elicitation.ts), withdrawn with `$/cancel_request` on `session/cancel`.
  */
 import { readFileSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
@@ -22,12 +24,13 @@ import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
-import type { ApprovalAnswer, ApprovalService, PendingApproval } from '../approval/api.js'
+import type { ApprovalAnswer, ApprovalService, PendingApproval, PendingQuestion, QuestionAnswer } from '../approval/api.js'
 import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
 import { editorFiles, provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
 import { provideEditorTerminal } from '../tools/editor-terminal.js'
 import { acpTerminal } from './terminal.js'
+import { ElicitationAnswerError, formAnswers, questionForm } from './elicitation.js'
 import { liveUpdates, parseArguments, replayUpdates, replayedAttachments, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { imageRefusal, storeInlineImages } from '../sdk/images.js'
 import { AttachmentError } from '../session/attachments.js'
@@ -94,6 +97,7 @@ const initializeParams = z.object({
   clientCapabilities: z.object({
     fs: z.object({ readTextFile: z.boolean().optional(), writeTextFile: z.boolean().optional() }).loose().optional(),
     terminal: z.boolean().optional(),
+    elicitation: z.object({ form: z.object({}).loose().nullish() }).loose().nullish(),
   }).loose().optional(),
 }).loose()
 const newSessionParams = z.object({ cwd: z.string(), mcpServers: z.array(z.unknown()).optional() }).loose()
@@ -150,6 +154,8 @@ export class AcpServerApp extends Service {
   private clientFs = { read: false, write: false }
   /** The client offers its terminals (`initialize.clientCapabilities.terminal`). */
   private clientTerminal = false
+  /** The client renders forms (`initialize.clientCapabilities.elicitation.form`): questions go there. */
+  private clientForms = false
   /** Disposers of the editor-file and editor-terminal routing of each session opened here. */
   private readonly editorRouting = new Map<string, () => void>()
   /** Editor terminals embedded in tool calls, until their result is sent (by call id). */
@@ -164,6 +170,8 @@ export class AcpServerApp extends Service {
     this.mode = mode
     // Answers approval requests of the sessions opened here; without `ctx.approval` asks fail closed.
     ctx.inject(['approval'], (ctx) => { ctx.approval.answerer((request, signal) => this.requestPermission(request, signal)) })
+    // ask_user_question of the sessions opened here, for a client that renders forms (`full` only).
+    if (mode === 'full') ctx.inject(['approval'], (ctx) => { ctx.approval.questioner((question, signal) => this.elicit(question, signal)) })
   }
 
   async run(): Promise<number> {
@@ -188,6 +196,7 @@ export class AcpServerApp extends Service {
         initialize: method(initializeParams, params => {
           this.clientFs = { read: params.clientCapabilities?.fs?.readTextFile === true, write: params.clientCapabilities?.fs?.writeTextFile === true }
           this.clientTerminal = params.clientCapabilities?.terminal === true
+          this.clientForms = params.clientCapabilities?.elicitation?.form != null
           return this.initialize()
         }),
         authenticate: method(z.object({ methodId: z.string().optional() }).loose(), () => this.authenticate()),
@@ -586,6 +595,40 @@ export class AcpServerApp extends Service {
     const outcome = parsed.data.outcome
     if (outcome.outcome === 'cancelled') return 'cancelled'
     return outcome.optionId === 'allow-once' ? 'allowed-once' : 'rejected'
+  }
+
+  /**
+   * `ask_user_question` as an `elicitation/create` form tied to the session and the tool call
+   * (./elicitation.ts). Only for a client that advertised form elicitation; `session/cancel`
+   * while the form is open withdraws it (`$/cancel_request`). A JSON-RPC error or an answer that
+   * does not fit the form is reported on stderr and fails closed.
+   */
+  private async elicit(question: PendingQuestion, signal: AbortSignal): Promise<readonly QuestionAnswer[] | 'cancelled' | undefined> {
+    const peer = this.peer
+    if (peer === undefined || !this.clientForms || !this.opened.has(question.sessionId)) return undefined
+    const form = questionForm(question.questions)
+    let result: unknown
+    try {
+      result = await peer.request('elicitation/create', {
+        sessionId: question.sessionId,
+        toolCallId: question.callId,
+        mode: 'form',
+        message: form.message,
+        requestedSchema: form.requestedSchema,
+      }, { signal, cancelNotification: '$/cancel_request' })
+    } catch (error) {
+      if (signal.aborted) return 'cancelled'
+      const message = error instanceof Error ? error.message : String(error)
+      this.ctx.host.stderr.write(`dsh acp: the client answered elicitation/create with an error (${message}); the question fails closed\n`)
+      throw error
+    }
+    if (signal.aborted) return 'cancelled'
+    try {
+      return formAnswers(question.questions, form, result)
+    } catch (error) {
+      if (error instanceof ElicitationAnswerError) this.ctx.host.stderr.write(`dsh acp: the client's answer to elicitation/create does not fit the form: ${error.message}; the question fails closed\n`)
+      throw error
+    }
   }
 }
 

@@ -106,4 +106,31 @@ describe('JsonRpcPeer', () => {
     input.end()
     await expect(pending).rejects.toMatchObject({ code: ErrorCodes.internalError, message: expect.stringContaining('closed') })
   })
+
+  it('a request given up through its signal rejects at once with -32800, sends the cancel notification with its id, and its late answer is dropped quietly', async () => {
+    let release!: () => void
+    const cancels: unknown[] = []
+    const logs: string[] = []
+    const toServer = new PassThrough()
+    const toClient = new PassThrough()
+    const server = new JsonRpcPeer({
+      input: toServer, output: toClient,
+      methods: { slow: method(z.object({}), () => new Promise(resolve => { release = () => resolve('late') })) },
+      notifications: { '$/cancel_request': method(z.object({ requestId: z.number() }), params => { cancels.push(params) }) },
+    })
+    const client = new JsonRpcPeer({ input: toClient, output: toServer, log: message => logs.push(message) })
+    const controller = new AbortController()
+    const answer = client.request('slow', {}, { signal: controller.signal, cancelNotification: '$/cancel_request' })
+    await new Promise(resolve => setImmediate(resolve))
+    controller.abort()
+    await expect(answer).rejects.toMatchObject({ code: ErrorCodes.requestCancelled })
+    await new Promise(resolve => setImmediate(resolve))
+    expect(cancels).toEqual([{ requestId: 0 }])
+    release()
+    await server.settled()
+    await new Promise(resolve => setImmediate(resolve))
+    expect(logs).toEqual([])
+    // An already aborted signal sends nothing at all.
+    await expect(client.request('slow', {}, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: ErrorCodes.requestCancelled })
+  })
 })

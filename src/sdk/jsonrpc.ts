@@ -14,6 +14,8 @@ export const ErrorCodes = {
   internalError: -32603,
   /** Ours: the request is valid but the server cannot serve it now (busy session, no persistence...). */
   serverError: -32000,
+  /** The request was given up by the side that sent it (LSP's and ACP's `RequestCancelled`). */
+  requestCancelled: -32800,
 } as const
 
 export type JsonRpcId = string | number | null
@@ -142,6 +144,12 @@ function paramsError(error: z.ZodError): string {
   return `invalid params: ${path}: ${issue.message}`
 }
 
+export interface RequestOptions {
+  readonly signal?: AbortSignal
+  /** The notification that tells the other side a request was given up (e.g. `$/cancel_request`). */
+  readonly cancelNotification?: string
+}
+
 export class JsonRpcPeer {
   private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void; method: string }>()
   private nextId = 0
@@ -203,12 +211,31 @@ export class JsonRpcPeer {
     this.send(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params })
   }
 
-  /** Sends a request; resolves with its result, rejects with an `RpcError` for an error answer. */
-  request<T = unknown>(method: string, params?: unknown): Promise<T> {
+  /**
+   * Sends a request; resolves with its result, rejects with an `RpcError` for an error answer.
+   * With `signal`: aborting it while the answer is due rejects at once (`requestCancelled`) and,
+   * with `cancelNotification`, tells the other side (`{requestId}`); a late answer is dropped quietly.
+   */
+  request<T = unknown>(method: string, params?: unknown, options: RequestOptions = {}): Promise<T> {
     if (this.closedReason !== undefined) return Promise.reject(new RpcError(ErrorCodes.internalError, `${method}: ${this.closedReason.message}`))
+    const { signal, cancelNotification } = options
+    if (signal?.aborted) return Promise.reject(new RpcError(ErrorCodes.requestCancelled, `${method}: cancelled`))
     const id = this.nextId++
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, method })
+      const onAbort = () => {
+        const entry = this.pending.get(id)
+        if (entry === undefined) return
+        // Kept (with no-op callbacks) so the answer the other side may still send is not news.
+        this.pending.set(id, { resolve: () => {}, reject: () => {}, method })
+        if (cancelNotification !== undefined) this.notify(cancelNotification, { requestId: id })
+        reject(new RpcError(ErrorCodes.requestCancelled, `${method}: cancelled`))
+      }
+      const settle = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => {
+        signal?.removeEventListener('abort', onAbort)
+        fn(...args)
+      }
+      this.pending.set(id, { resolve: settle(resolve as (value: unknown) => void), reject: settle(reject), method })
+      signal?.addEventListener('abort', onAbort, { once: true })
       this.send(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params })
     })
   }

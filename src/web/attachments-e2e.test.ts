@@ -6,7 +6,7 @@
  * refused with one line and the composer keeps text and images. Screenshots at 1400 and 390 px
  * go to test-output/web/.
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
@@ -114,6 +114,23 @@ describe.skipIf(chromium.path === undefined)('images in the web UI (browser)', (
     await page.evaluate(() => { document.documentElement.dataset.theme = 'dark' })
     await page.screenshot({ path: join(shots, 'images-dark-1400.png') })
     await page.evaluate(() => { document.documentElement.dataset.theme = 'light' })
+  })
+
+  it('Export of a session with images downloads one self-contained file: the log and the images\' bytes', async () => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export').click()])
+    expect(download.suggestedFilename()).toMatch(/\.dsh-export\.json$/)
+    const file = JSON.parse(readFileSync((await download.path())!, 'utf8')) as { format: string; version: number; log: string; attachments: { attachmentId: string; mediaType: string; data: string }[]; missingAttachments?: string[] }
+    expect(file.format).toBe('dsh-session-export')
+    expect(file.version).toBe(1)
+    const lines = file.log.trim().split('\n').map(line => JSON.parse(line))
+    expect(lines[0]).toMatchObject({ type: 'session', id: download.suggestedFilename().replace(/\.dsh-export\.json$/, '') })
+    const referenced = lines.filter(event => event.type === 'user/message').flatMap(event => event.data.content)
+      .filter((block: { type: string }) => block.type === 'image').map((block: { attachment: { attachmentId: string } }) => block.attachment.attachmentId)
+    expect(referenced).toHaveLength(3)
+    expect(file.attachments.map(a => a.attachmentId)).toEqual(referenced)
+    expect(file.attachments.map(a => Buffer.from(a.data, 'base64'))).toEqual([picked, pasted, dropped])
+    expect(file.attachments.every(a => a.mediaType === 'image/png')).toBe(true)
+    expect(file.missingAttachments).toBeUndefined()
   })
 
   it('10: on a text-only route the prompt is refused with one line; text and images stay in the composer; nothing is sent', async () => {

@@ -100,3 +100,44 @@ export async function readAttachment(root: Context, sessionId: string | null, id
   if (found === undefined) throw new WebApiError(404, 'NOT_FOUND', `no attachment ${id} in session "${sessionId}"`)
   return found
 }
+
+/** An image of a session as `sessions.export` carries it. */
+export interface ExportedAttachment {
+  readonly attachmentId: string
+  readonly mediaType: string
+  /** The bytes, base64. */
+  readonly data: string
+}
+
+/** The attachment ids an event log references (image blocks anywhere in event data), in order of first use. */
+export function referencedAttachments(events: readonly { readonly data: unknown }[]): string[] {
+  const ids = new Set<string>()
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const item of value) walk(item)
+      return
+    }
+    if (value === null || typeof value !== 'object') return
+    const record = value as Record<string, unknown>
+    const attachment = record.attachment as { attachmentId?: unknown } | null | undefined
+    if (record.type === 'image' && typeof attachment?.attachmentId === 'string' && isAttachmentId(attachment.attachmentId)) ids.add(attachment.attachmentId)
+    for (const child of Object.values(record)) walk(child)
+  }
+  for (const event of events) walk(event.data)
+  return [...ids]
+}
+
+/**
+ * The bytes of every image the log references, for `sessions.export`; ids the store no longer
+ * has are listed in `missing` (the export still goes out: the log is the record).
+ */
+export async function exportedAttachments(root: Context, sessionId: string, events: readonly { readonly data: unknown }[]): Promise<{ attachments: ExportedAttachment[]; missing: string[] }> {
+  const attachments: ExportedAttachment[] = []
+  const missing: string[] = []
+  for (const id of referencedAttachments(events)) {
+    const found = await root.sessions.attachments.read(sessionId, id)
+    if (found === undefined) missing.push(id)
+    else attachments.push({ attachmentId: id, mediaType: found.mediaType, data: Buffer.from(found.data).toString('base64') })
+  }
+  return { attachments, missing }
+}

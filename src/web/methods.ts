@@ -22,7 +22,7 @@ import type { McpService } from '../mcp/api.js'
 import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
 import type { PriceTable } from './trajectory.js'
 import { isMentionBlock, mentionBlocks } from './files.js'
-import { imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
+import { exportedAttachments, imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
 import { archivedIn, archivedOf, registerWorkspaceMethods as registerFolderMethods } from './folders.js'
 import '../agent/api.js'
 import '../commands/api.js'
@@ -520,7 +520,11 @@ export class WebApiPlugin extends Service implements WebApiService {
     add('sessions.export', async params => {
       const view = await this.view(str(params, 'id'))
       const lines = [JSON.stringify(view.header), ...view.events.map(event => JSON.stringify(event))]
-      return { filename: `${view.header.id}.jsonl`, jsonl: `${lines.join('\n')}\n` }
+      const exported = { filename: `${view.header.id}.jsonl`, jsonl: `${lines.join('\n')}\n` }
+      // A log with images also carries their bytes (docs/web.md, "Export"); without, it is the log alone.
+      const { attachments, missing } = await exportedAttachments(root, view.header.id, view.events)
+      if (attachments.length === 0 && missing.length === 0) return exported
+      return { ...exported, attachments, ...(missing.length > 0 ? { missingAttachments: missing } : {}) }
     })
 
     add('sessions.setModel', async params => {

@@ -76,6 +76,54 @@ describe('dsh web workspace methods', () => {
       expect((await http(port, `/api/attachment?session=${created.id}&id=../session.jsonl`)).status).toBe(400)
     })
 
+    it('sessions.export: a session with images carries their bytes (also once stored and closed; an image the store lost is named); a session without is the log alone, unchanged', async () => {
+      const png = pngImage(3, 2)
+      const other = pngImage(2, 3)
+      const plain = await ok('sessions.create', { model: VISION })
+      model.push(text('hello'))
+      await ok('prompt', { id: plain.id, text: 'hi' })
+      await ctx.agents.get(plain.id)!.whenIdle()
+      const session = ctx.sessions.get(plain.id)!
+      const log = `${[JSON.stringify(session.header), ...session.events.map(event => JSON.stringify(event))].join('\n')}\n`
+      // Exactly the two fields, the log byte for byte.
+      expect(await ok('sessions.export', { id: plain.id })).toEqual({ filename: `${plain.id}.jsonl`, jsonl: log })
+
+      const created = await ok('sessions.create', { model: VISION })
+      model.push(text('two pictures'), text('again'))
+      await ok('prompt', { id: created.id, text: 'look', images: [{ data: png.toString('base64'), name: 'a.png' }, { data: other.toString('base64') }] })
+      await ctx.agents.get(created.id)!.whenIdle()
+      await ok('prompt', { id: created.id, text: 'the first again', images: [{ attachmentId: attachmentIdOf(png) }] })
+      await ctx.agents.get(created.id)!.whenIdle()
+      const live = await ok('sessions.export', { id: created.id })
+      const expected = [
+        { attachmentId: attachmentIdOf(png), mediaType: 'image/png', data: png.toString('base64') },
+        { attachmentId: attachmentIdOf(other), mediaType: 'image/png', data: other.toString('base64') },
+      ]
+      expect(live.attachments).toEqual(expected)
+      expect(live.missingAttachments).toBeUndefined()
+      const stored = ctx.sessions.get(created.id)!
+      expect(live.jsonl).toBe(`${[JSON.stringify(stored.header), ...stored.events.map(event => JSON.stringify(event))].join('\n')}\n`)
+
+      // Closed: read back from the session folder, the same export.
+      await ctx.agents.dispose(created.id)
+      await ctx.sessionPersistence.flush(created.id)
+      ctx.sessions.close(created.id)
+      expect(ctx.sessions.get(created.id)).toBeUndefined()
+      const closed = await ok('sessions.export', { id: created.id })
+      const parsed = (jsonl: string) => jsonl.trim().split('\n').map(line => JSON.parse(line))
+      expect(parsed(closed.jsonl)).toEqual(parsed(live.jsonl))
+      expect(closed.attachments).toEqual(expected)
+      expect(closed.missingAttachments).toBeUndefined()
+
+      // An image the store lost: the export still goes out and names it.
+      const lost = attachmentIdOf(other).slice('sha256:'.length)
+      const files = (readdirSync(home, { recursive: true }) as string[]).filter(path => path.endsWith(lost))
+      expect(files).toHaveLength(1)
+      rmSync(join(home, files[0]!))
+      const partial = await ok('sessions.export', { id: created.id })
+      expect(partial).toEqual({ ...closed, attachments: [expected[0]], missingAttachments: [attachmentIdOf(other)] })
+    })
+
     it('an image on a text-only route is refused with one line, and nothing is stored or queued', async () => {
       const created = await ok('sessions.create', { model: SCRIPTED_MODEL })
       const reply = await call('prompt', { id: created.id, text: 'look', images: [{ data: pngImage(1, 1).toString('base64'), mediaType: 'image/png' }] })

@@ -586,10 +586,13 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
   }
   const exportLog = async () => {
     try {
-      const { filename, jsonl } = await call('sessions.export', { id: props.id })
+      const { filename, jsonl, attachments, missingAttachments } = await call('sessions.export', { id: props.id })
+      // A session with images downloads one self-contained file: the log and the images' bytes.
+      const bundle = attachments === undefined ? undefined
+        : JSON.stringify({ format: 'dsh-session-export', version: 1, log: jsonl, attachments, ...(missingAttachments === undefined ? {} : { missingAttachments }) })
       const link = document.createElement('a')
-      link.href = URL.createObjectURL(new Blob([jsonl], { type: 'application/x-ndjson' }))
-      link.download = filename
+      link.href = URL.createObjectURL(bundle === undefined ? new Blob([jsonl], { type: 'application/x-ndjson' }) : new Blob([bundle], { type: 'application/json' }))
+      link.download = bundle === undefined ? filename : filename.replace(/\.jsonl$/, '.dsh-export.json')
       link.click()
       setTimeout(() => URL.revokeObjectURL(link.href), 1000)
     } catch (error) { props.onError(error) }
