@@ -3,6 +3,7 @@
  * The full `ctx.agents` / `ctx.agentLoop` surface lives beside the loop; these shapes are the
  * public contract (A-5, A-6, L-10).
  */
+import type {} from 'cordis'
 import type { LlmFailure } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 

@@ -23,6 +23,7 @@
  * The session is taken structurally (`ApprovalSession`) so this seam imports nothing but
  * `sandbox/` and stays below tools, agents and surfaces.
  */
+import type {} from 'cordis'
 import type { SandboxMode } from '../sandbox/modes.js'
 
 export type ApprovalPolicy = 'ask' | 'never'

@@ -29,6 +29,7 @@
  *   `commands/changed` event (emit) whenever the set changes (ACP `available_commands_update`).
  * - Re-read the agent after a command (`ctx.agents.get(id)`): `/model` replaces it.
  */
+import type {} from 'cordis'
 import type { Agent } from '../agent/api.js'
 import type { AgentInput } from '../agent/api.js'
 import type { MessageSource } from '../llm/types.js'

@@ -3,6 +3,7 @@
  * layers, settings, output streams). Plugins read it with `ctx.get('host')` so they still run
  * embedded in another program without a CLI.
  */
+import type {} from 'cordis'
 import type { EnvironmentLayers, Settings } from '../config/home.js'
 
 export interface Host {

@@ -1,6 +1,7 @@
 /**
  * `ctx.llm`: the adapter registry, the model catalogue and the `llm/stream` waterfall (L-4, L-5).
  */
+import type {} from 'cordis'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from './types.js'
 
 /** Retry policy that comes with a provider's registration (L-10). */

@@ -2,6 +2,7 @@
  * `ctx.mcp`: the MCP servers this process runs (configured, project, plugin rows and per-session
  * servers), their state and tools, for `dsh mcp list`, the web settings and protocol surfaces.
  */
+import type {} from 'cordis'
 import type { ScopeKey } from '../scope/index.js'
 import type { McpServerConfig, McpServerSource, McpTransportKind } from './config.js'
 

@@ -3,6 +3,7 @@
  * (JSONL files, SQLite), and the `ctx.sessionPersistence` service that queues, flushes, loads
  * and repairs sessions through whichever backend is configured.
  */
+import type {} from 'cordis'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import type { StoredAttachment } from '../session/attachments.js'

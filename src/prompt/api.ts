@@ -1,6 +1,7 @@
 /**
  * `ctx.systemPrompt` (Y-1): sections, variables, tool schema providers and runtime contexts.
  */
+import type {} from 'cordis'
 import type { ToolSchema } from '../llm/types.js'
 import type { ScopeKey } from '../scope/index.js'
 

@@ -2,6 +2,7 @@
  * The public face of the session seam: what `ctx.sessions` offers and the events it dispatches.
  * Providers implement these interfaces; consumers (loop, persistence, protocols) use only them.
  */
+import type {} from 'cordis'
 import type { AttachedImageBlock, Message } from '../llm/types.js'
 import type { AttachmentStore, StoredAttachment } from './attachments.js'
 import type {

@@ -5,6 +5,7 @@
  * through `subagent/started` and `subagent/finished`. The model-facing tools are thin
  * consumers of this service (tools.ts).
  */
+import type {} from 'cordis'
 import type { Agent } from '../agent/api.js'
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'

@@ -1,6 +1,7 @@
 /**
  * `ctx.tools`: tool registration (scoped), argument validation and the execution pipeline (T-1..T-7).
  */
+import type {} from 'cordis'
 import type { ImageBlock, TextBlock, ToolSchema } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { JsonValue } from '../session/types.js'
