@@ -74,6 +74,8 @@ export class SessionLog implements Session {
   /** Cordis' listener table (stable for the service's lifetime), to skip dispatches nobody hears. */
   private readonly hooks: Dispatcher['_hooks']
   private readonly report: ListenerErrorReporter
+  /** The event at a seq (made once: `check` runs for every event). */
+  private readonly eventAtSeq = (seq: number): SessionEvent => eventAt(this.log[seq], seq)
 
   constructor(readonly header: SessionHeader, private readonly deps: SessionDeps) {
     this.id = header.id
@@ -205,7 +207,7 @@ export class SessionLog implements Session {
     const known = checkEventType(this.deps.registry, event)
     if (!known) return { known, plan: null }
     this.folder.check(event)
-    return { known, plan: this.surfaceManager.validate(event, (seq) => eventAt(this.log[seq], seq)) }
+    return { known, plan: this.surfaceManager.validate(event, this.eventAtSeq) }
   }
 
   private veto(event: SessionEvent): void {

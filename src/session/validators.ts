@@ -120,9 +120,9 @@ export function both(...checks: Check[]): Check {
 const textBlock = object({ text: str })
 /** Inline base64 (`data` + `mimeType`) or, as recorded logs store it, an `attachment` reference. */
 const attachment = object({ attachmentId: str, mediaType: str }, { width: nonNegInt, height: nonNegInt, bytes: nonNegInt, name: str })
-const imageBlock: Check = (v, p) => isPlainObject(v) && Object.hasOwn(v, 'attachment')
-  ? object({ attachment }, { id: str })(v, p)
-  : object({ data: str, mimeType: str }, { id: str })(v, p)
+const attachedImage = object({ attachment }, { id: str })
+const inlineImage = object({ data: str, mimeType: str }, { id: str })
+const imageBlock: Check = (v, p) => isPlainObject(v) && Object.hasOwn(v, 'attachment') ? attachedImage(v, p) : inlineImage(v, p)
 const toolResultBlock = object({ toolCallId: str, content: arrayOf(tagged('type', { text: textBlock, image: imageBlock })), isError: bool })
 export const contentBlock: Check = tagged('type', {
   text: textBlock,
@@ -141,8 +141,9 @@ const knownSources: Record<string, Check> = {
   model: object({ provider: str, model: str }),
   tool: object({ callId: str }),
 }
+const sourceKind = object({ kind: str })
 const messageSource: Check = (v, p) => {
-  const problem = object({ kind: str })(v, p)
+  const problem = sourceKind(v, p)
   if (problem) return problem
   const kind = (v as { kind: string }).kind
   return Object.hasOwn(knownSources, kind) ? knownSources[kind](v, p) : null
