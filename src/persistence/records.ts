@@ -310,6 +310,26 @@ class RowRecord implements RawRecord {
   }
 }
 
+/**
+ * A database row already rendered as its record text by the database (SQLite renders exactly
+ * what `rowRecord(row).text` renders, see sqlite/backend.ts): decoded like a JSONL line, so a
+ * load fetches one text column per row instead of building a row object of eight.
+ */
+export function renderedRowRecord(seq: number, text: string): RawRecord {
+  return new RenderedRow(seq, text)
+}
+
+class RenderedRow implements RawRecord {
+  readonly complete = true
+  constructor(readonly position: number, readonly text: string) {}
+  get where(): string {
+    return `row seq ${this.position}`
+  }
+  get bytes(): number {
+    return Buffer.byteLength(this.text)
+  }
+}
+
 /** Seq of the first row that was not kept whole (the kept prefix has `kept` events). */
 export function firstRowAfter(rows: readonly StoredEventRow[], kept: number): number {
   for (const row of rows) if (row.seq + row.count > kept) return row.seq

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest'
 import type { PersistenceBackend } from './api.js'
 import { FormatVersionError } from './api.js'
 import { describeBackendConformance, realisticLog } from './backend.conformance.js'
-import { SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION, SqliteBackend } from './sqlite/backend.js'
+import { RENDERED_RECORD, SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION, SqliteBackend } from './sqlite/backend.js'
+import { rowRecord, type StoredEventRow } from './records.js'
 
 const sqlite = (backend: PersistenceBackend) => backend as SqliteBackend
 
@@ -41,6 +42,39 @@ describe('SQLite store (D-6)', () => {
       await rm(dir, { recursive: true, force: true })
     }
   }
+
+  it('D-5/D-6: a row rendered by SQLite for a cold load is exactly the record text rendered from its columns, damaged and unusual rows included', () => {
+    const db = new Database(':memory:')
+    try {
+      db.exec('CREATE TABLE events (seq INTEGER NOT NULL PRIMARY KEY, count INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL, ignorable INTEGER, surface_op TEXT, source_event_seqs TEXT) STRICT')
+      const base = { count: 1, type: 'tool/result', time: 1_700_000_000_123, data: '{"turn":1,"step":1,"message":{"id":"m"}}', ignorable: null, surface_op: '"append"', source_event_seqs: '[3,5]' }
+      const rows = [
+        base,
+        { ...base, type: 'x/y', ignorable: 1, surface_op: null, source_event_seqs: null },
+        { ...base, ignorable: 0 },
+        { ...base, ignorable: -7 },
+        { ...base, time: -5 },
+        { ...base, time: 2 ** 53 + 1 },
+        { ...base, type: 'text-chunks', count: 3, data: '{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}', surface_op: null, source_event_seqs: null },
+        { ...base, type: 'tool-call-chunks', count: 3, data: '{}', ignorable: 1 },
+        { ...base, type: 'reasoning-chunks', count: 3, data: '{}', surface_op: '{"op":"replace"}' },
+        { ...base, type: 'a"b\\c\n\t\u0001\u001f\u007f é ✓ 😀 \u2028', ignorable: null },
+        { ...base, type: '' },
+        { ...base, data: '{"turn":1},"extra":2' },
+        { ...base, data: '{"turn":' },
+        { ...base, data: '' },
+        { ...base, surface_op: '{', source_event_seqs: ' [1] ' },
+      ]
+      const insert = db.prepare('INSERT INTO events (seq, count, type, time, data, ignorable, surface_op, source_event_seqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      rows.forEach((row, seq) => insert.run(seq, row.count, row.type, row.time, row.data, row.ignorable, row.surface_op, row.source_event_seqs))
+      const rendered = db.prepare<[], string>(`SELECT ${RENDERED_RECORD} FROM events ORDER BY seq`).pluck(true).all()
+      const read = db.prepare<[], StoredEventRow>('SELECT * FROM events ORDER BY seq').all()
+      expect(rendered).toEqual(read.map((row) => rowRecord(row).text))
+      expect(rendered).toHaveLength(rows.length)
+    } finally {
+      db.close()
+    }
+  })
 
   it('D-6: WAL, synchronous=FULL, application_id and user_version are set', () => withDir(async (dir) => {
     const backend = new SqliteBackend({ file: join(dir, 's.db') })

@@ -193,6 +193,20 @@ export function packEvents(events: readonly (SessionEvent | StoredEvent)[], opti
   return out
 }
 
+const TOOL_ROW_KEYS: readonly string[] = ['turn', 'step', 'index', 'dt', 'id', 'name', 'args']
+const TEXT_ROW_KEYS: readonly string[] = ['turn', 'step', 'index', 'dt', 'texts']
+const RUN_PLACE_KEYS = ['turn', 'step', 'index'] as const
+
+function everyString(list: readonly unknown[]): boolean {
+  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') return false
+  return true
+}
+
+function everySafeInteger(list: readonly unknown[]): boolean {
+  for (let i = 0; i < list.length; i++) if (!Number.isSafeInteger(list[i])) return false
+  return true
+}
+
 /** R-3 shape check of a row; returns what is wrong, or null. Cheap: no allocation on success. */
 export function chunkRowProblem(row: Record<string, unknown>, projected: boolean): string | null {
   const allowed = projected ? 2 : 4
@@ -209,17 +223,18 @@ export function chunkRowProblem(row: Record<string, unknown>, projected: boolean
   if (!isPlainObject(data)) return `${String(row.type)} row: data must be an object`
   const isTool = row.type === 'tool-call-chunks'
   const listKey = isTool ? 'args' : 'texts'
-  const known = isTool ? ['turn', 'step', 'index', 'dt', 'id', 'name', 'args'] : ['turn', 'step', 'index', 'dt', 'texts']
+  const known = isTool ? TOOL_ROW_KEYS : TEXT_ROW_KEYS
   for (const key in data) if (hasOwn.call(data, key) && !known.includes(key)) return `${String(row.type)} row: unknown data key "${key}"`
-  for (const key of ['turn', 'step', 'index']) {
+  for (let i = 0; i < RUN_PLACE_KEYS.length; i++) {
+    const key = RUN_PLACE_KEYS[i]
     if (!Number.isSafeInteger(data[key])) return `${String(row.type)} row: data.${key} must be a safe integer`
   }
   const list = data[listKey]
-  if (!Array.isArray(list) || list.length === 0 || !list.every((s) => typeof s === 'string')) {
+  if (!Array.isArray(list) || list.length === 0 || !everyString(list)) {
     return `${String(row.type)} row: data.${listKey} must be a non-empty array of strings`
   }
   const dt = data.dt
-  if (!Array.isArray(dt) || dt.length !== list.length - 1 || !dt.every((g) => Number.isSafeInteger(g))) {
+  if (!Array.isArray(dt) || dt.length !== list.length - 1 || !everySafeInteger(dt)) {
     return `${String(row.type)} row: data.dt must hold ${list.length - 1} safe-integer gaps (one fewer than ${listKey})`
   }
   if (isTool) {

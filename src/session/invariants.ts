@@ -85,6 +85,11 @@ export function resultCallId(event: SessionEvent): string {
 
 interface TurnStepData { turn: number; step: number }
 
+/** An S-15 refusal (a function, not a closure made per check: this runs for every event). */
+function fail(event: SessionEvent, detail: string): never {
+  throw new SessionRuleError('S-15', event.seq, `${event.type}: ${detail}`)
+}
+
 /** S-15 as an incremental fold. */
 export class LogFolder {
   private turn = 0
@@ -102,62 +107,61 @@ export class LogFolder {
 
   /** Throws `SessionRuleError('S-15', ...)` if `event` may not follow the events folded so far. */
   check(event: SessionEvent): void {
-    const fail = (detail: string): never => { throw new SessionRuleError('S-15', event.seq, `${event.type}: ${detail}`) }
     const data = event.data as TurnStepData
     switch (event.type) {
       case 'turn/start':
-        if (this.turnOpen) fail(`turn ${this.turn} is still open`)
-        if (data.turn !== this.turn + 1) fail(`turn ${data.turn} does not follow turn ${this.turn} (turns start at 1 and are contiguous)`)
+        if (this.turnOpen) fail(event, `turn ${this.turn} is still open`)
+        if (data.turn !== this.turn + 1) fail(event, `turn ${data.turn} does not follow turn ${this.turn} (turns start at 1 and are contiguous)`)
         return
       case 'turn/end':
-        if (!this.turnOpen) fail('no turn is open')
-        if (data.turn !== this.turn) fail(`names turn ${data.turn} but the open turn is ${this.turn}`)
-        if (this.stepOpen) fail(`step ${this.step} is still open`)
+        if (!this.turnOpen) fail(event, 'no turn is open')
+        if (data.turn !== this.turn) fail(event, `names turn ${data.turn} but the open turn is ${this.turn}`)
+        if (this.stepOpen) fail(event, `step ${this.step} is still open`)
         return
       case 'step/start':
-        if (!this.turnOpen) fail('needs an open turn')
-        if (this.stepOpen) fail(`step ${this.step} is still open`)
-        if (data.turn !== this.turn) fail(`names turn ${data.turn} but the open turn is ${this.turn}`)
-        if (data.step !== this.step + 1) fail(`step ${data.step} does not follow step ${this.step} (steps restart at 1 per turn)`)
+        if (!this.turnOpen) fail(event, 'needs an open turn')
+        if (this.stepOpen) fail(event, `step ${this.step} is still open`)
+        if (data.turn !== this.turn) fail(event, `names turn ${data.turn} but the open turn is ${this.turn}`)
+        if (data.step !== this.step + 1) fail(event, `step ${data.step} does not follow step ${this.step} (steps restart at 1 per turn)`)
         return
       case 'step/end':
-        this.checkOpenStep(data, fail)
+        this.checkOpenStep(event, data)
         return
       case 'assistant/chunk':
       case 'assistant/message':
-        this.checkOpenStep(data, fail)
+        this.checkOpenStep(event, data)
         return
       case 'tool/call': {
-        this.checkOpenStep(data, fail)
+        this.checkOpenStep(event, data)
         const callId = (event.data as { callId: string }).callId
-        if (this.calls.has(callId)) fail(`call ${JSON.stringify(callId)} was already logged at seq ${this.calls.get(callId)}`)
+        if (this.calls.has(callId)) fail(event, `call ${JSON.stringify(callId)} was already logged at seq ${this.calls.get(callId)}`)
         return
       }
       case 'tool/result': {
         if (isReplace(event)) {
           // A replacing result rewrites an earlier node; it needs only an open turn.
-          if (!this.turnOpen) fail('a replacing tool/result needs an open turn')
+          if (!this.turnOpen) fail(event, 'a replacing tool/result needs an open turn')
           return
         }
-        this.checkOpenStep(data, fail)
+        this.checkOpenStep(event, data)
         const callId = resultCallId(event)
         const notStarted = (event.data as { error?: { code?: string } }).error?.code === TOOL_NOT_STARTED
-        if (!notStarted && !this.calls.has(callId)) fail(`no tool/call ${JSON.stringify(callId)} precedes it in step ${this.step}`)
-        if (this.results.has(callId)) fail(`call ${JSON.stringify(callId)} already has a result in step ${this.step}`)
+        if (!notStarted && !this.calls.has(callId)) fail(event, `no tool/call ${JSON.stringify(callId)} precedes it in step ${this.step}`)
+        if (this.results.has(callId)) fail(event, `call ${JSON.stringify(callId)} already has a result in step ${this.step}`)
         return
       }
       case 'todo/write':
       case 'request/header':
       case 'request/context':
-        if (!this.turnOpen) fail('must happen inside an open turn')
+        if (!this.turnOpen) fail(event, 'must happen inside an open turn')
         return
     }
   }
 
-  private checkOpenStep(data: TurnStepData, fail: (detail: string) => never): void {
-    if (!this.stepOpen) fail('needs an open step')
+  private checkOpenStep(event: SessionEvent, data: TurnStepData): void {
+    if (!this.stepOpen) fail(event, 'needs an open step')
     if (data.turn !== this.turn || data.step !== this.step) {
-      fail(`names turn ${data.turn} step ${data.step} but the open step is turn ${this.turn} step ${this.step}`)
+      fail(event, `names turn ${data.turn} step ${data.step} but the open step is turn ${this.turn} step ${this.step}`)
     }
   }
 

@@ -2,6 +2,7 @@ import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
 import { SessionsServicePlugin, SessionsError, type Session, type SessionEvent } from './index.js'
 import { assistantMessage, userMessage } from './testing/fixtures.js'
+import { isDeepFrozen } from './snapshot.js'
 
 async function boot(config: ConstructorParameters<typeof SessionsServicePlugin>[1] = {}) {
   const ctx = new Context()
@@ -212,6 +213,33 @@ describe('hydrate (S-13, S-3)', () => {
     const bad = JSON.parse(json) as { data: Record<string, unknown> }[]
     bad[2].data = { ...bad[2].data, odd: JSON.parse('-0') }
     expect(() => ctx.sessions.hydrate({ ...source.header, id: 'bad' }, bad as never, { adopt: true })).toThrow(/S-5.*data\.odd is -0/)
+  })
+
+  it('S-5: hydrate with adopt "parsed" keeps each envelope it is given when its keys are in envelope order, and rebuilds the others: the same events either way', async () => {
+    const ctx = await boot()
+    const source = ctx.sessions.create({ id: 'src' })
+    completedTurn(source, 1)
+    source.append('x/note', { n: 1 }, { ignorable: true })
+    const json = JSON.stringify(source.events)
+    ctx.sessions.close('src')
+    const copied = ctx.sessions.hydrate({ ...source.header, id: 'copied' }, JSON.parse(json) as never)
+    // As stored on disk: surfaceOp before sourceEventSeqs, the reverse of the envelope order.
+    const stored = (JSON.parse(json) as Record<string, unknown>[]).map(({ type, seq, time, data, ignorable, surfaceOp, sourceEventSeqs }) =>
+      JSON.parse(JSON.stringify({ type, seq, time, data, ignorable, surfaceOp, sourceEventSeqs })) as Record<string, unknown>)
+    const given = JSON.parse(json) as Record<string, unknown>[]
+    for (const [id, events] of [['as-built', given], ['as-stored', stored]] as const) {
+      const session = ctx.sessions.hydrate({ ...source.header, id }, events as never, { adopt: 'parsed' })
+      expect(JSON.stringify(session.events)).toBe(JSON.stringify(copied.events))
+      expect(session.events.map((event) => Object.keys(event))).toEqual(copied.events.map((event) => Object.keys(event)))
+      session.events.forEach((event) => expect(isDeepFrozen(event)).toBe(true))
+    }
+    const both = given.findIndex((event) => 'surfaceOp' in event && 'sourceEventSeqs' in event)
+    expect(both).toBeGreaterThan(0)
+    expect(ctx.sessions.get('as-built')!.events[both]).toBe(given[both])
+    expect(ctx.sessions.get('as-stored')!.events[both]).not.toBe(stored[both])
+    const bad = JSON.parse(json) as Record<string, unknown>[]
+    bad[1] = { ...bad[1], data: { ...(bad[1].data as object), odd: JSON.parse('-0') } }
+    expect(() => ctx.sessions.hydrate({ ...source.header, id: 'bad' }, bad as never, { adopt: 'parsed' })).toThrow(/S-5.*data\.odd is -0/)
   })
 
   it('S-13: the version is checked before the shape, and the message names newer or older', async () => {

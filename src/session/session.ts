@@ -74,6 +74,8 @@ export class SessionLog implements Session {
   /** Cordis' listener table (stable for the service's lifetime), to skip dispatches nobody hears. */
   private readonly hooks: Dispatcher['_hooks']
   private readonly report: ListenerErrorReporter
+  /** The event at a seq (made once: `check` runs for every event). */
+  private readonly eventAtSeq = (seq: number): SessionEvent => eventAt(this.log[seq], seq)
 
   constructor(readonly header: SessionHeader, private readonly deps: SessionDeps) {
     this.id = header.id
@@ -124,7 +126,8 @@ export class SessionLog implements Session {
     const seq = this.log.length
     if (this.busy) throw new SessionRuleError('S-5', seq, `re-entrant admit while session ${this.id} is ${this.busy}`)
     checkEnvelope(raw, seq)
-    const event = this.envelope(raw.type, raw.seq, raw.time, raw.data, raw, adopt)
+    // A parsed envelope already in the order `envelope` builds is frozen as it is, not copied.
+    const event = adopt === 'parsed' && canonicalOrder(raw) ? this.adoptEnvelope(raw) : this.envelope(raw.type, raw.seq, raw.time, raw.data, raw, adopt)
     // The envelope was checked on `raw`; the rebuilt one holds the same values.
     this.commit(event, this.check(event, false))
     return event
@@ -199,13 +202,27 @@ export class SessionLog implements Session {
     return Object.freeze(event) as unknown as SessionEvent
   }
 
+  /** `envelope(..., 'parsed')` for an envelope whose keys are already in its order: frozen in place. */
+  private adoptEnvelope(raw: SessionEvent): SessionEvent {
+    const writable = raw as { -readonly [K in keyof SessionEvent]: SessionEvent[K] }
+    try {
+      writable.data = adoptParsedJson(raw.data, 'data')
+      if (raw.surfaceOp !== undefined) writable.surfaceOp = adoptParsedJson(raw.surfaceOp, 'surfaceOp') as SessionEvent['surfaceOp']
+      if (raw.sourceEventSeqs !== undefined) writable.sourceEventSeqs = adoptParsedJson(raw.sourceEventSeqs, 'sourceEventSeqs') as SessionEvent['sourceEventSeqs']
+    } catch (error) {
+      if (error instanceof SnapshotError) throw new SessionRuleError('S-5', raw.seq, `${raw.type}: ${error.message}`)
+      throw error
+    }
+    return Object.freeze(raw)
+  }
+
   /** Every rule, no mutation (S-10). */
   private check(event: SessionEvent, envelope = true): Checked {
     if (envelope) checkEnvelope(event, this.log.length)
     const known = checkEventType(this.deps.registry, event)
     if (!known) return { known, plan: null }
     this.folder.check(event)
-    return { known, plan: this.surfaceManager.validate(event, (seq) => eventAt(this.log[seq], seq)) }
+    return { known, plan: this.surfaceManager.validate(event, this.eventAtSeq) }
   }
 
   private veto(event: SessionEvent): void {
@@ -250,6 +267,21 @@ export class SessionLog implements Session {
       this.busy = null
     }
   }
+}
+
+/** The key order `SessionLog.envelope` builds: type, seq, time, data, then those present of ignorable, sourceEventSeqs, surfaceOp. */
+const ENVELOPE_ORDER = ['type', 'seq', 'time', 'data', 'ignorable', 'sourceEventSeqs', 'surfaceOp']
+
+/** Whether a checked envelope is a plain, unfrozen object whose keys come in `ENVELOPE_ORDER`. */
+function canonicalOrder(event: SessionEvent): boolean {
+  if (Object.isFrozen(event) || Object.getPrototypeOf(event) !== Object.prototype) return false
+  let next = 0
+  for (const key in event) {
+    while (next < ENVELOPE_ORDER.length && ENVELOPE_ORDER[next] !== key) next++
+    if (next === ENVELOPE_ORDER.length) return false
+    next++
+  }
+  return next >= 4
 }
 
 const reportToStderr: ListenerErrorReporter = (name, error) => {

@@ -69,7 +69,11 @@ function freezeParsed(value: unknown): JsonValue {
       if (typeof item === 'object' ? item !== null : item === 0) freezeParsed(item)
     }
   } else {
-    for (const key in value) freezeParsed((value as Record<string, unknown>)[key])
+    // Only containers and zeros need a look (as for arrays): no call per string leaf.
+    for (const key in value) {
+      const item: unknown = (value as Record<string, unknown>)[key]
+      if (typeof item === 'object' ? item !== null : item === 0) freezeParsed(item)
+    }
   }
   return Object.freeze(value) as JsonValue
 }

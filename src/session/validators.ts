@@ -77,18 +77,24 @@ export function arrayOf(item: Check): Check {
 
 /** An object with required and optional keys; extra keys are tolerated (forward compatible data). */
 export function object(required: Record<string, Check>, optional: Record<string, Check> = {}): Check {
-  const requiredEntries = Object.entries(required)
-  const optionalEntries = Object.entries(optional)
+  // Indexed loops over plain arrays: these run for every event a load checks, mostly before the
+  // optimiser has looked at them, where iterating entries with destructuring costs several times more.
+  const requiredKeys = Object.keys(required)
+  const requiredChecks = requiredKeys.map((key) => required[key])
+  const optionalKeys = Object.keys(optional)
+  const optionalChecks = optionalKeys.map((key) => optional[key])
   return (v, p) => {
     if (!isPlainObject(v)) return `${formatPath(p)} must be an object, got ${describe(v)}`
-    for (const [key, check] of requiredEntries) {
+    for (let i = 0; i < requiredKeys.length; i++) {
+      const key = requiredKeys[i]
       if (!Object.hasOwn(v, key)) return `${formatPath(at(p, key))} is missing`
-      const problem = check(v[key], at(p, key))
+      const problem = requiredChecks[i](v[key], at(p, key))
       if (problem) return problem
     }
-    for (const [key, check] of optionalEntries) {
+    for (let i = 0; i < optionalKeys.length; i++) {
+      const key = optionalKeys[i]
       if (v[key] === undefined) continue
-      const problem = check(v[key], at(p, key))
+      const problem = optionalChecks[i](v[key], at(p, key))
       if (problem) return problem
     }
     return null
@@ -109,8 +115,8 @@ export function tagged(key: string, variants: Record<string, Check>): Check {
 
 export function both(...checks: Check[]): Check {
   return (v, p) => {
-    for (const check of checks) {
-      const problem = check(v, p)
+    for (let i = 0; i < checks.length; i++) {
+      const problem = checks[i](v, p)
       if (problem) return problem
     }
     return null
@@ -120,9 +126,9 @@ export function both(...checks: Check[]): Check {
 const textBlock = object({ text: str })
 /** Inline base64 (`data` + `mimeType`) or, as recorded logs store it, an `attachment` reference. */
 const attachment = object({ attachmentId: str, mediaType: str }, { width: nonNegInt, height: nonNegInt, bytes: nonNegInt, name: str })
-const imageBlock: Check = (v, p) => isPlainObject(v) && Object.hasOwn(v, 'attachment')
-  ? object({ attachment }, { id: str })(v, p)
-  : object({ data: str, mimeType: str }, { id: str })(v, p)
+const attachedImage = object({ attachment }, { id: str })
+const inlineImage = object({ data: str, mimeType: str }, { id: str })
+const imageBlock: Check = (v, p) => isPlainObject(v) && Object.hasOwn(v, 'attachment') ? attachedImage(v, p) : inlineImage(v, p)
 const toolResultBlock = object({ toolCallId: str, content: arrayOf(tagged('type', { text: textBlock, image: imageBlock })), isError: bool })
 export const contentBlock: Check = tagged('type', {
   text: textBlock,
@@ -141,8 +147,9 @@ const knownSources: Record<string, Check> = {
   model: object({ provider: str, model: str }),
   tool: object({ callId: str }),
 }
+const sourceKind = object({ kind: str })
 const messageSource: Check = (v, p) => {
-  const problem = object({ kind: str })(v, p)
+  const problem = sourceKind(v, p)
   if (problem) return problem
   const kind = (v as { kind: string }).kind
   return Object.hasOwn(knownSources, kind) ? knownSources[kind](v, p) : null

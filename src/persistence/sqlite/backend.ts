@@ -9,12 +9,12 @@ import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import type { SessionEvent, SessionHeader } from '../../session/types.js'
-import { isChunkRowType, packEvents } from '../../session/chunk-rows.js'
+import { CHUNK_ROW_TYPES, isChunkRowType, packEvents } from '../../session/chunk-rows.js'
 import {
   FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
   type PersistenceBackend, type SalvagedSession, type WriterHolder, type WriterLease, SessionInUseError, type StoredSession, type StoredSessionSummary,
 } from '../api.js'
-import { checkHeader, encodeHeader, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
+import { checkHeader, encodeHeader, firstRowAfter, headerProblem, lastTurnOf, renderedRowRecord, rowRecord, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 import { currentHolder, holderIsStale } from '../writer-lock.js'
 import type { StoredAttachment } from '../../session/attachments.js'
 
@@ -130,6 +130,18 @@ interface SessionRow {
   title: string | null
 }
 
+/**
+ * An event row rendered by SQLite as the record text `rowRecord(row).text` renders in
+ * JavaScript: the same keys in the same order (`seq0`/`time0` on chunk rows, `ignorable` as
+ * `true` for 1 and the stored integer otherwise, absent columns absent). The columns are STRICT
+ * (safe integers print as JavaScript prints them, `data` and the JSON columns are pasted verbatim), and
+ * `json_quote` escapes a type string as `JSON.stringify` does; records.test.ts compares the two.
+ */
+export const RENDERED_RECORD = `'{"type":' || json_quote(type) || CASE WHEN type IN (${CHUNK_ROW_TYPES.map(t => `'${t}'`).join(', ')}) ` +
+  `THEN ',"seq0":' || seq || ',"time0":' ELSE ',"seq":' || seq || ',"time":' END || time || ',"data":' || data || ` +
+  `CASE WHEN ignorable IS NULL THEN '' WHEN ignorable = 1 THEN ',"ignorable":true' ELSE ',"ignorable":' || ignorable END || ` +
+  `coalesce(',"surfaceOp":' || surface_op, '') || coalesce(',"sourceEventSeqs":' || source_event_seqs, '') || '}'`
+
 interface EventRow {
   seq: number
   count: number
@@ -171,6 +183,10 @@ export class SqliteBackend implements PersistenceBackend {
       updateSession: db.prepare('UPDATE sessions SET revision = revision + 1, updated_at = ?, next_seq = ?, turns = turns + ?, title = coalesce(?, title) WHERE id = ?'),
       insertEvent: db.prepare('INSERT INTO events (session_id, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       events: db.prepare<[string], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? ORDER BY seq'),
+      // A cold load: the rows as record texts rendered by SQLite (see RENDERED_RECORD), and
+      // their seqs, in two one-column reads (a row object of eight columns costs several times more).
+      eventTexts: db.prepare<[string], string>(`SELECT ${RENDERED_RECORD} FROM events WHERE session_id = ? ORDER BY seq`).pluck(true),
+      eventSeqs: db.prepare<[string], number>('SELECT seq FROM events WHERE session_id = ? ORDER BY seq').pluck(true),
       rowStart: db.prepare<[string, number], { start: number | null }>('SELECT max(seq) AS start FROM events WHERE session_id = ? AND seq <= ?'),
       eventsFrom: db.prepare<[string, number], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq'),
       deleteFrom: db.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?'),
@@ -280,13 +296,16 @@ export class SqliteBackend implements PersistenceBackend {
 
   loadStored(id: string): Promise<StoredSession | undefined> {
     return this.chains.run(id, () => {
-      const { row, rows } = this.db.transaction(() => {
+      const { row, seqs, texts } = this.db.transaction(() => {
         const row = this.statements.session.get(id)
-        return { row, rows: row === undefined ? [] : this.statements.events.all(id) }
+        if (row === undefined) return { row, seqs: [], texts: [] }
+        return { row, seqs: this.statements.eventSeqs.all(id), texts: this.statements.eventTexts.all(id) }
       }).deferred()
       if (row === undefined) return undefined
       const header = checkHeader(JSON.parse(row.header), `${this.file} session ${JSON.stringify(id)}`)
-      const { events, torn } = scanRecords(id, rows.map(rowRecord), 0, `${this.file} session ${JSON.stringify(id)}`)
+      const records = new Array<RawRecord>(texts.length)
+      for (let i = 0; i < texts.length; i++) records[i] = renderedRowRecord(seqs[i], texts[i])
+      const { events, torn } = scanRecords(id, records, 0, `${this.file} session ${JSON.stringify(id)}`)
       return { header, events, revision: this.token(row), torn }
     })
   }
