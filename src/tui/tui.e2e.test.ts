@@ -300,6 +300,12 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await terminal.waitFor(/│ › \/help +│/)
     terminal.keys('Enter')
     await terminal.waitFor('Ctrl-S steer into the running step', { history: true })
+    // The same keys in one chunk (fast typing, or a paste ending in Enter) take the completion too.
+    terminal.type('/he\r')
+    await terminal.waitFor(/│ › \/help +│/)
+    expect(terminal.screen()).not.toContain('unknown command')
+    terminal.keys('C-u')
+    await terminal.waitFor(/│ › +Ask dsh/)
     terminal.type('look at @notes-for')
     await terminal.waitFor('@notes-for-completion.md')
     terminal.keys('Tab')

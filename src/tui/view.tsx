@@ -256,18 +256,35 @@ export function ConversationView(props: ViewProps): ReactNode {
   const approval = store.approvals[0]
   const question = store.questions[0]
 
-  const accept = (): boolean => {
+  const accept = (index = selectedIndex): boolean => {
     const completion = completionOf(editorRef.current)
     if (completion === undefined) return false
+    const at = Math.min(index, completion.options.length - 1)
     if (completion.kind === 'command') {
-      const command = completion.options[selectedIndex]
+      const command = completion.options[at]
       setEditor(state => setText(state, `/${command.name} `))
     } else {
-      const path = completion.options[selectedIndex]
+      const path = completion.options[at]
       setEditor(state => replaceRange(state, completion.start, state.cursor, `@${path} `))
     }
     setSelected(0)
     return true
+  }
+
+  /** Enter: takes the highlighted completion when it differs from what is typed, else sends. */
+  const enter = (index = selectedIndex): void => {
+    const editor = editorRef.current
+    const completion = completionOf(editor)
+    const at = completion === undefined ? 0 : Math.min(index, completion.options.length - 1)
+    if (completion !== undefined && (completion.kind === 'file' || completion.options[at].name !== commandAtCursor(editor))) {
+      accept(index)
+      return
+    }
+    if (editor.text.slice(0, editor.cursor).endsWith('\\')) {
+      setEditor(state => insert(backspace(state), '\n'))
+      return
+    }
+    send(false)
   }
 
   const send = (steer: boolean) => {
@@ -346,15 +363,7 @@ export function ConversationView(props: ViewProps): ReactNode {
         setEditor(state => insert(state, '\n'))
         return
       }
-      if (completion !== undefined && (completion.kind === 'file' || completion.options[selectedIndex].name !== commandPrefix)) {
-        accept()
-        return
-      }
-      if (editor.text.slice(0, editor.cursor).endsWith('\\')) {
-        setEditor(state => insert(backspace(state), '\n'))
-        return
-      }
-      send(false)
+      enter()
       return
     }
     if (key.upArrow) {
@@ -375,16 +384,14 @@ export function ConversationView(props: ViewProps): ReactNode {
     if (key.ctrl && input === 'w') return setEditor(deleteWordBefore)
     if (key.ctrl && input === 'u') return setEditor(deleteToLineStart)
     if (key.ctrl || input === '') return
-    // A typed line often arrives in one chunk with its Enter: text then send. Pasted text with
-    // several line breaks is inserted as it is.
+    // A typed line often arrives in one chunk with its Enter: the text, then Enter as if pressed
+    // on its own (a command being typed takes its highlighted completion, as a separate Enter
+    // would). Pasted text with several line breaks is inserted as it is.
     const breaks = (input.match(/\r/g) ?? []).length
     if (breaks === 1 && input.endsWith('\r') && input.length > 1) {
-      const typed = submit(insert(editor, input.slice(0, -1)))
-      setEditor(typed.state)
-      const command = /^\/([\w:-]+)(?:\s+([\s\S]*))?$/.exec(typed.text.trim())
-      if (typed.text.trim() === '') return
-      if (command !== null) actions.runCommand(command[1], (command[2] ?? '').trim())
-      else actions.send(typed.text)
+      setEditor(state => insert(state, input.slice(0, -1)))
+      setSelected(0)
+      enter(0)
       return
     }
     setEditor(state => insert(state, input))
