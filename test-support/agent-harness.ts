@@ -36,15 +36,20 @@ export interface LoopHarness {
   dispose(): Promise<void>
 }
 
-export async function loopHarness(options: LoopHarnessOptions = {}): Promise<LoopHarness> {
-  const ctx = new Context()
+/** Sessions, LLM, tools, the loop and agents (default route: the scripted model, or `model`). */
+export async function startCore(ctx: Context, model = SCRIPTED_MODEL): Promise<void> {
   for (const fiber of [
     ctx.plugin(SessionsServicePlugin),
     ctx.plugin(LlmServicePlugin),
     ctx.plugin(ToolsPlugin),
     ctx.plugin(ReactLoopPlugin),
-    ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL } }),
+    ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model } }),
   ]) await fiber.await()
+}
+
+export async function loopHarness(options: LoopHarnessOptions = {}): Promise<LoopHarness> {
+  const ctx = new Context()
+  await startCore(ctx)
   if (options.invariant !== false) await ctx.plugin(LoopInvariantPlugin).await()
   const model = new ScriptedModel(options.responses ?? [])
   model.register(ctx)

@@ -5,15 +5,12 @@
 import { request } from 'node:http'
 import { join } from 'node:path'
 import { Context } from 'cordis'
-import { AgentsServicePlugin, ReactLoopPlugin } from '../src/agent/index.js'
-import { LlmServicePlugin } from '../src/llm/index.js'
 import type { ModelInfo } from '../src/llm/types.js'
-import { SessionsServicePlugin } from '../src/session/index.js'
-import { ToolsPlugin } from '../src/tools/index.js'
 import { JsonlPersistencePlugin } from '../src/persistence/plugins.js'
 import { WebApiPlugin } from '../src/web/methods.js'
 import { WebServer } from '../src/web/server.js'
-import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, SCRIPTED_PROVIDER, ScriptedModel } from './scripted-model.js'
+import { SCRIPTED_MODEL_INFO, ScriptedModel } from './scripted-model.js'
+import { startCore } from './agent-harness.js'
 
 export interface WebApiOptions {
   /** The dsh home: sessions are stored under `<home>/sessions`. */
@@ -42,14 +39,8 @@ export interface WebApiHarness {
 
 export async function startWebApi(options: WebApiOptions): Promise<WebApiHarness> {
   const ctx = new Context()
-  for (const fiber of [
-    ctx.plugin(SessionsServicePlugin),
-    ctx.plugin(LlmServicePlugin),
-    ctx.plugin(ToolsPlugin),
-    ctx.plugin(ReactLoopPlugin),
-    ctx.plugin(AgentsServicePlugin, { loop: { provider: SCRIPTED_PROVIDER, model: options.model ?? SCRIPTED_MODEL } }),
-    ctx.plugin(JsonlPersistencePlugin, { root: join(options.home, 'sessions'), maxDelayMs: 5 }),
-  ]) await fiber.await()
+  await startCore(ctx, options.model)
+  await ctx.plugin(JsonlPersistencePlugin, { root: join(options.home, 'sessions'), maxDelayMs: 5 }).await()
   for (const start of options.plugins ?? []) await start(ctx).await()
   await ctx.plugin(WebApiPlugin, { home: options.home, cwd: options.cwd ?? options.home }).await()
   const model = new ScriptedModel()

@@ -144,22 +144,21 @@ function signatureOf(info: BigIntStats, now: number): string | undefined {
 
 /** The sorted entry names of `dir`, or undefined when it cannot be listed. */
 function listFolder(dir: string, cache: SkillDiscoveryCache | undefined): readonly string[] | undefined {
-  if (cache === undefined) {
+  const read = (): string[] | undefined => {
     try {
       return readdirSync(dir).sort()
     } catch {
       return undefined
     }
   }
+  if (cache === undefined) return read()
   const info = statOf(dir)
   if (info === undefined) return undefined
   const signature = signatureOf(info, cache.now())
   const known = cache.folders.get(dir)
   if (signature !== undefined && known?.signature === signature) return known.entries
-  let entries: string[]
-  try {
-    entries = readdirSync(dir).sort()
-  } catch {
+  const entries = read()
+  if (entries === undefined) {
     cache.folders.delete(dir)
     return undefined
   }
@@ -170,23 +169,15 @@ function listFolder(dir: string, cache: SkillDiscoveryCache | undefined): readon
 
 /** The skill file an entry of a root stands for: `<dir>/SKILL.md`, or a flat `*.md` file. */
 function entryFile(path: string, entry: string, cache: SkillDiscoveryCache | undefined): string | undefined {
-  if (cache === undefined) {
-    try {
-      const stat = statSync(path)
-      if (stat.isDirectory()) return existsSync(join(path, 'SKILL.md')) ? join(path, 'SKILL.md') : undefined
-      if (stat.isFile() && entry.endsWith('.md')) return path
-    } catch {
-      return undefined
-    }
-    return undefined
-  }
   const info = statOf(path)
   if (info === undefined) return undefined
+  const fileOf = (): string | undefined => info.isDirectory() ? (existsSync(join(path, 'SKILL.md')) ? join(path, 'SKILL.md') : undefined)
+    : info.isFile() && entry.endsWith('.md') ? path : undefined
+  if (cache === undefined) return fileOf()
   const signature = signatureOf(info, cache.now())
   const known = cache.entries.get(path)
   if (signature !== undefined && known?.signature === signature) return known.file
-  const file = info.isDirectory() ? (existsSync(join(path, 'SKILL.md')) ? join(path, 'SKILL.md') : undefined)
-    : info.isFile() && entry.endsWith('.md') ? path : undefined
+  const file = fileOf()
   if (signature !== undefined) cache.entries.set(path, { signature, file })
   else cache.entries.delete(path)
   return file
