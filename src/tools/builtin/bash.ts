@@ -245,6 +245,9 @@ export async function runBash(command: string, options: {
   place?: SpillPlace
 }): Promise<BashRun> {
   const { config } = options
+  // A cancel can land while the caller awaited (sandbox approval, runner probe): an abort
+  // listener added now would never fire, so the command would run to its end.
+  if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
   const started = performance.now()
   const argv = [...options.prefix ?? [], config.shell, '-c', command]
   const child = spawn(argv[0]!, argv.slice(1), {
@@ -335,6 +338,7 @@ export async function runInEditorTerminal(terminal: EditorTerminal, command: str
   callId: string
 }): Promise<BashRun> {
   const { config } = options
+  if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
   const result = await terminal.run({
     callId: options.callId,
     argv: [...options.prefix ?? [], config.shell, '-c', command],

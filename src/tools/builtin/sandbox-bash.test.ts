@@ -66,6 +66,27 @@ describe.skipIf(bwrapProblem !== undefined)('bash under real bubblewrap (SB-2, S
   })
 })
 
+describe('cancel while the sandbox is prepared (T-6)', () => {
+  it('T-6: a cancel that lands after the pre-check, while the runner is being prepared, never starts the command and ends the call at once', async () => {
+    const controller = new AbortController()
+    // The probe asks for read-only; the call's own argv is built after the probe's await, where a
+    // session/cancel can land. This runner cancels right there.
+    const cancelling: SandboxRunner = {
+      name: 'cancelling', enforcement: 'full',
+      argv: mode => { if (mode === 'workspace-write') controller.abort(); return [] },
+      failed: () => false, denied: () => false,
+    }
+    const ctx = new Context()
+    await ctx.plugin(ToolsPlugin)
+    await ctx.plugin(SandboxPlugin, { workspaceRoot: root, mode: 'workspace-write', runner: cancelling, runners: [] })
+    await ctx.plugin(BuiltinToolsPlugin)
+    const marker = join(root, 'started-after-cancel')
+    const record = await ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command: `touch ${marker}; sleep 30`, description: 'test' }) }, { cwd: root, signal: controller.signal })
+    expect(record.isError).toBe(true)
+    expect(existsSync(marker)).toBe(false)
+  })
+})
+
 describe('runner chain (SB-3)', () => {
   it('SB-3: no working runner fails closed with SANDBOX_UNAVAILABLE and the command never runs', async () => {
     const record = await bash({ mode: 'workspace-write', bwrapCommand: join(root, 'no-such-bwrap') }, `touch ${join(root, 'ran.txt')}`)
