@@ -9,7 +9,7 @@ import { isPlainObject } from '../session/validators.js'
 import { isChunkRowType, packEvents, unpackRow, type ChunkRow } from '../session/chunk-rows.js'
 import { PackedRun, eventList, type EventSlot } from '../session/packed-run.js'
 import type { BadRecordReason, TornTail } from './api.js'
-import { CorruptSessionError, FormatVersionError, PersistenceError } from './api.js'
+import { CorruptSessionError, FormatVersionError, PersistenceError, SeqMismatchError } from './api.js'
 
 
 /** A record that cannot be read; D-5 decides whether it is a crash tail or corruption. */
@@ -363,4 +363,49 @@ export function lastTurnOf(row: { readonly type: string; readonly data: string }
   } catch {
     return undefined
   }
+}
+
+/**
+ * What an appended batch changes in a SQL store's session row: turns started, the last title
+ * set, the last archive flag. Throws `SeqMismatchError` when the batch has a gap in its seqs.
+ */
+export function batchBookkeeping(id: string, events: readonly SessionEvent[]): { turns: number; title: string | null; archived?: boolean } {
+  for (let i = 1; i < events.length; i++) {
+    if (events[i].seq !== events[0].seq + i) {
+      throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch is not contiguous at seq ${events[i].seq} (expected ${events[0].seq + i})`, id)
+    }
+  }
+  let turns = 0
+  let title: string | null = null
+  let archived: boolean | undefined
+  for (const event of events) {
+    if (event.type === 'turn/start') turns++
+    if (event.type === 'session/title') {
+      const value = (event.data as { title?: unknown } | null)?.title
+      if (typeof value === 'string') title = value
+    }
+    if (event.type === 'session/archived') archived = (event.data as { archived?: unknown } | null)?.archived === true
+  }
+  return archived === undefined ? { turns, title } : { turns, title, archived }
+}
+
+/**
+ * The SQL stores' event rows for a batch, as column values in the order
+ * seq, count, type, time, data, ignorable, surface_op, source_event_seqs: a packed chunk run
+ * (`packed`) is one row carrying its count, any other event one row of its own.
+ */
+export function eventRowValues(events: readonly SessionEvent[], packed: boolean): unknown[][] {
+  const rows: unknown[][] = []
+  for (const line of packed ? packEvents(events) : events) {
+    if (isChunkRowType(line.type)) {
+      const row = line as { type: string; seq0: number; time0: number; data: { texts?: unknown[]; args?: unknown[] } }
+      rows.push([row.seq0, (row.data.texts ?? row.data.args ?? []).length, row.type, row.time0, JSON.stringify(row.data), null, null, null])
+    } else {
+      const event = line as SessionEvent
+      rows.push([event.seq, 1, event.type, event.time, JSON.stringify(event.data), event.ignorable ? 1 : null,
+        event.surfaceOp === undefined ? null : JSON.stringify(event.surfaceOp),
+        event.sourceEventSeqs === undefined ? null : JSON.stringify(event.sourceEventSeqs)])
+    }
+  }
+  return rows
 }

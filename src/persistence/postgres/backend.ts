@@ -9,14 +9,13 @@ import { createHash, randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
 import type { SessionEvent, SessionHeader } from '../../session/types.js'
-import { isChunkRowType, packEvents } from '../../session/chunk-rows.js'
 import {
   FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, SessionInUseError,
   StaleRevisionError, WriterLeaseLostError,
   type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type WriterInfo, type WriterLease,
 } from '../api.js'
 import { holderIsStale } from '../writer-lock.js'
-import { checkHeader, encodeHeader, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
+import { batchBookkeeping, checkHeader, encodeHeader, eventRowValues, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
 import type { StoredAttachment } from '../../session/attachments.js'
 
 export const POSTGRES_SCHEMA_VERSION = 1
@@ -623,38 +622,12 @@ export class PostgresBackend implements PersistenceBackend {
 
   /** Inside a transaction: rows for `events` in one statement, then the bookkeeping (one revision bump). */
   private async insertEvents(client: pg.PoolClient, id: string, events: readonly SessionEvent[]): Promise<void> {
-    for (let i = 1; i < events.length; i++) {
-      if (events[i].seq !== events[0].seq + i) {
-        throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch is not contiguous at seq ${events[i].seq} (expected ${events[0].seq + i})`, id)
-      }
-    }
-    let turns = 0
-    let title: string | null = null
-    let archived: boolean | undefined
-    for (const event of events) {
-      if (event.type === 'turn/start') turns++
-      if (event.type === 'session/title') {
-        const value = (event.data as { title?: unknown } | null)?.title
-        if (typeof value === 'string') title = value
-      }
-      if (event.type === 'session/archived') archived = (event.data as { archived?: unknown } | null)?.archived === true
-    }
+    const { turns, title, archived } = batchBookkeeping(id, events)
     if (archived !== undefined) {
       await client.query('INSERT INTO session_archived (session_id, archived) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET archived = excluded.archived', [id, archived])
     }
     const columns: unknown[][] = [[], [], [], [], [], [], [], []]
-    const push = (...values: unknown[]) => values.forEach((value, i) => columns[i].push(value))
-    for (const line of this.packed ? packEvents(events) : events) {
-      if (isChunkRowType(line.type)) {
-        const row = line as { type: string; seq0: number; time0: number; data: { texts?: unknown[]; args?: unknown[] } }
-        push(row.seq0, (row.data.texts ?? row.data.args ?? []).length, row.type, row.time0, JSON.stringify(row.data), null, null, null)
-      } else {
-        const event = line as SessionEvent
-        push(event.seq, 1, event.type, event.time, JSON.stringify(event.data), event.ignorable ? 1 : null,
-          event.surfaceOp === undefined ? null : JSON.stringify(event.surfaceOp),
-          event.sourceEventSeqs === undefined ? null : JSON.stringify(event.sourceEventSeqs))
-      }
-    }
+    for (const row of eventRowValues(events, this.packed)) row.forEach((value, i) => columns[i].push(value))
     await client.query(
       `INSERT INTO events (session_id, ${EVENT_COLUMNS})
        SELECT $1, * FROM unnest($2::integer[], $3::integer[], $4::text[], $5::bigint[], $6::text[], $7::smallint[], $8::text[], $9::text[])`,

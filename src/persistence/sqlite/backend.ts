@@ -9,12 +9,12 @@ import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import type { SessionEvent, SessionHeader } from '../../session/types.js'
-import { CHUNK_ROW_TYPES, isChunkRowType, packEvents } from '../../session/chunk-rows.js'
+import { CHUNK_ROW_TYPES } from '../../session/chunk-rows.js'
 import {
   FormatVersionError, OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
   type PersistenceBackend, type SalvagedSession, type WriterHolder, type WriterLease, SessionInUseError, type StoredSession, type StoredSessionSummary,
 } from '../api.js'
-import { checkHeader, encodeHeader, firstRowAfter, headerProblem, lastTurnOf, renderedRowRecord, rowRecord, salvageRecords, scanRecords, type RawRecord } from '../records.js'
+import { batchBookkeeping, checkHeader, encodeHeader, eventRowValues, firstRowAfter, headerProblem, lastTurnOf, renderedRowRecord, rowRecord, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 import { currentHolder, holderIsStale } from '../writer-lock.js'
 import type { StoredAttachment } from '../../session/attachments.js'
 
@@ -424,37 +424,9 @@ export class SqliteBackend implements PersistenceBackend {
 
   /** Inside a transaction: rows for `events`, then the session's bookkeeping (one revision bump). */
   private insertEvents(id: string, events: readonly SessionEvent[]): void {
-    for (let i = 1; i < events.length; i++) {
-      if (events[i].seq !== events[0].seq + i) {
-        throw new SeqMismatchError(`session ${JSON.stringify(id)}: batch is not contiguous at seq ${events[i].seq} (expected ${events[0].seq + i})`, id)
-      }
-    }
-    let turns = 0
-    let title: string | null = null
-    let archived: boolean | undefined
-    for (const event of events) {
-      if (event.type === 'turn/start') turns++
-      if (event.type === 'session/title') {
-        const value = (event.data as { title?: unknown } | null)?.title
-        if (typeof value === 'string') title = value
-      }
-      if (event.type === 'session/archived') archived = (event.data as { archived?: unknown } | null)?.archived === true
-    }
+    const { turns, title, archived } = batchBookkeeping(id, events)
     if (archived !== undefined) this.statements.setArchived.run(id, archived ? 1 : 0)
-    const lines = this.packed ? packEvents(events) : events
-    for (const line of lines) {
-      if (isChunkRowType(line.type)) {
-        const row = line as { type: string; seq0: number; time0: number; data: { texts?: unknown[]; args?: unknown[] } }
-        const count = (row.data.texts ?? row.data.args ?? []).length
-        this.statements.insertEvent.run(id, row.seq0, count, row.type, row.time0, JSON.stringify(row.data), null, null, null)
-      } else {
-        const event = line as SessionEvent
-        this.statements.insertEvent.run(
-          id, event.seq, 1, event.type, event.time, JSON.stringify(event.data), event.ignorable ? 1 : null,
-          event.surfaceOp === undefined ? null : JSON.stringify(event.surfaceOp),
-          event.sourceEventSeqs === undefined ? null : JSON.stringify(event.sourceEventSeqs))
-      }
-    }
+    for (const row of eventRowValues(events, this.packed)) this.statements.insertEvent.run(id, ...row)
     const last = events[events.length - 1]
     this.statements.updateSession.run(Date.now(), last.seq + 1, turns, title, id)
   }
