@@ -1,7 +1,9 @@
 /**
- * Small apps: `dsh sessions` (list stored sessions).
+ * Small apps: `dsh sessions` (list stored sessions, repair, export, import).
  */
+import { readFile, writeFile } from 'node:fs/promises'
 import { Service, type Context } from 'cordis'
+import { encodeSessionExport, parseSessionExport } from '../persistence/exchange.js'
 import '../host/index.js'
 import '../persistence/api.js'
 
@@ -13,11 +15,14 @@ function age(ms: number): string {
   return `${Math.round(seconds / 86_400)}d ago`
 }
 
-const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID'
+const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id]'
 
 /**
  * `dsh sessions [--json]`: id, title, cwd, updated, turns, how the last turn ended; newest first.
  * `dsh sessions repair ID`: salvage a corrupt session into a copy (D-5); the original stays.
+ * `dsh sessions export ID [-o FILE]`: the session as a file another home imports (stdout by
+ * default): its JSONL log, or one JSON document with the images it references.
+ * `dsh sessions import FILE|- [--new-id]`: stores an exported session here.
  */
 export class SessionsListApp extends Service {
   static readonly inject = ['host', 'sessionPersistence']
@@ -33,6 +38,8 @@ export class SessionsListApp extends Service {
       if (args.length !== 2 || args[1].startsWith('-')) return this.usage('repair needs exactly one session id')
       return this.repair(args[1])
     }
+    if (args[0] === 'export') return this.export(args.slice(1))
+    if (args[0] === 'import') return this.import(args.slice(1))
     const unknown = args.find(arg => arg !== '--json')
     if (unknown !== undefined) return this.usage(`unknown argument ${JSON.stringify(unknown)}`)
     return this.list(args.includes('--json'))
@@ -58,6 +65,54 @@ export class SessionsListApp extends Service {
     }
   }
 
+  private async export(args: readonly string[]): Promise<number> {
+    const { host, sessionPersistence } = this.ctx
+    let output: string | undefined
+    const ids: string[] = []
+    for (let i = 0; i < args.length; i++) {
+      if (args[i] === '-o' || args[i] === '--output') {
+        output = args[++i]
+        if (output === undefined) return this.usage(`${args[i - 1]} needs a file name`)
+      } else if (args[i].startsWith('-')) return this.usage(`unknown argument ${JSON.stringify(args[i])}`)
+      else ids.push(args[i])
+    }
+    if (ids.length !== 1) return this.usage('export needs exactly one session id')
+    try {
+      const exchange = await sessionPersistence.exportSession(ids[0])
+      const file = encodeSessionExport(exchange)
+      for (const id of exchange.missing) host.stderr.write(`dsh: image ${id} is no longer stored; the export names it without its bytes\n`)
+      if (output === undefined) host.stdout.write(file.text)
+      else {
+        await writeFile(output, file.text, { mode: 0o600 })
+        host.stderr.write(`exported session ${ids[0]} (${exchange.events.length} events${exchange.attachments.length > 0 ? `, ${exchange.attachments.length} images` : ''}) to ${output}\n`)
+      }
+      return 0
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 1
+    }
+  }
+
+  private async import(args: readonly string[]): Promise<number> {
+    const { host, sessionPersistence } = this.ctx
+    const files = args.filter(arg => arg !== '--new-id' && (arg === '-' || !arg.startsWith('-')))
+    const unknown = args.find(arg => arg !== '--new-id' && arg !== '-' && arg.startsWith('-'))
+    if (unknown !== undefined) return this.usage(`unknown argument ${JSON.stringify(unknown)}`)
+    if (files.length !== 1) return this.usage('import needs exactly one file (- reads standard input)')
+    try {
+      const text = files[0] === '-' ? await readAll(host.stdin ?? process.stdin) : await readFile(files[0], 'utf8')
+      const result = await sessionPersistence.importSession(parseSessionExport(text), { newId: args.includes('--new-id') })
+      for (const id of result.missing) host.stderr.write(`dsh: image ${id} is not in the file; the session references it without its bytes\n`)
+      host.stdout.write(`imported session ${result.id} (${result.events} events${result.attachments > 0 ? `, ${result.attachments} images` : ''})` +
+        `${result.closers > 0 ? '; its open turn was closed as interrupted' : ''}\n` +
+        `continue with: dsh --session ${result.id} "..."\n`)
+      return 0
+    } catch (error) {
+      host.stderr.write(`dsh: import: ${(error as Error).message}\n`)
+      return 1
+    }
+  }
+
   private async list(json: boolean): Promise<number> {
     const { host, sessionPersistence } = this.ctx
     const sessions = [...await sessionPersistence.list()].sort((a, b) => b.updatedAt - a.updatedAt)
@@ -76,4 +131,10 @@ export class SessionsListApp extends Service {
     host.stdout.write(`${[header, ...rows].map(line).join('\n')}\n`)
     return 0
   }
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
 }

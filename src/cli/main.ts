@@ -39,6 +39,9 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
     options.profile = argv[0]
     options.profileGiven = true
     index = 1
+    // An import is checked against the whole vocabulary (hooks, goals, plan... event types),
+    // which the lean listing profile does not load.
+    if (argv[0] === 'sessions' && argv[1] === 'import') options.profile = 'sessions-import'
   }
   for (; index < argv.length; index += 1) {
     const arg = argv[index]

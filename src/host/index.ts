@@ -15,6 +15,8 @@ export interface Host {
   readonly settings: Settings
   readonly stdout: NodeJS.WritableStream
   readonly stderr: NodeJS.WritableStream & { isTTY?: boolean }
+  /** Standard input for apps that read it (embedders set their own); default `process.stdin`, opened on first use. */
+  readonly stdin?: NodeJS.ReadableStream
   /** Set by the launcher's signal handling; apps observe it to cancel work. */
   readonly signal: AbortSignal
 }

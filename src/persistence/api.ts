@@ -7,6 +7,7 @@ import type {} from 'cordis'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import type { StoredAttachment } from '../session/attachments.js'
+import type { SessionExchange } from './exchange.js'
 
 /** What a bad stored line or row was (D-5). */
 export type BadRecordReason = 'unparsable' | 'wrong-seq' | 'no-newline' | 'invalid-envelope'
@@ -244,6 +245,19 @@ export interface SalvageResult {
   readonly skipped: readonly string[]
 }
 
+/** What `importSession` stored. */
+export interface ImportResult {
+  /** The id it was stored under. */
+  readonly id: string
+  /** Events read from the file. */
+  readonly events: number
+  /** Closers appended to an open turn (C-2), 0 or more. */
+  readonly closers: number
+  readonly attachments: number
+  /** Referenced images the file did not carry. */
+  readonly missing: readonly string[]
+}
+
 export interface SessionPersistenceService {
   readonly backend: PersistenceBackend
   /** D-2 barrier: resolves once every event of the session appended so far is stored. */
@@ -268,6 +282,10 @@ export interface SessionPersistenceService {
   writeError(id: string): unknown
   /** Flushes and closes a live session and releases its writer lease; `load` brings it back. */
   unload(id: string): Promise<void>
+  /** The session and its images, ready for `encodeSessionExport` (persistence/exchange.ts). */
+  exportSession(id: string): Promise<SessionExchange>
+  /** Stores an exported session in this home (persistence/exchange.ts); see the implementation. */
+  importSession(exchange: SessionExchange, options?: { readonly id?: string; readonly newId?: boolean }): Promise<ImportResult>
 }
 
 declare module 'cordis' {

@@ -14,9 +14,10 @@ import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
 import {
   PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
-  type LoadResult, type PersistenceBackend, type SalvageResult, type WriterLease, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
+  type ImportResult, type LoadResult, type PersistenceBackend, type SalvageResult, type WriterLease, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
 } from './api.js'
 import { encodeEvent, encodeHeader } from './records.js'
+import { ImportError, loggedAttachments, type ExchangedAttachment, type SessionExchange } from './exchange.js'
 
 export interface SessionPersistenceConfig {
   readonly backend: PersistenceBackend
@@ -391,6 +392,78 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
         if (!(error instanceof SessionExistsError) || copyId !== undefined) throw error
       }
     }
+  }
+
+  /**
+   * A session as it travels to another home: its log (a live one as it is now, flushed first;
+   * a stored one as committed) and the bytes of the images it references (`missing`: ids this
+   * store no longer has; the export still goes out, the log is the record).
+   */
+  async exportSession(id: string): Promise<SessionExchange> {
+    const live = this.sessions.get(id)
+    let header, events
+    if (live !== undefined) {
+      await this.flush(live).catch(() => undefined)
+      ;({ header, events } = live)
+    } else {
+      const stored = await this.backend.loadStored(id)
+      if (stored === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+      ;({ header, events } = stored)
+    }
+    const attachments: ExchangedAttachment[] = []
+    const missing: string[] = []
+    for (const attachmentId of loggedAttachments(events)) {
+      const found = live !== undefined ? await this.sessions.attachments.read(id, attachmentId) : await this.backend.getAttachment?.(id, attachmentId)
+      if (found === undefined) missing.push(attachmentId)
+      else attachments.push({ attachmentId, mediaType: found.mediaType, data: found.data })
+    }
+    return { header, events: [...events], attachments, missing }
+  }
+
+  /**
+   * Stores a session from another home (`parseSessionExport`) under its own id, or under
+   * `options.id`; with `newId`, a taken id becomes `<id>-imported`, `-imported-2`... Every event
+   * is checked as a cold load checks it, an open turn is closed as interrupted (C-2), the images
+   * are stored first, and the session is durable when this resolves. Nothing is written when
+   * the id is taken or a check fails.
+   */
+  async importSession(exchange: SessionExchange, options: { readonly id?: string; readonly newId?: boolean } = {}): Promise<ImportResult> {
+    const base = options.id ?? exchange.header.id
+    for (let n = 1; ; n++) {
+      const id = n === 1 ? base : `${base}-imported${n === 2 ? '' : `-${n - 1}`}`
+      if (this.sessions.get(id) !== undefined || await this.backend.readStoredRevision(id) !== undefined) {
+        if (options.newId && n < 1000) continue
+        throw new SessionExistsError(`session ${JSON.stringify(id)} is already stored; import it under a new id (--new-id) or remove the stored one first`, id)
+      }
+      return this.importAs(id, exchange)
+    }
+  }
+
+  private async importAs(id: string, exchange: SessionExchange): Promise<ImportResult> {
+    const header = { ...exchange.header, id }
+    const closers = interruptedTurnClosers(exchange.events)
+    await this.lease(id)
+    let session: Session
+    try {
+      // Checks every event (types, data, invariants) before anything is written.
+      session = this.sessions.hydrate(header, concatEvents(exchange.events, closers))
+    } catch (error) {
+      await this.release(id)
+      throw new ImportError(`the log cannot be imported: ${error instanceof Error ? error.message : String(error)}`, id)
+    }
+    try {
+      for (const attachment of exchange.attachments) {
+        await this.backend.putAttachment?.(header, attachment.attachmentId, { data: attachment.data, mediaType: attachment.mediaType })
+      }
+      await this.flush(session)
+    } catch (error) {
+      this.sessions.close(id)
+      this.tracked.delete(id)
+      await this.release(id)
+      throw error
+    }
+    await this.unload(id)
+    return { id, events: exchange.events.length, closers: closers.length, attachments: exchange.attachments.length, missing: exchange.missing }
   }
 
   async delete(id: string): Promise<boolean> {

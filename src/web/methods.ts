@@ -28,6 +28,8 @@ import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
+import { SessionExistsError } from '../persistence/api.js'
+import { ImportError, parseSessionExport } from '../persistence/exchange.js'
 import '../session/api.js'
 import '../subagents/api.js'
 
@@ -525,6 +527,25 @@ export class WebApiPlugin extends Service implements WebApiService {
       const { attachments, missing } = await exportedAttachments(root, view.header.id, view.events)
       if (attachments.length === 0 && missing.length === 0) return exported
       return { ...exported, attachments, ...(missing.length > 0 ? { missingAttachments: missing } : {}) }
+    })
+
+    // Import (docs/web.md): a file another home exported (`dsh sessions export`, the Export button).
+    add('sessions.import', async params => {
+      let exchange
+      try {
+        exchange = parseSessionExport(str(params, 'text'))
+      } catch (error) {
+        if (error instanceof ImportError) throw new WebApiError(400, 'BAD_IMPORT', error.message)
+        throw error
+      }
+      try {
+        const result = await root.sessionPersistence.importSession(exchange, { newId: params.newId === true })
+        return { ...result, session: (await this.view(result.id)).summary }
+      } catch (error) {
+        if (error instanceof SessionExistsError) throw new WebApiError(409, 'EXISTS', error.message)
+        if (error instanceof ImportError) throw new WebApiError(400, 'BAD_IMPORT', error.message)
+        throw error
+      }
     })
 
     add('sessions.setModel', async params => {
