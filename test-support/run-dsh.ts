@@ -21,6 +21,8 @@ export interface RunDshOptions {
   readonly cwd?: string
   /** Called once the process is spawned (e.g. to send it signals). */
   readonly onSpawn?: (child: import('node:child_process').ChildProcess) => void
+  /** Written to the process's standard input, which is then closed (default: no stdin). */
+  readonly input?: string
 }
 
 /**
@@ -41,12 +43,13 @@ export function tempHome(): { home: string; cwd: string } {
 export function runDsh(args: readonly string[], options: RunDshOptions = {}): Promise<DshResult> {
   const env: Record<string, string | undefined> = { ...process.env, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined, ...options.env }
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
-  const child = spawn(process.execPath, [dshBin, ...args], { cwd: options.cwd, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [dshBin, ...args], { cwd: options.cwd, env: env as NodeJS.ProcessEnv, stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] })
+  if (options.input !== undefined) child.stdin!.end(options.input)
   options.onSpawn?.(child)
   let stdout = ''
   let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (text: string) => { stdout += text })
-  child.stderr.setEncoding('utf8').on('data', (text: string) => { stderr += text })
+  child.stdout!.setEncoding('utf8').on('data', (text: string) => { stdout += text })
+  child.stderr!.setEncoding('utf8').on('data', (text: string) => { stderr += text })
   return new Promise((resolve, reject) => {
     child.on('error', reject)
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))

@@ -107,6 +107,35 @@ describe('dsh sessions', () => {
     expect(JSON.parse(listed.stdout)).toEqual([])
   })
 
+  it('`dsh sessions export` then `import` moves a session to another home; a taken id is refused (exit 1), --new-id keeps both; a bad file names its line', async () => {
+    const { home, cwd } = tempHome()
+    const { id } = await storedOpenSession(home, cwd)
+    const file = join(cwd, 'moved.jsonl')
+    const exported = await runDsh(['sessions', 'export', id, '-o', file], { cwd, env: { DSH_HOME: home } })
+    expect(exported.code).toBe(0)
+    expect(exported.stderr).toMatch(new RegExp(`^exported session ${id} \\(\\d+ events\\) to ${file}\n$`))
+    const onStdout = await runDsh(['sessions', 'export', id], { cwd, env: { DSH_HOME: home } })
+    expect(onStdout.stdout).toBe(readFileSync(file, 'utf8'))
+    const other = tempHome()
+    const imported = await runDsh(['sessions', 'import', file], { cwd: other.cwd, env: { DSH_HOME: other.home } })
+    expect(imported.stderr).toBe('')
+    expect(imported.code).toBe(0)
+    // The export was taken with its last turn open: the copy is stored closed.
+    expect(imported.stdout).toMatch(new RegExp(`^imported session ${id} \\(\\d+ events\\); its open turn was closed as interrupted\ncontinue with: dsh --session ${id} "\\.\\.\\."\n$`))
+    const again = await runDsh(['sessions', 'import', file], { cwd: other.cwd, env: { DSH_HOME: other.home } })
+    expect(again.code).toBe(1)
+    expect(again.stderr).toBe(`dsh: import: session "${id}" is already stored; import it under a new id (--new-id) or remove the stored one first\n`)
+    const copy = await runDsh(['sessions', 'import', '--new-id', '-'], { cwd: other.cwd, env: { DSH_HOME: other.home }, input: readFileSync(file, 'utf8') })
+    expect(copy.code).toBe(0)
+    expect(copy.stdout).toContain(`imported session ${id}-imported `)
+    const listed = JSON.parse((await runDsh(['sessions', '--json'], { cwd: other.cwd, env: { DSH_HOME: other.home } })).stdout) as { id: string; lastTurn?: string }[]
+    expect(listed.map(s => [s.id, s.lastTurn]).sort()).toEqual([[id, 'interrupted'], [`${id}-imported`, 'interrupted']])
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/\n[^\n]*\n$/, '\n{"type":\n'))
+    const bad = await runDsh(['sessions', 'import', '--new-id', file], { cwd: other.cwd, env: { DSH_HOME: other.home } })
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toMatch(/^dsh: import: not a valid session log: line \d+: /)
+  })
+
   it('an unknown argument to `dsh sessions` is a usage error (exit 2) naming it', async () => {
     const { home, cwd } = tempHome()
     const result = await runDsh(['sessions', '--bogus'], { cwd, env: { DSH_HOME: home } })

@@ -54,6 +54,8 @@ async function dropImage(page: Page, bytes: Buffer, name: string): Promise<void>
 }
 
 describe.skipIf(chromium.path === undefined)('images in the web UI (browser)', () => {
+  /** The file the Export test downloaded, imported back by the next test. */
+  let exported: { name: string; text: string } | undefined
   let fake: FakeDeepSeek
   let page: Page
   let workspace: BrowserWorkspace | undefined
@@ -131,6 +133,34 @@ describe.skipIf(chromium.path === undefined)('images in the web UI (browser)', (
     expect(file.attachments.map(a => Buffer.from(a.data, 'base64'))).toEqual([picked, pasted, dropped])
     expect(file.attachments.every(a => a.mediaType === 'image/png')).toBe(true)
     expect(file.missingAttachments).toBeUndefined()
+    exported = { name: download.suggestedFilename(), text: readFileSync((await download.path())!, 'utf8') }
+  })
+
+  it('Import of that file: the session is already here, so it comes in as a copy once the user agrees; the copy opens with its images; a bad file is named in one line', async () => {
+    const original = page.url()
+    const asked: string[] = []
+    const onDialog = (dialog: import('playwright-core').Dialog) => { asked.push(dialog.message()); void dialog.accept() }
+    page.on('dialog', onDialog)
+    try {
+      await page.getByTestId('import-file').setInputFiles({ name: exported!.name, mimeType: 'application/json', buffer: Buffer.from(exported!.text) })
+      const note = page.getByTestId('import-note')
+      await note.filter({ hasText: 'Imported' }).waitFor()
+      expect(asked).toEqual(['This session is already here. Import the file as a copy beside it?'])
+      expect(await note.textContent()).toMatch(/^Imported “.+” \(\d+ events, 3 images\)\.×$/)
+      const id = exported!.name.replace(/\.dsh-export\.json$/, '')
+      await expect.poll(() => new URL(page.url()).searchParams.get('session')).toBe(`${id}-imported`)
+      expect(page.url()).not.toBe(original)
+      const images = page.getByTestId('user-message').last().getByTestId('message-image')
+      await expect.poll(() => images.evaluateAll(list => list.map(img => (img as HTMLImageElement).naturalWidth))).toEqual([96, 40, 64])
+      await page.screenshot({ path: join(shots, 'import-1400.png') })
+      await page.getByTestId('import-file').setInputFiles({ name: 'broken.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from('{"type":"session"}\nnot json\n') })
+      await note.filter({ hasText: 'broken.jsonl' }).waitFor()
+      expect(await note.textContent()).toMatch(/^broken\.jsonl: not a valid session log: line 1: /)
+      expect(await note.evaluate(element => element.classList.contains('error'))).toBe(true)
+      await page.screenshot({ path: join(shots, 'import-error-1400.png') })
+    } finally {
+      page.off('dialog', onDialog)
+    }
   })
 
   it('10: on a text-only route the prompt is refused with one line; text and images stay in the composer; nothing is sent', async () => {

@@ -229,6 +229,27 @@ describe('dsh web server', () => {
       expect(lines).toHaveLength(session.length + 1)
     })
 
+    it('sessions.import stores an exported session: a taken id answers 409 EXISTS, newId keeps both, a bad file answers 400 BAD_IMPORT naming the line', async () => {
+      model.push(text('to be moved'))
+      const created = await ok('sessions.create', {})
+      await ok('prompt', { id: created.id, text: 'remember this' })
+      await idle(created.id)
+      await ctx.sessionPersistence.flushAll()
+      const { jsonl } = await ok('sessions.export', { id: created.id })
+      const taken = await call('sessions.import', { text: jsonl })
+      expect(taken.status).toBe(409)
+      expect(taken.json.error).toMatchObject({ code: 'EXISTS' })
+      const copy = await ok('sessions.import', { text: jsonl, newId: true })
+      expect(copy).toMatchObject({ id: `${created.id}-imported`, closers: 0, attachments: 0, missing: [], session: { id: `${created.id}-imported`, turns: 1, status: 'idle' } })
+      const history = await ok('sessions.history', { id: copy.id })
+      expect(history.events.map((event: SessionEvent) => event.type)).toContain('assistant/message')
+      expect((await ok('sessions.list')).map((entry: { id: string }) => entry.id)).toContain(copy.id)
+      const bad = await call('sessions.import', { text: `${jsonl.split('\n')[0]}\n{"type":"turn/start","seq":3,"time":1,"data":{}}\n` })
+      expect(bad.status).toBe(400)
+      expect(bad.json.error).toMatchObject({ code: 'BAD_IMPORT' })
+      expect(bad.json.error.message).toMatch(/^not a valid session log: line 2: /)
+    })
+
     it('fork (S-14) gives a stored child with the parent; delete moves it to the trash', async () => {
       model.push(text('one'))
       const created = await ok('sessions.create', {})

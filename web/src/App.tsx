@@ -1,5 +1,6 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
 import { ApiError, SessionStream, call, loadHistory, type InboxSnapshot, type SessionSummary } from './api'
+import { ImportSession } from './import'
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
 import { DelegationContext, TodoStrip, ToolCallCard, formatMs } from './cards'
@@ -117,7 +118,8 @@ export function App() {
   return (
     <div className={`app ${drawer ? 'drawer-open' : ''}`}>
       <Sidebar sessions={sessions} selected={selected} onSelect={closing(select)} onNew={closing(() => { setView('new') })}
-        onSettings={closing(() => setView('settings'))} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')} />
+        onSettings={closing(() => setView('settings'))} theme={theme} onTheme={() => setTheme(theme === 'dark' ? 'light' : 'dark')}
+        onImported={closing((summary: SessionSummary) => { onSummary(summary); select(summary.id) })} />
       {drawer ? <div className="drawer-backdrop" onClick={() => setDrawer(false)} data-testid="drawer-backdrop" /> : null}
       <DelegationContext.Provider value={{ sessionId: selected, sessions, onSelect: select }}>
       <main className="main">
@@ -151,6 +153,7 @@ function GlobalStream(props: { onSummary: (summary: any) => void; onConnection: 
 
 function Sidebar(props: {
   sessions: SessionSummary[]; selected: string | null; onSelect(id: string): void; onNew(): void; onSettings(): void; theme: Theme; onTheme(): void
+  onImported(summary: SessionSummary): void
 }) {
   const [query, setQuery] = useState('')
   const [archivedView, setArchivedView] = useState(false)
@@ -179,7 +182,10 @@ function Sidebar(props: {
           <button className="icon-button" title="Settings" onClick={props.onSettings} data-testid="open-settings">⚙</button>
         </div>
       </div>
-      <button className="new-session" onClick={props.onNew} data-testid="new-session">+ New session</button>
+      <div className="new-row">
+        <button className="new-session" onClick={props.onNew} data-testid="new-session">+ New session</button>
+        <ImportSession onImported={props.onImported} />
+      </div>
       <input className="search" placeholder="Search sessions" value={query} onChange={event => setQuery(event.target.value)} aria-label="Search sessions" />
       <nav className="session-groups">
         {archivedView ? <div className="archived-head">Archived sessions</div> : null}
