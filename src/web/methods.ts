@@ -29,7 +29,7 @@ import '../commands/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
 import { SessionExistsError } from '../persistence/api.js'
-import { ImportError, parseSessionExport } from '../persistence/exchange.js'
+import { ImportError, exchangeLog, parseSessionExport } from '../persistence/exchange.js'
 import '../session/api.js'
 import '../subagents/api.js'
 
@@ -521,8 +521,8 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('sessions.export', async params => {
       const view = await this.view(str(params, 'id'))
-      const lines = [JSON.stringify(view.header), ...view.events.map(event => JSON.stringify(event))]
-      const exported = { filename: `${view.header.id}.jsonl`, jsonl: `${lines.join('\n')}\n` }
+      // The same log text as `dsh sessions export` (persistence/exchange.ts).
+      const exported = { filename: `${view.header.id}.jsonl`, jsonl: exchangeLog(view.header, view.events) }
       // A log with images also carries their bytes (docs/web.md, "Export"); without, it is the log alone.
       const { attachments, missing } = await exportedAttachments(root, view.header.id, view.events)
       if (attachments.length === 0 && missing.length === 0) return exported

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { attachmentIdOf } from '../session/attachments.js'
+import { encodeEvent, encodeHeader } from '../persistence/records.js'
 import type { UserMessage } from '../llm/types.js'
 import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, SCRIPTED_PROVIDER, ScriptedModel, text } from '../../test-support/scripted-model.js'
 import { pngImage } from '../../test-support/images.js'
@@ -84,8 +85,8 @@ describe('dsh web workspace methods', () => {
       await ok('prompt', { id: plain.id, text: 'hi' })
       await ctx.agents.get(plain.id)!.whenIdle()
       const session = ctx.sessions.get(plain.id)!
-      const log = `${[JSON.stringify(session.header), ...session.events.map(event => JSON.stringify(event))].join('\n')}\n`
-      // Exactly the two fields, the log byte for byte.
+      const log = `${[encodeHeader(session.header), ...session.events.map(encodeEvent)].join('\n')}\n`
+      // Exactly the two fields, the log byte for byte as the store encodes its lines (canonical key order).
       expect(await ok('sessions.export', { id: plain.id })).toEqual({ filename: `${plain.id}.jsonl`, jsonl: log })
 
       const created = await ok('sessions.create', { model: VISION })
@@ -102,7 +103,7 @@ describe('dsh web workspace methods', () => {
       expect(live.attachments).toEqual(expected)
       expect(live.missingAttachments).toBeUndefined()
       const stored = ctx.sessions.get(created.id)!
-      expect(live.jsonl).toBe(`${[JSON.stringify(stored.header), ...stored.events.map(event => JSON.stringify(event))].join('\n')}\n`)
+      expect(live.jsonl).toBe(`${[encodeHeader(stored.header), ...stored.events.map(encodeEvent)].join('\n')}\n`)
 
       // Closed: read back from the session folder, the same export.
       await ctx.agents.dispose(created.id)
