@@ -1,7 +1,9 @@
 /**
  * Small apps: `dsh sessions` (list stored sessions, repair, export, import).
  */
+import { statSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import { encodeSessionExport, parseSessionExport } from '../persistence/exchange.js'
 import '../host/index.js'
@@ -15,14 +17,15 @@ function age(ms: number): string {
   return `${Math.round(seconds / 86_400)}d ago`
 }
 
-const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id]'
+const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id] [--cwd DIR]'
 
 /**
  * `dsh sessions [--json]`: id, title, cwd, updated, turns, how the last turn ended; newest first.
  * `dsh sessions repair ID`: salvage a corrupt session into a copy (D-5); the original stays.
  * `dsh sessions export ID [-o FILE]`: the session as a file another home imports (stdout by
  * default): its JSONL log, or one JSON document with the images it references.
- * `dsh sessions import FILE|- [--new-id]`: stores an exported session here.
+ * `dsh sessions import FILE|- [--new-id] [--cwd DIR]`: stores an exported session here; `--cwd`
+ * gives it a working folder of this machine.
  */
 export class SessionsListApp extends Service {
   static readonly inject = ['host', 'sessionPersistence']
@@ -83,7 +86,7 @@ export class SessionsListApp extends Service {
       for (const id of exchange.missing) host.stderr.write(`dsh: image ${id} is no longer stored; the export names it without its bytes\n`)
       if (output === undefined) host.stdout.write(file.text)
       else {
-        await writeFile(output, file.text, { mode: 0o600 })
+        await writeFile(resolve(host.cwd, output), file.text, { mode: 0o600 })
         host.stderr.write(`exported session ${ids[0]} (${exchange.events.length} events${exchange.attachments.length > 0 ? `, ${exchange.attachments.length} images` : ''}) to ${output}\n`)
       }
       return 0
@@ -95,13 +98,23 @@ export class SessionsListApp extends Service {
 
   private async import(args: readonly string[]): Promise<number> {
     const { host, sessionPersistence } = this.ctx
-    const files = args.filter(arg => arg !== '--new-id' && (arg === '-' || !arg.startsWith('-')))
-    const unknown = args.find(arg => arg !== '--new-id' && arg !== '-' && arg.startsWith('-'))
-    if (unknown !== undefined) return this.usage(`unknown argument ${JSON.stringify(unknown)}`)
+    const files: string[] = []
+    let newId = false
+    let cwd: string | undefined
+    for (let i = 0; i < args.length; i++) {
+      if (args[i] === '--new-id') newId = true
+      else if (args[i] === '--cwd') {
+        const value = args[++i]
+        if (value === undefined) return this.usage('--cwd needs a folder')
+        cwd = resolve(host.cwd, value)
+        if (!statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) return this.usage(`--cwd ${JSON.stringify(value)} is not a folder`)
+      } else if (args[i] !== '-' && args[i].startsWith('-')) return this.usage(`unknown argument ${JSON.stringify(args[i])}`)
+      else files.push(args[i])
+    }
     if (files.length !== 1) return this.usage('import needs exactly one file (- reads standard input)')
     try {
-      const text = files[0] === '-' ? await readAll(host.stdin ?? process.stdin) : await readFile(files[0], 'utf8')
-      const result = await sessionPersistence.importSession(parseSessionExport(text), { newId: args.includes('--new-id') })
+      const text = files[0] === '-' ? await readAll(host.stdin ?? process.stdin) : await readFile(resolve(host.cwd, files[0]), 'utf8')
+      const result = await sessionPersistence.importSession(parseSessionExport(text), { newId, ...cwd !== undefined ? { cwd } : {} })
       for (const id of result.missing) host.stderr.write(`dsh: image ${id} is not in the file; the session references it without its bytes\n`)
       host.stdout.write(`imported session ${result.id} (${result.events} events${result.attachments > 0 ? `, ${result.attachments} images` : ''})` +
         `${result.closers > 0 ? '; its open turn was closed as interrupted' : ''}\n` +

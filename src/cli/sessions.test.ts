@@ -125,11 +125,15 @@ describe('dsh sessions', () => {
     const again = await runDsh(['sessions', 'import', file], { cwd: other.cwd, env: { DSH_HOME: other.home } })
     expect(again.code).toBe(1)
     expect(again.stderr).toBe(`dsh: import: session "${id}" is already stored; import it under a new id (--new-id) or remove the stored one first\n`)
-    const copy = await runDsh(['sessions', 'import', '--new-id', '-'], { cwd: other.cwd, env: { DSH_HOME: other.home }, input: readFileSync(file, 'utf8') })
+    // A copy, from stdin, given a working folder of this machine (the exporter's may not exist here).
+    const copy = await runDsh(['sessions', 'import', '--new-id', '-', '--cwd', '.'], { cwd: other.cwd, env: { DSH_HOME: other.home }, input: readFileSync(file, 'utf8') })
     expect(copy.code).toBe(0)
     expect(copy.stdout).toContain(`imported session ${id}-imported `)
-    const listed = JSON.parse((await runDsh(['sessions', '--json'], { cwd: other.cwd, env: { DSH_HOME: other.home } })).stdout) as { id: string; lastTurn?: string }[]
-    expect(listed.map(s => [s.id, s.lastTurn]).sort()).toEqual([[id, 'interrupted'], [`${id}-imported`, 'interrupted']])
+    const listed = JSON.parse((await runDsh(['sessions', '--json'], { cwd: other.cwd, env: { DSH_HOME: other.home } })).stdout) as { id: string; lastTurn?: string; cwd?: string }[]
+    expect(listed.map(s => [s.id, s.lastTurn, s.cwd]).sort()).toEqual([[id, 'interrupted', cwd], [`${id}-imported`, 'interrupted', other.cwd]])
+    const noFolder = await runDsh(['sessions', 'import', '--new-id', file, '--cwd', 'no-such-folder'], { cwd: other.cwd, env: { DSH_HOME: other.home } })
+    expect(noFolder.code).toBe(2)
+    expect(noFolder.stderr).toContain('--cwd "no-such-folder" is not a folder')
     writeFileSync(file, readFileSync(file, 'utf8').replace(/\n[^\n]*\n$/, '\n{"type":\n'))
     const bad = await runDsh(['sessions', 'import', '--new-id', file], { cwd: other.cwd, env: { DSH_HOME: other.home } })
     expect(bad.code).toBe(1)

@@ -285,7 +285,7 @@ export interface SessionPersistenceService {
   /** The session and its images, ready for `encodeSessionExport` (persistence/exchange.ts). */
   exportSession(id: string): Promise<SessionExchange>
   /** Stores an exported session in this home (persistence/exchange.ts); see the implementation. */
-  importSession(exchange: SessionExchange, options?: { readonly id?: string; readonly newId?: boolean }): Promise<ImportResult>
+  importSession(exchange: SessionExchange, options?: { readonly id?: string; readonly newId?: boolean; readonly cwd?: string }): Promise<ImportResult>
 }
 
 declare module 'cordis' {

@@ -422,12 +422,13 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
 
   /**
    * Stores a session from another home (`parseSessionExport`) under its own id, or under
-   * `options.id`; with `newId`, a taken id becomes `<id>-imported`, `-imported-2`... Every event
+   * `options.id`; with `newId`, a taken id becomes `<id>-imported`, `-imported-2`...; `cwd`
+   * replaces the header's working folder (the exporting machine's may not exist here). Every event
    * is checked as a cold load checks it, an open turn is closed as interrupted (C-2), the images
    * are stored first, and the session is durable when this resolves. Nothing is written when
    * the id is taken or a check fails.
    */
-  async importSession(exchange: SessionExchange, options: { readonly id?: string; readonly newId?: boolean } = {}): Promise<ImportResult> {
+  async importSession(exchange: SessionExchange, options: { readonly id?: string; readonly newId?: boolean; readonly cwd?: string } = {}): Promise<ImportResult> {
     const base = options.id ?? exchange.header.id
     for (let n = 1; ; n++) {
       const id = n === 1 ? base : `${base}-imported${n === 2 ? '' : `-${n - 1}`}`
@@ -435,7 +436,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
         if (options.newId && n < 1000) continue
         throw new SessionExistsError(`session ${JSON.stringify(id)} is already stored; import it under a new id (--new-id) or remove the stored one first`, id)
       }
-      return this.importAs(id, exchange)
+      return this.importAs(id, options.cwd === undefined ? exchange : { ...exchange, header: { ...exchange.header, cwd: options.cwd } })
     }
   }
 
