@@ -11,6 +11,7 @@ import type { Agent, AgentStatus } from '../agent/api.js'
 import type { ContentBlock, UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { InboxTarget, SessionEvent, SessionHeader } from '../session/types.js'
+import { historyWindow } from './history-page.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
@@ -475,13 +476,22 @@ export class WebApiPlugin extends Service implements WebApiService {
     add('sessions.history', async params => {
       const id = str(params, 'id')
       const from = int(params, 'from', 0)
+      // Paging (docs/web.md, "History pages"): `limit` events ending before `before`, whole turns.
+      const before = params.before === undefined ? undefined : int(params, 'before')
+      const limit = params.limit === undefined ? undefined : int(params, 'limit')
+      if (limit === 0) throw new WebApiError(400, 'BAD_PARAMS', '"limit" must be a positive integer')
       const view = await this.view(id)
+      if (before !== undefined && before > view.events.length) throw new WebApiError(400, 'BAD_PARAMS', `"before" must be at most the log's length (${view.events.length})`)
+      const page = historyWindow(view.events, { from, ...before === undefined ? {} : { before }, ...limit === undefined ? {} : { limit } })
       const agent = root.agents.get(id)
       return {
         header: view.header,
         summary: view.summary,
-        events: withoutFinishedChunks(view.events.slice(from)),
+        events: withoutFinishedChunks(view.events.slice(page.start, page.end)),
         length: view.events.length,
+        from: page.start,
+        more: page.start > from,
+        ...page.seed.length > 0 ? { seed: page.seed } : {},
         live: view.live,
         inbox: inboxSnapshot(agent),
         model: agent?.config.model ?? null,
