@@ -18,22 +18,30 @@ export interface LongSessionOptions {
   readonly chunks?: number
   /** Leave the last turn open with a pending approval (default false). */
   readonly openLastTurn?: boolean
+  /** The turn goal `g3` is set at (default `turns - 40`); it is paused at the end of the last turn. */
+  readonly goalTurn?: number
+  /** The turn plan mode goes on for good (default `turns - 30`). */
+  readonly planModeTurn?: number
+  /** No plans after this turn (default: plans to the end). */
+  readonly plansUntil?: number
 }
 
 function goalChange(operation: string, id: string, phase: string, roundsStarted: number, objective = `ship part ${id}`) {
-  return { kind: 'goal/change', version: 1, operation, goal: { id, revision: 1, objective, phase, maxGoalRounds: 12 }, roundsStarted, createdAt: 1, updatedAt: 1 }
+  return { kind: 'goal/change', version: 1, operation, goal: { id, revision: 1, objective, phase, maxGoalRounds: 1000 }, roundsStarted, createdAt: 1, updatedAt: 1 }
 }
 
 /**
  * Appends `turns` turns. Turn t asks `Question t`; its answer is `Answer t`. State changes:
  * a plan at every 10th turn (all done at every 20th), plan mode on at turns 5–8 and again from
- * turn `turns - 30` on, goal `g1` rounds over turns 20–30 (complete at 30), goal `g2` set at 40 and
- * cleared at 45, goal `g3` set at turn `turns - 40` with one round per turn after it.
+ * `planModeTurn` on, goal `g1` rounds over turns 20–30 (complete at 30), goal `g2` set at 40 and
+ * cleared at 45, goal `g3` set at `goalTurn` with one round per turn after it, paused at the end.
  */
 export function appendLongSession(session: Session, options: LongSessionOptions): void {
   const { turns } = options
   const chunks = options.chunks ?? 3
-  const goalFrom = turns - 40
+  const goalFrom = options.goalTurn ?? turns - 40
+  const planModeTurn = options.planModeTurn ?? turns - 30
+  const plansUntil = options.plansUntil ?? turns
   for (let turn = 1; turn <= turns; turn += 1) {
     session.append('turn/start', { turn })
     session.append('step/start', { turn, step: 1 })
@@ -43,7 +51,7 @@ export function appendLongSession(session: Session, options: LongSessionOptions)
     if (turn > 20 && turn <= 30) session.append('user/message', { id: `g1-${turn}`, role: 'user', content: [{ type: 'text', text: '<goal_round>' }], source: { kind: 'goal', goalId: 'g1', revision: 1, round: turn - 20 } }, { surfaceOp: 'append' })
     else if (turn > goalFrom) session.append('user/message', { id: `g3-${turn}`, role: 'user', content: [{ type: 'text', text: '<goal_round>' }], source: { kind: 'goal', goalId: 'g3', revision: 1, round: turn - goalFrom } }, { surfaceOp: 'append' })
     else session.append('user/message', userMessage(`Question ${turn}: what does module ${turn} do?`, `u-${turn}`), { surfaceOp: 'append' })
-    if (turn === 5 || turn === turns - 30) session.append('plan/mode', { active: true })
+    if (turn === 5 || turn === planModeTurn) session.append('plan/mode', { active: true })
     if (turn === 9) session.append('plan/mode', { active: false })
     const answer = `Answer ${turn}: module **${turn}** parses the config.\n\n\`\`\`ts\nexport const check${turn} = (input: string) => input.length > ${turn % 50}\n\`\`\``
     for (let chunk = 0; chunk < chunks; chunk += 1) session.append('assistant/chunk', { turn, step: 1, chunk: { type: 'text-delta', index: 0, text: answer.slice(chunk * 10, chunk * 10 + 10) } })
@@ -51,13 +59,14 @@ export function appendLongSession(session: Session, options: LongSessionOptions)
     session.append('assistant/message', { turn, step: 1, message: assistantMessage(`a-${turn}`, answer, [{ id: callId, name: 'bash', arguments: `{"command":"cat module${turn}.ts"}` }]), usage: { inputTokens: 900, outputTokens: 120 } }, { surfaceOp: 'append' })
     session.append('tool/call', { turn, step: 1, callId, name: 'bash', arguments: `{"command":"cat module${turn}.ts"}` })
     session.append('tool/result', { turn, step: 1, message: toolResultMessage(callId, `// module ${turn}\nexport {}`) }, { surfaceOp: 'append' })
-    if (turn % 10 === 0) {
+    if (turn % 10 === 0 && turn <= plansUntil) {
       const done = turn % 20 === 0
       session.append('todo/write', { todos: [{ content: `Plan step A of turn ${turn}`, status: 'completed', activeForm: 'Doing A' }, { content: `Plan step B of turn ${turn}`, status: done ? 'completed' : 'in_progress', activeForm: 'Doing B' }] })
     }
     session.append('step/end', { turn, step: 1 })
     if (turn === 30) session.append('goal/change', goalChange('complete', 'g1', 'complete', 10))
     if (turn === 45) session.append('goal/change', { kind: 'goal/change', version: 1, operation: 'clear', cleared: { id: 'g2', revision: 1 } })
+    if (turn === turns) session.append('goal/change', goalChange('pause', 'g3', 'paused', turn - goalFrom, 'finish the long task'))
     if (turn === turns && options.openLastTurn === true) {
       session.append('approval/asked', { id: 'approval-last', toolName: 'bash', callId, reason: 'runs a command outside the workspace' })
       return

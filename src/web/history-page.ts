@@ -46,14 +46,16 @@ export function windowStart(events: readonly SessionEvent[], end: number, limit:
  * The events before `start` that the page's fold (web/src/fold.ts, session-state.ts) reads for
  * state that outlives a turn: the latest `todo/write` and `plan/mode`, the latest user prompt (a
  * failed goal round's Retry offers it), and the goal's history since it was last replaced or
- * cleared (its `goal/change`s, its round messages, and the `turn/start` that retires a completed
- * goal). Everything else the fold keeps lives within one turn, and a page holds whole turns.
+ * cleared (its `goal/change`s and its highest round message; a completed goal is retired by
+ * the next `turn/start`, and a page starts at one). Everything else the fold keeps lives within one turn, and a page holds whole turns.
  */
 export function seedBefore(events: readonly SessionEvent[], start: number): SessionEvent[] {
   let todo: SessionEvent | undefined
   let plan: SessionEvent | undefined
   let prompt: SessionEvent | undefined
   let goal: SessionEvent[] = []
+  /** Of round messages that number their round, only the highest counts (rounds is a maximum). */
+  let round: SessionEvent | undefined
   let goalId: string | undefined
   let complete = false
   for (let index = 0; index < start; index += 1) {
@@ -64,17 +66,24 @@ export function seedBefore(events: readonly SessionEvent[], start: number): Sess
       case 'plan/mode': plan = event; break
       case 'user/message':
         if (data?.source?.kind === 'user') prompt = event
-        else if (data?.source?.kind === 'goal' && goalId !== undefined && (data.source.goalId === undefined || data.source.goalId === goalId)) goal.push(event)
+        else if (data?.source?.kind === 'goal' && goalId !== undefined && (data.source.goalId === undefined || data.source.goalId === goalId)) {
+          if (typeof data.source.round !== 'number') goal.push(event)
+          else if (round === undefined || data.source.round >= (round.data as any).source.round) round = event
+        }
         break
       case 'goal/change':
         if (data?.operation !== 'clear' && typeof data?.goal?.id !== 'string') break
         if (data?.operation === 'clear') {
           goal = []
+          round = undefined
           goalId = undefined
           complete = false
           break
         }
-        if (data.goal.id !== goalId) goal = []
+        if (data.goal.id !== goalId) {
+          goal = []
+          round = undefined
+        }
         goalId = data.goal.id
         complete = data.goal.phase === 'complete'
         goal.push(event)
@@ -83,13 +92,14 @@ export function seedBefore(events: readonly SessionEvent[], start: number): Sess
         // A completed goal leaves with the next turn's start: what came before no longer counts.
         if (complete) {
           goal = []
+          round = undefined
           goalId = undefined
           complete = false
         }
         break
     }
   }
-  return [...goal, ...[todo, plan, prompt].filter((event): event is SessionEvent => event !== undefined)].sort((a, b) => a.seq - b.seq)
+  return [...goal, ...[round, todo, plan, prompt].filter((event): event is SessionEvent => event !== undefined)].sort((a, b) => a.seq - b.seq)
 }
 
 /** The window for `from` (first seq wanted), `before` (one past the last) and `limit` (events, about). */

@@ -141,7 +141,7 @@ describe('sessions.history pages', () => {
       expect(seeded.items).toEqual([])
     }
     // The seed is the state's events, not the log: a few per page however long the log is.
-    expect(seedBefore(events, events.length).length).toBeLessThan(60)
+    expect(seedBefore(events, events.length).length).toBeLessThan(8)
   })
 
   it('a limit counts the events sent: chunks of finished steps do not fill a page', () => {
