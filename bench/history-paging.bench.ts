@@ -60,6 +60,9 @@ async function main(): Promise<void> {
     const opens = [...block('whole'), ...block('paged')]
     for (const [mode, counted] of opens) {
       whole = mode === 'whole'
+      // The page asks for the session's totals (`sessions.trajectory`, the whole log) once it has
+      // drawn: the next open waits for that answer, so it does not queue behind it on the server.
+      const settled = page.waitForResponse(response => response.url().endsWith('/api/sessions.trajectory'), { timeout: 120_000 })
       const started = performance.now()
       await page.goto(`${web.origin}/?session=${id}`)
       await page.getByText(`Answer ${TURNS}:`).waitFor({ timeout: 120_000 })
@@ -68,6 +71,7 @@ async function main(): Promise<void> {
         .filter(entry => entry.name.includes('/api/')).map(entry => [entry.name.replace(/.*\/api\//, ''), Math.round(entry.responseStart - entry.requestStart)])))
       const wait = waits['sessions.history'] ?? Number.NaN
       if (process.env.DSH_PAGING_VERBOSE) console.log(mode, Math.round(first), JSON.stringify(waits))
+      await settled
       if (counted) runs[mode].push({ first, wait, kb: answer.bytes / 1024, events: answer.events })
     }
     const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!

@@ -126,4 +126,23 @@ describe.skipIf(chromium.path === undefined)('a long session in pages in the web
     }, { timeout: 30_000 }).toBeGreaterThan(seen + 1)
     expect(history.at(-1)!.params).toMatchObject({ before: history[seen]!.from })
   })
+
+  it('a content-search hit in an earlier page loads the pages down to it in one request and scrolls there', async () => {
+    await page.setViewportSize({ width: 1280, height: 820 })
+    const seen = history.length
+    await page.goto(`${workspace!.web.origin}/?session=${id}`)
+    await page.getByText('LIVE_ANSWER_AFTER_PAGING').waitFor()
+    await expect.poll(() => history.length).toBe(seen + 1)
+    await page.getByLabel('Search sessions').fill('what does module 5 do')
+    await page.getByTestId('content-hit').filter({ hasText: 'module 5 do' }).first().click()
+    const target = page.getByTestId('user-message').filter({ hasText: 'Question 5: what does module 5 do?' })
+    await target.waitFor()
+    await expect.poll(() => target.evaluate(element => {
+      const box = element.getBoundingClientRect()
+      return box.top >= 0 && box.bottom <= window.innerHeight
+    })).toBe(true)
+    // The newest page, then one request for everything down to the hit.
+    expect(history.slice(seen).map(request => request.params.before === undefined ? 'newest' : 'down to the hit')).toEqual(['newest', 'down to the hit'])
+    expect(history.at(-1)).toMatchObject({ from: 0, more: false })
+  })
 })
