@@ -6,6 +6,9 @@
  * a page folded on its own draws exactly what folding the whole log draws.
  */
 import type { SessionEvent } from '../session/types.js'
+import { scanEvents } from '../session/packed-run.js'
+
+const SEED_TYPES: ReadonlySet<string> = new Set(['todo/write', 'plan/mode', 'user/message', 'goal/change', 'turn/start'])
 
 export interface HistoryWindow {
   /** First seq of the window (a turn start, or 0, or the asked `from`). */
@@ -47,7 +50,8 @@ export function windowStart(events: readonly SessionEvent[], end: number, limit:
  * state that outlives a turn: the latest `todo/write` and `plan/mode`, the latest user prompt (a
  * failed goal round's Retry offers it), and the goal's history since it was last replaced or
  * cleared (its `goal/change`s and its highest round message; a completed goal is retired by
- * the next `turn/start`, and a page starts at one). Everything else the fold keeps lives within one turn, and a page holds whole turns.
+ * the next `turn/start`, and a page starts at one). Everything else the fold keeps lives within
+ * one turn, and a page holds whole turns.
  */
 export function seedBefore(events: readonly SessionEvent[], start: number): SessionEvent[] {
   let todo: SessionEvent | undefined
@@ -58,8 +62,9 @@ export function seedBefore(events: readonly SessionEvent[], start: number): Sess
   let round: SessionEvent | undefined
   let goalId: string | undefined
   let complete = false
-  for (let index = 0; index < start; index += 1) {
-    const event = events[index]!
+  // Only these types are visited: a stored log's packed chunk runs are skipped, not unpacked.
+  scanEvents(events, 0, SEED_TYPES, event => {
+    if (event.seq >= start) return
     const data = event.data as any
     switch (event.type) {
       case 'todo/write': todo = event; break
@@ -98,7 +103,7 @@ export function seedBefore(events: readonly SessionEvent[], start: number): Sess
         }
         break
     }
-  }
+  })
   return [...goal, ...[round, todo, plan, prompt].filter((event): event is SessionEvent => event !== undefined)].sort((a, b) => a.seq - b.seq)
 }
 
