@@ -11,6 +11,8 @@ import type { Agent, AgentStatus } from '../agent/api.js'
 import type { ContentBlock, UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { InboxTarget, SessionEvent, SessionHeader } from '../session/types.js'
+import { historyWindow } from './history-page.js'
+import { scanEvents } from '../session/packed-run.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
@@ -23,7 +25,7 @@ import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './works
 import type { PriceTable } from './trajectory.js'
 import { isMentionBlock, mentionBlocks } from './files.js'
 import { exportedAttachments, imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
-import { archivedIn, archivedOf, registerWorkspaceMethods as registerFolderMethods } from './folders.js'
+import { archivedOf, registerWorkspaceMethods as registerFolderMethods } from './folders.js'
 import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
@@ -92,6 +94,9 @@ export function withoutFinishedChunks(events: readonly SessionEvent[]): SessionE
   }
   return kept.reverse()
 }
+
+/** The events a stored session's summary is folded from (`view`). */
+const SUMMARY_TYPES: ReadonlySet<string> = new Set(['turn/start', 'session/title', 'session/archived'])
 
 /** How many stored logs `view` keeps read (a few: each may hold a long session). */
 const STORED_VIEWS = 3
@@ -375,10 +380,13 @@ export class WebApiPlugin extends Service implements WebApiService {
     }
     let title: string | null = null
     let turns = 0
-    for (const event of events) {
+    let archived = false
+    // A stored log's packed chunk runs are skipped, not unpacked: a page of a long log costs little.
+    scanEvents(events, 0, SUMMARY_TYPES, event => {
       if (event.type === 'turn/start') turns += 1
       else if (event.type === 'session/title') title = (event.data as { title: string }).title
-    }
+      else archived = (event.data as { archived?: unknown }).archived === true
+    })
     return {
       header,
       events,
@@ -386,7 +394,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       summary: {
         id, title, turns, length: events.length, status: 'idle', createdAt: header.createdAt,
         updatedAt: events.at(-1)?.time ?? header.createdAt,
-        ...archivedIn(events) ? { archived: true } : {},
+        ...archived ? { archived: true } : {},
         ...header.cwd === undefined ? {} : { cwd: header.cwd },
         ...header.parentSession === undefined ? {} : { parentSession: header.parentSession },
       },
@@ -475,13 +483,22 @@ export class WebApiPlugin extends Service implements WebApiService {
     add('sessions.history', async params => {
       const id = str(params, 'id')
       const from = int(params, 'from', 0)
+      // Paging (docs/web.md, "History pages"): `limit` events ending before `before`, whole turns.
+      const before = params.before === undefined ? undefined : int(params, 'before')
+      const limit = params.limit === undefined ? undefined : int(params, 'limit')
+      if (limit === 0) throw new WebApiError(400, 'BAD_PARAMS', '"limit" must be a positive integer')
       const view = await this.view(id)
+      if (before !== undefined && before > view.events.length) throw new WebApiError(400, 'BAD_PARAMS', `"before" must be at most the log's length (${view.events.length})`)
+      const page = historyWindow(view.events, { from, ...before === undefined ? {} : { before }, ...limit === undefined ? {} : { limit } })
       const agent = root.agents.get(id)
       return {
         header: view.header,
         summary: view.summary,
-        events: withoutFinishedChunks(view.events.slice(from)),
+        events: withoutFinishedChunks(view.events.slice(page.start, page.end)),
         length: view.events.length,
+        from: page.start,
+        more: page.start > from,
+        ...page.seed.length > 0 ? { seed: page.seed } : {},
         live: view.live,
         inbox: inboxSnapshot(agent),
         model: agent?.config.model ?? null,

@@ -1,5 +1,5 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
-import { ApiError, SessionStream, call, loadHistory, type InboxSnapshot, type SessionSummary } from './api'
+import { ApiError, HISTORY_PAGE, SessionStream, call, loadEarlier, loadHistory, type InboxSnapshot, type SessionSummary } from './api'
 import { ImportSession } from './import'
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
@@ -411,6 +411,13 @@ function Chat(props: {
   const [loaded, setLoaded] = useState(false)
   const [shown, setShown] = useState(PAGE)
   const [questions, setQuestions] = useState<PendingQuestion[]>([])
+  /** History pages (docs/web.md): the first loaded seq, and whether the server has earlier ones. */
+  const [from, setFrom] = useState(0)
+  const [more, setMore] = useState(false)
+  const [earlierState, setEarlierState] = useState<'idle' | 'loading' | 'failed'>('idle')
+  const paging = useRef({ from: 0, more: false, busy: false })
+  /** Set before rows are added above the view: its distance from the bottom is kept after they land. */
+  const keep = useRef<number | null>(null)
   const scroller = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
   /** The scroller's size when the view was last pinned or scrolled: a scroll at another size is a reflow. */
@@ -433,7 +440,12 @@ function Chat(props: {
     const fold = foldRef.current
     loadHistory(id).then(history => {
       if (cancelled) return
+      // The newest page starts at a turn: its seed gives the state the events before it set.
+      fold.seed(history.seed ?? [])
       fold.apply(history.events)
+      paging.current = { from: history.from ?? 0, more: history.more === true, busy: false }
+      setFrom(paging.current.from)
+      setMore(paging.current.more)
       publish()
       // Summaries pushed while no stream was open (e.g. right after a fork) are not lost.
       onSummary(history.summary)
@@ -471,7 +483,45 @@ function Chat(props: {
   useLayoutEffect(() => {
     const element = scroller.current
     if (element && stick.current) pin(element)
-  }, [items, loaded])
+    else if (element && keep.current !== null) {
+      // Rows were added above (an earlier page, or more of the loaded ones): the view stays put.
+      element.scrollTop = element.scrollHeight - keep.current
+      keep.current = null
+      layout.current = { height: element.scrollHeight, width: element.clientWidth }
+    }
+  }, [items, loaded, shown])
+
+  /**
+   * Loads the history page before the first loaded seq (down to `downTo` at least, for a jump to
+   * an earlier message) and puts its items above, keeping the view where it is.
+   */
+  const earlier = useCallback(async (downTo?: number) => {
+    const state = paging.current
+    if (!state.more || state.busy) return
+    state.busy = true
+    setEarlierState('loading')
+    try {
+      const page = await loadEarlier(id, state.from, downTo)
+      if (paging.current !== state) return
+      const older = new LogFold()
+      older.seed(page.seed ?? [])
+      older.apply(page.events)
+      const element = scroller.current
+      if (element && !stick.current) keep.current = element.scrollHeight - element.scrollTop
+      foldRef.current.prepend(older)
+      state.from = page.from
+      state.more = page.more
+      setFrom(page.from)
+      setMore(page.more)
+      setShown(count => count + older.items.length)
+      publish()
+      setEarlierState('idle')
+    } catch {
+      setEarlierState('failed')
+    } finally {
+      state.busy = false
+    }
+  }, [id, publish])
 
   // Rows use content-visibility: their real heights are known only once they are laid out, so
   // the first scroll to the bottom lands short. While pinned to the bottom, every size change of
@@ -497,11 +547,10 @@ function Chat(props: {
     if (reflowed && stick.current) pin(element)
     else stick.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80
     if (element.scrollTop < 200 && shown < items.length) {
-      // Render an earlier page and keep the view where it was.
-      const before = element.scrollHeight
+      // Render more of the loaded items and keep the view where it was.
+      keep.current = element.scrollHeight - element.scrollTop
       setShown(count => count + PAGE)
-      requestAnimationFrame(() => { element.scrollTop += element.scrollHeight - before })
-    }
+    } else if (element.scrollTop < 200 && !stick.current && paging.current.more && earlierState !== 'failed') void earlier()
   }
 
   const report = useCallback((error: unknown) => {
@@ -529,7 +578,7 @@ function Chat(props: {
   }
 
   // A content-search hit opens the session at its message (search.tsx).
-  useSearchFocus({ id, items, loaded, container: inner, shown, setShown, stick })
+  useSearchFocus({ id, items, loaded, container: inner, shown, setShown, stick, from, more, earlier })
   const visible = items.length > shown ? items.slice(items.length - shown) : items
   const title = props.summary?.title ?? 'Untitled session'
   return (
@@ -537,7 +586,10 @@ function Chat(props: {
       <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onSummary={onSummary} onError={report} />
       <div className="conversation" ref={scroller} onScroll={onScroll} onClick={copyCode} data-testid="conversation">
         <div className="conversation-inner" ref={inner}>
-          {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button> : null}
+          {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button>
+            : more ? <button className="link-button earlier" disabled={earlierState === 'loading'} onClick={() => void earlier()} data-testid="load-earlier">
+              {earlierState === 'loading' ? 'Loading earlier messages…' : earlierState === 'failed' ? 'Could not load earlier messages: try again' : 'Load earlier messages'}</button>
+              : loaded && items.length > 0 && from === 0 && props.summary && props.summary.length > HISTORY_PAGE ? <div className="session-start" data-testid="session-start">Beginning of the session</div> : null}
           {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
           {visible.map((item, index) => <div key={item.key} className="item-anchor" data-seq={item.seq}><Row item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} /></div>)}

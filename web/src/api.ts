@@ -86,22 +86,60 @@ export class SessionStream {
   }
 }
 
-const prefetched = new Map<string, Promise<any>>()
+/**
+ * Events per history page (docs/web.md, "History pages"): opening a session asks for the newest
+ * page (whole turns, about this many events, more than a screen holds); scrolling to the top of
+ * it asks for the page before. A session shorter than this comes in one request, as a whole.
+ */
+export const HISTORY_PAGE = 1500
+
+/** A `sessions.history` answer (docs/web.md). */
+export interface HistoryPage {
+  header: any
+  summary: SessionSummary
+  events: SessionEvent[]
+  /** The log's length: the event stream continues from here. */
+  length: number
+  /** First seq of `events` (a turn start); 0 when the page reaches the start of the session. */
+  from: number
+  /** Earlier events exist: ask again with `before: from`. */
+  more: boolean
+  /** State-carrying events before `from`, for the fold (`LogFold.seed`). */
+  seed?: SessionEvent[]
+  live: boolean
+  inbox: InboxSnapshot
+  model: string | null
+}
+
+const prefetched = new Map<string, Promise<HistoryPage>>()
+
+function newestPage(id: string): Promise<HistoryPage> {
+  return call<HistoryPage>('sessions.history', { id, limit: HISTORY_PAGE })
+}
 
 /**
- * Starts loading a session's history before the app has rendered (main.tsx does this for the
- * session in the address while extension scripts load), so opening a long session does not wait
- * for two round trips one after the other.
+ * Starts loading a session's newest history page before the app has rendered (main.tsx does this
+ * for the session in the address while extension scripts load), so opening a long session does
+ * not wait for two round trips one after the other.
  */
 export function prefetchHistory(id: string): void {
-  const request = call('sessions.history', { id })
+  const request = newestPage(id)
   request.catch(() => undefined)
   prefetched.set(id, request)
 }
 
-/** The history of `id`: the prefetched request once, else a new one. */
-export function loadHistory(id: string): Promise<any> {
+/** The newest history page of `id`: the prefetched request once, else a new one. */
+export function loadHistory(id: string): Promise<HistoryPage> {
   const request = prefetched.get(id)
   prefetched.delete(id)
-  return request ?? call('sessions.history', { id })
+  return request ?? newestPage(id)
+}
+
+/**
+ * The page before seq `before`: about `limit` events (at least the turns back to `down to`, when
+ * given: a jump to an earlier message loads everything between in one request).
+ */
+export function loadEarlier(id: string, before: number, downTo?: number): Promise<HistoryPage> {
+  const limit = downTo === undefined ? HISTORY_PAGE : Math.max(HISTORY_PAGE, before - downTo)
+  return call<HistoryPage>('sessions.history', { id, before, limit })
 }

@@ -125,6 +125,36 @@ export class LogFold {
     return this.version !== before
   }
 
+  /**
+   * Starts a fold at a page boundary (a turn start): `seed` holds the events before it that carry
+   * state (`sessions.history` sends them, src/web/history-page.ts). They set the plan, plan mode,
+   * the goal and the latest prompt as folding the whole prefix would; their items are not drawn.
+   */
+  seed(events: readonly SessionEvent[]): void {
+    if (events.length === 0) return
+    this.apply(events)
+    this.items = []
+    this.byKey.clear()
+    this.unreadableCount = 0
+    this.version += 1
+  }
+
+  /**
+   * Puts the items of `earlier` (a fold of the page just before this fold's first event, started
+   * from its own seed) in front of this fold's. Pages hold whole turns and items are keyed by
+   * turn, step, call or seq, so no item spans two pages; this fold's state (plan, goal, the open
+   * turn) is the newer one and stays. Items already drawn keep their identity.
+   */
+  prepend(earlier: LogFold): void {
+    if (earlier.items.length === 0) return
+    const older = earlier.items.map(item => this.byKey.has(item.key) ? { ...item, key: `${item.key}:earlier` } : item)
+    this.items = [...older, ...this.items]
+    this.byKey.clear()
+    this.items.forEach((item, index) => this.byKey.set(item.key, index))
+    this.unreadableCount += earlier.unreadableCount
+    this.version += 1
+  }
+
   /** A local notice (e.g. an API error) shown in the conversation. */
   notice(level: 'error' | 'warning' | 'info', text: string): void {
     this.put({ kind: 'notice', key: `local:${Date.now()}:${Math.random()}`, seq: Number.MAX_SAFE_INTEGER, level, text, time: Date.now() })

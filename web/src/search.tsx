@@ -54,7 +54,7 @@ export function ContentSearch(props: { query: string; onOpen(id: string): void }
 
 /**
  * In a conversation: takes a focus request for this session and scrolls to the item holding the
- * seq (the newest item at or before it), showing earlier pages first when needed.
+ * seq (the newest item at or before it), loading and showing earlier pages first when needed.
  */
 export function useSearchFocus(options: {
   id: string
@@ -64,8 +64,12 @@ export function useSearchFocus(options: {
   shown: number
   setShown(count: number): void
   stick: MutableRefObject<boolean>
+  /** History pages: the first loaded seq, whether earlier pages exist, and loading them down to a seq. */
+  from: number
+  more: boolean
+  earlier(downTo: number): Promise<void>
 }): void {
-  const { id, items, loaded, container, shown, setShown, stick } = options
+  const { id, items, loaded, container, shown, setShown, stick, from, more, earlier } = options
   const [target, setTarget] = useState<number | null>(null)
   useEffect(() => {
     const take = () => {
@@ -79,6 +83,11 @@ export function useSearchFocus(options: {
   }, [id])
   useEffect(() => {
     if (target === null || !loaded || items.length === 0) return
+    // A hit before the loaded pages: load them down to its seq first (one request).
+    if (target < from && more) {
+      void earlier(target)
+      return
+    }
     let index = 0
     for (let i = 0; i < items.length; i += 1) if (items[i]!.seq <= target) index = i
     const needed = items.length - index
@@ -98,5 +107,5 @@ export function useSearchFocus(options: {
     container.current?.querySelectorAll<HTMLElement>('[data-search-hit]').forEach(old => { delete old.dataset.searchHit })
     element.dataset.searchHit = 'true'
     setTimeout(() => { element.classList.remove('search-hit') }, 2500)
-  }, [target, loaded, items, shown, setShown, container, stick])
+  }, [target, loaded, items, shown, setShown, container, stick, from, more, earlier])
 }
