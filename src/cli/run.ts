@@ -10,6 +10,7 @@ import { composeProfile, resolveProfile } from '../config/profile.js'
 import { ConfigError, stripTracking, type Row } from '../config/rows.js'
 import type { Host } from '../host/index.js'
 import type { LauncherOptions } from './main.js'
+import type { LoadedRow } from './loader.js'
 
 const EXIT_SIGINT = 130
 const EXIT_SIGTERM = 143
@@ -82,8 +83,9 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   const root = new Context()
   root.provide('host', host)
   let code: number
+  let loaded: LoadedRow[] | undefined
   try {
-    const loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
+    loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
     // Plugins that start asynchronously (a database connection; MCP servers connect and list
     // tools) finish before the app runs, so the first model request already sees their tools (MC-1).
     const reasons = await settle(loaded.map(({ fiber }) => fiber))
@@ -96,7 +98,7 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     if (error instanceof ConfigError) return fail(error.message)
     return fail(error instanceof Error ? error.message : String(error))
   } finally {
-    await disposeAll(root)
+    await disposeForExit(root, loaded)
   }
   return exitCode ?? code
 }
@@ -138,7 +140,41 @@ async function settle(fibers: readonly { await(): Promise<unknown> }[]): Promise
   return [...reasons]
 }
 
-async function disposeAll(root: Context): Promise<void> {
-  const fibers = [...root.registry.values()].flatMap(runtime => [...runtime.fibers])
+/**
+ * Built-in rows whose unloading only drops registrations held in this process's memory (tool,
+ * prompt, adapter and service registrations, listeners, timers): the process exits right after
+ * `runProfile` returns, so unloading them changes nothing anyone can observe, and costs a Cordis
+ * fiber teardown each (docs/decisions.md, "Exit: unload only what holds something outside the
+ * process"). They are services the agents use, unloaded today only after the agents anyway.
+ * Anything not named here is unloaded as before: the app, the agents (a turn still open is closed
+ * in the log), subagents, hooks (running hook processes are stopped), the session title (a title
+ * request in flight lands first), MCP servers (their processes are stopped), persistence (final
+ * flush, writer locks released, files closed), the sessions service, every out-of-tree plugin and
+ * every group row.
+ */
+export const IN_MEMORY_ONLY_ROWS: ReadonlySet<string> = new Set([
+  'llm', 'llm-deepseek', 'llm-openai', 'llm-providers', 'llm-retry', 'tools', 'builtin-tools',
+  'tool-web-fetch', 'tool-session-event-read', 'system-prompt', 'runtime-contexts', 'instructions',
+  'approval', 'sandbox', 'agent-loop', 'checkpoints',
+])
+
+type AnyFiber = LoadedRow['fiber']
+
+/**
+ * Unloads the plugin tree for exit: every fiber in reverse load order (children before parents,
+ * later rows first), except the fibers of `IN_MEMORY_ONLY_ROWS` and their children. Without the
+ * loaded rows (loading failed part way) everything is unloaded.
+ */
+export async function disposeForExit(root: Context, loaded: readonly LoadedRow[] | undefined): Promise<void> {
+  // By context: `ctx.plugin()` hands back a wrapper of the fiber the registry holds, with the same ctx.
+  const skipped = new Set<Context>()
+  for (const { row, fiber } of loaded ?? []) if (IN_MEMORY_ONLY_ROWS.has(row.name)) skipped.add(fiber.ctx)
+  const under = (fiber: AnyFiber): boolean => {
+    for (let current = fiber; ; current = current.parent.fiber) {
+      if (skipped.has(current.ctx)) return true
+      if (!current.runtime || current.parent.fiber === current) return false
+    }
+  }
+  const fibers = [...root.registry.values()].flatMap(runtime => [...runtime.fibers]).filter(fiber => !under(fiber))
   for (const fiber of fibers.reverse()) await fiber.dispose()
 }
