@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { runDsh, tempHome } from '../../test-support/run-dsh.js'
 import type { LoadedRow } from './loader.js'
-import { disposeForExit, IN_MEMORY_ONLY_ROWS } from './run.js'
+import { disposeForExit, IN_MEMORY_ONLY_ROWS, youngGenerationFixedAt } from './run.js'
 
 const FIBER_DISPOSED = 4
 
@@ -54,6 +54,15 @@ describe('disposeForExit', () => {
     for (const name of ['sessions', 'persistence-jsonl', 'persistence-sqlite', 'persistence-postgres', 'agents', 'subagents', 'hooks', 'mcp', 'mcp-server', 'session-title', 'headless', 'web', 'web-api', 'sdk-server', 'acp-server', 'tui', 'group']) {
       expect(IN_MEMORY_ONLY_ROWS.has(name), name).toBe(false)
     }
+  })
+})
+
+describe('youngGenerationFixedAt', () => {
+  it('a fresh headless task fixes the young generation when the task starts; a resumed one and every server before loading', () => {
+    expect(youngGenerationFixedAt('headless', ['say', 'hi'])).toBe('task')
+    expect(youngGenerationFixedAt('headless', ['--session', 'abc', 'go on'])).toBe('start')
+    for (const profile of ['tui', 'web', 'sdk', 'acp', 'my-profile']) expect(youngGenerationFixedAt(profile, ['task']), profile).toBe('start')
+    expect(youngGenerationFixedAt('sessions', [])).toBe('never')
   })
 })
 
