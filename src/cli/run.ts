@@ -1,6 +1,7 @@
 /**
  * Composes the profile, then either dumps it or runs it: load every row into a Cordis context,
- * hand the process to the app plugin, and tear the tree down (flushing logs) when it is done.
+ * hand the process to the app plugin, and when it is done unload what holds something outside
+ * the process (flushing logs, releasing locks, stopping child processes) before the launcher exits.
  */
 import { Context } from 'cordis'
 import { environmentLayers, readSettings, resolveHome, tightenHome } from '../config/home.js'
