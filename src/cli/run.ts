@@ -1,6 +1,7 @@
 /**
  * Composes the profile, then either dumps it or runs it: load every row into a Cordis context,
- * hand the process to the app plugin, and tear the tree down (flushing logs) when it is done.
+ * hand the process to the app plugin, and when it is done unload what holds something outside
+ * the process (flushing logs, releasing locks, stopping child processes) before the launcher exits.
  */
 import { Context } from 'cordis'
 import { environmentLayers, readSettings, resolveHome, tightenHome } from '../config/home.js'
@@ -10,6 +11,7 @@ import { composeProfile, resolveProfile } from '../config/profile.js'
 import { ConfigError, stripTracking, type Row } from '../config/rows.js'
 import type { Host } from '../host/index.js'
 import type { LauncherOptions } from './main.js'
+import type { LoadedRow } from './loader.js'
 
 const EXIT_SIGINT = 130
 const EXIT_SIGTERM = 143
@@ -79,11 +81,14 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   } catch (error) {
     return fail((error as Error).message)
   }
+  const youngGeneration = youngGenerationFixedAt(profile.name, options.appArgs)
+  if (youngGeneration === 'start') await fixYoungGeneration()
   const root = new Context()
   root.provide('host', host)
   let code: number
+  let loaded: LoadedRow[] | undefined
   try {
-    const loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
+    loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
     // Plugins that start asynchronously (a database connection; MCP servers connect and list
     // tools) finish before the app runs, so the first model request already sees their tools (MC-1).
     const reasons = await settle(loaded.map(({ fiber }) => fiber))
@@ -91,14 +96,42 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     if (problems.length > 0) return fail([...problems, ...reasons].join('; '))
     const app = root.get('app')
     if (app === undefined) return fail(`profile "${profile.name}" has no app row: nothing to run`)
+    if (youngGeneration === 'task') await fixYoungGeneration()
     code = await app.run()
   } catch (error) {
     if (error instanceof ConfigError) return fail(error.message)
     return fail(error instanceof Error ? error.message : String(error))
   } finally {
-    await disposeAll(root)
+    await disposeForExit(root, loaded)
   }
   return exitCode ?? code
+}
+
+/**
+ * From now on the young generation keeps its size instead of growing towards 16 MB semi-spaces
+ * while objects survive (a resumed log is 100k surviving objects): peak RSS of a resumed
+ * 100k-event session ~128 -> ~95 MB, with no measurable cost per step. V8 reads the flag at each
+ * growth decision, so setting it at run time works (unlike --max-semi-space-size, fixed when the
+ * heap is set up). Set before the plugin tree loads, the young generation stays at its initial
+ * size through start-up too, at ~6 more scavenges there (docs/benchmarks.md, round six).
+ */
+async function fixYoungGeneration(): Promise<void> {
+  const { setFlagsFromString } = await import('node:v8')
+  setFlagsFromString('--semi-space-growth-factor=1')
+}
+
+/**
+ * When to fix the young generation's size. A fresh one-task headless run holds no log it did not
+ * write itself: its young generation may grow while the plugin tree starts (about half the
+ * scavenges of start-up) and is fixed when the task starts. Every other run fixes it before
+ * anything loads: a resumed session is up to 100k surviving objects, and servers and the terminal
+ * app load sessions at any time. `dsh sessions` lists and exits, so it leaves V8 alone, as
+ * `--version` and `--help` do.
+ */
+export function youngGenerationFixedAt(profile: string, appArgs: readonly string[]): 'start' | 'task' | 'never' {
+  if (profile === 'sessions') return 'never'
+  if (profile === 'headless' && !appArgs.includes('--session')) return 'task'
+  return 'start'
 }
 
 /** Settings `store: postgres://...` (or `store: {url: ...}`). */
@@ -138,7 +171,41 @@ async function settle(fibers: readonly { await(): Promise<unknown> }[]): Promise
   return [...reasons]
 }
 
-async function disposeAll(root: Context): Promise<void> {
-  const fibers = [...root.registry.values()].flatMap(runtime => [...runtime.fibers])
+/**
+ * Built-in rows whose unloading only drops registrations held in this process's memory (tool,
+ * prompt, adapter and service registrations, listeners, timers): the process exits right after
+ * `runProfile` returns, so unloading them changes nothing anyone can observe, and costs a Cordis
+ * fiber teardown each (docs/decisions.md, "Exit: unload only what holds something outside the
+ * process"). They are services the agents use, unloaded today only after the agents anyway.
+ * Anything not named here is unloaded as before: the app, the agents (a turn still open is closed
+ * in the log), subagents, hooks (running hook processes are stopped), the session title (a title
+ * request in flight lands first), MCP servers (their processes are stopped), persistence (final
+ * flush, writer locks released, files closed), the sessions service, every out-of-tree plugin and
+ * every group row.
+ */
+export const IN_MEMORY_ONLY_ROWS: ReadonlySet<string> = new Set([
+  'llm', 'llm-deepseek', 'llm-openai', 'llm-providers', 'llm-retry', 'tools', 'builtin-tools',
+  'tool-web-fetch', 'tool-session-event-read', 'system-prompt', 'runtime-contexts', 'instructions',
+  'approval', 'sandbox', 'agent-loop', 'checkpoints',
+])
+
+type AnyFiber = LoadedRow['fiber']
+
+/**
+ * Unloads the plugin tree for exit: every fiber in reverse load order (children before parents,
+ * later rows first), except the fibers of `IN_MEMORY_ONLY_ROWS` and their children. Without the
+ * loaded rows (loading failed part way) everything is unloaded.
+ */
+export async function disposeForExit(root: Context, loaded: readonly LoadedRow[] | undefined): Promise<void> {
+  // By context: `ctx.plugin()` hands back a wrapper of the fiber the registry holds, with the same ctx.
+  const skipped = new Set<Context>()
+  for (const { row, fiber } of loaded ?? []) if (IN_MEMORY_ONLY_ROWS.has(row.name)) skipped.add(fiber.ctx)
+  const under = (fiber: AnyFiber): boolean => {
+    for (let current = fiber; ; current = current.parent.fiber) {
+      if (skipped.has(current.ctx)) return true
+      if (!current.runtime || current.parent.fiber === current) return false
+    }
+  }
+  const fibers = [...root.registry.values()].flatMap(runtime => [...runtime.fibers]).filter(fiber => !under(fiber))
   for (const fiber of fibers.reverse()) await fiber.dispose()
 }

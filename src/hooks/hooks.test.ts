@@ -193,6 +193,18 @@ describe('hooks: the bridge on a live agent', () => {
     await h.dispose()
   })
 
+  it('HK-1: a hook file that cannot be read is one formatted line on the host\'s stderr', async () => {
+    const { Context } = await import('cordis')
+    const { SessionsServicePlugin } = await import('../session/index.js')
+    const ctx = new Context()
+    let stderr = ''
+    ctx.provide('host', { stderr: { write: (text: string) => { stderr += text; return true } } } as never)
+    await ctx.plugin(SessionsServicePlugin)
+    const cwd = workspace({})
+    await ctx.plugin(HooksPlugin, { cwd, discover: false, files: [{ dialect: 'codex', path: 'missing.json' }] })
+    expect(stderr).toMatch(new RegExp(`^dsh hooks: hook file ${join(cwd, 'missing.json').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not readable \\(.*ENOENT.*\\); no hooks from it\\n$`))
+  })
+
   it('project hooks need the trust step; explicit rows do not', async () => {
     const cwd = workspace({})
     const { mkdirSync } = await import('node:fs')

@@ -12,7 +12,7 @@
  * `hook/invoked` / `hook/result` pair inside the open turn.
  */
 import { randomUUID } from 'node:crypto'
-import { formatWithOptions } from 'node:util'
+import { createRequire } from 'node:module'
 import { existsSync, readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
@@ -28,6 +28,15 @@ import { HookConfigError, parseHookFile, SUBAGENT_TYPE, type HookGroup } from '.
 import type { SubagentFinished, SubagentStarted } from '../subagents/api.js'
 import '../subagents/api.js'
 import { decodeHookRun, mergeHooks, runHookCommand, type DecodedHook, type MergedHooks } from './run.js'
+
+/**
+ * `node:util`'s formatter, loaded on the first warning: importing `node:util` loads its argument
+ * parser and MIME modules too, which no run without a hook warning needs (docs/benchmarks.md,
+ * round six).
+ */
+function formatWithOptions(): typeof import('node:util').formatWithOptions {
+  return (createRequire(import.meta.url)('node:util') as typeof import('node:util')).formatWithOptions
+}
 
 export * from './api.js'
 export { compileMatcher, parseHookFile, HookConfigError, CLAUDE_CODE_TOOL_NAMES } from './config.js'
@@ -184,7 +193,7 @@ export class HooksPlugin {
   /** Warnings reach the user: the host's stderr when there is one, else the logger. */
   private warn(format: string, ...args: unknown[]): void {
     const host = this.ctx.get('host') as { stderr?: NodeJS.WritableStream } | undefined
-    if (host?.stderr !== undefined) host.stderr.write(`dsh hooks: ${formatWithOptions({ colors: false }, format, ...args)}\n`)
+    if (host?.stderr !== undefined) host.stderr.write(`dsh hooks: ${formatWithOptions()({ colors: false }, format, ...args)}\n`)
     else this.ctx.logger('hooks').warn(format, ...args)
   }
 

@@ -55,12 +55,25 @@ export class BuiltinToolsPlugin {
       ctx.on('session/deleted', (id) => removeSessionSpill(id, spillRoot))
     }
     ctx.plugin(ReadLedger)
-    if (config.bash !== false) ctx.plugin(BashToolPlugin, config.bash ?? {})
-    if (config.read !== false) ctx.plugin(ReadToolPlugin, config.read ?? {})
-    if (config.write !== false) ctx.plugin(WriteToolPlugin, config.write ?? {})
-    if (config.edit !== false) ctx.plugin(EditToolPlugin, config.edit ?? {})
-    if (config.glob !== false) ctx.plugin(GlobToolPlugin, config.glob ?? {})
-    if (config.grep !== false) ctx.plugin(GrepToolPlugin, config.grep ?? {})
-    if (config.todo_write !== false) ctx.plugin(TodoWriteToolPlugin, config.todo_write ?? {})
+    // Each tool plugin's registration is an effect of the context it gets: the tools that need
+    // only `ctx.tools` register on this plugin's own, the file tools on one child that also
+    // injects the read ledger (they reload together when it changes). Two fibers instead of
+    // seven: each Cordis fiber costs its start and its teardown (docs/benchmarks.md, round six).
+    if (config.bash !== false) new BashToolPlugin(ctx, config.bash ?? {})
+    const { read, write, edit } = config
+    if (read !== false || write !== false || edit !== false) {
+      ctx.plugin({
+        name: 'file-tools',
+        inject: ['tools', 'readLedger'],
+        apply: (files: Context) => {
+          if (read !== false) new ReadToolPlugin(files, read ?? {})
+          if (write !== false) new WriteToolPlugin(files, write ?? {})
+          if (edit !== false) new EditToolPlugin(files, edit ?? {})
+        },
+      })
+    }
+    if (config.glob !== false) new GlobToolPlugin(ctx, config.glob ?? {})
+    if (config.grep !== false) new GrepToolPlugin(ctx, config.grep ?? {})
+    if (config.todo_write !== false) new TodoWriteToolPlugin(ctx, config.todo_write ?? {})
   }
 }

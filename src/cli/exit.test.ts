@@ -1,0 +1,96 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+import type { LoadedRow } from './loader.js'
+import { disposeForExit, IN_MEMORY_ONLY_ROWS, youngGenerationFixedAt } from './run.js'
+
+const FIBER_DISPOSED = 4
+
+/** A plugin that records its own unloading, with a child plugin that does the same. */
+function recorder(name: string, log: string[]) {
+  return {
+    name,
+    apply(ctx: Context) {
+      ctx.effect(() => () => { log.push(name) })
+      ctx.plugin({ name: `${name}:child`, apply: (child: Context) => { child.effect(() => () => { log.push(`${name}:child`) }) } })
+    },
+  }
+}
+
+async function settled(): Promise<void> {
+  for (let i = 0; i < 5; i += 1) await new Promise(resolve => setImmediate(resolve))
+}
+
+describe('disposeForExit', () => {
+  it('unloads every row but the in-memory-only built-ins (and their children), in reverse load order', async () => {
+    const root = new Context()
+    const log: string[] = []
+    const rows = ['sessions', 'tools', 'some-npm-plugin', 'builtin-tools', 'agents']
+    const loaded: LoadedRow[] = rows.map(name => ({ row: { id: name, name }, fiber: root.plugin(recorder(name, log)) }))
+    // A plugin started at run time on the root (no row of its own) is unloaded too.
+    root.plugin(recorder('runtime', log))
+    await settled()
+    await disposeForExit(root, loaded)
+    expect([...log].sort()).toEqual(['agents', 'agents:child', 'runtime', 'runtime:child', 'sessions', 'sessions:child', 'some-npm-plugin', 'some-npm-plugin:child'])
+    // Reverse load order, as before: the first row (the session service) goes last.
+    expect(log.at(-1)).toBe('sessions')
+    expect(log.indexOf('agents')).toBeLessThan(log.indexOf('some-npm-plugin'))
+    for (const { row, fiber } of loaded) expect(fiber.state === FIBER_DISPOSED, row.name).toBe(!IN_MEMORY_ONLY_ROWS.has(row.name))
+  })
+
+  it('unloads everything when the rows did not finish loading', async () => {
+    const root = new Context()
+    const log: string[] = []
+    root.plugin(recorder('tools', log))
+    await settled()
+    await disposeForExit(root, undefined)
+    expect(log).toEqual(['tools:child', 'tools'])
+  })
+
+  it('skips no row that holds something outside the process', () => {
+    for (const name of ['sessions', 'persistence-jsonl', 'persistence-sqlite', 'persistence-postgres', 'agents', 'subagents', 'hooks', 'mcp', 'mcp-server', 'session-title', 'headless', 'web', 'web-api', 'sdk-server', 'acp-server', 'tui', 'group']) {
+      expect(IN_MEMORY_ONLY_ROWS.has(name), name).toBe(false)
+    }
+  })
+})
+
+describe('youngGenerationFixedAt', () => {
+  it('a fresh headless task fixes the young generation when the task starts; a resumed one and every server before loading', () => {
+    expect(youngGenerationFixedAt('headless', ['say', 'hi'])).toBe('task')
+    expect(youngGenerationFixedAt('headless', ['--session', 'abc', 'go on'])).toBe('start')
+    for (const profile of ['tui', 'web', 'sdk', 'acp', 'my-profile']) expect(youngGenerationFixedAt(profile, ['task']), profile).toBe('start')
+    expect(youngGenerationFixedAt('sessions', [])).toBe('never')
+  })
+})
+
+describe('exit of a one-answer run (whole process)', () => {
+  let server: FakeDeepSeek
+  beforeAll(async () => { server = await FakeDeepSeek.start() })
+  afterAll(async () => { await server.close() })
+  const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+  function files(dir: string, name: string): string[] {
+    return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter(path => path.endsWith(name)).map(path => join(dir, path))
+  }
+
+  it('a title request still in flight at the answer lands in the log; the writer lock is given back', async () => {
+    const { home, cwd } = tempHome()
+    const patch = join(home, 'title.yml')
+    writeFileSync(patch, '- id: session-title\n  config:\n    llm: true\n')
+    server.enqueue(
+      streamResponse([{ text: 'the answer' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'Exit Title' }, { finish: 'stop', usage }]),
+    )
+    const result = await runDsh(['--patch', patch, '--profile', 'headless', 'a question'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' } })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('the answer\n')
+    const [log] = files(join(home, 'sessions'), 'session.jsonl')
+    const events = readFileSync(log, 'utf8').trim().split('\n').map(line => JSON.parse(line)).filter(entry => typeof entry.type === 'string')
+    expect(events.filter(event => event.type === 'session/title').map(event => event.data)).toContainEqual(expect.objectContaining({ title: 'Exit Title', source: expect.objectContaining({ kind: 'llm' }) }))
+    expect(events.at(-1)?.type).not.toBe('user/message')
+    expect(files(join(home, 'sessions'), '.lock')).toEqual([])
+  })
+})
