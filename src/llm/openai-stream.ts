@@ -99,6 +99,9 @@ async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => 
         watchdog.disarm()
       }
       const chunks = sse.take(result)
+      // After `[DONE]` the response is complete: a consumer that stops at the finish chunk
+      // (the loop does) closes a drained exchange, so its connection is reused.
+      if (sse.done) ended = true
       if (chunks.length > 0) yield chunks
       if (sse.failure !== undefined) throw sse.failure
       if (sse.done) break
