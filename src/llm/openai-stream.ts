@@ -16,6 +16,7 @@ export interface ChatCompletionRequest {
   /** Full endpoint URL, e.g. `https://api.deepseek.com/chat/completions`. */
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
+  /** The JSON body: bytes already encoded (`encodeRequestBody`), or a value to serialise. */
   readonly body: unknown
   readonly signal?: AbortSignal
   /** Longest wait for the next bytes of the response (headers included). */
@@ -59,7 +60,7 @@ async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => 
     if (aborted(request.signal)) throw classify(request.signal?.reason, 'request')
     try {
       watchdog.arm()
-      exchange = await transport(request.url, request.headers, Buffer.from(JSON.stringify(request.body), 'utf8'), signal)
+      exchange = await transport(request.url, request.headers, bodyBytes(request.body), signal)
     } catch (error) {
       throw classify(error, 'request')
     } finally {
@@ -113,6 +114,12 @@ async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => 
     exchange?.close(ended)
     consumer.abort()
   }
+}
+
+function bodyBytes(body: unknown): Buffer {
+  if (Buffer.isBuffer(body)) return body
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+  return Buffer.from(JSON.stringify(body), 'utf8')
 }
 
 const NO_CHUNKS: readonly StreamChunk[] = []

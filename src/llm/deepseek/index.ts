@@ -9,7 +9,7 @@ import type { Context } from 'cordis'
 import type { RetryMode } from '../api.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
-import { buildRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
+import { encodeRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from '../types.js'
 
 export const DEEPSEEK_PROVIDER = 'deepseek-official'
@@ -72,7 +72,7 @@ export class DeepSeekAdapter implements LlmAdapter {
       return {
         url: `${baseUrl}/chat/completions`,
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${apiKey}` },
-        body: buildRequestBody(await inlineAttachments(options), DEEPSEEK_DIALECT),
+        body: encodeRequestBody(await inlineAttachments(options), DEEPSEEK_DIALECT),
         signal: options.signal,
         idleTimeoutMs: this.config.idleTimeoutMs,
         label: DEEPSEEK_PROVIDER,

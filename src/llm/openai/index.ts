@@ -7,7 +7,7 @@ import type { Context } from 'cordis'
 import type { RetryMode } from '../api.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
-import { buildRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
+import { encodeRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
 import type { CredentialLookup } from '../deepseek/index.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, ReasoningEffort, StreamChunk } from '../types.js'
 
@@ -60,7 +60,7 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
       return {
         url: `${this.config.baseUrl.replace(/\/+$/, '')}/chat/completions`,
         headers,
-        body: buildRequestBody(await inlineAttachments(options), OPENAI_DIALECT),
+        body: encodeRequestBody(await inlineAttachments(options), OPENAI_DIALECT),
         signal: options.signal,
         idleTimeoutMs: this.config.idleTimeoutMs,
         label: this.provider,
