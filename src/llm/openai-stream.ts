@@ -19,6 +19,8 @@ export interface ChatCompletionRequest {
   /** The JSON body: bytes already encoded (`encodeRequestBody`), or a value to serialise. */
   readonly body: unknown
   readonly signal?: AbortSignal
+  /** Not one byte is sent before this resolves; a rejection fails the request unsent (./request-hold.ts). */
+  readonly hold?: Promise<unknown>
   /** Longest wait for the next bytes of the response (headers included). */
   readonly idleTimeoutMs?: number
   /** Names the adapter in error messages. */
@@ -60,7 +62,7 @@ async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => 
     if (aborted(request.signal)) throw classify(request.signal?.reason, 'request')
     try {
       watchdog.arm()
-      exchange = await transport(request.url, request.headers, bodyBytes(request.body), signal)
+      exchange = await transport(request.url, request.headers, bodyBytes(request.body), signal, request.hold)
     } catch (error) {
       throw classify(error, 'request')
     } finally {
