@@ -100,6 +100,23 @@ describe('http-post (the L-9 transport wire)', () => {
     expect(socket.bytesRead).toBe(0)
   })
 
+  it('D-3/L-9: aborting while the request is held rejects it with the abort reason, and nothing is sent when the hold then resolves', async () => {
+    const { url } = await serve((_req, _body, res) => res.end('x'))
+    const connected = new Promise<import('node:net').Socket>(resolve => server!.once('connection', resolve))
+    let release!: () => void
+    const hold = new Promise<void>(resolve => { release = resolve })
+    const controller = new AbortController()
+    const pending = post(url, {}, Buffer.from('payload'), controller.signal, hold)
+    const socket = await connected
+    const closed = new Promise(resolve => socket.once('close', resolve))
+    const reason = new Error('cancelled')
+    controller.abort(reason)
+    await expect(pending).rejects.toBe(reason)
+    release()
+    await closed
+    expect(socket.bytesRead).toBe(0)
+  })
+
   it('L-9: aborting the signal rejects a pending body read with the abort reason', async () => {
     const { url } = await serve((_req, _body, res) => {
       res.writeHead(200)
