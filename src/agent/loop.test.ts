@@ -99,6 +99,29 @@ describe('agent loop: turns and steps (A-4..A-8)', () => {
     expect(h.of('request/header')).toHaveLength(1)
   })
 
+  it('A-5: the model stream is closed after its finish chunk (an adapter\'s finally runs, e.g. to return its connection), before the next step\'s request', async () => {
+    const closed: number[] = []
+    const closing = (id: number, chunks: readonly StreamChunk[]) => async function* () {
+      try {
+        yield* chunks
+        // Never reached: the finish chunk is the last one the loop takes.
+        yield* text('AFTER FINISH')
+      } finally {
+        closed.push(id)
+      }
+    }
+    const h = await loopHarness({
+      tools: [echo],
+      responses: [closing(1, toolCalls([{ id: 'c1', name: 'echo', arguments: { text: 'hi' } }])), () => { closed.push(-closed.length); return closing(2, text('DONE'))() }],
+    })
+    h.agent.followup('go')
+    await h.agent.whenIdle()
+    await new Promise(resolve => setImmediate(resolve))
+    // The first stream was closed before the second request was made (-1: one closed by then).
+    expect(closed).toEqual([1, -1, 2])
+    expect(h.of('assistant/message').map(e => e.data.message.content.map((b: { type: string }) => b.type))).toEqual([['tool-call'], ['text']])
+  })
+
   it('A-6: a result with concludesTurn ends the tool loop without another request', async () => {
     const finisher: Tool = { name: 'finish_now', description: 'ends', parameters: { type: 'object' }, execute: () => ({ content: [{ type: 'text', text: 'bye' }], concludesTurn: true }) }
     const h = await loopHarness({ tools: [finisher], responses: [toolCalls([{ id: 'f', name: 'finish_now' }])] })

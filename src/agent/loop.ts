@@ -474,7 +474,12 @@ export class ReactLoop implements AgentLoop {
         const chunk: StreamChunk = next.value
         chunkSeqs.push(this.session.append('assistant/chunk', { turn, step, chunk }).seq)
         assembler.push(chunk)
-        if (chunk.type === 'finish') break
+        if (chunk.type === 'finish') {
+          // Closed, not abandoned: the adapter's `finally` runs now (a transport returns its
+          // connection for the next request), without the loop waiting for it.
+          void Promise.resolve().then(() => iterator.return?.()).catch(() => undefined)
+          break
+        }
       }
     } finally {
       if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)

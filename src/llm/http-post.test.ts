@@ -70,6 +70,53 @@ describe('http-post (the L-9 transport wire)', () => {
     expect(connections()).toBe(1)
   })
 
+  it('D-3: a held request takes its connection but sends nothing before its hold resolves', async () => {
+    const { url } = await serve((_req, body, res) => res.end(`got ${body}`))
+    const connected = new Promise<import('node:net').Socket>(resolve => server!.once('connection', resolve))
+    let release!: () => void
+    const hold = new Promise<void>(resolve => { release = resolve })
+    const pending = post(url, {}, Buffer.from('payload'), new AbortController().signal, hold)
+    const socket = await connected
+    expect(socket.bytesRead).toBe(0)
+    release()
+    const exchange = await pending
+    expect(await readText(exchange.body)).toBe('got payload')
+    exchange.close(true)
+  })
+
+  it('D-3: a rejected hold fails the request with its reason, and not one byte of it was sent', async () => {
+    const { url } = await serve((_req, _body, res) => res.end('x'))
+    const connected = new Promise<import('node:net').Socket>(resolve => server!.once('connection', resolve))
+    let refuse!: (reason: Error) => void
+    const hold = new Promise<void>((_resolve, reject) => { refuse = reject })
+    const pending = post(url, {}, Buffer.from('payload'), new AbortController().signal, hold)
+    const socket = await connected
+    const closed = new Promise(resolve => socket.once('close', resolve))
+    const reason = new Error('flush failed')
+    refuse(reason)
+    await expect(pending).rejects.toBe(reason)
+    // Everything the client wrote before it closed the connection is read before 'close'.
+    await closed
+    expect(socket.bytesRead).toBe(0)
+  })
+
+  it('D-3/L-9: aborting while the request is held rejects it with the abort reason, and nothing is sent when the hold then resolves', async () => {
+    const { url } = await serve((_req, _body, res) => res.end('x'))
+    const connected = new Promise<import('node:net').Socket>(resolve => server!.once('connection', resolve))
+    let release!: () => void
+    const hold = new Promise<void>(resolve => { release = resolve })
+    const controller = new AbortController()
+    const pending = post(url, {}, Buffer.from('payload'), controller.signal, hold)
+    const socket = await connected
+    const closed = new Promise(resolve => socket.once('close', resolve))
+    const reason = new Error('cancelled')
+    controller.abort(reason)
+    await expect(pending).rejects.toBe(reason)
+    release()
+    await closed
+    expect(socket.bytesRead).toBe(0)
+  })
+
   it('L-9: aborting the signal rejects a pending body read with the abort reason', async () => {
     const { url } = await serve((_req, _body, res) => {
       res.writeHead(200)

@@ -32,10 +32,14 @@ const MAX_REDIRECTS = 20
 const DRAIN_MS = 1000
 const noop = () => {}
 
-export async function post(url: string, headers: Readonly<Record<string, string>>, body: Buffer, signal: AbortSignal): Promise<HttpExchange> {
+/**
+ * `hold`: the request is prepared (connection taken, headers set) but its first byte leaves only
+ * once `hold` resolves; a rejected hold fails the request with its reason, nothing sent.
+ */
+export async function post(url: string, headers: Readonly<Record<string, string>>, body: Buffer, signal: AbortSignal, hold?: Promise<unknown>): Promise<HttpExchange> {
   let target = new URL(url)
   for (let redirects = 0; ; redirects++) {
-    const response = await send(target, headers, body, signal)
+    const response = await send(target, headers, body, signal, hold)
     const location = response.headers.location
     // fetch re-sends a POST only on 307/308; on 301-303 it would switch to a bodiless GET, which
     // no chat endpoint answers, so those surface as the HTTP status they are.
@@ -48,7 +52,7 @@ export async function post(url: string, headers: Readonly<Record<string, string>
   }
 }
 
-async function send(target: URL, headers: Readonly<Record<string, string>>, body: Buffer, signal: AbortSignal): Promise<IncomingMessage> {
+async function send(target: URL, headers: Readonly<Record<string, string>>, body: Buffer, signal: AbortSignal, hold: Promise<unknown> | undefined): Promise<IncomingMessage> {
   signal.throwIfAborted()
   // https (and TLS) loads only when a URL asks for it.
   const request: typeof http.request = target.protocol === 'https:' ? (await import('node:https')).request : http.request
@@ -66,7 +70,13 @@ async function send(target: URL, headers: Readonly<Record<string, string>>, body
       signal.removeEventListener('abort', onAbort)
       resolve(response)
     })
-    outgoing.end(body)
+    if (hold === undefined) outgoing.end(body)
+    else {
+      hold.then(() => {
+        // Aborted meanwhile: destroyed, and the error above has answered.
+        if (!outgoing.destroyed) outgoing.end(body)
+      }, (reason: unknown) => { outgoing.destroy(reason instanceof Error ? reason : new Error(String(reason))) })
+    }
   })
 }
 

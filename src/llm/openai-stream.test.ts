@@ -54,13 +54,26 @@ describe('streamChatCompletion: chunks handed out per read', () => {
     expect(closed).toEqual([false])
   })
 
-  it('a consumer that stops in the middle of a read closes the exchange undrained and gets nothing more', async () => {
-    const { exchange, closed } = exchangeOf([twoTexts])
+  it('a consumer that stops in the middle of a read, before [DONE] arrived, closes the exchange undrained and gets nothing more', async () => {
+    const done = twoTexts.indexOf('data: [DONE]')
+    const { exchange, closed } = exchangeOf([twoTexts.subarray(0, done), twoTexts.subarray(done)])
     const stream = streamChatCompletion(request, async () => exchange)
     expect((await stream.next()).value).toEqual({ type: 'block-start', index: 0, blockType: 'text' })
     expect(await stream.return(undefined)).toEqual({ value: undefined, done: true })
     expect(closed).toEqual([false])
     expect(await stream.next()).toEqual({ value: undefined, done: true })
+  })
+
+  it('L-9: a consumer that stops at the finish chunk (return() without reading past it) closes the exchange drained, so its connection is reused', async () => {
+    const { exchange, closed } = exchangeOf([twoTexts])
+    const stream = streamChatCompletion(request, async () => exchange)
+    for (;;) {
+      const { value } = await stream.next()
+      if ((value as StreamChunk).type === 'finish') break
+    }
+    expect(closed).toEqual([])
+    await stream.return(undefined)
+    expect(closed).toEqual([true])
   })
 
   it('a request builder that throws fails the first next() with its own error and sends nothing', async () => {

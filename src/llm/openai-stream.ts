@@ -16,8 +16,11 @@ export interface ChatCompletionRequest {
   /** Full endpoint URL, e.g. `https://api.deepseek.com/chat/completions`. */
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
+  /** The JSON body: bytes already encoded (`encodeRequestBody`), or a value to serialise. */
   readonly body: unknown
   readonly signal?: AbortSignal
+  /** Not one byte is sent before this resolves; a rejection fails the request unsent (./request-hold.ts). */
+  readonly hold?: Promise<unknown>
   /** Longest wait for the next bytes of the response (headers included). */
   readonly idleTimeoutMs?: number
   /** Names the adapter in error messages. */
@@ -46,9 +49,14 @@ export function streamChatCompletion(request: ChatCompletionRequest | (() => Pro
 async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => Promise<ChatCompletionRequest>), transport: ChatCompletionTransport): AsyncGenerator<readonly StreamChunk[]> {
   const request = typeof lazyRequest === 'function' ? await lazyRequest() : lazyRequest
   const idleTimeoutMs = request.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
-  // The adapter's own controller (idle watchdog, teardown) fused with the caller's (L-9).
+  // The adapter's own controller (idle watchdog, teardown) fused with the caller's (L-9): the
+  // caller's abort is forwarded with its reason (cheaper per request than AbortSignal.any).
   const consumer = new AbortController()
-  const signal = request.signal === undefined ? consumer.signal : AbortSignal.any([request.signal, consumer.signal])
+  const caller = request.signal
+  const forward = () => consumer.abort(caller?.reason)
+  if (caller?.aborted === true) forward()
+  else caller?.addEventListener('abort', forward, { once: true })
+  const signal = consumer.signal
   const watchdog = new IdleWatchdog(idleTimeoutMs, () => consumer.abort())
   const classify = (error: unknown, what: string, requestId?: string): LlmError =>
     classifyTransportError(error, { label: request.label, what, idleTimeoutMs, idleFired: watchdog.fired, callerAborted: aborted(request.signal), requestId })
@@ -59,7 +67,7 @@ async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => 
     if (aborted(request.signal)) throw classify(request.signal?.reason, 'request')
     try {
       watchdog.arm()
-      exchange = await transport(request.url, request.headers, Buffer.from(JSON.stringify(request.body), 'utf8'), signal)
+      exchange = await transport(request.url, request.headers, bodyBytes(request.body), signal, request.hold)
     } catch (error) {
       throw classify(error, 'request')
     } finally {
@@ -99,17 +107,28 @@ async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => 
         watchdog.disarm()
       }
       const chunks = sse.take(result)
+      // After `[DONE]` the response is complete: a consumer that stops at the finish chunk
+      // (the loop does) closes a drained exchange, so its connection is reused.
+      if (sse.done) ended = true
       if (chunks.length > 0) yield chunks
       if (sse.failure !== undefined) throw sse.failure
       if (sse.done) break
     }
     ended = true
   } finally {
-    watchdog.disarm()
+    watchdog.stop()
+    caller?.removeEventListener('abort', forward)
     // Closed before the abort below, which would cut a connection that can be reused.
     exchange?.close(ended)
-    consumer.abort()
+    // A complete exchange was closed drained and left nothing listening: no abort to dispatch.
+    if (!ended) consumer.abort()
   }
+}
+
+function bodyBytes(body: unknown): Buffer {
+  if (Buffer.isBuffer(body)) return body
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+  return Buffer.from(JSON.stringify(body), 'utf8')
 }
 
 const NO_CHUNKS: readonly StreamChunk[] = []
@@ -300,16 +319,38 @@ class SseTranslation {
   }
 }
 
-/** Re-armed per pending read; firing aborts the adapter's own controller. */
+/**
+ * Re-armed per pending read; firing aborts the adapter's own controller. One timer per request,
+ * restarted by `refresh()` at each arm (a read is a few per step: no new timer each time); a
+ * timer that expires while disarmed does nothing. Unreferenced: what keeps the process alive
+ * during a read is the read itself.
+ */
 class IdleWatchdog {
   fired = false
+  private armed = false
   private timer?: NodeJS.Timeout
-  constructor(private readonly ms: number, private readonly onFire: () => void) {}
-  arm(): void {
-    this.disarm()
-    this.timer = setTimeout(() => { this.fired = true; this.onFire() }, this.ms)
+  private readonly expire = () => {
+    this.timer = undefined
+    if (!this.armed) return
+    this.fired = true
+    this.onFire()
   }
+
+  constructor(private readonly ms: number, private readonly onFire: () => void) {}
+
+  arm(): void {
+    this.armed = true
+    if (this.timer === undefined) this.timer = setTimeout(this.expire, this.ms).unref()
+    else this.timer.refresh()
+  }
+
   disarm(): void {
+    this.armed = false
+  }
+
+  /** The request is over: no timer is left behind. */
+  stop(): void {
+    this.armed = false
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.timer = undefined
   }

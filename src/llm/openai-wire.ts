@@ -87,12 +87,23 @@ export async function inlineAttachments(options: LlmCallOptions): Promise<LlmCal
     }
     return block
   }))
-  const hasAttachment = (content: readonly ContentBlock[]): boolean => content.some(block =>
-    (block.type === 'image' && 'attachment' in block) || (block.type === 'tool-result' && hasAttachment(block.content)))
-  if (!options.messages.some(message => hasAttachment(message.content))) return options
+  if (!options.messages.some(referencesAttachment)) return options
   const messages = await Promise.all(options.messages.map(async message =>
-    hasAttachment(message.content) ? { ...message, content: await blocks(message.content) } as Message : message))
+    referencesAttachment(message) ? { ...message, content: await blocks(message.content) } as Message : message))
   return { ...options, messages }
+}
+
+const hasAttachment = (content: readonly ContentBlock[]): boolean => content.some(block =>
+  (block.type === 'image' && 'attachment' in block) || (block.type === 'tool-result' && hasAttachment(block.content)))
+
+/** Deeply frozen messages known to reference no attachment (every request resends them). */
+const withoutAttachments = new WeakSet<Message>()
+
+function referencesAttachment(message: Message): boolean {
+  if (withoutAttachments.has(message)) return false
+  if (hasAttachment(message.content)) return true
+  if (deepFrozen(message)) withoutAttachments.add(message)
+  return false
 }
 
 /**
@@ -104,13 +115,12 @@ export function serializeMessages(system: string | undefined, messages: readonly
   if (system !== undefined && system !== '') wire.push({ role: 'system', content: system })
   const cache = dialect.sendReasoningContent ? wireWithReasoning : wireWithoutReasoning
   for (const message of messages) {
-    // A frozen message (every message derived from the log is) cannot change: its wire form is
-    // built once and reused by every later request of the session, which resends it.
-    const frozen = Object.isFrozen(message) && Object.isFrozen(message.content)
-    let out = frozen ? cache.get(message) : undefined
+    // A deeply frozen message (every message derived from the log is) cannot change: its wire
+    // form is built once and reused by every later request of the session, which resends it.
+    let out = cache.get(message)
     if (out === undefined) {
       out = wireOf(message, dialect)
-      if (frozen) cache.set(message, out)
+      if (deepFrozen(message)) cache.set(message, out)
     }
     for (const part of out) wire.push(part)
   }
@@ -177,19 +187,124 @@ function deepFreezeWire(wire: WireMessage[]): readonly WireMessage[] {
 }
 
 export function buildRequestBody(options: LlmCallOptions, dialect: WireDialect): Record<string, unknown> {
+  const tools = options.tools !== undefined && options.tools.length > 0 ? wireTools(options.tools) : undefined
+  return bodyWith(options, dialect, serializeMessages(options.system, options.messages, dialect), tools)
+}
+
+/** The body with the given (wire) messages and tools; `tools` undefined leaves the key out. */
+function bodyWith(options: LlmCallOptions, dialect: WireDialect, messages: unknown, tools: unknown): Record<string, unknown> {
   return {
     model: options.model,
-    messages: serializeMessages(options.system, options.messages, dialect),
+    messages,
     stream: true,
     stream_options: { include_usage: true },
     ...options.maxTokens !== undefined ? { max_tokens: options.maxTokens } : {},
     ...options.temperature !== undefined ? { temperature: options.temperature } : {},
     ...options.stop !== undefined && options.stop.length > 0 ? { stop: [...options.stop] } : {},
-    ...options.tools !== undefined && options.tools.length > 0
-      ? { tools: options.tools.map(t => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
-      : {},
+    ...tools !== undefined ? { tools } : {},
     ...dialect.requestFields?.(options),
   }
+}
+
+function wireTools(tools: NonNullable<LlmCallOptions['tools']>): unknown[] {
+  return tools.map(t => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
+}
+
+/**
+ * The request body as the bytes sent: always equal to `JSON.stringify(buildRequestBody(options,
+ * dialect))` in UTF-8, built from cached parts. A request resends the whole history every step
+ * (tens of KB), so each deeply frozen message keeps its wire JSON as bytes (a frozen tree cannot
+ * change under its identity: a message derived from the log is one), the frozen tool list keeps
+ * its own, and the system message is reused while the prompt is the same string. Only the small
+ * envelope (model, limits, dialect fields) is serialised per request. Anything not deeply frozen
+ * is serialised afresh every time.
+ */
+export function encodeRequestBody(options: LlmCallOptions, dialect: WireDialect): Buffer {
+  const tools = options.tools !== undefined && options.tools.length > 0 ? options.tools : undefined
+  // The envelope as buildRequestBody shapes it (key order included), with slots where the
+  // messages and the tools go.
+  const envelope = bodyWith(options, dialect, MESSAGES_SLOT, tools === undefined ? undefined : TOOLS_SLOT)
+  // A dialect field that replaces `messages` or `tools` is sent as the dialect says.
+  if (envelope.messages !== MESSAGES_SLOT || (tools !== undefined && envelope.tools !== TOOLS_SLOT)) return generic(options, dialect)
+  const text = JSON.stringify(envelope)
+  const at = text.indexOf(MESSAGES_SLOT_JSON)
+  const toolsAt = tools === undefined ? -1 : text.indexOf(TOOLS_SLOT_JSON)
+  // A slot's text can only appear elsewhere in a value the caller chose (a model name, a stop
+  // string): then nothing cached is used.
+  if (at < 0 || text.indexOf(MESSAGES_SLOT_JSON, at + 1) >= 0 || (tools !== undefined && (toolsAt < at || text.indexOf(TOOLS_SLOT_JSON, toolsAt + 1) >= 0))) {
+    return generic(options, dialect)
+  }
+  const parts: Buffer[] = [Buffer.from(text.slice(0, at), 'utf8'), OPEN_BRACKET]
+  let first = true
+  const add = (bytes: Buffer) => {
+    if (bytes.length === 0) return
+    if (!first) parts.push(COMMA)
+    parts.push(bytes)
+    first = false
+  }
+  if (options.system !== undefined && options.system !== '') add(systemBytes(options.system))
+  const cache = dialect.sendReasoningContent ? bytesWithReasoning : bytesWithoutReasoning
+  for (const message of options.messages) {
+    let bytes = cache.get(message)
+    if (bytes === undefined) {
+      bytes = Buffer.from(wireOf(message, dialect).map(wire => JSON.stringify(wire)).join(','), 'utf8')
+      if (deepFrozen(message)) cache.set(message, bytes)
+    }
+    add(bytes)
+  }
+  parts.push(CLOSE_BRACKET)
+  const afterMessages = at + MESSAGES_SLOT_JSON.length
+  if (tools !== undefined) {
+    parts.push(Buffer.from(text.slice(afterMessages, toolsAt), 'utf8'), toolsBytes(tools), Buffer.from(text.slice(toolsAt + TOOLS_SLOT_JSON.length), 'utf8'))
+  } else {
+    parts.push(Buffer.from(text.slice(afterMessages), 'utf8'))
+  }
+  return Buffer.concat(parts)
+}
+
+const MESSAGES_SLOT = '\u0000dsh:messages\u0000'
+const TOOLS_SLOT = '\u0000dsh:tools\u0000'
+const MESSAGES_SLOT_JSON = JSON.stringify(MESSAGES_SLOT)
+const TOOLS_SLOT_JSON = JSON.stringify(TOOLS_SLOT)
+const OPEN_BRACKET = Buffer.from('[')
+const CLOSE_BRACKET = Buffer.from(']')
+const COMMA = Buffer.from(',')
+
+const bytesWithReasoning = new WeakMap<Message, Buffer>()
+const bytesWithoutReasoning = new WeakMap<Message, Buffer>()
+const toolListBytes = new WeakMap<object, Buffer>()
+let lastSystem: { readonly text: string; readonly bytes: Buffer } | undefined
+
+function generic(options: LlmCallOptions, dialect: WireDialect): Buffer {
+  return Buffer.from(JSON.stringify(buildRequestBody(options, dialect)), 'utf8')
+}
+
+function systemBytes(system: string): Buffer {
+  const last = lastSystem
+  if (last !== undefined && last.text === system) return last.bytes
+  const bytes = Buffer.from(JSON.stringify({ role: 'system', content: system }), 'utf8')
+  lastSystem = { text: system, bytes }
+  return bytes
+}
+
+function toolsBytes(tools: NonNullable<LlmCallOptions['tools']>): Buffer {
+  const cached = toolListBytes.get(tools)
+  if (cached !== undefined) return cached
+  const bytes = Buffer.from(JSON.stringify(wireTools(tools)), 'utf8')
+  if (deepFrozen(tools)) toolListBytes.set(tools, bytes)
+  return bytes
+}
+
+/** Whether nothing in `value` can change any more (checked once per cached object). */
+function deepFrozen(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return true
+  if (!Object.isFrozen(value)) return false
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!deepFrozen(value[i])) return false
+    return true
+  }
+  for (const key in value) if (!deepFrozen((value as Record<string, unknown>)[key])) return false
+  return true
 }
 
 export interface WireUsage {

@@ -6,6 +6,7 @@ import { Context, Service } from 'cordis'
 import { eventsOf, type EventDispatch } from '../kernel/index.js'
 import type { AdapterRegistration, LlmService, RetryMode } from './api.js'
 import { LlmError, failure, toFailure } from './errors.js'
+import { honourRequestHolds, requestHold } from './request-hold.js'
 import type { LlmAdapter, LlmCallOptions, LlmFailure, ModelInfo, StreamChunk } from './types.js'
 
 const key = (provider: string, model: string) => `${provider}\u0000${model}`
@@ -86,6 +87,8 @@ export class LlmServicePlugin extends Service implements LlmService {
   }
 
   stream(options: LlmCallOptions): AsyncIterable<StreamChunk> {
+    // attempt() never lets the request leave before a hold set on these options (request-hold.ts).
+    honourRequestHolds(options)
     const inner = () => this.attempt(options)
     // A throw from a listener (sync or inside its iterable) reaches the consumer unchanged.
     return {
@@ -105,6 +108,8 @@ export class LlmServicePlugin extends Service implements LlmService {
       return
     }
     try {
+      const hold = adapter.awaitsRequestHold === true ? undefined : requestHold(options)
+      if (hold !== undefined) await hold
       for await (const chunk of adapter.stream(options)) {
         yield chunk
         // Anything an adapter emits after its finish is ignored; leaving the loop closes it.

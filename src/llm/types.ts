@@ -146,6 +146,12 @@ export type AttachmentReader = (attachmentId: string) => Promise<{ readonly data
 export interface LlmAdapter {
   readonly provider: string
   stream(options: LlmCallOptions): AsyncIterable<StreamChunk>
+  /**
+   * The adapter itself waits for `requestHold(options)` (./request-hold.ts) right before its
+   * request leaves, so it can build the request meanwhile. Otherwise the LLM service waits for
+   * the hold before calling `stream`.
+   */
+  readonly awaitsRequestHold?: boolean
   /** A one-line problem that would make every call fail (e.g. a missing API key), checked before work starts. */
   readiness?(): string | undefined
 }

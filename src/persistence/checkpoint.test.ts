@@ -4,7 +4,9 @@ import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { PreStepDecision, PreStepPayload } from '../agent/api.js'
-import type { LlmCallOptions, StreamChunk } from '../llm/types.js'
+import { LlmServicePlugin } from '../llm/index.js'
+import { requestHold } from '../llm/request-hold.js'
+import type { LlmAdapter, LlmCallOptions, StreamChunk } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import { SessionsServicePlugin } from '../session/service.js'
 import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
@@ -123,6 +125,77 @@ describe('checkpoint policy (D-3)', () => {
     const context: ToolContext = { callId: 'c1', cwd: '/', signal: new AbortController().signal, session }
     await expect(ctx.waterfall('tools/execute', call, context, async () => { calls.push('body'); return ok })).rejects.toThrow()
     expect(calls).toEqual([])
+  })
+
+  describe('through ctx.llm: the request is prepared during the flush and sent after it', () => {
+    const MODEL = { provider: 'p', model: 'm', contextWindow: 1000, defaultMaxTokens: 10, reasoningEfforts: [], imageInput: false }
+
+    /** An adapter that builds its request at once and sends it only after the call's hold, as the HTTP transport does. */
+    function holdingAdapter(log: string[]): LlmAdapter {
+      return {
+        provider: 'p',
+        awaitsRequestHold: true,
+        async *stream(call) {
+          log.push('built')
+          await requestHold(call)
+          log.push('sent')
+          yield { type: 'finish', reason: { kind: 'stop' } }
+        },
+      }
+    }
+
+    async function withLlm(adapter: (log: string[]) => LlmAdapter) {
+      const booted = await boot()
+      await booted.ctx.plugin(LlmServicePlugin).await()
+      booted.ctx.llm.register({ adapter: adapter(booted.log), models: [MODEL] })
+      return booted
+    }
+
+    it('D-3: an adapter that honours the hold builds its request while the flush runs and sends it only after the flush', async () => {
+      const { ctx, log, holdNext } = await withLlm(holdingAdapter)
+      const session = ctx.sessions.create({ id: 's' })
+      const held = holdNext()
+      const chunks = drain(ctx.llm.stream(ctx.llm.prepareCall(options({ sessionId: session.id, agentLoop: true }))))
+      while (!log.includes('built')) await new Promise(resolve => setImmediate(resolve))
+      expect(log).toEqual(['flush s', 'built'])
+      held.open()
+      expect(await chunks).toEqual([{ type: 'finish', reason: { kind: 'stop' } }])
+      expect(log).toEqual(['flush s', 'built', 'flushed s', 'sent'])
+    })
+
+    it('D-3: an adapter that does not know holds is called only after the flush', async () => {
+      const { ctx, log, holdNext } = await withLlm((log) => ({
+        provider: 'p',
+        async *stream() {
+          log.push('adapter')
+          yield { type: 'finish', reason: { kind: 'stop' } }
+        },
+      }))
+      const session = ctx.sessions.create({ id: 's' })
+      const held = holdNext()
+      const chunks = drain(ctx.llm.stream(ctx.llm.prepareCall(options({ sessionId: session.id }))))
+      await new Promise(resolve => setImmediate(resolve))
+      expect(log).toEqual(['flush s'])
+      held.open()
+      await chunks
+      expect(log).toEqual(['flush s', 'flushed s', 'adapter'])
+    })
+
+    it('D-3: when the flush fails, the prepared request is never sent and the stream fails with the flush error', async () => {
+      const ctx = new Context()
+      await ctx.plugin(SessionsServicePlugin, {})
+      await ctx.plugin(CheckpointPolicy)
+      await ctx.plugin(LlmServicePlugin).await()
+      const log: string[] = []
+      ctx.llm.register({ adapter: holdingAdapter(log), models: [MODEL] })
+      ctx.on('session/flush', async () => { throw new Error('disk full') })
+      ctx.sessions.create({ id: 'f' })
+      const error = await drain(ctx.llm.stream(ctx.llm.prepareCall(options({ sessionId: 'f' })))).then(() => undefined, (caught: unknown) => caught)
+      // The barrier's own rejection (ctx.parallel: an AggregateError of the listeners' errors).
+      expect((error as AggregateError).errors.map((e: Error) => e.message)).toEqual(['disk full'])
+      await new Promise(resolve => setImmediate(resolve))
+      expect(log).toEqual(['built'])
+    })
   })
 
   describe('with ctx.sessionPersistence', () => {

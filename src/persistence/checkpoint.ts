@@ -11,6 +11,7 @@ import type {} from '../agent/api.js'
 import type { StreamChunk } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import { abortedBeforeDispatchRecord } from '../tools/errors.js'
+import { acceptsRequestHolds, holdRequest } from '../llm/request-hold.js'
 import { eventsOf, serviceLookup } from '../kernel/index.js'
 
 /** The barrier itself: resolves once every event of `session` so far is stored. */
@@ -39,8 +40,32 @@ export class CheckpointPolicy {
       const session = sessionOfCall(sessions, options.meta)
       if (session === undefined) return next()
       return (async function* (): AsyncGenerator<StreamChunk> {
-        await flush(session)
-        yield* next()
+        const flushed = flush(session)
+        if (!acceptsRequestHolds(options)) {
+          await flushed
+          yield* next()
+          return
+        }
+        // The request is built while the flush is in flight, and held until it is done: nothing
+        // of it is sent before every event so far is stored (docs/decisions.md).
+        holdRequest(options, flushed)
+        const inner = next()[Symbol.asyncIterator]()
+        // No chunk can come before the hold is released; a failed flush answers first.
+        const first = inner.next()
+        first.catch(() => undefined)
+        let finished = false
+        try {
+          await flushed
+          let result = await first
+          while (result.done !== true) {
+            yield result.value
+            result = await inner.next()
+          }
+          finished = true
+        } finally {
+          // Left early (a failed flush, the consumer's return, a throw): the inner stream is closed.
+          if (!finished) await inner.return?.()
+        }
       })()
     })
 

@@ -62,6 +62,40 @@ describe('SessionsServicePlugin (ctx.sessions)', () => {
     expect(errors).toHaveLength(1)
   })
 
+  it('K-4: session/event reaches exactly the listeners registered at each append (added, disposed, replaced between appends), in order', async () => {
+    const ctx = await boot()
+    const seen: string[] = []
+    ctx.on('session/event', (_s, e) => { seen.push(`a${e.seq}`) })
+    const session = ctx.sessions.create({ id: 's' })
+    session.append('turn/start', { turn: 1 })
+    const disposeB = ctx.on('session/event', (_s, e) => { seen.push(`b${e.seq}`) })
+    session.append('step/start', { turn: 1, step: 1 })
+    session.append('step/end', { turn: 1, step: 1 })
+    disposeB()
+    // Same number of listeners as before, another registration: c is heard, b is not.
+    ctx.on('session/event', (_s, e) => { seen.push(`c${e.seq}`) })
+    session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
+    // A listener in a plugin: gone with its plugin.
+    const fiber = ctx.plugin({ name: 'observer', apply: (inner: Context) => { inner.on('session/event', (_s, e) => { seen.push(`d${e.seq}`) }) } })
+    await fiber.await()
+    session.append('turn/start', { turn: 2 })
+    await fiber.dispose()
+    session.append('turn/end', { turn: 2, reason: { kind: 'completed' } })
+    expect(seen).toEqual(['a0', 'a1', 'b1', 'a2', 'b2', 'a3', 'c3', 'a4', 'c4', 'd4', 'a5', 'c5'])
+  })
+
+  it('K-5: an internal/dispatch listener sees every session/event dispatch, also after earlier ones were resolved', async () => {
+    const ctx = await boot()
+    ctx.on('session/event', () => {})
+    const session = ctx.sessions.create({ id: 's' })
+    session.append('turn/start', { turn: 1 })
+    const dispatched: number[] = []
+    ctx.on('internal/dispatch', (_mode, name, args) => { if (name === 'session/event') dispatched.push((args[1] as SessionEvent).seq) })
+    session.append('step/start', { turn: 1, step: 1 })
+    session.append('step/end', { turn: 1, step: 1 })
+    expect(dispatched).toEqual([1, 2])
+  })
+
   it('S-5/K-5: a session/append listener vetoes an append by throwing; the log stays untouched', async () => {
     const ctx = await boot()
     const notified: number[] = []

@@ -9,7 +9,8 @@ import type { Context } from 'cordis'
 import type { RetryMode } from '../api.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
-import { buildRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
+import { encodeRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
+import { requestHold } from '../request-hold.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from '../types.js'
 
 export const DEEPSEEK_PROVIDER = 'deepseek-official'
@@ -51,6 +52,8 @@ export const DEEPSEEK_DIALECT: WireDialect = {
 
 export class DeepSeekAdapter implements LlmAdapter {
   readonly provider = DEEPSEEK_PROVIDER
+  /** The transport waits for the request's hold itself, after building the request. */
+  readonly awaitsRequestHold = true
 
   constructor(private readonly config: DeepSeekConfig = {}) {}
 
@@ -72,8 +75,9 @@ export class DeepSeekAdapter implements LlmAdapter {
       return {
         url: `${baseUrl}/chat/completions`,
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${apiKey}` },
-        body: buildRequestBody(await inlineAttachments(options), DEEPSEEK_DIALECT),
+        body: encodeRequestBody(await inlineAttachments(options), DEEPSEEK_DIALECT),
         signal: options.signal,
+        hold: requestHold(options),
         idleTimeoutMs: this.config.idleTimeoutMs,
         label: DEEPSEEK_PROVIDER,
       }

@@ -7,7 +7,8 @@ import type { Context } from 'cordis'
 import type { RetryMode } from '../api.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
-import { buildRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
+import { encodeRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
+import { requestHold } from '../request-hold.js'
 import type { CredentialLookup } from '../deepseek/index.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, ReasoningEffort, StreamChunk } from '../types.js'
 
@@ -46,6 +47,8 @@ const OPENAI_DIALECT: WireDialect = {
 
 export class OpenAiCompatibleAdapter implements LlmAdapter {
   readonly provider: string
+  /** The transport waits for the request's hold itself, after building the request. */
+  readonly awaitsRequestHold = true
 
   constructor(private readonly config: OpenAiCompatibleConfig) {
     this.provider = config.provider
@@ -60,8 +63,9 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
       return {
         url: `${this.config.baseUrl.replace(/\/+$/, '')}/chat/completions`,
         headers,
-        body: buildRequestBody(await inlineAttachments(options), OPENAI_DIALECT),
+        body: encodeRequestBody(await inlineAttachments(options), OPENAI_DIALECT),
         signal: options.signal,
+        hold: requestHold(options),
         idleTimeoutMs: this.config.idleTimeoutMs,
         label: this.provider,
       }
