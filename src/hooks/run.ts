@@ -4,7 +4,7 @@
  * timeout and the turn's abort signal kill the whole group.
  */
 import { scrubbedEnvironment } from '../config/credentials.js'
-import { spawn } from 'node:child_process'
+import type { spawn as Spawn } from 'node:child_process'
 import type { HookDecision, HookPoint } from './api.js'
 
 export interface RunHookOptions {
@@ -42,8 +42,15 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
-export function runHookCommand(options: RunHookOptions): Promise<HookRun> {
+/** node:child_process loads on the first process: a run that starts none does not pay for it. */
+let spawnOnce: typeof Spawn | undefined
+async function spawner(): Promise<typeof Spawn> {
+  return spawnOnce ??= (await import('node:child_process')).spawn
+}
+
+export async function runHookCommand(options: RunHookOptions): Promise<HookRun> {
   const limit = options.maxOutputBytes ?? 1024 * 1024
+  const spawn = await spawner()
   return new Promise((resolve) => {
     if (options.signal?.aborted) {
       resolve({ exitCode: null, stdout: '', stderr: '', failure: 'aborted' })

@@ -6,7 +6,7 @@
  * a finished run's stderr in its own dialect: runner failure first (the runner itself could not
  * set up: the command never ran), then denial (the command ran and hit the fence).
  */
-import { spawn } from 'node:child_process'
+import type { spawn as Spawn } from 'node:child_process'
 import type { SandboxMode } from './modes.js'
 
 export type ConfinedMode = Exclude<SandboxMode, 'danger-full-access'>
@@ -78,8 +78,15 @@ export interface ProbeResult {
   readonly problems: readonly string[]
 }
 
+/** node:child_process loads on the first process: a run that starts none does not pay for it. */
+let spawnOnce: typeof Spawn | undefined
+async function spawner(): Promise<typeof Spawn> {
+  return spawnOnce ??= (await import('node:child_process')).spawn
+}
+
 /** Runs `true` under the read-only profile; resolves to a problem text or undefined when it works. */
-export function probeRunner(runner: SandboxRunner, options: { root: string; timeoutMs: number; shell?: string }): Promise<string | undefined> {
+export async function probeRunner(runner: SandboxRunner, options: { root: string; timeoutMs: number; shell?: string }): Promise<string | undefined> {
+  const spawn = await spawner()
   return new Promise(resolve => {
     const argv = [...runner.argv('read-only', options.root), options.shell ?? 'bash', '-c', 'true']
     let stderr = ''

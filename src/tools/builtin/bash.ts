@@ -16,7 +16,7 @@
  * same argv runs there instead: the streams come interleaved (no `[stderr]` section) and the
  * editor keeps the last `maxOutputBytes` bytes (a note says when earlier output was dropped).
  */
-import { spawn } from 'node:child_process'
+import type { spawn as Spawn } from 'node:child_process'
 import { stat } from 'node:fs/promises'
 import type { Readable } from 'node:stream'
 import type { WriteStream } from 'node:fs'
@@ -224,6 +224,12 @@ export interface BashRun {
   readonly durationMs: number
 }
 
+/** node:child_process loads on the first process: a run that starts none does not pay for it. */
+let spawnOnce: typeof Spawn | undefined
+async function spawner(): Promise<typeof Spawn> {
+  return spawnOnce ??= (await import('node:child_process')).spawn
+}
+
 function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   if (pid === undefined) return
   try {
@@ -245,8 +251,10 @@ export async function runBash(command: string, options: {
   place?: SpillPlace
 }): Promise<BashRun> {
   const { config } = options
+  const spawn = await spawner()
   // A cancel can land while the caller awaited (sandbox approval, runner probe): an abort
-  // listener added now would never fire, so the command would run to its end.
+  // listener added now would never fire, so the command would run to its end. No await may
+  // come between this check and the spawn.
   if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
   const started = performance.now()
   const argv = [...options.prefix ?? [], config.shell, '-c', command]
