@@ -145,4 +145,42 @@ describe.skipIf(chromium.path === undefined)('the conversation pin follows the r
       if (width === 390) await page.screenshot({ path: join(shots, `scroll-pin-pageup-${width}.png`) })
     }, 120_000)
   }
+
+  for (const width of [1280, 390]) {
+    it(`${width} px: after PageUp live output does not pull the view down; after End it follows the output again`, async () => {
+      await open(width)
+      const more = gate()
+      const last = gate()
+      const lines = (tag: string) => Array.from({ length: 40 }, (_, index) => `${tag} line ${index + 1} of a long streamed answer.`).join('\n\n')
+      workspace!.fake.enqueue(streamResponse([
+        { text: `LIVE_START_${width}\n\n${lines('first')}\n\n` }, { until: more.promise },
+        { text: `${lines('second')}\n\nLIVE_MIDDLE_${width}\n\n` }, { until: last.promise },
+        { text: `${lines('third')}\n\nLIVE_END_${width}` }, { finish: 'stop', usage: { prompt_tokens: 10, completion_tokens: 3 } },
+      ]))
+      await page.getByTestId('composer').fill(`stream a long answer at ${width} px`)
+      await page.getByTestId('composer').press('Enter')
+      await page.getByText(`LIVE_START_${width}`).waitFor()
+      await expect.poll(async () => (await view()).gap).toBeLessThan(4)
+      await focusConversation()
+      await page.keyboard.press('PageUp')
+      const read = await settled()
+      expect(read.gap).toBeGreaterThan(read.height / 2)
+      more.open()
+      await page.getByText(`LIVE_MIDDLE_${width}`).waitFor({ state: 'attached' })
+      await frames(6)
+      const after = await settled()
+      expect(Math.abs(after.top - read.top), 'new output moved the view the reader scrolled to').toBeLessThan(2)
+      expect(after.gap).toBeGreaterThan(read.gap)
+      // Back at the bottom, the output is followed again.
+      await page.keyboard.press('End')
+      expect((await settled()).gap).toBeLessThan(4)
+      last.open()
+      await page.getByText(`LIVE_END_${width}`).waitFor()
+      await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+      await frames(3)
+      expect((await settled()).gap).toBeLessThan(4)
+      expect(await page.getByText(`LIVE_END_${width}`).isVisible()).toBe(true)
+      await page.screenshot({ path: join(shots, `scroll-pin-live-${width}.png`) })
+    }, 120_000)
+  }
 })
