@@ -183,4 +183,26 @@ describe.skipIf(chromium.path === undefined)('the conversation pin follows the r
       await page.screenshot({ path: join(shots, `scroll-pin-live-${width}.png`) })
     }, 120_000)
   }
+
+  for (const width of [1280, 390]) {
+    it(`${width} px: rows measured around a jump into never-drawn rows do not move what the reader looks at`, async () => {
+      await open(width)
+      await settled()
+      // Into the middle of the drawn part, where the rows were never laid out; the row at the top
+      // of the first frame drawn there is what the reader looks at while the rows around measure.
+      await conversation().evaluate(element => { element.scrollTop = Math.round(element.scrollHeight * 0.4) })
+      await frames(2)
+      const before = await conversation().evaluate(element => {
+        const edge = element.getBoundingClientRect().top
+        const row = Array.from(element.querySelectorAll<HTMLElement>('.item-anchor > *')).find(candidate => candidate.getBoundingClientRect().top >= edge)!
+        row.dataset.watch = 'measured'
+        return { top: row.getBoundingClientRect().top - edge }
+      })
+      await frames(10)
+      const after = await settled()
+      const top = await page.locator('[data-watch="measured"]').evaluate(row => row.getBoundingClientRect().top - row.closest('[data-testid="conversation"]')!.getBoundingClientRect().top)
+      expect(Math.abs(top - before.top), 'the row in view moved while rows around it were measured').toBeLessThan(2)
+      expect(after.gap).toBeGreaterThan(after.height)
+    }, 120_000)
+  }
 })

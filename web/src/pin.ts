@@ -12,7 +12,9 @@ import { useCallback, useEffect, useRef, type MutableRefObject, type RefObject }
  * moves it. So a resize observer that runs before the reader's scroll event (the content grew in
  * the same frame) sees the move too and does not pull the view back, and a scroll event that
  * comes with a changed content height is still the reader's. Only a change of width (a reflow of
- * every row) is not read as the reader's.
+ * every row) is not read as the reader's, nor a row that moved while the offset stayed: that is
+ * content above it changing size where anchoring did not apply, and unpinned the view is scrolled
+ * by as much, so what the reader looks at stays put.
  */
 export interface BottomPin {
   /** True while new content is followed at the bottom. */
@@ -60,38 +62,46 @@ export function useBottomPin(scroller: RefObject<HTMLElement | null>, content: R
     mark.current = { top: element.scrollTop, width: element.clientWidth, row, rowTop: row ? row.getBoundingClientRect().top - edge : 0 }
   }, [content])
 
-  /** Updates the pin from what the reader did since the view was last remembered. */
-  const read = useCallback((element: HTMLElement) => {
+  /**
+   * Updates the pin from what the reader did since the view was last remembered. Returns how far
+   * the remembered row was pushed down by content above it while the offset stayed (a layout shift
+   * the browser's anchoring did not take up), for the caller to scroll by.
+   */
+  const read = useCallback((element: HTMLElement): number => {
     const gap = element.scrollHeight - element.scrollTop - element.clientHeight
     const last = mark.current
-    let up = 0
     // Another width reflowed every row: not the reader's doing.
-    if (element.clientWidth === last.width) {
-      up = last.row?.isConnected ? last.row.getBoundingClientRect().top - element.getBoundingClientRect().top - last.rowTop : last.top - element.scrollTop
+    if (element.clientWidth !== last.width) {
+      if (gap <= STILL) stick.current = true
+      return 0
     }
+    const offsetMoved = Math.abs(element.scrollTop - last.top) > 0.5
+    const rowMoved = last.row?.isConnected ? last.row.getBoundingClientRect().top - element.getBoundingClientRect().top - last.rowTop : last.top - element.scrollTop
+    // Only a changed offset can be the reader's; a row that moved at the same offset was moved by layout.
+    const up = offsetMoved ? rowMoved : 0
     if (gap <= STILL) stick.current = true
     else if (up > STILL) stick.current = false
     else if (up < -STILL && gap < NEAR) stick.current = true
+    return !offsetMoved && !stick.current && Math.abs(rowMoved) > STILL ? rowMoved : 0
   }, [])
 
-  const pinOrRemember = useCallback((element: HTMLElement) => {
+  const pinOrRemember = useCallback((element: HTMLElement, shift = 0) => {
     if (stick.current && hold.current === 0) element.scrollTop = element.scrollHeight
+    else if (shift !== 0) element.scrollTop += shift
     remember(element)
   }, [remember])
 
   const follow = useCallback((rowsAbove?: boolean) => {
     const element = scroller.current
     if (!element) return
-    if (rowsAbove !== true) read(element)
-    pinOrRemember(element)
+    pinOrRemember(element, rowsAbove === true ? 0 : read(element))
   }, [scroller, read, pinOrRemember])
 
   const scrolled = useCallback(() => {
     const element = scroller.current
     if (!element) return
     hold.current = 0
-    read(element)
-    pinOrRemember(element)
+    pinOrRemember(element, read(element))
   }, [scroller, read, pinOrRemember])
 
   const scrollTo = useCallback((top: number) => {
