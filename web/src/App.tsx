@@ -14,6 +14,7 @@ import { AttachButton, AttachmentTray, MessageImages, imageParams, retryImages, 
 import { FolderPicker } from './folders'
 import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
 import { QuestionCards, type PendingQuestion } from './question'
+import { useBottomPin } from './pin'
 
 type Theme = 'light' | 'dark'
 
@@ -419,13 +420,12 @@ function Chat(props: {
   /** Set before rows are added above the view: its distance from the bottom is kept after they land. */
   const keep = useRef<number | null>(null)
   const scroller = useRef<HTMLDivElement>(null)
-  const stick = useRef(true)
-  /** The scroller's size when the view was last pinned or scrolled: a scroll at another size is a reflow. */
-  const layout = useRef({ height: 0, width: 0 })
-  const pin = (element: HTMLDivElement) => {
-    element.scrollTop = element.scrollHeight
-    layout.current = { height: element.scrollHeight, width: element.clientWidth }
-  }
+  const inner = useRef<HTMLDivElement>(null)
+  // The pin to the bottom follows the reader (pin.ts, docs/web.md "Scrolling").
+  const pin = useBottomPin(scroller, inner)
+  const stick = pin.stick
+  /** The first row drawn at the last render: another one means rows were drawn above. */
+  const firstKey = useRef<string | undefined>(undefined)
 
   const publish = useCallback(() => {
     setItems(foldRef.current.items)
@@ -481,14 +481,14 @@ function Chat(props: {
   }, [id, onSummary, onConnection, publish])
 
   useLayoutEffect(() => {
-    const element = scroller.current
-    if (element && stick.current) pin(element)
-    else if (element && keep.current !== null) {
+    const first = items.length > shown ? items[items.length - shown]?.key : items[0]?.key
+    const above = firstKey.current !== undefined && first !== firstKey.current
+    firstKey.current = first
+    if (!stick.current && keep.current !== null && scroller.current) {
       // Rows were added above (an earlier page, or more of the loaded ones): the view stays put.
-      element.scrollTop = element.scrollHeight - keep.current
-      keep.current = null
-      layout.current = { height: element.scrollHeight, width: element.clientWidth }
-    }
+      pin.scrollTo(scroller.current.scrollHeight - keep.current)
+    } else pin.follow(above)
+    keep.current = null
   }, [items, loaded, shown])
 
   /**
@@ -523,29 +523,10 @@ function Chat(props: {
     }
   }, [id, publish])
 
-  // Rows use content-visibility: their real heights are known only once they are laid out, so
-  // the first scroll to the bottom lands short. While pinned to the bottom, every size change of
-  // the content scrolls to the bottom again.
-  const inner = useRef<HTMLDivElement>(null)
-  useEffect(() => {
-    const element = scroller.current
-    const content = inner.current
-    if (!element || !content || typeof ResizeObserver === 'undefined') return
-    // The scroller itself too: a narrower window (or a turned phone) reflows the rows.
-    const observer = new ResizeObserver(() => { if (stick.current) pin(element) })
-    observer.observe(content)
-    observer.observe(element)
-    return () => observer.disconnect()
-  }, [])
-
   const onScroll = () => {
     const element = scroller.current
     if (!element) return
-    // A scroll caused by a reflow (the window narrowed, rows re-measured) before the resize
-    // observer ran keeps the view pinned; a scroll at the pinned layout is the reader's own.
-    const reflowed = element.scrollHeight !== layout.current.height || element.clientWidth !== layout.current.width
-    if (reflowed && stick.current) pin(element)
-    else stick.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80
+    pin.scrolled()
     if (element.scrollTop < 200 && shown < items.length) {
       // Render more of the loaded items and keep the view where it was.
       keep.current = element.scrollHeight - element.scrollTop
