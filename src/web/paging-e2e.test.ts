@@ -118,6 +118,9 @@ describe.skipIf(chromium.path === undefined)('a long session in pages in the web
     await page.goto(`${workspace!.web.origin}/?session=${id}`)
     await page.getByText('LIVE_ANSWER_AFTER_PAGING').waitFor()
     await page.screenshot({ path: join(shots, 'paging-tail-390.png') })
+    // The goal bar wraps on a phone: its Resume button stays on screen.
+    const resume = await page.getByTestId('goal-resume').boundingBox()
+    expect(resume!.x + resume!.width).toBeLessThanOrEqual(page.viewportSize()!.width)
     // Scrolled up with the mouse wheel, as a reader does.
     await conversation().hover()
     await expect.poll(async () => {
