@@ -5,7 +5,6 @@ import { statSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
-import { encodeSessionExport, parseSessionExport } from '../persistence/exchange.js'
 import '../host/index.js'
 import '../persistence/api.js'
 
@@ -16,6 +15,9 @@ function age(ms: number): string {
   if (seconds < 86_400) return `${Math.round(seconds / 3600)}h ago`
   return `${Math.round(seconds / 86_400)}d ago`
 }
+
+/** The export file's reader and writer, loaded by export and import only: a listing stays small. */
+const exchangeFormat = () => import('../persistence/exchange.js')
 
 const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id] [--cwd DIR]'
 
@@ -81,6 +83,7 @@ export class SessionsListApp extends Service {
     }
     if (ids.length !== 1) return this.usage('export needs exactly one session id')
     try {
+      const { encodeSessionExport } = await exchangeFormat()
       const exchange = await sessionPersistence.exportSession(ids[0])
       const file = encodeSessionExport(exchange)
       for (const id of exchange.missing) host.stderr.write(`dsh: image ${id} is no longer stored; the export names it without its bytes\n`)
@@ -114,6 +117,7 @@ export class SessionsListApp extends Service {
     if (files.length !== 1) return this.usage('import needs exactly one file (- reads standard input)')
     try {
       const text = files[0] === '-' ? await readAll(host.stdin ?? process.stdin) : await readFile(resolve(host.cwd, files[0]), 'utf8')
+      const { parseSessionExport } = await exchangeFormat()
       const result = await sessionPersistence.importSession(parseSessionExport(text), { newId, ...cwd !== undefined ? { cwd } : {} })
       for (const id of result.missing) host.stderr.write(`dsh: image ${id} is not in the file; the session references it without its bytes\n`)
       host.stdout.write(`imported session ${result.id} (${result.events} events${result.attachments > 0 ? `, ${result.attachments} images` : ''})` +
