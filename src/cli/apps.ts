@@ -4,6 +4,7 @@
 import { statSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
+import { text as readText } from 'node:stream/consumers'
 import { Service, type Context } from 'cordis'
 import '../host/index.js'
 import '../persistence/api.js'
@@ -116,7 +117,7 @@ export class SessionsListApp extends Service {
     }
     if (files.length !== 1) return this.usage('import needs exactly one file (- reads standard input)')
     try {
-      const text = files[0] === '-' ? await readAll(host.stdin ?? process.stdin) : await readFile(resolve(host.cwd, files[0]), 'utf8')
+      const text = files[0] === '-' ? await readText(host.stdin ?? process.stdin) : await readFile(resolve(host.cwd, files[0]), 'utf8')
       const { parseSessionExport } = await exchangeFormat()
       const result = await sessionPersistence.importSession(parseSessionExport(text), { newId, ...cwd !== undefined ? { cwd } : {} })
       for (const id of result.missing) host.stderr.write(`dsh: image ${id} is not in the file; the session references it without its bytes\n`)
@@ -148,10 +149,4 @@ export class SessionsListApp extends Service {
     host.stdout.write(`${[header, ...rows].map(line).join('\n')}\n`)
     return 0
   }
-}
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk as Buffer)
-  return Buffer.concat(chunks).toString('utf8')
 }

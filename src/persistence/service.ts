@@ -8,9 +8,7 @@ import { Context, Service } from 'cordis'
 import type { ListenerErrorReporter } from '../kernel/index.js'
 import type { Session } from '../session/api.js'
 import { interruptedTurnClosers } from '../session/repair.js'
-import { referencedAttachments } from '../session/attachments.js'
 import { concatEvents } from '../session/packed-run.js'
-import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
 import {
   PersistenceError, SeqMismatchError, SessionExistsError, SessionNotStoredError, StaleRevisionError,
@@ -48,13 +46,6 @@ const STALE_RETRIES = 3
 
 const defaultReporter: ListenerErrorReporter = (name, error) => {
   process.stderr.write(`dsh: ${name}: ${error instanceof Error ? error.message : String(error)}\n`)
-}
-
-/** Attachment ids referenced by user messages and tool results of `events`. */
-function seedAttachments(events: readonly SessionEvent[]): string[] {
-  return events.flatMap(event =>
-    event.type === 'user/message' ? referencedAttachments((event.data as UserMessage).content)
-      : event.type === 'tool/result' ? referencedAttachments((event.data as { message: UserMessage }).message.content) : [])
 }
 
 export class SessionPersistence extends Service implements SessionPersistenceService {
@@ -148,7 +139,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     // A child seeded from its parent (fork, subagent fork) keeps the images its seed references,
     // so it still has them when it is loaded later without its parent.
     const parent = session.header.parentSession
-    const ids = parent === undefined ? [] : seedAttachments(session.events)
+    const ids = parent === undefined ? [] : loggedAttachments(session.events)
     if (parent !== undefined && ids.length > 0) {
       const copying = this.sessions.attachments.copy(parent, session.header, ids)
         .catch((error) => this.report(`session persistence (${session.id} attachments)`, error))
@@ -404,7 +395,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     let header, events
     if (live !== undefined) {
       await this.flush(live).catch(() => undefined)
-      ;({ header, events } = live)
+      // A snapshot: the live log may grow while the images are read.
+      ;({ header, events } = { header: live.header, events: live.events.slice() })
     } else {
       const stored = await this.backend.loadStored(id)
       if (stored === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
@@ -417,7 +409,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       if (found === undefined) missing.push(attachmentId)
       else attachments.push({ attachmentId, mediaType: found.mediaType, data: found.data })
     }
-    return { header, events: [...events], attachments, missing }
+    return { header, events, attachments, missing }
   }
 
   /**

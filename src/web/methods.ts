@@ -24,13 +24,13 @@ import type { McpService } from '../mcp/api.js'
 import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
 import type { PriceTable } from './trajectory.js'
 import { isMentionBlock, mentionBlocks } from './files.js'
-import { exportedAttachments, imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
+import { imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
 import { archivedOf, registerWorkspaceMethods as registerFolderMethods } from './folders.js'
 import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
-import { SessionExistsError } from '../persistence/api.js'
+import { SessionExistsError, SessionNotStoredError } from '../persistence/api.js'
 import { ImportError, exchangeLog, parseSessionExport } from '../persistence/exchange.js'
 import '../session/api.js'
 import '../subagents/api.js'
@@ -537,13 +537,20 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
 
     add('sessions.export', async params => {
-      const view = await this.view(str(params, 'id'))
-      // The same log text as `dsh sessions export` (persistence/exchange.ts).
-      const exported = { filename: `${view.header.id}.jsonl`, jsonl: exchangeLog(view.header, view.events) }
+      const id = str(params, 'id')
+      // The same log and images as `dsh sessions export` (persistence/exchange.ts).
+      let exchange
+      try {
+        exchange = await root.sessionPersistence.exportSession(id)
+      } catch (error) {
+        if (error instanceof SessionNotStoredError) throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
+        throw error
+      }
+      const exported = { filename: `${exchange.header.id}.jsonl`, jsonl: exchangeLog(exchange.header, exchange.events) }
       // A log with images also carries their bytes (docs/web.md, "Export"); without, it is the log alone.
-      const { attachments, missing } = await exportedAttachments(root, view.header.id, view.events)
-      if (attachments.length === 0 && missing.length === 0) return exported
-      return { ...exported, attachments, ...(missing.length > 0 ? { missingAttachments: missing } : {}) }
+      if (exchange.attachments.length === 0 && exchange.missing.length === 0) return exported
+      const attachments = exchange.attachments.map(a => ({ attachmentId: a.attachmentId, mediaType: a.mediaType, data: Buffer.from(a.data).toString('base64') }))
+      return { ...exported, attachments, ...(exchange.missing.length > 0 ? { missingAttachments: exchange.missing } : {}) }
     })
 
     // Import (docs/web.md): a file another home exported (`dsh sessions export`, the Export button).
