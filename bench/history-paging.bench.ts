@@ -11,13 +11,8 @@
  * DSH_PAGING_VERBOSE=1 prints every open with the server's time to first byte of each API call.
  * Run: npx tsx bench/history-paging.bench.ts   (needs the Debian chromium package)
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { chromium } from 'playwright-core'
-import { findChromium, ensureWebBuild } from '../test-support/chromium.js'
-import { repoRoot } from '../test-support/run-dsh.js'
-import { startDshWeb } from '../test-support/web-process.js'
+import { loadavg } from 'node:os'
+import { openWebBench } from './support/web-bench.js'
 import { storeLongSession } from '../test-support/long-session.js'
 
 /** About 11 events a turn (3 streamed chunks, a tool call): 9,000 turns make 100,000 events. */
@@ -25,19 +20,10 @@ const TURNS = Number(process.env.DSH_PAGING_TURNS ?? 9000)
 const RUNS = Number(process.env.DSH_PAGING_RUNS ?? 3)
 
 async function main(): Promise<void> {
-  const browserPath = findChromium()
-  if (browserPath.path === undefined) {
-    console.log(`skipped: ${browserPath.reason}`)
-    return
-  }
-  ensureWebBuild(repoRoot)
-  const home = mkdtempSync(join(tmpdir(), 'dsh-paging-bench-'))
-  const id = await storeLongSession(home, home, { turns: TURNS })
-  const web = await startDshWeb({ cwd: home, args: ['--port', '0'], env: { DSH_HOME: home } })
-  const browser = await chromium.launch({ executablePath: browserPath.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
+  const bench = await openWebBench('paging', home => storeLongSession(home, home, { turns: TURNS }))
+  if (bench === undefined) return
+  const { id, web, page } = bench
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 820 } })
-    await page.goto(web.url)
     let whole = false
     // Without pages: the same request without `limit`, answered with the whole log as before.
     await page.route('**/api/sessions.history', async route => {
@@ -82,9 +68,7 @@ async function main(): Promise<void> {
       console.log(`${mode === 'whole' ? 'before (whole log)' : 'after (newest page)'}: first-render-ms ${median(list.map(r => r.first)).toFixed(0)}, history-wait-ms ${median(list.map(r => r.wait)).toFixed(0)}, history-kb ${median(list.map(r => r.kb)).toFixed(0)}, events ${list[0]!.events}`)
     }
   } finally {
-    await browser.close()
-    await web.stop()
-    rmSync(home, { recursive: true, force: true })
+    await bench.close()
   }
 }
 

@@ -10,17 +10,13 @@
  * self-time functions for one open (a CPU profile over the DevTools protocol).
  * Run: npx tsx bench/web.bench.ts   (needs `npm run build` and the Debian chromium package)
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
-import { chromium } from 'playwright-core'
+import { openWebBench } from './support/web-bench.js'
 import { SessionsServicePlugin } from '../src/session/index.js'
 import { JsonlPersistencePlugin } from '../src/persistence/plugins.js'
 import { assistantMessage, userMessage } from '../src/session/testing/fixtures.js'
-import { findChromium, ensureWebBuild } from '../test-support/chromium.js'
-import { repoRoot } from '../test-support/run-dsh.js'
-import { startDshWeb } from '../test-support/web-process.js'
 
 const MESSAGES = 5000
 /** Opening the 5,000-message session: newest messages on screen within this (issue #16). */
@@ -48,20 +44,10 @@ async function seed(home: string, cwd: string): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const browserPath = findChromium()
-  if (browserPath.path === undefined) {
-    console.log(`skipped: ${browserPath.reason}`)
-    return
-  }
-  ensureWebBuild(repoRoot)
-  const home = mkdtempSync(join(tmpdir(), 'dsh-web-bench-'))
-  const id = await seed(home, home)
-  const web = await startDshWeb({ cwd: home, args: ['--port', '0'], env: { DSH_HOME: home } })
-  const browser = await chromium.launch({ executablePath: browserPath.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
+  const bench = await openWebBench('web', home => seed(home, home))
+  if (bench === undefined) return
+  const { id, web, page } = bench
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 820 } })
-    // Trade the token for the cookie first, so the timed load is the app alone.
-    await page.goto(web.url)
     if (process.env.DSH_WEB_PROFILE) {
       const cdp = await page.context().newCDPSession(page)
       await cdp.send('Profiler.enable')
@@ -106,9 +92,7 @@ async function main(): Promise<void> {
     console.log(`interactive-ms ${median(runs.map(r => r.interactive)).toFixed(0)}`)
     console.log(`keystroke-ms ${median(runs.map(r => r.key)).toFixed(1)}`)
   } finally {
-    await browser.close()
-    await web.stop()
-    rmSync(home, { recursive: true, force: true })
+    await bench.close()
   }
 }
 
