@@ -78,9 +78,12 @@ export interface ProbeResult {
   readonly problems: readonly string[]
 }
 
-/** node:child_process loads on the first process: a run that starts none does not pay for it. */
+/**
+ * `spawn`, with node:child_process loaded on the first process: a run that starts none does not
+ * pay for it. Shared by the runner probe and the bash tool.
+ */
 let spawnOnce: typeof Spawn | undefined
-async function spawner(): Promise<typeof Spawn> {
+export async function spawner(): Promise<typeof Spawn> {
   return spawnOnce ??= (await import('node:child_process')).spawn
 }
 

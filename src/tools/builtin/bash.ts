@@ -16,7 +16,6 @@
  * same argv runs there instead: the streams come interleaved (no `[stderr]` section) and the
  * editor keeps the last `maxOutputBytes` bytes (a note says when earlier output was dropped).
  */
-import type { spawn as Spawn } from 'node:child_process'
 import { stat } from 'node:fs/promises'
 import type { Readable } from 'node:stream'
 import type { WriteStream } from 'node:fs'
@@ -24,6 +23,7 @@ import { Context } from 'cordis'
 import type { Tool, ToolContext, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { canWiden, deniedMarker, escalationHint, SandboxErrorCode } from '../../sandbox/modes.js'
+import { spawner } from '../../sandbox/runner.js'
 import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
@@ -222,12 +222,6 @@ export interface BashRun {
   readonly timedOut: boolean
   readonly aborted: boolean
   readonly durationMs: number
-}
-
-/** node:child_process loads on the first process: a run that starts none does not pay for it. */
-let spawnOnce: typeof Spawn | undefined
-async function spawner(): Promise<typeof Spawn> {
-  return spawnOnce ??= (await import('node:child_process')).spawn
 }
 
 function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
