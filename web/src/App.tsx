@@ -14,7 +14,7 @@ import { AttachButton, AttachmentTray, MessageImages, imageParams, retryImages, 
 import { FolderPicker } from './folders'
 import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
 import { QuestionCards, type PendingQuestion } from './question'
-import { useBottomPin } from './pin'
+import { useBottomPin, type ViewAnchor } from './pin'
 
 type Theme = 'light' | 'dark'
 
@@ -418,7 +418,7 @@ function Chat(props: {
   const [earlierState, setEarlierState] = useState<'idle' | 'loading' | 'failed'>('idle')
   const paging = useRef({ from: 0, more: false, busy: false })
   /** Set before rows are added above the view: its distance from the bottom is kept after they land. */
-  const keep = useRef<number | null>(null)
+  const keep = useRef<ViewAnchor | null>(null)
   const scroller = useRef<HTMLDivElement>(null)
   const inner = useRef<HTMLDivElement>(null)
   // The pin to the bottom follows the reader (pin.ts, docs/web.md "Scrolling").
@@ -484,9 +484,9 @@ function Chat(props: {
     const first = items.length > shown ? items[items.length - shown]?.key : items[0]?.key
     const above = firstKey.current !== undefined && first !== firstKey.current
     firstKey.current = first
-    if (!stick.current && keep.current !== null && scroller.current) {
+    if (!stick.current && keep.current !== null) {
       // Rows were added above (an earlier page, or more of the loaded ones): the view stays put.
-      pin.scrollTo(scroller.current.scrollHeight - keep.current)
+      pin.restore(keep.current)
     } else pin.follow(above)
     keep.current = null
   }, [items, loaded, shown])
@@ -506,8 +506,7 @@ function Chat(props: {
       const older = new LogFold()
       older.seed(page.seed ?? [])
       older.apply(page.events)
-      const element = scroller.current
-      if (element && !stick.current) keep.current = element.scrollHeight - element.scrollTop
+      if (!stick.current) keep.current = pin.anchor()
       foldRef.current.prepend(older)
       state.from = page.from
       state.more = page.more
@@ -529,7 +528,7 @@ function Chat(props: {
     pin.scrolled()
     if (element.scrollTop < 200 && shown < items.length) {
       // Render more of the loaded items and keep the view where it was.
-      keep.current = element.scrollHeight - element.scrollTop
+      keep.current = pin.anchor()
       setShown(count => count + PAGE)
     } else if (element.scrollTop < 200 && !stick.current && paging.current.more && earlierState !== 'failed') void earlier()
   }

@@ -27,8 +27,20 @@ export interface BottomPin {
    * reader: the pin stays as it was.
    */
   follow(rowsAbove?: boolean): void
-  /** Moves the view for the page (not the reader), e.g. to keep it still when rows land above. */
-  scrollTo(top: number): void
+  /**
+   * The row at the top of the view and where it is drawn, taken before rows are put above it
+   * (an earlier page, or more of the loaded rows); `restore` then scrolls it back to that place.
+   * A row, not the distance to the bottom: rows below it may get their real heights in between.
+   */
+  anchor(): ViewAnchor | null
+  /** Moves the view for the page (not the reader) so the anchored row is where it was. */
+  restore(anchor: ViewAnchor): void
+}
+
+export interface ViewAnchor {
+  readonly row: HTMLElement
+  /** The row's top, from the scroller's top edge. */
+  readonly offset: number
 }
 
 /** The row whose top is the first at or below the scroller's top edge (else the one across it). */
@@ -104,10 +116,16 @@ export function useBottomPin(scroller: RefObject<HTMLElement | null>, content: R
     pinOrRemember(element, read(element))
   }, [scroller, read, pinOrRemember])
 
-  const scrollTo = useCallback((top: number) => {
+  const anchor = useCallback((): ViewAnchor | null => {
     const element = scroller.current
-    if (!element) return
-    element.scrollTop = top
+    const row = element && content.current ? rowInView(content.current, element.getBoundingClientRect().top) : null
+    return element && row ? { row, offset: row.getBoundingClientRect().top - element.getBoundingClientRect().top } : null
+  }, [scroller, content])
+
+  const restore = useCallback((kept: ViewAnchor) => {
+    const element = scroller.current
+    if (!element || !kept.row.isConnected) return
+    element.scrollTop += kept.row.getBoundingClientRect().top - element.getBoundingClientRect().top - kept.offset
     remember(element)
   }, [scroller, remember])
 
@@ -159,5 +177,5 @@ export function useBottomPin(scroller: RefObject<HTMLElement | null>, content: R
     }
   }, [scroller, content, follow])
 
-  return { stick, scrolled, follow, scrollTo }
+  return { stick, scrolled, follow, anchor, restore }
 }
