@@ -1,32 +1,100 @@
 #!/usr/bin/env node
 // Thin launcher: the compiled CLI lives in dist/ (built by `npm ci` through the prepare script).
-// `npm run build` also bundles it into dist/bundle/ (scripts/bundle.mjs): a few chunks load much
-// faster than ~130 modules. The bundle is used while it was made from the current dist/ (its
-// copy of dist/.buildstamp matches); otherwise, and when there is none, dsh runs from dist/.
-import { readFileSync } from 'node:fs'
+// `npm run build` also bundles it (scripts/bundle.mjs) into dist/bundle/: ESM chunks, and the
+// same program as one CommonJS file, main.cjs, run here through node:vm with a V8 code cache
+// beside it (docs/benchmarks.md, "Code cache"). The bundle is used while it was made from the
+// current dist/ (its copy of dist/.buildstamp matches); otherwise, and when there is none, dsh
+// runs from dist/ as tsc wrote it.
+import { readFileSync, renameSync, writeFileSync } from 'node:fs'
 
-function entry() {
+const argv = process.argv.slice(2)
+// These finish before a code cache would pay for itself; they load a few small ESM chunks.
+const quick = ['--version', '-V', '--help', '-h', 'sessions'].includes(argv[0])
+
+function bundled() {
   try {
     const stamp = readFileSync(new URL('../dist/.buildstamp', import.meta.url), 'utf8')
-    if (readFileSync(new URL('../dist/bundle/.buildstamp', import.meta.url), 'utf8') === stamp) return '../dist/bundle/main.js'
+    return readFileSync(new URL('../dist/bundle/.buildstamp', import.meta.url), 'utf8') === stamp
   } catch {
-    // No stamp or no bundle: dist/ as tsc wrote it.
+    return false
   }
-  return '../dist/cli/main.js'
 }
 
-const { main } = await import(entry())
-const argv = process.argv.slice(2)
-if (!['--version', '-V', '--help', '-h', 'sessions'].includes(argv[0])) {
-  // Tuning for runs that start the agent; the commands above finish before it would matter
-  // and skip loading node:v8.
+async function tune() {
   const { setFlagsFromString } = await import('node:v8')
   // fetch (the web_fetch tool; model requests use node:http) parses HTTP with a WebAssembly module
   // (llhttp). V8's background optimising compile of it holds process exit back by ~60-100 ms; the
-  // baseline compiler is plenty. Set before the first fetch compiles the module (docs/benchmarks.md).
+  // baseline compiler is plenty. Set before the first fetch compiles the module (docs/benchmarks.md),
+  // and before the code-cached bundle compiles: V8 takes a cache only under the flags it was made with.
   setFlagsFromString('--liftoff-only')
   // The young generation's growth (--semi-space-growth-factor) is set by the profile runner, which
   // knows whether this run loads a stored session (src/cli/run.ts, fixYoungGeneration).
+  return setFlagsFromString
 }
 
-process.exit(await main(argv))
+/**
+ * dist/bundle/main.cjs compiled with the code cache main.cjs.cache (made by the first run that had
+ * none, or whose cache V8 refused: another Node, other flags, a changed bundle). `DSH_CODE_CACHE=0`
+ * runs without one. Needs require() of ES modules (Node 20.19+): the bundle requires Cordis.
+ */
+async function codeCached(setFlagsFromString) {
+  if (process.env.DSH_CODE_CACHE === '0' || process.features.require_module !== true) return undefined
+  const file = new URL('../dist/bundle/main.cjs', import.meta.url)
+  let source
+  try {
+    source = readFileSync(file, 'utf8')
+  } catch {
+    return undefined
+  }
+  const cacheFile = new URL('../dist/bundle/main.cjs.cache', import.meta.url)
+  let cachedData
+  try {
+    cachedData = readFileSync(cacheFile)
+  } catch {
+    // None yet: this run makes it.
+  }
+  const [{ Script }, { createRequire }, { fileURLToPath }] = await Promise.all([import('node:vm'), import('node:module'), import('node:url')])
+  const filename = fileURLToPath(file)
+  // The source's first line stays line 1 (stack traces and the source map line up).
+  const script = new Script(`(function (exports, require, module, __filename, __dirname, __dshImport, __dshModuleUrl) {${source}\n})`, { filename, cachedData })
+  const load = createRequire(filename)
+  // Packages the bundle imported dynamically (as ink: top-level await, which require() refuses)
+  // are handed to its later static imports of them.
+  const imported = new Map()
+  const dshImport = async specifier => {
+    const namespace = await import(specifier)
+    imported.set(specifier, namespace)
+    return namespace
+  }
+  const module = { exports: {} }
+  script.runInThisContext()(module.exports, id => imported.get(id) ?? load(id), module, filename, fileURLToPath(new URL('.', file)), dshImport, file.href)
+  const save = () => {
+    if (cachedData !== undefined && !script.cachedDataRejected) return
+    try {
+      // Back to the flags the cache is read under (the profile runner may have changed this one).
+      setFlagsFromString('--semi-space-growth-factor=2')
+      const temporary = fileURLToPath(cacheFile) + `.${process.pid}`
+      writeFileSync(temporary, script.createCachedData())
+      renameSync(temporary, cacheFile)
+    } catch {
+      // A read-only install runs without a cache.
+    }
+  }
+  return { main: module.exports.main, save }
+}
+
+let code
+const fromBundle = bundled()
+if (fromBundle && !quick) {
+  const setFlagsFromString = await tune()
+  const cached = await codeCached(setFlagsFromString)
+  if (cached !== undefined) {
+    code = await cached.main(argv)
+    cached.save()
+  } else code = await (await import('../dist/bundle/main.js')).main(argv)
+} else {
+  const { main } = await import(fromBundle ? '../dist/bundle/main.js' : '../dist/cli/main.js')
+  if (!quick) await tune()
+  code = await main(argv)
+}
+process.exit(code)

@@ -7,7 +7,15 @@
 // Run after tsc and after dist/.buildstamp is written: the bundle records that stamp, and
 // bin/dsh.js uses the bundle only while the two match (a later tsc-only rebuild makes it fall
 // back to dist/). Without esbuild installed it leaves dist/ alone and dsh runs from dist/.
+//
+// It also writes dist/bundle/main.cjs: the same program as one CommonJS file, which bin/dsh.js
+// compiles through node:vm with a V8 code cache (docs/benchmarks.md, "Code cache"): no module
+// graph to resolve and link, and no parse. Dynamic imports of packages, node: builtins and
+// computed paths cannot run inside a vm script whose code came from a cache, so they are
+// rewritten to `__dshImport(...)`, a function bin/dsh.js passes in (its own `import()`).
+// Relative dynamic imports are bundled and stay lazy (esbuild's module initialisers).
 // Usage: node scripts/bundle.mjs [package root]
+import { readFile } from 'node:fs/promises'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -43,5 +51,53 @@ await esbuild.build({
   chunkNames: 'chunk-[hash]',
   logLevel: 'warning',
 })
+
+let lexer
+try {
+  lexer = await import('es-module-lexer')
+  await lexer.init
+} catch {
+  process.stderr.write('scripts/bundle.mjs: es-module-lexer is not installed; no code-cached bundle (dsh runs from the ESM bundle)\n')
+}
+if (lexer !== undefined) {
+  /** `import(x)` -> `__dshImport(x)` where x is not a relative path (those are bundled). */
+  const packageImports = {
+    name: 'dsh-package-imports',
+    setup(build) {
+      build.onLoad({ filter: /\.js$/ }, async args => {
+        const source = await readFile(args.path, 'utf8')
+        const [imports] = lexer.parse(source, args.path)
+        let out = ''
+        let at = 0
+        for (const entry of imports) {
+          if (entry.d < 0 || entry.n?.startsWith('.') === true) continue
+          out += source.slice(at, entry.ss) + '__dshImport'
+          at = entry.ss + 'import'.length
+        }
+        return at === 0 ? undefined : { contents: out + source.slice(at), loader: 'js' }
+      })
+    },
+  }
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: { main: 'dist/cli/main.js' },
+    outfile: join(outdir, 'main.cjs'),
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    // bin/dsh.js passes the file's URL in; paths relative to it resolve as from dist/cli/.
+    define: { 'import.meta.url': '__dshModuleUrl' },
+    plugins: [packageImports],
+    sourcemap: 'linked',
+    logLevel: 'warning',
+  })
+  // Any other use of import.meta would be empty in CommonJS: refuse rather than ship a broken file.
+  if (result.warnings.length > 0) {
+    rmSync(join(outdir, 'main.cjs'), { force: true })
+    process.stderr.write('scripts/bundle.mjs: warnings in the CommonJS bundle; not written (dsh runs from the ESM bundle)\n')
+  }
+}
 // Last, so an interrupted bundle is never taken for a fresh one.
 writeFileSync(join(outdir, '.buildstamp'), stamp)

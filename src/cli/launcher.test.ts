@@ -1,10 +1,11 @@
 /**
  * bin/dsh.js picks its code: dist/bundle while the bundle was made from the current dist/ (its
- * copy of dist/.buildstamp matches), dist/ as tsc wrote it otherwise. Run against a stand-in
- * package whose two entry points say which one ran.
+ * copy of dist/.buildstamp matches), dist/ as tsc wrote it otherwise; within the bundle, the
+ * CommonJS main.cjs through a V8 code cache where it can. Run against a stand-in package whose
+ * entry points say which one ran.
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -28,6 +29,25 @@ function standIn(files: Record<string, string>): string {
 }
 
 const run = (root: string, ...args: string[]) => execFileSync(process.execPath, [join(root, 'bin', 'dsh.js'), ...args], { encoding: 'utf8' })
+const runWith = (env: Record<string, string>, root: string, ...args: string[]) =>
+  execFileSync(process.execPath, [join(root, 'bin', 'dsh.js'), ...args], { encoding: 'utf8', env: { ...process.env, ...env } })
+
+const STAMPS = { 'dist/.buildstamp': '2026-01-01T00:00:00.000Z', 'dist/bundle/.buildstamp': '2026-01-01T00:00:00.000Z' }
+/**
+ * A stand-in main.cjs as scripts/bundle.mjs writes it: a package imported dynamically (through
+ * `__dshImport`) and then required statically, as the TUI does with ink, whose top-level await
+ * require() refuses; a node: builtin required; the module URL it is given.
+ */
+const MAIN_CJS = `const { join } = require('node:path')
+exports.main = async argv => {
+  const first = await __dshImport('awaits')
+  const again = require('awaits')
+  process.stdout.write(['cjs', ...argv, first.value, again === first, __dshModuleUrl.endsWith('/dist/bundle/main.cjs'), join('a', 'b')].join(' '))
+  return 0
+}
+`
+const AWAITS = { 'node_modules/awaits/package.json': '{"type":"module","exports":"./index.js"}', 'node_modules/awaits/index.js': 'await Promise.resolve()\nexport const value = 42\n' }
+const cacheOf = (root: string) => join(root, 'dist', 'bundle', 'main.cjs.cache')
 
 afterEach(() => {
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true })
@@ -49,5 +69,32 @@ describe('launcher (bin/dsh.js)', () => {
     expect(run(noBundle, '--help')).toBe('dist --help')
     const noStamp = standIn({ 'dist/bundle/.buildstamp': '2026-01-01T00:00:00.000Z' })
     expect(run(noStamp, 'x')).toBe('dist x')
+  })
+
+  it('runs main.cjs with a code cache: the first run writes main.cjs.cache, later runs take it as it is', () => {
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
+    expect(run(root, 'ask', 'x')).toBe('cjs ask x 42 true true a/b')
+    const written = statSync(cacheOf(root))
+    expect(written.size).toBeGreaterThan(0)
+    expect(run(root, 'ask', 'y')).toBe('cjs ask y 42 true true a/b')
+    // Accepted by V8, so not written again (a new cache is a new file, renamed into place).
+    expect(statSync(cacheOf(root)).ino).toBe(written.ino)
+    // The quick commands stay on the ESM chunks.
+    expect(run(root, '--version')).toBe('bundle --version')
+  })
+
+  it('a cache V8 refuses (corrupt, or from another Node or other flags) is replaced, and the run goes on', () => {
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
+    writeFileSync(cacheOf(root), Buffer.from('not a code cache at all'))
+    const before = statSync(cacheOf(root))
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+    expect(statSync(cacheOf(root)).ino).not.toBe(before.ino)
+    expect(readFileSync(cacheOf(root)).toString()).not.toBe('not a code cache at all')
+  })
+
+  it('DSH_CODE_CACHE=0 runs the ESM bundle and writes no cache', () => {
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
+    expect(runWith({ DSH_CODE_CACHE: '0' }, root, 'go')).toBe('bundle go')
+    expect(() => statSync(cacheOf(root))).toThrow()
   })
 })
