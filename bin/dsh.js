@@ -11,12 +11,13 @@ const argv = process.argv.slice(2)
 // These finish before a code cache would pay for itself; they load a few small ESM chunks.
 const quick = ['--version', '-V', '--help', '-h', 'sessions'].includes(argv[0])
 
+/** The build stamp when the bundle was made from the current dist/, else undefined. */
 function bundled() {
   try {
     const stamp = readFileSync(new URL('../dist/.buildstamp', import.meta.url), 'utf8')
-    return readFileSync(new URL('../dist/bundle/.buildstamp', import.meta.url), 'utf8') === stamp
+    return readFileSync(new URL('../dist/bundle/.buildstamp', import.meta.url), 'utf8') === stamp ? stamp : undefined
   } catch {
-    return false
+    return undefined
   }
 }
 
@@ -34,10 +35,12 @@ async function tune() {
 
 /**
  * dist/bundle/main.cjs compiled with the code cache main.cjs.cache (made by the first run that had
- * none, or whose cache V8 refused: another Node, other flags, a changed bundle). `DSH_CODE_CACHE=0`
- * runs without one. Needs require() of ES modules (Node 20.19+): the bundle requires Cordis.
+ * none, or whose cache V8 refused: another Node, other flags). The cache starts with the build
+ * stamp it was made under: V8 checks a cache against the source's length only, so a cache left
+ * from another build is never handed to it. `DSH_CODE_CACHE=0` runs the ESM chunks instead.
+ * Needs require() of ES modules (Node 20.19+): the bundle requires Cordis.
  */
-async function codeCached(setFlagsFromString) {
+async function codeCached(stamp, setFlagsFromString) {
   if (process.env.DSH_CODE_CACHE === '0' || process.features.require_module !== true) return undefined
   const file = new URL('../dist/bundle/main.cjs', import.meta.url)
   let source
@@ -47,9 +50,11 @@ async function codeCached(setFlagsFromString) {
     return undefined
   }
   const cacheFile = new URL('../dist/bundle/main.cjs.cache', import.meta.url)
+  const header = Buffer.from(`dsh code cache ${stamp.trim()}\n`)
   let cachedData
   try {
-    cachedData = readFileSync(cacheFile)
+    const file = readFileSync(cacheFile)
+    if (file.subarray(0, header.length).equals(header)) cachedData = file.subarray(header.length)
   } catch {
     // None yet: this run makes it.
   }
@@ -74,7 +79,7 @@ async function codeCached(setFlagsFromString) {
       // Back to the flags the cache is read under (the profile runner may have changed this one).
       setFlagsFromString('--semi-space-growth-factor=2')
       const temporary = fileURLToPath(cacheFile) + `.${process.pid}`
-      writeFileSync(temporary, script.createCachedData())
+      writeFileSync(temporary, Buffer.concat([header, script.createCachedData()]))
       renameSync(temporary, cacheFile)
     } catch {
       // A read-only install runs without a cache.
@@ -84,16 +89,16 @@ async function codeCached(setFlagsFromString) {
 }
 
 let code
-const fromBundle = bundled()
-if (fromBundle && !quick) {
+const stamp = bundled()
+if (stamp !== undefined && !quick) {
   const setFlagsFromString = await tune()
-  const cached = await codeCached(setFlagsFromString)
+  const cached = await codeCached(stamp, setFlagsFromString)
   if (cached !== undefined) {
     code = await cached.main(argv)
     cached.save()
   } else code = await (await import('../dist/bundle/main.js')).main(argv)
 } else {
-  const { main } = await import(fromBundle ? '../dist/bundle/main.js' : '../dist/cli/main.js')
+  const { main } = await import(stamp !== undefined ? '../dist/bundle/main.js' : '../dist/cli/main.js')
   if (!quick) await tune()
   code = await main(argv)
 }

@@ -97,4 +97,17 @@ describe('launcher (bin/dsh.js)', () => {
     expect(runWith({ DSH_CODE_CACHE: '0' }, root, 'go')).toBe('bundle go')
     expect(() => statSync(cacheOf(root))).toThrow()
   })
+
+  it('a cache made under another build stamp is not used: it is replaced', () => {
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+    const first = readFileSync(cacheOf(root))
+    expect(first.toString('latin1')).toMatch(/^dsh code cache 2026-01-01T00:00:00.000Z\n/)
+    // The same bundle under a new stamp (a rebuild that left the cache behind).
+    for (const path of ['dist/.buildstamp', 'dist/bundle/.buildstamp']) writeFileSync(join(root, path), '2026-02-02T00:00:00.000Z')
+    const before = statSync(cacheOf(root))
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+    expect(statSync(cacheOf(root)).ino).not.toBe(before.ino)
+    expect(readFileSync(cacheOf(root)).toString('latin1')).toMatch(/^dsh code cache 2026-02-02T00:00:00.000Z\n/)
+  })
 })
