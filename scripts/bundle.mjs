@@ -78,25 +78,33 @@ if (lexer !== undefined) {
       })
     },
   }
-  const result = await esbuild.build({
-    absWorkingDir: root,
-    entryPoints: { main: 'dist/cli/main.js' },
-    outfile: join(outdir, 'main.cjs'),
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node20',
-    packages: 'external',
-    // bin/dsh.js passes the file's URL in; paths relative to it resolve as from dist/cli/.
-    define: { 'import.meta.url': '__dshModuleUrl' },
-    plugins: [packageImports],
-    sourcemap: 'linked',
-    logLevel: 'warning',
-  })
-  // Any other use of import.meta would be empty in CommonJS: refuse rather than ship a broken file.
-  if (result.warnings.length > 0) {
+  // Any other use of import.meta would be empty in CommonJS, and top-level await cannot be
+  // written as CommonJS at all: refuse rather than ship a broken file (dsh runs the ESM chunks).
+  let problem
+  try {
+    const result = await esbuild.build({
+      absWorkingDir: root,
+      entryPoints: { main: 'dist/cli/main.js' },
+      outfile: join(outdir, 'main.cjs'),
+      bundle: true,
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      // bin/dsh.js passes the file's URL in; paths relative to it resolve as from dist/cli/.
+      define: { 'import.meta.url': '__dshModuleUrl' },
+      plugins: [packageImports],
+      sourcemap: 'linked',
+      logLevel: 'warning',
+    })
+    if (result.warnings.length > 0) problem = 'warnings'
+  } catch (error) {
+    problem = error.message.split('\n')[0]
+  }
+  if (problem !== undefined) {
     rmSync(join(outdir, 'main.cjs'), { force: true })
-    process.stderr.write('scripts/bundle.mjs: warnings in the CommonJS bundle; not written (dsh runs from the ESM bundle)\n')
+    rmSync(join(outdir, 'main.cjs.map'), { force: true })
+    process.stderr.write(`scripts/bundle.mjs: no CommonJS bundle (${problem}); dsh runs from the ESM chunks\n`)
   }
 }
 // Last, so an interrupted bundle is never taken for a fresh one.
