@@ -24,13 +24,20 @@ export interface SandboxRunner {
 
 const lines = (text: string) => text.split(/\r?\n/)
 
-/** bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root. */
-export function bwrapRunner(command = 'bwrap'): SandboxRunner {
+/**
+ * bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root.
+ * Run by root, bwrap keeps root's capabilities in the sandbox unless told to drop them, and
+ * CAP_SYS_ADMIN there remounts the read-only bind writable: `--cap-drop ALL` then. (Run by
+ * anyone else it drops them itself; the flag is only for root, as setuid builds refuse it.)
+ */
+export function bwrapRunner(command = 'bwrap', options: { root?: boolean } = {}): SandboxRunner {
+  const asRoot = options.root ?? process.getuid?.() === 0
   return {
     name: 'bwrap',
     enforcement: 'full',
     argv: (mode, root) => [
       command, '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--proc', '/proc', '--die-with-parent',
+      ...(asRoot ? ['--cap-drop', 'ALL'] : []),
       ...(mode === 'workspace-write' ? ['--tmpfs', '/tmp', '--bind', root, root] : []),
       '--',
     ],

@@ -59,6 +59,17 @@ describe.skipIf(bwrapProblem !== undefined)('bash under real bubblewrap (SB-2, S
     expect(existsSync(join('/tmp', marker))).toBe(false)
   })
 
+  it('SB-2: the read-only bind cannot be lifted from inside, even when dsh runs as root (no capabilities in the sandbox)', async () => {
+    // As root, bwrap keeps its capabilities unless told otherwise: CAP_SYS_ADMIN would remount
+    // the read-only bind writable and reach the real file system.
+    for (const mode of ['read-only', 'workspace-write'] as const) {
+      const target = join(outside, `lifted-${mode}.txt`)
+      const record = await bash({ mode }, `mount -o remount,rw / ; mount -o remount,rw ${outside} ; echo x > ${target}; grep CapEff /proc/self/status`)
+      expect(existsSync(target), `${mode}: wrote outside through a remount`).toBe(false)
+      expect(resultText(record)).toMatch(/CapEff:\s+0+\n/)
+    }
+  })
+
   it('SB-2: danger-full-access runs the plain command', async () => {
     const record = await bash({ mode: 'danger-full-access' }, `echo free > ${join(outside, 'free.txt')}`)
     expect(resultText(record)).toBe('(no output)')
