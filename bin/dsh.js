@@ -2,10 +2,10 @@
 // Thin launcher: the compiled CLI lives in dist/ (built by `npm ci` through the prepare script).
 // `npm run build` also bundles it (scripts/bundle.mjs) into dist/bundle/: ESM chunks, and the
 // same program as one CommonJS file, main.cjs, run here through node:vm with a V8 code cache
-// beside it (docs/benchmarks.md, "Code cache"). The bundle is used while it was made from the
+// beside it (docs/decisions.md, "The bundle runs from a V8 code cache"). The bundle is used while it was made from the
 // current dist/ (its copy of dist/.buildstamp matches); otherwise, and when there is none, dsh
 // runs from dist/ as tsc wrote it.
-import { readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 
 const argv = process.argv.slice(2)
 // These finish before a code cache would pay for itself; they load a few small ESM chunks.
@@ -53,8 +53,8 @@ async function codeCached(stamp, setFlagsFromString) {
   const header = Buffer.from(`dsh code cache ${stamp.trim()}\n`)
   let cachedData
   try {
-    const file = readFileSync(cacheFile)
-    if (file.subarray(0, header.length).equals(header)) cachedData = file.subarray(header.length)
+    const stored = readFileSync(cacheFile)
+    if (stored.subarray(0, header.length).equals(header)) cachedData = stored.subarray(header.length)
   } catch {
     // None yet: this run makes it.
   }
@@ -75,14 +75,15 @@ async function codeCached(stamp, setFlagsFromString) {
   script.runInThisContext()(module.exports, id => imported.get(id) ?? load(id), module, filename, fileURLToPath(new URL('.', file)), dshImport, file.href)
   const save = () => {
     if (cachedData !== undefined && !script.cachedDataRejected) return
+    const temporary = fileURLToPath(cacheFile) + `.${process.pid}`
     try {
       // Back to the flags the cache is read under (the profile runner may have changed this one).
       setFlagsFromString('--semi-space-growth-factor=2')
-      const temporary = fileURLToPath(cacheFile) + `.${process.pid}`
       writeFileSync(temporary, Buffer.concat([header, script.createCachedData()]))
       renameSync(temporary, cacheFile)
     } catch {
-      // A read-only install runs without a cache.
+      // A read-only install (or a full disk) runs without a cache.
+      rmSync(temporary, { force: true })
     }
   }
   return { main: module.exports.main, save }

@@ -9,8 +9,8 @@
 // back to dist/). Without esbuild installed it leaves dist/ alone and dsh runs from dist/.
 //
 // It also writes dist/bundle/main.cjs: the same program as one CommonJS file, which bin/dsh.js
-// compiles through node:vm with a V8 code cache (docs/benchmarks.md, "Code cache"): no module
-// graph to resolve and link, and no parse. Dynamic imports of packages, node: builtins and
+// compiles through node:vm with a V8 code cache (docs/decisions.md, "The bundle runs from a V8
+// code cache"): no module graph to resolve and link, and no parse. Dynamic imports of packages, node: builtins and
 // computed paths cannot run inside a vm script whose code came from a cache, so they are
 // rewritten to `__dshImport(...)`, a function bin/dsh.js passes in (its own `import()`).
 // Relative dynamic imports are bundled and stay lazy (esbuild's module initialisers).
