@@ -10,9 +10,9 @@
 //
 // It also writes dist/bundle/main.cjs: the same program as one CommonJS file, which bin/dsh.js
 // compiles through node:vm with a V8 code cache (docs/decisions.md, "The bundle runs from a V8
-// code cache"): no module graph to resolve and link, and no parse. Dynamic imports of packages, node: builtins and
-// computed paths cannot run inside a vm script whose code came from a cache, so they are
-// rewritten to `__dshImport(...)`, a function bin/dsh.js passes in (its own `import()`).
+// code cache"): no module graph to resolve and link, and no parse. Dynamic imports of packages,
+// node: builtins and computed paths cannot run inside a vm script whose code came from a cache,
+// so they are rewritten to `__dshImport(...)`, a function bin/dsh.js passes in (its `import()`).
 // Relative dynamic imports are bundled and stay lazy (esbuild's module initialisers).
 // Usage: node scripts/bundle.mjs [package root]
 import { readFile } from 'node:fs/promises'
