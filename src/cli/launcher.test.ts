@@ -9,6 +9,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { init as lexerReady, parse as lexModule } from 'es-module-lexer'
 
 const launcher = join(import.meta.dirname, '..', '..', 'bin', 'dsh.js')
 const folders: string[] = []
@@ -109,5 +110,16 @@ describe('launcher (bin/dsh.js)', () => {
     expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
     expect(statSync(cacheOf(root)).ino).not.toBe(before.ino)
     expect(readFileSync(cacheOf(root)).toString('latin1')).toMatch(/^dsh code cache 2026-02-02T00:00:00.000Z\n/)
+  })
+
+  it('the real build wrote main.cjs, with every dynamic import routed through __dshImport', async () => {
+    // The test set-up builds dist/ and the bundle; a CommonJS build that failed (a new use of
+    // import.meta, top-level await) would leave every run on the slower ESM chunks unnoticed.
+    const bundle = join(import.meta.dirname, '..', '..', 'dist', 'bundle', 'main.cjs')
+    const source = readFileSync(bundle, 'utf8')
+    await lexerReady
+    const [imports] = lexModule(source)
+    expect(imports.filter(entry => entry.d > -1).map(entry => source.slice(entry.ss, entry.se))).toEqual([])
+    expect(source).toContain('__dshImport(')
   })
 })
