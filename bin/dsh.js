@@ -62,6 +62,9 @@ async function codeCached(stamp, setFlagsFromString) {
   const filename = fileURLToPath(file)
   // The source's first line stays line 1 (stack traces and the source map line up).
   const script = new Script(`(function (exports, require, module, __filename, __dirname, __dshImport, __dshModuleUrl) {${source}\n})`, { filename, cachedData })
+  // Only whether there was one is needed from here on: the buffer (~0.7 MB) is let go.
+  const hadCache = cachedData !== undefined
+  cachedData = undefined
   const load = createRequire(filename)
   // Packages the bundle imported dynamically (as ink: top-level await, which require() refuses)
   // are handed to its later static imports of them.
@@ -74,7 +77,7 @@ async function codeCached(stamp, setFlagsFromString) {
   const module = { exports: {} }
   script.runInThisContext()(module.exports, id => imported.get(id) ?? load(id), module, filename, fileURLToPath(new URL('.', file)), dshImport, file.href)
   const save = () => {
-    if (cachedData !== undefined && !script.cachedDataRejected) return
+    if (hadCache && !script.cachedDataRejected) return
     const temporary = fileURLToPath(cacheFile) + `.${process.pid}`
     try {
       // Back to the flags the cache is read under (the profile runner may have changed this one).
