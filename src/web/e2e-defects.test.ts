@@ -148,6 +148,40 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     await idle()
   })
 
+  it('3b: an answer to a send that arrives after the queue ran does not bring the queued items back', async () => {
+    // The send's answer carries the queue as it was then; the live stream has newer ones. Its
+    // HTTP answer and the stream travel on two connections: here the answer is held until the
+    // turns it started have run and the page went idle.
+    fake.enqueue(streamResponse([{ text: 'Working again' }], { done: false, end: 'hang' }))
+    await page.getByTestId('composer').fill('another turn to stop')
+    await page.getByTestId('composer').press('Enter')
+    await page.locator('.streaming-text', { hasText: 'Working again' }).waitFor()
+    await page.getByTestId('composer').fill('kept for later')
+    await page.getByTestId('composer').press('Enter')
+    await page.getByTestId('queue-item').filter({ hasText: 'kept for later' }).waitFor()
+    await page.getByTestId('stop').click()
+    await idle()
+    fake.enqueue(streamResponse([{ text: 'Kept one ran.' }, { finish: 'stop', usage }]), streamResponse([{ text: 'Late one ran.' }, { finish: 'stop', usage }]))
+    const ran = gate()
+    await page.route('**/api/prompt', async route => {
+      const response = await route.fetch()
+      await ran.promise
+      await route.fulfill({ response })
+    })
+    const answered = page.waitForResponse(response => response.url().endsWith('/api/prompt'))
+    await page.getByTestId('composer').fill('sent with a late answer')
+    await page.getByTestId('composer').press('Enter')
+    await page.locator('.markdown', { hasText: 'Late one ran.' }).waitFor()
+    await idle()
+    await expect.poll(() => page.getByTestId('queue').count()).toBe(0)
+    ran.open()
+    await answered
+    await page.unroute('**/api/prompt')
+    // Two frames: the answer handled and React's render done.
+    await page.evaluate(() => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve))))
+    expect(await page.getByTestId('queue').count()).toBe(0)
+  })
+
   it('6: a finished plan is not pinned above the composer once its turn ends, nor in later turns', async () => {
     const plan = (status: string) => JSON.stringify({ todos: [{ content: 'Write the module', status }, { content: 'Test the module', status }] })
     fake.enqueue(

@@ -59,6 +59,12 @@ export interface SessionSummary extends StoredSessionSummary {
 export interface InboxSnapshot {
   readonly nextTurn: readonly { text: string }[]
   readonly nextStep: readonly { text: string }[]
+  /**
+   * The session's log length when the lists were read. Every change to them is logged
+   * (`agent/inbox/spliced`), so of two snapshots the one with the larger version is the newer:
+   * the page drops an answer's snapshot that the live stream has already overtaken.
+   */
+  readonly version: number
 }
 
 
@@ -68,10 +74,11 @@ function text(message: UserMessage): string {
 }
 
 export function inboxSnapshot(agent: Agent | undefined): InboxSnapshot {
-  if (agent === undefined) return { nextTurn: [], nextStep: [] }
+  if (agent === undefined) return { nextTurn: [], nextStep: [], version: 0 }
   return {
     nextTurn: agent.inbox.nextTurn.map(message => ({ text: text(message) })),
     nextStep: agent.inbox.nextStep.map(message => ({ text: text(message) })),
+    version: agent.session.length,
   }
 }
 

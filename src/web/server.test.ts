@@ -296,7 +296,11 @@ describe('dsh web server', () => {
       const queued = await ok('prompt', { id: created.id, text: 'next thing' })
       expect(queued.status).toBe('running')
       expect(queued.inbox.nextTurn).toEqual([{ text: 'next thing' }])
-      expect((await ok('inbox.edit', { id: created.id, target: 'next-turn', index: 0, text: 'edited thing' })).inbox.nextTurn).toEqual([{ text: 'edited thing' }])
+      // Each snapshot says how far the log was when it was read: every queue change is logged.
+      expect(queued.inbox.version).toBe(ctx.sessions.get(created.id)!.length)
+      const edited = await ok('inbox.edit', { id: created.id, target: 'next-turn', index: 0, text: 'edited thing' })
+      expect(edited.inbox.nextTurn).toEqual([{ text: 'edited thing' }])
+      expect(edited.inbox.version).toBeGreaterThan(queued.inbox.version)
       await ok('prompt', { id: created.id, text: 'second queued' })
       expect((await ok('inbox.remove', { id: created.id, target: 'next-turn', index: 0 })).inbox.nextTurn).toEqual([{ text: 'second queued' }])
       expect((await call('inbox.remove', { id: created.id, target: 'next-turn', index: 5 })).status).toBe(409)

@@ -407,7 +407,21 @@ function Chat(props: {
   const [goal, setGoal] = useState<GoalView | undefined>(undefined)
   const [planMode, setPlanMode] = useState(false)
   const [status, setStatus] = useState<'idle' | 'running'>('idle')
-  const [inbox, setInbox] = useState<InboxSnapshot>({ nextTurn: [], nextStep: [] })
+  const [inbox, setInboxState] = useState<InboxSnapshot>({ nextTurn: [], nextStep: [], version: -1 })
+  /**
+   * The queue comes from the live stream and from the answers to sends and edits, over two
+   * connections: an answer can land after the stream already showed a newer queue. Each snapshot
+   * carries the log length it was read at (every queue change is logged); an older one is dropped,
+   * and an answer must be newer than what the stream showed.
+   */
+  const inboxVersion = useRef(-1)
+  const setInbox = useCallback((next: InboxSnapshot, fromAnswer = false) => {
+    const version = next.version ?? 0
+    if (fromAnswer ? version <= inboxVersion.current : version < inboxVersion.current) return
+    inboxVersion.current = version
+    setInboxState(next)
+  }, [])
+  const takeAnswerInbox = useCallback((next: InboxSnapshot) => setInbox(next, true), [setInbox])
   const [model, setModel] = useState<string | null>(null)
   const [loaded, setLoaded] = useState(false)
   const [shown, setShown] = useState(PAGE)
@@ -417,7 +431,7 @@ function Chat(props: {
   const [more, setMore] = useState(false)
   const [earlierState, setEarlierState] = useState<'idle' | 'loading' | 'failed'>('idle')
   const paging = useRef({ from: 0, more: false, busy: false })
-  /** Set before rows are added above the view: its distance from the bottom is kept after they land. */
+  /** Set before rows are added above the view: the row at its top is put back where it was after they land. */
   const keep = useRef<ViewAnchor | null>(null)
   const scroller = useRef<HTMLDivElement>(null)
   const inner = useRef<HTMLDivElement>(null)
@@ -543,7 +557,7 @@ function Chat(props: {
     stick.current = true
     try {
       const result = await call(mode, { id, text, ...mentions?.length ? { mentions } : {}, ...images.length > 0 ? { images: imageParams(images) } : {} })
-      setInbox(result.inbox)
+      takeAnswerInbox(result.inbox)
       // A slash command's outcome is shown as a notice (its command/run and command/done are in the log),
       // except a goal change: its goal line in the conversation already says what happened.
       if (result.command?.text && !(result.command.kind === 'success' && /^\/goal\s+\S/.test(text))) {
@@ -581,7 +595,7 @@ function Chat(props: {
         <SessionStateBar sessionId={id} goal={goal} planMode={planMode} onError={report} />
         {/* A plan is pinned while it guides work; once finished and idle it is read inline. */}
         {todos.length > 0 && (status === 'running' || todos.some(todo => todo.status !== 'completed')) ? <TodoStrip todos={todos} /> : null}
-        <QueueDock id={id} running={status === 'running'} inbox={inbox} onInbox={setInbox} onError={report} />
+        <QueueDock id={id} running={status === 'running'} inbox={inbox} onInbox={takeAnswerInbox} onError={report} />
         <Composer sessionId={id} running={status === 'running'} onSend={send} onStop={() => call('cancel', { id, keepInbox: true }).catch(report)} />
       </div>
     </div>

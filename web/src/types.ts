@@ -27,4 +27,6 @@ export interface SessionSummary {
 export interface InboxSnapshot {
   readonly nextTurn: readonly { text: string }[]
   readonly nextStep: readonly { text: string }[]
+  /** The session's log length when it was read: a later snapshot has a larger or equal one. */
+  readonly version?: number
 }
