@@ -11,6 +11,7 @@ import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.j
 import { findChromium } from '../../test-support/chromium.js'
 import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
 import { type DshWeb } from '../../test-support/web-process.js'
+import { gate } from '../../test-support/gate.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping web approval e2e tests: ${chromium.reason}`)
@@ -84,5 +85,33 @@ describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
     await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_READ_ONLY' }).waitFor()
     expect(existsSync(join(work, 'ro.txt'))).toBe(false)
     expect(await page.getByTestId('sandbox-denial').last().textContent()).toContain('[sandbox: file access denied under read-only mode]')
+  })
+
+  it('AP-5: a read of the preset answered before a change, and landing after it, does not put the old preset back', async () => {
+    const picker = page.getByTestId('preset-picker')
+    await page.locator('[data-testid="preset-picker"][data-mode="read-only"]').waitFor()
+    // Every status change reads the preset again; those reads are answered now and held.
+    const release = gate()
+    let held = 0
+    let delivered = 0
+    await page.route('**/api/permission.get', async route => {
+      held += 1
+      const response = await route.fetch()
+      await release.promise
+      await route.fulfill({ response })
+    })
+    page.on('response', response => { if (response.url().endsWith('/api/permission.get')) delivered += 1 })
+    fake.enqueue(streamResponse([{ text: 'AFTER_HELD_READS' }, { finish: 'stop', usage }]))
+    await prompt('one more turn')
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_HELD_READS' }).waitFor()
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+    await expect.poll(() => held).toBeGreaterThan(0)
+    await picker.selectOption('workspace-write')
+    await page.locator('[data-testid="preset-picker"][data-mode="workspace-write"]').waitFor()
+    release.open()
+    await expect.poll(() => delivered).toBe(held)
+    await page.unroute('**/api/permission.get')
+    await page.evaluate(() => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve))))
+    expect(await picker.getAttribute('data-mode')).toBe('workspace-write')
   })
 })

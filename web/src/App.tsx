@@ -837,14 +837,22 @@ function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval
 /** AP-5: the session's permission preset (sandbox mode + approval policy). */
 function PresetPicker(props: { id: string; status: string; onError(error: unknown): void }) {
   const [view, setView] = useState<{ preset: string; mode: string; presets: string[] } | undefined>()
+  // Reads and changes can answer out of order (each its own request): only the answer to the
+  // latest one is shown, so a read answered before a change never puts the old preset back.
+  const latest = useRef(0)
   useEffect(() => setView(undefined), [props.id])
   // A stored session has no preset until it is opened (null); a status change may have opened it.
   useEffect(() => {
-    call('permission.get', { id: props.id }).then(result => setView(result ?? undefined), () => setView(undefined))
+    const ticket = ++latest.current
+    call('permission.get', { id: props.id }).then(result => { if (ticket === latest.current) setView(result ?? undefined) }, () => { if (ticket === latest.current) setView(undefined) })
   }, [props.id, props.status])
   if (view === undefined) return null
   const choose = async (preset: string) => {
-    try { setView(await call('permission.set', { id: props.id, preset })) } catch (error) { props.onError(error) }
+    const ticket = ++latest.current
+    try {
+      const next = await call('permission.set', { id: props.id, preset })
+      if (ticket === latest.current) setView(next)
+    } catch (error) { props.onError(error) }
   }
   return (
     <select className="preset-picker" aria-label="Permission preset" title="Permission preset: what the agent may change without asking" data-testid="preset-picker"
