@@ -30,8 +30,8 @@ const lines = (text: string) => text.split(/\r?\n/)
  * CAP_SYS_ADMIN there remounts the read-only bind writable: `--cap-drop ALL` then. (Run by
  * anyone else it drops them itself; the flag is only for root, as setuid builds refuse it.)
  */
-export function bwrapRunner(command = 'bwrap', options: { root?: boolean } = {}): SandboxRunner {
-  const asRoot = options.root ?? process.getuid?.() === 0
+export function bwrapRunner(command = 'bwrap'): SandboxRunner {
+  const asRoot = process.getuid?.() === 0
   return {
     name: 'bwrap',
     enforcement: 'full',
