@@ -414,12 +414,12 @@ function Chat(props: {
    * carries the log length it was read at (every queue change is logged); an older one is dropped,
    * and an answer must be newer than what the stream showed.
    */
-  const inboxVersion = useRef(-1)
   const setInbox = useCallback((next: InboxSnapshot, fromAnswer = false) => {
     const version = next.version ?? 0
-    if (fromAnswer ? version <= inboxVersion.current : version < inboxVersion.current) return
-    inboxVersion.current = version
-    setInboxState(next)
+    setInboxState(held => {
+      const current = held.version ?? 0
+      return (fromAnswer ? version <= current : version < current) ? held : next
+    })
   }, [])
   const takeAnswerInbox = useCallback((next: InboxSnapshot) => setInbox(next, true), [setInbox])
   const [model, setModel] = useState<string | null>(null)
