@@ -122,17 +122,22 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     await idle()
   })
 
-  it('3: Stop keeps the messages queued during the turn, visibly, and they run with the next message', async () => {
-    fake.enqueue(streamResponse([{ text: 'Working for a long time' }], { done: false, end: 'hang' }))
-    await page.getByTestId('composer').fill('a turn to stop')
+  /** A turn that hangs on `working`, a message queued behind it, then Stop: the session is idle again. */
+  const queueAndStop = async (working: string, queued: string) => {
+    fake.enqueue(streamResponse([{ text: working }], { done: false, end: 'hang' }))
+    await page.getByTestId('composer').fill(`a turn to stop: ${working}`)
     await page.getByTestId('composer').press('Enter')
-    await page.locator('.streaming-text', { hasText: 'Working for a long time' }).waitFor()
-    await page.getByTestId('composer').fill('queued while running')
+    await page.locator('.streaming-text', { hasText: working }).waitFor()
+    await page.getByTestId('composer').fill(queued)
     await page.getByTestId('composer').press('Enter')
-    await page.getByTestId('queue-item').filter({ hasText: 'queued while running' }).waitFor()
+    await page.getByTestId('queue-item').filter({ hasText: queued }).waitFor()
     await page.getByTestId('stop').click()
-    await page.locator('.notice', { hasText: 'Stopped' }).waitFor()
+    await page.locator('.notice', { hasText: 'Stopped' }).last().waitFor()
     await idle()
+  }
+
+  it('3: Stop keeps the messages queued during the turn, visibly, and they run with the next message', async () => {
+    await queueAndStop('Working for a long time', 'queued while running')
     await page.getByTestId('queue-item').filter({ hasText: 'queued while running' }).waitFor()
     expect(await page.getByTestId('queue').textContent()).toMatch(/kept after stop/i)
     const before = fake.requests.length
@@ -152,15 +157,7 @@ describe.skipIf(chromium.path === undefined)('dsh web defects (browser)', () => 
     // The send's answer carries the queue as it was then; the live stream has newer ones. Its
     // HTTP answer and the stream travel on two connections: here the answer is held until the
     // turns it started have run and the page went idle.
-    fake.enqueue(streamResponse([{ text: 'Working again' }], { done: false, end: 'hang' }))
-    await page.getByTestId('composer').fill('another turn to stop')
-    await page.getByTestId('composer').press('Enter')
-    await page.locator('.streaming-text', { hasText: 'Working again' }).waitFor()
-    await page.getByTestId('composer').fill('kept for later')
-    await page.getByTestId('composer').press('Enter')
-    await page.getByTestId('queue-item').filter({ hasText: 'kept for later' }).waitFor()
-    await page.getByTestId('stop').click()
-    await idle()
+    await queueAndStop('Working again', 'kept for later')
     fake.enqueue(streamResponse([{ text: 'Kept one ran.' }, { finish: 'stop', usage }]), streamResponse([{ text: 'Late one ran.' }, { finish: 'stop', usage }]))
     const ran = gate()
     await page.route('**/api/prompt', async route => {
