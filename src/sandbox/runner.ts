@@ -7,6 +7,7 @@
  * set up: the command never ran), then denial (the command ran and hit the fence).
  */
 import type { spawn as Spawn } from 'node:child_process'
+import { realpathSync } from 'node:fs'
 import type { SandboxMode } from './modes.js'
 
 export type ConfinedMode = Exclude<SandboxMode, 'danger-full-access'>
@@ -20,9 +21,30 @@ export interface SandboxRunner {
   failed(exitCode: number | null, stderr: string): boolean
   /** SB-4: a failed run whose stderr carries this runner's denial signature. */
   denied(exitCode: number | null, stderr: string): boolean
+  /**
+   * Set when one process started under `argv(mode, root)` may start many commands (a shell
+   * host, `./shell-host.ts`): the runner puts everything it starts in one pid namespace that ends
+   * with dsh. `privateTmp(mode, root)`: /tmp is the sandbox's own (nothing but the sandbox
+   * writes it), so it may be emptied between commands.
+   */
+  readonly hostable?: { privateTmp(mode: ConfinedMode, root: string): boolean }
 }
 
 const lines = (text: string) => text.split(/\r?\n/)
+
+/** Whether the folder `root` is `path` or one of its ancestors (both absolute). */
+function covers(root: string, path: string): boolean {
+  const base = root.endsWith('/') ? root : `${root}/`
+  return path === root || path.startsWith(base)
+}
+
+function realTmp(): string {
+  try {
+    return realpathSync('/tmp')
+  } catch {
+    return '/tmp'
+  }
+}
 
 /**
  * bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root.
@@ -35,6 +57,9 @@ export function bwrapRunner(command = 'bwrap'): SandboxRunner {
   return {
     name: 'bwrap',
     enforcement: 'full',
+    // workspace-write mounts a fresh tmpfs on /tmp, unless the writable root covers /tmp: then
+    // /tmp is the real one, seen through the root's bind, and must never be emptied.
+    hostable: { privateTmp: (mode, root) => mode === 'workspace-write' && !covers(root, '/tmp') && !covers(root, realTmp()) },
     argv: (mode, root) => [
       command, '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--proc', '/proc', '--die-with-parent',
       ...(asRoot ? ['--cap-drop', 'ALL'] : []),

@@ -9,11 +9,20 @@
  * - `root(cwd)`: the canonical workspace root of a session (realpath of its cwd; the configured
  *   `workspaceRoot` for agentless calls).
  * - `fallbackMode`: the mode of calls outside any session (no `ctx.approval` to ask).
+ * - `shellHost(...)`: the running shell host of a (runner, mode, root), or undefined while there
+ *   is none, one being started then in the background (`./shell-host.ts`); off with
+ *   `shellHost: false`.
  */
 import { realpath } from 'node:fs/promises'
 import { Service, type Context } from 'cordis'
 import { isSandboxMode, type SandboxMode } from './modes.js'
-import { bwrapRunner, commandRunner, landlockRunner, probeChain, type ProbeResult, type SandboxRunner } from './runner.js'
+import { bwrapRunner, commandRunner, landlockRunner, probeChain, type ConfinedMode, type ProbeResult, type SandboxRunner } from './runner.js'
+import { ShellHost } from './shell-host.js'
+
+/** Starts of a host per (runner, mode, root, shell) in a service's life: a command that keeps killing its host falls back to a sandbox per command. */
+const MAX_HOST_STARTS = 3
+/** Hosts kept at once (subagents in many folders); past it the least recently used idle one ends. */
+const MAX_HOSTS = 8
 
 export interface SandboxConfig {
   /** Runner chain, tried in order (default `['bwrap']`). */
@@ -32,12 +41,25 @@ export interface SandboxConfig {
   readonly mode?: SandboxMode
   /** Root for calls outside a session (default the process cwd). */
   readonly workspaceRoot?: string
+  /** Run confined commands through a kept shell host (default true; docs/security.md). */
+  readonly shellHost?: boolean
+  /** The Perl the shell host runs on (default `perl` on PATH). */
+  readonly perlCommand?: string
 }
 
 export interface SandboxService {
   runner(): Promise<ProbeResult>
   root(cwd: string | undefined): Promise<string>
   readonly fallbackMode: SandboxMode
+  shellHost?(runner: SandboxRunner, mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): ShellHost | undefined
+}
+
+interface HostSlot {
+  host?: ShellHost
+  starting?: Promise<void>
+  starts: number
+  /** Why the last start failed. */
+  problem?: string
 }
 
 declare module 'cordis' {
@@ -50,6 +72,8 @@ export class SandboxPlugin extends Service implements SandboxService {
   readonly fallbackMode: SandboxMode
   private readonly chain: readonly SandboxRunner[]
   private readonly key: string
+  private readonly hosts = new Map<string, HostSlot>()
+  private disposed = false
 
   constructor(ctx: Context, private readonly config: SandboxConfig = {}) {
     super(ctx, 'sandbox')
@@ -70,6 +94,71 @@ export class SandboxPlugin extends Service implements SandboxService {
     this.chain = chain
     // A programmatic runner is an object: it gets a probe of its own.
     this.key = config.runner !== undefined ? `custom:${Math.random()}` : JSON.stringify([config.runnerCommand, config.runners, config.bwrapCommand, config.landlockCommand])
+    ctx.effect(() => () => {
+      this.disposed = true
+      for (const slot of this.hosts.values()) slot.host?.close()
+      this.hosts.clear()
+    })
+  }
+
+  shellHost(runner: SandboxRunner, mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): ShellHost | undefined {
+    if (this.config.shellHost === false || runner.hostable === undefined || this.disposed) return undefined
+    const key = `${runner.name}\0${mode}\0${root}\0${options.shell}`
+    let slot = this.hosts.get(key)
+    if (slot?.host?.alive === true) {
+      // Most recently used last.
+      this.hosts.delete(key)
+      this.hosts.set(key, slot)
+      return slot.host
+    }
+    if (slot === undefined) this.hosts.set(key, slot = { starts: 0 })
+    if (slot.starting === undefined && slot.starts < MAX_HOST_STARTS && this.roomForHost()) {
+      const started = slot
+      started.starts++
+      started.host = undefined
+      started.starting = ShellHost.start(runner.argv(mode, root), {
+        shell: options.shell,
+        ...(this.config.perlCommand !== undefined ? { perl: this.config.perlCommand } : {}),
+        cwd: root,
+        env: options.env,
+        clearTmp: runner.hostable.privateTmp(mode, root),
+      }).then((host) => {
+        if (this.disposed) host.close()
+        else started.host = host
+      }, (error: unknown) => {
+        // No perl, say: this (runner, mode, root) runs a sandbox per command from now on.
+        started.problem = error instanceof Error ? error.message : String(error)
+        started.starts = MAX_HOST_STARTS
+      }).finally(() => { started.starting = undefined })
+    }
+    return undefined
+  }
+
+  /** Ends the least recently used idle host when MAX_HOSTS are running; false when all are busy. */
+  private roomForHost(): boolean {
+    const live = [...this.hosts.values()].filter(slot => slot.host?.alive === true || slot.starting !== undefined)
+    if (live.length < MAX_HOSTS) return true
+    const idle = live.find(slot => slot.host?.alive === true && !slot.host.busy)
+    if (idle === undefined) return false
+    idle.host!.close()
+    idle.host = undefined
+    return true
+  }
+
+  /** The shell hosts' state, for diagnostics and tests. */
+  shellHosts(): { key: string; running: boolean; pid?: number; starts: number; problem?: string }[] {
+    return [...this.hosts].map(([key, slot]) => ({
+      key: key.replaceAll('\0', ' '),
+      running: slot.host?.alive === true,
+      ...(slot.host?.alive === true && slot.host.pid !== undefined ? { pid: slot.host.pid } : {}),
+      starts: slot.starts,
+      ...(slot.problem !== undefined ? { problem: slot.problem } : {}),
+    }))
+  }
+
+  /** Resolves once no shell host is starting (tests and diagnostics). */
+  async shellHostsSettled(): Promise<void> {
+    await Promise.all([...this.hosts.values()].map(slot => slot.starting))
   }
 
   runner(): Promise<ProbeResult> {

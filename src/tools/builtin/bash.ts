@@ -24,6 +24,7 @@ import type { Tool, ToolContext, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { canWiden, deniedMarker, escalationHint, SandboxErrorCode } from '../../sandbox/modes.js'
 import { spawner } from '../../sandbox/runner.js'
+import type { ShellHost } from '../../sandbox/shell-host.js'
 import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
@@ -233,11 +234,27 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * The two ways a command starts: spawned (after a runner's argv prefix, if any) in a process
+ * group of its own, or by a sandbox's shell host (`src/sandbox/shell-host.ts`), which gives it
+ * a process group inside the sandbox. Both hand back the same events and streams.
+ */
+interface CommandProcess {
+  readonly stdout: Readable
+  readonly stderr: Readable
+  once(event: 'error', listener: (error: Error) => void): unknown
+  once(event: 'exit' | 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown
+  /** Signals the command's whole process group. */
+  killGroup(signal: NodeJS.Signals): void
+}
+
 /** Runs one command to completion (or timeout/abort) and captures both streams. */
 export async function runBash(command: string, options: {
   cwd: string
   /** A sandbox runner's argv, placed before `<shell> -c <command>`. */
   prefix?: readonly string[]
+  /** A shell host already running under the runner: the command starts there instead. */
+  host?: ShellHost
   timeoutMs: number
   signal: AbortSignal
   config: Required<Omit<BashToolConfig, 'env'>> & { env?: Readonly<Record<string, string>> }
@@ -245,30 +262,38 @@ export async function runBash(command: string, options: {
   place?: SpillPlace
 }): Promise<BashRun> {
   const { config } = options
-  const spawn = await spawner()
+  const spawn = options.host === undefined ? await spawner() : undefined
   // A cancel can land while the caller awaited (sandbox approval, runner probe): an abort
   // listener added now would never fire, so the command would run to its end. No await may
-  // come between this check and the spawn.
+  // come between this check and the start.
   if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
   const started = performance.now()
-  const argv = [...options.prefix ?? [], config.shell, '-c', command]
-  const child = spawn(argv[0]!, argv.slice(1), {
-    cwd: options.cwd,
-    detached: true, // its own process group: -pid reaches every descendant that stays in it
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
-    env: scrubbedEnvironment(process.env, config.env),
-  })
+  // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
+  const env = scrubbedEnvironment(process.env, config.env)
+  let child: CommandProcess
+  if (options.host !== undefined) {
+    const run = options.host.run(command, { cwd: options.cwd, env })
+    child = Object.assign(run, { killGroup: (signal: NodeJS.Signals) => run.kill(signal) })
+  } else {
+    const argv = [...options.prefix ?? [], config.shell, '-c', command]
+    const spawned = spawn!(argv[0]!, argv.slice(1), {
+      cwd: options.cwd,
+      detached: true, // its own process group: -pid reaches every descendant that stays in it
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env,
+    })
+    child = Object.assign(spawned as typeof spawned & { stdout: Readable; stderr: Readable }, { killGroup: (signal: NodeJS.Signals) => killGroup(spawned.pid, signal) })
+  }
   const limits = config
-  const stdout = new OutputCapture('stdout', child.stdout!, limits, options.place)
-  const stderr = new OutputCapture('stderr', child.stderr!, limits, options.place)
+  const stdout = new OutputCapture('stdout', child.stdout, limits, options.place)
+  const stderr = new OutputCapture('stderr', child.stderr, limits, options.place)
 
   let timedOut = false
   let aborted = false
   let killTimer: NodeJS.Timeout | undefined
   const terminate = () => {
-    killGroup(child.pid, 'SIGTERM')
-    killTimer ??= setTimeout(() => killGroup(child.pid, 'SIGKILL'), config.killGraceMs)
+    child.killGroup('SIGTERM')
+    killTimer ??= setTimeout(() => child.killGroup('SIGKILL'), config.killGraceMs)
   }
   const timer = setTimeout(() => { timedOut = true; terminate() }, options.timeoutMs)
   const onAbort = () => { aborted = true; terminate() }
@@ -295,8 +320,8 @@ export async function runBash(command: string, options: {
             drainTimer = setTimeout(check, config.drainMs)
             return
           }
-          child.stdout?.destroy()
-          child.stderr?.destroy()
+          child.stdout.destroy()
+          child.stderr.destroy()
           resolve(exited!)
         }
         check()
@@ -320,7 +345,7 @@ export async function runBash(command: string, options: {
     if (killTimer !== undefined) {
       // We terminated this run: whatever outlived SIGTERM in the group goes now.
       clearTimeout(killTimer)
-      killGroup(child.pid, 'SIGKILL')
+      child.killGroup('SIGKILL')
     }
     options.signal.removeEventListener('abort', onAbort)
   }
@@ -410,12 +435,17 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         runner = probe.runner
         prefix = runner.argv(box.mode, box.root)
       }
+      // A running shell host of this runner, mode and root starts the command without a new
+      // sandbox; while there is none, the command gets its own and a host starts meanwhile.
+      const host = runner !== undefined && box !== undefined && box.mode !== 'danger-full-access' && editorTerminal(context.scope) === undefined
+        ? box.sandbox.shellHost?.(runner, box.mode, box.root, { shell: resolved.shell, env: scrubbedEnvironment(process.env, resolved.env) })
+        : undefined
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
       // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
       const terminal = editorTerminal(context.scope)
       const run = terminal !== undefined
         ? await runInEditorTerminal(terminal, args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, callId: context.callId, ...(prefix !== undefined ? { prefix } : {}) })
-        : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, ...(prefix !== undefined ? { prefix } : {}) })
+        : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, ...(prefix !== undefined ? { prefix } : {}), ...(host !== undefined ? { host } : {}) })
       const sandboxMarkers: string[] = []
       if (runner !== undefined && box !== undefined && !run.timedOut && !run.aborted) {
         // A terminal interleaves the streams: its whole output is read for the runner's signatures.
@@ -435,7 +465,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         meta: {
           exitCode: run.exitCode, signal: run.signal, durationMs: run.durationMs, timedOut: run.timedOut, aborted: run.aborted,
           ...(terminal !== undefined ? { terminal: 'editor' } : {}),
-          ...(box !== undefined ? { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}), ...(sandboxMarkers.length > 0 ? { denied: true } : {}) } } : {}),
+          ...(box !== undefined ? { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}), ...(host !== undefined ? { shellHost: true } : {}), ...(sandboxMarkers.length > 0 ? { denied: true } : {}) } } : {}),
           ...(spills.length > 0 ? { spilled: spills } : {}),
         },
       }

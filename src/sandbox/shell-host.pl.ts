@@ -1,0 +1,161 @@
+/**
+ * The shell host's program (Perl 5, core modules only), run as `perl -e <this> <shell> <real-tmp>`
+ * inside the sandbox (`./shell-host.ts`). Perl because it starts in a few milliseconds, is part of
+ * every Debian and Ubuntu base system, and can fork, set process groups, multiplex pipes and read
+ * wait statuses; a Node host would take ~75 ms to start, and bash cannot frame binary output.
+ *
+ * Requests on stdin:
+ *   `R <id> <cwd bytes> <env bytes> <command bytes>\n<cwd><env: NUL-separated K=V><command>`
+ *   `K <id> <signal number>\n`: signal the run's process group (ignored once its shell exited).
+ * Frames on stdout: `<id> <kind> <length>\n<bytes>`, kinds:
+ *   `r` ready (id 0, once), `o` stdout bytes, `e` stderr bytes, `s` the run could not start
+ *   (message), `x` the shell ended (`exit N` or `signal N`), `c` both pipes closed.
+ *
+ * A run's shell gets its own process group, stdin from /dev/null, the request's cwd and
+ * environment, and default signal dispositions. When its shell ends, the rest of its group is
+ * killed; when no run is left, so is every other process in the sandbox (orphans that left the
+ * group, say with setsid) and the sandbox's private /tmp is emptied: each command starts as it
+ * would in a sandbox of its own. `real-tmp` is the device number of the real /tmp (empty: /tmp is
+ * not private, never empty it); a /tmp on that device is the real one, and is left alone. stdin closing (dsh ended) ends the host,
+ * and with it (bwrap's pid namespace) everything it started.
+ */
+export const SHELL_HOST_PROGRAM = String.raw`
+use strict; use warnings; use POSIX ();
+use Fcntl qw(F_GETFL F_SETFL O_NONBLOCK);
+my ($shell, $real_tmp) = @ARGV;
+$SIG{PIPE} = 'IGNORE';
+binmode STDIN; binmode STDOUT;
+pipe(my $wake_r, my $wake_w) or die "pipe: $!";
+for my $fh ($wake_r, $wake_w) { fcntl($fh, F_SETFL, fcntl($fh, F_GETFL, 0) | O_NONBLOCK) }
+$SIG{CHLD} = sub { syswrite($wake_w, 'x') };
+my (%runs, %by_fd, %by_pid);
+my $input = '';
+my $live = 0;
+
+sub put {
+  my $frame = "$_[0] $_[1] " . length($_[2]) . "\n" . $_[2];
+  while (length $frame) {
+    my $n = syswrite(STDOUT, $frame);
+    if (!defined $n) { next if $!{EINTR}; POSIX::_exit(0) }
+    substr($frame, 0, $n) = '';
+  }
+}
+
+# Empties a folder of the sandbox's own /tmp: symlinks are removed, never followed, and nothing
+# on another file system is touched (a mount point, such as the writable root's when it lies
+# under /tmp, keeps all it holds).
+sub clear_dir {
+  my ($dir, $device) = @_;
+  opendir(my $dh, $dir) or return;
+  my @names = grep { $_ ne '.' && $_ ne '..' } readdir $dh;
+  closedir $dh;
+  for my $name (@names) {
+    my $path = "$dir/$name";
+    my @info = lstat $path or next;
+    next if $info[0] != $device;
+    if (-d _) { clear_dir($path, $device); rmdir $path } else { unlink $path }
+  }
+}
+
+sub closed {
+  my ($id) = @_;
+  my $run = $runs{$id};
+  return unless $run->{open} == 0 && $run->{exited};
+  put($id, 'c', '');
+  delete $runs{$id};
+}
+
+sub start {
+  my ($id, $cwd, $env, $command) = @_;
+  if (!chdir $cwd) { put($id, 's', "cannot enter $cwd: $!"); return }
+  my ($out_r, $out_w, $err_r, $err_w);
+  if (!pipe($out_r, $out_w) || !pipe($err_r, $err_w)) { put($id, 's', "pipe: $!"); chdir '/'; return }
+  my $pid = fork;
+  if (!defined $pid) { put($id, 's', "fork: $!"); chdir '/'; return }
+  if ($pid == 0) {
+    setpgrp(0, 0);
+    $SIG{PIPE} = 'DEFAULT'; $SIG{CHLD} = 'DEFAULT';
+    open(STDIN, '<', '/dev/null');
+    open(STDOUT, '>&', $out_w);
+    open(STDERR, '>&', $err_w);
+    %ENV = ();
+    for my $pair (split /\0/, $env) { my ($k, $v) = split /=/, $pair, 2; $ENV{$k} = $v if defined $v }
+    exec { $shell } $shell, '-c', $command;
+    print STDERR "dsh: cannot run $shell: $!\n";
+    POSIX::_exit(127);
+  }
+  setpgrp($pid, $pid);
+  chdir '/';
+  close $out_w; close $err_w;
+  $runs{$id} = { pid => $pid, open => 2, exited => 0 };
+  $by_pid{$pid} = $id;
+  $by_fd{fileno $out_r} = [$id, 'o', $out_r];
+  $by_fd{fileno $err_r} = [$id, 'e', $err_r];
+  $live++;
+}
+
+sub reap {
+  while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) {
+    my $id = delete $by_pid{$pid};
+    next unless defined $id;
+    my $status = $?;
+    put($id, 'x', ($status & 127) ? 'signal ' . ($status & 127) : 'exit ' . ($status >> 8));
+    kill 'KILL', -$pid;
+    $live--;
+    if ($live == 0) {
+      kill 'KILL', -1;
+      if (length $real_tmp) { my @tmp = lstat '/tmp'; clear_dir('/tmp', $tmp[0]) if @tmp && -d _ && $tmp[0] != $real_tmp }
+    }
+    $runs{$id}{exited} = 1;
+    closed($id);
+  }
+}
+
+put(0, 'r', '');
+while (1) {
+  my $want = '';
+  vec($want, fileno(STDIN), 1) = 1;
+  vec($want, fileno($wake_r), 1) = 1;
+  vec($want, $_, 1) = 1 for keys %by_fd;
+  my $ready = select(my $got = $want, undef, undef, undef);
+  if ($ready < 0) { next if $!{EINTR}; die "select: $!" }
+  sysread($wake_r, my $drop, 4096) if vec($got, fileno($wake_r), 1);
+  reap();
+  for my $fd (keys %by_fd) {
+    next unless vec($got, $fd, 1);
+    my ($id, $kind, $fh) = @{$by_fd{$fd}};
+    my $n = sysread($fh, my $bytes, 65536);
+    next if !defined $n && $!{EINTR};
+    if ($n) { put($id, $kind, $bytes); next }
+    close $fh;
+    delete $by_fd{$fd};
+    $runs{$id}{open}--;
+    closed($id);
+  }
+  next unless vec($got, fileno(STDIN), 1);
+  my $n = sysread(STDIN, $input, 65536, length $input);
+  next if !defined $n && $!{EINTR};
+  POSIX::_exit(0) unless $n;
+  while (1) {
+    if ($input =~ /\AK (\d+) (\d+)\n/) {
+      my ($id, $signal) = ($1, $2);
+      substr($input, 0, length $&) = '';
+      kill $signal, -$runs{$id}{pid} if $runs{$id} && !$runs{$id}{exited};
+      next;
+    }
+    if ($input !~ /\AR (\d+) (\d+) (\d+) (\d+)\n/) {
+      # Half a line is waited for; a whole line that is no request is a broken host: stop.
+      POSIX::_exit(2) if index($input, "\n") >= 0;
+      last;
+    }
+    my ($id, $cwd_len, $env_len, $command_len) = ($1, $2, $3, $4);
+    my $head = length $&;
+    last if length($input) < $head + $cwd_len + $env_len + $command_len;
+    my $cwd = substr($input, $head, $cwd_len);
+    my $env = substr($input, $head + $cwd_len, $env_len);
+    my $command = substr($input, $head + $cwd_len + $env_len, $command_len);
+    substr($input, 0, $head + $cwd_len + $env_len + $command_len) = '';
+    start($id, $cwd, $env, $command);
+  }
+}
+`

@@ -1,0 +1,257 @@
+/**
+ * A shell host: one long-lived process inside the sandbox that starts the commands of a
+ * (runner, mode, root), so a command costs a fork and an exec of the shell instead of a whole
+ * bubblewrap set-up (mount and pid namespaces, /dev, /proc; ~4 ms a command on a 2-core
+ * machine; docs/benchmarks.md). The host is `perl -e <SHELL_HOST_PROGRAM>` run under the very
+ * argv prefix a command would get, so what a command may write is unchanged; it is used only
+ * with runners that put everything in one pid namespace tied to dsh's life (`hostable`: bwrap).
+ *
+ * What differs from a sandbox per command, and why it is kept (docs/security.md):
+ * - a command can see and signal the other processes of the same host (its session's commands
+ *   under the same mode and root): they are all confined alike, so nothing is gained;
+ * - when a command's shell ends, the rest of its process group is killed at once, and every
+ *   other process of the host once no command is running (where a sandbox per command ends
+ *   them all at once); under workspace-write the private /tmp is then emptied.
+ *
+ * `ShellHost.start` resolves once the host reports ready and rejects when it ends before that
+ * (no perl, say): callers then run commands the direct way.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { EventEmitter } from 'node:events'
+import { statSync } from 'node:fs'
+import { constants } from 'node:os'
+import { PassThrough } from 'node:stream'
+import { spawner } from './runner.js'
+import { SHELL_HOST_PROGRAM } from './shell-host.pl.js'
+
+const NEWLINE = 0x0a
+const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, number]) => [number, name as NodeJS.Signals]))
+
+/** One command run by a host: the shape of a spawned child the bash tool reads. */
+export class HostedRun extends EventEmitter {
+  readonly stdout = new PassThrough()
+  readonly stderr = new PassThrough()
+  private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined
+  private closed = false
+  /** dsh signalled the run (a timeout, an abort). */
+  private signalled = false
+
+  constructor(private readonly host: ShellHost, readonly id: number) {
+    super()
+  }
+
+  /** Signals the command's process group (once its shell has ended the host ignores it). */
+  kill(signal: NodeJS.Signals): void {
+    this.signalled = true
+    this.host.signal(this.id, signal)
+  }
+
+  /**
+   * @internal The shell died of signal `number`. Reported as a sandbox per command reports it:
+   * killed by that signal when dsh sent it (it signals bwrap itself then), else exit 128+N (bwrap
+   * passes the shell's end on as its exit status).
+   */
+  killed(number: number): void {
+    if (this.signalled) this.exit(null, signalNames.get(number) ?? 'SIGKILL')
+    else this.exit(128 + number, null)
+  }
+
+  /** @internal */
+  exit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.exited !== undefined) return
+    this.exited = { code, signal }
+    this.emit('exit', code, signal)
+    if (this.closed) this.emit('close', code, signal)
+  }
+
+  /** @internal Both pipes reached their end. */
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.stdout.end()
+    this.stderr.end()
+    if (this.exited !== undefined) this.emit('close', this.exited.code, this.exited.signal)
+  }
+
+  /** @internal */
+  fail(message: string): void {
+    this.closed = true
+    this.stdout.end()
+    this.stderr.end()
+    this.emit('error', new Error(message))
+  }
+}
+
+export class ShellHost {
+  private readonly runs = new Map<number, HostedRun>()
+  private nextId = 1
+  private pending: Buffer | undefined
+  private ended = false
+  private readyState: 'starting' | 'ready' | 'ended' = 'starting'
+  /** Runs whose stream asked the host to wait (backpressure). */
+  private readonly held = new Set<PassThrough>()
+
+  private constructor(private readonly child: ChildProcess) {}
+
+  /**
+   * Starts `<prefix> <perl> -e <program> <shell> <real /tmp device>` and resolves once it is
+   * ready. `env` is the host's own environment (each run sends its own as well). `clearTmp`: the
+   * runner gives the sandbox a /tmp of its own, to be emptied between commands; the host checks
+   * it is not the real one (another device) before it empties it.
+   */
+  static async start(prefix: readonly string[], options: { shell: string; perl?: string; cwd: string; env: NodeJS.ProcessEnv; clearTmp: boolean }): Promise<ShellHost> {
+    const spawn = await spawner()
+    let realTmp = ''
+    if (options.clearTmp) {
+      try {
+        realTmp = String(statSync('/tmp').dev)
+      } catch {
+        // No real /tmp to tell the sandbox's from: it is never emptied.
+      }
+    }
+    const argv = [...prefix, options.perl ?? 'perl', '-e', SHELL_HOST_PROGRAM, options.shell, realTmp]
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd, env: options.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+    const host = new ShellHost(child)
+    return new Promise((resolve, reject) => {
+      let stderr = ''
+      child.stderr!.on('data', (chunk: Buffer) => { if (stderr.length < 2048) stderr += chunk.toString('utf8') })
+      child.stdin!.on('error', () => undefined)
+      child.once('error', error => { host.end(); reject(error) })
+      child.once('exit', (code, signal) => {
+        const wasReady = host.readyState === 'ready'
+        host.end()
+        if (!wasReady) reject(new Error(`the shell host ended before it was ready (${signal ?? `exit ${code}`})${stderr.trim() === '' ? '' : `: ${stderr.trim().split('\n')[0]}`}`))
+      })
+      child.stdout!.on('data', (chunk: Buffer) => {
+        if (host.readyState === 'starting') {
+          host.readyState = 'ready'
+          // Idle, the host must not keep dsh running; a command keeps its own timer.
+          child.unref()
+          for (const stream of [child.stdin, child.stdout, child.stderr] as const) (stream as unknown as { unref?: () => void }).unref?.()
+          resolve(host)
+        }
+        host.read(chunk)
+      })
+    })
+  }
+
+  get alive(): boolean {
+    return !this.ended
+  }
+
+  /** A command is running (or its output is still coming). */
+  get busy(): boolean {
+    return this.runs.size > 0
+  }
+
+  /** The runner's process (bwrap) on this side of the sandbox. */
+  get pid(): number | undefined {
+    return this.child.pid
+  }
+
+  /** Starts `command` (a shell command line) in `cwd` with exactly `env`. */
+  run(command: string, options: { cwd: string; env: NodeJS.ProcessEnv }): HostedRun {
+    const id = this.nextId++
+    const run = new HostedRun(this, id)
+    if (this.ended) {
+      queueMicrotask(() => run.fail('the shell host has ended'))
+      return run
+    }
+    this.runs.set(id, run)
+    let env = ''
+    for (const [key, value] of Object.entries(options.env)) if (value !== undefined && !key.includes('=') && !key.includes('\0') && !value.includes('\0')) env += `${key}=${value}\0`
+    const cwd = Buffer.from(options.cwd)
+    const envBytes = Buffer.from(env)
+    const line = Buffer.from(command)
+    this.child.stdin!.write(Buffer.concat([Buffer.from(`R ${id} ${cwd.length} ${envBytes.length} ${line.length}\n`), cwd, envBytes, line]))
+    return run
+  }
+
+  /** @internal */
+  signal(id: number, signal: NodeJS.Signals): void {
+    if (this.ended || !this.runs.has(id)) return
+    this.child.stdin!.write(`K ${id} ${constants.signals[signal]}\n`)
+  }
+
+  /** Ends the host and, with it, everything it started. */
+  close(): void {
+    if (this.ended) return
+    this.child.stdin!.end()
+    try {
+      process.kill(-this.child.pid!, 'SIGKILL')
+    } catch {
+      // Already gone.
+    }
+    this.end()
+  }
+
+  private end(): void {
+    if (this.ended) return
+    this.ended = true
+    this.readyState = 'ended'
+    // The host's end is the sandbox's end: every command in it was killed with it.
+    for (const run of this.runs.values()) {
+      run.exit(null, 'SIGKILL')
+      run.close()
+    }
+    this.runs.clear()
+  }
+
+  private read(chunk: Buffer): void {
+    let buffer = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk])
+    let at = 0
+    for (;;) {
+      const newline = buffer.indexOf(NEWLINE, at)
+      if (newline < 0) break
+      const header = buffer.toString('latin1', at, newline)
+      const first = header.indexOf(' ')
+      const second = header.indexOf(' ', first + 1)
+      const length = Number(header.slice(second + 1))
+      if (buffer.length < newline + 1 + length) break
+      const body = buffer.subarray(newline + 1, newline + 1 + length)
+      at = newline + 1 + length
+      this.frame(Number(header.slice(0, first)), header.slice(first + 1, second), body)
+    }
+    this.pending = at === buffer.length ? undefined : buffer.subarray(at)
+  }
+
+  private frame(id: number, kind: string, body: Buffer): void {
+    const run = this.runs.get(id)
+    if (run === undefined) return
+    switch (kind) {
+      case 'o':
+      case 'e': {
+        const stream = kind === 'o' ? run.stdout : run.stderr
+        if (stream.destroyed || stream.writableEnded) return
+        // A reader that stopped (a spill file opening, a slow disk) holds the whole host back.
+        if (!stream.write(Buffer.from(body)) && !this.held.has(stream)) {
+          this.held.add(stream)
+          this.child.stdout!.pause()
+          stream.once('drain', () => this.release(stream))
+          stream.once('close', () => this.release(stream))
+        }
+        return
+      }
+      case 'x': {
+        const [what, value] = body.toString('latin1').split(' ')
+        const number = Number(value)
+        if (what === 'signal') run.killed(number)
+        else run.exit(number, null)
+        return
+      }
+      case 'c':
+        this.runs.delete(id)
+        run.close()
+        return
+      case 's':
+        this.runs.delete(id)
+        run.fail(body.toString('utf8'))
+        return
+    }
+  }
+
+  private release(stream: PassThrough): void {
+    if (!this.held.delete(stream)) return
+    if (this.held.size === 0) this.child.stdout!.resume()
+  }
+}

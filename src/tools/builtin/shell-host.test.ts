@@ -1,0 +1,313 @@
+/**
+ * `bash` through a sandbox's shell host (src/sandbox/shell-host.ts): real bubblewrap, real perl.
+ * The host must not change what a command may do or what the tool reports; these tests run
+ * commands both ways and compare, then check what only a kept host could get wrong: processes
+ * left behind, /tmp carried over, a host killed from inside, no perl.
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { homedir, tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { Context } from 'cordis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { resultText } from '../../../test-support/builtin-tools.js'
+import { bwrapRunner, probeRunner } from '../../sandbox/runner.js'
+import { SandboxPlugin, type SandboxConfig } from '../../sandbox/service.js'
+import type { ToolResultRecord } from '../api.js'
+import { ToolsPlugin } from '../index.js'
+import { BuiltinToolsPlugin } from './index.js'
+
+let root: string
+let outside: string
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'dsh-host-root-'))
+  outside = mkdtempSync(join(homedir(), '.dsh-host-outside-'))
+})
+const boxes: Box[] = []
+afterAll(async () => {
+  await Promise.all(boxes.map(b => b.unload()))
+  rmSync(root, { recursive: true, force: true })
+  rmSync(outside, { recursive: true, force: true })
+})
+
+const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
+const perlProblem = (() => {
+  try {
+    execFileSync('perl', ['-e', '1'])
+    return undefined
+  } catch (error) {
+    return String(error)
+  }
+})()
+const missing = bwrapProblem ?? perlProblem
+if (missing !== undefined) console.warn(`skipping the shell host tests: ${missing} (install the Debian packages bubblewrap and perl-base)`)
+
+interface Box {
+  readonly ctx: Context
+  unload(): Promise<void>
+  call(command: string, options?: { timeoutMs?: number; signal?: AbortSignal; workdir?: string; cwd?: string }): Promise<ToolResultRecord>
+  hosts(): ReturnType<SandboxPlugin['shellHosts']>
+  settled(): Promise<void>
+}
+
+async function box(config: SandboxConfig, cwd = root): Promise<Box> {
+  const ctx = new Context()
+  await ctx.plugin(ToolsPlugin)
+  const fiber = ctx.plugin(SandboxPlugin, { workspaceRoot: root, ...config })
+  await fiber
+  await ctx.plugin(BuiltinToolsPlugin)
+  const service = ctx.sandbox as SandboxPlugin
+  const made: Box = {
+    ctx,
+    unload: async () => { await fiber.dispose() },
+    call: (command, options = {}) => ctx.tools.execute(
+      { callId: 'c', name: 'bash', arguments: JSON.stringify({ command, description: 'test', ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.workdir !== undefined ? { workdir: options.workdir } : {}) }) },
+      { cwd: options.cwd ?? cwd, signal: options.signal ?? new AbortController().signal },
+    ),
+    hosts: () => service.shellHosts(),
+    settled: () => service.shellHostsSettled(),
+  }
+  boxes.push(made)
+  return made
+}
+
+/** A box whose host is running: the first call starts it (and runs in a sandbox of its own). */
+async function hosted(config: SandboxConfig, cwd = root): Promise<Box> {
+  const b = await box(config, cwd)
+  const first = await b.call('true')
+  expect(first.meta).not.toHaveProperty('sandbox.shellHost')
+  await b.settled()
+  expect(b.hosts()).toMatchObject([{ running: true, starts: 1 }])
+  return b
+}
+
+const viaHost = (record: ToolResultRecord) => (record.meta as { sandbox?: { shellHost?: boolean } } | undefined)?.sandbox?.shellHost === true
+
+/** The other processes of the sandbox, by name, listed with shell builtins only (no process of its own). */
+const PROCESSES = 'for f in /proc/[0-9]*; do [ "${f#/proc/}" = "$$" ] && continue; read -r name < "$f/comm" && echo "$name"; done'
+const IDLE = 'bwrap\nperl\n'
+
+describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewrap and perl)', () => {
+  it('reports exactly what a sandbox per command reports', async () => {
+    const hostBox = await hosted({ mode: 'workspace-write' })
+    const commands = [
+      'echo hello',
+      'echo out; echo err >&2; exit 3',
+      'printf "a\\0b\\n"; printf "no newline"',
+      'kill -TERM $$',
+      'pwd; echo "$HOME"',
+      'echo "${DSH_TEST_SECRET_TOKEN:-scrubbed}"',
+      'seq 1 40000',
+      'printf "%s\\n" "ünïcödé ✓"',
+      'cat /nonexistent',
+      `touch ${join(outside, 'nope')}`,
+    ]
+    process.env.DSH_TEST_SECRET_TOKEN = 'leaked'
+    try {
+      for (const command of commands) {
+        const direct = await (await box({ mode: 'workspace-write' })).call(command, { workdir: '/' })
+        const hosted = await hostBox.call(command, { workdir: '/' })
+        expect(viaHost(hosted), command).toBe(true)
+        const normal = (text: string) => text.replace(/saved to \S+/g, 'saved to <spill>')
+        expect(normal(resultText(hosted)), command).toBe(normal(resultText(direct)))
+        expect(hosted.isError, command).toBe(direct.isError)
+        const { durationMs: _a, ...hostedMeta } = hosted.meta as Record<string, unknown>
+        const { durationMs: _b, ...directMeta } = direct.meta as Record<string, unknown>
+        expect({ ...hostedMeta, sandbox: { ...(hostedMeta.sandbox as object), shellHost: undefined }, spilled: undefined }, command)
+          .toEqual({ ...directMeta, sandbox: { ...(directMeta.sandbox as object), shellHost: undefined }, spilled: undefined })
+      }
+    } finally {
+      delete process.env.DSH_TEST_SECRET_TOKEN
+    }
+    expect(existsSync(join(outside, 'nope'))).toBe(false)
+  })
+
+  it('SB-2: read-only through the host: no write anywhere, the marker says why', async () => {
+    const b = await hosted({ mode: 'read-only' })
+    const record = await b.call(`echo x > ${join(root, 'ro.txt')}`)
+    expect(viaHost(record)).toBe(true)
+    expect(resultText(record)).toMatch(/Read-only file system[\s\S]*\[sandbox: file access denied under read-only mode\]\n\[exit code: 1\]$/)
+    expect(existsSync(join(root, 'ro.txt'))).toBe(false)
+  })
+
+  it('SB-2: workspace-write through the host: the root is writable, outside is not, and /tmp starts empty for every command', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    const inside = await b.call(`echo in > ${join(root, 'in-host.txt')} && cat ${join(root, 'in-host.txt')}`)
+    expect(viaHost(inside)).toBe(true)
+    expect(resultText(inside)).toBe('in\n')
+    const escape = await b.call(`echo out > ${join(outside, 'out.txt')}`)
+    expect(resultText(escape)).toContain('[sandbox: file access denied under workspace-write mode]')
+    expect(existsSync(join(outside, 'out.txt'))).toBe(false)
+    // The writable root lies under /tmp here: its mount point is in the sandbox's /tmp, and
+    // emptying /tmp must leave everything under it alone.
+    expect(root.startsWith(`${realpathSync(tmpdir())}/`) || root.startsWith(`${tmpdir()}/`)).toBe(true)
+    const mountPoint = relative('/tmp', root).split('/')[0]!
+    mkdirSync(join(root, 'kept', 'deep'), { recursive: true })
+    writeFileSync(join(root, 'kept', 'deep', 'file'), 'x')
+    const marker = `dsh-host-private-${process.pid}`
+    const listing = await b.call(`mkdir -p /tmp/d/e && echo t > /tmp/d/e/${marker} && ln -s ${root} /tmp/link && ln -s ${join(root, 'kept')} /tmp/d/kept && ls /tmp`)
+    expect(resultText(listing).split('\n')).toEqual(['d', mountPoint, 'link', ''].sort((a, b) => a === '' ? 1 : b === '' ? -1 : a.localeCompare(b)))
+    expect(existsSync(join('/tmp', marker))).toBe(false)
+    // Emptied when the command ended: links removed, not followed; the root's mount point kept.
+    expect(resultText(await b.call('ls -A /tmp'))).toBe(`${mountPoint}\n`)
+    expect(readFileSync(join(root, 'in-host.txt'), 'utf8')).toBe('in\n')
+    expect(readFileSync(join(root, 'kept', 'deep', 'file'), 'utf8')).toBe('x')
+  })
+
+  it('SB-2: the read-only bind cannot be lifted from inside the host, even as root', async () => {
+    for (const mode of ['read-only', 'workspace-write'] as const) {
+      const b = await hosted({ mode })
+      const target = join(outside, `lifted-host-${mode}.txt`)
+      const record = await b.call(`mount -o remount,rw / ; mount -o remount,rw ${outside} ; echo x > ${target}; grep CapEff /proc/self/status`)
+      expect(viaHost(record)).toBe(true)
+      expect(existsSync(target), `${mode}: wrote outside through a remount`).toBe(false)
+      expect(resultText(record)).toMatch(/CapEff:\s+0+\n/)
+    }
+  })
+
+  it('leaves no process behind: background jobs die with their command, and so do orphans that left its group', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    const idle = resultText(await b.call(PROCESSES))
+    expect(idle).toBe(IDLE)
+    const background = await b.call('sleep 300 & sleep 301 & echo started')
+    expect(viaHost(background)).toBe(true)
+    expect(resultText(background)).toBe('started\n')
+    expect(resultText(await b.call(PROCESSES))).toBe(idle)
+    // setsid: a new session and process group, so only the sweep after the command finds it.
+    // The command ends only once the orphan has left its group (it writes the file after setsid).
+    const ready = join(root, 'setsid-ready')
+    const detached = await b.call(`setsid bash -c 'echo up > "$1"; exec sleep 302' _ ${ready} > /dev/null 2>&1 < /dev/null & while [ ! -s ${ready} ]; do :; done; echo detached`)
+    expect(resultText(detached)).toBe('detached\n')
+    expect(resultText(await b.call(PROCESSES))).toBe(idle)
+  })
+
+  it('while another command runs, a finished command\'s background jobs still die with it (its process group)', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    const go = join(root, 'parallel-go')
+    const waiting = b.call(`until [ -e ${go} ]; do sleep 0.01; done; echo released`)
+    const background = await b.call('(exec -a dsh-straggler sleep 300) & echo started')
+    expect(resultText(background)).toBe('started\n')
+    // The other command still runs, so no sweep has happened: only the group kill can have ended it.
+    const count = await b.call(`cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c '[d]sh-straggler'`)
+    expect(resultText(count)).toBe('0\n[exit code: 1]')
+    writeFileSync(go, '')
+    expect(resultText(await waiting)).toBe('released\n')
+  })
+
+  it('a timeout kills the command\'s whole group inside the host, and the host stays', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    const record = await b.call('sleep 300 & echo begun; sleep 300', { timeoutMs: 300 })
+    expect(viaHost(record)).toBe(true)
+    expect(record.isError).toBe(true)
+    expect(resultText(record)).toMatch(/^begun\n[\s\S]*\[timed out after 300 ms\]$/)
+    expect(resultText(await b.call(PROCESSES))).toBe(IDLE)
+    expect(b.hosts()).toMatchObject([{ running: true, starts: 1 }])
+  })
+
+  it('an abort ends a hosted command at once', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    const controller = new AbortController()
+    const started = join(root, 'abort-started')
+    const pending = b.call(`touch ${started}; exec sleep 300`, { signal: controller.signal })
+    await expect.poll(() => existsSync(started), { timeout: 10_000 }).toBe(true)
+    controller.abort()
+    const record = await pending
+    expect(record.isError).toBe(true)
+    expect(resultText(record)).toMatch(/\[aborted\]$/)
+  })
+
+  it('runs parallel commands apart: each gets its own output and exit code', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    const results = await Promise.all([1, 2, 3, 4].map(n => b.call(`for i in $(seq 1 200); do echo "${n}-$i"; done; exit ${n}`)))
+    results.forEach((record, index) => {
+      const n = index + 1
+      expect(viaHost(record)).toBe(true)
+      expect(resultText(record)).toBe(`${Array.from({ length: 200 }, (_, i) => `${n}-${i + 1}`).join('\n')}\n[exit code: ${n}]`)
+    })
+  })
+
+  it('a command that kills its host is reported killed, and the next command gets a new host', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    // kill(-1) inside the sandbox reaches every process but the caller and the sandbox's init:
+    // the host dies, and with it the sandbox.
+    const record = await b.call('kill -9 -1; sleep 5; echo survived')
+    expect(resultText(record)).toMatch(/\[killed by SIGKILL\]$/)
+    expect(resultText(record)).not.toContain('survived')
+    const next = await b.call('echo after')
+    expect(resultText(next)).toBe('after\n')
+    await b.settled()
+    expect(b.hosts()).toMatchObject([{ running: true, starts: 2 }])
+    expect(viaHost(await b.call('echo again'))).toBe(true)
+  })
+
+  it('without perl, commands keep a sandbox each and the reason is kept', async () => {
+    const b = await box({ mode: 'workspace-write', perlCommand: join(root, 'no-such-perl') })
+    for (let i = 0; i < 3; i++) {
+      const record = await b.call('echo fine')
+      await b.settled()
+      expect(resultText(record)).toBe('fine\n')
+      expect(viaHost(record)).toBe(false)
+    }
+    expect(b.hosts()).toMatchObject([{ running: false, starts: 3, problem: expect.stringMatching(/ended before it was ready/) }])
+  })
+
+  it('/tmp is emptied only when it is the sandbox\'s own: never when the writable root covers the real /tmp', () => {
+    const { privateTmp } = bwrapRunner().hostable!
+    expect(privateTmp('workspace-write', '/home/u/project')).toBe(true)
+    expect(privateTmp('workspace-write', '/tmp/project')).toBe(true)
+    expect(privateTmp('workspace-write', '/tmpfoo')).toBe(true)
+    expect(privateTmp('workspace-write', '/tmp')).toBe(false)
+    expect(privateTmp('workspace-write', '/')).toBe(false)
+    expect(privateTmp('read-only', '/home/u/project')).toBe(false)
+  })
+
+  it('a writable root that covers /tmp: /tmp is the real one, and the host leaves it alone', async () => {
+    // The session's folder is the sandbox's writable root.
+    const b = await hosted({ mode: 'workspace-write' }, '/tmp')
+    const marker = join('/tmp', `dsh-host-real-tmp-${process.pid}`)
+    try {
+      const record = await b.call(`echo real > ${marker}`)
+      expect(viaHost(record)).toBe(true)
+      expect(resultText(await b.call('true'))).toBe('(no output)')
+      expect(readFileSync(marker, 'utf8')).toBe('real\n')
+    } finally {
+      rmSync(marker, { force: true })
+    }
+  })
+
+  it('keeps at most 8 hosts: a ninth root ends the least recently used idle one', async () => {
+    const b = await box({ mode: 'workspace-write' })
+    const folders = Array.from({ length: 9 }, (_, i) => { const folder = join(root, `many-${i}`); mkdirSync(folder, { recursive: true }); return folder })
+    for (const folder of folders.slice(0, 8)) {
+      await b.call('true', { cwd: folder })
+      await b.settled()
+    }
+    expect(b.hosts().filter(host => host.running)).toHaveLength(8)
+    // The first root used again: the second is now the least recently used.
+    expect(viaHost(await b.call('true', { cwd: folders[0] }))).toBe(true)
+    await b.call('true', { cwd: folders[8] })
+    await b.settled()
+    const running = b.hosts().filter(host => host.running).map(host => host.key)
+    expect(running).toHaveLength(8)
+    expect(running.some(key => key.includes(`${folders[1]} `))).toBe(false)
+    expect(running.some(key => key.includes(`${folders[0]} `))).toBe(true)
+    expect(running.some(key => key.includes(`${folders[8]} `))).toBe(true)
+    await b.unload()
+  })
+
+  it('shellHost: false keeps a sandbox per command', async () => {
+    const b = await box({ mode: 'workspace-write', shellHost: false })
+    await b.call('true')
+    await b.settled()
+    expect(viaHost(await b.call('true'))).toBe(false)
+    expect(b.hosts()).toEqual([])
+  })
+
+  it('unloading the sandbox ends its hosts', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    const pid = b.hosts()[0]!.pid!
+    expect(() => process.kill(pid, 0)).not.toThrow()
+    await b.unload()
+    await expect.poll(() => { try { process.kill(pid, 0); return 'alive' } catch { return 'gone' } }, { timeout: 10_000 }).toBe('gone')
+  })
+})
