@@ -23,7 +23,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { bwrapRunner } from '../src/sandbox/runner.js'
 import { appendTurn, prng } from '../src/persistence/testing/workload.js'
 import { FakeDeepSeek, streamResponse, type FakeResponse } from '../test-support/fake-deepseek.js'
@@ -38,6 +38,7 @@ const bin = process.env.BENCH_DSH_BIN ?? dshBin
 const only = process.env.BENCH_ONLY?.split(',').map(s => s.trim()).filter(Boolean)
 const wants = (section: string) => only === undefined || only.includes(section)
 const spawnReference = join(import.meta.dirname, 'support', 'spawn-reference.mjs')
+const hostReference = join(import.meta.dirname, 'support', 'host-reference.mjs')
 
 /** Reference figures of the issue that set the peer targets (same fake server, 2-core machine). */
 const PI_REFERENCE = { oneAnswerMs: 1750, stepsMs: 2440 }
@@ -69,20 +70,47 @@ const task = (session?: string) => ['--profile', 'headless', '--cwd', cwd, ...se
 const dsh = (args: string[], extraEnv: Record<string, string> = {}) => runNode(bin, args, { ...env, ...extraEnv })
 
 /** The argv the bash tool ran for `true` in the last run (sandbox runner prefix included). */
-function toolArgv(): string[] {
-  let sandbox: { mode?: string; runner?: string } | undefined
+/**
+ * The tool process of the last run's timed bash steps: the argv a sandbox per command runs, and
+ * how many of those steps a shell host started instead (src/sandbox/shell-host.ts).
+ */
+function toolOfLastRun(): { argv: string[]; prefix?: string[]; hosted: number; steps: number } {
+  const results: { mode?: string; runner?: string; shellHost?: boolean }[] = []
   for (const line of readFileSync(newestLog(home), 'utf8').split('\n')) {
-    if (line.includes('"type":"tool/result"')) sandbox = (JSON.parse(line) as { data: { meta?: { sandbox?: typeof sandbox } } }).data.meta?.sandbox
+    if (line.includes('"type":"tool/result"')) results.push((JSON.parse(line) as { data: { meta?: { sandbox?: (typeof results)[number] } } }).data.meta?.sandbox ?? {})
   }
+  // The timed steps are 2..STEPS (stepPhases): their results are the last STEPS - 1.
+  const timed = results.slice(-(STEPS - 1))
+  const hosted = timed.filter(sandbox => sandbox.shellHost === true).length
+  const sandbox = timed.at(-1)
   const shell = ['bash', '-c', 'true']
-  if (sandbox?.runner === 'bwrap' && (sandbox.mode === 'workspace-write' || sandbox.mode === 'read-only')) return [...bwrapRunner().argv(sandbox.mode, cwd), ...shell]
+  if (sandbox?.runner === 'bwrap' && (sandbox.mode === 'workspace-write' || sandbox.mode === 'read-only')) {
+    const prefix = [...bwrapRunner().argv(sandbox.mode, cwd)]
+    return { argv: [...prefix, ...shell], prefix, hosted, steps: timed.length }
+  }
   if (sandbox?.runner !== undefined) console.log(`(sandbox runner ${sandbox.runner}: reference spawns bash alone)`)
-  return shell
+  return { argv: shell, hosted, steps: timed.length }
 }
 
 /** Median spawn-to-close of `argv` from a small Node process (the tool process's own life). */
 function referenceSpawnMs(argv: readonly string[]): number {
   return Number(execFileSync(process.execPath, [spawnReference, JSON.stringify(argv), '15', cwd], { encoding: 'utf8' }).trim())
+}
+
+/** Median run-to-close of `true` through a shell host under `prefix`, from a small Node process. */
+function referenceHostMs(prefix: readonly string[]): number {
+  const dshRoot = join(dirname(bin), '..')
+  return Number(execFileSync(process.execPath, [hostReference, JSON.stringify(prefix), '15', cwd, dshRoot], { encoding: 'utf8' }).trim())
+}
+
+/** The tool process's life per timed step: the host's where it ran the step, a sandbox's own where not. */
+function referenceToolMs(): { ms: number; note: string } {
+  const tool = toolOfLastRun()
+  const spawned = referenceSpawnMs(tool.argv)
+  if (tool.prefix === undefined || tool.hosted === 0) return { ms: spawned, note: `from a small process ${ms(spawned)}` }
+  const hosted = referenceHostMs(tool.prefix)
+  const mixed = (hosted * tool.hosted + spawned * (tool.steps - tool.hosted)) / tool.steps
+  return { ms: mixed, note: `${tool.hosted} of ${tool.steps} timed steps through the shell host: ${ms(hosted)} there, ${ms(spawned)} in a sandbox of its own, from a small process` }
 }
 
 interface StepFigures {
@@ -114,6 +142,7 @@ async function stepFigures(label: string, session?: string): Promise<StepFigures
   const bashModel: number[] = []
   const readModel: number[] = []
   const dshTool: number[] = []
+  const notes: string[] = []
   const bashCpu: number[] = []
   const readCpu: number[] = []
   for (let i = 0; i < RUNS; i++) {
@@ -125,7 +154,8 @@ async function stepFigures(label: string, session?: string): Promise<StepFigures
     bashCpu.push((bashRun.cpuMs - one.cpuMs) / STEPS)
     const phases = stepPhases(home)
     const bashModelMs = modelMsPerStep()
-    const reference = referenceSpawnMs(toolArgv())
+    const { ms: reference, note } = referenceToolMs()
+    notes.push(note)
     bash.push(phases.cycleMs)
     refs.push(reference)
     bashModel.push(bashModelMs)
@@ -145,7 +175,7 @@ async function stepFigures(label: string, session?: string): Promise<StepFigures
     bashModel: median(bashModel), readModel: median(readModel), dshToolMs: median(dshTool), bashCpu: median(bashCpu), readCpu: median(readCpu),
   }
   console.log(`${label}: bash step: raw cycle ${ms(figures.bashCycle)}, model time ${ms(figures.bashModel)}, tool process as spawned by dsh ${ms(figures.dshToolMs)} ` +
-    `(from a small process ${ms(figures.reference)}), own ${ms(figures.bashOwn)}; read step: raw cycle ${ms(figures.readCycle)}, model time ${ms(figures.readModel)}, ` +
+    `(reference ${ms(figures.reference)}; ${notes.at(-1)}), own ${ms(figures.bashOwn)}; read step: raw cycle ${ms(figures.readCycle)}, model time ${ms(figures.readModel)}, ` +
     `own ${ms(figures.readOwn)}; dsh CPU per step ${ms(figures.bashCpu)} (bash), ${ms(figures.readCpu)} (read)`)
   return figures
 }

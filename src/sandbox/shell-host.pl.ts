@@ -5,7 +5,8 @@
  * wait statuses; a Node host would take ~75 ms to start, and bash cannot frame binary output.
  *
  * Requests on stdin:
- *   `R <id> <cwd bytes> <env bytes> <command bytes>\n<cwd><env: NUL-separated K=V><command>`
+ *   `E <env bytes>\n<env: NUL-separated K=V>`: the environment of the runs that follow;
+ *   `R <id> <cwd bytes> <command bytes>\n<cwd><command>`: run `<shell> -c <command>` in cwd;
  *   `K <id> <signal number>\n`: signal the run's process group (ignored once its shell exited).
  * Frames on stdout: `<id> <kind> <length>\n<bytes>`, kinds:
  *   `r` ready (id 0, once), `o` stdout bytes, `e` stderr bytes, `s` the run could not start
@@ -31,6 +32,7 @@ $SIG{CHLD} = sub { syswrite($wake_w, 'x') };
 my (%runs, %by_fd, %by_pid);
 my $input = '';
 my $live = 0;
+my %run_env;
 
 sub put {
   my $frame = "$_[0] $_[1] " . length($_[2]) . "\n" . $_[2];
@@ -66,7 +68,7 @@ sub closed {
 }
 
 sub start {
-  my ($id, $cwd, $env, $command) = @_;
+  my ($id, $cwd, $command) = @_;
   if (!chdir $cwd) { put($id, 's', "cannot enter $cwd: $!"); return }
   my ($out_r, $out_w, $err_r, $err_w);
   if (!pipe($out_r, $out_w) || !pipe($err_r, $err_w)) { put($id, 's', "pipe: $!"); chdir '/'; return }
@@ -78,8 +80,7 @@ sub start {
     open(STDIN, '<', '/dev/null');
     open(STDOUT, '>&', $out_w);
     open(STDERR, '>&', $err_w);
-    %ENV = ();
-    for my $pair (split /\0/, $env) { my ($k, $v) = split /=/, $pair, 2; $ENV{$k} = $v if defined $v }
+    %ENV = %run_env;
     exec { $shell } $shell, '-c', $command;
     print STDERR "dsh: cannot run $shell: $!\n";
     POSIX::_exit(127);
@@ -143,19 +144,26 @@ while (1) {
       kill $signal, -$runs{$id}{pid} if $runs{$id} && !$runs{$id}{exited};
       next;
     }
-    if ($input !~ /\AR (\d+) (\d+) (\d+) (\d+)\n/) {
+    if ($input =~ /\AE (\d+)\n/) {
+      my ($head, $env_len) = (length $&, $1);
+      last if length($input) < $head + $env_len;
+      %run_env = ();
+      for my $pair (split /\0/, substr($input, $head, $env_len)) { my ($k, $v) = split /=/, $pair, 2; $run_env{$k} = $v if defined $v }
+      substr($input, 0, $head + $env_len) = '';
+      next;
+    }
+    if ($input !~ /\AR (\d+) (\d+) (\d+)\n/) {
       # Half a line is waited for; a whole line that is no request is a broken host: stop.
       POSIX::_exit(2) if index($input, "\n") >= 0;
       last;
     }
-    my ($id, $cwd_len, $env_len, $command_len) = ($1, $2, $3, $4);
+    my ($id, $cwd_len, $command_len) = ($1, $2, $3);
     my $head = length $&;
-    last if length($input) < $head + $cwd_len + $env_len + $command_len;
+    last if length($input) < $head + $cwd_len + $command_len;
     my $cwd = substr($input, $head, $cwd_len);
-    my $env = substr($input, $head + $cwd_len, $env_len);
-    my $command = substr($input, $head + $cwd_len + $env_len, $command_len);
-    substr($input, 0, $head + $cwd_len + $env_len + $command_len) = '';
-    start($id, $cwd, $env, $command);
+    my $command = substr($input, $head + $cwd_len, $command_len);
+    substr($input, 0, $head + $cwd_len + $command_len) = '';
+    start($id, $cwd, $command);
   }
 }
 `

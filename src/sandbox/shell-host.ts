@@ -20,7 +20,7 @@ import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
 import { statSync } from 'node:fs'
 import { constants } from 'node:os'
-import { PassThrough } from 'node:stream'
+import { Readable } from 'node:stream'
 import { spawner } from './runner.js'
 import { SHELL_HOST_PROGRAM } from './shell-host.pl.js'
 
@@ -29,8 +29,9 @@ const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.sig
 
 /** One command run by a host: the shape of a spawned child the bash tool reads. */
 export class HostedRun extends EventEmitter {
-  readonly stdout = new PassThrough()
-  readonly stderr = new PassThrough()
+  /** A reader that asks for more (after the host was held for it) lets the host go on. */
+  readonly stdout = new Readable({ read: () => this.host.release(this.stdout) })
+  readonly stderr = new Readable({ read: () => this.host.release(this.stderr) })
   private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined
   private closed = false
   /** dsh signalled the run (a timeout, an abort). */
@@ -68,16 +69,16 @@ export class HostedRun extends EventEmitter {
   close(): void {
     if (this.closed) return
     this.closed = true
-    this.stdout.end()
-    this.stderr.end()
+    this.stdout.push(null)
+    this.stderr.push(null)
     if (this.exited !== undefined) this.emit('close', this.exited.code, this.exited.signal)
   }
 
   /** @internal */
   fail(message: string): void {
     this.closed = true
-    this.stdout.end()
-    this.stderr.end()
+    this.stdout.push(null)
+    this.stderr.push(null)
     this.emit('error', new Error(message))
   }
 }
@@ -88,8 +89,10 @@ export class ShellHost {
   private pending: Buffer | undefined
   private ended = false
   private readyState: 'starting' | 'ready' | 'ended' = 'starting'
-  /** Runs whose stream asked the host to wait (backpressure). */
-  private readonly held = new Set<PassThrough>()
+  /** Streams whose reader fell behind: the host waits for them (backpressure). */
+  private readonly held = new Set<Readable>()
+  /** The environment the host gives new runs (sent again only when it changes). */
+  private env = ''
 
   private constructor(private readonly child: ChildProcess) {}
 
@@ -159,11 +162,20 @@ export class ShellHost {
     }
     this.runs.set(id, run)
     let env = ''
-    for (const [key, value] of Object.entries(options.env)) if (value !== undefined && !key.includes('=') && !key.includes('\0') && !value.includes('\0')) env += `${key}=${value}\0`
+    for (const key in options.env) {
+      const value = options.env[key]
+      if (value !== undefined && !key.includes('=') && !key.includes('\0') && !value.includes('\0')) env += `${key}=${value}\0`
+    }
+    const parts: Buffer[] = []
+    if (env !== this.env) {
+      this.env = env
+      const envBytes = Buffer.from(env)
+      parts.push(Buffer.from(`E ${envBytes.length}\n`), envBytes)
+    }
     const cwd = Buffer.from(options.cwd)
-    const envBytes = Buffer.from(env)
     const line = Buffer.from(command)
-    this.child.stdin!.write(Buffer.concat([Buffer.from(`R ${id} ${cwd.length} ${envBytes.length} ${line.length}\n`), cwd, envBytes, line]))
+    parts.push(Buffer.from(`R ${id} ${cwd.length} ${line.length}\n`), cwd, line)
+    this.child.stdin!.write(Buffer.concat(parts))
     return run
   }
 
@@ -222,12 +234,12 @@ export class ShellHost {
       case 'o':
       case 'e': {
         const stream = kind === 'o' ? run.stdout : run.stderr
-        if (stream.destroyed || stream.writableEnded) return
-        // A reader that stopped (a spill file opening, a slow disk) holds the whole host back.
-        if (!stream.write(Buffer.from(body)) && !this.held.has(stream)) {
+        if (stream.destroyed || stream.readableEnded) return
+        // A reader that stopped (a spill file opening, a slow disk) holds the whole host back
+        // until it reads again (or is destroyed).
+        if (!stream.push(Buffer.from(body)) && !this.held.has(stream)) {
           this.held.add(stream)
           this.child.stdout!.pause()
-          stream.once('drain', () => this.release(stream))
           stream.once('close', () => this.release(stream))
         }
         return
@@ -250,7 +262,8 @@ export class ShellHost {
     }
   }
 
-  private release(stream: PassThrough): void {
+  /** @internal */
+  release(stream: Readable): void {
     if (!this.held.delete(stream)) return
     if (this.held.size === 0) this.child.stdout!.resume()
   }

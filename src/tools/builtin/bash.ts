@@ -260,6 +260,8 @@ export async function runBash(command: string, options: {
   config: Required<Omit<BashToolConfig, 'env'>> & { env?: Readonly<Record<string, string>> }
   /** The call's session: a spilled stream is kept with it. */
   place?: SpillPlace
+  /** The command's environment (default: the scrubbed process environment plus `config.env`). */
+  env?: Readonly<Record<string, string>>
 }): Promise<BashRun> {
   const { config } = options
   const spawn = options.host === undefined ? await spawner() : undefined
@@ -269,7 +271,7 @@ export async function runBash(command: string, options: {
   if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
   const started = performance.now()
   // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
-  const env = scrubbedEnvironment(process.env, config.env)
+  const env = options.env ?? scrubbedEnvironment(process.env, config.env)
   let child: CommandProcess
   if (options.host !== undefined) {
     const run = options.host.run(command, { cwd: options.cwd, env })
@@ -437,15 +439,16 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       }
       // A running shell host of this runner, mode and root starts the command without a new
       // sandbox; while there is none, the command gets its own and a host starts meanwhile.
+      const env = scrubbedEnvironment(process.env, resolved.env)
       const host = runner !== undefined && box !== undefined && box.mode !== 'danger-full-access' && editorTerminal(context.scope) === undefined
-        ? box.sandbox.shellHost?.(runner, box.mode, box.root, { shell: resolved.shell, env: scrubbedEnvironment(process.env, resolved.env) })
+        ? box.sandbox.shellHost?.(runner, box.mode, box.root, { shell: resolved.shell, env })
         : undefined
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
       // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
       const terminal = editorTerminal(context.scope)
       const run = terminal !== undefined
         ? await runInEditorTerminal(terminal, args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, callId: context.callId, ...(prefix !== undefined ? { prefix } : {}) })
-        : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, ...(prefix !== undefined ? { prefix } : {}), ...(host !== undefined ? { host } : {}) })
+        : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, env, ...(prefix !== undefined ? { prefix } : {}), ...(host !== undefined ? { host } : {}) })
       const sandboxMarkers: string[] = []
       if (runner !== undefined && box !== undefined && !run.timedOut && !run.aborted) {
         // A terminal interleaves the streams: its whole output is read for the runner's signatures.
