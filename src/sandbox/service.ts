@@ -23,6 +23,8 @@ import { ShellHost } from './shell-host.js'
 const MAX_HOST_STARTS = 3
 /** Hosts kept at once (subagents in many folders); past it the least recently used idle one ends. */
 const MAX_HOSTS = 8
+/** Remembered (runner, mode, root, shell) slots, running or not, before idle ones are dropped. */
+const MAX_SLOTS = 64
 
 export interface SandboxConfig {
   /** Runner chain, tried in order (default `['bwrap']`). */
@@ -78,6 +80,8 @@ export class SandboxPlugin extends Service implements SandboxService {
   constructor(ctx: Context, private readonly config: SandboxConfig = {}) {
     super(ctx, 'sandbox')
     if (config.mode !== undefined && !isSandboxMode(config.mode)) throw new TypeError(`sandbox: config.mode must be read-only, workspace-write or danger-full-access, got ${JSON.stringify(config.mode)}`)
+    if (config.shellHost !== undefined && typeof config.shellHost !== 'boolean') throw new TypeError(`sandbox: config.shellHost must be true or false, got ${JSON.stringify(config.shellHost)}`)
+    if (config.perlCommand !== undefined && (typeof config.perlCommand !== 'string' || config.perlCommand === '')) throw new TypeError(`sandbox: config.perlCommand must be a command name or path, got ${JSON.stringify(config.perlCommand)}`)
     this.fallbackMode = config.mode ?? 'read-only'
     const chain: SandboxRunner[] = []
     if (config.runner !== undefined) chain.push(config.runner)
@@ -111,7 +115,13 @@ export class SandboxPlugin extends Service implements SandboxService {
       this.hosts.set(key, slot)
       return slot.host
     }
-    if (slot === undefined) this.hosts.set(key, slot = { starts: 0 })
+    if (slot === undefined) {
+      // Slots of roots no longer in use (a host never started or ended for good) are let go.
+      if (this.hosts.size >= MAX_SLOTS) {
+        for (const [other, kept] of this.hosts) if (kept.starting === undefined && kept.host?.alive !== true) this.hosts.delete(other)
+      }
+      this.hosts.set(key, slot = { starts: 0 })
+    }
     if (slot.starting === undefined && slot.starts < MAX_HOST_STARTS && this.roomForHost()) {
       const started = slot
       started.starts++

@@ -298,6 +298,11 @@ describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewr
     await b.unload()
   })
 
+  it('a bad shellHost or perlCommand setting is refused with the key named', async () => {
+    await expect(box({ shellHost: 'no' as unknown as boolean })).rejects.toThrow(/config\.shellHost must be true or false, got "no"/)
+    await expect(box({ perlCommand: '' })).rejects.toThrow(/config\.perlCommand must be a command name or path/)
+  })
+
   it('shellHost: false keeps a sandbox per command', async () => {
     const b = await box({ mode: 'workspace-write', shellHost: false })
     await b.call('true')
