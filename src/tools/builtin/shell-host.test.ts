@@ -104,6 +104,11 @@ describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewr
       'printf "%s\\n" "ünïcödé ✓"',
       'cat /nonexistent',
       `touch ${join(outside, 'nope')}`,
+      // SIGPIPE has its default disposition (an ignored one would make yes report EPIPE).
+      'yes | head -n 2',
+      // No descriptor of dsh or of the host leaks into the command.
+      'ls /proc/self/fd',
+      'umask; ulimit -n; trap',
     ]
     process.env.DSH_TEST_SECRET_TOKEN = 'leaked'
     try {
