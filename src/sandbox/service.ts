@@ -13,7 +13,7 @@
  *   is none, one being started then in the background (`./shell-host.ts`); off with
  *   `shellHost: false`.
  */
-import { realpath } from 'node:fs/promises'
+import { realpathSync } from 'node:fs'
 import { Service, type Context } from 'cordis'
 import { isSandboxMode, type SandboxMode } from './modes.js'
 import { bwrapRunner, commandRunner, landlockRunner, probeChain, type ConfinedMode, type ProbeResult, type SandboxRunner } from './runner.js'
@@ -177,6 +177,12 @@ export class SandboxPlugin extends Service implements SandboxService {
 
   async root(cwd: string | undefined): Promise<string> {
     const base = cwd ?? this.config.workspaceRoot ?? process.cwd()
-    return realpath(base).catch(() => base)
+    // Synchronous: one realpath(3) of a folder is a few microseconds, where the libuv pool costs
+    // a thread wake-up and an event-loop turn on every confined call.
+    try {
+      return realpathSync.native(base)
+    } catch {
+      return base
+    }
   }
 }

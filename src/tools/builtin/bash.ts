@@ -16,7 +16,7 @@
  * same argv runs there instead: the streams come interleaved (no `[stderr]` section) and the
  * editor keeps the last `maxOutputBytes` bytes (a note says when earlier output was dropped).
  */
-import { stat } from 'node:fs/promises'
+import { statSync, type Stats } from 'node:fs'
 import type { Readable } from 'node:stream'
 import type { WriteStream } from 'node:fs'
 import { Context } from 'cordis'
@@ -424,7 +424,13 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
     timeoutMs: resolved.maxTimeoutMs + resolved.killGraceMs + 30_000,
     async execute(args, context: ToolContext): Promise<ToolOutput> {
       const cwd = args.workdir !== undefined ? resolvePath(context.cwd, args.workdir) : context.cwd
-      const info = await stat(cwd).catch((error) => fsFailure(error, cwd))
+      // Synchronous, as the JSONL appends: a page-cache stat, not worth a libuv pool round trip.
+      let info: Stats
+      try {
+        info = statSync(cwd)
+      } catch (error) {
+        fsFailure(error, cwd)
+      }
       if (!info.isDirectory()) throw new FsError(`workdir ${cwd} is not a directory`, BuiltinErrorCode.notDirectory)
       if (context.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
       const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'bash', 'command', args, context)

@@ -59,6 +59,8 @@ export interface CallSandbox {
 export interface Sandboxing {
   readonly sandbox: () => SandboxService | undefined
   readonly approval: () => ApprovalService | undefined
+  /** The approval service for reading knobs (`mode`, `policy`: pure folds of the log), untraced. */
+  readonly knobs?: () => ApprovalService | undefined
 }
 
 export function sandboxingOf(ctx: Context): Sandboxing {
@@ -69,6 +71,10 @@ export function sandboxingOf(ctx: Context): Sandboxing {
   return {
     sandbox,
     approval: () => ctx.get('approval') as ApprovalService | undefined,
+    // Every confined call reads the mode and policy; those are folds of the session's log that
+    // use no caller context, so they go through the untraced object. `request` (rare) keeps the
+    // traced one.
+    knobs: serviceLookup(ctx, 'approval') as () => ApprovalService | undefined,
   }
 }
 
@@ -85,10 +91,10 @@ function escalationError(message: string, code: string = SandboxErrorCode.invali
 export async function callSandbox(deps: Sandboxing, toolName: string, kind: EscalationKind, args: EscalationArgs, context: ToolContext): Promise<CallSandbox | undefined> {
   const sandbox = deps.sandbox()
   if (sandbox === undefined) return undefined
-  const approval = deps.approval()
+  const knobs = (deps.knobs ?? deps.approval)()
   const session = context.session
-  const standing = approval !== undefined && session !== undefined ? approval.mode(session) : sandbox.fallbackMode
-  const policy = approval !== undefined && session !== undefined ? approval.policy(session) : 'never'
+  const standing = knobs !== undefined && session !== undefined ? knobs.mode(session) : sandbox.fallbackMode
+  const policy = knobs !== undefined && session !== undefined ? knobs.policy(session) : 'never'
   const root = await sandbox.root(session?.header.cwd ?? context.cwd)
   const base = { sandbox, standing, root, canEscalate: standing !== 'danger-full-access' && policy !== 'never' }
   const requested = args.sandbox_permissions
@@ -100,6 +106,7 @@ export async function callSandbox(deps: Sandboxing, toolName: string, kind: Esca
   if (!isSandboxMode(requested)) throw escalationError(`invalid escalation: sandbox_permissions must be one of ${ESCALATION_MODES.join(', ')}`)
   if (!isWider(requested, standing)) throw escalationError(`sandbox escalation to "${requested}" is not strictly wider than this call's current "${standing}" mode`)
   const unavailable = `sandbox escalation to "${requested}" requires approval, but no approval channel is available`
+  const approval = deps.approval()
   if (approval === undefined || session === undefined) throw escalationError(unavailable, SandboxErrorCode.escalationDenied)
   const outcome = await approval.request({
     session, toolName, callId: context.callId, reason: `escalate sandbox to ${requested}: ${justification.trim()}`,
