@@ -152,6 +152,8 @@ export class SandboxPlugin extends Service implements SandboxService {
     if (idle === undefined) return false
     idle.host!.close()
     idle.host = undefined
+    // Ended to make room, not by a command: it does not count against the root's starts.
+    idle.starts--
     return true
   }
 

@@ -304,6 +304,15 @@ describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewr
     expect(running.some(key => key.includes(`${folders[1]} `))).toBe(false)
     expect(running.some(key => key.includes(`${folders[0]} `))).toBe(true)
     expect(running.some(key => key.includes(`${folders[8]} `))).toBe(true)
+    // Ended to make room is not a failed start: nine roots in turn, four rounds, and every
+    // root still gets a host.
+    for (let round = 0; round < 4; round++) {
+      for (const folder of folders) {
+        await b.call('true', { cwd: folder })
+        await b.settled()
+        expect(viaHost(await b.call('true', { cwd: folder })), `round ${round}, ${folder}`).toBe(true)
+      }
+    }
     await b.unload()
   })
 
