@@ -7,8 +7,9 @@
  * with runners that put everything in one pid namespace tied to dsh's life (`hostable`: bwrap).
  *
  * What differs from a sandbox per command, and why it is kept (docs/security.md):
- * - a command can see and signal the other processes of the same host (its session's commands
- *   under the same mode and root): they are all confined alike, so nothing is gained;
+ * - a command can see and signal the other processes of the same host (every command of that
+ *   mode and root in this dsh process, whichever session runs it) and, while they overlap,
+ *   shares /tmp with them: they are all confined alike, so nothing is gained;
  * - when a command's shell ends, the rest of its process group is killed at once, and every
  *   other process of the host once no command is running (where a sandbox per command ends
  *   them all at once); under workspace-write the private /tmp is then emptied.
