@@ -220,6 +220,12 @@ export class ShellHost {
       const first = header.indexOf(' ')
       const second = header.indexOf(' ', first + 1)
       const length = Number(header.slice(second + 1))
+      if (first <= 0 || second <= first || !Number.isSafeInteger(length) || length < 0) {
+        // Not a frame: the host is broken. It ends, and its runs with it.
+        this.pending = undefined
+        this.close()
+        return
+      }
       if (buffer.length < newline + 1 + length) break
       const body = buffer.subarray(newline + 1, newline + 1 + length)
       at = newline + 1 + length

@@ -321,6 +321,17 @@ describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewr
     await expect(box({ perlCommand: '' })).rejects.toThrow(/config\.perlCommand must be a command name or path/)
   })
 
+  it('a host that writes something other than frames is ended, and commands go on in a sandbox each', async () => {
+    const fake = join(root, 'fake-perl')
+    writeFileSync(fake, '#!/bin/sh\nprintf "0 r 0\\nthis is no frame\\n"\nexec sleep 300\n', { mode: 0o755 })
+    const b = await box({ mode: 'workspace-write', perlCommand: fake })
+    await b.call('true')
+    await b.settled()
+    await expect.poll(() => b.hosts()[0]?.running, { timeout: 10_000 }).toBe(false)
+    const record = await b.call('echo still fine')
+    expect(resultText(record)).toBe('still fine\n')
+  })
+
   it('shellHost: false keeps a sandbox per command', async () => {
     const b = await box({ mode: 'workspace-write', shellHost: false })
     await b.call('true')
