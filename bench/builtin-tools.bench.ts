@@ -1,7 +1,9 @@
 /**
  * Built-in file tools on larger inputs: read (first and last page of a big file: the whole file
  * is streamed and hashed either way), grep over a tree of files, glob over the same tree, and a
- * bash round trip. Prints numbers only. Run: npx tsx bench/builtin-tools.bench.ts [lines] [files]
+ * bash round trip: unconfined, and under the bubblewrap sandbox with a sandbox per command and
+ * through the kept shell host (when bwrap works here). Prints numbers only.
+ * Run: npx tsx bench/builtin-tools.bench.ts [lines] [files]
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -9,6 +11,8 @@ import { join } from 'node:path'
 import { Context } from 'cordis'
 import { ToolsPlugin } from '../src/tools/registry.js'
 import { BuiltinToolsPlugin } from '../src/tools/builtin/index.js'
+import { bwrapRunner, probeRunner } from '../src/sandbox/runner.js'
+import { SandboxPlugin } from '../src/sandbox/service.js'
 
 const lines = Number(process.argv[2] ?? 500_000)
 const files = Number(process.argv[3] ?? 2_000)
@@ -47,6 +51,22 @@ try {
   await time('grep frequent pattern (250 cap)', 3, () => call('grep', { pattern: 'export', path: 'tree' }))
   await time('glob **/*.ts over tree', 3, () => call('glob', { pattern: '**/*.ts', path: 'tree' }))
   await time('bash echo round trip', 20, () => call('bash', { command: 'echo hi', description: 'bench' }))
+
+  const problem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
+  if (problem !== undefined) console.log(`(no confined bash figures: ${problem})`)
+  else {
+    for (const shellHost of [false, true]) {
+      const boxed = new Context()
+      await boxed.plugin(ToolsPlugin)
+      await boxed.plugin(SandboxPlugin, { mode: 'workspace-write', workspaceRoot: cwd, shellHost })
+      await boxed.plugin(BuiltinToolsPlugin)
+      const run = () => boxed.tools.execute({ callId: `b${++n}`, name: 'bash', arguments: JSON.stringify({ command: 'echo hi', description: 'bench' }) }, { cwd, signal })
+      // The first call probes the runner and starts the host; the timed ones come after it is up.
+      await run()
+      await (boxed.sandbox as SandboxPlugin).shellHostsSettled()
+      await time(`bash echo, workspace-write, ${shellHost ? 'shell host' : 'bwrap per call'}`, 40, run)
+    }
+  }
 } finally {
   await rm(cwd, { recursive: true, force: true })
 }
