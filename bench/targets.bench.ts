@@ -69,7 +69,6 @@ const steps = (make: (i: number) => FakeResponse) => Array.from({ length: STEPS 
 const task = (session?: string) => ['--profile', 'headless', '--cwd', cwd, ...session === undefined ? [] : ['--session', session]]
 const dsh = (args: string[], extraEnv: Record<string, string> = {}) => runNode(bin, args, { ...env, ...extraEnv })
 
-/** The argv the bash tool ran for `true` in the last run (sandbox runner prefix included). */
 /**
  * The tool process of the last run's timed bash steps: the argv a sandbox per command runs, and
  * how many of those steps a shell host started instead (src/sandbox/shell-host.ts).

@@ -45,7 +45,8 @@ export async function writableRoots(mode: SandboxMode, root: string): Promise<re
   return [...new Set(await Promise.all([real(root), real('/tmp'), real(tmpdir())]))]
 }
 
-function isUnder(path: string, roots: readonly string[]): boolean {
+/** Whether `path` is one of `roots` or lies below one (all absolute; /dev/null always counts). */
+export function isUnder(path: string, roots: readonly string[]): boolean {
   if (path === '/dev/null') return true
   return roots.some(root => path === root || path.startsWith(root.endsWith(sep) ? root : root + sep))
 }

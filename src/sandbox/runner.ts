@@ -8,6 +8,7 @@
  */
 import type { spawn as Spawn } from 'node:child_process'
 import { realpathSync } from 'node:fs'
+import { isUnder } from './fence.js'
 import type { SandboxMode } from './modes.js'
 
 export type ConfinedMode = Exclude<SandboxMode, 'danger-full-access'>
@@ -32,12 +33,6 @@ export interface SandboxRunner {
 
 const lines = (text: string) => text.split(/\r?\n/)
 
-/** Whether the folder `root` is `path` or one of its ancestors (both absolute). */
-function covers(root: string, path: string): boolean {
-  const base = root.endsWith('/') ? root : `${root}/`
-  return path === root || path.startsWith(base)
-}
-
 function realTmp(): string {
   try {
     return realpathSync('/tmp')
@@ -59,7 +54,7 @@ export function bwrapRunner(command = 'bwrap'): SandboxRunner {
     enforcement: 'full',
     // workspace-write mounts a fresh tmpfs on /tmp, unless the writable root covers /tmp: then
     // /tmp is the real one, seen through the root's bind, and must never be emptied.
-    hostable: { privateTmp: (mode, root) => mode === 'workspace-write' && !covers(root, '/tmp') && !covers(root, realTmp()) },
+    hostable: { privateTmp: (mode, root) => mode === 'workspace-write' && !isUnder('/tmp', [root]) && !isUnder(realTmp(), [root]) },
     argv: (mode, root) => [
       command, '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--proc', '/proc', '--die-with-parent',
       ...(asRoot ? ['--cap-drop', 'ALL'] : []),

@@ -69,18 +69,20 @@ export class HostedRun extends EventEmitter {
   /** @internal Both pipes reached their end. */
   close(): void {
     if (this.closed) return
-    this.closed = true
-    this.stdout.push(null)
-    this.stderr.push(null)
+    this.endStreams()
     if (this.exited !== undefined) this.emit('close', this.exited.code, this.exited.signal)
   }
 
-  /** @internal */
+  /** @internal The run could not start (the host's `s` frame, or an ended host). */
   fail(message: string): void {
+    this.endStreams()
+    this.emit('error', new Error(message))
+  }
+
+  private endStreams(): void {
     this.closed = true
     this.stdout.push(null)
     this.stderr.push(null)
-    this.emit('error', new Error(message))
   }
 }
 
@@ -88,8 +90,7 @@ export class ShellHost {
   private readonly runs = new Map<number, HostedRun>()
   private nextId = 1
   private pending: Buffer | undefined
-  private ended = false
-  private readyState: 'starting' | 'ready' | 'ended' = 'starting'
+  private state: 'starting' | 'ready' | 'ended' = 'starting'
   /** Streams whose reader fell behind: the host waits for them (backpressure). */
   private readonly held = new Set<Readable>()
   /** The environment the host gives new runs (sent again only when it changes). */
@@ -122,13 +123,13 @@ export class ShellHost {
       child.stdin!.on('error', () => undefined)
       child.once('error', error => { host.end(); reject(error) })
       child.once('exit', (code, signal) => {
-        const wasReady = host.readyState === 'ready'
+        const wasReady = host.state === 'ready'
         host.end()
         if (!wasReady) reject(new Error(`the shell host ended before it was ready (${signal ?? `exit ${code}`})${stderr.trim() === '' ? '' : `: ${stderr.trim().split('\n')[0]}`}`))
       })
       child.stdout!.on('data', (chunk: Buffer) => {
-        if (host.readyState === 'starting') {
-          host.readyState = 'ready'
+        if (host.state === 'starting') {
+          host.state = 'ready'
           // Idle, the host must not keep dsh running; a command keeps its own timer.
           child.unref()
           for (const stream of [child.stdin, child.stdout, child.stderr] as const) (stream as unknown as { unref?: () => void }).unref?.()
@@ -140,7 +141,7 @@ export class ShellHost {
   }
 
   get alive(): boolean {
-    return !this.ended
+    return this.state !== 'ended'
   }
 
   /** A command is running (or its output is still coming). */
@@ -157,7 +158,7 @@ export class ShellHost {
   run(command: string, options: { cwd: string; env: NodeJS.ProcessEnv }): HostedRun {
     const id = this.nextId++
     const run = new HostedRun(this, id)
-    if (this.ended) {
+    if (!this.alive) {
       queueMicrotask(() => run.fail('the shell host has ended'))
       return run
     }
@@ -182,13 +183,13 @@ export class ShellHost {
 
   /** @internal */
   signal(id: number, signal: NodeJS.Signals): void {
-    if (this.ended || !this.runs.has(id)) return
+    if (!this.alive || !this.runs.has(id)) return
     this.child.stdin!.write(`K ${id} ${constants.signals[signal]}\n`)
   }
 
   /** Ends the host and, with it, everything it started. */
   close(): void {
-    if (this.ended) return
+    if (!this.alive) return
     this.child.stdin!.end()
     try {
       process.kill(-this.child.pid!, 'SIGKILL')
@@ -199,9 +200,8 @@ export class ShellHost {
   }
 
   private end(): void {
-    if (this.ended) return
-    this.ended = true
-    this.readyState = 'ended'
+    if (!this.alive) return
+    this.state = 'ended'
     // The host's end is the sandbox's end: every command in it was killed with it.
     for (const run of this.runs.values()) {
       run.exit(null, 'SIGKILL')

@@ -365,13 +365,15 @@ export async function runInEditorTerminal(terminal: EditorTerminal, command: str
   signal: AbortSignal
   config: Required<Omit<BashToolConfig, 'env'>> & { env?: Readonly<Record<string, string>> }
   callId: string
+  /** The command's environment (default: the scrubbed process environment plus `config.env`). */
+  env?: Readonly<Record<string, string>>
 }): Promise<BashRun> {
   const { config } = options
   if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
   const result = await terminal.run({
     callId: options.callId,
     argv: [...options.prefix ?? [], config.shell, '-c', command],
-    env: scrubbedEnvironment(process.env, config.env),
+    env: options.env ?? scrubbedEnvironment(process.env, config.env),
     cwd: options.cwd,
     outputByteLimit: config.maxOutputBytes,
     timeoutMs: options.timeoutMs,
@@ -443,17 +445,18 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         runner = probe.runner
         prefix = runner.argv(box.mode, box.root)
       }
-      // A running shell host of this runner, mode and root starts the command without a new
-      // sandbox; while there is none, the command gets its own and a host starts meanwhile.
-      const env = scrubbedEnvironment(process.env, resolved.env)
-      const host = runner !== undefined && box !== undefined && box.mode !== 'danger-full-access' && editorTerminal(context.scope) === undefined
-        ? box.sandbox.shellHost?.(runner, box.mode, box.root, { shell: resolved.shell, env })
-        : undefined
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
+      // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
+      const env = scrubbedEnvironment(process.env, resolved.env)
       // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
       const terminal = editorTerminal(context.scope)
+      // Otherwise a running shell host of this runner, mode and root starts the command without a
+      // new sandbox; while there is none, the command gets its own and a host starts meanwhile.
+      const host = runner !== undefined && box !== undefined && box.mode !== 'danger-full-access' && terminal === undefined
+        ? box.sandbox.shellHost?.(runner, box.mode, box.root, { shell: resolved.shell, env })
+        : undefined
       const run = terminal !== undefined
-        ? await runInEditorTerminal(terminal, args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, callId: context.callId, ...(prefix !== undefined ? { prefix } : {}) })
+        ? await runInEditorTerminal(terminal, args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, callId: context.callId, env, ...(prefix !== undefined ? { prefix } : {}) })
         : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, env, ...(prefix !== undefined ? { prefix } : {}), ...(host !== undefined ? { host } : {}) })
       const sandboxMarkers: string[] = []
       if (runner !== undefined && box !== undefined && !run.timedOut && !run.aborted) {

@@ -60,7 +60,7 @@ export interface Sandboxing {
   readonly sandbox: () => SandboxService | undefined
   readonly approval: () => ApprovalService | undefined
   /** The approval service for reading knobs (`mode`, `policy`: pure folds of the log), untraced. */
-  readonly knobs?: () => ApprovalService | undefined
+  readonly knobs: () => ApprovalService | undefined
 }
 
 export function sandboxingOf(ctx: Context): Sandboxing {
@@ -91,7 +91,7 @@ function escalationError(message: string, code: string = SandboxErrorCode.invali
 export async function callSandbox(deps: Sandboxing, toolName: string, kind: EscalationKind, args: EscalationArgs, context: ToolContext): Promise<CallSandbox | undefined> {
   const sandbox = deps.sandbox()
   if (sandbox === undefined) return undefined
-  const knobs = (deps.knobs ?? deps.approval)()
+  const knobs = deps.knobs()
   const session = context.session
   const standing = knobs !== undefined && session !== undefined ? knobs.mode(session) : sandbox.fallbackMode
   const policy = knobs !== undefined && session !== undefined ? knobs.policy(session) : 'never'
