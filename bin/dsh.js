@@ -5,7 +5,7 @@
 // beside it (docs/decisions.md, "The bundle runs from a V8 code cache"). The bundle is used while it was made from the
 // current dist/ (its copy of dist/.buildstamp matches); otherwise, and when there is none, dsh
 // runs from dist/ as tsc wrote it.
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { accessSync, constants, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 
 const argv = process.argv.slice(2)
 // These finish before a code cache would pay for itself; they load a few small ESM chunks.
@@ -22,25 +22,50 @@ function bundled() {
 }
 
 async function tune() {
-  const { setFlagsFromString } = await import('node:v8')
+  const v8 = await import('node:v8')
   // fetch (the web_fetch tool; model requests use node:http) parses HTTP with a WebAssembly module
   // (llhttp). V8's background optimising compile of it holds process exit back by ~60-100 ms; the
   // baseline compiler is plenty. Set before the first fetch compiles the module (docs/benchmarks.md),
   // and before the code-cached bundle compiles: V8 takes a cache only under the flags it was made with.
-  setFlagsFromString('--liftoff-only')
+  v8.setFlagsFromString('--liftoff-only')
+  // Bytecode a run did not use stays in memory (~1 MB at most) rather than being flushed after a
+  // few major GCs: a cache written again at the end of a long run then still holds it.
+  v8.setFlagsFromString('--no-flush-bytecode')
   // The young generation's growth (--semi-space-growth-factor) is set by the profile runner, which
   // knows whether this run loads a stored session (src/cli/run.ts, fixYoungGeneration).
-  return setFlagsFromString
+  return v8
 }
 
 /**
- * dist/bundle/main.cjs compiled with the code cache main.cjs.cache (made by the first run that had
- * none, or whose cache V8 refused: another Node, other flags). The cache starts with the build
- * stamp it was made under: V8 checks a cache against the source's length only, so a cache left
- * from another build is never handed to it. `DSH_CODE_CACHE=0` runs the ESM chunks instead.
- * Needs require() of ES modules (Node 20.19+): the bundle requires Cordis.
+ * A run writes the cache again when it ends with at least this much more bytecode than the
+ * largest run of its profile so far: it ran code the cache did not hold (docs/decisions.md).
  */
-async function codeCached(stamp, setFlagsFromString) {
+const GROW_BYTES = 8192
+/** Profiles whose bytecode size a cache records (custom profile files count; the rest start over). */
+const MAX_PROFILES = 16
+
+/** The bytecode size per profile recorded after a cache's header line, or none. */
+function recordedSizes(text) {
+  try {
+    const parsed = JSON.parse(text)
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {}
+    return Object.fromEntries(Object.entries(parsed).filter(([, bytes]) => Number.isSafeInteger(bytes) && bytes > 0))
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * dist/bundle/main.cjs compiled with the code cache main.cjs.cache. The cache's first line is
+ * `dsh code cache <stamp> <sizes>`: the build stamp it was made under (V8 checks a cache against
+ * the source's length only, so a cache left from another build is never handed to it) and, per
+ * profile, the most bytecode a run of it ended with. A run writes the cache when it found none,
+ * when V8 refused it (another Node, other flags), and when it ran code the cache did not hold, so
+ * the cache comes to hold what runs use (a first run that only answered a question leaves the
+ * tools' code out). `DSH_CODE_CACHE=0` runs the ESM chunks instead. Needs require() of ES modules
+ * (Node 20.19+): the bundle requires Cordis.
+ */
+async function codeCached(stamp, v8) {
   if (process.env.DSH_CODE_CACHE === '0' || process.features.require_module !== true) return undefined
   const file = new URL('../dist/bundle/main.cjs', import.meta.url)
   let source
@@ -50,11 +75,17 @@ async function codeCached(stamp, setFlagsFromString) {
     return undefined
   }
   const cacheFile = new URL('../dist/bundle/main.cjs.cache', import.meta.url)
-  const header = Buffer.from(`dsh code cache ${stamp.trim()}\n`)
+  const header = `dsh code cache ${stamp.trim()}`
   let cachedData
+  let sizes = {}
   try {
     const stored = readFileSync(cacheFile)
-    if (stored.subarray(0, header.length).equals(header)) cachedData = stored.subarray(header.length)
+    const end = stored.subarray(0, 4096).indexOf(10)
+    const line = end < 0 ? '' : stored.toString('utf8', 0, end)
+    if (line === header || line.startsWith(`${header} `)) {
+      cachedData = stored.subarray(end + 1)
+      sizes = recordedSizes(line.slice(header.length + 1))
+    }
   } catch {
     // None yet: this run makes it.
   }
@@ -76,16 +107,26 @@ async function codeCached(stamp, setFlagsFromString) {
   }
   const module = { exports: {} }
   script.runInThisContext()(module.exports, id => imported.get(id) ?? load(id), module, filename, fileURLToPath(new URL('.', file)), dshImport, file.href)
-  const save = () => {
-    if (hadCache && !script.cachedDataRejected) return
-    const temporary = fileURLToPath(cacheFile) + `.${process.pid}`
+  /** After the run: writes the cache if it is missing, refused, or short of what this run compiled. */
+  const save = (profile = '') => {
+    const bytes = v8.getHeapCodeStatistics().bytecode_and_metadata_size
+    const accepted = hadCache && !script.cachedDataRejected
+    const known = accepted ? sizes[profile] : undefined
+    if (known !== undefined && bytes < known + GROW_BYTES) return
+    // A refused cache's sizes describe code V8 did not take: the new cache starts its own record.
+    const record = accepted && Object.keys(sizes).length < MAX_PROFILES ? { ...sizes } : {}
+    record[profile] = Math.max(bytes, known ?? 0)
+    const target = fileURLToPath(cacheFile)
+    const temporary = `${target}.${process.pid}`
     try {
+      // A read-only install runs without a cache, and does not pay for making one it cannot keep.
+      accessSync(fileURLToPath(new URL('.', cacheFile)), constants.W_OK)
       // Back to the flags the cache is read under (the profile runner may have changed this one).
-      setFlagsFromString('--semi-space-growth-factor=2')
-      writeFileSync(temporary, Buffer.concat([header, script.createCachedData()]))
-      renameSync(temporary, cacheFile)
+      v8.setFlagsFromString('--semi-space-growth-factor=2')
+      writeFileSync(temporary, Buffer.concat([Buffer.from(`${header} ${JSON.stringify(record)}\n`), script.createCachedData()]))
+      renameSync(temporary, target)
     } catch {
-      // A read-only install (or a full disk) runs without a cache.
+      // A full disk (or a folder that turned read-only) runs without a cache.
       rmSync(temporary, { force: true })
     }
   }
@@ -95,15 +136,17 @@ async function codeCached(stamp, setFlagsFromString) {
 let code
 const stamp = bundled()
 if (stamp !== undefined && !quick) {
-  const setFlagsFromString = await tune()
-  const cached = await codeCached(stamp, setFlagsFromString)
+  const v8 = await tune()
+  const cached = await codeCached(stamp, v8)
   if (cached !== undefined) {
-    code = await cached.main(argv)
-    cached.save()
+    const report = {}
+    code = await cached.main(argv, report)
+    cached.save(report.profile)
   } else code = await (await import('../dist/bundle/main.js')).main(argv)
 } else {
   const { main } = await import(stamp !== undefined ? '../dist/bundle/main.js' : '../dist/cli/main.js')
   if (!quick) await tune()
   code = await main(argv)
 }
+
 process.exit(code)

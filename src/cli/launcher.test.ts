@@ -103,13 +103,64 @@ describe('launcher (bin/dsh.js)', () => {
     const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
     expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
     const first = readFileSync(cacheOf(root))
-    expect(first.toString('latin1')).toMatch(/^dsh code cache 2026-01-01T00:00:00.000Z\n/)
+    expect(first.toString('latin1')).toMatch(/^dsh code cache 2026-01-01T00:00:00.000Z \{"":\d+\}\n/)
     // The same bundle under a new stamp (a rebuild that left the cache behind).
     for (const path of ['dist/.buildstamp', 'dist/bundle/.buildstamp']) writeFileSync(join(root, path), '2026-02-02T00:00:00.000Z')
     const before = statSync(cacheOf(root))
     expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
     expect(statSync(cacheOf(root)).ino).not.toBe(before.ino)
-    expect(readFileSync(cacheOf(root)).toString('latin1')).toMatch(/^dsh code cache 2026-02-02T00:00:00.000Z\n/)
+    expect(readFileSync(cacheOf(root)).toString('latin1')).toMatch(/^dsh code cache 2026-02-02T00:00:00.000Z \{"":\d+\}\n/)
+  })
+
+  it('the cache grows: a run that compiled code the cache lacked writes it again, once; a new profile is recorded', () => {
+    // `big` calls a function no earlier run compiled (~30 KB of bytecode); the first run never did.
+    const statements = Array.from({ length: 3000 }, (_, i) => `total += input * ${i} + ${i % 7};`).join('\n')
+    const main = `function heavy(input) { let total = 0\n${statements}\nreturn total }
+exports.main = async (argv, report) => {
+  report.profile = argv[1]
+  process.stdout.write(argv[0] === 'big' ? String(heavy(1) > 0) : 'small')
+  return 0
+}
+`
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main })
+    const header = () => {
+      const text = readFileSync(cacheOf(root)).toString('latin1')
+      return JSON.parse(text.slice(text.indexOf(' {') + 1, text.indexOf('\n'))) as Record<string, number>
+    }
+    const inode = () => statSync(cacheOf(root)).ino
+    expect(run(root, 'small', 'headless')).toBe('small')
+    const first = { ino: inode(), sizes: header() }
+    expect(Object.keys(first.sizes)).toEqual(['headless'])
+    expect(run(root, 'small', 'headless')).toBe('small')
+    expect(inode()).toBe(first.ino)
+    // More code ran than the cache holds: written again, with the larger size recorded.
+    expect(run(root, 'big', 'headless')).toBe('true')
+    const grown = { ino: inode(), sizes: header() }
+    expect(grown.ino).not.toBe(first.ino)
+    expect(grown.sizes.headless).toBeGreaterThan(first.sizes.headless + 8192)
+    expect(statSync(cacheOf(root)).size).toBeGreaterThan(8192)
+    // The cache now holds it: neither that run nor the small one writes again.
+    expect(run(root, 'big', 'headless')).toBe('true')
+    expect(run(root, 'small', 'headless')).toBe('small')
+    expect(inode()).toBe(grown.ino)
+    // A profile the cache has no record of is recorded beside the first.
+    expect(run(root, 'small', 'tui')).toBe('small')
+    expect(Object.keys(header()).sort()).toEqual(['headless', 'tui'])
+    const both = inode()
+    expect(run(root, 'small', 'tui')).toBe('small')
+    expect(inode()).toBe(both)
+  })
+
+  it('a cache header with sizes that are not a record (hand-edited, truncated) is read as no record: the run writes a fresh one', () => {
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+    const stored = readFileSync(cacheOf(root))
+    const end = stored.indexOf(10)
+    writeFileSync(cacheOf(root), Buffer.concat([Buffer.from('dsh code cache 2026-01-01T00:00:00.000Z {"":"many"'), stored.subarray(end)]))
+    const before = statSync(cacheOf(root)).ino
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+    expect(statSync(cacheOf(root)).ino).not.toBe(before)
+    expect(readFileSync(cacheOf(root)).toString('latin1')).toMatch(/^dsh code cache 2026-01-01T00:00:00.000Z \{"":\d+\}\n/)
   })
 
   it('the real build wrote main.cjs, with every dynamic import routed through __dshImport', async () => {

@@ -109,7 +109,12 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(join(root.pathname, 'package.json'), 'utf8')) as { version: string }).version
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
+/** What a run tells its launcher: the profile it ran (bin/dsh.js keys its code cache by it). */
+export interface RunReport {
+  profile?: string
+}
+
+export async function main(argv: readonly string[], report: RunReport = {}): Promise<number> {
   let options: LauncherOptions
   try {
     options = parseLauncherArgs(argv)
@@ -138,6 +143,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     options.profile = routed
   }
+  report.profile = options.profile
   const { runProfile } = await import('./run.js')
   return runProfile(options)
 }
