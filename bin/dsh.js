@@ -149,4 +149,19 @@ if (stamp !== undefined && !quick) {
   code = await main(argv)
 }
 
+/**
+ * Resolves once everything written to `stream` so far has left the process. A pipe takes 64 KB
+ * at a time and Node queues the rest, which process.exit would drop (`dsh sessions | less` lost
+ * the sessions past the first 64 KB). A reader that went away (EPIPE, as after `| head`) ends
+ * the wait: nothing more can reach it, and dsh exits with its own code, not an error.
+ */
+function flushed(stream) {
+  if (stream.writableLength === 0 || stream.destroyed) return undefined
+  return new Promise(resolve => {
+    stream.once('error', resolve)
+    stream.write('', resolve)
+  })
+}
+
+await Promise.all([flushed(process.stdout), flushed(process.stderr)])
 process.exit(code)

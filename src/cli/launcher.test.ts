@@ -4,7 +4,7 @@
  * CommonJS main.cjs through a V8 code cache where it can. Run against a stand-in package whose
  * entry points say which one ran.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -161,6 +161,31 @@ exports.main = async (argv, report) => {
     expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
     expect(statSync(cacheOf(root)).ino).not.toBe(before)
     expect(readFileSync(cacheOf(root)).toString('latin1')).toMatch(/^dsh code cache 2026-01-01T00:00:00.000Z \{"":\d+\}\n/)
+  })
+
+  it('output larger than a pipe holds reaches a reader in full before dsh exits (process.exit dropped what the pipe had not taken)', async () => {
+    // 300 KB to a pipe: the kernel takes 64 KB at a time, Node queues the rest, and exiting at once
+    // lost it (`dsh sessions | less` showed ~960 of 1,000 sessions).
+    const big = `export async function main(argv) { process.stdout.write('x'.repeat(300000) + '\\n'); process.stderr.write('e'.repeat(200000) + '\\n'); return 3 }\n`
+    const root = standIn({ 'dist/cli/main.js': big })
+    const child = spawn(process.execPath, [join(root, 'bin', 'dsh.js'), 'sessions'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const sizes = { out: 0, err: 0 }
+    child.stdout.on('data', (chunk: Buffer) => { sizes.out += chunk.length })
+    child.stderr.on('data', (chunk: Buffer) => { sizes.err += chunk.length })
+    const code = await new Promise(resolve => child.on('close', resolve))
+    expect({ code, ...sizes }).toEqual({ code: 3, out: 300001, err: 200001 })
+  })
+
+  it('a reader that goes away early ends dsh quietly with the code it had, not with an EPIPE stack', async () => {
+    const big = `export async function main(argv) { process.stdout.write('x'.repeat(300000) + '\\n'); return 0 }\n`
+    const root = standIn({ 'dist/cli/main.js': big })
+    const child = spawn(process.execPath, [join(root, 'bin', 'dsh.js'), 'sessions'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
+    // Like `| head -c 10`: read a little, then close the pipe.
+    child.stdout.once('data', () => child.stdout.destroy())
+    const code = await new Promise(resolve => child.on('close', resolve))
+    expect({ code, err }).toEqual({ code: 0, err: '' })
   })
 
   it('the real build wrote main.cjs, with every dynamic import routed through __dshImport', async () => {
