@@ -153,15 +153,17 @@ if (stamp !== undefined && !quick) {
  * Resolves once everything written to `stream` so far has left the process. A pipe takes 64 KB
  * at a time and Node queues the rest, which process.exit would drop (`dsh sessions | less` lost
  * the sessions past the first 64 KB). A reader that went away (EPIPE, as after `| head`) ends
- * the wait: nothing more can reach it, and dsh exits with its own code, not an error.
+ * the wait: nothing more can reach it. Resolves to whether that happened.
  */
 function flushed(stream) {
-  if (stream.writableLength === 0 || stream.destroyed) return undefined
+  const cut = error => error?.code === 'EPIPE'
+  if (stream.destroyed || stream.writableLength === 0) return cut(stream.errored)
   return new Promise(resolve => {
-    stream.once('error', resolve)
-    stream.write('', resolve)
+    stream.once('error', error => resolve(cut(error)))
+    stream.write('', error => resolve(cut(error)))
   })
 }
 
-await Promise.all([flushed(process.stdout), flushed(process.stderr)])
-process.exit(code)
+const cut = await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+// 128 + SIGPIPE, as the run itself exits when its reader leaves earlier (src/cli/run.ts).
+process.exit(cut.includes(true) && code === 0 ? 141 : code)

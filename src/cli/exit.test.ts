@@ -93,4 +93,48 @@ describe('exit of a one-answer run (whole process)', () => {
     expect(events.at(-1)?.type).not.toBe('user/message')
     expect(files(join(home, 'sessions'), '.lock')).toEqual([])
   })
+
+  it('a reader that goes away mid-run (| head) stops the run like SIGTERM: exit 141, no EPIPE stack, the session stored and closed', async () => {
+    const { home, cwd } = tempHome()
+    let readerGone!: () => void
+    const gone = new Promise<void>(resolve => { readerGone = resolve })
+    // The model streams, waits until the reader has left, streams one more chunk (dsh's next write
+    // meets the closed pipe), and then never finishes: only dsh stopping ends this run.
+    server.enqueue(streamResponse([{ text: 'first words' }, { until: gone }, { text: ' and more' }, { until: new Promise(() => {}) }]))
+    const result = await runDsh(['--profile', 'headless', '--output', 'stream-json', 'a question'], {
+      cwd,
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' },
+      // The reader leaves once the model's first words have reached it.
+      onSpawn: child => {
+        let seen = ''
+        const read = (chunk: Buffer) => {
+          seen += chunk.toString()
+          if (!seen.includes('first words')) return
+          child.stdout!.off('data', read)
+          child.stdout!.destroy()
+          readerGone()
+        }
+        child.stdout!.on('data', read)
+      },
+    })
+    expect(server.pending).toBe(0)
+    expect(result.stderr).not.toMatch(/EPIPE|Unhandled|node:events/)
+    expect(result.code).toBe(141)
+    const [log] = files(join(home, 'sessions'), 'session.jsonl')
+    const events = readFileSync(log, 'utf8').trim().split('\n').map(line => JSON.parse(line)).filter(entry => typeof entry.type === 'string')
+    expect(events.filter(event => event.type === 'turn/end').map(event => event.data.reason.kind)).toEqual(['aborted'])
+    expect(files(join(home, 'sessions'), '.lock')).toEqual([])
+  })
+
+  it('a reader that takes part of a long answer and leaves (| head -c) ends dsh quietly with 141', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'many words '.repeat(30_000) }, { finish: 'stop', usage }]))
+    const result = await runDsh(['--profile', 'headless', 'a question'], {
+      cwd,
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' },
+      onSpawn: child => child.stdout!.once('data', () => child.stdout!.destroy()),
+    })
+    expect(result.stderr).not.toMatch(/EPIPE|Unhandled|node:events/)
+    expect(result.code).toBe(141)
+  })
 })

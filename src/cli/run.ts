@@ -15,6 +15,8 @@ import type { LoadedRow } from './loader.js'
 
 const EXIT_SIGINT = 130
 const EXIT_SIGTERM = 143
+/** 128 + SIGPIPE: what a shell tool's status is when its reader went away. */
+const EXIT_SIGPIPE = 141
 const TERM_DRAIN_MS = 5_000
 
 function fail(message: string): number {
@@ -55,6 +57,19 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+  // The reader of stdout or stderr went away (`dsh ... | head`). A shell tool dies of SIGPIPE
+  // there; dsh stops the run as on SIGTERM, so what the session committed is stored and the turn
+  // closed, and exits 141. Left unheard, the EPIPE was an unhandled error event: a stack trace.
+  // Other output errors stay what they were.
+  const onOutputError = (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error
+    if (exitCode !== undefined) return
+    exitCode = EXIT_SIGPIPE
+    controller.abort('SIGPIPE')
+    setTimeout(() => process.exit(EXIT_SIGPIPE), TERM_DRAIN_MS).unref()
+  }
+  process.stdout.on('error', onOutputError)
+  process.stderr.on('error', onOutputError)
 
   let cwd = process.cwd()
   const cwdIndex = options.appArgs.indexOf('--cwd')
