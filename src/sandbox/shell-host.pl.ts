@@ -10,7 +10,8 @@
  *   `K <id> <signal number>\n`: signal the run's process group (ignored once its shell exited).
  * Frames on stdout: `<id> <kind> <length>\n<bytes>`, kinds:
  *   `r` ready (id 0, once), `o` stdout bytes, `e` stderr bytes, `s` the run could not start
- *   (message), `x` the shell ended (`exit N` or `signal N`), `c` both pipes closed.
+ *   (message), `x` the shell ended (`exit N` or `signal N`), `c` both pipes closed. What the
+ *   shell wrote before it ended comes before its `x`.
  *
  * A run's shell gets its own process group, stdin from /dev/null, the request's cwd and
  * environment, and default signal dispositions. When its shell ends, the rest of its group is
@@ -90,6 +91,8 @@ sub start {
   setpgrp($pid, $pid);
   chdir '/';
   close $out_w; close $err_w;
+  # Non-blocking, so a run's pipes can be emptied at its end without waiting on a writer.
+  for my $fh ($out_r, $err_r) { fcntl($fh, F_SETFL, fcntl($fh, F_GETFL, 0) | O_NONBLOCK) }
   $runs{$id} = { pid => $pid, open => 2, exited => 0 };
   $by_pid{$pid} = $id;
   $by_fd{fileno $out_r} = [$id, 'o', $out_r];
@@ -97,13 +100,37 @@ sub start {
   $live++;
 }
 
+# Relays what is in a run's pipes now, up to DRAIN_MAX bytes (a writer outside its group that
+# keeps writing is not waited for): output the shell wrote before it ended then goes out before
+# its end does. dsh stops reading a run some time after its end once its output is quiet (for
+# background jobs that hold the pipes); output still queued here must not count as quiet.
+use constant DRAIN_MAX => 4194304;
+sub drain {
+  my ($id) = @_;
+  my $budget = DRAIN_MAX;
+  for my $fd (keys %by_fd) {
+    my ($owner, $kind, $fh) = @{$by_fd{$fd}};
+    next unless $owner == $id;
+    while ($budget > 0) {
+      my $n = sysread($fh, my $bytes, 65536);
+      if (!defined $n) { next if $!{EINTR}; last }
+      if ($n) { put($id, $kind, $bytes); $budget -= $n; next }
+      close $fh;
+      delete $by_fd{$fd};
+      $runs{$id}{open}--;
+      last;
+    }
+  }
+}
+
 sub reap {
   while ((my $pid = waitpid(-1, WNOHANG)) > 0) {
     my $id = delete $by_pid{$pid};
     next unless defined $id;
     my $status = $?;
-    put($id, 'x', ($status & 127) ? 'signal ' . ($status & 127) : 'exit ' . ($status >> 8));
     kill 'KILL', -$pid;
+    drain($id);
+    put($id, 'x', ($status & 127) ? 'signal ' . ($status & 127) : 'exit ' . ($status >> 8));
     $live--;
     if ($live == 0) {
       kill 'KILL', -1;
@@ -125,10 +152,11 @@ while (1) {
   sysread($wake_r, my $drop, 4096) if vec($got, fileno($wake_r), 1);
   reap();
   for my $fd (keys %by_fd) {
-    next unless vec($got, $fd, 1);
+    # A pipe reap() already emptied and closed, or emptied for now.
+    next unless vec($got, $fd, 1) && $by_fd{$fd};
     my ($id, $kind, $fh) = @{$by_fd{$fd}};
     my $n = sysread($fh, my $bytes, 65536);
-    next if !defined $n && $!{EINTR};
+    next if !defined $n && ($!{EINTR} || $!{EAGAIN});
     if ($n) { put($id, $kind, $bytes); next }
     close $fh;
     delete $by_fd{$fd};

@@ -12,6 +12,7 @@ import { Context } from 'cordis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { resultText } from '../../../test-support/builtin-tools.js'
 import { bwrapRunner, probeRunner } from '../../sandbox/runner.js'
+import { ShellHost } from '../../sandbox/shell-host.js'
 import { SandboxPlugin, type SandboxConfig } from '../../sandbox/service.js'
 import type { ToolResultRecord } from '../api.js'
 import { ToolsPlugin } from '../index.js'
@@ -226,6 +227,38 @@ describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewr
     const record = await pending
     expect(record.isError).toBe(true)
     expect(resultText(record)).toMatch(/\[aborted\]$/)
+  })
+
+  it('what a command wrote before it ended reaches dsh before its end does (the bash tool stops reading a quiet run some time after its end)', async () => {
+    // The host relayed a shell's end as soon as it reaped it, and the last 64 KB of its output
+    // (what the pipe still held) after. Under load, a host held up for longer than the bash tool's
+    // drain wait cut the output short: 192 KB of `seq 1 40000`'s 229 KB came back, as a success.
+    const host = await ShellHost.start([...bwrapRunner().argv('workspace-write', root)], { shell: 'bash', cwd: root, env: process.env, clearTmp: false })
+    try {
+      for (let i = 0; i < 10; i++) {
+        const run = host.run('seq 1 40000', { cwd: '/', env: { PATH: process.env.PATH } })
+        let exited = false
+        const seen = { bytes: 0, afterExit: 0 }
+        run.on('exit', () => { exited = true })
+        run.stdout.on('data', (chunk: Buffer) => {
+          seen.bytes += chunk.length
+          if (exited) seen.afterExit += chunk.length
+        })
+        run.stderr.resume()
+        await new Promise(resolve => run.once('close', resolve))
+        expect(seen).toEqual({ bytes: 228894, afterExit: 0 })
+      }
+      // A job outside the command's group that keeps writing to its output does not hold its end
+      // back (it is killed once no command is left).
+      const endless = host.run('setsid yes & exit 4', { cwd: '/', env: { PATH: process.env.PATH } })
+      endless.stdout.resume()
+      endless.stderr.resume()
+      const code = await new Promise(resolve => endless.once('exit', resolve))
+      expect(code).toBe(4)
+      await new Promise(resolve => endless.once('close', resolve))
+    } finally {
+      host.close()
+    }
   })
 
   it('runs parallel commands apart: each gets its own output and exit code', async () => {
