@@ -153,17 +153,16 @@ if (stamp !== undefined && !quick) {
  * Resolves once everything written to `stream` so far has left the process. A pipe takes 64 KB
  * at a time and Node queues the rest, which process.exit would drop (`dsh sessions | less` lost
  * the sessions past the first 64 KB). A reader that went away (EPIPE, as after `| head`) ends
- * the wait: nothing more can reach it. Resolves to whether that happened.
+ * the wait: nothing more can reach it, and what that means for the exit code is the app's to say
+ * (the headless app exits 141).
  */
 function flushed(stream) {
-  const cut = error => error?.code === 'EPIPE'
-  if (stream.destroyed || stream.writableLength === 0) return cut(stream.errored)
+  if (stream.destroyed || stream.writableLength === 0) return undefined
   return new Promise(resolve => {
-    stream.once('error', error => resolve(cut(error)))
-    stream.write('', error => resolve(cut(error)))
+    stream.once('error', resolve)
+    stream.write('', resolve)
   })
 }
 
-const cut = await Promise.all([flushed(process.stdout), flushed(process.stderr)])
-// 128 + SIGPIPE, as the run itself exits when its reader leaves earlier (src/cli/run.ts).
-process.exit(cut.includes(true) && code === 0 ? 141 : code)
+await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+process.exit(code)

@@ -138,6 +138,16 @@ function sandboxDenial(event: SessionEvent): string | undefined {
   return undefined
 }
 
+/** 128 + SIGPIPE: a shell tool's status when its reader went away. */
+const EXIT_SIGPIPE = 141
+
+/** Resolves once what was written to `stream` so far is out; true if its reader had gone (EPIPE). */
+function delivered(stream: NodeJS.WritableStream): Promise<boolean> {
+  return new Promise(resolve => {
+    stream.write('', (error?: Error | null) => resolve((error as NodeJS.ErrnoException | null | undefined)?.code === 'EPIPE'))
+  })
+}
+
 export class HeadlessApp extends Service {
   static readonly inject = ['host', 'sessions', 'agents', 'llm']
 
@@ -216,26 +226,53 @@ export class HeadlessApp extends Service {
     })
     const onAbort = () => agent.cancel({ reason: { kind: 'user' } })
     host.signal.addEventListener('abort', onAbort, { once: true })
+    // The reader went away (`dsh "task" | head`): a shell tool would die of SIGPIPE. The run stops
+    // as on SIGTERM (the turn closed, the session stored) and dsh exits 141, printing nothing more.
+    let readerGone = false
+    const onOutputError = (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE' || readerGone) return
+      readerGone = true
+      onAbort()
+    }
+    host.stdout.on('error', onOutputError)
+    host.stderr.on('error', onOutputError)
     let command: CommandOutcome | undefined
     try {
-      // A task starting with `/name` runs a registered slash command first (docs/commands.md).
-      command = await this.ctx.get('commands')?.execute(agent, args.task, { signal: host.signal })
-      if (command === undefined) agent.followup(args.task)
-      agent = this.ctx.agents.get(agent.id) ?? agent
-      // Continuable children may still run and answer the parent with notices (SA-10).
-      const subagents = this.ctx.get('subagents')
-      if (subagents !== undefined) await subagents.whenQuiet(agent.id)
-      else await agent.whenIdle()
+      try {
+        // A task starting with `/name` runs a registered slash command first (docs/commands.md).
+        command = await this.ctx.get('commands')?.execute(agent, args.task, { signal: host.signal })
+        if (command === undefined) agent.followup(args.task)
+        agent = this.ctx.agents.get(agent.id) ?? agent
+        // Continuable children may still run and answer the parent with notices (SA-10).
+        const subagents = this.ctx.get('subagents')
+        if (subagents !== undefined) await subagents.whenQuiet(agent.id)
+        else await agent.whenIdle()
+      } finally {
+        host.signal.removeEventListener('abort', onAbort)
+        dispose()
+        offUnavailable()
+        offQuestion()
+        progress?.done()
+        // Text mode says which session this was and how to go on (also after Ctrl-C), on stderr so
+        // scripts reading stdout get only the answer; stream-json carries the id in every line.
+        if (!stream) host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
+      }
+      if (readerGone) return EXIT_SIGPIPE
+      const code = this.report(session, start, stream, command)
+      // The answer has left the process before the code is final: a reader that left while it
+      // was going out cut the run short too.
+      const cut = await Promise.all([delivered(host.stdout), delivered(host.stderr)])
+      return readerGone || cut.includes(true) ? EXIT_SIGPIPE : code
     } finally {
-      host.signal.removeEventListener('abort', onAbort)
-      dispose()
-      offUnavailable()
-      offQuestion()
-      progress?.done()
-      // Text mode says which session this was and how to go on (also after Ctrl-C), on stderr so
-      // scripts reading stdout get only the answer; stream-json carries the id in every line.
-      if (!stream) host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
+      host.stdout.off('error', onOutputError)
+      host.stderr.off('error', onOutputError)
     }
+  }
+
+  /** Prints the run's outcome (the answer, or the slash command's text) and gives the exit code. */
+  private report(session: Session, start: number, stream: boolean, command: CommandOutcome | undefined): number {
+    const { host } = this.ctx
+    const write = (line: unknown) => host.stdout.write(`${JSON.stringify(line)}\n`)
     if (command !== undefined && command.kind !== 'prompt') {
       const shown = command.text ?? ''
       if (stream) write({ type: 'result', sessionId: session.id, output: shown, usage: usageSince(session, start) })

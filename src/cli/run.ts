@@ -15,8 +15,6 @@ import type { LoadedRow } from './loader.js'
 
 const EXIT_SIGINT = 130
 const EXIT_SIGTERM = 143
-/** 128 + SIGPIPE: what a shell tool's status is when its reader went away. */
-const EXIT_SIGPIPE = 141
 const TERM_DRAIN_MS = 5_000
 
 function fail(message: string): number {
@@ -57,16 +55,12 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
-  // The reader of stdout or stderr went away (`dsh ... | head`). A shell tool dies of SIGPIPE
-  // there; dsh stops the run as on SIGTERM, so what the session committed is stored and the turn
-  // closed, and exits 141. Left unheard, the EPIPE was an unhandled error event: a stack trace.
-  // Other output errors stay what they were.
+  // The reader of stdout or stderr went away (`dsh ... | head`, an editor closing the pipe). Left
+  // unheard, the EPIPE is an unhandled error event: a Node stack trace and exit 1. What a run
+  // does about it is its app's to say (headless stops and exits 141, the protocol servers finish
+  // the turn); here it is only kept from killing the process. Other output errors stay fatal.
   const onOutputError = (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error
-    if (exitCode !== undefined) return
-    exitCode = EXIT_SIGPIPE
-    controller.abort('SIGPIPE')
-    setTimeout(() => process.exit(EXIT_SIGPIPE), TERM_DRAIN_MS).unref()
   }
   process.stdout.on('error', onOutputError)
   process.stderr.on('error', onOutputError)
