@@ -111,10 +111,10 @@ async function codeCached(stamp, v8) {
   const save = (profile = '') => {
     const bytes = v8.getHeapCodeStatistics().bytecode_and_metadata_size
     const accepted = hadCache && !script.cachedDataRejected
-    const known = accepted ? sizes[profile] : undefined
+    const known = accepted && Object.hasOwn(sizes, profile) ? sizes[profile] : undefined
     if (known !== undefined && bytes < known + GROW_BYTES) return
     // A refused cache's sizes describe code V8 did not take: the new cache starts its own record.
-    const record = accepted && Object.keys(sizes).length < MAX_PROFILES ? { ...sizes } : {}
+    const record = Object.assign(Object.create(null), accepted && Object.keys(sizes).length < MAX_PROFILES ? sizes : {})
     record[profile] = Math.max(bytes, known ?? 0)
     const target = fileURLToPath(cacheFile)
     const temporary = `${target}.${process.pid}`

@@ -151,6 +151,16 @@ exports.main = async (argv, report) => {
     expect(inode()).toBe(both)
   })
 
+  it('a profile named like an object property (__proto__, constructor) is recorded as any other', () => {
+    const main = `exports.main = async (argv, report) => { report.profile = argv[0]; process.stdout.write('ran'); return 0 }\n`
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main })
+    for (const profile of ['__proto__', 'constructor', '__proto__']) expect(run(root, profile)).toBe('ran')
+    const text = readFileSync(cacheOf(root)).toString('latin1')
+    const sizes = JSON.parse(text.slice(text.indexOf(' {') + 1, text.indexOf('\n'))) as Record<string, unknown>
+    expect(Object.keys(sizes).sort()).toEqual(['__proto__', 'constructor'])
+    for (const bytes of Object.values(sizes)) expect(bytes).toEqual(expect.any(Number))
+  })
+
   it('a cache header with sizes that are not a record (hand-edited, truncated) is read as no record: the run writes a fresh one', () => {
     const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
     expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
