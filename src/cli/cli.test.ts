@@ -123,6 +123,22 @@ describe('signals', () => {
   })
 })
 
+describe('signals: hangup', () => {
+  it('SIGHUP (the terminal closed) cancels the turn like SIGTERM, flushes the log and exits 129', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'partial answer' }, { until: new Promise(() => {}) }], { end: 'hang' }))
+    const before = server.requests.length
+    let child: import('node:child_process').ChildProcess | undefined
+    const running = runDsh(['--profile', 'headless', '--output', 'stream-json', 'a long task'], { cwd, env: envFor(home), onSpawn: c => { child = c } })
+    await server.waitForRequests(before + 1)
+    child!.kill('SIGHUP')
+    const result = await running
+    expect({ code: result.code, signal: result.signal }).toEqual({ code: 129, signal: null })
+    const lines = result.stdout.trim().split('\n').map(line => JSON.parse(line))
+    expect(lines.filter(line => line.type === 'session_event').at(-1).event).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
+  })
+})
+
 describe('composition errors and dumps through the CLI', () => {
   it('a patch with an unknown key fails with one line naming the file, row and key', async () => {
     const { home, cwd } = tempHome()

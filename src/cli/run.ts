@@ -13,6 +13,7 @@ import type { Host } from '../host/index.js'
 import type { LauncherOptions } from './main.js'
 import type { LoadedRow } from './loader.js'
 
+const EXIT_SIGHUP = 129
 const EXIT_SIGINT = 130
 const EXIT_SIGTERM = 143
 const TERM_DRAIN_MS = 5_000
@@ -47,20 +48,25 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   let signals = 0
   const onSignal = (signal: NodeJS.Signals) => {
     signals += 1
-    const code = signal === 'SIGINT' ? EXIT_SIGINT : EXIT_SIGTERM
+    const code = signal === 'SIGINT' ? EXIT_SIGINT : signal === 'SIGHUP' ? EXIT_SIGHUP : EXIT_SIGTERM
     if (signals > 1) process.exit(code)
     exitCode = code
     controller.abort(signal)
-    if (signal === 'SIGTERM') setTimeout(() => process.exit(code), TERM_DRAIN_MS).unref()
+    if (signal !== 'SIGINT') setTimeout(() => process.exit(code), TERM_DRAIN_MS).unref()
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
-  // The reader of stdout or stderr went away (`dsh ... | head`, an editor closing the pipe). Left
-  // unheard, the EPIPE is an unhandled error event: a Node stack trace and exit 1. What a run
-  // does about it is its app's to say (headless stops and exits 141, the protocol servers finish
-  // the turn); here it is only kept from killing the process. Other output errors stay fatal.
+  // The terminal closed (a window or an SSH connection): without a handler SIGHUP killed dsh on
+  // the spot, mid-turn, its writer lock left behind. It is handled as SIGTERM. (Node resets an
+  // inherited SIGHUP disposition at start-up, so `nohup` never kept dsh alive either.)
+  process.on('SIGHUP', onSignal)
+  // The reader of stdout or stderr went away (`dsh ... | head`, an editor closing the pipe), or
+  // the terminal did (EIO after a hangup). Left unheard, the error is an unhandled error event: a
+  // Node stack trace and exit 1. What a run does about it is its app's to say (headless stops and
+  // exits 141, the protocol servers finish the turn); here it is only kept from killing the
+  // process. Other output errors stay fatal.
   const onOutputError = (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error
+    if (error.code !== 'EPIPE' && error.code !== 'EIO') throw error
   }
   process.stdout.on('error', onOutputError)
   process.stderr.on('error', onOutputError)

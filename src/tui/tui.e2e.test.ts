@@ -142,6 +142,22 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     expect(ends).toEqual([{ kind: 'aborted', reason: { kind: 'user' } }, { kind: 'completed' }])
   })
 
+  it('closing the terminal mid-turn (SIGHUP) closes the turn in the log and gives the session back, as Ctrl-C does', async () => {
+    const { home, cwd } = tempHome()
+    const held = gate()
+    server.enqueue({ segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.until }], end: 'close' })
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'count slowly')
+    await terminal.waitFor('Counting: one two three', { what: 'the streamed text' })
+    // The terminal goes away: tmux hangs up on the programs in it, and their terminal is gone.
+    terminal.close()
+    await expect.poll(() => sessionLog(home).filter(event => event.type === 'turn/end').map(event => event.data.reason.kind), { timeout: 15_000 }).toEqual(['aborted'])
+    // The writer lock is given back: the session opens again at once.
+    await expect.poll(() => readdirSync(join(home, 'sessions', '.locks')).filter(name => name.endsWith('.lock')), { timeout: 15_000 }).toEqual([])
+    held.open()
+  })
+
   it('Enter queues while a turn runs and Ctrl-S steers into the running step', async () => {
     const { home, cwd } = tempHome()
     const held = gate()
