@@ -100,6 +100,21 @@ sub start {
   $live++;
 }
 
+# Reads what one pipe holds now and relays it. Returns the bytes read; 0 once the pipe has ended
+# (it is closed and forgotten); undef when it holds nothing yet.
+sub relay {
+  my ($fd) = @_;
+  my ($id, $kind, $fh) = @{$by_fd{$fd}};
+  my ($n, $bytes);
+  do { $n = sysread($fh, $bytes, 65536) } while (!defined $n && $!{EINTR});
+  return undef if !defined $n && $!{EAGAIN};
+  if ($n) { put($id, $kind, $bytes); return $n }
+  close $fh;
+  delete $by_fd{$fd};
+  $runs{$id}{open}--;
+  return 0;
+}
+
 # Relays what is in a run's pipes now, up to DRAIN_MAX bytes (a writer outside its group that
 # keeps writing is not waited for): output the shell wrote before it ended then goes out before
 # its end does. dsh stops reading a run some time after its end once its output is quiet (for
@@ -108,17 +123,11 @@ use constant DRAIN_MAX => 4194304;
 sub drain {
   my ($id) = @_;
   my $budget = DRAIN_MAX;
-  for my $fd (keys %by_fd) {
-    my ($owner, $kind, $fh) = @{$by_fd{$fd}};
-    next unless $owner == $id;
+  for my $fd (grep { $by_fd{$_}[0] == $id } keys %by_fd) {
     while ($budget > 0) {
-      my $n = sysread($fh, my $bytes, 65536);
-      if (!defined $n) { next if $!{EINTR}; last }
-      if ($n) { put($id, $kind, $bytes); $budget -= $n; next }
-      close $fh;
-      delete $by_fd{$fd};
-      $runs{$id}{open}--;
-      last;
+      my $n = relay($fd);
+      last unless $n;
+      $budget -= $n;
     }
   }
 }
@@ -154,14 +163,9 @@ while (1) {
   for my $fd (keys %by_fd) {
     # A pipe reap() already emptied and closed, or emptied for now.
     next unless vec($got, $fd, 1) && $by_fd{$fd};
-    my ($id, $kind, $fh) = @{$by_fd{$fd}};
-    my $n = sysread($fh, my $bytes, 65536);
-    next if !defined $n && ($!{EINTR} || $!{EAGAIN});
-    if ($n) { put($id, $kind, $bytes); next }
-    close $fh;
-    delete $by_fd{$fd};
-    $runs{$id}{open}--;
-    closed($id);
+    my $id = $by_fd{$fd}[0];
+    my $n = relay($fd);
+    closed($id) if defined $n && $n == 0;
   }
   next unless vec($got, fileno(STDIN), 1);
   my $n = sysread(STDIN, $input, 65536, length $input);
