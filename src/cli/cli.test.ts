@@ -100,17 +100,23 @@ describe('dsh --profile headless', () => {
 })
 
 describe('signals', () => {
-  it('SIGINT mid-stream cancels the turn, flushes the log and exits 130', async () => {
+  /** A headless stream-json run whose model never finishes, sent `signal` once its request is in. */
+  async function signalledMidStream(signal: NodeJS.Signals) {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'partial answer' }, { until: new Promise(() => {}) }], { end: 'hang' }))
     const before = server.requests.length
     let child: import('node:child_process').ChildProcess | undefined
     const running = runDsh(['--profile', 'headless', '--output', 'stream-json', 'a long task'], { cwd, env: envFor(home), onSpawn: c => { child = c } })
     await server.waitForRequests(before + 1)
-    child!.kill('SIGINT')
+    child!.kill(signal)
     const result = await running
-    expect(result.code).toBe(130)
     const lines = result.stdout.trim().split('\n').map(line => JSON.parse(line))
+    return { home, cwd, result, lines }
+  }
+
+  it('SIGINT mid-stream cancels the turn, flushes the log and exits 130', async () => {
+    const { home, cwd, result, lines } = await signalledMidStream('SIGINT')
+    expect(result.code).toBe(130)
     const sessionId = lines[0].sessionId
     expect(lines.filter(line => line.type === 'session_event').at(-1).event).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
     // Everything appended before the signal is on disk: a new run continues the stored session.
@@ -121,20 +127,10 @@ describe('signals', () => {
     expect(texts).toContain('user:a long task')
     expect(texts).toContain('assistant:partial answer')
   })
-})
 
-describe('signals: hangup', () => {
   it('SIGHUP (the terminal closed) cancels the turn like SIGTERM, flushes the log and exits 129', async () => {
-    const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([{ text: 'partial answer' }, { until: new Promise(() => {}) }], { end: 'hang' }))
-    const before = server.requests.length
-    let child: import('node:child_process').ChildProcess | undefined
-    const running = runDsh(['--profile', 'headless', '--output', 'stream-json', 'a long task'], { cwd, env: envFor(home), onSpawn: c => { child = c } })
-    await server.waitForRequests(before + 1)
-    child!.kill('SIGHUP')
-    const result = await running
+    const { result, lines } = await signalledMidStream('SIGHUP')
     expect({ code: result.code, signal: result.signal }).toEqual({ code: 129, signal: null })
-    const lines = result.stdout.trim().split('\n').map(line => JSON.parse(line))
     expect(lines.filter(line => line.type === 'session_event').at(-1).event).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'aborted' } } })
   })
 })
