@@ -66,6 +66,9 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     const { chromium: launcher } = await import('playwright-core')
     browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
     page = await browser.newPage({ viewport: { width: 1280, height: 820 } })
+    // Under the test's own 30 s: a step that never comes fails naming the locator it waited for,
+    // not as a bare test timeout (the restart test has timed out so, rarely, on CI).
+    page.setDefaultTimeout(20_000)
     page.on('pageerror', error => console.error('page error:', error))
   }, 600_000)
 
