@@ -165,4 +165,13 @@ function flushed(stream) {
 }
 
 await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+if (code === 129 && [process.stdin, process.stdout, process.stderr].some(stream => stream.isTTY)) {
+  // A hangup (exit 129): the terminal is most likely gone. At exit Node puts each terminal on
+  // stdio back in its start-up mode, and Node 20 aborts when that fails (EIO on a hung-up
+  // terminal): a native stack trace, SIGABRT, maybe a core file. Everything is stored by now, so
+  // dsh ends as a hangup ends a program, by SIGHUP itself (a shell reads 129 either way), and
+  // that step is skipped.
+  process.removeAllListeners('SIGHUP')
+  process.kill(process.pid, 'SIGHUP')
+}
 process.exit(code)

@@ -45,14 +45,19 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
 
   const controller = new AbortController()
   let exitCode: number | undefined
-  let signals = 0
+  let drain: NodeJS.Timeout | undefined
   const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1
     const code = signal === 'SIGINT' ? EXIT_SIGINT : signal === 'SIGHUP' ? EXIT_SIGHUP : EXIT_SIGTERM
-    if (signals > 1) process.exit(code)
-    exitCode = code
-    controller.abort(signal)
-    if (signal !== 'SIGINT') setTimeout(() => process.exit(code), TERM_DRAIN_MS).unref()
+    if (exitCode === undefined) {
+      exitCode = code
+      controller.abort(signal)
+    } else if (signal !== 'SIGHUP') {
+      // A second SIGINT or SIGTERM is someone insisting: out now. A hangup told again is not (a
+      // closed terminal tells its foreground job, then the shell tells its jobs, a few ms apart),
+      // and must not cut short the orderly close the first signal started.
+      process.exit(code)
+    }
+    if (signal !== 'SIGINT') drain ??= setTimeout(() => process.exit(exitCode), TERM_DRAIN_MS).unref()
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)

@@ -39,9 +39,9 @@ function shell(home: string, cwd: string, options: { width?: number; height?: nu
   return terminal
 }
 
-async function openApp(terminal: Terminal, args = ''): Promise<void> {
+async function openApp(terminal: Terminal, args = '', wrap = (command: string) => command): Promise<void> {
   await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
-  terminal.type(`clear; ${DSH}${args ? ` ${args}` : ''}`)
+  terminal.type(`clear; ${wrap(`${DSH}${args ? ` ${args}` : ''}`)}`)
   terminal.keys('Enter')
   await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000 })
 }
@@ -147,7 +147,11 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const held = gate()
     server.enqueue({ segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.until }], end: 'close' })
     const terminal = shell(home, cwd)
-    await openApp(terminal)
+    // dsh runs as the shell's foreground job under a wrapper that outlives the hangup and keeps
+    // its exit status. The shell still hangs up on the job, so dsh hears SIGHUP twice: from the
+    // terminal, and from the shell a few ms later.
+    const status = join(cwd, 'exit-status')
+    await openApp(terminal, '', command => `sh -c 'trap "" HUP; ${command}; echo $? > ${status}'`)
     await send(terminal, 'count slowly')
     await terminal.waitFor('Counting: one two three', { what: 'the streamed text' })
     // The terminal goes away: tmux hangs up on the programs in it, and their terminal is gone.
@@ -155,6 +159,8 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await expect.poll(() => sessionLog(home).filter(event => event.type === 'turn/end').map(event => event.data.reason.kind), { timeout: 15_000 }).toEqual(['aborted'])
     // The writer lock is given back: the session opens again at once.
     await expect.poll(() => readdirSync(join(home, 'sessions', '.locks')).filter(name => name.endsWith('.lock')), { timeout: 15_000 }).toEqual([])
+    // It ended as a hangup ends a program (129), not in an abort on the dead terminal (134).
+    await expect.poll(() => existsSync(status) ? readFileSync(status, 'utf8').trim() : undefined, { timeout: 15_000 }).toBe('129')
     held.open()
   })
 
