@@ -98,6 +98,7 @@ if (lexer !== undefined) {
       logLevel: 'warning',
     })
     if (result.warnings.length > 0) problem = 'warnings'
+    else problem = interopNamespaces(join(outdir, 'main.cjs'))
   } catch (error) {
     problem = error.message.split('\n')[0]
   }
@@ -107,5 +108,22 @@ if (lexer !== undefined) {
     process.stderr.write(`scripts/bundle.mjs: no CommonJS bundle (${problem}); dsh runs from the ESM chunks\n`)
   }
 }
+/**
+ * In the CommonJS bundle a package import is `__toESM(require(x), 1)`, and for an ES-only package
+ * require() gives its module namespace. esbuild's helper then wraps that namespace in one more
+ * object whose `default` is the namespace itself, so a default import (`import stringWidth from
+ * 'string-width'`) gets an object instead of the function, while the ESM chunks get the
+ * function. A namespace already is what the helper builds (`default` and the named exports), so
+ * the helper hands it through. Returns a problem when the helper is not in the shape expected.
+ */
+function interopNamespaces(file) {
+  const source = readFileSync(file, 'utf8')
+  const helper = /^var __toESM = \(mod, isNodeMode, (\w+)\) => \(/m
+  const found = source.match(helper)
+  if (found === null) return source.includes('__toESM(') ? 'esbuild\'s __toESM helper changed shape' : undefined
+  writeFileSync(file, source.replace(helper, `var __toESM = (mod, isNodeMode, $1) => mod != null && mod[Symbol.toStringTag] === "Module" ? mod : (`))
+  return undefined
+}
+
 // Last, so an interrupted bundle is never taken for a fresh one.
 writeFileSync(join(outdir, '.buildstamp'), stamp)
