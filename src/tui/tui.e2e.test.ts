@@ -120,6 +120,33 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     expect(sessionLog(home).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
   })
 
+  it('a markdown table in an answer is drawn as a grid that fits a 60-column terminal, its columns lined up', async () => {
+    const { home, cwd } = tempHome()
+    const table = '| file | lines | notes |\n|---|---:|---|\n| src/agent/loop.ts | 812 | the default loop, with a long note that has to wrap here |\n| 中文.md | 7 | wide characters |'
+    server.enqueue(streamResponse([{ text: `Here:\n\n${table}` }, { finish: 'stop', usage }]))
+    const terminal = shell(home, cwd, { width: 60 })
+    await openApp(terminal)
+    await send(terminal, 'count the lines')
+    await terminal.waitFor(/── 1 step · /, { what: 'the turn summary', history: true })
+    const lines = terminal.history().split('\n')
+    const top = lines.findIndex(line => /^file\s+│ lines │ notes/.test(line))
+    expect(top, terminal.history()).toBeGreaterThan(0)
+    const end = lines.findIndex((line, n) => n > top && !/[│┼]/.test(line))
+    const grid = lines.slice(top, end)
+    expect(grid.length).toBeGreaterThan(4)
+    expect(grid[1]).toMatch(/^─+┼─+┼─+$/)
+    // Every line of the grid has its rules in the same two columns (中文 is two columns wide each).
+    const rules = (line: string) => [...line].reduce<{ at: number[]; column: number }>((acc, char) => {
+      if (char === '│' || char === '┼') acc.at.push(acc.column)
+      acc.column += /[\u4e00-\u9fff]/.test(char) ? 2 : 1
+      return acc
+    }, { at: [], column: 0 }).at
+    for (const line of grid) expect(rules(line), line).toEqual(rules(grid[0]))
+    expect(grid.join('\n')).toMatch(/src\/agent\/loop\.ts │ {3}812 │ the default loop/)
+    expect(grid.join('\n')).toMatch(/中文\.md\s+│ {5}7 │ wide characters/)
+    await quit(terminal)
+  })
+
   it('Esc cancels the turn mid-stream: the log records turn/end aborted and the app takes the next message', async () => {
     const { home, cwd } = tempHome()
     const held = gate()

@@ -80,7 +80,7 @@ export function tailLines(text: string, width: number, rows: number): string {
   return start === 0 ? text : lines.slice(start).join('\n')
 }
 
-function ItemView(props: { item: Item; expanded: boolean; live?: { width: number; rows: number } }): ReactNode {
+function ItemView(props: { item: Item; expanded: boolean; width: number; live?: { rows: number } }): ReactNode {
   const { item } = props
   switch (item.kind) {
     case 'user':
@@ -91,11 +91,11 @@ function ItemView(props: { item: Item; expanded: boolean; live?: { width: number
         </Box>
       )
     case 'assistant': {
-      const text = props.live && item.streaming ? tailLines(item.text, props.live.width, props.live.rows) : item.text
+      const text = props.live && item.streaming ? tailLines(item.text, props.width, props.live.rows) : item.text
       return (
         <Box flexDirection="column" marginTop={1}>
           <Reasoning text={item.reasoning} expanded={props.expanded} streaming={item.streaming && item.text === ''} />
-          {text.trim() !== '' ? <Markdown text={text} /> : null}
+          {text.trim() !== '' ? <Markdown text={text} width={props.width} /> : null}
           {item.calls.map(call => <ToolCardView key={call.id} call={call} running={!item.closed} />)}
         </Box>
       )
@@ -117,7 +117,7 @@ function ItemView(props: { item: Item; expanded: boolean; live?: { width: number
   }
 }
 
-function PrintedView(props: { printed: Printed; expanded: boolean }): ReactNode {
+function PrintedView(props: { printed: Printed; expanded: boolean; width: number }): ReactNode {
   const { printed } = props
   if (printed.kind === 'banner') {
     return (
@@ -126,7 +126,7 @@ function PrintedView(props: { printed: Printed; expanded: boolean }): ReactNode 
       </Box>
     )
   }
-  return <ItemView item={printed.item} expanded={props.expanded} />
+  return <ItemView item={printed.item} expanded={props.expanded} width={props.width} />
 }
 
 /** The input text with the cursor drawn as an inverse cell. */
@@ -410,16 +410,16 @@ export function ConversationView(props: ViewProps): ReactNode {
   if (store.closing) {
     return (
       <Static items={store.printed as Printed[]}>
-        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} /></Box>}
+        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} width={width} /></Box>}
       </Static>
     )
   }
   return (
     <Box flexDirection="column" width={width}>
       <Static key={epoch} items={store.printed as Printed[]}>
-        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} /></Box>}
+        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} width={width} /></Box>}
       </Static>
-      {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} live={{ width, rows: liveRows }} />)}
+      {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} width={width} live={{ rows: liveRows }} />)}
       {[...store.children.values()].map(child => (
         <Text key={child.id} wrap="truncate-end">
           <Text dimColor>  ⎿ </Text><Text bold>{child.label}</Text><Text dimColor> · subagent · step {child.steps} · {child.activity}</Text>

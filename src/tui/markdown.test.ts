@@ -1,0 +1,87 @@
+/**
+ * Markdown as the terminal app draws it, rendered to a string at a given width.
+ */
+import { createElement as h } from 'react'
+import { renderToString } from 'ink'
+import stringWidth from 'string-width'
+import { describe, expect, it } from 'vitest'
+import { columnWidths, Markdown } from './markdown.js'
+
+const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '')
+const draw = (text: string, width: number) => plain(renderToString(h(Markdown, { text, width }), { columns: width })).split('\n')
+
+/** The display columns at which `│` or `┼` stands on a line. */
+function rules(line: string): number[] {
+  const at: number[] = []
+  let column = 0
+  for (const char of line) {
+    if (char === '│' || char === '┼') at.push(column)
+    column += stringWidth(char)
+  }
+  return at
+}
+
+const TABLE = [
+  '| file | lines | notes |',
+  '|---|---:|---|',
+  '| src/agent/loop.ts | 812 | the default loop, with a long note that has to wrap in a narrow terminal |',
+  '| src/llm/deepseek.ts | 33 | 适配器 and **bold** |',
+  '| x | 1 | `code` |',
+].join('\n')
+
+describe('tables', () => {
+  it('columns line up on every line, at a width that fits the table and at one that does not', () => {
+    for (const width of [120, 60, 40]) {
+      const lines = draw(TABLE, width).filter(line => line.trim() !== '')
+      const expected = rules(lines[0])
+      expect(expected).toHaveLength(2)
+      for (const line of lines) {
+        expect(rules(line), `at ${width}: ${line}`).toEqual(expected)
+        expect(stringWidth(line)).toBeLessThanOrEqual(width)
+      }
+      // The rule under the header crosses the column rules.
+      expect(lines[1]).toMatch(/^─+┼─+┼─+$/)
+    }
+  })
+
+  it('a table that fits keeps each cell on one line; numbers right-aligned as the delimiter row says', () => {
+    const lines = draw(TABLE, 120)
+    expect(lines.filter(line => line.trim() !== '')).toHaveLength(5)
+    const [, second] = rules(lines[0])
+    const numbers = lines.slice(2, 5).map(line => line.slice(0, second).trimEnd())
+    // Right-aligned: the last digit of each number stands in the same column, one before the pad.
+    expect(new Set(numbers.map(cell => stringWidth(cell))).size).toBe(1)
+    expect(lines[3]).toContain('适配器 and bold')
+  })
+
+  it('in a narrow terminal the prose column wraps and the short columns keep their width', () => {
+    const lines = draw(TABLE, 60)
+    const [first, second] = rules(lines[0])
+    // "src/llm/deepseek.ts" (19) and "lines" (5) keep their widths, plus padding.
+    expect(first).toBe(20)
+    expect(second - first).toBe(8)
+    const notes = lines.slice(2).filter(line => line.trim() !== '').map(line => line.split('│')[2].trim())
+    expect(notes.length).toBeGreaterThan(3)
+    expect(notes.join(' ')).toContain('the default loop, with a long note that has to wrap in a narrow terminal')
+  })
+})
+
+describe('columnWidths', () => {
+  it('keeps natural widths that fit and cuts the widest columns first, to one shared width', () => {
+    expect(columnWidths([5, 10, 20], 40)).toEqual([5, 10, 20])
+    expect(columnWidths([5, 30, 40], 45)).toEqual([5, 20, 20])
+    expect(columnWidths([5, 30, 40], 46)).toEqual([5, 20, 21])
+    expect(columnWidths([19, 5, 60], 40)).toEqual([17, 5, 18])
+  })
+
+  it('never cuts below 8 cells, or an even share of the room when that is less; the widths fill the room', () => {
+    expect(columnWidths([30, 30, 30], 24)).toEqual([8, 8, 8])
+    expect(columnWidths([30, 3, 30], 12)).toEqual([5, 3, 4])
+    expect(columnWidths([30, 30], 1)).toEqual([1, 1])
+    for (const [natural, room] of [[[12, 50, 7, 33], 60], [[100, 100, 100], 61], [[9, 9, 9, 9], 30]] as const) {
+      const widths = columnWidths(natural, room)
+      expect(widths.reduce((sum, width) => sum + width, 0)).toBe(room)
+      widths.forEach((width, n) => expect(width).toBeLessThanOrEqual(natural[n]))
+    }
+  })
+})
