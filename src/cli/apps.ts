@@ -142,11 +142,35 @@ export class SessionsListApp extends Service {
       host.stdout.write('no stored sessions\n')
       return 0
     }
-    const rows = sessions.map(s => [s.id, s.title ?? '(untitled)', s.cwd ?? '-', age(s.updatedAt), String(s.turns), s.unreadable !== undefined ? `unreadable: ${s.unreadable.replace(/^\S+: /, '')}` : s.lastTurn ?? '-'])
+    const rows = sessions.map(s => [s.id, s.title ?? '(untitled)', s.cwd ?? '-', age(s.updatedAt), String(s.turns), s.unreadable !== undefined ? `unreadable: ${s.unreadable.replace(/^\S+: /, '')}` : s.lastTurn ?? '-']
+      // A control character in a title or a path would break the line or move the cursor.
+      .map(cell => cell.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')))
     const header = ['ID', 'TITLE', 'CWD', 'UPDATED', 'TURNS', 'LAST TURN']
-    const widths = header.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map(r => r[i].length))))
-    const line = (cells: string[]) => cells.map((c, i) => c.slice(0, widths[i]).padEnd(widths[i])).join('  ').trimEnd()
+    // Columns line up by display width: a CJK character or an emoji takes two. string-width is
+    // loaded only for a listing that needs it (an ASCII one is the common case, and start-up counts).
+    const wide = rows.some(row => row.some(cell => /[^\u0020-\u007e]/.test(cell)))
+    const width: (text: string) => number = wide ? (await import('string-width')).default : text => text.length
+    const widths = header.map((h, i) => Math.min(MAX_COLUMN, Math.max(h.length, ...rows.map(r => width(r[i])))))
+    const line = (cells: string[]) => cells.map((c, i) => fit(c, widths[i], width)).join('  ').trimEnd()
     host.stdout.write(`${[header, ...rows].map(line).join('\n')}\n`)
     return 0
   }
+}
+
+/** The widest a column of `dsh sessions` gets; a longer cell is cut with an ellipsis. */
+const MAX_COLUMN = 60
+
+/** `text` padded to `columns` display columns, or cut to them with an ellipsis (whole characters). */
+function fit(text: string, columns: number, width: (text: string) => number): string {
+  const full = width(text)
+  if (full <= columns) return text + ' '.repeat(columns - full)
+  let kept = ''
+  let used = 0
+  for (const char of text) {
+    const next = width(char)
+    if (used + next > columns - 1) break
+    kept += char
+    used += next
+  }
+  return `${kept}…${' '.repeat(columns - 1 - used)}`
 }

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
@@ -165,6 +165,30 @@ describe('dsh sessions', () => {
     const json = JSON.parse((await runDsh(['sessions', '--json'], { cwd, env: { DSH_HOME: home } })).stdout) as { id: string; lastTurn?: string }[]
     expect(json.find(s => s.id === okId)?.lastTurn).toBe('completed')
     expect(json.find(s => s.id === open.id)?.lastTurn).toBe('open')
+  })
+
+  it('`dsh sessions` lines its columns up by display width: wide titles (CJK, emoji) and a long folder cut with an ellipsis', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    const deep = join(cwd, 'a-rather-long-folder-name-'.repeat(3), '数据文件夹')
+    mkdirSync(deep, { recursive: true })
+    for (const [title, folder] of [['列出文件 🚀 please', cwd], ['plain ascii title', cwd], ['整理 the notes', deep]]) {
+      server.enqueue(streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
+      expect((await runDsh(['--profile', 'headless', title], { cwd: folder, env })).code).toBe(0)
+    }
+    const listed = await runDsh(['sessions'], { cwd, env: { DSH_HOME: home } })
+    expect(listed.code).toBe(0)
+    const lines = listed.stdout.trimEnd().split('\n')
+    expect(lines).toHaveLength(4)
+    const wideChar = /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60\u{1f300}-\u{1faff}]/u
+    const columnOf = (line: string, at: number) => [...line.slice(0, at)].reduce((width, char) => width + (wideChar.test(char) ? 2 : 1), 0)
+    const lastTurn = columnOf(lines[0], lines[0].indexOf('LAST TURN'))
+    for (const line of lines.slice(1)) expect(columnOf(line, line.lastIndexOf('completed')), line).toBe(lastTurn)
+    expect(listed.stdout).toContain('列出文件 🚀 please')
+    // The deep folder is cut to 60 columns, whole characters, with an ellipsis.
+    const cut = lines.find(line => line.includes('整理'))!
+    expect(cut).toMatch(new RegExp(`${cwd}/a-rather-long[^ ]*…  `))
+    expect(cut).not.toMatch(/[\ud800-\udfff]/u)
   })
 
   it('S-13: a session of a newer format version is listed as unreadable (naming why), not dropped', async () => {
