@@ -33,7 +33,7 @@ async function record(width: number, height: number): Promise<void> {
     streamResponse([{ reasoning: 'The off-by-one is in total(); read it first.' }, { text: 'Let me look at `sum.py`.' }, { toolCall: { id: 'r1', name: 'read', arguments: JSON.stringify({ file_path: 'sum.py' }) } }, { finish: 'tool_calls', usage }]),
     streamResponse([{ toolCall: { id: 'e1', name: 'edit', arguments: JSON.stringify({ file_path: 'sum.py', old_string: 'return sum(xs) + 1', new_string: 'return sum(xs)' }) } }, { finish: 'tool_calls', usage }]),
     { segments: [{ until: held }, ...streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: 'python3 -c "import sum; print(sum.total([1, 2, 3]))"', description: 'check' }) } }, { finish: 'tool_calls', usage }]).segments!] },
-    streamResponse([{ text: 'Fixed: `total()` no longer adds 1.\n\n```python\ndef total(xs):\n    return sum(xs)\n```\n\n`total([1, 2, 3])` now prints **6**.' }, { finish: 'stop', usage }]),
+    streamResponse([{ text: 'Fixed: `total()` no longer adds 1.\n\n```python\ndef total(xs):\n    return sum(xs)\n```\n\n| call | before | after |\n|---|---:|---:|\n| `total([1, 2, 3])` | 7 | **6** |\n| `total([])` | 1 | 0 |' }, { finish: 'stop', usage }]),
     streamResponse([{ text: 'Added a docstring is left for you; nothing else to change.' }, { finish: 'stop', usage }]),
   )
   const terminal = Terminal.shell({ cwd, width, height, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'demo', TERM: 'xterm-256color', DSH_MODEL: undefined, NO_COLOR: undefined } })

@@ -19,10 +19,10 @@ export interface TuiCommand {
 }
 
 export const BUILTIN_COMMANDS: readonly TuiCommand[] = [
-  { name: 'exit', description: 'leave dsh (the session stays stored)', run: (_args, ui) => ui.exit() },
-  { name: 'new', description: 'start a new session in this folder', run: async (_args, ui) => ui.newSession() },
+  { name: 'exit', description: 'Leave dsh (the session stays stored)', run: (_args, ui) => ui.exit() },
+  { name: 'new', description: 'Start a new session in this folder', run: async (_args, ui) => ui.newSession() },
   {
-    name: 'help', description: 'keys and commands',
+    name: 'help', description: 'Show the keys and commands',
     run: (_args, ui) => {
       const commands = ui.list().map(command => `/${command.name} — ${command.description}`).join('\n')
       ui.print([

@@ -342,7 +342,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await openApp(terminal)
     terminal.type('/')
     const menu = await terminal.waitFor('/exit')
-    expect(menu).toMatch(/\/exit .*leave dsh/)
+    expect(menu).toMatch(/\/exit Leave dsh/)
     expect(menu).toMatch(/\/new .*new session/)
     terminal.type('he')
     terminal.keys('Enter')
