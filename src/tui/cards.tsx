@@ -36,9 +36,10 @@ function meta(call: ToolCallView): Record<string, unknown> {
   return typeof record.value === 'object' && record.value !== null && 'spilled' in record ? record.value as Record<string, unknown> : record
 }
 
-function Header(props: { call: ToolCallView; running: boolean; title: string; detail?: string; outcome?: string }): ReactNode {
+/** `failed` overrides the tool's own verdict: a command that exited non-zero ran, but failed. */
+function Header(props: { call: ToolCallView; running: boolean; title: string; detail?: string; outcome?: string; failed?: boolean }): ReactNode {
   const { call } = props
-  const failed = call.result?.isError === true
+  const failed = props.failed ?? call.result?.isError === true
   const mark = call.result === undefined ? (props.running ? '…' : '·') : failed ? '✗' : '✓'
   const markColor = call.result === undefined ? c('yellow') : failed ? c('red') : c('green')
   return (
@@ -65,7 +66,8 @@ function DiffLines(props: { diff: string }): ReactNode {
 }
 
 function bashTail(text: string): string[] {
-  const lines = text.replace(/\n+$/, '').split('\n').filter(line => !/^(exit code|Exit code)[: ]/.test(line))
+  // The header says how it exited: the result's own exit-code line would only repeat it.
+  const lines = text.replace(/\n+$/, '').split('\n').filter(line => !/^(\[exit code: -?\d+\]$|(exit code|Exit code)[: ])/.test(line))
   return lines.slice(-BASH_TAIL)
 }
 
@@ -82,11 +84,11 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean }): R
   switch (call.name) {
     case 'bash': {
       const exit = typeof m.exitCode === 'number' ? `exit ${m.exitCode}` : m.timedOut ? 'timed out' : m.aborted ? 'aborted' : undefined
-      const failed = result !== undefined && (result.isError || (typeof m.exitCode === 'number' && m.exitCode !== 0))
+      const failed = result !== undefined && (result.isError || (typeof m.exitCode === 'number' && m.exitCode !== 0) || m.timedOut === true)
       const tail = result === undefined ? [] : bashTail(result.text)
       return (
         <Box flexDirection="column">
-          <Header call={call} running={running} title="$" detail={oneLine(str(args.command)) || '…'} outcome={exit} />
+          <Header call={call} running={running} title="$" detail={oneLine(str(args.command)) || '…'} outcome={exit} failed={failed} />
           {tail.length > 0 ? (
             <Box flexDirection="column" paddingLeft={2}>
               {tail.map((line, index) => <Text key={index} wrap="truncate-end" dimColor={!failed} color={failed ? c('red') : undefined}>{line}</Text>)}
