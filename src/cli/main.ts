@@ -68,6 +68,7 @@ In a terminal, with no task (docs/terminal.md):
   dsh -c, --continue               continue the latest session of this folder
   dsh --resume                     pick a stored session to continue
   dsh --session ID                 continue that session
+  (also --model, --cwd and --permission-mode, as below)
 
 Launcher flags (before app arguments):
   --profile NAME          composition to run (default: tui in a terminal without a task, else
@@ -86,16 +87,23 @@ Headless app (dsh --profile headless ...):
   --session ID                     continue a stored session
   --model NAME                     model route, e.g. deepseek-v4-pro
   --cwd DIR                        workspace folder (default: current folder)
+  --permission-mode MODE           read-only, workspace-write (default: writes in the folder,
+                                   bash in a sandbox) or danger-full-access (no sandbox, no
+                                   approvals); see docs/security.md
   --trust-project-mcp              run the MCP servers of the project's .mcp.json
 
 Other commands:
   dsh mcp list|add|remove          MCP servers (see docs/mcp.md)
-  dsh sessions                     list stored sessions
+  dsh sessions [--json]            list stored sessions
+  dsh sessions repair ID           salvage a damaged session into a copy
+  dsh sessions export ID [-o FILE] write a session as one file (stdout by default)
+  dsh sessions import FILE|-       store an exported session here [--new-id] [--cwd DIR]
   dsh web [--port P] [--no-open]   browser UI on 127.0.0.1:3080 (see docs/web.md)
   dsh --profile sdk                JSON-RPC SDK server on stdin/stdout (see docs/protocols.md)
   dsh --profile acp                ACP agent server on stdin/stdout, for editors
 
-Environment: DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, DSH_HOME (default ~/.dsh), DSH_MODEL.
+Environment: DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, DSH_HOME (default ~/.dsh), DSH_MODEL,
+DSH_PERMISSION_MODE (the default --permission-mode), DSH_STORE_URL.
 `
 
 /** The help text, listing the shipped profiles from the same index the profile loader reads. */
