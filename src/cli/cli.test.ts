@@ -32,6 +32,21 @@ describe('dsh --profile headless', () => {
     expect(second.messages.find((message: { role: string }) => message.role === 'user').content).toBe('run the echo')
   })
 
+  it('with no task words and stdin not a terminal, the task is read from stdin (`echo task | dsh`); an empty stdin is the usage error', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'PONG' }, { finish: 'stop', usage }]))
+    const before = server.requests.length
+    const piped = await runDsh([], { cwd, env: envFor(home), input: 'say pong\nin two lines\n' })
+    expect(piped.code).toBe(0)
+    expect(piped.stdout).toBe('PONG\n')
+    const user = server.requests[before].body.messages.find((message: { role: string }) => message.role === 'user')
+    expect(user.content).toBe('say pong\nin two lines')
+    const empty = await runDsh(['--profile', 'headless'], { cwd, env: envFor(home), input: '  \n' })
+    expect(empty.code).toBe(2)
+    expect(empty.stderr).toMatch(/no task given/)
+    expect(server.requests.length).toBe(before + 1)
+  })
+
   it('--output stream-json prints one session_event line per event, then a result line', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'PONG' }, { finish: 'stop', usage }]))

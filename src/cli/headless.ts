@@ -4,6 +4,7 @@
  * 0 when the final turn ended `completed`, 1 otherwise.
  */
 import { statSync } from 'node:fs'
+import { text } from 'node:stream/consumers'
 import { resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import type { Agent } from '../agent/api.js'
@@ -170,7 +171,8 @@ export class HeadlessApp extends Service {
     let route: { provider: string; model: string }
     try {
       args = parseHeadlessArgs(host.args)
-      if (args.task === '') throw new UsageError('no task given: dsh --profile headless "what to do"')
+      if (args.task === '') args = { ...args, task: await pipedTask(host.stdin ?? process.stdin) }
+      if (args.task === '') throw new UsageError('no task given: dsh --profile headless "what to do" (or pipe it in: echo "what to do" | dsh)')
       if (args.cwd !== undefined) args = { ...args, cwd: checkedFolder(resolve(args.cwd)) }
       route = this.route(args.model)
     } catch (error) {
@@ -316,4 +318,14 @@ export function describeRetry(data: RetryLine): string {
   const cause = [data.failure.code, data.failure.message].filter(part => part !== undefined && part !== '').join(': ') || 'unknown error'
   const of = data.maxRetries === null ? '' : ` of ${data.maxRetries}`
   return `model request failed (${cause.split('\n')[0]}); retrying, attempt ${data.retry}${of} in ${(data.delayMs / 1000).toFixed(1)}s`
+}
+
+/**
+ * With no task words, the task is what stdin holds when it is not a terminal (`echo task | dsh`,
+ * `dsh < task.md`), trimmed; empty when it is a terminal (a person would be left waiting at a
+ * prompt nobody shows) or holds only blanks.
+ */
+async function pipedTask(stdin: NodeJS.ReadableStream): Promise<string> {
+  if ((stdin as { isTTY?: boolean }).isTTY === true) return ''
+  return (await text(stdin)).trim()
 }

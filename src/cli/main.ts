@@ -83,6 +83,7 @@ Launcher flags (before app arguments):
 
 Headless app (dsh --profile headless ...):
   dsh "task words..."              run one task, print the final answer
+  echo "task" | dsh                the task from stdin (when no task words are given)
   --output text|stream-json        output format (default text)
   --session ID                     continue a stored session
   --model NAME                     model route, e.g. deepseek-v4-pro
