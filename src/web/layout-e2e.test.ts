@@ -43,4 +43,32 @@ describe.skipIf(chromium.path === undefined)('conversation layout in the web UI'
     }
     expect(await page.getByText('LAST_LINE_OF_THE_ANSWER').isVisible()).toBe(true)
   })
+  it('at 390 px a wide table and a long unbroken line scroll inside the answer, not the page', async () => {
+    await page.setViewportSize({ width: 390, height: 820 })
+    const row = (n: number) => `| ${n} | src/some/deeply/nested/folder/file-${n}.ts | ${'a long cell of prose '.repeat(3)} | ${n * 100} | ok |`
+    const table = ['| # | file | notes | lines | state |', '|---|---|---|---:|---|', ...[1, 2, 3].map(row)].join('\n')
+    const url = `https://example.com/${'a-very-long-path-segment-'.repeat(8)}end`
+    fake.enqueue(streamResponse([{ text: `WIDE_TABLE_ANSWER\n\n${table}\n\n${url}` }, { finish: 'stop', usage }]))
+    await page.getByTestId('composer').fill('a wide table please')
+    await page.getByTestId('composer').press('Enter')
+    await page.locator('.markdown', { hasText: 'WIDE_TABLE_ANSWER' }).waitFor()
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+    const overflow = await page.evaluate(() => {
+      const conversation = document.querySelector('[data-testid="conversation"]')!
+      const table = [...document.querySelectorAll('.markdown table')].at(-1) as HTMLElement
+      // No cell is narrower than its longest word: "300" stays on one line.
+      const number = [...table.querySelectorAll('td')].find(cell => cell.textContent === '300')!
+      const lines = (cell: Element) => { const range = document.createRange(); range.selectNodeContents(cell); return new Set([...range.getClientRects()].map(rect => Math.round(rect.top))).size }
+      // The prose column keeps room to wrap in: a few words a line, not one.
+      const prose = [...table.querySelectorAll('td')].find(cell => cell.textContent!.startsWith('a long cell'))!
+      return {
+        page: document.documentElement.scrollWidth - window.innerWidth,
+        conversation: conversation.scrollWidth - conversation.clientWidth,
+        tableScrolls: table.scrollWidth > table.clientWidth && getComputedStyle(table).overflowX === 'auto',
+        numberOnOneLine: lines(number) === 1,
+        proseLines: lines(prose) <= 5,
+      }
+    })
+    expect(overflow).toEqual({ page: 0, conversation: 0, tableScrolls: true, numberOnOneLine: true, proseLines: true })
+  })
 })

@@ -54,6 +54,14 @@ const marked = new Marked({
       if (!/^(https?:|mailto:)/i.test(href)) return inner
       return `<a href="${escapeHtml(href)}" target="_blank" rel="noreferrer noopener"${title ? ` title="${escapeHtml(title)}"` : ''}>${inner}</a>`
     },
+    // A cell of prose (several words, long) gets room to wrap in when the table is wider than the
+    // answer and scrolls: without it, every column shrinks to its longest word, one word a line.
+    tablecell(token) {
+      const tag = token.header ? 'th' : 'td'
+      const align = token.align ? ` align="${token.align}"` : ''
+      const prose = token.text.length > 30 && /\s\S+\s/.test(token.text) ? ' class="prose"' : ''
+      return `<${tag}${align}${prose}>${this.parser.parseInline(token.tokens)}</${tag}>\n`
+    },
     image({ href, text }) {
       return /^https?:/i.test(href) ? `<a href="${escapeHtml(href)}" target="_blank" rel="noreferrer noopener">${escapeHtml(text || href)}</a>` : escapeHtml(text)
     },
