@@ -55,12 +55,13 @@ describe.skipIf(chromium.path === undefined)('conversation layout in the web UI'
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
     const overflow = await page.evaluate(() => {
       const conversation = document.querySelector('[data-testid="conversation"]')!
-      const table = [...document.querySelectorAll('.markdown table')].at(-1) as HTMLElement
+      const table = Array.from(document.querySelectorAll('.markdown table')).at(-1) as HTMLElement
       // No cell is narrower than its longest word: "300" stays on one line.
-      const number = [...table.querySelectorAll('td')].find(cell => cell.textContent === '300')!
-      const lines = (cell: Element) => { const range = document.createRange(); range.selectNodeContents(cell); return new Set([...range.getClientRects()].map(rect => Math.round(rect.top))).size }
+      const cells = Array.from(table.querySelectorAll('td'))
+      const number = cells.find(cell => cell.textContent === '300')!
+      const lines = (cell: Element) => { const range = document.createRange(); range.selectNodeContents(cell); return new Set(Array.from(range.getClientRects()).map(rect => Math.round(rect.top))).size }
       // The prose column keeps room to wrap in: a few words a line, not one.
-      const prose = [...table.querySelectorAll('td')].find(cell => cell.textContent!.startsWith('a long cell'))!
+      const prose = cells.find(cell => cell.textContent!.startsWith('a long cell'))!
       return {
         page: document.documentElement.scrollWidth - window.innerWidth,
         conversation: conversation.scrollWidth - conversation.clientWidth,
