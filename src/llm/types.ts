@@ -154,6 +154,11 @@ export interface LlmAdapter {
   readonly awaitsRequestHold?: boolean
   /** A one-line problem that would make every call fail (e.g. a missing API key), checked before work starts. */
   readiness?(): string | undefined
+  /**
+   * When the problem is a missing API key: the variable it is read from (`DEEPSEEK_API_KEY`), so
+   * a surface can offer to store one (the terminal app asks for it on first run).
+   */
+  missingCredential?(): string | undefined
 }
 
 export interface ModelInfo {

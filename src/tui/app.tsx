@@ -20,6 +20,8 @@ import { TuiStore } from './store.js'
 import { BUILTIN_COMMANDS, type TuiCommand, type TuiCommandContext } from './commands.js'
 import { FileIndex } from './files.js'
 import { colorWanted, setColorEnabled } from './theme.js'
+import { homePaths, writeCredential } from '../config/home.js'
+import { isCredentialName } from '../config/credentials.js'
 import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
@@ -72,12 +74,25 @@ export class TuiApp extends Service {
       host.stderr.write('dsh: the terminal app needs a terminal on stdin and stdout; give a task instead: dsh "what to do"\n')
       return 2
     }
-    const problem = this.ctx.llm.adapter(route.provider)?.readiness?.()
+    setColorEnabled(colorWanted(host.env))
+    const adapter = this.ctx.llm.adapter(route.provider)
+    let problem = adapter?.readiness?.()
+    const missing = problem === undefined ? undefined : adapter?.missingCredential?.()
+    if (missing !== undefined && isCredentialName(missing)) {
+      // First run without a key: ask for it here rather than send the user off to read docs.
+      const key = await this.askForKey(missing)
+      if (key !== undefined) {
+        writeCredential(host.home, missing, key)
+        // Adapters read the host's layers per request, the live environment first (the web's
+        // settings do the same); child processes never see it (secrets are scrubbed).
+        process.env[missing] = key
+        problem = adapter?.readiness?.()
+      }
+    }
     if (problem !== undefined) {
       host.stderr.write(`dsh: ${problem}\n`)
       return 1
     }
-    setColorEnabled(colorWanted(host.env))
     const cwd = args.cwd ?? host.cwd
 
     const ink = await importInteractiveInk()
@@ -249,6 +264,25 @@ export class TuiApp extends Service {
     if (persistence === undefined) throw new Error('resuming needs a persistence row in the profile')
     const { session } = await persistence.load(sessionId)
     return agents.create({ sessionId: session.id, loop: route })
+  }
+
+  /** The key prompt (key-prompt.tsx); undefined when the user left it. */
+  private async askForKey(name: string): Promise<string | undefined> {
+    const ink = await importInteractiveInk()
+    const React = await import('react')
+    const { KeyPrompt } = await import('./key-prompt.js')
+    let done!: (key: string | undefined) => void
+    const answered = new Promise<string | undefined>(resolve => { done = resolve })
+    const file = displayFolder(homePaths(this.ctx.host.home).credentials)
+    const instance = ink.render(React.createElement(KeyPrompt, { name, file, onDone: key => done(key) }), { exitOnCtrlC: false })
+    const onAbort = () => done(undefined)
+    this.ctx.host.signal.addEventListener('abort', onAbort, { once: true })
+    const key = await answered
+    this.ctx.host.signal.removeEventListener('abort', onAbort)
+    instance.clear()
+    instance.unmount()
+    await instance.waitUntilExit().catch(() => undefined)
+    return key
   }
 
   private async pick(

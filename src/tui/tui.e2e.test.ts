@@ -3,7 +3,7 @@
  * 80x24 unless said otherwise), keys sent with send-keys, the screen read with capture-pane,
  * against the fake model server over real HTTP. Every wait polls the screen with a deadline.
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -145,6 +145,41 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     expect(grid.join('\n')).toMatch(/src\/agent\/loop\.ts │ {3}812 │ the default loop/)
     expect(grid.join('\n')).toMatch(/中文\.md\s+│ {5}7 │ wide characters/)
     await quit(terminal)
+  })
+
+  it('first run without a key: the app asks for it, hides it, stores it (0600) and uses it; Esc leaves with the one-line reason', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'Hello with a stored key.' }, { finish: 'stop', usage }]))
+    const before = server.requests.length
+    const terminal = shell(home, cwd, { env: { DEEPSEEK_API_KEY: '' } })
+    await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
+    terminal.type(`clear; ${DSH}`)
+    terminal.keys('Enter')
+    await terminal.waitFor('DEEPSEEK_API_KEY is not set.', { what: 'the key prompt', timeoutMs: 20_000 })
+    terminal.type('sk-first-run-1234')
+    const typed = await terminal.waitFor('17 characters', { what: 'the typed key, hidden' })
+    expect(typed).not.toContain('sk-first-run')
+    terminal.keys('Enter')
+    await terminal.waitFor('Ask dsh to do something', { what: 'the input box' })
+    const credentials = join(home, '.credentials.yaml')
+    expect(readFileSync(credentials, 'utf8')).toMatch(/^DEEPSEEK_API_KEY: sk-first-run-1234$/m)
+    expect(statSync(credentials).mode & 0o777).toBe(0o600)
+    await send(terminal, 'hello')
+    await terminal.waitFor('Hello with a stored key.', { history: true })
+    expect(server.requests[before].headers.authorization).toBe('Bearer sk-first-run-1234')
+    await quit(terminal)
+
+    // Another home without a key: Esc leaves, saying what is missing, and stores nothing.
+    const other = tempHome()
+    const again = shell(other.home, other.cwd, { env: { DEEPSEEK_API_KEY: '' } })
+    await again.waitFor(/^\$$/m, { what: 'the shell prompt' })
+    again.type(`clear; ${DSH}; echo "exit $?"`)
+    again.keys('Enter')
+    await again.waitFor('DEEPSEEK_API_KEY is not set.', { what: 'the key prompt', timeoutMs: 20_000 })
+    again.keys('Escape')
+    const left = await again.waitFor(/^exit 1$/m, { what: 'the exit status' })
+    expect(left).toMatch(/dsh: DEEPSEEK_API_KEY is not set: export DEEPSEEK_API_KEY=/)
+    expect(existsSync(join(other.home, '.credentials.yaml'))).toBe(false)
   })
 
   it('Esc cancels the turn mid-stream: the log records turn/end aborted and the app takes the next message', async () => {

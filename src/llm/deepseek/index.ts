@@ -67,6 +67,10 @@ export class DeepSeekAdapter implements LlmAdapter {
     return `${DEEPSEEK_API_KEY_ENV} is not set: export ${DEEPSEEK_API_KEY_ENV}=<your key>, or store it in $DSH_HOME/.credentials.yaml`
   }
 
+  missingCredential(): string | undefined {
+    return this.readiness() === undefined ? undefined : DEEPSEEK_API_KEY_ENV
+  }
+
   /** The transport's own stream, built at the first `next()` (no generator level per chunk here). */
   stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
     return streamChatCompletion(async () => {
