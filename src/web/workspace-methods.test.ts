@@ -15,7 +15,8 @@ import { SCRIPTED_MODEL, SCRIPTED_PROVIDER, ScriptedModel, text, toolCalls } fro
 import { FakeDeepSeek, errorResponse, streamResponse } from '../../test-support/fake-deepseek.js'
 import { startWebApi, type WebApiHarness } from '../../test-support/web-api.js'
 import { WebApiError } from './api.js'
-import { MAX_MENTION_BYTES, fuzzyScore } from './files.js'
+import { MAX_MENTION_BYTES } from './files.js'
+import { fuzzyScore } from '../host/workspace-files.js'
 
 function hasGit(): boolean {
   try { execFileSync('git', ['--version'], { stdio: 'ignore' }); return true } catch { return false }
