@@ -8,7 +8,7 @@
  */
 import { homedir } from 'node:os'
 import { Service, type Context } from 'cordis'
-import type { Agent } from '../agent/api.js'
+import type { Agent, AgentInput } from '../agent/api.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
@@ -22,6 +22,7 @@ import { FileIndex } from './files.js'
 import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
+import { mentionBlocks, mentionedPaths } from '../host/mentions.js'
 import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
@@ -188,15 +189,30 @@ export class TuiApp extends Service {
       list: commands,
     }
     const readiness = () => this.ctx.llm.adapter(store.agent.config.provider)?.readiness?.()
+    // `@path` words naming files of the workspace attach those files (as the web's mentions do),
+    // so the model has them without a read; a mention that cannot be attached says why.
+    const withMentions = (text: string): AgentInput | undefined => {
+      try {
+        const paths = mentionedPaths(cwd, text)
+        return paths.length === 0 ? text : [{ type: 'text', text }, ...mentionBlocks(cwd, paths)]
+      } catch (error) {
+        store.notice('error', (error as Error).message)
+        return undefined
+      }
+    }
     const actions = {
       send: (text: string) => {
         const notReady = readiness()
         if (notReady !== undefined) return store.notice('error', notReady)
-        store.agent.followup(text)
+        const input = withMentions(text)
+        if (input === undefined) return
+        store.agent.followup(input)
         store.notify()
       },
       steer: (text: string) => {
-        store.agent.steer(text)
+        const input = withMentions(text)
+        if (input === undefined) return
+        store.agent.steer(input)
         store.notify()
       },
       cancel: () => {

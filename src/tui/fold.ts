@@ -9,6 +9,7 @@
  */
 import type { AssistantMessage, ContentBlock, TokenUsage, UserMessage } from '../llm/types.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
+import { isMentionBlock } from '../host/mentions.js'
 
 export interface ToolCallView {
   readonly id: string
@@ -92,7 +93,9 @@ export class ConversationFold {
         const message = event.data as UserMessage
         if (message.source?.kind !== 'user') return
         const images = message.content.filter(block => block.type === 'image').length
-        const text = textOf(message.content) + (images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '')
+        // A mentioned file's reference block is not shown: the typed text names it (`@path`).
+        const typed = message.content.filter(block => block.type !== 'text' || !isMentionBlock(block.text))
+        const text = textOf(typed) + (images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '')
         this.put({ kind: 'user', key: `u:${event.seq}`, text })
         return
       }

@@ -370,6 +370,25 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await quit(terminal)
   })
 
+  it('an @path naming a workspace file attaches the file to the message (as the web does); the conversation shows only what was typed', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(cwd, 'plan.md'), '# Plan\nstep one: MENTIONED_FILE_BODY\n')
+    server.enqueue(streamResponse([{ text: 'I read the plan.' }, { finish: 'stop', usage }]))
+    const before = server.requests.length
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'summarise @plan.md, and @nothing-here')
+    await terminal.waitFor('I read the plan.', { history: true })
+    const user = server.requests[before].body.messages.find((message: { role: string }) => message.role === 'user')
+    const content = typeof user.content === 'string' ? user.content : user.content.map((part: { text?: string }) => part.text ?? '').join('\n')
+    expect(content).toContain('summarise @plan.md, and @nothing-here')
+    expect(content).toContain('<file path="plan.md">\n# Plan\nstep one: MENTIONED_FILE_BODY\n</file>')
+    const history = terminal.history()
+    expect(history).toContain('› summarise @plan.md, and @nothing-here')
+    expect(history).not.toContain('MENTIONED_FILE_BODY')
+    await quit(terminal)
+  })
+
   it('/ opens the command list; /help prints keys; /new starts a new session; @ completes a file path', async () => {
     const { home, cwd } = tempHome()
     writeFileSync(join(cwd, 'notes-for-completion.md'), 'x\n')
