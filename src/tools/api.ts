@@ -14,6 +14,20 @@ export interface ToolContext {
   readonly signal: AbortSignal
   readonly session?: Session
   readonly scope?: ScopeKey
+  /**
+   * Live output while the body runs (bash's stdout and stderr as they arrive), for surfaces that
+   * show progress: emitted as `tools/output`, never stored (the result is what the log keeps).
+   */
+  readonly output?: (stream: 'stdout' | 'stderr', text: string) => void
+}
+
+/** A piece of a running call's live output (`tools/output`). */
+export interface ToolOutputChunk {
+  readonly session?: Session
+  readonly callId: string
+  readonly toolName: string
+  readonly stream: 'stdout' | 'stderr'
+  readonly text: string
 }
 
 /** What a tool body returns. A thrown error becomes an `isError` result (T-7). */
@@ -110,5 +124,7 @@ declare module 'cordis' {
     'tools/post-execute'(execution: ToolExecution, record: ToolResultRecord, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord>
     /** @mode emit (contained). A result was committed. */
     'tools/result'(execution: ToolExecution, record: ToolResultRecord): void
+    /** @mode emit (contained). Live output of a running call (not in the log); see `ToolContext.output`. */
+    'tools/output'(chunk: ToolOutputChunk): void
   }
 }

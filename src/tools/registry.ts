@@ -272,6 +272,10 @@ export class ToolsPlugin extends Service implements ToolsService {
       signal: call.controller.signal,
       ...(context.session !== undefined ? { session: context.session } : {}),
       ...(execution.scope !== undefined ? { scope: execution.scope } : {}),
+      output: (stream, text) => {
+        if (text === '') return
+        emitContainedVia(this.events, 'tools/output', [{ ...(context.session !== undefined ? { session: context.session } : {}), callId: execution.callId, toolName: execution.name, stream, text }], undefined, target(execution))
+      },
     }
     try {
       const record = await this.events.waterfall(target(execution), 'tools/execute', execution, toolContext, () => invokeBody(tool, args, toolContext, call.controller))

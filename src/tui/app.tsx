@@ -141,6 +141,7 @@ export class TuiApp extends Service {
     disposers.push(this.ctx.on('subagent/started' as never, ((info: { parentSessionId: string; childSessionId: string; label?: string }) => store.childStarted(info)) as never))
     disposers.push(this.ctx.on('subagent/finished' as never, ((info: { childSessionId: string }) => store.childFinished(info)) as never))
     disposers.push(this.ctx.on('agent/status', (live: Agent) => { if (live === store.agent) store.notify() }))
+    disposers.push(this.ctx.on('tools/output', chunk => store.toolOutput(chunk)))
     const approval = this.ctx.get('approval') as ApprovalService | undefined
     if (args.permissionMode !== undefined) {
       if (approval === undefined) {
@@ -290,6 +291,9 @@ export class TuiApp extends Service {
     let done!: (key: string | undefined) => void
     const answered = new Promise<string | undefined>(resolve => { done = resolve })
     const file = displayFolder(homePaths(this.ctx.host.home).credentials)
+    // Raw before the first frame: a key pasted the moment the prompt shows is neither echoed by
+    // the terminal nor held in its line buffer while Ink's input hook is still being set up.
+    if (process.stdin.isTTY) process.stdin.setRawMode(true)
     const instance = ink.render(React.createElement(KeyPrompt, { name, file, onDone: key => done(key) }), { exitOnCtrlC: false })
     const onAbort = () => done(undefined)
     this.ctx.host.signal.addEventListener('abort', onAbort, { once: true })

@@ -24,4 +24,12 @@ describe('bash card', () => {
     expect(failed).not.toContain('[exit code: 2]')
     expect(draw(bash(null, 'partial\n', { timedOut: true }))).toMatch(/^✗ \$ make test · timed out/)
   })
+
+  it('a running command shows its latest live output; progress redrawn with a carriage return and colour escapes show as a terminal leaves them', () => {
+    const running: ToolCallView = { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: 'npm test' }) }
+    const live = 'line 1\r\nline 2\n\x1b[32mpassing\x1b[0m 12\nprogress 10%\rprogress 80%'
+    const drawn = plain(renderToString(h(ToolCardView, { call: running, running: true, live }), { columns: 80 }))
+    expect(drawn).toMatch(/^… \$ npm test/)
+    expect(drawn.split('\n').slice(1).map(line => line.trim())).toEqual(['line 1', 'line 2', 'passing 12', 'progress 80%'])
+  })
 })

@@ -68,14 +68,25 @@ function DiffLines(props: { diff: string }): ReactNode {
 function bashTail(text: string): string[] {
   // The header says how it exited: the result's own exit-code line would only repeat it.
   const lines = text.replace(/\n+$/, '').split('\n').filter(line => !/^(\[exit code: -?\d+\]$|(exit code|Exit code)[: ])/.test(line))
-  return lines.slice(-BASH_TAIL)
+  return lines.slice(-BASH_TAIL).map(terminalLine)
+}
+
+/**
+ * A line of command output as a terminal would leave it: what follows the last carriage return
+ * (a progress bar redrawn in place), without colour and cursor escapes or other control
+ * characters, which would move Ink's drawing.
+ */
+function terminalLine(text: string): string {
+  const line = text.replace(/\r+$/, '')
+  return line.slice(line.lastIndexOf('\r') + 1).replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]/g, '')
 }
 
 function firstLine(text: string): string {
   return oneLine(text.split('\n')[0] ?? '')
 }
 
-export function ToolCardView(props: { call: ToolCallView; running: boolean }): ReactNode {
+/** `live`: the latest output of a call still running (bash), shown until its result is. */
+export function ToolCardView(props: { call: ToolCallView; running: boolean; live?: string }): ReactNode {
   const { call, running } = props
   const args = parse(call.arguments) ?? {}
   const m = meta(call)
@@ -85,7 +96,7 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean }): R
     case 'bash': {
       const exit = typeof m.exitCode === 'number' ? `exit ${m.exitCode}` : m.timedOut ? 'timed out' : m.aborted ? 'aborted' : undefined
       const failed = result !== undefined && (result.isError || (typeof m.exitCode === 'number' && m.exitCode !== 0) || m.timedOut === true)
-      const tail = result === undefined ? [] : bashTail(result.text)
+      const tail = result === undefined ? (props.live === undefined ? [] : bashTail(props.live)) : bashTail(result.text)
       return (
         <Box flexDirection="column">
           <Header call={call} running={running} title="$" detail={oneLine(str(args.command)) || '…'} outcome={exit} failed={failed} />

@@ -6,6 +6,7 @@
 import type { Agent } from '../agent/api.js'
 import type { SessionEvent } from '../session/types.js'
 import type { Session } from '../session/api.js'
+import type { ToolOutputChunk } from '../tools/api.js'
 import { ConversationFold, settled, type Item } from './fold.js'
 import type { QuestionPrompt } from './question.js'
 
@@ -28,6 +29,9 @@ export interface ChildView {
   readonly steps: number
   readonly activity: string
 }
+
+/** How much of a running call's live output is kept. */
+const LIVE_OUTPUT_CHARS = 4096
 
 /** Resumed sessions print at most this many of their latest items. */
 export const HISTORY_ITEMS = 60
@@ -82,9 +86,25 @@ export class TuiStore {
     const child = this.children.get(session.id)
     if (child !== undefined) return this.observeChild(child, event)
     if (session !== this.agent.session) return
+    // A call's live output is shown until its result is: the result's own tail replaces it.
+    if (event.type === 'step/end' || event.type === 'turn/end') this.liveOutput.clear()
     this.fold.apply(event)
     this.settle()
     this.notify()
+  }
+
+  /** The latest live output of this session's running calls (bash), by call id; not stored. */
+  readonly liveOutput = new Map<string, string>()
+  private outputTimer: NodeJS.Timeout | undefined
+
+  /** A piece of a running call's output (`tools/output`): kept to its last 4 KB, drawn at most 10 times a second. */
+  toolOutput(chunk: ToolOutputChunk): void {
+    if (chunk.session !== this.agent.session) return
+    this.liveOutput.set(chunk.callId, ((this.liveOutput.get(chunk.callId) ?? '') + chunk.text).slice(-LIVE_OUTPUT_CHARS))
+    this.outputTimer ??= setTimeout(() => {
+      this.outputTimer = undefined
+      this.notify()
+    }, 100)
   }
 
   childStarted(info: { parentSessionId: string; childSessionId: string; label?: string }): void {

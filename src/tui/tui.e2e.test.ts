@@ -160,12 +160,12 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const typed = await terminal.waitFor('17 characters', { what: 'the typed key, hidden' })
     expect(typed).not.toContain('sk-first-run')
     terminal.keys('Enter')
-    await terminal.waitFor('Ask dsh to do something', { what: 'the input box' })
+    await terminal.waitFor('Ask dsh to do something', { what: 'the input box after the key', timeoutMs: 20_000 })
     const credentials = join(home, '.credentials.yaml')
     expect(readFileSync(credentials, 'utf8')).toMatch(/^DEEPSEEK_API_KEY: sk-first-run-1234$/m)
     expect(statSync(credentials).mode & 0o777).toBe(0o600)
     await send(terminal, 'hello')
-    await terminal.waitFor('Hello with a stored key.', { history: true })
+    await terminal.waitFor('Hello with a stored key.', { history: true, what: 'the answer' })
     expect(server.requests[before].headers.authorization).toBe('Bearer sk-first-run-1234')
     await quit(terminal)
 
@@ -177,7 +177,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     again.keys('Enter')
     await again.waitFor('DEEPSEEK_API_KEY is not set.', { what: 'the key prompt', timeoutMs: 20_000 })
     again.keys('Escape')
-    const left = await again.waitFor(/^exit 1$/m, { what: 'the exit status' })
+    const left = await again.waitFor(/^exit 1$/m, { what: 'the exit status', timeoutMs: 20_000 })
     expect(left).toMatch(/dsh: DEEPSEEK_API_KEY is not set: export DEEPSEEK_API_KEY=/)
     expect(existsSync(join(other.home, '.credentials.yaml'))).toBe(false)
   })
@@ -367,6 +367,25 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const terminal = shell(home, cwd)
     await openApp(terminal)
     expect(terminal.screenWithStyles()).toMatch(/\x1b\[(?:36|38;5;6)m/)
+    await quit(terminal)
+  })
+
+  it('a running bash command shows its output as it comes, before the command ends', async () => {
+    const { home, cwd } = tempHome()
+    const flag = join(cwd, 'go-on')
+    // The command prints a line, then waits for a file the test writes once the line is on the
+    // screen. The printed words are computed, so the command's own text never matches them.
+    const command = `echo LIVE_$((6*7)); while [ ! -e ${flag} ]; do sleep 0.05; done; echo END_$((5*5))`
+    server.enqueue(toolCall('b1', 'bash', { command, description: 'wait' }), streamResponse([{ text: 'Both lines seen.' }, { finish: 'stop', usage }]))
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'run it')
+    const running = await terminal.waitFor('LIVE_42', { what: 'the live output of the running command' })
+    expect(running).toMatch(/… \$ echo LIVE_/)
+    expect(running).not.toContain('END_25')
+    writeFileSync(flag, '')
+    await terminal.waitFor('Both lines seen.', { history: true })
+    expect(terminal.history()).toMatch(/✓ \$ echo LIVE_[^\n]*\n\s+LIVE_42\n\s+END_25/)
     await quit(terminal)
   })
 

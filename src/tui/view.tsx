@@ -80,7 +80,7 @@ export function tailLines(text: string, width: number, rows: number): string {
   return start === 0 ? text : lines.slice(start).join('\n')
 }
 
-function ItemView(props: { item: Item; expanded: boolean; width: number; live?: { rows: number } }): ReactNode {
+function ItemView(props: { item: Item; expanded: boolean; width: number; live?: { rows: number; output: ReadonlyMap<string, string> } }): ReactNode {
   const { item } = props
   switch (item.kind) {
     case 'user':
@@ -96,7 +96,7 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
         <Box flexDirection="column" marginTop={1}>
           <Reasoning text={item.reasoning} expanded={props.expanded} streaming={item.streaming && item.text === ''} />
           {text.trim() !== '' ? <Markdown text={text} width={props.width} /> : null}
-          {item.calls.map(call => <ToolCardView key={call.id} call={call} running={!item.closed} />)}
+          {item.calls.map(call => <ToolCardView key={call.id} call={call} running={!item.closed} live={props.live?.output.get(call.id)} />)}
         </Box>
       )
     }
@@ -419,7 +419,7 @@ export function ConversationView(props: ViewProps): ReactNode {
       <Static key={epoch} items={store.printed as Printed[]}>
         {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} width={width} /></Box>}
       </Static>
-      {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} width={width} live={{ rows: liveRows }} />)}
+      {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} width={width} live={{ rows: liveRows, output: store.liveOutput }} />)}
       {[...store.children.values()].map(child => (
         <Text key={child.id} wrap="truncate-end">
           <Text dimColor>  ⎿ </Text><Text bold>{child.label}</Text><Text dimColor> · subagent · step {child.steps} · {child.activity}</Text>

@@ -262,6 +262,8 @@ export async function runBash(command: string, options: {
   place?: SpillPlace
   /** The command's environment (default: the scrubbed process environment plus `config.env`). */
   env?: Readonly<Record<string, string>>
+  /** Live output as it arrives (`ToolContext.output`), decoded as UTF-8 across chunk ends. */
+  output?: (stream: 'stdout' | 'stderr', text: string) => void
 }): Promise<BashRun> {
   const { config } = options
   const spawn = options.host === undefined ? await spawner() : undefined
@@ -289,6 +291,13 @@ export async function runBash(command: string, options: {
   const limits = config
   const stdout = new OutputCapture('stdout', child.stdout, limits, options.place)
   const stderr = new OutputCapture('stderr', child.stderr, limits, options.place)
+  const { output } = options
+  if (output !== undefined) {
+    for (const [name, source] of [['stdout', child.stdout], ['stderr', child.stderr]] as const) {
+      const decoder = new TextDecoder()
+      source.on('data', (chunk: Buffer) => output(name, decoder.decode(chunk, { stream: true })))
+    }
+  }
 
   let timedOut = false
   let aborted = false
@@ -367,6 +376,8 @@ export async function runInEditorTerminal(terminal: EditorTerminal, command: str
   callId: string
   /** The command's environment (default: the scrubbed process environment plus `config.env`). */
   env?: Readonly<Record<string, string>>
+  /** Live output as it arrives (`ToolContext.output`), decoded as UTF-8 across chunk ends. */
+  output?: (stream: 'stdout' | 'stderr', text: string) => void
 }): Promise<BashRun> {
   const { config } = options
   if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
@@ -457,7 +468,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         : undefined
       const run = terminal !== undefined
         ? await runInEditorTerminal(terminal, args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, callId: context.callId, env, ...(prefix !== undefined ? { prefix } : {}) })
-        : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, env, ...(prefix !== undefined ? { prefix } : {}), ...(host !== undefined ? { host } : {}) })
+        : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, env, ...(prefix !== undefined ? { prefix } : {}), ...(host !== undefined ? { host } : {}), ...(context.output !== undefined ? { output: context.output } : {}) })
       const sandboxMarkers: string[] = []
       if (runner !== undefined && box !== undefined && !run.timedOut && !run.aborted) {
         // A terminal interleaves the streams: its whole output is read for the runner's signatures.
