@@ -124,6 +124,26 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     await shoot('conversation')
   })
 
+  it('a running bash command shows its output live in its card, then the result replaces it', async () => {
+    const flag = join(work, 'live-go-on')
+    // Computed words, so the command's own text (shown in the card) never matches them.
+    const command = `echo LIVE_$((6*7)); while [ ! -e ${flag} ]; do sleep 0.05; done; echo END_$((5*5))`
+    fake.enqueue(
+      streamResponse([{ toolCall: { id: 'call-live', name: 'bash', arguments: JSON.stringify({ command, description: 'Wait for a flag' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'LIVE_DONE' }, { finish: 'stop', usage }]),
+    )
+    await page.getByTestId('composer').fill('run the waiting command')
+    await page.getByTestId('composer').press('Enter')
+    const card = page.getByTestId('card-bash').filter({ hasText: 'Wait for a flag' })
+    await card.getByTestId('live-output').filter({ hasText: 'LIVE_42' }).waitFor()
+    expect(await card.textContent()).not.toContain('END_25')
+    writeFileSync(flag, '')
+    await page.locator('.markdown', { hasText: 'LIVE_DONE' }).waitFor()
+    await expect.poll(() => card.textContent()).toContain('END_25')
+    expect(await card.getByTestId('live-output').count()).toBe(0)
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
+  })
+
   it('Ctrl+Enter steers the running step: the next request carries the steer', async () => {
     const hold = gate()
     fake.enqueue(

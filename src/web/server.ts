@@ -36,6 +36,8 @@ export interface WebServerOptions {
 /** Room for a prompt with a few images (base64). */
 const MAX_BODY = 48 * 1024 * 1024
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+/** How much of a running call's live output one `output` event carries at most (its latest part). */
+const LIVE_OUTPUT_CHARS = 8192
 const HEARTBEAT_MS = 15_000
 
 const TYPES: Record<string, string> = {
@@ -290,6 +292,20 @@ export class WebServer {
         if (session.id === sessionId && session.length > next) sendLog(session.events.slice(next))
       }))
       disposers.push(this.ctx.on('agent/status', agent => { if (agent.id === sessionId) status() }))
+      // Live output of running calls (bash), not in the log: sent as `output` events, gathered
+      // per call for a tenth of a second so a chatty command is a few events a second.
+      const output = new Map<string, string>()
+      let outputTimer: NodeJS.Timeout | undefined
+      disposers.push(this.ctx.on('tools/output', chunk => {
+        if (chunk.session?.id !== sessionId) return
+        output.set(chunk.callId, ((output.get(chunk.callId) ?? '') + chunk.text).slice(-LIVE_OUTPUT_CHARS))
+        outputTimer ??= setTimeout(() => {
+          outputTimer = undefined
+          for (const [callId, text] of output) send('output', { callId, text })
+          output.clear()
+        }, 100)
+      }))
+      disposers.push(() => clearTimeout(outputTimer))
       // ask_user_question: the session's pending questions, now (a late page) and on every change.
       const questions = () => send('questions', { id: sessionId, questions: this.ctx.get('approval')?.pendingQuestions(sessionId) ?? [] })
       questions()

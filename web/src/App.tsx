@@ -15,6 +15,7 @@ import { FolderPicker } from './folders'
 import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
 import { QuestionCards, type PendingQuestion } from './question'
 import { useBottomPin, type ViewAnchor } from './pin'
+import { appendLiveOutput, clearLiveOutput } from './live-output'
 
 type Theme = 'light' | 'dark'
 
@@ -472,6 +473,8 @@ function Chat(props: {
       let frame = 0
       stream = new SessionStream(id, history.length, {
         log(event) {
+          // A step's calls all have their results by its end: their live output is done with.
+          if (event.type === 'step/end' || event.type === 'turn/end') clearLiveOutput()
           pending.push(event)
           if (frame === 0) frame = requestAnimationFrame(() => {
             frame = 0
@@ -484,6 +487,7 @@ function Chat(props: {
         summary: onSummary,
         connection: onConnection,
         questions: pending => setQuestions(pending.questions),
+        output: chunk => appendLiveOutput(chunk.callId, chunk.text),
       })
     }, error => {
       if (cancelled) return
@@ -491,7 +495,7 @@ function Chat(props: {
       publish()
       setLoaded(true)
     })
-    return () => { cancelled = true; stream?.close() }
+    return () => { cancelled = true; stream?.close(); clearLiveOutput() }
   }, [id, onSummary, onConnection, publish])
 
   useLayoutEffect(() => {

@@ -37,6 +37,8 @@ export interface StreamHandlers {
   connection(state: 'open' | 'retrying' | 'closed'): void
   /** The session's pending `ask_user_question` calls (sent on connect and on every change). */
   questions?(pending: { id: string; questions: any[] }): void
+  /** Live output of a running call (bash): the text since the last such event. */
+  output?(chunk: { callId: string; text: string }): void
 }
 
 /**
@@ -69,6 +71,7 @@ export class SessionStream {
     source.addEventListener('status', message => this.handlers.status(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('summary', message => this.handlers.summary(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('questions', message => this.handlers.questions?.(JSON.parse((message as MessageEvent).data)))
+    source.addEventListener('output', message => this.handlers.output?.(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('ready', () => this.handlers.connection('open'))
     source.onerror = () => {
       if (this.closed) return

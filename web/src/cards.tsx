@@ -8,6 +8,7 @@ import { createContext, useContext, useState, type ReactNode } from 'react'
 import type { ToolCallView } from './fold'
 import type { SessionSummary } from './types'
 import { highlight } from './markdown'
+import { useLiveOutput } from './live-output'
 
 export interface ToolCardProps {
   readonly call: ToolCallView
@@ -89,9 +90,22 @@ function Output({ text, max = 400 }: { text: string; max?: number }) {
   )
 }
 
+/**
+ * The last lines of a running command's output as a terminal would leave them: what follows the
+ * last carriage return of each line (a progress bar redrawn in place), colour escapes dropped.
+ */
+function liveTail(text: string, lines = 30): string {
+  return text.split('\n').slice(-lines).map(raw => {
+    const line = raw.replace(/\r+$/, '')
+    return line.slice(line.lastIndexOf('\r') + 1).replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]/g, '')
+  }).join('\n')
+}
+
 const BashCard: ToolCard = (props) => {
   const { call, args } = props
   const result = call.result
+  // While it runs, what the command printed so far (the stream's `output` events).
+  const live = useLiveOutput(call.id)
   const exit = result?.meta?.exitCode
   const full = result ? result.text.replace(/\n?\[exit code: -?\d+\]\s*$/, '') : ''
   // SB-4: the sandbox's denial marker lines are drawn apart from the output.
@@ -105,7 +119,7 @@ const BashCard: ToolCard = (props) => {
       meta={<>{exit !== undefined && exit !== null ? <span className={`exit ${exit === 0 ? 'ok' : 'bad'}`}>exit {exit}</span> : null}{result?.meta?.timedOut ? <span className="exit bad">timed out</span> : null}<span>{duration(call)}</span></>}>
       <div className="terminal">
         <div className="terminal-cmd"><span className="prompt">$</span><code dangerouslySetInnerHTML={{ __html: highlight(typeof args?.command === 'string' ? args.command : args === undefined && !props.running ? call.arguments : '', 'bash') }} /></div>
-        {result ? <Output text={output || '(no output)'} /> : <div className="terminal-wait">running…</div>}
+        {result ? <Output text={output || '(no output)'} /> : live ? <pre className="tool-output live-output" data-testid="live-output">{liveTail(live)}</pre> : <div className="terminal-wait">running…</div>}
         {denials.length > 0 ? <div className="sandbox-denial" role="note" data-testid="sandbox-denial">{denials.map(line => <div key={line}>{line}</div>)}</div> : null}
       </div>
     </ToolShell>
