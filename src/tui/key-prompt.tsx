@@ -17,11 +17,8 @@ export function KeyPrompt(props: { name: string; file: string; onDone(key: strin
   const [warning, setWarning] = useState<string | undefined>(undefined)
   useInput((input, press) => {
     if (press.escape || (press.ctrl && input === 'c')) return props.onDone(undefined)
-    if (press.return) {
-      const typed = cleanKey(key)
-      if (typed === '') return setWarning('Nothing typed yet: paste the key, or press Esc to leave.')
-      return props.onDone(typed)
-    }
+    // What was typed is clean already: only cleaned input is ever added.
+    if (press.return) return key === '' ? setWarning('Nothing typed yet: paste the key, or press Esc to leave.') : props.onDone(key)
     if (press.backspace || press.delete) return setKey(value => value.slice(0, -1))
     if (press.ctrl || press.meta) return
     // A paste can end in a newline: it is part of the paste, not an Enter.

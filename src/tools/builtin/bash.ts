@@ -376,8 +376,6 @@ export async function runInEditorTerminal(terminal: EditorTerminal, command: str
   callId: string
   /** The command's environment (default: the scrubbed process environment plus `config.env`). */
   env?: Readonly<Record<string, string>>
-  /** Live output as it arrives (`ToolContext.output`), decoded as UTF-8 across chunk ends. */
-  output?: (stream: 'stdout' | 'stderr', text: string) => void
 }): Promise<BashRun> {
   const { config } = options
   if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
