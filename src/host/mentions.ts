@@ -74,13 +74,17 @@ export function mentionBlocks(root: string, mentions: unknown): MentionBlock[] {
   if (!Array.isArray(mentions) || mentions.some(entry => typeof entry !== 'string')) throw new MentionError('BAD_PARAMS', '"mentions" must be a list of workspace-relative file paths')
   const unique = [...new Set(mentions as string[])]
   if (unique.length > MAX_MENTIONS) throw new MentionError('BAD_MENTION', `at most ${MAX_MENTIONS} files can be mentioned in one message (got ${unique.length})`)
-  const checked = unique.map(given => insideWorkspace(root, given))
+  return readMentions(unique.map(given => insideWorkspace(root, given)))
+}
+
+/** The reference blocks of files already checked by `insideWorkspace`, within the byte budget. */
+function readMentions(checked: readonly { path: string; real: string }[]): MentionBlock[] {
   let budget = MAX_MENTION_TOTAL_BYTES
   return checked.map(({ path, real }) => {
     const { data, size } = readPrefix(real, Math.min(MAX_MENTION_BYTES, Math.max(0, budget)))
     if (data.subarray(0, 8192).includes(0)) return { type: 'text', text: `<file path="${attribute(path)}" binary="true" bytes="${size}"></file>` }
     let text = data.toString('utf8')
-    let truncated = size > data.length
+    const truncated = size > data.length
     if (truncated) {
       const end = text.lastIndexOf('\n')
       if (end > 0) text = text.slice(0, end + 1)
@@ -89,7 +93,6 @@ export function mentionBlocks(root: string, mentions: unknown): MentionBlock[] {
     }
     budget -= Buffer.byteLength(text)
     if (!text.endsWith('\n') && text !== '') text += '\n'
-    truncated ||= false
     const note = truncated ? ` truncated="true" bytes="${size}"` : ''
     return { type: 'text', text: `<file path="${attribute(path)}"${note}>\n${text}</file>` }
   })
@@ -102,17 +105,17 @@ export function isMentionBlock(text: string): boolean {
 
 /**
  * The `@path` words of a typed message that name regular files inside `root` (the terminal app's
- * mentions: there is no separate list of taken entries). A word that names nothing, or something
- * outside, stays plain text; trailing punctuation (`@a.ts,`) is not part of the path.
+ * mentions: there is no separate list of taken entries), each checked once. A word that names
+ * nothing, or something outside, stays plain text; trailing punctuation (`@a.ts,`) is not part of
+ * the path.
  */
-export function mentionedPaths(root: string, typed: string): string[] {
-  const found: string[] = []
+function typedMentions(root: string, typed: string): { given: string; path: string; real: string }[] {
+  const found: { given: string; path: string; real: string }[] = []
   for (const match of typed.matchAll(/(?:^|\s)@([^\s@]+)/g)) {
     for (const candidate of new Set([match[1]!, match[1]!.replace(/[.,;:!?)\]}'"]+$/, '')])) {
-      if (candidate === '' || found.includes(candidate)) continue
+      if (candidate === '' || found.some(mention => mention.given === candidate)) continue
       try {
-        insideWorkspace(root, candidate)
-        found.push(candidate)
+        found.push({ given: candidate, ...insideWorkspace(root, candidate) })
         break
       } catch {
         // Not a file of the workspace: the word stays as typed.
@@ -120,4 +123,14 @@ export function mentionedPaths(root: string, typed: string): string[] {
     }
   }
   return found.slice(0, MAX_MENTIONS)
+}
+
+/** The `@path` words of `typed` that name files of the workspace, as typed. */
+export function mentionedPaths(root: string, typed: string): string[] {
+  return typedMentions(root, typed).map(mention => mention.given)
+}
+
+/** The reference blocks of the files `typed` mentions (`@path` words); none when it mentions none. */
+export function typedMentionBlocks(root: string, typed: string): MentionBlock[] {
+  return readMentions(typedMentions(root, typed))
 }

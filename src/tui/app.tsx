@@ -22,7 +22,7 @@ import { FileIndex } from './files.js'
 import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
-import { mentionBlocks, mentionedPaths } from '../host/mentions.js'
+import { typedMentionBlocks } from '../host/mentions.js'
 import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
@@ -194,8 +194,8 @@ export class TuiApp extends Service {
     // so the model has them without a read; a mention that cannot be attached says why.
     const withMentions = (text: string): AgentInput | undefined => {
       try {
-        const paths = mentionedPaths(cwd, text)
-        return paths.length === 0 ? text : [{ type: 'text', text }, ...mentionBlocks(cwd, paths)]
+        const blocks = typedMentionBlocks(cwd, text)
+        return blocks.length === 0 ? text : [{ type: 'text', text }, ...blocks]
       } catch (error) {
         store.notice('error', (error as Error).message)
         return undefined
