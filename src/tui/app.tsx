@@ -288,38 +288,36 @@ export class TuiApp extends Service {
     const ink = await importInteractiveInk()
     const React = await import('react')
     const { KeyPrompt } = await import('./key-prompt.js')
-    let done!: (key: string | undefined) => void
-    const answered = new Promise<string | undefined>(resolve => { done = resolve })
     const file = displayFolder(homePaths(this.ctx.host.home).credentials)
-    // Raw before the first frame: a key pasted the moment the prompt shows is neither echoed by
-    // the terminal nor held in its line buffer while Ink's input hook is still being set up.
-    if (process.stdin.isTTY) process.stdin.setRawMode(true)
-    const instance = ink.render(React.createElement(KeyPrompt, { name, file, onDone: key => done(key) }), { exitOnCtrlC: false })
-    const onAbort = () => done(undefined)
-    this.ctx.host.signal.addEventListener('abort', onAbort, { once: true })
-    const key = await answered
-    this.ctx.host.signal.removeEventListener('abort', onAbort)
-    instance.clear()
-    instance.unmount()
-    await instance.waitUntilExit().catch(() => undefined)
-    return key
+    return this.prompt(ink, answer => React.createElement(KeyPrompt, { name, file, onDone: answer }))
   }
 
   private async pick(
     ink: typeof import('ink'), React: typeof import('react'),
     Picker: typeof import('./picker.js').SessionPicker, sessions: readonly StoredSessionSummary[],
   ): Promise<string | undefined> {
-    let choose!: (id: string | undefined) => void
-    const chosen = new Promise<string | undefined>(resolve => { choose = resolve })
-    const instance = ink.render(React.createElement(Picker, { sessions, home: homedir(), onPick: id => choose(id) }), { exitOnCtrlC: false })
-    const onAbort = () => choose(undefined)
+    return this.prompt(ink, answer => React.createElement(Picker, { sessions, home: homedir(), onPick: answer }))
+  }
+
+  /**
+   * A screen that asks one thing before the conversation opens (the key prompt, the resume
+   * picker): drawn until it answers or the app is stopped (undefined), then cleared.
+   */
+  private async prompt<T>(ink: typeof import('ink'), screen: (answer: (value: T | undefined) => void) => import('react').ReactElement): Promise<T | undefined> {
+    let answer!: (value: T | undefined) => void
+    const answered = new Promise<T | undefined>(resolve => { answer = resolve })
+    // Raw before the first frame: a key typed or pasted the moment the screen shows is neither
+    // echoed by the terminal nor held in its line buffer while Ink's input hook is set up.
+    if (process.stdin.isTTY) process.stdin.setRawMode(true)
+    const instance = ink.render(screen(answer), { exitOnCtrlC: false })
+    const onAbort = () => answer(undefined)
     this.ctx.host.signal.addEventListener('abort', onAbort, { once: true })
-    const id = await chosen
+    const value = await answered
     this.ctx.host.signal.removeEventListener('abort', onAbort)
     instance.clear()
     instance.unmount()
     await instance.waitUntilExit().catch(() => undefined)
-    return id
+    return value
   }
 
   private answerQuestions(approval: ApprovalService, store: TuiStore): () => void {
