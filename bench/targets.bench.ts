@@ -9,7 +9,8 @@
  *
  * Sections (BENCH_ONLY names): step (own time per step, fresh and resumed 1k / 100k events: the
  * log clock's steady cycle minus the tool process's own life, and dsh's own CPU per step, which
- * a loaded machine disturbs far less),
+ * a loaded machine disturbs far less; beside them, not judged, the floor: the same read steps'
+ * I/O done by a bare Node process, bench/support/step-floor.mjs),
  * peers (one-answer and 20-step tasks next to the pi coding agent), memory (peak RSS of a resumed
  * 100k-event session; memory per idle live session), load (cold load 10k/100k, JSONL and
  * SQLite), stream (model stream parse + translate + assemble), startup (`--version` and
@@ -20,7 +21,7 @@
  * Without it the peer ratios use the reference figures of the issue that set the targets and say so.
  * Requires dist/ (npm run build). BENCH_DSH_BIN measures another build's bin/dsh.js.
  */
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -39,6 +40,7 @@ const only = process.env.BENCH_ONLY?.split(',').map(s => s.trim()).filter(Boolea
 const wants = (section: string) => only === undefined || only.includes(section)
 const spawnReference = join(import.meta.dirname, 'support', 'spawn-reference.mjs')
 const hostReference = join(import.meta.dirname, 'support', 'host-reference.mjs')
+const stepFloor = join(import.meta.dirname, 'support', 'step-floor.mjs')
 
 /** Reference figures of the issue that set the peer targets (same fake server, 2-core machine). */
 const PI_REFERENCE = { oneAnswerMs: 1750, stepsMs: 2440 }
@@ -115,6 +117,8 @@ function referenceToolMs(): { ms: number; note: string } {
 interface StepFigures {
   bashCycle: number; reference: number; bashOwn: number; readCycle: number; readOwn: number
   bashModel: number; readModel: number; dshToolMs: number; bashCpu: number; readCpu: number
+  /** The same read steps' own time in a bare Node process (bench/support/step-floor.mjs). */
+  floorOwn: number
 }
 
 /**
@@ -125,6 +129,26 @@ interface StepFigures {
 function modelMsPerStep(): number {
   const steady = server.requests.slice(1, STEPS).map(request => (request.timing.endedAt ?? request.timing.receivedAt) - request.timing.receivedAt)
   return steady.length === 0 ? 0 : steady.reduce((a, b) => a + b, 0) / steady.length
+}
+
+/**
+ * The floor under the last run's read steps: bench/support/step-floor.mjs sends the first request
+ * body that run sent and does a step's unavoidable I/O (the request, the SSE parse, three durable
+ * appends, the file read) with nothing else; its steady cycle minus the model's time.
+ */
+async function floorMs(): Promise<number> {
+  const first = server.requests[0]
+  if (first === undefined) throw new Error('floor: the read run sent no request')
+  const body = join(scratch, 'floor-request.json')
+  writeFileSync(body, first.raw)
+  const work = mkdtempSync(join(scratch, 'floor-'))
+  writeFileSync(join(work, 'notes.txt'), readFileSync(join(cwd, 'notes.txt')))
+  script(...steps(readFile))
+  // Asynchronously: the fake server answering it runs in this process.
+  const cycle = await new Promise<number>((resolve, reject) => execFile(process.execPath, [stepFloor, server.url, String(STEPS), body, work], { encoding: 'utf8' },
+    (error, stdout) => error ? reject(error) : resolve(Number(stdout.trim()))))
+  rmSync(work, { recursive: true, force: true })
+  return cycle - modelMsPerStep()
 }
 
 /**
@@ -144,6 +168,7 @@ async function stepFigures(label: string, session?: string): Promise<StepFigures
   const notes: string[] = []
   const bashCpu: number[] = []
   const readCpu: number[] = []
+  const floorOwn: number[] = []
   for (let i = 0; i < RUNS; i++) {
     // dsh's own CPU per step: (N-step run - one-answer run) / N, both on the same session size.
     script(answer())
@@ -168,15 +193,27 @@ async function stepFigures(label: string, session?: string): Promise<StepFigures
     reads.push(readCycle)
     readModel.push(readModelMs)
     readOwn.push(readCycle - readModelMs)
+    floorOwn.push(await floorMs())
   }
   const figures = {
     bashCycle: median(bash), reference: median(refs), bashOwn: median(own), readCycle: median(reads), readOwn: median(readOwn),
     bashModel: median(bashModel), readModel: median(readModel), dshToolMs: median(dshTool), bashCpu: median(bashCpu), readCpu: median(readCpu),
+    floorOwn: median(floorOwn),
   }
   console.log(`${label}: bash step: raw cycle ${ms(figures.bashCycle)}, model time ${ms(figures.bashModel)}, tool process as spawned by dsh ${ms(figures.dshToolMs)} ` +
     `(reference ${ms(figures.reference)}; ${notes.at(-1)}), own ${ms(figures.bashOwn)}; read step: raw cycle ${ms(figures.readCycle)}, model time ${ms(figures.readModel)}, ` +
-    `own ${ms(figures.readOwn)}; dsh CPU per step ${ms(figures.bashCpu)} (bash), ${ms(figures.readCpu)} (read)`)
+    `own ${ms(figures.readOwn)} (floor ${ms(figures.floorOwn)}); dsh CPU per step ${ms(figures.bashCpu)} (bash), ${ms(figures.readCpu)} (read)`)
   return figures
+}
+
+/**
+ * Not a target: what a bare Node process doing the same read steps' I/O takes on this machine,
+ * and how far above it dsh is. Where the floor itself nears 3 ms, that target is the machine's.
+ */
+function floorLine(label: string, figures: StepFigures): void {
+  const line = `${`bare-Node floor, read step, ${label}`.padEnd(58)} ${ms(figures.floorOwn).padStart(12)}  dsh above it ${ms(figures.readOwn - figures.floorOwn)}`
+  targets.push(line)
+  console.log(line)
 }
 
 async function stepSection(): Promise<void> {
@@ -185,6 +222,7 @@ async function stepSection(): Promise<void> {
   target('own time per step, bash true, fresh session', ms(fresh.bashOwn), '<= 3 ms', fresh.bashOwn <= 3)
   target('own time per step, read (no process), fresh session', ms(fresh.readOwn), '<= 3 ms', fresh.readOwn <= 3)
   target('dsh CPU per step, bash true, fresh session', ms(fresh.bashCpu), '<= 3 ms', fresh.bashCpu <= 3)
+  floorLine('fresh session', fresh)
   const sizes = [['1k', 1_000], ['100k', 100_000]] as const
   const resumed: Record<string, StepFigures> = {}
   for (const [key, count] of sizes) {
@@ -194,6 +232,7 @@ async function stepSection(): Promise<void> {
     target(`own time per step, bash true, resumed ${key} events`, ms(resumed[key].bashOwn), '<= 3 ms', resumed[key].bashOwn <= 3)
     target(`own time per step, read, resumed ${key} events`, ms(resumed[key].readOwn), '<= 3 ms', resumed[key].readOwn <= 3)
     target(`dsh CPU per step, bash true, resumed ${key} events`, ms(resumed[key].bashCpu), '<= 3 ms', resumed[key].bashCpu <= 3)
+    floorLine(`resumed ${key} events`, resumed[key])
   }
   const growth = resumed['100k'].readOwn - resumed['1k'].readOwn
   target('step growth 1k -> 100k events (read step)', ms(growth), '<= 0.5 ms', growth <= 0.5)
