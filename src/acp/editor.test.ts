@@ -70,6 +70,8 @@ interface Editor {
   stderr(): string
   /** Each agent frame checked against the protocol schema: the problems found (none expected). */
   invalidFrames(): string[]
+  /** Resolves once `test` holds, checked now and after every `session/update`. */
+  until(test: () => boolean): Promise<void>
   close(): Promise<number | null>
 }
 
@@ -205,10 +207,14 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
     close() { child.stdin.end() },
   })
   const updates: SessionNotification[] = []
+  const waiting: { test: () => boolean; resolve: () => void }[] = []
   const permissions: RequestPermissionRequest[] = []
   const elicitations: CreateElicitationRequest[] = []
   const app = client()
-    .onNotification('session/update', ({ params }) => { updates.push(params) })
+    .onNotification('session/update', ({ params }) => {
+      updates.push(params)
+      for (const waiter of waiting.filter(w => w.test())) waiting.splice(waiting.indexOf(waiter), 1)[0].resolve()
+    })
     .onRequest('session/request_permission', ({ params }) => {
       permissions.push(params)
       return { outcome: { outcome: 'selected', optionId: options.permission?.(params) ?? 'reject-once' } }
@@ -268,6 +274,9 @@ function openEditor(options: { home: string; cwd: string; key?: boolean; patches
         if (!parsed.success) problems.push(`${schema}: ${parsed.error.message.slice(0, 400)} in ${JSON.stringify(frame).slice(0, 300)}`)
       }
       return problems
+    },
+    until(test) {
+      return test() ? Promise.resolve() : new Promise(resolve => waiting.push({ test, resolve }))
     },
     async close() {
       connection.close()
@@ -403,7 +412,8 @@ describe('ACP through the official client library', () => {
       expect(updates[0]).toEqual({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: 'Write the file first.' } })
       expect(updates.filter(u => u.sessionUpdate === 'agent_message_chunk').map(u => (u as any).content.text).join('')).toBe('Writing.Done.')
       const call = (id: string) => updates.find(u => u.sessionUpdate === 'tool_call' && u.toolCallId === id) as any
-      const statuses = (id: string) => updates.filter(u => (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update') && u.toolCallId === id).map(u => (u as any).status)
+      // Live output updates (no status) may come between, for a command that prints.
+      const statuses = (id: string) => updates.filter(u => (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update') && u.toolCallId === id && (u as any).status !== undefined).map(u => (u as any).status)
       expect(call('w1')).toMatchObject({ kind: 'edit', title: `Write ${file}`, status: 'pending', locations: [{ path: file }], rawInput: { file_path: 'notes.txt' } })
       expect(call('r1')).toMatchObject({ kind: 'read', title: `Read ${file}`, locations: [{ path: file }] })
       expect(call('e1')).toMatchObject({ kind: 'edit', title: `Edit ${file}` })
@@ -426,6 +436,35 @@ describe('ACP through the official client library', () => {
       expect(await editor.close()).toBe(0)
     }
     expect(editor.stderr()).toBe('')
+  })
+
+  it('a running command\'s output shows live in its tool call (the latest tail as its content, no status change), and the finishing update comes last', async () => {
+    const { home, cwd } = tempHome()
+    // The command prints, then waits for the test to have seen that output before it goes on.
+    const command = 'printf "first line\\n"; while [ ! -e gate ]; do sleep 0.02; done; printf "second line\\n"'
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command, description: 'wait for the gate' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Done.' }, { finish: 'stop', usage }]),
+    )
+    const editor = openEditor({ home, cwd })
+    try {
+      const sessionId = await start(editor, cwd)
+      const ofCall = () => kinds(editor, sessionId).filter(u => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 'b1') as any[]
+      const answered = editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'run it' }] })
+      await editor.until(() => ofCall().some(u => u.status === undefined))
+      const live = ofCall().find(u => u.status === undefined)
+      expect(live).toEqual({ sessionUpdate: 'tool_call_update', toolCallId: 'b1', content: [{ type: 'content', content: { type: 'text', text: 'first line\n' } }] })
+      writeFileSync(join(cwd, 'gate'), '')
+      expect(await answered).toEqual({ stopReason: 'end_turn' })
+      const updates = ofCall()
+      expect(updates.map(u => u.status).filter(status => status !== undefined)).toEqual(['in_progress', 'completed'])
+      // Nothing live after the call finished: the result is the call's last word.
+      expect(updates.at(-1).status).toBe('completed')
+      expect(updates.at(-1).content.map((c: any) => c.content.text).join('')).toContain('second line')
+      expect(editor.invalidFrames()).toEqual([])
+    } finally {
+      expect(await editor.close()).toBe(0)
+    }
   })
 
   it('a failed tool call ends failed, with the error text', async () => {
@@ -500,7 +539,7 @@ describe('ACP through the official client library', () => {
     const written = { type: 'diff', path: file, oldText: null, newText: 'one\ntwo\nthree\n' }
     const edited = { type: 'diff', path: file, oldText: 'one\ntwo\nthree\n', newText: 'one\nTWO\nthree\n' }
     const calls = (updates: ReturnType<typeof kinds>) => updates
-      .filter(u => u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update')
+      .filter(u => (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update') && (u as any).status !== undefined)
       .map(u => ({ id: (u as any).toolCallId, status: (u as any).status, diff: (u as any).content?.find((c: any) => c.type === 'diff') }))
 
     const yesterday = openEditor({ home, cwd })

@@ -25,7 +25,7 @@ import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { ApprovalAnswer, ApprovalService, PendingApproval, PendingQuestion, QuestionAnswer } from '../approval/api.js'
-import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
+import type { ToolContext, ToolExecution, ToolOutputChunk, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
 import { editorFiles, provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
 import { provideEditorTerminal } from '../tools/editor-terminal.js'
@@ -43,6 +43,11 @@ import '../host/index.js'
 import '../tools/api.js'
 
 export const ACP_PROTOCOL_VERSION = 1
+
+/** Live output of a running call: the latest this many characters are its content. */
+const LIVE_OUTPUT_CHARS = 8192
+/** Live output is gathered this long (ms) per update, so a chatty command is a few a second. */
+const LIVE_OUTPUT_MS = 100
 
 export interface AcpServerConfig {
   readonly input?: NodeJS.ReadableStream
@@ -162,6 +167,9 @@ export class AcpServerApp extends Service {
   private readonly terminals = new Map<string, string>()
   /** The mode (permission preset) each session's client was last told. */
   private readonly sentModes = new Map<string, string>()
+  /** Output of running local calls (by call id): the latest tail, and whether the client has it. */
+  private readonly liveOutput = new Map<string, { sessionId: string; text: string; sent: boolean }>()
+  private liveTimer: NodeJS.Timeout | undefined
 
   constructor(ctx: Context, private readonly config: AcpServerConfig = {}) {
     super(ctx, 'app')
@@ -213,6 +221,7 @@ export class AcpServerApp extends Service {
     const offExecute = full
       ? this.ctx.on('tools/execute', (execution: ToolExecution, _context: ToolContext, next: () => Promise<ToolResultRecord>) => this.aroundBody(execution, next))
       : () => {}
+    const offOutput = full ? this.ctx.on('tools/output', (chunk: ToolOutputChunk) => this.onOutput(chunk)) : () => {}
     const offTurnEnd = this.ctx.on('agent/turn-end', (agent: Agent, _turn: number, reason: TurnEndReason) => {
       const pending = this.prompts.get(agent.id)
       if (pending === undefined) return
@@ -241,6 +250,9 @@ export class AcpServerApp extends Service {
       offEvent()
       offCommands()
       offExecute()
+      offOutput()
+      clearTimeout(this.liveTimer)
+      this.liveOutput.clear()
       offTurnEnd()
       offDisposed()
       await Promise.all([...this.stopServers.values()].map(stop => stop()))
@@ -454,6 +466,7 @@ export class AcpServerApp extends Service {
   private async closeSession(sessionId: string): Promise<Record<string, never>> {
     if (!this.opened.has(sessionId)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}"`)
     this.opened.delete(sessionId)
+    for (const [callId, live] of this.liveOutput) if (live.sessionId === sessionId) this.liveOutput.delete(callId)
     this.editorRouting.get(sessionId)?.()
     this.editorRouting.delete(sessionId)
     const agent = this.ctx.agents.get(sessionId)
@@ -550,6 +563,30 @@ export class AcpServerApp extends Service {
       const callId = (event.data as { message: { content: [{ toolCallId: string }] } }).message.content[0].toolCallId
       this.changes.delete(callId)
       this.terminals.delete(callId)
+      // The finishing update (sent above) is the call's last: output still gathered is dropped.
+      this.liveOutput.delete(callId)
+    }
+  }
+
+  /**
+   * Output of a running call that runs here (bash; not one in the editor's terminal, which shows
+   * its own): the latest tail becomes the call's content, one `tool_call_update` without a status
+   * per call every 100 ms at most. The finishing update replaces it with the result.
+   */
+  private onOutput(chunk: ToolOutputChunk): void {
+    const sessionId = chunk.session?.id
+    if (sessionId === undefined || !this.opened.has(sessionId) || this.terminals.has(chunk.callId)) return
+    const text = ((this.liveOutput.get(chunk.callId)?.text ?? '') + chunk.text).slice(-LIVE_OUTPUT_CHARS)
+    this.liveOutput.set(chunk.callId, { sessionId, text, sent: false })
+    this.liveTimer ??= setTimeout(() => this.sendOutput(), LIVE_OUTPUT_MS)
+  }
+
+  private sendOutput(): void {
+    this.liveTimer = undefined
+    for (const [callId, live] of this.liveOutput) {
+      if (live.sent || !this.opened.has(live.sessionId)) continue
+      live.sent = true
+      this.notify(live.sessionId, { sessionUpdate: 'tool_call_update', toolCallId: callId, content: [{ type: 'content', content: { type: 'text', text: live.text } }] })
     }
   }
 
