@@ -34,6 +34,16 @@ export interface InitializeParams {
   readonly provider?: string
   readonly model?: string
   readonly maxTokens?: number
+  /** Also send `session.output`: running calls' output, live (`RunOptions.onOutput`). */
+  readonly output?: boolean
+}
+
+/** A piece of a running call's output (`session.output`, with `initialize {output: true}`). */
+export interface CallOutput {
+  readonly callId: string
+  readonly toolName: string
+  readonly stream: 'stdout' | 'stderr'
+  readonly text: string
 }
 
 export interface ClientOptions {
@@ -117,6 +127,11 @@ export interface RunOptions {
   readonly sessionId?: string
   /** Called for each event as it arrives. */
   readonly onEvent?: (event: SessionEvent) => void
+  /**
+   * Called with each piece of a running call's output, before the call's `tool/result` (the
+   * server sends it when initialized with `{output: true}`: `DshClient.start({initialize: {output: true}})`).
+   */
+  readonly onOutput?: (output: CallOutput) => void
 }
 
 export interface PromptReceipt {
@@ -291,6 +306,9 @@ export class DshClient {
           events.push(event)
           if (event.type === 'turn/end') reason = (event.data as { reason: TurnEndReason }).reason
           options.onEvent?.(event)
+        } else if (notification.method === 'session.output') {
+          const { callId, toolName, stream, text } = notification.params as CallOutput
+          options.onOutput?.({ callId, toolName, stream, text })
         } else if (notification.method === 'session.status') {
           if (notification.params.status === 'running') running = true
           else if (running) {

@@ -81,6 +81,52 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
+  it('initialize {output: true} adds session.output: a running command\'s output, live, before its tool/result; run(..., {onOutput}) hands it out; without it nothing is sent', async () => {
+    const { home, cwd } = tempHome()
+    // The command prints, then waits until the test has seen that output.
+    const command = 'printf "first\\n"; while [ ! -e gate ]; do sleep 0.02; done; printf "oops\\n" >&2; printf "second\\n"'
+    const script = (id: string) => server.enqueue(
+      streamResponse([{ toolCall: { id, name: 'bash', arguments: JSON.stringify({ command, description: 'gated' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Done.' }, { finish: 'stop', usage }]),
+    )
+    script('b1')
+    const client = await DshClient.start({ cwd, env: envFor(home), initialize: { output: true } })
+    try {
+      const seen: { callId: string; stream: string; text: string }[] = []
+      const first = new Promise<void>(resolve => {
+        const off = client.onNotification(n => {
+          if (n.method !== 'session.output' || !n.params.text.includes('first')) return
+          off()
+          writeFileSync(join(cwd, 'gate'), '')
+          resolve()
+        })
+      })
+      const result = await client.run('run it', { onOutput: output => { seen.push(output) } })
+      await first
+      expect(seen[0]).toEqual({ callId: 'b1', toolName: 'bash', stream: 'stdout', text: 'first\n' })
+      // Each stream in order (two pipes: their pieces may interleave either way).
+      const of = (stream: string) => seen.filter(o => o.stream === stream).map(o => o.text).join('')
+      expect([of('stdout'), of('stderr')]).toEqual(['first\nsecond\n', 'oops\n'])
+      // Live output comes before the call's result, in the run's notifications too.
+      const order = result.notifications.map(n => n.method === 'session.output' ? 'output' : n.method === 'session.event' ? n.params.event.type : n.method)
+      expect(order.indexOf('output')).toBeGreaterThan(order.indexOf('tool/call'))
+      expect(order.lastIndexOf('output')).toBeLessThan(order.indexOf('tool/result'))
+      expect(result.notifications.filter(n => n.method === 'session.output').every(n => n.params.sessionId === result.sessionId)).toBe(true)
+    } finally {
+      await client.close()
+    }
+    script('b2')
+    writeFileSync(join(cwd, 'gate'), '')
+    const plain = await startClient(home, cwd)
+    try {
+      const result = await plain.run('run it again')
+      expect(result.events.some(event => event.type === 'tool/result')).toBe(true)
+      expect(result.notifications.filter(n => n.method === 'session.output')).toEqual([])
+    } finally {
+      await plain.close()
+    }
+  })
+
   it('session/prompt is an enqueue receipt {messageId, sessionId}; the message id is the queued user message', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'queued' }, { finish: 'stop', usage }]))

@@ -4,7 +4,9 @@
  *
  * Requests: `initialize`, `session/create` (optional `mcpServers`, MC-10), `session/prompt` (an enqueue receipt), `session/cancel`, `session/list`,
  * `session/load`, `shutdown`. Notifications to the client: `session.event {sessionId, event}` for
- * every appended event of every live session, `session.status {sessionId, status}`. Requests to
+ * every appended event of every live session, `session.status {sessionId, status}`, and with
+ * `initialize {output: true}` `session.output {sessionId, callId, toolName, stream, text}` (a
+ * running call's output, not in the log). Requests to
  * the client: `approval/request {sessionId, id, toolName, callId, reason, arguments?}`, answered
  * `{outcome: "allowed-once" | "rejected" | "cancelled"}`, and `question/request {sessionId, id,
  * callId, questions}` (`ask_user_question`), answered `{answers}` or `{outcome: "cancelled"}`; an
@@ -23,6 +25,7 @@ import type { Agent } from '../agent/api.js'
 import type { ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
+import type { ToolOutputChunk } from '../tools/api.js'
 import { checkFolder, checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
 import { imageRefusal, storeInlineImages } from './images.js'
 import { AttachmentError } from '../session/attachments.js'
@@ -30,6 +33,9 @@ import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
 import { McpRefusedError } from '../mcp/api.js'
 import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
 import '../host/index.js'
+
+/** `session.output` gathers a call's output this long (ms), so a chatty command is a few a second. */
+const OUTPUT_GATHER_MS = 100
 
 export const SDK_PROTOCOL_VERSION = 1
 
@@ -49,6 +55,7 @@ const initializeParams = z.object({
   provider: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
   maxTokens: z.number().int().positive().optional(),
+  output: z.boolean().optional(),
 })
 const promptParams = z.object({
   sessionId: z.string().min(1).optional(),
@@ -77,6 +84,8 @@ export class SdkServerApp extends Service {
   private cwd: string
   private route: RouteRequest = {}
   private stopping = false
+  /** `initialize {output: true}`: running calls' output goes out as `session.output`. */
+  private sendOutput = false
   /** Per-session MCP servers by session id, stopped with their agent or the server. */
   private readonly stopServers = new Map<string, () => Promise<void>>()
 
@@ -109,7 +118,29 @@ export class SdkServerApp extends Service {
         }),
       },
     })
+    // Live output (opt-in), gathered for a tenth of a second per call; what is gathered goes out
+    // before any later event, so a call's output always precedes its tool/result.
+    const gathered = new Map<string, { sessionId: string; toolName: string; segments: { stream: 'stdout' | 'stderr'; text: string }[] }>()
+    let outputTimer: NodeJS.Timeout | undefined
+    const sendGathered = () => {
+      clearTimeout(outputTimer)
+      outputTimer = undefined
+      for (const [callId, call] of gathered) {
+        for (const segment of call.segments) peer.notify('session.output', { sessionId: call.sessionId, callId, toolName: call.toolName, stream: segment.stream, text: segment.text })
+      }
+      gathered.clear()
+    }
+    const offOutput = this.ctx.on('tools/output', (chunk: ToolOutputChunk) => {
+      if (!this.sendOutput || chunk.session === undefined) return
+      let call = gathered.get(chunk.callId)
+      if (call === undefined) gathered.set(chunk.callId, call = { sessionId: chunk.session.id, toolName: chunk.toolName, segments: [] })
+      const last = call.segments.at(-1)
+      if (last?.stream === chunk.stream) last.text += chunk.text
+      else call.segments.push({ stream: chunk.stream, text: chunk.text })
+      outputTimer ??= setTimeout(sendGathered, OUTPUT_GATHER_MS)
+    })
     const offEvent = this.ctx.on('session/event', (session: Session, event: SessionEvent) => {
+      if (gathered.size > 0) sendGathered()
       peer.notify('session.event', { sessionId: session.id, event })
     })
     const offStatus = this.ctx.on('agent/status', (agent: Agent, status) => {
@@ -167,6 +198,8 @@ export class SdkServerApp extends Service {
     } finally {
       host.signal.removeEventListener('abort', onSignal)
       offEvent()
+      offOutput()
+      clearTimeout(outputTimer)
       offStatus()
       offDisposed()
       offAnswerer?.()
@@ -185,13 +218,14 @@ export class SdkServerApp extends Service {
     const loop = resolveRoute(this.ctx, route)
     this.cwd = cwd
     this.route = route
+    if (params.output !== undefined) this.sendOutput = params.output
     return {
       protocolVersion: SDK_PROTOCOL_VERSION,
       serverInfo: { name: 'dsh', version: packageVersion() },
       cwd: this.cwd,
       ...(loop.provider !== undefined ? { provider: loop.provider, model: loop.model } : {}),
       methods: ['initialize', 'session/create', 'session/prompt', 'session/cancel', 'session/list', 'session/load', 'shutdown'],
-      notifications: ['session.event', 'session.status', 'subagent.started', 'subagent.finished'],
+      notifications: ['session.event', 'session.status', 'subagent.started', 'subagent.finished', ...this.sendOutput ? ['session.output'] : []],
     }
   }
 
