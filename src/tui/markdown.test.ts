@@ -85,3 +85,41 @@ describe('columnWidths', () => {
     }
   })
 })
+
+describe('wrapped prose', () => {
+  // Each word ends at a row's edge at one of these widths, where a wrap used to start the next row
+  // with the space after it (a stray indent).
+  const PROSE = 'aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk'
+
+  it('no row starts with the space it broke at: paragraphs, list items, quotes, headings and table cells', () => {
+    // Each block with what stands before its text on every row.
+    const blocks: [string, RegExp][] = [
+      [PROSE, /^/],
+      [`# ${PROSE}`, /^/],
+      [`- ${PROSE}`, /^(• |  )/],
+      [`> ${PROSE}`, /^│ /],
+    ]
+    for (const width of [9, 14, 19, 24, 29]) {
+      for (const [text, prefix] of blocks) {
+        for (const line of draw(text, width)) {
+          expect(stringWidth(line), `at ${width}: "${line}"`).toBeLessThanOrEqual(width)
+          expect(line, `at ${width}`).toMatch(prefix)
+          expect(line.replace(prefix, ''), `at ${width}: "${line}"`).not.toMatch(/^ /)
+        }
+      }
+      // A table's first column, where a row of it holds text.
+      for (const line of draw(`| a | b |\n|---|---|\n| ${PROSE} | x |`, width + 6)) {
+        const first = line.split(/[│┼]/)[0]
+        if (first.trim() !== '' && !/^─+$/.test(first)) expect(first, `at ${width + 6}: "${line}"`).not.toMatch(/^ /)
+      }
+    }
+  })
+
+  it('wrapping keeps every word and the styles: bold and code spans across a break, a long word cut to the width', () => {
+    const lines = draw('one **two three** `four five` six averyveryverylongword', 9)
+    // The long word starts after "six" (3 rows either way), as a terminal wraps it.
+    expect(lines).toEqual(['one two', 'three', 'four five', 'six avery', 'veryveryl', 'ongword'])
+    const styled = renderToString(h(Markdown, { text: 'one **two three** four', width: 9 }), { columns: 9 })
+    expect(styled.split('\n').map(plain)).toEqual(['one two', 'three', 'four'])
+  })
+})

@@ -9,6 +9,7 @@ import { Lexer, type Token, type Tokens } from 'marked'
 import { common, createEmphasize } from 'emphasize'
 import stringWidth from 'string-width'
 import { c, isColorEnabled } from './theme.js'
+import { wrapRows } from './wrap.js'
 
 let emphasize: ReturnType<typeof createEmphasize> | undefined
 
@@ -23,29 +24,71 @@ export function highlightCode(code: string, lang: string | undefined): string {
   }
 }
 
-function inline(tokens: readonly Token[] | undefined, key = 'i'): ReactNode[] {
-  return (tokens ?? []).map((token, index) => {
-    const k = `${key}.${index}`
+/** How a run of inline text is drawn: the props of Ink's `Text` it takes. */
+interface Style {
+  readonly bold?: boolean
+  readonly italic?: boolean
+  readonly strikethrough?: boolean
+  readonly underline?: boolean
+  readonly dimColor?: boolean
+  readonly color?: string
+}
+
+/** A run of inline text and its style. */
+interface Segment {
+  readonly text: string
+  readonly style: Style
+}
+
+/** Inline tokens as styled runs of text (what a cell or paragraph shows, and how). */
+function segments(tokens: readonly Token[] | undefined, style: Style = {}, out: Segment[] = []): Segment[] {
+  for (const token of tokens ?? []) {
     switch (token.type) {
-      case 'strong': return h(Text, { key: k, bold: true }, ...inline((token as Tokens.Strong).tokens, k))
-      case 'em': return h(Text, { key: k, italic: true }, ...inline((token as Tokens.Em).tokens, k))
-      case 'del': return h(Text, { key: k, strikethrough: true }, ...inline((token as Tokens.Del).tokens, k))
-      case 'codespan': return h(Text, { key: k, color: c('cyan') }, decode((token as Tokens.Codespan).text))
+      case 'strong': segments((token as Tokens.Strong).tokens, { ...style, bold: true }, out); break
+      case 'em': segments((token as Tokens.Em).tokens, { ...style, italic: true }, out); break
+      case 'del': segments((token as Tokens.Del).tokens, { ...style, strikethrough: true }, out); break
+      case 'codespan': out.push({ text: decode((token as Tokens.Codespan).text), style: { ...style, color: c('cyan') } }); break
       case 'link': {
         const link = token as Tokens.Link
-        const label = inline(link.tokens, k)
-        return h(Text, { key: k, underline: true }, ...label, link.text === link.href ? '' : h(Text, { dimColor: true, underline: false }, ` (${link.href})`))
+        segments(link.tokens, { ...style, underline: true }, out)
+        if (link.text !== link.href) out.push({ text: ` (${link.href})`, style: { ...style, dimColor: true } })
+        break
       }
-      case 'br': return '\n'
+      case 'br': out.push({ text: '\n', style }); break
       case 'text': {
         const text = token as Tokens.Text
-        return text.tokens !== undefined ? h(Text, { key: k }, ...inline(text.tokens, k)) : decode(text.text)
+        if (text.tokens !== undefined) segments(text.tokens, style, out)
+        else out.push({ text: decode(text.text), style })
+        break
       }
-      case 'escape': return decode((token as Tokens.Escape).text)
-      case 'image': return `[image: ${(token as Tokens.Image).text}]`
-      default: return decode((token as { raw: string }).raw)
+      case 'escape': out.push({ text: decode((token as Tokens.Escape).text), style }); break
+      case 'image': out.push({ text: `[image: ${(token as Tokens.Image).text}]`, style }); break
+      default: out.push({ text: decode((token as { raw: string }).raw), style })
     }
-  })
+  }
+  return out
+}
+
+/**
+ * Styled runs wrapped to `width` columns (./wrap.ts: the space a row breaks at is dropped, so no
+ * row starts with a stray space), as the children of one `Text`.
+ */
+function inline(runs: readonly Segment[], width: number, key: string): ReactNode[] {
+  const text = runs.map(run => run.text).join('')
+  const out: ReactNode[] = []
+  let run = 0
+  let runStart = 0
+  for (const [index, [start, end]] of wrapRows(text, width).entries()) {
+    if (index > 0) out.push('\n')
+    while (run < runs.length && runStart + runs[run].text.length <= start) runStart += runs[run++].text.length
+    for (let n = run, at = runStart; n < runs.length && at < end; at += runs[n++].text.length) {
+      const piece = text.slice(Math.max(start, at), Math.min(end, at + runs[n].text.length))
+      if (piece === '') continue
+      const style = runs[n].style
+      out.push(Object.keys(style).length === 0 ? piece : h(Text, { key: `${key}.${out.length}`, ...style }, piece))
+    }
+  }
+  return out
 }
 
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': '\'' }
@@ -57,13 +100,10 @@ function block(token: Token, key: string, width: number): ReactNode {
   switch (token.type) {
     case 'heading': {
       const heading = token as Tokens.Heading
-      return h(Text, { key, bold: true, color: c('magenta') }, ...inline(heading.tokens, key))
+      return h(Text, { key, bold: true, color: c('magenta') }, ...inline(segments(heading.tokens), width, key))
     }
-    case 'paragraph': return h(Text, { key }, ...inline((token as Tokens.Paragraph).tokens, key))
-    case 'text': {
-      const text = token as Tokens.Text
-      return h(Text, { key }, ...text.tokens !== undefined ? inline(text.tokens, key) : [decode(text.text)])
-    }
+    case 'paragraph': return h(Text, { key }, ...inline(segments((token as Tokens.Paragraph).tokens), width, key))
+    case 'text': return h(Text, { key }, ...inline(segments([token]), width, key))
     case 'code': {
       const code = token as Tokens.Code
       const lang = code.lang?.split(/\s/)[0]
@@ -96,24 +136,7 @@ function block(token: Token, key: string, width: number): ReactNode {
 
 /** What a cell shows, as plain text: its width decides its column's. */
 function plain(tokens: readonly Token[] | undefined): string {
-  return (tokens ?? []).map(token => {
-    switch (token.type) {
-      case 'strong': case 'em': case 'del': return plain((token as Tokens.Strong).tokens)
-      case 'codespan': return decode((token as Tokens.Codespan).text)
-      case 'link': {
-        const link = token as Tokens.Link
-        return link.text === link.href ? plain(link.tokens) : `${plain(link.tokens)} (${link.href})`
-      }
-      case 'br': return '\n'
-      case 'text': {
-        const text = token as Tokens.Text
-        return text.tokens !== undefined ? plain(text.tokens) : decode(text.text)
-      }
-      case 'escape': return decode((token as Tokens.Escape).text)
-      case 'image': return `[image: ${(token as Tokens.Image).text}]`
-      default: return decode((token as { raw: string }).raw)
-    }
-  }).join('')
+  return segments(tokens).map(run => run.text).join('')
 }
 
 /** A column narrower than this keeps its width while there is room; a wider one gives up room down to it, at most. */
@@ -169,7 +192,7 @@ function table(token: Tokens.Table, key: string, width: number): ReactNode {
     h(Box, {
       key: n, width: outer, flexShrink: 0, flexDirection: 'column', alignItems: align(n), paddingRight: n < last ? 1 : 0,
       ...n > 0 ? { paddingLeft: 1, borderStyle: 'single', borderLeft: true, borderRight: false, borderTop: false, borderBottom: false, borderDimColor: true } : {},
-    }, h(Text, { bold }, ...inline(cells[n]?.tokens, `${k}.${n}`)))))
+    }, h(Text, { bold }, ...inline(segments(cells[n]?.tokens), outer - edges(n), `${k}.${n}`)))))
   const rule = h(Text, { key: `${key}.rule`, dimColor: true }, widths.map((outer, n) => n > 0 ? `┼${'─'.repeat(outer - 1)}` : '─'.repeat(outer)).join(''))
   return h(Box, { key, flexDirection: 'column' }, row(token.header, true, `${key}.h`), rule, ...token.rows.map((cells, n) => row(cells, false, `${key}.${n}`)))
 }

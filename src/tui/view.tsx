@@ -11,6 +11,7 @@ import { compactNumber, describeEnd, duration } from './fold.js'
 import type { Printed, TuiStore } from './store.js'
 import { ToolCardView } from './cards.js'
 import { Markdown } from './markdown.js'
+import { wrapText } from './wrap.js'
 import { c } from './theme.js'
 import { QuestionView } from './question.js'
 import {
@@ -52,7 +53,7 @@ function percent(ratio: number): string {
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
 
-function Reasoning(props: { text: string; expanded: boolean; streaming: boolean }): ReactNode {
+function Reasoning(props: { text: string; expanded: boolean; streaming: boolean; width: number }): ReactNode {
   if (props.text.trim() === '') return null
   const words = props.text.trim().split(/\s+/).length
   if (!props.expanded) {
@@ -61,7 +62,7 @@ function Reasoning(props: { text: string; expanded: boolean; streaming: boolean 
   return (
     <Box flexDirection="column">
       <Text dimColor italic>▾ reasoning</Text>
-      <Text dimColor italic>{props.text.trim()}</Text>
+      <Text dimColor italic>{wrapText(props.text.trim(), props.width)}</Text>
     </Box>
   )
 }
@@ -87,14 +88,14 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
       return (
         <Box marginTop={1}>
           <Text color={c('cyan')} bold>› </Text>
-          <Text>{item.text}</Text>
+          <Text>{wrapText(item.text, props.width - 2)}</Text>
         </Box>
       )
     case 'assistant': {
       const text = props.live && item.streaming ? tailLines(item.text, props.width, props.live.rows) : item.text
       return (
         <Box flexDirection="column" marginTop={1}>
-          <Reasoning text={item.reasoning} expanded={props.expanded} streaming={item.streaming && item.text === ''} />
+          <Reasoning text={item.reasoning} expanded={props.expanded} streaming={item.streaming && item.text === ''} width={props.width} />
           {text.trim() !== '' ? <Markdown text={text} width={props.width} /> : null}
           {item.calls.map(call => <ToolCardView key={call.id} call={call} running={!item.closed} live={props.live?.output.get(call.id)} />)}
         </Box>
@@ -107,13 +108,13 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
       const parts = [`${item.steps} step${item.steps === 1 ? '' : 's'}`, tokens, ...item.durationMs === undefined ? [] : [duration(item.durationMs)]]
       return (
         <Box flexDirection="column">
-          {end.level !== undefined ? <Text color={end.level === 'error' ? c('red') : end.level === 'warning' ? c('yellow') : undefined} bold={end.level === 'error'}>{end.level === 'error' ? '✗ ' : '■ '}{end.text}</Text> : null}
+          {end.level !== undefined ? <Text color={end.level === 'error' ? c('red') : end.level === 'warning' ? c('yellow') : undefined} bold={end.level === 'error'}>{wrapText(`${end.level === 'error' ? '✗ ' : '■ '}${end.text}`, props.width)}</Text> : null}
           <Text dimColor>── {parts.join(' · ')}</Text>
         </Box>
       )
     }
     case 'notice':
-      return <Text color={item.level === 'error' ? c('red') : item.level === 'warning' ? c('yellow') : undefined} dimColor={item.level === 'info'}>{item.text}</Text>
+      return <Text color={item.level === 'error' ? c('red') : item.level === 'warning' ? c('yellow') : undefined} dimColor={item.level === 'info'}>{wrapText(item.text, props.width)}</Text>
   }
 }
 
