@@ -72,4 +72,27 @@ describe.skipIf(chromium.path === undefined)('conversation layout in the web UI'
     })
     expect(overflow).toEqual({ page: 0, conversation: 0, tableScrolls: true, numberOnOneLine: true, proseLines: true })
   })
+
+  it('at 390 px the header keeps the model and permission pickers and the folder on screen (they wrap, none is cut off)', async () => {
+    await page.setViewportSize({ width: 390, height: 820 })
+    const placement = await page.evaluate(() => {
+      const shown = (element: Element | null) => {
+        if (element === null) return 'missing'
+        const box = element.getBoundingClientRect()
+        // Inside the window and not clipped by an ancestor that hides its overflow.
+        if (box.width === 0 || box.left < 0 || box.right > window.innerWidth + 0.5) return `outside (${Math.round(box.left)}..${Math.round(box.right)})`
+        for (let parent = element.parentElement; parent !== null; parent = parent.parentElement) {
+          const clip = parent.getBoundingClientRect()
+          if (getComputedStyle(parent).overflow !== 'visible' && (box.right > clip.right + 0.5 || box.left < clip.left - 0.5)) return `clipped by .${parent.className}`
+        }
+        return 'shown'
+      }
+      return {
+        model: shown(document.querySelector('[data-testid="model-picker"]')),
+        preset: shown(document.querySelector('[data-testid="preset-picker"]')),
+        status: shown(document.querySelector('[data-testid="status"]')),
+      }
+    })
+    expect(placement).toEqual({ model: 'shown', preset: 'shown', status: 'shown' })
+  })
 })
