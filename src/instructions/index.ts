@@ -291,6 +291,24 @@ function message(source: InstructionsSource, content: TextBlock[]): UserMessage 
   return { id: randomUUID(), role: 'user', content, source: source as unknown as UserMessage['source'] }
 }
 
+/** What `/init` asks of the model, for the project whose root is `root`. */
+export function initPrompt(root: string, cwd: string, extra: string): string {
+  const existing = INSTRUCTION_CANDIDATES.filter(name => statOrUndefined(join(root, name))?.isFile() === true)
+  const where = relative(cwd, root) === '' ? 'at the root of this workspace' : `at the project root, ${root}`
+  return [
+    existing.length > 0
+      ? `${existing.join(' and ')} already exists ${where}: improve it for coding agents working on this project rather than starting over (keep what is still true, fix what is not, add what is missing).`
+      : `Write an AGENTS.md file ${where} for coding agents working on this project.`,
+    'First read what the repository says about itself: the README, the package manifests and lock files, the build, lint and CI configuration, and a few central source files. Write only what you found there; never invent a command.',
+    'Keep it short and specific to this project:',
+    '- how to install, build, run, lint and test it: the exact commands, and how to run one test;',
+    '- the layout: where the main parts live and how they fit together;',
+    '- conventions a newcomer would not guess from one file: style, naming, error handling, tests, commits;',
+    '- pitfalls: generated files not to edit, slow or flaky steps, services or environment variables it needs.',
+    ...extra === '' ? [] : [`Also: ${extra}`],
+  ].join('\n')
+}
+
 /**
  * The `instructions` row: adds the instructions message to a step when the files on disk differ
  * from what the log recorded (docs/system-prompt.md, "Instructions files").
@@ -300,6 +318,19 @@ export const WorkspaceInstructionsPlugin = {
   apply(ctx: Context, config: WorkspaceInstructionsConfig = {}) {
     const folds = new WeakMap<object, SessionFold>()
     const files = new InstructionFileCache()
+    // `/init`: a turn that writes the project's AGENTS.md (docs/system-prompt.md, "Instructions files").
+    ctx.inject(['commands'], (inner) => {
+      inner.commands.register({
+        name: 'init',
+        description: 'Write an AGENTS.md for this project (build and test commands, layout, conventions)',
+        argumentHint: '[what to stress]',
+        run({ agent, args }) {
+          const cwd = agent.session.header.cwd
+          if (cwd === undefined) return { kind: 'error', text: '/init needs a session with a workspace folder.' }
+          return { kind: 'prompt', input: initPrompt(projectFolders(cwd, config.projectMarkers ?? DEFAULT_PROJECT_MARKERS).root, cwd, args.trim()) }
+        },
+      })
+    })
     ctx.on('agent/pre-step', async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
       const decision = await next()
       // A first step with no input spends the turn without a step (A-4): the instructions alone

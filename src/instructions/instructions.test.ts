@@ -3,7 +3,7 @@
  * log): a baseline message at the first step, then one message per step in which a file on disk
  * differs from what the log recorded; a session continued from elsewhere reads its own folder.
  */
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -179,5 +179,64 @@ describe('instruction files read through the cache', () => {
     const cache = new InstructionFileCache()
     expect((await currentInstructionFiles(root, {}, [], cache)).map(file => file.text)).toEqual(['fresh'])
     expect(cache.files.size).toBe(0)
+  })
+})
+
+describe('/init', () => {
+  it('queues a turn asking the model to write (or improve) AGENTS.md at the workspace root, with what the user added; the file it writes is the next step\'s instructions', async () => {
+    const root = workspace()
+    const { CommandsPlugin } = await import('../commands/index.js')
+    // A stand-in for the write tool: what the model writes lands in the workspace.
+    const write = { type: 'object', properties: { file_path: { type: 'string' }, content: { type: 'string' } } }
+    const h = await loopHarness({
+      cwd: root,
+      tools: [{ name: 'write', description: 'write', parameters: write, execute: (args: { file_path: string; content: string }) => {
+        writeFileSync(join(root, args.file_path), args.content)
+        return { content: [{ type: 'text' as const, text: 'written' }] }
+      } }],
+      responses: [
+        toolCalls([{ id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'AGENTS.md', content: 'Run tests with npm test.\n' }) }]),
+        text('Wrote AGENTS.md.'),
+      ],
+      setup: async (ctx) => {
+        await ctx.plugin(CommandsPlugin).await()
+        await ctx.plugin(WorkspaceInstructionsPlugin, {}).await()
+      },
+    })
+    try {
+      expect(h.ctx.commands.list(h.agent.scope).map(command => command.name)).toContain('init')
+      const outcome = await h.ctx.commands.execute(h.agent, '/init mention the fixtures folder')
+      expect(outcome).toMatchObject({ kind: 'prompt' })
+      await h.agent.whenIdle()
+      const prompt = (h.of('user/message')[0]!.data.content[0] as { text: string }).text
+      expect(prompt).toContain('AGENTS.md')
+      expect(prompt).toMatch(/test/i)
+      expect(prompt).toContain('mention the fixtures folder')
+      // The model's write landed, and the next step was given the new file.
+      expect(readFileSync(join(root, 'AGENTS.md'), 'utf8')).toBe('Run tests with npm test.\n')
+      expect(instructionMessages(h.session.events).map(message => message.source.changes.map(change => change.path))).toEqual([['AGENTS.md']])
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('says so when an AGENTS.md or CLAUDE.md already exists: improve it rather than start over', async () => {
+    const root = workspace()
+    writeFileSync(join(root, 'CLAUDE.md'), 'OLD_RULES\n')
+    const { CommandsPlugin } = await import('../commands/index.js')
+    const h = await loopHarness({ cwd: root, responses: [text('ok')], setup: async (ctx) => {
+      await ctx.plugin(CommandsPlugin).await()
+      await ctx.plugin(WorkspaceInstructionsPlugin, {}).await()
+    } })
+    try {
+      await h.ctx.commands.execute(h.agent, '/init')
+      await h.agent.whenIdle()
+      const prompt = (h.of('user/message')[0]!.data.content[0] as { text: string }).text
+      expect(prompt).toContain('CLAUDE.md already exists')
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 })

@@ -1,7 +1,7 @@
 /**
  * Slash commands in the terminal app. When the profile has the shared command registry
  * (`ctx.commands`), its commands are offered and run; the app adds only what no registry can do
- * for it (leave, start a new session, help). Without a registry those three are all there is.
+ * for it (leave, start a new session, help). Without a registry those are all there is.
  */
 export interface TuiCommandContext {
   /** Prints one notice line in the conversation. */
@@ -21,6 +21,7 @@ export interface TuiCommand {
 export const BUILTIN_COMMANDS: readonly TuiCommand[] = [
   { name: 'exit', description: 'Leave dsh (the session stays stored)', run: (_args, ui) => ui.exit() },
   { name: 'new', description: 'Start a new session in this folder', run: async (_args, ui) => ui.newSession() },
+  { name: 'clear', description: 'Start a new session in this folder (as /new)', run: async (_args, ui) => ui.newSession() },
   {
     name: 'help', description: 'Show the keys and commands',
     run: (_args, ui) => {

@@ -6,7 +6,7 @@ import { backspace, commandAtCursor, down, emptyEditor, end, insert, mentionAtCu
 import { ConversationFold, settled } from './fold.js'
 import { parseLauncherArgs, routeDefault, UsageError } from '../cli/main.js'
 import { parseInteractiveArgs } from './args.js'
-import { parseCommandLine } from './commands.js'
+import { BUILTIN_COMMANDS, parseCommandLine } from './commands.js'
 import type { SessionEvent } from '../session/types.js'
 
 describe('editor', () => {
@@ -49,6 +49,13 @@ describe('editor', () => {
     expect(commandAtCursor(insert(emptyEditor(), '/help me'))).toBeUndefined()
     expect(parseCommandLine('/new  now ')).toEqual({ name: 'new', args: 'now' })
     expect(parseCommandLine('not /a command')).toBeUndefined()
+  })
+
+  it('/clear starts a new session, as /new does (the name other agents use)', async () => {
+    const started: string[] = []
+    const ui = { print() {}, exit() {}, newSession: async () => { started.push('new') }, list: () => BUILTIN_COMMANDS }
+    for (const name of ['clear', 'new']) await BUILTIN_COMMANDS.find(command => command.name === name)?.run('', ui)
+    expect(started).toEqual(['new', 'new'])
   })
 })
 
