@@ -61,6 +61,26 @@ describe('dsh --profile headless', () => {
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1, reason: { kind: 'completed' } } })
   })
 
+  it('--output json prints one JSON object: the answer, session id, usage and how the turn ended; a failed turn too (exit 1)', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'PONG' }, { finish: 'stop', usage }]))
+    const result = await runDsh(['--profile', 'headless', '--output', 'json', 'say pong'], { cwd, env: envFor(home) })
+    expect(result.code).toBe(0)
+    const object = JSON.parse(result.stdout)
+    expect(result.stdout.trim().split('\n')).toHaveLength(1)
+    expect(object).toEqual({ type: 'result', sessionId: expect.any(String), output: 'PONG', usage: { inputTokens: 10, outputTokens: 3 }, reason: { kind: 'completed' } })
+    // The id is in the object: no "continue with" hint on stderr.
+    expect(result.stderr).toBe('')
+    server.enqueue(errorResponse(401, { error: { message: 'bad key' } }))
+    const failed = await runDsh(['--profile', 'headless', '--output', 'json', '--session', object.sessionId, 'again'], { cwd, env: envFor(home) })
+    expect(failed.code).toBe(1)
+    expect(JSON.parse(failed.stdout)).toMatchObject({ type: 'result', sessionId: object.sessionId, output: '', reason: { kind: 'error', error: { code: 'AUTH' } } })
+    expect(failed.stderr).toMatch(/^dsh: AUTH: /)
+    const bad = await runDsh(['--profile', 'headless', '--output', 'yaml', 'x'], { cwd, env: envFor(home) })
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--output must be text, json or stream-json/)
+  })
+
   it('a provider error ends the turn with exit 1 and one line on stderr naming the code', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(errorResponse(401, { error: { message: 'bad key' } }))

@@ -26,7 +26,8 @@ import '../subagents/api.js'
 
 export interface HeadlessArgs {
   task: string
-  output: 'text' | 'stream-json'
+  /** `text`: the answer; `json`: one result object; `stream-json`: every event, then the result. */
+  output: 'text' | 'json' | 'stream-json'
   session?: string
   model?: string
   cwd?: string
@@ -47,7 +48,7 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
     }
     if (arg === '--output') {
       const format = value()
-      if (format !== 'text' && format !== 'stream-json') throw new UsageError(`--output must be text or stream-json, not "${format}"`)
+      if (format !== 'text' && format !== 'json' && format !== 'stream-json') throw new UsageError(`--output must be text, json or stream-json, not "${format}"`)
       parsed.output = format
     } else if (arg === '--session') parsed.session = value()
     else if (arg === '--model') parsed.model = value()
@@ -256,11 +257,11 @@ export class HeadlessApp extends Service {
         offQuestion()
         progress?.done()
         // Text mode says which session this was and how to go on (also after Ctrl-C), on stderr so
-        // scripts reading stdout get only the answer; stream-json carries the id in every line.
-        if (!stream) host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
+        // scripts reading stdout get only the answer; json and stream-json carry the id.
+        if (args.output === 'text') host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
       }
       if (readerGone) return EXIT_SIGPIPE
-      const code = this.report(session, start, stream, command)
+      const code = this.report(session, start, args.output, command)
       // The answer has left the process before the code is final: a reader that left while it
       // was going out cut the run short too.
       const cut = await Promise.all([delivered(host.stdout), delivered(host.stderr)])
@@ -272,17 +273,20 @@ export class HeadlessApp extends Service {
   }
 
   /** Prints the run's outcome (the answer, or the slash command's text) and gives the exit code. */
-  private report(session: Session, start: number, stream: boolean, command: CommandOutcome | undefined): number {
+  private report(session: Session, start: number, output: HeadlessArgs['output'], command: CommandOutcome | undefined): number {
     const { host } = this.ctx
-    const write = (line: unknown) => host.stdout.write(`${JSON.stringify(line)}\n`)
+    // stream-json's last line is the recorded `result` shape; json (ours) adds how the run ended.
+    const result = (text: string, reason: unknown) => host.stdout.write(`${JSON.stringify({
+      type: 'result', sessionId: session.id, output: text, usage: usageSince(session, start), ...output === 'json' ? { reason } : {},
+    })}\n`)
     if (command !== undefined && command.kind !== 'prompt') {
       const shown = command.text ?? ''
-      if (stream) write({ type: 'result', sessionId: session.id, output: shown, usage: usageSince(session, start) })
+      if (output !== 'text') result(shown, { kind: 'command', outcome: command.kind })
       else if (shown !== '') (command.kind === 'error' ? host.stderr : host.stdout).write(shown.endsWith('\n') ? shown : `${shown}\n`)
       return command.kind === 'success' ? 0 : 1
     }
     const { text, reason } = finalAnswer(session)
-    if (stream) write({ type: 'result', sessionId: session.id, output: text, usage: usageSince(session, start) })
+    if (output !== 'text') result(text, reason ?? null)
     else if (text !== '') host.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
     if (reason?.kind === 'completed') return 0
     host.stderr.write(`dsh: ${describeFailure(reason)}\n`)

@@ -84,7 +84,8 @@ Launcher flags (before app arguments):
 Headless app (dsh --profile headless ...):
   dsh "task words..."              run one task, print the final answer
   echo "task" | dsh                the task from stdin (when no task words are given)
-  --output text|stream-json        output format (default text)
+  --output text|json|stream-json   output format (default text): the answer; one JSON result
+                                   object; or one line per session event, then the result
   --session ID                     continue a stored session
   --model NAME                     model route, e.g. deepseek-v4-pro
   --cwd DIR                        workspace folder (default: current folder)
