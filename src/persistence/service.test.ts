@@ -132,6 +132,22 @@ describe('write-behind (D-2)', () => {
     expect(backend.stored.get('b')!.events).toHaveLength(3)
   })
 
+  it('D-2, D-3: a flush with nothing to write leaves no barrier behind: the next flush still writes what came after (a second parallel call\'s checkpoint, loading a live session)', async () => {
+    const backend = new MemoryBackend()
+    const ctx = await boot(backend, 1_000_000)
+    const session = ctx.sessions.create({ id: 'n' })
+    session.append('turn/start', { turn: 1 })
+    await ctx.sessionPersistence.flush(session)
+    // Nothing pending now: this one has nothing to do.
+    await ctx.sessionPersistence.flush(session)
+    session.append('step/start', { turn: 1, step: 1 })
+    await ctx.sessionPersistence.flush(session)
+    expect(backend.stored.get('n')!.events.map((e) => e.seq)).toEqual([0, 1])
+    session.append('step/end', { turn: 1, step: 1 })
+    await ctx.sessionPersistence.flushAll()
+    expect(backend.stored.get('n')!.events.map((e) => e.seq)).toEqual([0, 1, 2])
+  })
+
   it('D-2: a write that landed but reported failure is reconciled on retry, not duplicated', async () => {
     const backend = new MemoryBackend()
     const ctx = await boot(backend, 1_000_000)

@@ -237,15 +237,19 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     if (copying !== undefined) return copying.then(() => this.flush(id))
     const tracked = this.tracked.get(id)
     if (tracked === undefined) return Promise.resolve()
-    tracked.flushing ??= (async () => {
-      try {
+    if (tracked.flushing === undefined) {
+      // Cleared in a `.finally` callback, which always runs after this assignment: a `finally`
+      // block inside the function ran before it when there was nothing to write, and left a
+      // settled barrier that every later flush returned without writing.
+      const flushing: Promise<void> = (async () => {
         while (tracked.queue.length > 0 || tracked.stored !== true) {
           await (tracked.writing ?? this.writeOnce(tracked))
         }
-      } finally {
-        tracked.flushing = undefined
-      }
-    })()
+      })().finally(() => {
+        if (tracked.flushing === flushing) tracked.flushing = undefined
+      })
+      tracked.flushing = flushing
+    }
     return tracked.flushing
   }
 

@@ -388,23 +388,28 @@ export class SubagentsPlugin extends Service implements SubagentsService {
   /** The live agent of a continuable child, cold-resumed from storage when needed. */
   private async resident(record: ContinuableChild): Promise<Agent> {
     if (record.agent !== undefined) return record.agent
-    record.resuming ??= (async () => {
-      try {
-        const persistence = this.ctx.get('sessionPersistence')
-        if (persistence === undefined) throw new SubagentError('NOT_RESUMABLE', unavailableText(record.id))
-        const live = this.ctx.sessions.get(record.id)
-        const session = live ?? (await persistence.load(record.id)).session
-        const agent = this.ctx.agents.get(session.id) ?? this.ctx.agents.create({ sessionId: session.id, loop: record.route })
-        this.equip(agent, true)
-        record.agent = agent
-        return agent
-      } catch (error) {
-        if (error instanceof SubagentError) throw error
-        throw new SubagentError('NOT_RESUMABLE', unavailableText(record.id))
-      } finally {
-        record.resuming = undefined
-      }
-    })()
+    if (record.resuming === undefined) {
+      // Cleared in a `.finally` callback, which runs after this assignment even when the body
+      // finished at once (a live session, a missing persistence row).
+      const resuming: Promise<Agent> = (async () => {
+        try {
+          const persistence = this.ctx.get('sessionPersistence')
+          if (persistence === undefined) throw new SubagentError('NOT_RESUMABLE', unavailableText(record.id))
+          const live = this.ctx.sessions.get(record.id)
+          const session = live ?? (await persistence.load(record.id)).session
+          const agent = this.ctx.agents.get(session.id) ?? this.ctx.agents.create({ sessionId: session.id, loop: record.route })
+          this.equip(agent, true)
+          record.agent = agent
+          return agent
+        } catch (error) {
+          if (error instanceof SubagentError) throw error
+          throw new SubagentError('NOT_RESUMABLE', unavailableText(record.id))
+        }
+      })().finally(() => {
+        if (record.resuming === resuming) record.resuming = undefined
+      })
+      record.resuming = resuming
+    }
     return record.resuming
   }
 
