@@ -17,7 +17,8 @@ import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
 import { parseInteractiveArgs, type InteractiveArgs } from './args.js'
 import { pickRoute } from '../host/route.js'
 import { TuiStore } from './store.js'
-import { BUILTIN_COMMANDS, type TuiCommand, type TuiCommandContext } from './commands.js'
+import { BUILTIN_COMMANDS, resumeChoice, type TuiCommand, type TuiCommandContext } from './commands.js'
+import { age } from './age.js'
 import { FileIndex } from './files.js'
 import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
@@ -186,6 +187,18 @@ export class TuiApp extends Service {
         store.switchAgent(next)
         store.banner([`New session ${next.id} (the previous one, ${previous.id}, stays stored).`])
         if (previous.status === 'idle') void this.ctx.agents.dispose(previous.id).catch(() => undefined)
+      },
+      resume: async (wanted) => {
+        if (persistence === undefined) return store.notice('error', 'Resuming needs a persistence row in the profile.')
+        const choice = resumeChoice(await persistence.list(), cwd, store.agent.id, wanted, age)
+        if (choice.kind !== 'open') return store.notice(choice.kind === 'list' ? 'info' : 'error', choice.text)
+        const previous = store.agent
+        if (previous.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before opening another session.')
+        const next = await this.openAgent(choice.id, cwd, route)
+        store.switchAgent(next)
+        store.banner([`Resumed session ${next.id} (the previous one, ${previous.id}, stays stored).`])
+        store.loadHistory()
+        void this.ctx.agents.dispose(previous.id).catch(() => undefined)
       },
       list: commands,
     }

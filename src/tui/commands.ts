@@ -8,6 +8,8 @@ export interface TuiCommandContext {
   print(text: string, level?: 'info' | 'warning' | 'error'): void
   exit(): void
   newSession(): Promise<void>
+  /** `/resume [id]`: list this folder's stored sessions, or open one in place of the current. */
+  resume(wanted: string): Promise<void>
   /** The commands on offer (for /help). */
   list(): readonly TuiCommand[]
 }
@@ -22,6 +24,7 @@ export const BUILTIN_COMMANDS: readonly TuiCommand[] = [
   { name: 'exit', description: 'Leave dsh (the session stays stored)', run: (_args, ui) => ui.exit() },
   { name: 'new', description: 'Start a new session in this folder', run: async (_args, ui) => ui.newSession() },
   { name: 'clear', description: 'Start a new session in this folder (as /new)', run: async (_args, ui) => ui.newSession() },
+  { name: 'resume', description: 'Continue a stored session of this folder: alone, the list; with an id (or its start), that one', run: async (args, ui) => ui.resume(args) },
   {
     name: 'help', description: 'Show the keys and commands',
     run: (_args, ui) => {
@@ -34,6 +37,45 @@ export const BUILTIN_COMMANDS: readonly TuiCommand[] = [
     },
   },
 ]
+
+/** What a stored session shows in `/resume`'s list. */
+export interface ResumeCandidate {
+  readonly id: string
+  readonly title: string | null
+  readonly cwd?: string
+  readonly updatedAt: number
+  readonly turns: number
+}
+
+export type ResumeChoice =
+  | { readonly kind: 'list'; readonly text: string }
+  | { readonly kind: 'open'; readonly id: string }
+  | { readonly kind: 'error'; readonly text: string }
+
+/** How many sessions `/resume` lists. */
+const RESUME_LIST = 10
+
+/**
+ * `/resume [wanted]` over the stored sessions: without an id, the newest of this folder (`cwd`)
+ * with their ids; with an id or the start of one, that session of this folder.
+ */
+export function resumeChoice(stored: readonly ResumeCandidate[], cwd: string, current: string, wanted: string, age: (ms: number) => string): ResumeChoice {
+  const here = stored.filter(session => session.cwd === cwd && session.id !== current).sort((a, b) => b.updatedAt - a.updatedAt)
+  if (wanted === '') {
+    if (here.length === 0) return { kind: 'list', text: 'No other stored session in this folder.' }
+    const rows = here.slice(0, RESUME_LIST).map(session => `  ${session.id.slice(0, 8)}  ${age(session.updatedAt).padEnd(8)} ${String(session.turns).padStart(3)} turn${session.turns === 1 ? ' ' : 's'}  ${(session.title ?? '(untitled)').replace(/\s+/g, ' ')}`)
+    const more = here.length > RESUME_LIST ? [`  … ${here.length - RESUME_LIST} older (dsh --resume lists them all)`] : []
+    return { kind: 'list', text: ['Stored sessions of this folder, newest first; /resume ID opens one:', ...rows, ...more].join('\n') }
+  }
+  const matches = here.filter(session => session.id.startsWith(wanted))
+  if (matches.length === 1) return { kind: 'open', id: matches[0].id }
+  if (matches.length > 1) return { kind: 'error', text: `"${wanted}" starts ${matches.length} sessions' ids: type more of it.` }
+  if (current.startsWith(wanted)) return { kind: 'error', text: 'That is the session open now.' }
+  const elsewhere = stored.find(session => session.id === wanted || session.id.startsWith(wanted))
+  return elsewhere?.cwd !== undefined && elsewhere.cwd !== cwd
+    ? { kind: 'error', text: `That session belongs to ${elsewhere.cwd}: run dsh --session ${elsewhere.id} there.` }
+    : { kind: 'error', text: `No stored session of this folder starts with "${wanted}" (/resume lists them).` }
+}
 
 /** Commands whose names start with `prefix`, built-ins first, sorted by name. */
 export function matchCommands(commands: readonly TuiCommand[], prefix: string): TuiCommand[] {

@@ -6,14 +6,9 @@ import { useState, type ReactNode } from 'react'
 import { Box, Text, useInput, useStdout } from 'ink'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { c } from './theme.js'
+import { age } from './age.js'
 
-export function age(ms: number, now = Date.now()): string {
-  const seconds = Math.max(0, Math.round((now - ms) / 1000))
-  if (seconds < 60) return `${seconds}s ago`
-  if (seconds < 3600) return `${Math.round(seconds / 60)}m ago`
-  if (seconds < 86_400) return `${Math.round(seconds / 3600)}h ago`
-  return `${Math.round(seconds / 86_400)}d ago`
-}
+export { age } from './age.js'
 
 export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]; home: string; onPick(id: string | undefined): void }): ReactNode {
   const [index, setIndex] = useState(0)

@@ -443,6 +443,45 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
   })
 })
 
+describe.skipIf(!tmux)('dsh terminal app: /resume (tmux)', () => {
+  it('/resume lists this folder\'s other sessions; /resume ID opens one in place, its conversation shown, and the next message goes to it', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ text: 'FIRST_SESSION_ANSWER' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'SECOND_SESSION_ANSWER' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'BACK_IN_THE_FIRST' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd, { height: 40 })
+    await openApp(terminal)
+    await send(terminal, 'first question')
+    await terminal.waitFor('FIRST_SESSION_ANSWER', { history: true })
+    terminal.type('/new')
+    terminal.keys('Enter')
+    await terminal.waitFor(/New session [0-9a-f-]{36}/, { history: true })
+    await send(terminal, 'second question')
+    await terminal.waitFor('SECOND_SESSION_ANSWER', { history: true })
+    terminal.type('/resume')
+    terminal.keys('Enter')
+    const listed = await terminal.waitFor('/resume ID opens one', { history: true })
+    const id = /^ +([0-9a-f]{8}) +\S+ ago +1 turn +first question/m.exec(listed)?.[1]
+    expect(id, listed).toBeDefined()
+    terminal.type(`/resume ${id}`)
+    terminal.keys('Enter')
+    const resumed = await terminal.waitFor(new RegExp(`Resumed session ${id}`), { history: true })
+    expect(resumed.slice(resumed.lastIndexOf('Resumed session'))).toContain('FIRST_SESSION_ANSWER')
+    await send(terminal, 'and again')
+    await terminal.waitFor('BACK_IN_THE_FIRST', { history: true })
+    await quit(terminal)
+    const root = join(home, 'sessions')
+    const logs = readdirSync(root).filter(project => !project.startsWith('.'))
+      .flatMap(project => readdirSync(join(root, project)).map(session => readFileSync(join(root, project, session, 'session.jsonl'), 'utf8')))
+    expect(logs).toHaveLength(2)
+    const first = logs.find(log => log.includes('FIRST_SESSION_ANSWER'))!
+    expect(first).toContain('BACK_IN_THE_FIRST')
+    expect(first).toContain(id)
+  })
+})
+
 describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
   it('AP-3: an escalation asks inline; y allows that one call, n rejects the next; the status bar shows the preset', async () => {
     const { home, cwd } = tempHome()

@@ -6,7 +6,7 @@ import { backspace, commandAtCursor, down, emptyEditor, end, insert, mentionAtCu
 import { ConversationFold, settled } from './fold.js'
 import { parseLauncherArgs, routeDefault, UsageError } from '../cli/main.js'
 import { parseInteractiveArgs } from './args.js'
-import { BUILTIN_COMMANDS, parseCommandLine } from './commands.js'
+import { BUILTIN_COMMANDS, parseCommandLine, resumeChoice } from './commands.js'
 import type { SessionEvent } from '../session/types.js'
 
 describe('editor', () => {
@@ -51,9 +51,35 @@ describe('editor', () => {
     expect(parseCommandLine('not /a command')).toBeUndefined()
   })
 
+  it('/resume lists this folder\'s other sessions newest first, opens one by its id or the start of it, and says what is wrong otherwise', () => {
+    const at = (minutes: number) => 1_000_000 - minutes * 60_000
+    const stored = [
+      { id: 'aaaa1111-0000', title: 'old work', cwd: '/p', updatedAt: at(90), turns: 3 },
+      { id: 'aaaa2222-0000', title: 'newer\nwork', cwd: '/p', updatedAt: at(5), turns: 1 },
+      { id: 'bbbb0000-0000', title: null, cwd: '/p', updatedAt: at(30), turns: 2 },
+      { id: 'cccc0000-0000', title: 'elsewhere', cwd: '/q', updatedAt: at(1), turns: 1 },
+      { id: 'dddd0000-0000', title: 'open now', cwd: '/p', updatedAt: at(0), turns: 1 },
+    ]
+    const ago = (ms: number) => `${Math.round((1_000_000 - ms) / 60_000)}m ago`
+    const choose = (wanted: string) => resumeChoice(stored, '/p', 'dddd0000-0000', wanted, ago)
+    const list = choose('')
+    expect(list.kind).toBe('list')
+    const rows = (list as { text: string }).text.split('\n').slice(1)
+    expect(rows.map(row => row.trim().split(/\s+/)[0])).toEqual(['aaaa2222', 'bbbb0000', 'aaaa1111'])
+    expect(rows[0]).toContain('newer work')
+    expect(rows[1]).toContain('(untitled)')
+    expect(choose('bbbb')).toEqual({ kind: 'open', id: 'bbbb0000-0000' })
+    expect(choose('aaaa1111-0000')).toEqual({ kind: 'open', id: 'aaaa1111-0000' })
+    expect(choose('aaaa')).toMatchObject({ kind: 'error', text: expect.stringContaining('type more') })
+    expect(choose('dddd')).toMatchObject({ kind: 'error', text: expect.stringContaining('open now') })
+    expect(choose('cccc')).toMatchObject({ kind: 'error', text: expect.stringContaining('dsh --session cccc0000-0000') })
+    expect(choose('zzzz')).toMatchObject({ kind: 'error', text: expect.stringContaining('No stored session') })
+    expect(resumeChoice([], '/p', 'x', '', ago)).toEqual({ kind: 'list', text: 'No other stored session in this folder.' })
+  })
+
   it('/clear starts a new session, as /new does (the name other agents use)', async () => {
     const started: string[] = []
-    const ui = { print() {}, exit() {}, newSession: async () => { started.push('new') }, list: () => BUILTIN_COMMANDS }
+    const ui = { print() {}, exit() {}, newSession: async () => { started.push('new') }, resume: async () => {}, list: () => BUILTIN_COMMANDS }
     for (const name of ['clear', 'new']) await BUILTIN_COMMANDS.find(command => command.name === name)?.run('', ui)
     expect(started).toEqual(['new', 'new'])
   })
