@@ -7,24 +7,19 @@ import { resolve } from 'node:path'
 import { text as readText } from 'node:stream/consumers'
 import { Service, type Context } from 'cordis'
 import '../host/index.js'
+import { age } from '../host/age.js'
 import '../persistence/api.js'
 
-function age(ms: number): string {
-  const seconds = Math.max(0, Math.round((Date.now() - ms) / 1000))
-  if (seconds < 60) return `${seconds}s ago`
-  if (seconds < 3600) return `${Math.round(seconds / 60)}m ago`
-  if (seconds < 86_400) return `${Math.round(seconds / 3600)}h ago`
-  return `${Math.round(seconds / 86_400)}d ago`
-}
 
 /** The export file's reader and writer, loaded by export and import only: a listing stays small. */
 const exchangeFormat = () => import('../persistence/exchange.js')
 
-const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id] [--cwd DIR]'
+const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID | dsh sessions delete ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id] [--cwd DIR]'
 
 /**
  * `dsh sessions [--json]`: id, title, cwd, updated, turns, how the last turn ended; newest first.
  * `dsh sessions repair ID`: salvage a corrupt session into a copy (D-5); the original stays.
+ * `dsh sessions delete ID` (or `rm`): move a session to the store's trash (never unlinked).
  * `dsh sessions export ID [-o FILE]`: the session as a file another home imports (stdout by
  * default): its JSONL log, or one JSON document with the images it references.
  * `dsh sessions import FILE|- [--new-id] [--cwd DIR]`: stores an exported session here; `--cwd`
@@ -43,6 +38,10 @@ export class SessionsListApp extends Service {
     if (args[0] === 'repair') {
       if (args.length !== 2 || args[1].startsWith('-')) return this.usage('repair needs exactly one session id')
       return this.repair(args[1])
+    }
+    if (args[0] === 'delete' || args[0] === 'rm') {
+      if (args.length !== 2 || args[1].startsWith('-')) return this.usage(`${args[0]} needs exactly one session id`)
+      return this.delete(args[1])
     }
     if (args[0] === 'export') return this.export(args.slice(1))
     if (args[0] === 'import') return this.import(args.slice(1))
@@ -64,6 +63,21 @@ export class SessionsListApp extends Service {
       host.stdout.write(`salvaged ${copy.kept} events of session ${id} into session ${copy.id}` +
         `${copy.closers > 0 ? ` (its open turn closed as interrupted)` : ''}; ${id} was left unchanged\n` +
         `continue with: dsh --session ${copy.id} "..."\n`)
+      return 0
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 1
+    }
+  }
+
+  private async delete(id: string): Promise<number> {
+    const { host, sessionPersistence } = this.ctx
+    try {
+      if (!await sessionPersistence.delete(id)) {
+        host.stderr.write(`dsh: no stored session ${JSON.stringify(id)}\n`)
+        return 1
+      }
+      host.stdout.write(`deleted session ${id} (moved to the store's trash, not erased)\n`)
       return 0
     } catch (error) {
       host.stderr.write(`dsh: ${(error as Error).message}\n`)

@@ -205,4 +205,29 @@ describe('dsh sessions', () => {
     const json = JSON.parse((await runDsh(['sessions', '--json'], { cwd, env: { DSH_HOME: home } })).stdout) as { id: string; unreadable?: string }[]
     expect(json.find(s => s.id === newer.id)?.unreadable).toMatch(/newer than this runtime supports/)
   })
+
+  it('`dsh sessions delete ID` moves a session to the store\'s trash (no longer listed or resumable, its files kept); an unknown id is exit 1, a missing one a usage error', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    server.enqueue(streamResponse([{ text: 'kept for now' }, { finish: 'stop', usage }]))
+    const run = await runDsh(['--output', 'json', 'hello'], { cwd, env })
+    const id = JSON.parse(run.stdout).sessionId as string
+    expect((await runDsh(['sessions'], { cwd, env })).stdout).toContain(id.slice(0, 8))
+    const deleted = await runDsh(['sessions', 'delete', id], { cwd, env })
+    expect(deleted.stderr).toBe('')
+    expect(deleted.code).toBe(0)
+    expect(deleted.stdout).toContain(`deleted session ${id}`)
+    expect((await runDsh(['sessions'], { cwd, env })).stdout).not.toContain(id.slice(0, 8))
+    const resumed = await runDsh(['--session', id, 'again'], { cwd, env })
+    expect(resumed.code).toBe(1)
+    expect(resumed.stderr).toMatch(/not stored/)
+    // The log is kept in the trash, not unlinked.
+    const trash = join(home, 'sessions', '.trash')
+    const { readdirSync } = await import('node:fs')
+    expect(readdirSync(trash).some(name => name.endsWith(id))).toBe(true)
+    const again = await runDsh(['sessions', 'delete', id], { cwd, env })
+    expect(again.code).toBe(1)
+    expect(again.stderr).toMatch(/no stored session/)
+    expect((await runDsh(['sessions', 'delete'], { cwd, env })).code).toBe(2)
+  })
 })

@@ -6,9 +6,9 @@ import { useState, type ReactNode } from 'react'
 import { Box, Text, useInput, useStdout } from 'ink'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { c } from './theme.js'
-import { age } from './age.js'
+import { age } from '../host/age.js'
 
-export { age } from './age.js'
+export { age } from '../host/age.js'
 
 export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]; home: string; onPick(id: string | undefined): void }): ReactNode {
   const [index, setIndex] = useState(0)
