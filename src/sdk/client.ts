@@ -44,6 +44,8 @@ export interface CallOutput {
   readonly toolName: string
   readonly stream: 'stdout' | 'stderr'
   readonly text: string
+  /** Characters of this call's output dropped just before `text` (a flood keeps its latest 64 KB per notification). */
+  readonly dropped?: number
 }
 
 export interface ClientOptions {
@@ -307,8 +309,8 @@ export class DshClient {
           if (event.type === 'turn/end') reason = (event.data as { reason: TurnEndReason }).reason
           options.onEvent?.(event)
         } else if (notification.method === 'session.output') {
-          const { callId, toolName, stream, text } = notification.params as CallOutput
-          options.onOutput?.({ callId, toolName, stream, text })
+          const { callId, toolName, stream, text, dropped } = notification.params as CallOutput
+          options.onOutput?.({ callId, toolName, stream, text, ...dropped !== undefined ? { dropped } : {} })
         } else if (notification.method === 'session.status') {
           if (notification.params.status === 'running') running = true
           else if (running) {

@@ -127,6 +127,27 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
+  it('session.output holds at most 64 KB of a call per notification: a flood keeps its latest text and says how much it dropped', async () => {
+    const { home, cwd } = tempHome()
+    const command = 'head -c 1000000 /dev/zero | tr "\\0" x; printf "\\nEND\\n"'
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'f1', name: 'bash', arguments: JSON.stringify({ command, description: 'flood' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Done.' }, { finish: 'stop', usage }]),
+    )
+    const client = await DshClient.start({ cwd, env: envFor(home), initialize: { output: true } })
+    try {
+      const result = await client.run('flood')
+      const outputs = result.notifications.filter(n => n.method === 'session.output').map(n => n.params as { text: string; dropped?: number })
+      expect(outputs.length).toBeGreaterThan(0)
+      for (const output of outputs) expect(output.text.length).toBeLessThanOrEqual(64 * 1024)
+      // What was sent plus what was dropped is all of it, and the end always arrives.
+      expect(outputs.reduce((sum, output) => sum + output.text.length + (output.dropped ?? 0), 0)).toBe(1_000_000 + '\nEND\n'.length)
+      expect(outputs.at(-1)!.text.endsWith('\nEND\n')).toBe(true)
+    } finally {
+      await client.close()
+    }
+  })
+
   it('session/prompt is an enqueue receipt {messageId, sessionId}; the message id is the queued user message', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'queued' }, { finish: 'stop', usage }]))

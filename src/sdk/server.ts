@@ -36,6 +36,8 @@ import '../host/index.js'
 
 /** `session.output` gathers a call's output this long (ms), so a chatty command is a few a second. */
 const OUTPUT_GATHER_MS = 100
+/** At most this much of a call's output (characters) per gathering; older text is dropped and counted. */
+const OUTPUT_GATHER_CHARS = 64 * 1024
 
 export const SDK_PROTOCOL_VERSION = 1
 
@@ -120,23 +122,35 @@ export class SdkServerApp extends Service {
     })
     // Live output (opt-in), gathered for a tenth of a second per call; what is gathered goes out
     // before any later event, so a call's output always precedes its tool/result.
-    const gathered = new Map<string, { sessionId: string; toolName: string; segments: { stream: 'stdout' | 'stderr'; text: string }[] }>()
+    const gathered = new Map<string, { sessionId: string; toolName: string; segments: { stream: 'stdout' | 'stderr'; text: string; dropped: number }[]; size: number }>()
     let outputTimer: NodeJS.Timeout | undefined
     const sendGathered = () => {
       clearTimeout(outputTimer)
       outputTimer = undefined
       for (const [callId, call] of gathered) {
-        for (const segment of call.segments) peer.notify('session.output', { sessionId: call.sessionId, callId, toolName: call.toolName, stream: segment.stream, text: segment.text })
+        for (const segment of call.segments) {
+          peer.notify('session.output', { sessionId: call.sessionId, callId, toolName: call.toolName, stream: segment.stream, text: segment.text, ...segment.dropped > 0 ? { dropped: segment.dropped } : {} })
+        }
       }
       gathered.clear()
     }
     const offOutput = this.ctx.on('tools/output', (chunk: ToolOutputChunk) => {
       if (!this.sendOutput || chunk.session === undefined) return
       let call = gathered.get(chunk.callId)
-      if (call === undefined) gathered.set(chunk.callId, call = { sessionId: chunk.session.id, toolName: chunk.toolName, segments: [] })
+      if (call === undefined) gathered.set(chunk.callId, call = { sessionId: chunk.session.id, toolName: chunk.toolName, segments: [], size: 0 })
       const last = call.segments.at(-1)
       if (last?.stream === chunk.stream) last.text += chunk.text
-      else call.segments.push({ stream: chunk.stream, text: chunk.text })
+      else call.segments.push({ stream: chunk.stream, text: chunk.text, dropped: 0 })
+      // A flood keeps its latest text: the oldest gathered is dropped, and counted on its segment.
+      call.size += chunk.text.length
+      while (call.size > OUTPUT_GATHER_CHARS) {
+        const first = call.segments[0]
+        const cut = Math.min(first.text.length, call.size - OUTPUT_GATHER_CHARS)
+        first.text = first.text.slice(cut)
+        first.dropped += cut
+        call.size -= cut
+        if (first.text === '' && call.segments.length > 1) call.segments[1].dropped += call.segments.shift()!.dropped
+      }
       outputTimer ??= setTimeout(sendGathered, OUTPUT_GATHER_MS)
     })
     const offEvent = this.ctx.on('session/event', (session: Session, event: SessionEvent) => {
