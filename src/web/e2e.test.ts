@@ -256,11 +256,14 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     await shoot('settings')
   })
 
-  it('the page catches up after a server restart', async () => {
+  it('the page catches up after a server restart, also for a session opened while the server was down', async () => {
     await page.getByTestId('session-row').filter({ hasText: 'Folder listing' }).first().click()
     await page.getByTestId('composer').waitFor()
     const port = web.port
     await web.stop()
+    await page.locator('.banner').waitFor()
+    // Opening another session now: its history cannot load yet; it loads once the server is back.
+    await page.locator('.session-row').filter({ hasText: 'Folder listing (fork)' }).click()
     await page.locator('.banner').waitFor()
     web = await startDshWeb({
       cwd: work,
@@ -268,6 +271,7 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
       env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key' },
     })
     await expect.poll(() => page.locator('.banner').count(), { timeout: 15_000 }).toBe(0)
+    await page.getByTestId('user-message').filter({ hasText: 'list the folder please' }).waitFor()
     fake.enqueue(streamResponse([{ text: 'Back after the restart.' }, { finish: 'stop', usage }]))
     await page.getByTestId('composer').fill('are you back?')
     await page.getByTestId('composer').press('Enter')

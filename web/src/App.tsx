@@ -452,8 +452,9 @@ function Chat(props: {
   useEffect(() => {
     let stream: SessionStream | undefined
     let cancelled = false
+    let retry: ReturnType<typeof setTimeout> | undefined
     const fold = foldRef.current
-    loadHistory(id).then(history => {
+    const load = () => loadHistory(id).then(history => {
       if (cancelled) return
       // The newest page starts at a turn: its seed gives the state the events before it set.
       fold.seed(history.seed ?? [])
@@ -491,11 +492,19 @@ function Chat(props: {
       })
     }, error => {
       if (cancelled) return
+      // The server is not answering (restarting): the banner says so and the history is asked for
+      // again, as the event stream reconnects; the stream opened after it clears the banner.
+      if (error instanceof ApiError && error.code === 'OFFLINE') {
+        onConnection('closed')
+        retry = setTimeout(load, 2000)
+        return
+      }
       fold.notice('error', (error as Error).message)
       publish()
       setLoaded(true)
     })
-    return () => { cancelled = true; stream?.close(); clearLiveOutput() }
+    load()
+    return () => { cancelled = true; clearTimeout(retry); stream?.close(); clearLiveOutput() }
   }, [id, onSummary, onConnection, publish])
 
   useLayoutEffect(() => {
