@@ -15,6 +15,7 @@ import type { ZodType } from 'zod'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, repoRoot, tempHome } from '../../test-support/run-dsh.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
+import { heldCommand } from '../../test-support/gate.js'
 import { LineSplitter } from '../sdk/jsonrpc.js'
 import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
 import { askBashPatch } from '../../test-support/patches.js'
@@ -441,7 +442,7 @@ describe('ACP through the official client library', () => {
   it('a running command\'s output shows live in its tool call (the latest tail as its content, no status change), and the finishing update comes last', async () => {
     const { home, cwd } = tempHome()
     // The command prints, then waits for the test to have seen that output before it goes on.
-    const command = 'printf "first line\\n"; while [ ! -e gate ]; do sleep 0.02; done; printf "second line\\n"'
+    const command = heldCommand('printf "first line\\n"', 'gate', 'printf "second line\\n"')
     server.enqueue(
       streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command, description: 'wait for the gate' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'Done.' }, { finish: 'stop', usage }]),

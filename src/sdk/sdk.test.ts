@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
+import { heldCommand } from '../../test-support/gate.js'
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
 import type { SessionEvent } from '../session/types.js'
 import { DshClient, type Notification } from './client.js'
@@ -84,7 +85,7 @@ describe('SDK server: methods and notifications', () => {
   it('initialize {output: true} adds session.output: a running command\'s output, live, before its tool/result; run(..., {onOutput}) hands it out; without it nothing is sent', async () => {
     const { home, cwd } = tempHome()
     // The command prints, then waits until the test has seen that output.
-    const command = 'printf "first\\n"; while [ ! -e gate ]; do sleep 0.02; done; printf "oops\\n" >&2; printf "second\\n"'
+    const command = heldCommand('printf "first\\n"', 'gate', 'printf "oops\\n" >&2; printf "second\\n"')
     const script = (id: string) => server.enqueue(
       streamResponse([{ toolCall: { id, name: 'bash', arguments: JSON.stringify({ command, description: 'gated' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'Done.' }, { finish: 'stop', usage }]),

@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { errorResponse, FakeDeepSeek, streamResponse, type FakeResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, runDsh, tempHome } from '../../test-support/run-dsh.js'
 import { hasTmux, Terminal } from '../../test-support/tmux.js'
+import { gate, heldCommand } from '../../test-support/gate.js'
 
 const tmux = hasTmux()
 if (!tmux) console.warn('skipping terminal app tests: tmux is missing (apt-get install -y tmux)')
@@ -70,12 +71,6 @@ function sessionLog(home: string): { type: string; data: any }[] {
     }
   }
   throw new Error('no stored session')
-}
-
-function gate(): { until: Promise<void>; open(): void } {
-  let open!: () => void
-  const until = new Promise<void>(resolve => { open = resolve })
-  return { until, open }
 }
 
 function toolCall(id: string, name: string, args: unknown): FakeResponse {
@@ -186,7 +181,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const { home, cwd } = tempHome()
     const held = gate()
     server.enqueue(
-      { segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.until }], end: 'close' },
+      { segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.promise }], end: 'close' },
       streamResponse([{ text: 'Second answer.' }, { finish: 'stop', usage }]),
     )
     const terminal = shell(home, cwd)
@@ -207,7 +202,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
   it('closing the terminal mid-turn (SIGHUP) closes the turn in the log and gives the session back, as Ctrl-C does', async () => {
     const { home, cwd } = tempHome()
     const held = gate()
-    server.enqueue({ segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.until }], end: 'close' })
+    server.enqueue({ segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.promise }], end: 'close' })
     const terminal = shell(home, cwd)
     // dsh runs as the shell's foreground job under a wrapper that outlives the hangup and keeps
     // its exit status. The shell still hangs up on the job, so dsh hears SIGHUP twice: from the
@@ -231,7 +226,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const held = gate()
     const first = toolCall('b1', 'bash', { command: 'echo working', description: 'work' })
     server.enqueue(
-      { segments: [{ until: held.until }, ...first.segments!] },
+      { segments: [{ until: held.promise }, ...first.segments!] },
       streamResponse([{ text: 'Steered answer.' }, { finish: 'stop', usage }]),
       streamResponse([{ text: 'Queued answer.' }, { finish: 'stop', usage }]),
     )
@@ -348,7 +343,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const childFirst = toolCall('cb1', 'bash', { command: 'echo CHILD_STEP', description: 'child step' })
     server.enqueue(
       toolCall('s1', 'subagent', { description: 'helper', prompt: 'Run one echo, then reply CHILD_DONE.', run_in_background: false }),
-      { segments: [{ until: held.until }, ...childFirst.segments!] },
+      { segments: [{ until: held.promise }, ...childFirst.segments!] },
       streamResponse([{ text: 'CHILD_DONE' }, { finish: 'stop', usage }]),
       streamResponse([{ text: 'The helper finished.' }, { finish: 'stop', usage }]),
     )
@@ -375,7 +370,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const flag = join(cwd, 'go-on')
     // The command prints a line, then waits for a file the test writes once the line is on the
     // screen. The printed words are computed, so the command's own text never matches them.
-    const command = `echo LIVE_$((6*7)); while [ ! -e ${flag} ]; do sleep 0.05; done; echo END_$((5*5))`
+    const command = heldCommand('echo LIVE_$((6*7))', flag, 'echo END_$((5*5))')
     server.enqueue(toolCall('b1', 'bash', { command, description: 'wait' }), streamResponse([{ text: 'Both lines seen.' }, { finish: 'stop', usage }]))
     const terminal = shell(home, cwd)
     await openApp(terminal)

@@ -12,7 +12,7 @@ import { FakeDeepSeek, errorResponse, streamResponse } from '../../test-support/
 import { repoRoot } from '../../test-support/run-dsh.js'
 import { ensureWebBuild, findChromium } from '../../test-support/chromium.js'
 import { startDshWeb, type DshWeb } from '../../test-support/web-process.js'
-import { gate } from '../../test-support/gate.js'
+import { gate, heldCommand } from '../../test-support/gate.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping web e2e tests: ${chromium.reason}`)
@@ -127,7 +127,7 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
   it('a running bash command shows its output live in its card, then the result replaces it', async () => {
     const flag = join(work, 'live-go-on')
     // Computed words, so the command's own text (shown in the card) never matches them.
-    const command = `echo LIVE_$((6*7)); while [ ! -e ${flag} ]; do sleep 0.05; done; echo END_$((5*5))`
+    const command = heldCommand('echo LIVE_$((6*7))', flag, 'echo END_$((5*5))')
     fake.enqueue(
       streamResponse([{ toolCall: { id: 'call-live', name: 'bash', arguments: JSON.stringify({ command, description: 'Wait for a flag' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'LIVE_DONE' }, { finish: 'stop', usage }]),
