@@ -178,27 +178,25 @@ export class TuiApp extends Service {
         },
       }))
     const commands = (): readonly TuiCommand[] => [...BUILTIN_COMMANDS, ...shared()]
+    /** Puts a new (`undefined`) or stored session in place of the current one, which stays stored. */
+    const switchTo = async (sessionId: string | undefined, what: string) => {
+      const next = await this.openAgent(sessionId, cwd, route)
+      const previous = store.agent
+      store.switchAgent(next)
+      store.banner([`${what} ${next.id} (the previous one, ${previous.id}, stays stored).`])
+      store.loadHistory()
+      if (previous.status === 'idle') void this.ctx.agents.dispose(previous.id).catch(() => undefined)
+    }
     const commandUi: TuiCommandContext = {
       print: (text, level = 'info') => store.notice(level, text),
       exit: () => finish(),
-      newSession: async () => {
-        const next = await this.openAgent(undefined, cwd, route)
-        const previous = store.agent
-        store.switchAgent(next)
-        store.banner([`New session ${next.id} (the previous one, ${previous.id}, stays stored).`])
-        if (previous.status === 'idle') void this.ctx.agents.dispose(previous.id).catch(() => undefined)
-      },
+      newSession: () => switchTo(undefined, 'New session'),
       resume: async (wanted) => {
         if (persistence === undefined) return store.notice('error', 'Resuming needs a persistence row in the profile.')
         const choice = resumeChoice(await persistence.list(), cwd, store.agent.id, wanted, age)
         if (choice.kind !== 'open') return store.notice(choice.kind === 'list' ? 'info' : 'error', choice.text)
-        const previous = store.agent
-        if (previous.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before opening another session.')
-        const next = await this.openAgent(choice.id, cwd, route)
-        store.switchAgent(next)
-        store.banner([`Resumed session ${next.id} (the previous one, ${previous.id}, stays stored).`])
-        store.loadHistory()
-        void this.ctx.agents.dispose(previous.id).catch(() => undefined)
+        if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before opening another session.')
+        await switchTo(choice.id, 'Resumed session')
       },
       list: commands,
     }
