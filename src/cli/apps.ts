@@ -10,7 +10,6 @@ import '../host/index.js'
 import { age } from '../host/age.js'
 import '../persistence/api.js'
 
-
 /** The export file's reader and writer, loaded by export and import only: a listing stays small. */
 const exchangeFormat = () => import('../persistence/exchange.js')
 

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
@@ -223,7 +223,6 @@ describe('dsh sessions', () => {
     expect(resumed.stderr).toMatch(/not stored/)
     // The log is kept in the trash, not unlinked.
     const trash = join(home, 'sessions', '.trash')
-    const { readdirSync } = await import('node:fs')
     expect(readdirSync(trash).some(name => name.endsWith(id))).toBe(true)
     const again = await runDsh(['sessions', 'delete', id], { cwd, env })
     expect(again.code).toBe(1)

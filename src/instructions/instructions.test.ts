@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { loopHarness } from '../../test-support/agent-harness.js'
+import { loopHarness, type LoopHarness, type LoopHarnessOptions } from '../../test-support/agent-harness.js'
+import { CommandsPlugin } from '../commands/index.js'
 import { text, toolCalls } from '../../test-support/scripted-model.js'
 import type { UserMessage } from '../llm/types.js'
 import { currentInstructionFiles, foldInstructions, InstructionFileCache, WorkspaceInstructionsPlugin, type InstructionsSource } from './index.js'
@@ -182,14 +183,23 @@ describe('instruction files read through the cache', () => {
   })
 })
 
+/** A loop in `root` with the command registry and this plugin (so `/init` is registered). */
+function initHarness(root: string, options: Omit<LoopHarnessOptions, 'cwd' | 'setup'>) {
+  return loopHarness({ ...options, cwd: root, setup: async (ctx) => {
+    await ctx.plugin(CommandsPlugin).await()
+    await ctx.plugin(WorkspaceInstructionsPlugin, {}).await()
+  } })
+}
+
+/** The text of the session's first user message (the prompt `/init` queued). */
+const firstPrompt = (h: LoopHarness) => (h.of('user/message')[0]!.data.content[0] as { text: string }).text
+
 describe('/init', () => {
   it('queues a turn asking the model to write (or improve) AGENTS.md at the workspace root, with what the user added; the file it writes is the next step\'s instructions', async () => {
     const root = workspace()
-    const { CommandsPlugin } = await import('../commands/index.js')
     // A stand-in for the write tool: what the model writes lands in the workspace.
     const write = { type: 'object', properties: { file_path: { type: 'string' }, content: { type: 'string' } } }
-    const h = await loopHarness({
-      cwd: root,
+    const h = await initHarness(root, {
       tools: [{ name: 'write', description: 'write', parameters: write, execute: (args: { file_path: string; content: string }) => {
         writeFileSync(join(root, args.file_path), args.content)
         return { content: [{ type: 'text' as const, text: 'written' }] }
@@ -198,17 +208,13 @@ describe('/init', () => {
         toolCalls([{ id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'AGENTS.md', content: 'Run tests with npm test.\n' }) }]),
         text('Wrote AGENTS.md.'),
       ],
-      setup: async (ctx) => {
-        await ctx.plugin(CommandsPlugin).await()
-        await ctx.plugin(WorkspaceInstructionsPlugin, {}).await()
-      },
     })
     try {
       expect(h.ctx.commands.list(h.agent.scope).map(command => command.name)).toContain('init')
       const outcome = await h.ctx.commands.execute(h.agent, '/init mention the fixtures folder')
       expect(outcome).toMatchObject({ kind: 'prompt' })
       await h.agent.whenIdle()
-      const prompt = (h.of('user/message')[0]!.data.content[0] as { text: string }).text
+      const prompt = firstPrompt(h)
       expect(prompt).toContain('AGENTS.md')
       expect(prompt).toMatch(/test/i)
       expect(prompt).toContain('mention the fixtures folder')
@@ -224,16 +230,11 @@ describe('/init', () => {
   it('says so when an AGENTS.md or CLAUDE.md already exists: improve it rather than start over', async () => {
     const root = workspace()
     writeFileSync(join(root, 'CLAUDE.md'), 'OLD_RULES\n')
-    const { CommandsPlugin } = await import('../commands/index.js')
-    const h = await loopHarness({ cwd: root, responses: [text('ok')], setup: async (ctx) => {
-      await ctx.plugin(CommandsPlugin).await()
-      await ctx.plugin(WorkspaceInstructionsPlugin, {}).await()
-    } })
+    const h = await initHarness(root, { responses: [text('ok')] })
     try {
       await h.ctx.commands.execute(h.agent, '/init')
       await h.agent.whenIdle()
-      const prompt = (h.of('user/message')[0]!.data.content[0] as { text: string }).text
-      expect(prompt).toContain('CLAUDE.md already exists')
+      expect(firstPrompt(h)).toContain('CLAUDE.md already exists')
     } finally {
       await h.dispose()
       rmSync(root, { recursive: true, force: true })
