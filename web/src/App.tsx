@@ -1,5 +1,5 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
-import { ApiError, HISTORY_PAGE, SessionStream, call, loadEarlier, loadHistory, type InboxSnapshot, type SessionSummary } from './api'
+import { ApiError, HISTORY_PAGE, RECONNECT_MS, SessionStream, call, loadEarlier, loadHistory, type InboxSnapshot, type SessionSummary } from './api'
 import { ImportSession } from './import'
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
@@ -496,7 +496,7 @@ function Chat(props: {
       // again, as the event stream reconnects; the stream opened after it clears the banner.
       if (error instanceof ApiError && error.code === 'OFFLINE') {
         onConnection('closed')
-        retry = setTimeout(load, 2000)
+        retry = setTimeout(load, RECONNECT_MS)
         return
       }
       fold.notice('error', (error as Error).message)

@@ -30,6 +30,9 @@ export async function call<T = any>(method: string, params: Record<string, unkno
   return body.result as T
 }
 
+/** How long the page waits before asking a server that did not answer again. */
+export const RECONNECT_MS = 2000
+
 export interface StreamHandlers {
   log(event: SessionEvent): void
   status(status: { id: string; status: 'idle' | 'running'; inbox: InboxSnapshot }): void
@@ -77,7 +80,7 @@ export class SessionStream {
       if (this.closed) return
       if (source.readyState === EventSource.CLOSED) {
         this.handlers.connection('closed')
-        this.timer = setTimeout(() => this.open(), 2000)
+        this.timer = setTimeout(() => this.open(), RECONNECT_MS)
       } else this.handlers.connection('retrying')
     }
   }
