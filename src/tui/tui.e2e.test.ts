@@ -300,7 +300,10 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const wide = terminal.screen()
     expect(wide.split('\n').find(line => line.startsWith('╭'))!.length).toBe(160)
     terminal.resize(50, 20)
-    const narrow = await terminal.waitFor(screen => screen.split('\n').some(line => line.startsWith('╭') && line.length === 50), { what: 'the input box at 50 columns' })
+    // Ink redraws its live part at the new width first, over the terminal's reflowed copy; the app
+    // then clears the screen and prints the conversation again. Wait for that second picture.
+    const boxes = (screen: string) => screen.split('\n').filter(line => line.startsWith('╭'))
+    const narrow = await terminal.waitFor(screen => boxes(screen).length === 1 && boxes(screen)[0].length === 50 && screen.includes('A reply long enough'), { what: 'the conversation printed again at 50 columns' })
     // One input box, drawn at the new width: no reflowed copy of the wide one is left behind.
     expect(narrow.split('\n').filter(line => line.startsWith('╭'))).toHaveLength(1)
     expect(narrow).toContain('A reply long enough to wrap when the terminal')
