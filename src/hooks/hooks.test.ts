@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -6,7 +6,7 @@ import { z } from 'zod'
 import { loopHarness } from '../../test-support/agent-harness.js'
 import { text, toolCalls } from '../../test-support/scripted-model.js'
 import { defineTool } from '../tools/index.js'
-import { compileMatcher, decodeHookRun, HooksPlugin, mergeHooks, parseHookFile, type HookFileSource } from './index.js'
+import { compileMatcher, decodeHookRun, discoverHookFiles, HooksPlugin, mergeHooks, parseHookFile, type HookFileSource } from './index.js'
 
 const echo = defineTool({
   name: 'bash',
@@ -59,6 +59,19 @@ describe('hooks: config and matchers (HK-1, HK-2)', () => {
     const parsed = parseHookFile(JSON.stringify(file), 'claude-code')
     expect(parsed.groups[0]!.hooks).toEqual([{ command: 'true', timeoutSec: 5 }])
     expect(parsed.warnings[0]).toMatch(/not supported/)
+  })
+})
+
+describe('hooks: discovery', () => {
+  it('started in the home folder, the user\'s .claude/settings.json is found once, as the user\'s file (no trust step, no double run)', () => {
+    const home = workspace({})
+    mkdirSync(join(home, '.claude'))
+    writeFileSync(join(home, '.claude', 'settings.json'), JSON.stringify(hooksFile('Stop', 'true')))
+    expect(discoverHookFiles(home, home)).toEqual([{ dialect: 'claude-code', path: join(home, '.claude', 'settings.json'), origin: 'user' }])
+    const project = workspace({})
+    mkdirSync(join(project, '.claude'))
+    writeFileSync(join(project, '.claude', 'settings.json'), '{}')
+    expect(discoverHookFiles(project, home).map(source => source.origin)).toEqual(['user', 'project'])
   })
 })
 

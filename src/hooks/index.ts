@@ -22,7 +22,7 @@ import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { EventDataValidator } from '../session/types.js'
 import type { PreExecuteDecision, ToolExecution, ToolResultRecord } from '../tools/api.js'
-import { isTrusted, readTrustedProjects, trustFile } from '../trust/index.js'
+import { isTrusted, PROJECT_HOOK_FILES, readTrustedProjects } from '../trust/index.js'
 import type { HookDecision, HookDialect, HookFileSource, HookInvokedData, HookPoint, HookResultData } from './api.js'
 import { HookConfigError, parseHookFile, SUBAGENT_TYPE, type HookGroup } from './config.js'
 import type { SubagentFinished, SubagentStarted } from '../subagents/api.js'
@@ -55,6 +55,11 @@ export interface HooksConfig {
   readonly dshHome?: string
   /** Extra trusted project folders (in addition to `$DSH_HOME/trusted-projects.json`). */
   readonly trustedProjects?: readonly string[]
+  /**
+   * Say on stderr that an untrusted project's hooks are not loaded (default true). The terminal
+   * app turns it off: it asks about the folder itself.
+   */
+  readonly untrustedNotice?: boolean
   readonly defaultTimeoutMs?: number
   readonly stderrSummaryMaxChars?: number
   /** Consecutive Stop blocks honoured per turn before the turn is allowed to end (default 8). */
@@ -92,13 +97,13 @@ interface TurnState {
 export function discoverHookFiles(cwd: string, userHome: string): HookFileSource[] {
   const out: HookFileSource[] = []
   const add = (dialect: HookDialect, path: string, origin: 'user' | 'project') => {
+    // Started in the home folder, the project's .claude/settings.json is the user's own file: once.
+    if (out.some(source => source.path === path)) return
     if (existsSync(path)) out.push({ dialect, path, origin, ...(origin === 'project' ? { projectDir: cwd } : {}) })
   }
   add('claude-code', join(userHome, '.claude', 'settings.json'), 'user')
   add('codex', join(userHome, '.codex', 'hooks.json'), 'user')
-  add('claude-code', join(cwd, '.claude', 'settings.json'), 'project')
-  add('claude-code', join(cwd, '.claude', 'settings.local.json'), 'project')
-  add('codex', join(cwd, '.codex', 'hooks.json'), 'project')
+  for (const file of PROJECT_HOOK_FILES) add(file.dialect, join(cwd, file.path), 'project')
   return out
 }
 
@@ -137,40 +142,30 @@ export class HooksPlugin {
   private readonly timeoutMs: number
   private readonly stderrMax: number
   private readonly maxStopBlocks: number
+  /** Project hook files not loaded because their folder is not trusted (yet). */
+  private readonly untrusted: (HookFileSource & { readonly path: string })[] = []
 
   constructor(private readonly ctx: Context, private readonly config: HooksConfig = {}) {
-    const logger = { warn: (format: string, ...args: unknown[]) => this.warn(format, ...args) }
     this.timeoutMs = config.defaultTimeoutMs ?? 600_000
     this.stderrMax = config.stderrSummaryMaxChars ?? 500
     this.maxStopBlocks = config.maxStopBlocks ?? 8
     const cwd = resolve(config.cwd ?? process.cwd())
     const sources: HookFileSource[] = [...(config.files ?? []).map(file => ({ origin: 'explicit' as const, ...file }))]
     if (config.discover !== false) sources.push(...discoverHookFiles(cwd, config.userHome ?? homedir()))
-    const trusted = [...(config.trustedProjects ?? []), ...(config.dshHome !== undefined ? readTrustedProjects(config.dshHome) : [])]
+    const trusted = this.trustedFolders()
     for (const source of sources) {
       const path = isAbsolute(source.path) ? source.path : resolve(cwd, source.path)
       if (source.origin === 'project' && !isTrusted(dirname(path), trusted)) {
-        logger.warn('project hooks in %s are not loaded: the project is not trusted (add the folder to %s to trust it)', path,
-          config.dshHome !== undefined ? trustFile(config.dshHome) : '$DSH_HOME/trusted-projects.json')
+        // Loaded as soon as the folder is trusted (`dsh trust on`, `/trust on`, the terminal
+        // app's question), checked when an agent starts and before each step.
+        this.untrusted.push({ ...source, path })
+        if (config.untrustedNotice !== false) {
+          this.warn('project hooks in %s are not loaded: the project is not trusted (run `dsh trust on` there, or `/trust on` in a session)', path)
+        }
         continue
       }
-      let text: string
-      try {
-        text = readFileSync(path, 'utf8')
-      } catch (error) {
-        logger.warn('hook file %s is not readable (%s); no hooks from it', path, error instanceof Error ? error.message : String(error))
-        continue
-      }
-      try {
-        const parsed = parseHookFile(text, source.dialect)
-        for (const warning of parsed.warnings) logger.warn('%s: %s', path, warning)
-        for (const group of parsed.groups) this.groups.push({ ...group, source: { ...source, path } })
-      } catch (error) {
-        // HK-1: atomic per file.
-        logger.warn('hook file %s is rejected, none of its hooks are registered: %s', path, error instanceof HookConfigError ? error.message : String(error))
-      }
+      this.load({ ...source, path })
     }
-
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/invoked', owner: 'hooks', validate: validateInvoked }))
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/result', owner: 'hooks', validate: validateResult }))
 
@@ -188,6 +183,47 @@ export class HooksPlugin {
       this.lifetime.abort()
       return Promise.allSettled([...this.detached]).then(() => undefined)
     })
+  }
+
+  private trustedFolders(): string[] {
+    return [...(this.config.trustedProjects ?? []), ...(this.config.dshHome !== undefined ? readTrustedProjects(this.config.dshHome) : [])]
+  }
+
+  /** Reads one hook file and registers its groups; HK-1: a bad file registers none. */
+  private load(source: HookFileSource & { readonly path: string }): void {
+    let text: string
+    try {
+      text = readFileSync(source.path, 'utf8')
+    } catch (error) {
+      this.warn('hook file %s is not readable (%s); no hooks from it', source.path, error instanceof Error ? error.message : String(error))
+      return
+    }
+    try {
+      const parsed = parseHookFile(text, source.dialect)
+      for (const warning of parsed.warnings) this.warn('%s: %s', source.path, warning)
+      for (const group of parsed.groups) this.groups.push({ ...group, source })
+    } catch (error) {
+      this.warn('hook file %s is rejected, none of its hooks are registered: %s', source.path, error instanceof HookConfigError ? error.message : String(error))
+    }
+  }
+
+  /**
+   * Project files skipped for want of trust are loaded once their folder is trusted. Costs
+   * nothing when none are waiting; otherwise one small read of the trust list.
+   */
+  private adoptTrusted(): void {
+    if (this.untrusted.length === 0) return
+    const trusted = this.trustedFolders()
+    for (const source of [...this.untrusted]) {
+      if (!isTrusted(dirname(source.path), trusted)) continue
+      this.untrusted.splice(this.untrusted.indexOf(source), 1)
+      this.load(source)
+    }
+  }
+
+  /** Project hook files waiting for their folder to be trusted. */
+  get waitingForTrust(): readonly string[] {
+    return this.untrusted.map(source => source.path)
   }
 
   /** Warnings reach the user: the host's stderr when there is one, else the logger. */
@@ -209,6 +245,7 @@ export class HooksPlugin {
   // ---- the interception points ----
 
   private async preStep(payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> {
+    this.adoptTrusted()
     const previous = this.turns.get(payload.agent.scope)
     const state: TurnState = previous !== undefined && previous.turn === payload.turn && previous.session === payload.session
       ? previous
@@ -290,6 +327,7 @@ export class HooksPlugin {
   }
 
   private sessionStart(agent: Agent): void {
+    this.adoptTrusted()
     const source = agent.session.position.turn > 0 ? 'resume' : 'startup'
     const groups = this.matching('SessionStart', source)
     if (groups.length === 0) return

@@ -37,6 +37,37 @@ export function trustProject(home: string, dir: string): void {
   renameSync(temp, file)
 }
 
+/** Removes `dir` from the list (exact entry only; an ancestor's entry still covers it). True when it was listed. */
+export function untrustProject(home: string, dir: string): boolean {
+  const projects = readTrustedProjects(home)
+  const target = resolve(dir)
+  if (!projects.includes(target)) return false
+  const file = trustFile(home)
+  const temp = `${file}.${process.pid}.tmp`
+  writeFileSync(temp, `${JSON.stringify({ projects: projects.filter(project => project !== target) }, null, 2)}\n`, { mode: 0o600 })
+  renameSync(temp, file)
+  return true
+}
+
+/** The trusted entry that covers `dir` (itself or an ancestor), if any. */
+export function trustedBy(dir: string, trusted: readonly string[]): string | undefined {
+  return trusted.find(root => isTrusted(dir, [root]))
+}
+
+/**
+ * The project files that hold hooks (commands run at the agent's interception points), relative
+ * to the project folder, in load order. `.mcp.json` is the other file that runs code; the MCP
+ * plugin pins it by content hash.
+ */
+export const PROJECT_HOOK_FILES: readonly { readonly dialect: 'claude-code' | 'codex'; readonly path: string }[] = [
+  { dialect: 'claude-code', path: join('.claude', 'settings.json') },
+  { dialect: 'claude-code', path: join('.claude', 'settings.local.json') },
+  { dialect: 'codex', path: join('.codex', 'hooks.json') },
+]
+
+/** The user's own hook files, relative to the home folder: they need no trust. */
+export const USER_HOOK_FILES: readonly string[] = [join('.claude', 'settings.json'), join('.codex', 'hooks.json')]
+
 /** Whether `dir` is, or lies inside, one of `trusted`. */
 export function isTrusted(dir: string, trusted: readonly string[]): boolean {
   const target = resolve(dir)
