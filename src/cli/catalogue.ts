@@ -171,6 +171,8 @@ registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automat
   async () => (await base()).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',
   async () => withHost((await base()).HooksPlugin, host => ({ cwd: host.cwd, dshHome: host.home, userHome: host.env.value('HOME') ?? homedir() })))
+registerBuiltinPlugin('project-trust', '/trust [on|off]: whether the launch folder may run its hooks and .mcp.json servers',
+  async () => withHost((await base()).ProjectTrustPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
 registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.json as tools (ctx.mcp)',
   async () => withHost((await base()).McpPlugin, mcpDefaults))
 registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',

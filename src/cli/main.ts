@@ -96,6 +96,7 @@ Headless app (dsh --profile headless ...):
 
 Other commands:
   dsh mcp list|add|remove          MCP servers (see docs/mcp.md)
+  dsh trust [on|off|list]          may this folder run its hooks and .mcp.json servers
   dsh sessions [--json]            list stored sessions
   dsh sessions repair ID           salvage a damaged session into a copy
   dsh sessions delete ID           move a session to the store's trash
@@ -145,6 +146,10 @@ export async function main(argv: readonly string[], report: RunReport = {}): Pro
   if (first === 'mcp' && options.profile === 'headless' && (second === undefined || ['list', 'add', 'remove'].includes(second))) {
     const { mcpCommand } = await import('./mcp-command.js')
     return mcpCommand(options.appArgs.slice(1), { stdout: process.stdout, stderr: process.stderr })
+  }
+  if (first === 'trust' && options.profile === 'headless' && (second === undefined || ['on', 'off', 'list', 'status', '--cwd'].includes(second))) {
+    const { trustCommand } = await import('./trust-command.js')
+    return trustCommand(options.appArgs.slice(1), { stdout: process.stdout, stderr: process.stderr })
   }
   if (!options.profileGiven && options.dump === undefined) {
     const routed = routeDefault(options, Boolean(process.stdin.isTTY && process.stdout.isTTY))

@@ -9,8 +9,8 @@
 import { Context } from 'cordis'
 import { environmentLayers, readSettings, resolveHome, writeSettings, type Settings } from '../config/home.js'
 import { TRUST_PROJECT_MCP_FLAG } from './catalogue.js'
-import type { McpServerStatus } from '../mcp/api.js'
 import { McpConfigError, parseServerConfig } from '../mcp/config.js'
+import { formatStatuses } from '../mcp/format.js'
 import { McpPlugin } from '../mcp/plugin.js'
 import { ToolsPlugin } from '../tools/registry.js'
 import { UsageError } from './usage-error.js'
@@ -47,21 +47,6 @@ export async function mcpCommand(args: readonly string[], io: McpCommandIo): Pro
     io.stderr.write(`dsh mcp: ${error instanceof Error ? error.message : String(error)}\n`)
     return 1
   }
-}
-
-function pad(text: string, width: number): string {
-  return text.length >= width ? `${text} ` : text.padEnd(width)
-}
-
-function formatStatuses(servers: readonly McpServerStatus[], withTools: boolean): string {
-  if (servers.length === 0) return 'No MCP servers configured (add one with: dsh mcp add NAME -- COMMAND ARGS...).\n'
-  const lines = [`${pad('NAME', 20)}${pad('SOURCE', 10)}${pad('TRANSPORT', 17)}${pad('STATE', 14)}TOOLS`]
-  for (const server of servers) {
-    lines.push(`${pad(server.name, 20)}${pad(server.source, 10)}${pad(server.transport ?? '-', 17)}${pad(server.enabled ? server.state : 'disabled', 14)}${server.tools.length}`)
-    if (server.error !== undefined) lines.push(`  error: ${server.error}`)
-    if (withTools) for (const tool of server.tools) lines.push(`  ${tool.name}${tool.readOnly ? ' (read-only)' : ''}`)
-  }
-  return `${lines.join('\n')}\n`
 }
 
 async function list(args: readonly string[], home: string, io: McpCommandIo): Promise<number> {

@@ -16,6 +16,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import type { ScopeKey } from '../scope/index.js'
+import { formatStatuses } from './format.js'
+import '../commands/api.js'
 import { McpRefusedError, type McpServerStatus, type McpService } from './api.js'
 import { McpConfigError, parseServerConfig, parseServerMap, type Lookup, type McpServerConfig, type McpServerSource } from './config.js'
 import { McpServer } from './server.js'
@@ -53,6 +55,17 @@ export interface McpPluginConfig {
   readonly sessionServers?: boolean
   /** Receives server stderr lines and MCP diagnostics (default: our stderr). */
   readonly log?: (line: string) => void
+  /**
+   * Say on the log that an untrusted project's servers did not start (default true). The
+   * terminal app turns it off: it asks about the folder itself.
+   */
+  readonly untrustedNotice?: boolean
+  /**
+   * Pass each server's stderr lines to `log` (default true). Off, they stay in the status's last
+   * lines (`/mcp`, `dsh mcp list`); the terminal app turns it off so servers cannot talk over the
+   * conversation. Our own diagnostics (a server failed, is reconnecting) always go.
+   */
+  readonly serverStderr?: boolean
 }
 
 /** The SHA-256 of a project's `.mcp.json`, what a trust record pins. */
@@ -63,6 +76,38 @@ export function projectFileHash(text: string): string {
 export function trustedProjects(settings: Settings): Record<string, string> {
   const value = settings.mcp?.trustedProjects
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, string> : {}
+}
+
+/**
+ * Pins `folder`'s `.mcp.json` as it is now (its SHA-256 under `mcp.trustedProjects`); false when
+ * the folder has no such file. Changing the file later asks again.
+ */
+export function pinProjectServers(store: SettingsStore, folder: string): boolean {
+  const path = join(resolve(folder), PROJECT_FILE)
+  if (!existsSync(path)) return false
+  const settings = store.read()
+  settings.mcp = { ...(settings.mcp ?? {}), trustedProjects: { ...trustedProjects(settings), [resolve(folder)]: projectFileHash(readFileSync(path, 'utf8')) } }
+  store.write(settings)
+  return true
+}
+
+/** Drops `folder`'s pin; true when there was one. */
+export function unpinProjectServers(store: SettingsStore, folder: string): boolean {
+  const settings = store.read()
+  const pins = trustedProjects(settings)
+  const key = resolve(folder)
+  if (!(key in pins)) return false
+  const { [key]: _dropped, ...rest } = pins
+  settings.mcp = { ...(settings.mcp ?? {}), trustedProjects: rest }
+  store.write(settings)
+  return true
+}
+
+/** Whether `folder`'s `.mcp.json`, as it is now, is pinned. */
+export function projectServersPinned(settings: Settings, folder: string): boolean {
+  const path = join(resolve(folder), PROJECT_FILE)
+  if (!existsSync(path)) return false
+  return trustedProjects(settings)[resolve(folder)] === projectFileHash(readFileSync(path, 'utf8'))
 }
 
 interface Entry {
@@ -85,6 +130,20 @@ export class McpPlugin extends Service implements McpService {
   constructor(ctx: Context, private readonly config: McpPluginConfig = {}) {
     super(ctx, 'mcp')
     ctx.effect(() => () => { void this.stopAll() }, 'mcp servers')
+    // `/mcp [tools]`: the servers this session sees, their state, and why one is not connected.
+    ctx.inject(['commands'], (inner) => {
+      inner.commands.register({
+        name: 'mcp',
+        description: 'MCP servers: state and tool count (tools: list each tool)',
+        argumentHint: '[tools]',
+        run: ({ agent, args }) => {
+          const word = args.trim()
+          if (word !== '' && word !== 'tools') return { kind: 'error', text: `unknown argument "${word}": use /mcp or /mcp tools` }
+          const visible = this.servers().filter(server => server.session === undefined || server.session === agent.id)
+          return { kind: 'success', text: formatStatuses(visible, word === 'tools', true).trimEnd() }
+        },
+      })
+    })
   }
 
   /** The first failure of a server with `failOnStartupError`. */
@@ -122,10 +181,10 @@ export class McpPlugin extends Service implements McpService {
         continue
       }
       untrusted.push(server.name)
-      this.entries.set(server.name, { server: undefined, placeholder: this.placeholder(server.name, 'project', 'untrusted', `${project.path} is not trusted: run with --trust-project-mcp or confirm it in the web settings`, server) })
+      this.entries.set(server.name, { server: undefined, placeholder: this.placeholder(server.name, 'project', 'untrusted', `${project.path} is not trusted: run \`dsh trust on\` in the folder, /trust on in a session, or pass --trust-project-mcp for one run`, server) })
     }
-    if (untrusted.length > 0) {
-      this.log(`dsh: MCP servers of ${project.path} not started (${untrusted.join(', ')}): they run code from the project; pass --trust-project-mcp or confirm them in dsh web`)
+    if (untrusted.length > 0 && this.config.untrustedNotice !== false) {
+      this.log(`dsh: MCP servers of ${project.path} not started (${untrusted.join(', ')}): they run code from the project; run \`dsh trust on\` there (or /trust on in a session, or pass --trust-project-mcp for one run)`)
     }
   }
 
@@ -173,6 +232,7 @@ export class McpPlugin extends Service implements McpService {
       source,
       clientVersion: this.version,
       stderr: this.log,
+      ...(this.config.serverStderr === false ? { serverStderr: false } : {}),
       ...(scope !== undefined ? { scope } : {}),
       ...(session !== undefined ? { session } : {}),
     })
@@ -224,9 +284,7 @@ export class McpPlugin extends Service implements McpService {
     const path = join(resolve(this.config.cwd), PROJECT_FILE)
     if (!existsSync(path)) throw new Error(`${path} does not exist`)
     const text = readFileSync(path, 'utf8')
-    const settings = store.read()
-    settings.mcp = { ...(settings.mcp ?? {}), trustedProjects: { ...trustedProjects(settings), [resolve(this.config.cwd)]: projectFileHash(text) } }
-    store.write(settings)
+    pinProjectServers(store, this.config.cwd)
     for (const [name, entry] of this.entries) {
       if (entry.placeholder?.state === 'untrusted') this.entries.delete(name)
     }

@@ -27,8 +27,10 @@ export interface McpServerOptions {
   readonly scope?: ScopeKey
   readonly session?: string
   readonly clientVersion: string
-  /** Where server stderr lines go besides the status tail (default: none). */
+  /** Where server stderr lines go besides the status tail, and our diagnostics (default: none). */
   readonly stderr?: (line: string) => void
+  /** Pass the server's own stderr lines to `stderr` (default true); diagnostics always go. */
+  readonly serverStderr?: boolean
   readonly parentEnv?: NodeJS.ProcessEnv
 }
 
@@ -115,7 +117,7 @@ export class McpServer {
   private onStderr(line: string): void {
     this.stderrTail.push(line)
     if (this.stderrTail.length > STDERR_LINES) this.stderrTail.shift()
-    this.options.stderr?.(`[mcp ${this.name}] ${line}`)
+    if (this.options.serverStderr !== false) this.options.stderr?.(`[mcp ${this.name}] ${line}`)
   }
 
   private log(message: string): void {

@@ -1,0 +1,59 @@
+/**
+ * `dsh trust [on|off] [--cwd DIR]` and `dsh trust list`: whether a project folder may run the code
+ * it brings (hook files, `.mcp.json` servers); the same grammar as the `/trust` command
+ * (docs/security.md, "Project trust").
+ */
+import { resolveHome } from '../config/home.js'
+import { readTrustedProjects } from '../trust/index.js'
+import { formatRevoked, formatTrusted, formatTrustStatus, parseTrustAction, projectTrustStatus, revokeFolder, trustFolder } from '../trust/plugin.js'
+import { UsageError } from './usage-error.js'
+
+export const TRUST_USAGE = `Usage:
+  dsh trust [--cwd DIR]        is the folder trusted, and what would it run (hooks, .mcp.json servers)
+  dsh trust on [--cwd DIR]     trust it: its hooks and .mcp.json servers run from the next start
+  dsh trust off [--cwd DIR]    revoke that trust
+  dsh trust list               the trusted folders
+`
+
+export interface TrustCommandIo {
+  readonly stdout: NodeJS.WritableStream
+  readonly stderr: NodeJS.WritableStream
+  readonly env?: NodeJS.ProcessEnv
+  readonly cwd?: string
+}
+
+export async function trustCommand(args: readonly string[], io: TrustCommandIo): Promise<number> {
+  const home = resolveHome(io.env ?? process.env)
+  try {
+    let folder = io.cwd ?? process.cwd()
+    const words: string[] = []
+    for (let index = 0; index < args.length; index += 1) {
+      const arg = args[index]!
+      if (arg === '--cwd') {
+        const value = args[++index]
+        if (value === undefined) throw new UsageError('--cwd needs a folder')
+        folder = value
+      } else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`)
+      else words.push(arg)
+    }
+    if (words.length > 1) throw new UsageError(`one action at a time, not "${words.join(' ')}"`)
+    if (words[0] === 'list') {
+      const projects = readTrustedProjects(home)
+      io.stdout.write(projects.length === 0 ? 'No trusted folders.\n' : `${projects.join('\n')}\n`)
+      return 0
+    }
+    const action = parseTrustAction(words[0] ?? '')
+    if (action instanceof Error) throw new UsageError(`unknown action "${words[0]}"`)
+    if (action === 'status') io.stdout.write(`${formatTrustStatus(projectTrustStatus(folder, home), { on: '`dsh trust on`', off: '`dsh trust off`' })}\n`)
+    else if (action === 'on') io.stdout.write(`${formatTrusted(await trustFolder(folder, home))}\n`)
+    else io.stdout.write(`${formatRevoked(folder, revokeFolder(folder, home), projectTrustStatus(folder, home))}\n`)
+    return 0
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`dsh trust: ${error.message}\n${TRUST_USAGE}`)
+      return 2
+    }
+    io.stderr.write(`dsh trust: ${error instanceof Error ? error.message : String(error)}\n`)
+    return 1
+  }
+}
