@@ -13,6 +13,7 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import type { ApprovalService, QuestionAnswer, QuestionAnswerer } from '../approval/api.js'
+import type { McpService } from '../mcp/api.js'
 import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
 import { parseInteractiveArgs, type InteractiveArgs } from './args.js'
 import { pickRoute } from '../host/route.js'
@@ -20,6 +21,7 @@ import { TuiStore } from './store.js'
 import { BUILTIN_COMMANDS, resumeChoice, type TuiCommand, type TuiCommandContext } from './commands.js'
 import { age } from '../host/age.js'
 import { FileIndex } from './files.js'
+import { routeStderr } from './stderr.js'
 import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
@@ -96,6 +98,8 @@ export class TuiApp extends Service {
       return 1
     }
     const cwd = args.cwd ?? host.cwd
+    const trustNote = await this.askTrust(cwd)
+    if (trustNote === null) return 0
 
     const ink = await importInteractiveInk()
     const React = await import('react')
@@ -134,6 +138,7 @@ export class TuiApp extends Service {
       'Enter send · \\ or Alt-Enter new line · Esc cancel · Ctrl-C twice exit · /help',
     ])
     store.loadHistory()
+    if (trustNote !== undefined) store.notice('info', trustNote)
     if (startNote !== undefined) store.notice('info', startNote)
     else if (agent.session.length > 0) store.notice('info', `Resumed session ${agent.id}.`)
 
@@ -253,7 +258,8 @@ export class TuiApp extends Service {
       sessionId: () => store.agent.id,
     }
 
-    const restore = () => { if (stdin.isTTY) stdin.setRawMode(false) }
+    const releaseStderr = routeStderr(process.stderr, line => store.notice('warning', line.replace(/^dsh: /, '')))
+    const restore = () => { releaseStderr(); if (stdin.isTTY) stdin.setRawMode(false) }
     process.once('exit', restore)
     const instance = ink.render(React.createElement(ConversationView, { store, info, actions, commands, files }), {
       stdout, stdin, stderr: process.stderr, exitOnCtrlC: false, patchConsole: true,
@@ -301,6 +307,36 @@ export class TuiApp extends Service {
     const { KeyPrompt } = await import('./key-prompt.js')
     const file = displayFolder(homePaths(this.ctx.host.home).credentials)
     return this.prompt(ink, answer => React.createElement(KeyPrompt, { name, file, onDone: answer }))
+  }
+
+  /**
+   * The trust question (trust-prompt.tsx) when the folder brings hooks or `.mcp.json` servers it
+   * may not run yet. Returns what to tell the user in the conversation, undefined when there was
+   * nothing to ask, null when the user left.
+   */
+  private async askTrust(cwd: string): Promise<string | null | undefined> {
+    const home = this.ctx.host.home
+    const { describeProjectCode, formatTrusted, needsTrust, projectTrustStatus, trustFolder } = await import('../trust/plugin.js')
+    let status
+    try {
+      status = projectTrustStatus(cwd, home)
+    } catch {
+      return undefined
+    }
+    if (!needsTrust(status)) return undefined
+    const ink = await importInteractiveInk()
+    const React = await import('react')
+    const { TrustPrompt } = await import('./trust-prompt.js')
+    const changed = status.trustedBy !== undefined
+    const answer = await this.prompt<'trust' | 'skip'>(ink, done => React.createElement(TrustPrompt, { folder: displayFolder(status.folder), code: describeProjectCode(status), changed, onDone: done }))
+    if (answer === undefined) return null
+    if (answer === 'skip') return 'This folder is not trusted: its hooks and .mcp.json servers do not run (/trust on trusts it).'
+    const mcp = this.ctx.get('mcp') as McpService | undefined
+    try {
+      return formatTrusted(await trustFolder(cwd, home, mcp), mcp?.servers())
+    } catch (error) {
+      return `Trusting the folder failed: ${(error as Error).message}`
+    }
   }
 
   private async pick(

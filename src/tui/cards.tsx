@@ -7,6 +7,7 @@ import type { ReactNode } from 'react'
 import { Box, Text } from 'ink'
 import type { ToolCallView } from './fold.js'
 import { c } from './theme.js'
+import { terminalLine } from './wrap.js'
 
 const BASH_TAIL = 4
 const DIFF_LINES = 12
@@ -69,16 +70,6 @@ function bashTail(text: string): string[] {
   // The header says how it exited: the result's own exit-code line would only repeat it.
   const lines = text.replace(/\n+$/, '').split('\n').filter(line => !/^(\[exit code: -?\d+\]$|(exit code|Exit code)[: ])/.test(line))
   return lines.slice(-BASH_TAIL).map(terminalLine)
-}
-
-/**
- * A line of command output as a terminal would leave it: what follows the last carriage return
- * (a progress bar redrawn in place), without colour and cursor escapes or other control
- * characters, which would move Ink's drawing.
- */
-function terminalLine(text: string): string {
-  const line = text.replace(/\r+$/, '')
-  return line.slice(line.lastIndexOf('\r') + 1).replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]/g, '')
 }
 
 function firstLine(text: string): string {

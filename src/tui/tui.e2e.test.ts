@@ -3,7 +3,7 @@
  * 80x24 unless said otherwise), keys sent with send-keys, the screen read with capture-pane,
  * against the fake model server over real HTTP. Every wait polls the screen with a deadline.
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -11,6 +11,7 @@ import { errorResponse, FakeDeepSeek, streamResponse, type FakeResponse } from '
 import { dshBin, runDsh, tempHome } from '../../test-support/run-dsh.js'
 import { hasTmux, Terminal } from '../../test-support/tmux.js'
 import { gate, heldCommand } from '../../test-support/gate.js'
+import { testServerEntry } from '../../test-support/mcp.js'
 
 const tmux = hasTmux()
 if (!tmux) console.warn('skipping terminal app tests: tmux is missing (apt-get install -y tmux)')
@@ -505,6 +506,56 @@ describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
     await quit(terminal)
     const decided = sessionLog(home).filter(event => event.type === 'approval/decided').map(event => event.data.outcome)
     expect(decided).toEqual(['allowed-once', 'rejected'])
+  })
+})
+
+describe.skipIf(!tmux)('dsh terminal app: project trust (tmux)', () => {
+  it('a folder with hooks and .mcp.json asks first: n starts without them; y trusts, the server starts, the hook guards bash, the server\'s stderr stays off the screen; then no question', async () => {
+    const { home, cwd } = tempHome()
+    mkdirSync(join(cwd, '.claude'))
+    writeFileSync(join(cwd, '.claude', 'settings.json'), JSON.stringify({
+      hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'grep -q "rm " && { echo "rm is not allowed here" >&2; exit 2; }; exit 0' }] }] },
+    }))
+    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { proj: testServerEntry() } }))
+    const terminal = shell(home, cwd, { width: 100, height: 40 })
+    await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
+    terminal.type(`clear; ${DSH}`)
+    terminal.keys('Enter')
+    const question = await terminal.waitFor('Do you trust the files in this folder?', { what: 'the trust question', timeoutMs: 20_000 })
+    expect(question).toContain('  hooks   .claude/settings.json (PreToolUse)')
+    expect(question).toContain(`  MCP     proj: ${process.execPath}`)
+    // No one-line notices on stderr: the question says it all.
+    expect(question).not.toContain('not trusted')
+    terminal.keys('n')
+    await terminal.waitFor('This folder is not trusted: its hooks and .mcp.json servers do not run (/trust on trusts it).')
+    await quit(terminal)
+
+    server.enqueue(
+      toolCall('b1', 'bash', { command: 'rm -rf build', description: 'clean' }),
+      toolCall('m1', 'mcp__proj__crash', {}),
+      streamResponse([{ text: 'Both refused.' }, { finish: 'stop', usage }]),
+    )
+    terminal.type(`clear; ${DSH}`)
+    terminal.keys('Enter')
+    await terminal.waitFor('Do you trust the files in this folder?', { timeoutMs: 20_000 })
+    terminal.keys('y')
+    const trusted = await terminal.waitFor('Ask dsh to do something', { what: 'the input box' })
+    expect(trusted).toMatch(/MCP {5}proj: connected, 9 tools/)
+    await send(terminal, 'clean up')
+    await terminal.waitFor('Both refused.', { history: true })
+    await terminal.waitFor('MCP server "proj" is reconnecting', { history: true, what: 'the reconnect notice in the conversation' })
+    const screen = terminal.screen()
+    expect(terminal.history()).toContain('rm is not allowed here')
+    expect(terminal.history()).not.toContain('[mcp proj]')
+    // Nothing was written under the status bar: it is still the last line drawn.
+    expect(screen.trimEnd().split('\n').at(-1)).toMatch(/deepseek-v4-flash · .* · workspace-write/)
+    await quit(terminal)
+
+    terminal.type(`clear; ${DSH}`)
+    terminal.keys('Enter')
+    const third = await terminal.waitFor('Ask dsh to do something', { what: 'the input box, without a question', timeoutMs: 20_000 })
+    expect(third).not.toContain('Do you trust')
+    await quit(terminal)
   })
 })
 

@@ -92,3 +92,13 @@ function longWordStartsNextRow(wordWidth: number, room: number, width: number): 
   const fromNext = Math.floor((wordWidth - 1) / width)
   return fromNext < fromHere
 }
+
+/**
+ * A line of command output as a terminal would leave it: what follows the last carriage return
+ * (a progress bar redrawn in place), without colour and cursor escapes or other control
+ * characters, which would move Ink's drawing.
+ */
+export function terminalLine(text: string): string {
+  const line = text.replace(/\r+$/, '')
+  return line.slice(line.lastIndexOf('\r') + 1).replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]/g, '')
+}
