@@ -415,7 +415,11 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     terminal.type('/')
     const menu = await terminal.waitFor('/exit')
     expect(menu).toMatch(/\/exit Leave dsh/)
-    expect(menu).toMatch(/\/new .*new session/)
+    // The list shows eight at a time; typing narrows it.
+    terminal.type('n')
+    await terminal.waitFor(/\/new .*new session/, { what: '/new in the narrowed list' })
+    terminal.keys('BSpace')
+    await terminal.waitFor('/exit Leave dsh', { what: 'the whole list again' })
     terminal.type('he')
     terminal.keys('Enter')
     await terminal.waitFor(/│ › \/help +│/)

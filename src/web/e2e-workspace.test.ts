@@ -121,7 +121,10 @@ describe.skipIf(chromium.path === undefined)('dsh web workspace (browser)', () =
     await menu.waitFor()
     await composer.press('Escape')
     await composer.press('Enter')
-    await page.getByTestId('notice').filter({ hasText: 'deepseek-v4-flash' }).first().waitFor()
+    const outcome = page.getByTestId('notice').filter({ hasText: 'deepseek-v4-flash' }).first()
+    await outcome.waitFor()
+    // A command's text is drawn as a terminal would: spaces kept (tables such as /mcp line up), monospace.
+    expect(await outcome.evaluate(node => [getComputedStyle(node).whiteSpace, node.className])).toEqual(['pre-wrap', 'notice info output'])
   })
 
   it('13: the trajectory shows each step\'s model time, tokens, tool time and the cost, as the log says', async () => {

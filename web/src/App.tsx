@@ -574,7 +574,7 @@ function Chat(props: {
       // A slash command's outcome is shown as a notice (its command/run and command/done are in the log),
       // except a goal change: its goal line in the conversation already says what happened.
       if (result.command?.text && !(result.command.kind === 'success' && /^\/goal\s+\S/.test(text))) {
-        foldRef.current.notice(result.command.kind === 'error' ? 'error' : 'info', result.command.text)
+        foldRef.current.notice(result.command.kind === 'error' ? 'error' : 'info', result.command.text, true)
         publish()
       }
       return true
@@ -781,7 +781,7 @@ const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { 
       )
     }
     case 'notice':
-      return <div className={`notice ${item.level}`} data-testid="notice">{item.text}</div>
+      return <div className={`notice ${item.level}${item.output ? ' output' : ''}`} data-testid="notice">{item.text}</div>
     case 'retry':
       return <RetryLine item={item} />
     case 'approval':

@@ -47,7 +47,7 @@ export type Item =
   | { kind: 'turn-end'; key: string; seq: number; turn: number; reason: any; usage: Usage; time: number; durationMs?: number; prompt?: string; mentions?: readonly string[]; promptImages?: readonly string[] }
   /** One line per retried model request: updated in place by every retry of the same step. */
   | { kind: 'retry'; key: string; seq: number; retry: number; maxRetries: number | null; cause: string; delayMs: number; time: number; state: 'waiting' | 'trying' | 'failed' | 'recovered' }
-  | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number }
+  | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number; output?: boolean }
   | { kind: 'approval'; key: string; seq: number; id: string; toolName: string; callId: string; reason: string; arguments: string; outcome?: string; time: number }
   /** A goal round began or the goal changed (session-state.ts). */
   | GoalItem
@@ -155,9 +155,12 @@ export class LogFold {
     this.version += 1
   }
 
-  /** A local notice (e.g. an API error) shown in the conversation. */
-  notice(level: 'error' | 'warning' | 'info', text: string): void {
-    this.put({ kind: 'notice', key: `local:${Date.now()}:${Math.random()}`, seq: Number.MAX_SAFE_INTEGER, level, text, time: Date.now() })
+  /**
+   * A local notice (e.g. an API error) shown in the conversation. `output`: a command's text,
+   * drawn as a terminal would (monospace, spaces kept), since tables such as `/mcp` line up by spaces.
+   */
+  notice(level: 'error' | 'warning' | 'info', text: string, output = false): void {
+    this.put({ kind: 'notice', key: `local:${Date.now()}:${Math.random()}`, seq: Number.MAX_SAFE_INTEGER, level, text, time: Date.now(), ...output ? { output } : {} })
     this.version += 1
     this.items = this.items.slice()
   }
