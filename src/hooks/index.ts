@@ -22,7 +22,7 @@ import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { EventDataValidator } from '../session/types.js'
 import type { PreExecuteDecision, ToolExecution, ToolResultRecord } from '../tools/api.js'
-import { isTrusted, PROJECT_HOOK_FILES, readTrustedProjects } from '../trust/index.js'
+import { isTrusted, PROJECT_HOOK_FILES, readTrustedProjects, trustListProblem } from '../trust/index.js'
 import type { HookDecision, HookDialect, HookFileSource, HookInvokedData, HookPoint, HookResultData } from './api.js'
 import { HookConfigError, parseHookFile, SUBAGENT_TYPE, type HookGroup } from './config.js'
 import type { SubagentFinished, SubagentStarted } from '../subagents/api.js'
@@ -166,6 +166,8 @@ export class HooksPlugin {
       }
       this.load({ ...source, path })
     }
+    const problem = this.untrusted.length > 0 && config.dshHome !== undefined && config.untrustedNotice !== false ? trustListProblem(config.dshHome) : undefined
+    if (problem !== undefined) this.warn('%s', problem)
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/invoked', owner: 'hooks', validate: validateInvoked }))
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/result', owner: 'hooks', validate: validateResult }))
 

@@ -13,21 +13,40 @@ export function trustFile(home: string): string {
   return join(home, TRUST_FILE)
 }
 
+function readList(home: string): { projects: string[]; problem?: string } {
+  const file = trustFile(home)
+  if (!existsSync(file)) return { projects: [] }
+  let json: unknown
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'))
+  } catch {
+    return { projects: [], problem: `${file} is not valid JSON: nothing in it is trusted until it is fixed` }
+  }
+  const projects = (json as { projects?: unknown } | null)?.projects
+  if (!Array.isArray(projects)) return { projects: [], problem: `${file}: "projects" must be a list of folders: nothing in it is trusted until it is fixed` }
+  return { projects: projects.filter((item): item is string => typeof item === 'string').map(path => resolve(path)) }
+}
+
 /** The trusted folders recorded under `home` (absolute paths); a malformed file trusts nothing. */
 export function readTrustedProjects(home: string): string[] {
-  const file = trustFile(home)
-  if (!existsSync(file)) return []
-  try {
-    const json = JSON.parse(readFileSync(file, 'utf8')) as { projects?: unknown }
-    return Array.isArray(json.projects) ? json.projects.filter((item): item is string => typeof item === 'string').map(path => resolve(path)) : []
-  } catch {
-    return []
-  }
+  return readList(home).projects
+}
+
+/** Why the trust list cannot be read (then it trusts nothing), or undefined when it is fine or absent. */
+export function trustListProblem(home: string): string | undefined {
+  return readList(home).problem
+}
+
+/** The list, for a change: a malformed file is refused rather than overwritten (it may hold folders the user typed). */
+function listForChange(home: string): string[] {
+  const { projects, problem } = readList(home)
+  if (problem !== undefined) throw new Error(`${problem}; fix or remove it first`)
+  return projects
 }
 
 /** Records `dir` as trusted (idempotent). */
 export function trustProject(home: string, dir: string): void {
-  const projects = readTrustedProjects(home)
+  const projects = listForChange(home)
   const target = resolve(dir)
   if (projects.includes(target)) return
   const file = trustFile(home)
@@ -39,7 +58,7 @@ export function trustProject(home: string, dir: string): void {
 
 /** Removes `dir` from the list (exact entry only; an ancestor's entry still covers it). True when it was listed. */
 export function untrustProject(home: string, dir: string): boolean {
-  const projects = readTrustedProjects(home)
+  const projects = listForChange(home)
   const target = resolve(dir)
   if (!projects.includes(target)) return false
   const file = trustFile(home)

@@ -17,7 +17,7 @@ import type { CommandOutcome } from '../commands/api.js'
 import { readSettings, writeSettings, type Settings } from '../config/home.js'
 import type { McpServerStatus, McpService } from '../mcp/api.js'
 import { PROJECT_FILE, pinProjectServers, projectServersPinned, unpinProjectServers, type SettingsStore } from '../mcp/plugin.js'
-import { PROJECT_HOOK_FILES, readTrustedProjects, USER_HOOK_FILES, trustedBy, trustProject, untrustProject } from './index.js'
+import { PROJECT_HOOK_FILES, readTrustedProjects, trustListProblem, USER_HOOK_FILES, trustedBy, trustProject, untrustProject } from './index.js'
 import '../commands/api.js'
 import '../mcp/api.js'
 
@@ -30,6 +30,8 @@ export interface ProjectTrustStatus {
   readonly hookFiles: readonly { readonly path: string; readonly events: readonly string[] }[]
   /** The folder's `.mcp.json`: its servers (name and what runs) and whether it is pinned as it is now. */
   readonly mcp?: { readonly servers: readonly { readonly name: string; readonly runs: string }[]; readonly pinned: boolean }
+  /** The trust list cannot be read (so it trusts nothing): why. */
+  readonly problem?: string
 }
 
 function readJson(path: string): unknown {
@@ -70,13 +72,14 @@ export function projectTrustStatus(folder: string, home: string, settings: Setti
     else if (hooks !== undefined && Object.keys(hooks).length > 0) hookFiles.push({ path: file.path, events: Object.keys(hooks) })
   }
   const by = trustedBy(root, readTrustedProjects(home))
+  const problem = trustListProblem(home)
   let mcp: ProjectTrustStatus['mcp']
   const mcpPath = join(root, PROJECT_FILE)
   if (existsSync(mcpPath)) {
     const servers = record(record(readJson(mcpPath))?.mcpServers) ?? {}
     mcp = { servers: Object.entries(servers).map(([name, entry]) => ({ name, runs: serverRuns(entry) })), pinned: projectServersPinned(settings, root) }
   }
-  return { folder: root, ...by === undefined ? {} : { trustedBy: by }, hookFiles, ...mcp === undefined ? {} : { mcp } }
+  return { folder: root, ...by === undefined ? {} : { trustedBy: by }, hookFiles, ...mcp === undefined ? {} : { mcp }, ...problem === undefined ? {} : { problem } }
 }
 
 /** True when the folder brings code that would not run now: hooks of an untrusted folder, or unpinned servers. */
@@ -95,7 +98,7 @@ export function describeProjectCode(status: ProjectTrustStatus): string[] {
 /** `/trust` and `dsh trust` without an argument: the folder, whether it is trusted, what it runs. */
 export function formatTrustStatus(status: ProjectTrustStatus, how: { readonly on: string; readonly off: string } = { on: '`/trust on` (or `dsh trust on` in the folder)', off: '`/trust off` (or `dsh trust off`)' }): string {
   const code = describeProjectCode(status)
-  const lines: string[] = []
+  const lines: string[] = status.problem === undefined ? [] : [`Warning: ${status.problem}.`]
   if (status.trustedBy === undefined) lines.push(`${status.folder} is not trusted.`)
   else if (status.trustedBy === status.folder) lines.push(`${status.folder} is trusted.`)
   else lines.push(`${status.folder} is trusted (through ${status.trustedBy}).`)

@@ -16,8 +16,8 @@ import { readSettings } from '../config/home.js'
 import { HooksPlugin } from '../hooks/index.js'
 import { McpPlugin } from '../mcp/plugin.js'
 import { defineTool } from '../tools/index.js'
-import { readTrustedProjects, trustProject } from './index.js'
-import { needsTrust, ProjectTrustPlugin, projectTrustStatus, revokeFolder, settingsStore, trustFolder } from './plugin.js'
+import { readTrustedProjects, trustListProblem, trustProject } from './index.js'
+import { formatTrustStatus, needsTrust, ProjectTrustPlugin, projectTrustStatus, revokeFolder, settingsStore, trustFolder } from './plugin.js'
 
 const hookFile = { hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'echo "not in this project" >&2; exit 2' }] }] } }
 
@@ -83,6 +83,20 @@ describe('project trust: what a folder runs, trusting and revoking it', () => {
     expect(projectTrustStatus(folder, home, undefined, userHome).trustedBy).toBe(join(folder, '..'))
     expect(revokeFolder(folder, home)).toEqual({ folder: false, mcp: false })
     expect(readTrustedProjects(home)).toEqual([join(folder, '..')])
+  })
+
+  it('a malformed trust list trusts nothing, says so, and is not overwritten by trusting', async () => {
+    const { home, folder, userHome } = project({ mcp: false })
+    const broken = '{"projects": ["/one", "/two",]}'
+    writeFileSync(join(home, 'trusted-projects.json'), broken)
+    expect(readTrustedProjects(home)).toEqual([])
+    expect(trustListProblem(home)).toBe(`${join(home, 'trusted-projects.json')} is not valid JSON: nothing in it is trusted until it is fixed`)
+    expect(formatTrustStatus(projectTrustStatus(folder, home, undefined, userHome))).toContain('is not valid JSON')
+    await expect(trustFolder(folder, home)).rejects.toThrow(/trusted-projects.json is not valid JSON/)
+    expect(() => revokeFolder(folder, home)).toThrow(/trusted-projects.json is not valid JSON/)
+    expect(readFileSync(join(home, 'trusted-projects.json'), 'utf8')).toBe(broken)
+    writeFileSync(join(home, 'trusted-projects.json'), JSON.stringify({ projects: 'not a list' }))
+    expect(trustListProblem(home)).toMatch(/"projects" must be a list of folders/)
   })
 
   it('the settings store keeps other settings when a pin is added', async () => {
