@@ -159,8 +159,11 @@ registerBuiltinPlugin('llm-replay', 'replays recorded model calls from a session
   async () => (await import('../replay/index.js')).ReplayPlugin)
 registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (session/prompt, session.event notifications)',
   async () => (await import('../sdk/server.js')).SdkServerApp)
-registerBuiltinPlugin('commands', 'the slash-command registry every surface uses (ctx.commands; /model)',
-  async () => (await base()).CommandsPlugin)
+registerBuiltinPlugin('commands', 'the slash-command registry every surface uses (ctx.commands; /model, /status)',
+  async () => {
+    const { CommandsPlugin, readPriceTable } = await base()
+    return withHost(CommandsPlugin, host => ({ prices: readPriceTable(host.settings.model?.prices) }))
+  })
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
   async () => withHost((await base()).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
 registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, exit_plan_mode reviewed through approvals (guidance, not enforcement)',

@@ -57,8 +57,8 @@ describe('slash commands: one registry (ctx.commands)', () => {
     h.ctx.on('commands/changed', () => { changes++ })
     const off = h.ctx.commands.register({ name: 'zeta', description: 'z', run: () => ({ kind: 'success' }) }, h.agent.scope)
     h.ctx.commands.register({ name: 'alpha', description: 'a', run: () => ({ kind: 'success' }) })
-    expect(h.ctx.commands.list(h.agent.scope).map(c => c.name)).toEqual(['alpha', 'model', 'zeta'])
-    expect(h.ctx.commands.list().map(c => c.name)).toEqual(['alpha', 'model'])
+    expect(h.ctx.commands.list(h.agent.scope).map(c => c.name)).toEqual(['alpha', 'model', 'status', 'zeta'])
+    expect(h.ctx.commands.list().map(c => c.name)).toEqual(['alpha', 'model', 'status'])
     off()
     expect(changes).toBe(3)
     expect(() => h.ctx.commands.register({ name: 'bad name', description: '', run: () => ({ kind: 'success' }) })).toThrow(/must match/)
@@ -126,5 +126,47 @@ describe('slash commands in a real headless run', () => {
     expect(withoutSessionHint(plan.stderr)).toBe('')
     expect(plan.code).toBe(0)
     expect(plan.stdout).toBe('Plan mode on.\n')
+  })
+})
+
+describe('/status', () => {
+  it('says the session, folder, model, permission, the tokens so far, the context in use and the cost when the model has a price', async () => {
+    const usage = { inputTokens: 800, cacheReadTokens: 1200, outputTokens: 40, reasoningTokens: 10 }
+    const priced = await loopHarness({
+      responses: [text('one', { usage }), text('two', { usage })],
+      setup: async (ctx) => {
+        await ctx.plugin(CommandsPlugin, { prices: { [SCRIPTED_MODEL]: { input: 2, output: 8, cacheRead: 0.5 } } }).await()
+        await ctx.plugin(ApprovalPlugin).await()
+      },
+    })
+    priced.agent.followup('first')
+    await priced.agent.whenIdle()
+    priced.agent.followup('second')
+    await priced.agent.whenIdle()
+    const outcome = await priced.ctx.commands.execute(priced.agent, '/status')
+    expect(outcome?.kind).toBe('success')
+    expect(outcome!.text!.split('\n')).toEqual([
+      `Session     ${priced.agent.id} (2 turns, 2 steps)`,
+      `Folder      ${process.cwd()}`,
+      `Model       ${SCRIPTED_MODEL} (${priced.agent.config.provider})`,
+      'Permission  workspace-write (sandbox workspace-write, approvals ask)',
+      // 2 × (800 uncached + 1200 cached) in.
+      'Tokens      4.0k in (2.4k cached) · 80 out (20 reasoning)',
+      // The last request: 800 + 1200 in, 40 out, of the scripted model's 128k.
+      'Context     2.0k of 128k (2%)',
+      // 2 × (800 × 2 + 1200 × 0.5 + 40 × 8) / 1e6
+      'Cost        $0.0050',
+    ])
+    await priced.dispose()
+  })
+
+  it('without a price it says how to add one; before any request there are no tokens', async () => {
+    const h = await harness()
+    const outcome = await h.ctx.commands.execute(h.agent, '/status')
+    expect(outcome!.text!.split('\n').slice(3)).toEqual([
+      'Tokens      none yet',
+      `Cost        unknown: no price for ${SCRIPTED_MODEL} (add model.prices to settings.yaml)`,
+    ])
+    await h.dispose()
   })
 })

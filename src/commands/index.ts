@@ -7,7 +7,10 @@ import { randomBytes } from 'node:crypto'
 import { Context, Service } from 'cordis'
 import { emitContained } from '../kernel/index.js'
 import { contextScope, ScopedLayers, type ScopeKey } from '../scope/index.js'
-import type { EventDataValidator } from '../session/types.js'
+import type { EventDataValidator, SessionEvent } from '../session/types.js'
+import { priceOf, trajectoryOf, type PriceTable } from '../session/trajectory.js'
+import { compactNumber } from '../host/numbers.js'
+import '../llm/api.js'
 import type { Agent } from '../agent/api.js'
 import '../approval/api.js'
 import type { CommandOutcome, CommandsService, ExecuteOptions, SlashCommand } from './api.js'
@@ -31,6 +34,11 @@ const validateDone: EventDataValidator = (data) => {
   return null
 }
 
+export interface CommandsConfig {
+  /** USD per million tokens by model or provider/model, for `/status` (settings `model.prices`). */
+  readonly prices?: PriceTable
+}
+
 export class CommandsPlugin extends Service implements CommandsService {
   static readonly inject = ['sessions']
 
@@ -38,11 +46,12 @@ export class CommandsPlugin extends Service implements CommandsService {
   private readonly prefix = `cmd-${randomBytes(4).toString('hex')}`
   private counter = 0
 
-  constructor(ctx: Context) {
+  constructor(ctx: Context, config: CommandsConfig = {}) {
     super(ctx, 'commands')
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'command/run', owner: 'commands', validate: validateRun }))
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'command/done', owner: 'commands', validate: validateDone }))
     this.register(modelCommand(ctx))
+    this.register(statusCommand(ctx, config.prices ?? {}))
     ctx.inject(['approval'], (inner) => { inner.effect(() => this.register(permissionCommand(inner))) })
   }
 
@@ -152,4 +161,55 @@ function modelCommand(ctx: Context): SlashCommand {
       return { kind: 'success', text: `Model: ${found.model} (${found.provider})` }
     },
   }
+}
+
+/**
+ * `/status`: the session, its folder, model and permission, the tokens so far, the context in use
+ * and the cost (from the log, as the web's trajectory counts them).
+ */
+function statusCommand(ctx: Context, prices: PriceTable): SlashCommand {
+  return {
+    name: 'status',
+    description: 'Session, folder, model, permission, tokens, context in use and cost so far',
+    run({ agent }) {
+      const session = agent.session
+      const { totals } = trajectoryOf(session.events, prices)
+      const { provider, model } = agent.config
+      const row = (label: string, value: string) => `${label.padEnd(12)}${value}`
+      const turns = session.position.turn
+      const lines = [
+        row('Session', `${agent.id} (${turns} turn${turns === 1 ? '' : 's'}, ${totals.steps} step${totals.steps === 1 ? '' : 's'})`),
+        row('Folder', session.header.cwd ?? '(none)'),
+        row('Model', `${model} (${provider})`),
+      ]
+      const approval = ctx.get('approval')
+      if (approval !== undefined) {
+        lines.push(row('Permission', `${approval.preset(session)} (sandbox ${approval.mode(session)}, approvals ${approval.policy(session)})`))
+      }
+      const { inputTokens, cachedTokens, outputTokens, reasoningTokens } = totals.usage
+      const prompt = inputTokens + cachedTokens
+      lines.push(row('Tokens', prompt + outputTokens === 0 ? 'none yet'
+        : `${compactNumber(prompt)} in${cachedTokens > 0 ? ` (${compactNumber(cachedTokens)} cached)` : ''} · ${compactNumber(outputTokens)} out${reasoningTokens > 0 ? ` (${compactNumber(reasoningTokens)} reasoning)` : ''}`))
+      const window = ctx.get('llm')?.models().find(info => info.provider === provider && info.model === model)?.contextWindow
+      const used = lastContextTokens(session.events)
+      if (window !== undefined && used > 0) lines.push(row('Context', `${compactNumber(used)} of ${compactNumber(window)} (${used / window < 0.01 ? '<1' : Math.round((used / window) * 100)}%)`))
+      lines.push(row('Cost', totals.cost !== null && totals.unpricedSteps === 0 ? `$${totals.cost.toFixed(4)}`
+        : totals.cost !== null ? `$${totals.cost.toFixed(4)} and ${totals.unpricedSteps} step${totals.unpricedSteps === 1 ? '' : 's'} without a price`
+        : totals.steps === 0 && priceOf(prices, provider, model) !== undefined ? '$0.0000'
+        : `unknown: no price for ${model} (add model.prices to settings.yaml)`))
+      return { kind: 'success', text: lines.join('\n') }
+    },
+  }
+}
+
+/** The tokens of the last answered request: its prompt (cached or not) and its answer. */
+function lastContextTokens(events: readonly SessionEvent[]): number {
+  for (let index = events.length - 1; index >= 0; index -= 1) {
+    const event = events[index]!
+    if (event.type !== 'assistant/message') continue
+    const usage = (event.data as { usage?: { inputTokens?: number; cacheReadTokens?: number; outputTokens?: number } }).usage
+    if (usage?.inputTokens === undefined) continue
+    return usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0)
+  }
+  return 0
 }

@@ -207,11 +207,7 @@ export function describeEnd(reason: TurnEndReason): { level: 'error' | 'warning'
   }
 }
 
-export function compactNumber(n: number): string {
-  if (n < 1000) return String(n)
-  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`
-  return `${(n / 1_000_000).toFixed(1)}M`
-}
+export { compactNumber } from '../host/numbers.js'
 
 export function duration(ms: number): string {
   if (ms < 1000) return `${ms}ms`

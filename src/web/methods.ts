@@ -22,7 +22,7 @@ import type { ApprovalAnswer, ApprovalService, PendingQuestion, PresetName, Ques
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import type { McpService } from '../mcp/api.js'
 import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
-import type { PriceTable } from './trajectory.js'
+import type { PriceTable } from '../session/trajectory.js'
 import { isMentionBlock, mentionBlocks } from './files.js'
 import { imageParams, promptWithImages, routeTakesImages, textOnlyRefusal } from './attachments.js'
 import { archivedOf, registerWorkspaceMethods as registerFolderMethods } from './folders.js'

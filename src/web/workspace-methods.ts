@@ -15,7 +15,7 @@ import { WebApiError, type WebMethod } from './api.js'
 import { MAX_HITS_PER_SESSION, MAX_SESSIONS, searchEvents, searchNeedle, type SearchHit } from './content-search.js'
 import { mentionBlocks } from './files.js'
 import { searchFiles, workspaceFiles } from '../host/workspace-files.js'
-import { readPriceTable, trajectoryOf, type PriceTable } from './trajectory.js'
+import { readPriceTable, trajectoryOf, type PriceTable } from '../session/trajectory.js'
 import '../persistence/api.js'
 import '../session/api.js'
 

@@ -3,7 +3,7 @@
  * out), time to first chunk, tool time, retries, tokens, and cost from a price table.
  */
 import { describe, expect, it } from 'vitest'
-import type { SessionEvent } from '../session/types.js'
+import type { SessionEvent } from './types.js'
 import { readPriceTable, trajectoryOf } from './trajectory.js'
 
 function log(rows: [number, string, unknown][]): SessionEvent[] {

@@ -5,7 +5,7 @@
  * retries and the time spent waiting between them; totals; and the cost where the price of the
  * step's model is known (`request/context` names the route of the requests that follow).
  */
-import type { SessionEvent } from '../session/types.js'
+import type { SessionEvent } from './types.js'
 
 /** USD per million tokens. `cacheRead` defaults to `input`. */
 export interface ModelPrice {
