@@ -44,6 +44,9 @@ describe('dsh trust', () => {
     expect(on.code).toBe(0)
     expect(on.stdout).toContain(`Trusted ${cwd}:`)
     expect((await runDsh(['trust', 'list'], { cwd, env })).stdout).toBe(`${cwd}\n`)
+    const trusted = await runDsh(['trust'], { cwd, env })
+    expect(trusted.stdout).toContain(`${cwd} is trusted.\nProject files that run code, with your user's rights:\n`)
+    expect(trusted.stdout).toContain('Revoke with `dsh trust off`.')
 
     mkdirSync(join(cwd, 'build'))
     server.enqueue(

@@ -106,7 +106,7 @@ export function formatTrustStatus(status: ProjectTrustStatus, how: { readonly on
     lines.push('It has no project files that run code (hooks, .mcp.json).')
     return lines.join('\n')
   }
-  lines.push('Project files that run code, with your user\'s rights, once trusted:', ...code.map(line => `  ${line}`))
+  lines.push(`Project files that run code, with your user's rights${needsTrust(status) ? ', once trusted' : ''}:`, ...code.map(line => `  ${line}`))
   if (status.mcp !== undefined && status.mcp.servers.length > 0 && !status.mcp.pinned && status.trustedBy !== undefined) {
     lines.push(`${PROJECT_FILE} is new or changed since the folder was trusted: its servers wait for trust again.`)
   }
