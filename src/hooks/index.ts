@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { existsSync, readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
 import type { Agent, PreStepDecision, PreStepPayload, TurnStoppingPayload } from '../agent/api.js'
 import type { UserMessage } from '../llm/types.js'
@@ -27,6 +27,7 @@ import type { HookDecision, HookDialect, HookFileSource, HookInvokedData, HookPo
 import { HookConfigError, parseHookFile, SUBAGENT_TYPE, type HookGroup } from './config.js'
 import type { SubagentFinished, SubagentStarted } from '../subagents/api.js'
 import '../subagents/api.js'
+import '../commands/api.js'
 import { decodeHookRun, mergeHooks, runHookCommand, type DecodedHook, type MergedHooks } from './run.js'
 
 /**
@@ -107,6 +108,25 @@ export function discoverHookFiles(cwd: string, userHome: string): HookFileSource
   return out
 }
 
+/** `/hooks`: one line per hook command (event, matcher, file and the command), then files waiting for trust. */
+function describeHooks(groups: readonly LoadedGroup[], waiting: readonly string[], cwd: string, userHome: string): string {
+  const shown = (path: string) => path.startsWith(`${cwd}${sep}`) ? relative(cwd, path) : path.startsWith(`${userHome}${sep}`) ? `~${sep}${relative(userHome, path)}` : path
+  const lines: string[] = []
+  const count = groups.reduce((sum, group) => sum + group.hooks.length, 0)
+  if (count === 0) lines.push('No hooks loaded.')
+  else {
+    lines.push(`${count} hook command${count === 1 ? '' : 's'} loaded:`)
+    for (const group of groups) {
+      for (const hook of group.hooks) {
+        const command = hook.command.length > 60 ? `${hook.command.slice(0, 59)}…` : hook.command
+        lines.push(`  ${group.point.padEnd(17)}${(group.matcher ?? '*').padEnd(12)}${shown(group.source.path)}: ${command}`)
+      }
+    }
+  }
+  if (waiting.length > 0) lines.push(`Waiting for this folder to be trusted (/trust on): ${waiting.map(shown).join(', ')}`)
+  return lines.join('\n')
+}
+
 const validateInvoked: EventDataValidator = (data) => {
   const d = data as Partial<HookInvokedData>
   if (typeof d !== 'object' || d === null) return 'hook/invoked data must be an object'
@@ -171,6 +191,17 @@ export class HooksPlugin {
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/invoked', owner: 'hooks', validate: validateInvoked }))
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/result', owner: 'hooks', validate: validateResult }))
 
+    // `/hooks`: what runs where, and what waits for the folder to be trusted.
+    ctx.inject(['commands'], (inner) => {
+      inner.commands.register({
+        name: 'hooks',
+        description: 'The hook commands loaded (event, matcher, file) and project files waiting for trust',
+        run: () => {
+          this.adoptTrusted()
+          return { kind: 'success', text: describeHooks(this.groups, this.untrusted.map(source => source.path), cwd, config.userHome ?? homedir()) }
+        },
+      })
+    })
     ctx.on('agent/pre-step', (payload, next) => this.preStep(payload, next))
     ctx.on('tools/pre-execute', (execution, next) => this.preTool(execution, next))
     ctx.on('tools/execute', (execution, _context, next) => { this.ran.add(execution); return next() })

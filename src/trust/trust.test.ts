@@ -160,8 +160,11 @@ describe('/trust in a live runtime', () => {
     await h.agent.whenIdle()
     expect(resultTexts(h)).toEqual(['ran rm -rf build'])
 
+    expect(await h.ctx.commands.execute(h.agent, '/hooks')).toEqual({ kind: 'success', text: `No hooks loaded.\nWaiting for this folder to be trusted (/trust on): ${join('.claude', 'settings.json')}` })
+
     const outcome = await h.ctx.commands.execute(h.agent, '/trust on')
     expect(outcome?.kind).toBe('success')
+    expect(await h.ctx.commands.execute(h.agent, '/hooks')).toEqual({ kind: 'success', text: `1 hook command loaded:\n  PreToolUse       Bash        ${join('.claude', 'settings.json')}: ${hookFile.hooks.PreToolUse[0]!.hooks[0]!.command}` })
     expect(outcome?.text).toContain(`Trusted ${folder}:`)
     expect(outcome?.text).toMatch(/MCP {5}demo: connected, \d+ tools/)
     expect(h.ctx.mcp.servers().map(server => [server.name, server.state])).toEqual([['demo', 'connected']])
