@@ -531,7 +531,7 @@ describe.skipIf(!tmux)('dsh terminal app: project trust (tmux)', () => {
     // No one-line notices on stderr: the question says it all.
     expect(question).not.toContain('not trusted')
     terminal.keys('n')
-    await terminal.waitFor('This folder is not trusted: its hooks and .mcp.json servers do not run (/trust on trusts it).')
+    await terminal.waitFor(screen => screen.includes('This folder is not trusted: its hooks and .mcp.json servers do not run (/trust on trusts it).') && screen.includes('Ask dsh to do something'), { what: 'the notice and the input box' })
     await quit(terminal)
 
     server.enqueue(
