@@ -141,6 +141,21 @@ export interface PromptReceipt {
   readonly sessionId: string
 }
 
+/** What a slash command did (`session/command`). */
+export interface CommandResult {
+  readonly sessionId: string
+  /** `success`/`error`: `text` is for the user; `prompt`: its input was queued as `messageId`. */
+  readonly kind: 'success' | 'error' | 'prompt'
+  readonly text?: string
+  readonly messageId?: string
+}
+
+export interface CommandInfo {
+  readonly name: string
+  readonly description: string
+  readonly argumentHint?: string
+}
+
 export interface ExitInfo {
   readonly code: number | null
   readonly signal: NodeJS.Signals | null
@@ -254,6 +269,21 @@ export class DshClient {
   prompt(content: string | readonly ContentBlock[], sessionId?: string): Promise<PromptReceipt> {
     const contentBlocks = typeof content === 'string' ? [{ type: 'text', text: content }] : content
     return this.request('session/prompt', { ...(sessionId !== undefined ? { sessionId } : {}), contentBlocks })
+  }
+
+  /**
+   * Runs a slash command (`/status`, `/compact`, `/model NAME`, `/trust on`...) in a session, as
+   * typed by a user; a new session when `sessionId` is absent. Text that names no command is
+   * refused (prompts go through `prompt`).
+   */
+  command(text: string, sessionId?: string): Promise<CommandResult> {
+    return this.request('session/command', { ...(sessionId !== undefined ? { sessionId } : {}), text })
+  }
+
+  /** The slash commands a session (or a new one) can run. */
+  async commands(sessionId?: string): Promise<readonly CommandInfo[]> {
+    const { commands } = await this.request<{ commands: CommandInfo[] }>('session/commands', sessionId !== undefined ? { sessionId } : {})
+    return commands
   }
 
   cancel(sessionId: string, options: { keepInbox?: boolean } = {}): Promise<{ cancelled: boolean }> {

@@ -166,6 +166,35 @@ describe('SDK server: methods and notifications', () => {
     }
   })
 
+  it('session/command runs a slash command as a user would; session/commands lists them; a prompt outcome queues a turn; other text is refused', async () => {
+    const { home, cwd } = tempHome()
+    const client = await startClient(home, cwd)
+    try {
+      const names = (await client.commands()).map(command => command.name)
+      expect(names).toEqual(expect.arrayContaining(['compact', 'init', 'model', 'status', 'trust']))
+      const before = server.requests.length
+      const status = await client.command('/status', 'cmd-session')
+      expect(status).toMatchObject({ sessionId: 'cmd-session', kind: 'success', text: expect.stringContaining('Session     cmd-session (0 turns, 0 steps)') })
+      const unknown = await client.command('/model no-such-model', 'cmd-session')
+      expect(unknown).toEqual({ sessionId: 'cmd-session', kind: 'error', text: expect.stringContaining('Unknown model "no-such-model"') })
+      expect(server.requests.length).toBe(before)
+      await expect(client.command('/nope', 'cmd-session')).rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('no command /nope') })
+      await expect(client.command('hello there', 'cmd-session')).rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('not a slash command') })
+
+      server.enqueue(streamResponse([{ text: 'AGENTS.md written.' }, { finish: 'stop', usage }]))
+      const idle = nextNotification(client, n => n.method === 'session.status' && n.params.status === 'idle' && n.params.sessionId === 'cmd-session')
+      const init = await client.command('/init', 'cmd-session')
+      expect(init).toMatchObject({ sessionId: 'cmd-session', kind: 'prompt', messageId: expect.any(String) })
+      await idle
+      expect(server.requests.length).toBe(before + 1)
+      const loaded = await client.load('cmd-session', { events: true })
+      const kinds = loaded.events!.filter(event => event.type.startsWith('command/')).map(event => [event.type, (event.data as { name?: string; kind?: string }).name ?? (event.data as { kind: string }).kind])
+      expect(kinds).toEqual([['command/run', 'status'], ['command/done', 'success'], ['command/run', 'model'], ['command/done', 'error'], ['command/run', 'init'], ['command/done', 'prompt']])
+    } finally {
+      await client.close()
+    }
+  })
+
   it('session/list and session/load see the live and stored sessions; load of an unknown id is -32602', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'one' }, { finish: 'stop', usage }]))

@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import type { ApprovalService, QuestionAnswer } from '../approval/api.js'
+import type { CommandsService } from '../commands/api.js'
 import { z } from 'zod'
 import '../subagents/api.js'
 import type { Agent } from '../agent/api.js'
@@ -64,6 +65,12 @@ const promptParams = z.object({
   contentBlocks: contentBlocksSchema,
 })
 const sessionParams = z.object({ sessionId: z.string().min(1) })
+const commandParams = z.object({
+  sessionId: z.string().min(1).optional(),
+  /** `/name args`, as a user types it. */
+  text: z.string().min(1),
+})
+const commandsParams = z.object({ sessionId: z.string().min(1).optional() })
 const cancelParams = sessionParams.extend({ keepInbox: z.boolean().optional() })
 const loadParams = sessionParams.extend({ events: z.boolean().optional() })
 const createParams = z.object({
@@ -108,6 +115,8 @@ export class SdkServerApp extends Service {
       methods: {
         initialize: method(initializeParams, params => this.initialize(params)),
         'session/prompt': method(promptParams, params => this.prompt(params)),
+        'session/command': method(commandParams, params => this.command(params)),
+        'session/commands': method(commandsParams, params => this.commandList(params)),
         'session/cancel': method(cancelParams, params => this.cancel(params)),
         'session/list': method(z.object({}), () => this.list()),
         'session/load': method(loadParams, params => this.load(params)),
@@ -238,7 +247,7 @@ export class SdkServerApp extends Service {
       serverInfo: { name: 'dsh', version: packageVersion() },
       cwd: this.cwd,
       ...(loop.provider !== undefined ? { provider: loop.provider, model: loop.model } : {}),
-      methods: ['initialize', 'session/create', 'session/prompt', 'session/cancel', 'session/list', 'session/load', 'shutdown'],
+      methods: ['initialize', 'session/create', 'session/prompt', 'session/command', 'session/commands', 'session/cancel', 'session/list', 'session/load', 'shutdown'],
       notifications: ['session.event', 'session.status', 'subagent.started', 'subagent.finished', ...this.sendOutput ? ['session.output'] : []],
     }
   }
@@ -273,6 +282,45 @@ export class SdkServerApp extends Service {
     }
     const message = agent.followup(stored)
     return { messageId: message.id, sessionId: agent.id }
+  }
+
+  private registry(): CommandsService {
+    const commands = this.ctx.get('commands') as CommandsService | undefined
+    if (commands === undefined) throw new RpcError(ErrorCodes.methodNotFound, 'no slash commands in this profile (no commands row)')
+    return commands
+  }
+
+  /**
+   * `session/command {sessionId?, text}`: runs a slash command (`/status`, `/compact`, `/model
+   * NAME`...) in the session, between turns, as every surface does (docs/commands.md). Text that
+   * names no registered command is refused: prompts go through `session/prompt`. A command whose
+   * outcome is a prompt (`/init`, a skill) queues it: `messageId` is that message's.
+   */
+  private async command(params: z.output<typeof commandParams>) {
+    if (this.stopping) throw new RpcError(ErrorCodes.serverError, 'the server is shutting down')
+    const commands = this.registry()
+    const parsed = commands.parse(params.text)
+    if (parsed === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: "${params.text}" is not a slash command (send prompts with session/prompt)`)
+    const loop = resolveRoute(this.ctx, this.route)
+    const { agent, created } = await openAgent(this.ctx, { sessionId: params.sessionId, cwd: this.cwd, loop })
+    if (commands.get(parsed.name, agent.scope) === undefined) {
+      if (created) {
+        await agent.dispose()
+        this.ctx.sessions.close(agent.id)
+      }
+      throw new RpcError(ErrorCodes.invalidParams, `invalid params: no command /${parsed.name} (session/commands lists them)`)
+    }
+    const outcome = (await commands.execute(agent, params.text, { queue: false }))!
+    const live = this.ctx.agents.get(agent.id) ?? agent
+    const messageId = outcome.kind === 'prompt' ? live.followup(outcome.input).id : undefined
+    return { sessionId: agent.id, kind: outcome.kind, ...outcome.text !== undefined ? { text: outcome.text } : {}, ...messageId !== undefined ? { messageId } : {} }
+  }
+
+  /** `session/commands {sessionId?}`: the commands a session (or any new one) can run, sorted by name. */
+  private commandList(params: z.output<typeof commandsParams>) {
+    const commands = this.registry()
+    const agent = params.sessionId !== undefined ? this.ctx.agents.get(params.sessionId) : undefined
+    return { commands: commands.list(agent?.scope).map(command => ({ name: command.name, description: command.description, ...command.argumentHint !== undefined ? { argumentHint: command.argumentHint } : {} })) }
   }
 
   /** Opens (or creates) a session without prompting it; `mcpServers` start for it alone (MC-10). */
