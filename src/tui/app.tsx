@@ -22,6 +22,8 @@ import { BUILTIN_COMMANDS, resumeChoice, type TuiCommand, type TuiCommandContext
 import { age } from '../host/age.js'
 import { FileIndex } from './files.js'
 import { routeStderr } from './stderr.js'
+import { costOf, priceOf, readPriceTable } from '../session/trajectory.js'
+import type { TokenUsage } from '../llm/types.js'
 import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
@@ -206,6 +208,7 @@ export class TuiApp extends Service {
       list: commands,
     }
     const readiness = () => this.ctx.llm.adapter(store.agent.config.provider)?.readiness?.()
+    const prices = readPriceTable(host.settings.model?.prices)
     // `@path` words naming files of the workspace attach those files (as the web's mentions do),
     // so the model has them without a read; a mention that cannot be attached says why.
     const withMentions = (text: string): AgentInput | undefined => {
@@ -256,6 +259,10 @@ export class TuiApp extends Service {
         return preset === 'custom' ? `${approval.mode(store.agent.session)}, ${approval.policy(store.agent.session)}` : preset
       },
       sessionId: () => store.agent.id,
+      cost: (usage: TokenUsage) => {
+        const price = priceOf(prices, store.agent.config.provider, store.agent.config.model)
+        return price === undefined ? undefined : costOf({ inputTokens: usage.inputTokens ?? 0, cachedTokens: usage.cacheReadTokens ?? 0, outputTokens: usage.outputTokens ?? 0, reasoningTokens: 0 }, price)
+      },
     }
 
     const releaseStderr = routeStderr(process.stderr, line => store.notice('warning', line.replace(/^dsh: /, '')))

@@ -81,6 +81,8 @@ function toolCall(id: string, name: string, args: unknown): FakeResponse {
 describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
   it('a whole coding task: write, edit and run a file; cards, answer, per-turn tokens, status bar; exit restores the terminal', async () => {
     const { home, cwd } = tempHome()
+    // With a price in settings the turn summary says what the turn cost.
+    writeFileSync(join(home, 'settings.yaml'), 'model:\n  prices:\n    deepseek-v4-flash: { input: 1000, output: 2000 }\n')
     server.enqueue(
       streamResponse([{ reasoning: 'I will create the script first.' }, { text: 'Creating the script.' }, { toolCall: { id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'greet.sh', content: 'echo hello\n' }) } }, { finish: 'tool_calls', usage }]),
       toolCall('e1', 'edit', { file_path: 'greet.sh', old_string: 'echo hello', new_string: 'echo hello, terminal' }),
@@ -93,6 +95,8 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     expect(screen).toMatch(/deepseek-v4-flash · .* · ctx 0%/)
     await send(terminal, 'write greet.sh that says hello, then make it say hello, terminal and run it')
     screen = await terminal.waitFor(/── 4 steps · .* in · .* out/, { what: 'the turn summary', history: true })
+    // 4 requests of 1200 in and 40 out: 4 × (1200 × 1000 + 40 × 2000) / 1e6.
+    expect(terminal.history()).toMatch(/── 4 steps · 4\.8k in · 160 out · [\d.]+m?s · \$5\.1200/)
     const history = terminal.history()
     expect(history).toContain('› write greet.sh')
     expect(history).toMatch(/▸ thought · 6 words/)

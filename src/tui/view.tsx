@@ -7,6 +7,7 @@ import { useEffect, useReducer, useRef, useState, type ReactNode } from 'react'
 import { Box, Static, Text, useInput, useStdout } from 'ink'
 import ansiEscapes from 'ansi-escapes'
 import type { Item } from './fold.js'
+import type { TokenUsage } from '../llm/types.js'
 import { compactNumber, describeEnd, duration } from './fold.js'
 import type { Printed, TuiStore } from './store.js'
 import { ToolCardView } from './cards.js'
@@ -37,6 +38,8 @@ export interface ViewInfo {
   readonly contextWindow?: number
   permission(): string
   sessionId(): string
+  /** USD for a turn's tokens at the current model's price (settings `model.prices`); undefined without one. */
+  cost?(usage: TokenUsage): number | undefined
 }
 
 export interface ViewProps {
@@ -81,7 +84,7 @@ export function tailLines(text: string, width: number, rows: number): string {
   return start === 0 ? text : lines.slice(start).join('\n')
 }
 
-function ItemView(props: { item: Item; expanded: boolean; width: number; live?: { rows: number; output: ReadonlyMap<string, string> } }): ReactNode {
+function ItemView(props: { item: Item; expanded: boolean; width: number; live?: { rows: number; output: ReadonlyMap<string, string> }; cost?: ViewInfo['cost'] }): ReactNode {
   const { item } = props
   switch (item.kind) {
     case 'user':
@@ -105,7 +108,8 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
       const end = describeEnd(item.reason)
       const usage = item.usage
       const tokens = `${compactNumber((usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0))} in · ${compactNumber(usage.outputTokens ?? 0)} out`
-      const parts = [`${item.steps} step${item.steps === 1 ? '' : 's'}`, tokens, ...item.durationMs === undefined ? [] : [duration(item.durationMs)]]
+      const dollars = props.cost?.(usage)
+      const parts = [`${item.steps} step${item.steps === 1 ? '' : 's'}`, tokens, ...item.durationMs === undefined ? [] : [duration(item.durationMs)], ...dollars === undefined ? [] : [`$${dollars.toFixed(4)}`]]
       return (
         <Box flexDirection="column">
           {end.level !== undefined ? <Text color={end.level === 'error' ? c('red') : end.level === 'warning' ? c('yellow') : undefined} bold={end.level === 'error'}>{wrapText(`${end.level === 'error' ? '✗ ' : '■ '}${end.text}`, props.width)}</Text> : null}
@@ -118,7 +122,7 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
   }
 }
 
-function PrintedView(props: { printed: Printed; expanded: boolean; width: number }): ReactNode {
+function PrintedView(props: { printed: Printed; expanded: boolean; width: number; cost?: ViewInfo['cost'] }): ReactNode {
   const { printed } = props
   if (printed.kind === 'banner') {
     return (
@@ -127,7 +131,7 @@ function PrintedView(props: { printed: Printed; expanded: boolean; width: number
       </Box>
     )
   }
-  return <ItemView item={printed.item} expanded={props.expanded} width={props.width} />
+  return <ItemView item={printed.item} expanded={props.expanded} width={props.width} {...props.cost === undefined ? {} : { cost: props.cost }} />
 }
 
 /** The input text with the cursor drawn as an inverse cell. */
@@ -411,14 +415,14 @@ export function ConversationView(props: ViewProps): ReactNode {
   if (store.closing) {
     return (
       <Static items={store.printed as Printed[]}>
-        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} width={width} /></Box>}
+        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} width={width} {...info.cost === undefined ? {} : { cost: info.cost }} /></Box>}
       </Static>
     )
   }
   return (
     <Box flexDirection="column" width={width}>
       <Static key={epoch} items={store.printed as Printed[]}>
-        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} width={width} /></Box>}
+        {printed => <Box key={printed.key} width={width} flexDirection="column"><PrintedView printed={printed} expanded={expanded} width={width} {...info.cost === undefined ? {} : { cost: info.cost }} /></Box>}
       </Static>
       {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} width={width} live={{ rows: liveRows, output: store.liveOutput }} />)}
       {[...store.children.values()].map(child => (
