@@ -43,6 +43,12 @@ async function tune() {
 const GROW_BYTES = 8192
 /** Profiles whose bytecode size a cache records (custom profile files count; the rest start over). */
 const MAX_PROFILES = 16
+/**
+ * A run of a profile the cache has a record of counts its bytecode one time in this many
+ * (`DSH_CODE_CACHE_CHECK`, default 4): the count walks the heap, ~4 ms at the end of a one-answer
+ * run. A cache still grows to what runs use, a few runs later (docs/decisions.md).
+ */
+const CHECK_ONE_IN = Math.max(1, Number(process.env.DSH_CODE_CACHE_CHECK) || 4)
 
 /** The bytecode size per profile recorded after a cache's header line, or none. */
 function recordedSizes(text) {
@@ -109,9 +115,10 @@ async function codeCached(stamp, v8) {
   script.runInThisContext()(module.exports, id => imported.get(id) ?? load(id), module, filename, fileURLToPath(new URL('.', file)), dshImport, file.href)
   /** After the run: writes the cache if it is missing, refused, or short of what this run compiled. */
   const save = (profile = '') => {
-    const bytes = v8.getHeapCodeStatistics().bytecode_and_metadata_size
     const accepted = hadCache && !script.cachedDataRejected
     const known = accepted && Object.hasOwn(sizes, profile) ? sizes[profile] : undefined
+    if (known !== undefined && Math.random() * CHECK_ONE_IN >= 1) return
+    const bytes = v8.getHeapCodeStatistics().bytecode_and_metadata_size
     if (known !== undefined && bytes < known + GROW_BYTES) return
     // A refused cache's sizes describe code V8 did not take: the new cache starts its own record.
     const record = Object.assign(Object.create(null), accepted && Object.keys(sizes).length < MAX_PROFILES ? sizes : {})
