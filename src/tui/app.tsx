@@ -22,6 +22,7 @@ import { BUILTIN_COMMANDS, resumeChoice, type TuiCommand, type TuiCommandContext
 import { age } from '../host/age.js'
 import { FileIndex } from './files.js'
 import { routeStderr } from './stderr.js'
+import { runShell, shellInput } from './shell.js'
 import { costOf, priceOf, readPriceTable } from '../session/trajectory.js'
 import type { TokenUsage } from '../llm/types.js'
 import { colorWanted, setColorEnabled } from './theme.js'
@@ -220,8 +221,24 @@ export class TuiApp extends Service {
         return undefined
       }
     }
+    /** The `!command` running now (shell.ts): Esc stops it. */
+    let shell: AbortController | undefined
+    const runShellCommand = (command: string) => {
+      if (shell !== undefined) return store.notice('error', 'A shell command is running: Esc stops it.')
+      if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: run shell commands between turns (Esc stops the turn).')
+      const running = new AbortController()
+      shell = running
+      store.notice('info', `running $ ${command} (Esc stops it)`)
+      void runShell(command, cwd, running.signal).then(run => {
+        shell = undefined
+        const message = store.agent.inject(shellInput(run))
+        store.shellRan(message)
+      })
+    }
     const actions = {
       send: (text: string) => {
+        // `!command` runs in the user's shell; its output is context for the next step.
+        if (text.startsWith('!') && text.slice(1).trim() !== '') return runShellCommand(text.slice(1).trim())
         const notReady = readiness()
         if (notReady !== undefined) return store.notice('error', notReady)
         const input = withMentions(text)
@@ -234,6 +251,11 @@ export class TuiApp extends Service {
         if (input === undefined) return
         store.agent.steer(input)
         store.notify()
+      },
+      stopShell: () => {
+        if (shell === undefined) return false
+        shell.abort()
+        return true
       },
       cancel: () => {
         const { inbox } = store.agent

@@ -25,7 +25,7 @@ function str(value: unknown): string {
   return typeof value === 'string' ? value : ''
 }
 
-function oneLine(text: string, max = 120): string {
+export function oneLine(text: string, max = 120): string {
   const flat = text.replace(/\s*\n\s*/g, ' ⏎ ').trim()
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
@@ -64,6 +64,11 @@ function DiffLines(props: { diff: string }): ReactNode {
       {lines.length > shown.length ? <Text dimColor>… {lines.length - shown.length} more diff lines</Text> : null}
     </Box>
   )
+}
+
+/** The last lines of a command's output as a terminal leaves them (a bash card, a `!command`). */
+export function outputTail(text: string): string[] {
+  return bashTail(text)
 }
 
 function bashTail(text: string): string[] {

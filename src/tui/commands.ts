@@ -32,6 +32,7 @@ export const BUILTIN_COMMANDS: readonly TuiCommand[] = [
       ui.print([
         'Enter send (queues while a turn runs) · Ctrl-S steer into the running step · \\ or Alt-Enter new line',
         'Esc cancel the turn · Ctrl-C twice exit · Up/Down history · @ complete a file · Tab accept · Ctrl-O show reasoning',
+        '!command run it in your shell here; its output goes to the model with your next message (Esc stops it)',
         commands,
       ].join('\n'))
     },

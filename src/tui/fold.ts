@@ -10,6 +10,7 @@
 import type { AssistantMessage, ContentBlock, TokenUsage, UserMessage } from '../llm/types.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import { isMentionBlock } from '../host/mentions.js'
+import { shellRunOf } from './shell.js'
 
 export interface ToolCallView {
   readonly id: string
@@ -20,6 +21,8 @@ export interface ToolCallView {
 
 export type Item =
   | { readonly kind: 'user'; readonly key: string; readonly text: string }
+  /** `!command` typed in the app: what ran, how it ended, its output (src/tui/shell.ts). */
+  | { readonly kind: 'shell'; readonly key: string; readonly command: string; readonly exitCode: number | null; readonly output: string }
   | {
     readonly kind: 'assistant'; readonly key: string; readonly turn: number; readonly step: number
     readonly text: string; readonly reasoning: string; readonly streaming: boolean
@@ -61,6 +64,15 @@ export class ConversationFold {
   private readonly turnStart = new Map<number, number>()
   private localNotices = 0
 
+  /**
+   * A `!command` the user ran: shown when it ran (the app calls this with the message it
+   * injects) and again from the log on resume; the same key, so never twice.
+   */
+  shell(message: UserMessage): void {
+    const run = shellRunOf(message)
+    if (run !== undefined) this.put({ kind: 'shell', key: `sh:${message.id}`, ...run })
+  }
+
   private put(item: Item): void {
     const index = this.byKey.get(item.key)
     if (index === undefined) {
@@ -91,6 +103,7 @@ export class ConversationFold {
       }
       case 'user/message': {
         const message = event.data as UserMessage
+        if (message.source?.kind === 'plugin') return this.shell(message)
         if (message.source?.kind !== 'user') return
         const images = message.content.filter(block => block.type === 'image').length
         // A mentioned file's reference block is not shown: the typed text names it (`@path`).

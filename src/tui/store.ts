@@ -7,6 +7,7 @@ import type { Agent } from '../agent/api.js'
 import type { SessionEvent } from '../session/types.js'
 import type { Session } from '../session/api.js'
 import type { ToolOutputChunk } from '../tools/api.js'
+import type { UserMessage } from '../llm/types.js'
 import { ConversationFold, settled, type Item } from './fold.js'
 import type { QuestionPrompt } from './question.js'
 
@@ -130,6 +131,13 @@ export class TuiStore {
 
   notice(level: 'error' | 'warning' | 'info', text: string): void {
     this.fold.notice(level, text)
+    this.settle()
+    this.notify()
+  }
+
+  /** A `!command` that ran: shown now; its message reaches the log when the next step claims it. */
+  shellRan(message: UserMessage): void {
+    this.fold.shell(message)
     this.settle()
     this.notify()
   }

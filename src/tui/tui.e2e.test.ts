@@ -517,6 +517,38 @@ describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
   })
 })
 
+describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
+  it('!command runs in the folder, shows its output, and reaches the model with the next prompt; Esc stops one; dsh -c shows them again', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(cwd, 'shell-marker.txt'), 'x\n')
+    server.enqueue(streamResponse([{ text: 'I see the listing.' }, { finish: 'stop', usage }]))
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, '!ls; exit 4')
+    await terminal.waitFor(/✗ ! ls; exit 4 · exit 4 · for the model's next step\n\s+shell-marker\.txt/, { what: 'the command and its output', history: true })
+    await send(terminal, '!sleep 60')
+    await terminal.waitFor('running $ sleep 60 (Esc stops it)')
+    terminal.keys('Escape')
+    await terminal.waitFor('✗ ! sleep 60 · stopped', { history: true })
+    // No model request yet: the output waits for the next prompt.
+    expect(server.requests.length).toBe(0)
+    await send(terminal, 'what is in the folder?')
+    await terminal.waitFor('I see the listing.', { history: true })
+    const users = server.requests[0]!.body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: string }) => message.content)
+    expect(users[0]).toBe('The user ran `ls; exit 4` in their shell, in the workspace (exit code 4); its output is below, for context. It was not a tool call.\n\nshell-marker.txt\n')
+    expect(users[1]).toMatch(/^The user ran `sleep 60` in their shell, in the workspace \(stopped\)/)
+    expect(users[2]).toBe('what is in the folder?')
+    await quit(terminal)
+    terminal.type(`clear; ${DSH} -c`)
+    terminal.keys('Enter')
+    // The screen alone (not the scrollback of the first run): the resumed conversation draws them again.
+    const resumed = await terminal.waitFor(screen => screen.includes('Ask dsh to do something') && screen.includes('Resumed session'), { what: 'the resumed conversation', timeoutMs: 20_000 })
+    expect(resumed).toMatch(/✗ ! ls; exit 4 · exit 4/)
+    expect(resumed).toMatch(/✗ ! sleep 60 · stopped/)
+    await quit(terminal)
+  })
+})
+
 describe.skipIf(!tmux)('dsh terminal app: project trust (tmux)', () => {
   it('a folder with hooks and .mcp.json asks first: n starts without them; y trusts, the server starts, the hook guards bash, the server\'s stderr stays off the screen; then no question', async () => {
     const { home, cwd } = tempHome()

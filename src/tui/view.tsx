@@ -10,7 +10,7 @@ import type { Item } from './fold.js'
 import type { TokenUsage } from '../llm/types.js'
 import { compactNumber, describeEnd, duration } from './fold.js'
 import type { Printed, TuiStore } from './store.js'
-import { ToolCardView } from './cards.js'
+import { oneLine, outputTail, ToolCardView } from './cards.js'
 import { Markdown } from './markdown.js'
 import { wrapText } from './wrap.js'
 import { c } from './theme.js'
@@ -27,6 +27,8 @@ export interface ViewActions {
   steer(text: string): void
   /** Cancels the running turn; returns the texts that were queued (put back into the input). */
   cancel(): string[]
+  /** Stops a running `!command`; false when none runs. */
+  stopShell?(): boolean
   queued(): readonly string[]
   runCommand(name: string, args: string): void
   exit(): void
@@ -114,6 +116,16 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
         <Box flexDirection="column">
           {end.level !== undefined ? <Text color={end.level === 'error' ? c('red') : end.level === 'warning' ? c('yellow') : undefined} bold={end.level === 'error'}>{wrapText(`${end.level === 'error' ? '✗ ' : '■ '}${end.text}`, props.width)}</Text> : null}
           <Text dimColor>── {parts.join(' · ')}</Text>
+        </Box>
+      )
+    }
+    case 'shell': {
+      const failed = item.exitCode !== 0
+      const tail = outputTail(item.output)
+      return (
+        <Box flexDirection="column" marginTop={1}>
+          <Text><Text color={failed ? c('red') : c('green')}>{failed ? '✗' : '✓'}</Text> <Text bold>! {oneLine(item.command)}</Text><Text dimColor> · {item.exitCode === null ? 'stopped' : `exit ${item.exitCode}`} · for the model's next step</Text></Text>
+          {tail.map((line, index) => <Text key={index} dimColor wrap="truncate-end">  {line}</Text>)}
         </Box>
       )
     }
@@ -323,6 +335,7 @@ export function ConversationView(props: ViewProps): ReactNode {
     }
     // A pending question takes the keys (question.tsx).
     if (store.questions.length > 0) return
+    if ((key.escape || (key.ctrl && input === 'c')) && actions.stopShell?.() === true) return
     if (key.ctrl && input === 'c') {
       if (exitArmed) {
         actions.exit()
