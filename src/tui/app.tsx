@@ -221,8 +221,9 @@ export class TuiApp extends Service {
         return undefined
       }
     }
-    /** The `!command` running now (shell.ts): Esc stops it. */
+    /** The `!command` running now (shell.ts): Esc stops it, and so does leaving the app. */
     let shell: AbortController | undefined
+    disposers.push(() => shell?.abort())
     const runShellCommand = (command: string) => {
       if (shell !== undefined) return store.notice('error', 'A shell command is running: Esc stops it.')
       if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: run shell commands between turns (Esc stops the turn).')

@@ -545,7 +545,16 @@ describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
     const resumed = await terminal.waitFor(screen => screen.includes('Ask dsh to do something') && screen.includes('Resumed session'), { what: 'the resumed conversation', timeoutMs: 20_000 })
     expect(resumed).toMatch(/✗ ! ls; exit 4 · exit 4/)
     expect(resumed).toMatch(/✗ ! sleep 60 · stopped/)
-    await quit(terminal)
+    // Leaving the app stops a command still running.
+    await send(terminal, '!echo $$ > shell.pid; sleep 60')
+    await terminal.waitFor('running $ echo $$ > shell.pid; sleep 60')
+    const pidFile = join(cwd, 'shell.pid')
+    await terminal.waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', { what: 'the command\'s pid file' })
+    const pid = Number(readFileSync(pidFile, 'utf8'))
+    await send(terminal, '/exit')
+    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt' })
+    const alive = () => { try { process.kill(pid, 0); return true } catch { return false } }
+    await terminal.waitFor(() => !alive(), { what: `the shell command (pid ${pid}) gone` })
   })
 })
 
