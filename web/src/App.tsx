@@ -744,6 +744,8 @@ function RetryLine({ item }: { item: Extract<Item, { kind: 'retry' }> }) {
 
 const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { item: Item; sessionId: string; isLast?: boolean; onSelect(id: string): void; onError(error: unknown): void }) {
   switch (item.kind) {
+    case 'shell':
+      return <div className="row assistant-row" data-testid="user-shell"><ToolCallCard call={item.call} /></div>
     case 'user':
       return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.images ? <MessageImages sessionId={sessionId} images={item.images} /> : null}{item.text}</div>{item.references ? <References paths={item.references} /> : null}</div>
     case 'assistant':

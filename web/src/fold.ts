@@ -51,6 +51,26 @@ export type Item =
   | { kind: 'approval'; key: string; seq: number; id: string; toolName: string; callId: string; reason: string; arguments: string; outcome?: string; time: number }
   /** A goal round began or the goal changed (session-state.ts). */
   | GoalItem
+  /** A `!command` the user ran in the terminal app (src/tui/shell.ts), drawn as a bash card. */
+  | { kind: 'shell'; key: string; seq: number; time: number; call: ToolCallView }
+
+/** The terminal app's `!command` message: a header line, a blank line, the output (src/tui/shell.ts). */
+const SHELL_HEADER_END = 'It was not a tool call.\n\n'
+
+function shellItem(seq: number, time: number, message: any): Item {
+  const text = textOf(message.content)
+  const at = text.indexOf(SHELL_HEADER_END)
+  const output = at < 0 ? text : text.slice(at + SHELL_HEADER_END.length)
+  const exitCode = typeof message.source.exitCode === 'number' ? message.source.exitCode : null
+  return {
+    kind: 'shell', key: `sh:${seq}`, seq, time,
+    call: {
+      id: `shell:${message.id}`, name: 'bash', arguments: JSON.stringify({ command: message.source.command, description: 'You ran this in your shell; the model saw its output' }),
+      // Stopped (Esc) has no exit code: drawn as failed.
+      result: { text: output === '(no output)' ? '' : output, isError: exitCode === null, meta: { exitCode }, time },
+    },
+  }
+}
 
 function textOf(content: readonly any[] | undefined): string {
   return (content ?? []).filter(block => block.type === 'text').map(block => block.text).join('')
@@ -193,6 +213,10 @@ export class LogFold {
         this.turnStart.set(data.turn, event.time)
         return
       case 'user/message': {
+        if (data.source?.kind === 'plugin' && data.source.plugin === 'shell' && typeof data.source.command === 'string') {
+          this.put(shellItem(event.seq, event.time, data))
+          return
+        }
         if (data.source?.kind !== 'user') return
         {
           // `@` mentions arrive as reference blocks after the typed text: listed by path, not shown.
