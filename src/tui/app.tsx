@@ -223,7 +223,11 @@ export class TuiApp extends Service {
     }
     /** The `!command` running now (shell.ts): Esc stops it, and so does leaving the app. */
     let shell: AbortController | undefined
-    disposers.push(() => shell?.abort())
+    let leaving = false
+    disposers.push(() => {
+      leaving = true
+      shell?.abort()
+    })
     const runShellCommand = (command: string) => {
       if (shell !== undefined) return store.notice('error', 'A shell command is running: Esc stops it.')
       if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: run shell commands between turns (Esc stops the turn).')
@@ -232,8 +236,13 @@ export class TuiApp extends Service {
       store.notice('info', `running $ ${command} (Esc stops it)`)
       void runShell(command, cwd, running.signal).then(run => {
         shell = undefined
-        const message = store.agent.inject(shellInput(run))
-        store.shellRan(message)
+        // Stopped because the app is closing: the agent is gone, nothing is handed on.
+        if (leaving) return
+        try {
+          store.shellRan(store.agent.inject(shellInput(run)))
+        } catch (error) {
+          store.notice('error', `the command's output could not be kept: ${(error as Error).message}`)
+        }
       })
     }
     const actions = {
