@@ -22,7 +22,7 @@ import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { EventDataValidator } from '../session/types.js'
 import type { PreExecuteDecision, ToolExecution, ToolResultRecord } from '../tools/api.js'
-import { isTrusted, PROJECT_HOOK_FILES, readTrustedProjects, trustListProblem } from '../trust/index.js'
+import { isTrusted, PROJECT_HOOK_FILES, readTrustList } from '../trust/index.js'
 import type { HookDecision, HookDialect, HookFileSource, HookInvokedData, HookPoint, HookResultData } from './api.js'
 import { HookConfigError, parseHookFile, SUBAGENT_TYPE, type HookGroup } from './config.js'
 import type { SubagentFinished, SubagentStarted } from '../subagents/api.js'
@@ -172,10 +172,10 @@ export class HooksPlugin {
     const cwd = resolve(config.cwd ?? process.cwd())
     const sources: HookFileSource[] = [...(config.files ?? []).map(file => ({ origin: 'explicit' as const, ...file }))]
     if (config.discover !== false) sources.push(...discoverHookFiles(cwd, config.userHome ?? homedir()))
-    const trusted = this.trustedFolders()
+    const list = this.trustList()
     for (const source of sources) {
       const path = isAbsolute(source.path) ? source.path : resolve(cwd, source.path)
-      if (source.origin === 'project' && !isTrusted(dirname(path), trusted)) {
+      if (source.origin === 'project' && !isTrusted(dirname(path), list.projects)) {
         // Loaded as soon as the folder is trusted (`dsh trust on`, `/trust on`, the terminal
         // app's question), checked when an agent starts and before each step.
         this.untrusted.push({ ...source, path })
@@ -186,8 +186,7 @@ export class HooksPlugin {
       }
       this.load({ ...source, path })
     }
-    const problem = this.untrusted.length > 0 && config.dshHome !== undefined && config.untrustedNotice !== false ? trustListProblem(config.dshHome) : undefined
-    if (problem !== undefined) this.warn('%s', problem)
+    if (this.untrusted.length > 0 && list.problem !== undefined && config.untrustedNotice !== false) this.warn('%s', list.problem)
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/invoked', owner: 'hooks', validate: validateInvoked }))
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/result', owner: 'hooks', validate: validateResult }))
 
@@ -198,7 +197,7 @@ export class HooksPlugin {
         description: 'The hook commands loaded (event, matcher, file) and project files waiting for trust',
         run: () => {
           this.adoptTrusted()
-          return { kind: 'success', text: describeHooks(this.groups, this.untrusted.map(source => source.path), cwd, config.userHome ?? homedir()) }
+          return { kind: 'success', text: describeHooks(this.groups, this.waitingForTrust, cwd, config.userHome ?? homedir()) }
         },
       })
     })
@@ -218,8 +217,10 @@ export class HooksPlugin {
     })
   }
 
-  private trustedFolders(): string[] {
-    return [...(this.config.trustedProjects ?? []), ...(this.config.dshHome !== undefined ? readTrustedProjects(this.config.dshHome) : [])]
+  /** The row's own trusted folders and `$DSH_HOME/trusted-projects.json` (and why it is unreadable, if it is). */
+  private trustList(): { projects: string[]; problem?: string } {
+    const stored = this.config.dshHome !== undefined ? readTrustList(this.config.dshHome) : { projects: [] }
+    return { ...stored, projects: [...(this.config.trustedProjects ?? []), ...stored.projects] }
   }
 
   /** Reads one hook file and registers its groups; HK-1: a bad file registers none. */
@@ -246,7 +247,7 @@ export class HooksPlugin {
    */
   private adoptTrusted(): void {
     if (this.untrusted.length === 0) return
-    const trusted = this.trustedFolders()
+    const trusted = this.trustList().projects
     for (const source of [...this.untrusted]) {
       if (!isTrusted(dirname(source.path), trusted)) continue
       this.untrusted.splice(this.untrusted.indexOf(source), 1)

@@ -79,16 +79,17 @@ export function trustedProjects(settings: Settings): Record<string, string> {
 }
 
 /**
- * Pins `folder`'s `.mcp.json` as it is now (its SHA-256 under `mcp.trustedProjects`); false when
- * the folder has no such file. Changing the file later asks again.
+ * Pins `folder`'s `.mcp.json` as it is now (its SHA-256 under `mcp.trustedProjects`) and returns
+ * the text it pinned; undefined when the folder has no such file. Changing the file asks again.
  */
-export function pinProjectServers(store: SettingsStore, folder: string): boolean {
+export function pinProjectServers(store: SettingsStore, folder: string): string | undefined {
   const path = join(resolve(folder), PROJECT_FILE)
-  if (!existsSync(path)) return false
+  if (!existsSync(path)) return undefined
+  const text = readFileSync(path, 'utf8')
   const settings = store.read()
-  settings.mcp = { ...(settings.mcp ?? {}), trustedProjects: { ...trustedProjects(settings), [resolve(folder)]: projectFileHash(readFileSync(path, 'utf8')) } }
+  settings.mcp = { ...(settings.mcp ?? {}), trustedProjects: { ...trustedProjects(settings), [resolve(folder)]: projectFileHash(text) } }
   store.write(settings)
-  return true
+  return text
 }
 
 /** Drops `folder`'s pin; true when there was one. */
@@ -103,11 +104,9 @@ export function unpinProjectServers(store: SettingsStore, folder: string): boole
   return true
 }
 
-/** Whether `folder`'s `.mcp.json`, as it is now, is pinned. */
-export function projectServersPinned(settings: Settings, folder: string): boolean {
-  const path = join(resolve(folder), PROJECT_FILE)
-  if (!existsSync(path)) return false
-  return trustedProjects(settings)[resolve(folder)] === projectFileHash(readFileSync(path, 'utf8'))
+/** Whether `text`, `folder`'s `.mcp.json` as read, is what its pin records. */
+export function projectFilePinned(settings: Settings, folder: string, text: string): boolean {
+  return trustedProjects(settings)[resolve(folder)] === projectFileHash(text)
 }
 
 interface Entry {
@@ -206,8 +205,7 @@ export class McpPlugin extends Service implements McpService {
 
   private projectTrusted(): boolean {
     if (this.config.settings === undefined || this.config.cwd === undefined || this.projectText === undefined) return false
-    const recorded = trustedProjects(this.config.settings.read())[resolve(this.config.cwd)]
-    return recorded === projectFileHash(this.projectText)
+    return projectFilePinned(this.config.settings.read(), this.config.cwd, this.projectText)
   }
 
   private placeholder(name: string, source: McpServerSource, state: McpServerStatus['state'], error: string, config?: McpServerConfig): McpServerStatus {
@@ -281,10 +279,8 @@ export class McpPlugin extends Service implements McpService {
   async trustProject(): Promise<void> {
     const store = this.config.settings
     if (store === undefined || this.config.cwd === undefined) throw new Error('trusting a project needs a settings store and a project folder')
-    const path = join(resolve(this.config.cwd), PROJECT_FILE)
-    if (!existsSync(path)) throw new Error(`${path} does not exist`)
-    const text = readFileSync(path, 'utf8')
-    pinProjectServers(store, this.config.cwd)
+    const text = pinProjectServers(store, this.config.cwd)
+    if (text === undefined) throw new Error(`${join(resolve(this.config.cwd), PROJECT_FILE)} does not exist`)
     for (const [name, entry] of this.entries) {
       if (entry.placeholder?.state === 'untrusted') this.entries.delete(name)
     }

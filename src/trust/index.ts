@@ -13,7 +13,8 @@ export function trustFile(home: string): string {
   return join(home, TRUST_FILE)
 }
 
-function readList(home: string): { projects: string[]; problem?: string } {
+/** The trusted folders (absolute) and, when the file is malformed (it then trusts nothing), why. */
+export function readTrustList(home: string): { projects: string[]; problem?: string } {
   const file = trustFile(home)
   if (!existsSync(file)) return { projects: [] }
   let json: unknown
@@ -29,17 +30,17 @@ function readList(home: string): { projects: string[]; problem?: string } {
 
 /** The trusted folders recorded under `home` (absolute paths); a malformed file trusts nothing. */
 export function readTrustedProjects(home: string): string[] {
-  return readList(home).projects
+  return readTrustList(home).projects
 }
 
 /** Why the trust list cannot be read (then it trusts nothing), or undefined when it is fine or absent. */
 export function trustListProblem(home: string): string | undefined {
-  return readList(home).problem
+  return readTrustList(home).problem
 }
 
 /** The list, for a change: a malformed file is refused rather than overwritten (it may hold folders the user typed). */
 function listForChange(home: string): string[] {
-  const { projects, problem } = readList(home)
+  const { projects, problem } = readTrustList(home)
   if (problem !== undefined) throw new Error(`${problem}; fix or remove it first`)
   return projects
 }

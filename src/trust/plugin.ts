@@ -16,8 +16,8 @@ import type { Context } from 'cordis'
 import type { CommandOutcome } from '../commands/api.js'
 import { readSettings, writeSettings, type Settings } from '../config/home.js'
 import type { McpServerStatus, McpService } from '../mcp/api.js'
-import { PROJECT_FILE, pinProjectServers, projectServersPinned, unpinProjectServers, type SettingsStore } from '../mcp/plugin.js'
-import { PROJECT_HOOK_FILES, readTrustedProjects, trustListProblem, USER_HOOK_FILES, trustedBy, trustProject, untrustProject } from './index.js'
+import { PROJECT_FILE, pinProjectServers, projectFilePinned, unpinProjectServers, type SettingsStore } from '../mcp/plugin.js'
+import { PROJECT_HOOK_FILES, readTrustList, USER_HOOK_FILES, trustedBy, trustProject, untrustProject } from './index.js'
 import '../commands/api.js'
 import '../mcp/api.js'
 
@@ -34,9 +34,10 @@ export interface ProjectTrustStatus {
   readonly problem?: string
 }
 
-function readJson(path: string): unknown {
+/** Parsed JSON, or undefined when the text is not JSON (or the file cannot be read). */
+function parseJson(text: string | (() => string)): unknown {
   try {
-    return JSON.parse(readFileSync(path, 'utf8'))
+    return JSON.parse(typeof text === 'string' ? text : text())
   } catch {
     return undefined
   }
@@ -66,18 +67,19 @@ export function projectTrustStatus(folder: string, home: string, settings: Setti
   for (const file of PROJECT_HOOK_FILES) {
     const path = join(root, file.path)
     if (own.has(path) || !existsSync(path)) continue
-    const json = readJson(path)
+    const json = parseJson(() => readFileSync(path, 'utf8'))
     const hooks = record(record(json)?.hooks)
     if (json === undefined) hookFiles.push({ path: file.path, events: ['(not valid JSON)'] })
     else if (hooks !== undefined && Object.keys(hooks).length > 0) hookFiles.push({ path: file.path, events: Object.keys(hooks) })
   }
-  const by = trustedBy(root, readTrustedProjects(home))
-  const problem = trustListProblem(home)
+  const { projects, problem } = readTrustList(home)
+  const by = trustedBy(root, projects)
   let mcp: ProjectTrustStatus['mcp']
   const mcpPath = join(root, PROJECT_FILE)
   if (existsSync(mcpPath)) {
-    const servers = record(record(readJson(mcpPath))?.mcpServers) ?? {}
-    mcp = { servers: Object.entries(servers).map(([name, entry]) => ({ name, runs: serverRuns(entry) })), pinned: projectServersPinned(settings, root) }
+    const text = readFileSync(mcpPath, 'utf8')
+    const servers = record(record(parseJson(text))?.mcpServers) ?? {}
+    mcp = { servers: Object.entries(servers).map(([name, entry]) => ({ name, runs: serverRuns(entry) })), pinned: projectFilePinned(settings, root, text) }
   }
   return { folder: root, ...by === undefined ? {} : { trustedBy: by }, hookFiles, ...mcp === undefined ? {} : { mcp }, ...problem === undefined ? {} : { problem } }
 }
