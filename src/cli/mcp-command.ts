@@ -13,7 +13,7 @@ import { McpConfigError, parseServerConfig } from '../mcp/config.js'
 import { formatStatuses } from '../mcp/format.js'
 import { McpPlugin } from '../mcp/plugin.js'
 import { ToolsPlugin } from '../tools/registry.js'
-import { UsageError } from './usage-error.js'
+import { commandFailure, UsageError } from './usage-error.js'
 
 export const MCP_USAGE = `Usage:
   dsh mcp list [--cwd DIR] [--trust-project-mcp] [--tools]
@@ -40,12 +40,7 @@ export async function mcpCommand(args: readonly string[], io: McpCommandIo): Pro
       default: throw new UsageError(args[0] === undefined ? 'which command? list, add or remove' : `unknown command "${args[0]}"`)
     }
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr.write(`dsh mcp: ${error.message}\n${MCP_USAGE}`)
-      return 2
-    }
-    io.stderr.write(`dsh mcp: ${error instanceof Error ? error.message : String(error)}\n`)
-    return 1
+    return commandFailure(error, 'dsh mcp', MCP_USAGE, io.stderr)
   }
 }
 

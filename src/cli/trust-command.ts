@@ -6,7 +6,7 @@
 import { resolveHome } from '../config/home.js'
 import { readTrustedProjects } from '../trust/index.js'
 import { formatRevoked, formatTrusted, formatTrustStatus, parseTrustAction, projectTrustStatus, revokeFolder, trustFolder } from '../trust/plugin.js'
-import { UsageError } from './usage-error.js'
+import { commandFailure, UsageError } from './usage-error.js'
 
 export const TRUST_USAGE = `Usage:
   dsh trust [--cwd DIR]        is the folder trusted, and what would it run (hooks, .mcp.json servers)
@@ -49,11 +49,6 @@ export async function trustCommand(args: readonly string[], io: TrustCommandIo):
     else io.stdout.write(`${formatRevoked(folder, revokeFolder(folder, home), projectTrustStatus(folder, home))}\n`)
     return 0
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr.write(`dsh trust: ${error.message}\n${TRUST_USAGE}`)
-      return 2
-    }
-    io.stderr.write(`dsh trust: ${error instanceof Error ? error.message : String(error)}\n`)
-    return 1
+    return commandFailure(error, 'dsh trust', TRUST_USAGE, io.stderr)
   }
 }
