@@ -79,6 +79,14 @@ function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0
 }
 
+/** A request's `usage` (`assistant/message`) in the trajectory's terms; what is missing or malformed counts 0. */
+export function trajectoryUsage(usage: { inputTokens?: unknown; outputTokens?: unknown; cacheReadTokens?: unknown; reasoningTokens?: unknown }): TrajectoryUsage {
+  return {
+    inputTokens: count(usage.inputTokens), outputTokens: count(usage.outputTokens),
+    cachedTokens: count(usage.cacheReadTokens), reasoningTokens: count(usage.reasoningTokens),
+  }
+}
+
 export function priceOf(prices: PriceTable, provider: string | null, model: string | null): ModelPrice | undefined {
   if (model === null) return undefined
   return (provider !== null ? prices[`${provider}/${model}`] : undefined) ?? prices[model]
@@ -145,12 +153,7 @@ export function trajectoryOf(events: readonly SessionEvent[], prices: PriceTable
       case 'assistant/message':
         if (step === undefined) break
         closeAttempt(attempt?.last ?? event.time)
-        if (data?.usage !== undefined) {
-          step.usage = {
-            inputTokens: count(data.usage.inputTokens), outputTokens: count(data.usage.outputTokens),
-            cachedTokens: count(data.usage.cacheReadTokens), reasoningTokens: count(data.usage.reasoningTokens),
-          }
-        }
+        if (data?.usage !== undefined) step.usage = trajectoryUsage(data.usage)
         break
       case 'tool/call':
         if (step !== undefined && typeof data?.callId === 'string') toolStarts.set(data.callId, { at: event.time, name: String(data.name ?? '?'), step })

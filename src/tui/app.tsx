@@ -23,7 +23,7 @@ import { age } from '../host/age.js'
 import { FileIndex } from './files.js'
 import { routeStderr } from './stderr.js'
 import { runShell, shellInput } from './shell.js'
-import { costOf, priceOf, readPriceTable } from '../session/trajectory.js'
+import { costOf, priceOf, readPriceTable, trajectoryUsage } from '../session/trajectory.js'
 import type { TokenUsage } from '../llm/types.js'
 import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
@@ -293,7 +293,7 @@ export class TuiApp extends Service {
       sessionId: () => store.agent.id,
       cost: (usage: TokenUsage) => {
         const price = priceOf(prices, store.agent.config.provider, store.agent.config.model)
-        return price === undefined ? undefined : costOf({ inputTokens: usage.inputTokens ?? 0, cachedTokens: usage.cacheReadTokens ?? 0, outputTokens: usage.outputTokens ?? 0, reasoningTokens: 0 }, price)
+        return price === undefined ? undefined : costOf(trajectoryUsage(usage), price)
       },
     }
 
@@ -358,7 +358,7 @@ export class TuiApp extends Service {
     const { describeProjectCode, formatTrusted, needsTrust, projectTrustStatus, trustFolder } = await import('../trust/plugin.js')
     let status
     try {
-      status = projectTrustStatus(cwd, home)
+      status = projectTrustStatus(cwd, home, this.ctx.host.settings)
     } catch {
       return undefined
     }
