@@ -107,6 +107,8 @@ registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.to
   async () => (await base()).ToolsPlugin)
 registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',
   async () => withHost((await base()).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
+registerBuiltinPlugin('jobs', 'background jobs: bash run_in_background, job_output, job_kill, job_list and /jobs (ctx.jobs)',
+  async () => (await base()).JobsPlugin)
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
   async () => (await base()).WebFetchToolPlugin)
 registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',

@@ -71,6 +71,14 @@ export class ConversationFold {
   shell(message: UserMessage): void {
     const run = shellRunOf(message)
     if (run !== undefined) this.put({ kind: 'shell', key: `sh:${message.id}`, ...run })
+    else this.jobNotice(message)
+  }
+
+  /** A background job's end (docs/jobs.md): shown when it is queued, once (the same key when claimed). */
+  private jobNotice(message: UserMessage): void {
+    const source = message.source as { kind?: string; plugin?: unknown; summary?: unknown; status?: unknown } | undefined
+    if (source?.kind !== 'plugin' || source.plugin !== 'jobs' || typeof source.summary !== 'string') return
+    this.put({ kind: 'notice', key: `job:${message.id}`, level: source.status === 'completed' ? 'info' : 'warning', text: source.summary })
   }
 
   private put(item: Item): void {
@@ -112,6 +120,9 @@ export class ConversationFold {
         this.put({ kind: 'user', key: `u:${event.seq}`, text })
         return
       }
+      case 'agent/inbox/spliced':
+        for (const message of (event.data as { inserted?: readonly UserMessage[] }).inserted ?? []) this.jobNotice(message)
+        return
       case 'step/start':
         this.turnSteps += 1
         this.status = undefined

@@ -118,6 +118,14 @@ export class LogFold {
   /** The stored images of the latest prompt (attachment ids), sent again by Retry. */
   private lastPromptImages: string[] = []
 
+  /** A background job's end (docs/jobs.md): shown when it is queued, once (the same key when claimed). */
+  private jobNotice(seq: number, time: number, message: any): boolean {
+    const source = message?.source
+    if (source?.kind !== 'plugin' || source.plugin !== 'jobs' || typeof source.summary !== 'string') return false
+    this.put({ kind: 'notice', key: `job:${message.id}`, seq, level: source.status === 'completed' ? 'info' : 'warning', text: source.summary, time })
+    return true
+  }
+
   private put(item: Item): void {
     const index = this.byKey.get(item.key)
     if (index === undefined) {
@@ -203,6 +211,9 @@ export class LogFold {
     if (state.item !== undefined) this.put(state.item)
     if (state.changed) this.version += 1
     switch (event.type) {
+      case 'agent/inbox/spliced':
+        for (const message of data.inserted ?? []) this.jobNotice(event.seq, event.time, message)
+        return
       case 'turn/start':
         // A finished plan is not pinned into later turns (it stays inline where it was written).
         if (this.todos.length > 0 && this.todos.every(todo => todo.status === 'completed')) {
@@ -217,6 +228,7 @@ export class LogFold {
           this.put(shellItem(event.seq, event.time, data))
           return
         }
+        if (this.jobNotice(event.seq, event.time, data)) return
         if (data.source?.kind !== 'user') return
         {
           // `@` mentions arrive as reference blocks after the typed text: listed by path, not shown.

@@ -31,6 +31,8 @@ import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { openSpillStream, spillOutput, type SpillPlace } from './spill.js'
 import { scrubbedEnvironment } from '../../config/credentials.js'
 import { editorTerminal, type EditorTerminal } from '../editor-terminal.js'
+import type { JobEnd, JobsService } from '../jobs.js'
+import { serviceLookup } from '../../kernel/index.js'
 
 export interface BashToolConfig {
   readonly defaultTimeoutMs?: number
@@ -68,7 +70,14 @@ export interface BashArgs {
   readonly description: string
   readonly timeoutMs?: number
   readonly workdir?: string
+  /** Start as a background job (`ctx.jobs`) and answer with its id at once. */
+  readonly run_in_background?: boolean
 }
+
+/** The parameter that exists while a jobs service is loaded (docs/jobs.md). */
+const backgroundProperty = {
+  run_in_background: { type: 'boolean', description: 'Run in the background and answer at once with a job id (read its output with job_output, stop it with job_kill). No timeout applies. For servers, watchers and long builds.' },
+} as const
 
 export const bashParameters = {
   type: 'object',
@@ -118,16 +127,7 @@ class OutputCapture {
     source.on('data', (chunk: Buffer) => this.push(chunk))
   }
 
-  /** Chunks received so far: lets the caller tell a live stream from an idle one. */
-  chunksSeen = 0
-
-  /** Paused for backpressure or while the spill file opens: unread output is still coming. */
-  get busy(): boolean {
-    return this.source.isPaused()
-  }
-
   private push(chunk: Buffer): void {
-    this.chunksSeen++
     this.total += chunk.length
     if (this.head === undefined) {
       this.chunks.push(chunk)
@@ -264,6 +264,11 @@ export async function runBash(command: string, options: {
   env?: Readonly<Record<string, string>>
   /** Live output as it arrives (`ToolContext.output`), decoded as UTF-8 across chunk ends. */
   output?: (stream: 'stdout' | 'stderr', text: string) => void
+  /**
+   * The caller reads both streams itself (a background job): nothing is captured, and the run's
+   * `stdout` / `stderr` come back empty.
+   */
+  consume?: (stdout: Readable, stderr: Readable) => void
 }): Promise<BashRun> {
   const { config } = options
   const spawn = options.host === undefined ? await spawner() : undefined
@@ -289,8 +294,13 @@ export async function runBash(command: string, options: {
     child = Object.assign(spawned as typeof spawned & { stdout: Readable; stderr: Readable }, { killGroup: (signal: NodeJS.Signals) => killGroup(spawned.pid, signal) })
   }
   const limits = config
-  const stdout = new OutputCapture('stdout', child.stdout, limits, options.place)
-  const stderr = new OutputCapture('stderr', child.stderr, limits, options.place)
+  const stdout = options.consume === undefined ? new OutputCapture('stdout', child.stdout, limits, options.place) : undefined
+  const stderr = options.consume === undefined ? new OutputCapture('stderr', child.stderr, limits, options.place) : undefined
+  options.consume?.(child.stdout, child.stderr)
+  // Chunks seen on both streams: lets the drain below tell a live stream from an idle one.
+  let chunks = 0
+  child.stdout.on('data', () => { chunks++ })
+  child.stderr.on('data', () => { chunks++ })
   const { output } = options
   if (output !== undefined) {
     for (const [name, source] of [['stdout', child.stdout], ['stderr', child.stderr]] as const) {
@@ -306,7 +316,8 @@ export async function runBash(command: string, options: {
     child.killGroup('SIGTERM')
     killTimer ??= setTimeout(() => child.killGroup('SIGKILL'), config.killGraceMs)
   }
-  const timer = setTimeout(() => { timedOut = true; terminate() }, options.timeoutMs)
+  // No timer for a run without a limit (a background job: it runs until it ends or is killed).
+  const timer = Number.isFinite(options.timeoutMs) ? setTimeout(() => { timedOut = true; terminate() }, options.timeoutMs) : undefined
   const onAbort = () => { aborted = true; terminate() }
   options.signal.addEventListener('abort', onAbort, { once: true })
 
@@ -325,8 +336,9 @@ export async function runBash(command: string, options: {
         // until it ends or the timeout fires.
         let seen = -1
         const check = () => {
-          const now = stdout.chunksSeen + stderr.chunksSeen
-          if (now !== seen || stdout.busy || stderr.busy) {
+          const now = chunks
+          // Paused (by backpressure, or while a spill file opens): unread output is still coming.
+          if (now !== seen || child.stdout.isPaused() || child.stderr.isPaused()) {
             seen = now
             drainTimer = setTimeout(check, config.drainMs)
             return
@@ -342,9 +354,10 @@ export async function runBash(command: string, options: {
         resolve(exited ?? { code, signal })
       })
     })
+    const none: Captured = { text: '', totalBytes: 0 }
     return {
-      stdout: await stdout.finish(),
-      stderr: await stderr.finish(),
+      stdout: stdout === undefined ? none : await stdout.finish(),
+      stderr: stderr === undefined ? none : await stderr.finish(),
       exitCode: exit.code,
       signal: exit.signal,
       timedOut,
@@ -420,16 +433,34 @@ export function formatBashRun(run: BashRun, timeoutMs: number, sandboxMarkers: r
   return text
 }
 
-export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandboxing): Tool<BashArgs & EscalationArgs> {
+export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandboxing, jobs?: () => JobsService | undefined): Tool<BashArgs & EscalationArgs> {
   const resolved = { ...BASH_DEFAULTS, ...config }
   const sandboxed = () => sandboxing?.sandbox() !== undefined
-  const sandboxedParameters = { ...bashParameters, properties: { ...bashParameters.properties, ...escalationProperties('command') } }
+  const background = () => jobs?.() !== undefined
+  // Four shapes: with or without a sandbox (SB-6), with or without background jobs.
+  const shapes = new Map<string, typeof bashParameters>()
+  const parameters = () => {
+    const key = `${sandboxed()}:${background()}`
+    let shape = shapes.get(key)
+    if (shape === undefined) {
+      shape = {
+        ...bashParameters,
+        properties: { ...bashParameters.properties, ...(background() ? backgroundProperty : {}), ...(sandboxed() ? escalationProperties('command') : {}) },
+      } as typeof bashParameters
+      shapes.set(key, shape)
+    }
+    return shape
+  }
   const plainDescription = `Run a bash command with \`bash -c\` and return its output: stdout, then a [stderr] section, then [exit code: N] when it is not 0. Each call runs in a fresh shell: no cwd, variables or functions persist between calls (pass workdir instead of cd). Default timeout ${resolved.defaultTimeoutMs} ms, at most ${resolved.maxTimeoutMs} ms; the whole process tree is killed on expiry. Output over ${Math.round(resolved.maxOutputBytes / 1024)} KB per stream is cut to its head and tail, and the full text is saved to a file whose path is shown. stdin is closed: do not run interactive commands.`
+  const backgroundText = 'For a long-running command (a server, a watcher, a long build) set `run_in_background: true`: the call answers at once with a job id; read its output with `job_output` and stop it with `job_kill`. You are told when a background job ends on its own.'
   return {
     name: 'bash',
     // SB-6: the escalation parameters and paragraph exist only while a sandbox is mounted.
-    get description() { return sandboxed() ? `${plainDescription} ${escalationPolicyText('command')}` : plainDescription },
-    get parameters() { return sandboxed() ? sandboxedParameters : bashParameters },
+    get description() {
+      const text = background() ? `${plainDescription} ${backgroundText}` : plainDescription
+      return sandboxed() ? `${text} ${escalationPolicyText('command')}` : text
+    },
+    get parameters() { return parameters() },
     // The tool enforces its own timeout and reports partial output; the pipeline's limit is a
     // backstop above the largest timeout a call may ask for.
     timeoutMs: resolved.maxTimeoutMs + resolved.killGraceMs + 30_000,
@@ -457,6 +488,29 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
       // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
       const env = scrubbedEnvironment(process.env, resolved.env)
+      const sandboxMeta = box !== undefined ? { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}) } } : {}
+      if (args.run_in_background === true && background()) {
+        const service = jobs!()!
+        const session = context.session
+        if (session === undefined) throw new BashError('run_in_background needs a session to own the job; the command was not run', BuiltinErrorCode.spawnFailed)
+        if (context.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
+        // Its own process group, under the same runner argv as a foreground call; never an
+        // editor's terminal or a shell host, which belong to the calls that wait for them.
+        const job = service.start(session, {
+          kind: 'bash',
+          label: args.description.trim() !== '' ? args.description.trim() : args.command,
+          run: async (running): Promise<JobEnd> => {
+            const run = await runBash(args.command, {
+              cwd, timeoutMs: Infinity, signal: running.signal, config: resolved, env,
+              ...(prefix !== undefined ? { prefix } : {}),
+              consume: (stdout, stderr) => { running.attach(stdout); running.attach(stderr) },
+            })
+            if (run.exitCode === 0) return { status: 'completed' }
+            return { status: 'failed', detail: run.exitCode !== null ? `exit code ${run.exitCode}` : `killed by ${run.signal ?? 'a signal'}` }
+          },
+        })
+        return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, ...sandboxMeta } as unknown as ToolOutput['meta'] }
+      }
       // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
       const terminal = editorTerminal(context.scope)
       // Otherwise a running shell host of this runner, mode and root starts the command without a
@@ -498,7 +552,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
 export class BashToolPlugin {
   static readonly inject = ['tools']
   constructor(ctx: Context, config: BashToolConfig = {}) {
-    const tool = createBashTool(config, sandboxingOf(ctx))
+    const tool = createBashTool(config, sandboxingOf(ctx), serviceLookup(ctx, 'jobs'))
     ctx.effect(() => ctx.tools.register(tool))
   }
 }
