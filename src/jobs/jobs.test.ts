@@ -198,9 +198,10 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
 
   it('ids continue from the session log, and an id from before a restart is named as gone', async () => {
     const h = await harness([
-      background('true', 'first'),
+      // Still running when the service restarts (so no notice can add a step).
+      background('sleep 600', 'first'),
       text('started'),
-      background('true', 'second'),
+      background('sleep 600', 'second'),
       call('job_output', { job_id: 'bash-1' }),
       text('done'),
     ])

@@ -33,3 +33,21 @@ describe('bash card', () => {
     expect(drawn.split('\n').slice(1).map(line => line.trim())).toEqual(['line 1', 'line 2', 'passing 12', 'progress 80%'])
   })
 })
+
+describe('background job cards (docs/jobs.md)', () => {
+  const call = (name: string, args: unknown, text: string, meta: unknown, isError = false): ToolCallView =>
+    ({ id: 'j', name, arguments: JSON.stringify(args), result: { text, isError, meta } })
+
+  it('a background bash names its job instead of an exit; job_output shows the status and the new output; job_list counts', () => {
+    const started = draw(call('bash', { command: 'npm run dev', run_in_background: true }, 'started background job bash-1', { job: { id: 'bash-1', status: 'running' } }))
+    expect(started).toBe('✓ $ npm run dev · background job bash-1')
+    const read = draw(call('job_output', { job_id: 'bash-1' }, 'ready on :3000\n[status: failed, exit code 1]', { job: { id: 'bash-1', status: 'failed', detail: 'exit code 1' } }))
+    expect(read.split('\n').map(line => line.trimEnd())).toEqual(['✗ job bash-1 · failed (exit code 1)', '  ready on :3000'])
+    const quiet = draw(call('job_output', { job_id: 'bash-1' }, '(no new output)\n[status: running]', { job: { id: 'bash-1', status: 'running' } }))
+    expect(quiet).toBe('✓ job bash-1 · running')
+    const missing = draw(call('job_output', { job_id: 'bash-9' }, 'Error: no background job "bash-9" in this session', undefined, true))
+    expect(missing).toMatch(/^✗ job bash-9 · Error: no background job "bash-9"/)
+    expect(draw(call('job_list', {}, 'bash-1  running  dev  3 s', { jobs: [{ status: 'running' }, { status: 'completed' }] }))).toBe('✓ jobs · 2 jobs, 1 running')
+    expect(draw(call('job_kill', { job_id: 'bash-1' }, 'requested cancellation of job bash-1', { job: { id: 'bash-1', status: 'stopping' } }))).toBe('✓ kill job bash-1 · requested cancellation of job bash-1')
+  })
+})

@@ -53,6 +53,18 @@ function Header(props: { call: ToolCallView; running: boolean; title: string; de
   )
 }
 
+/** A background job's state in a result's meta (`meta.job`, docs/jobs.md). */
+interface JobMeta { readonly id: string; readonly status: string; readonly detail?: string }
+
+function jobOf(m: Record<string, unknown>): JobMeta | undefined {
+  const job = m.job as Partial<JobMeta> | undefined
+  return typeof job?.id === 'string' && typeof job.status === 'string' ? job as JobMeta : undefined
+}
+
+function jobStatus(job: JobMeta): string {
+  return job.detail !== undefined ? `${job.status} (${job.detail})` : job.status
+}
+
 function DiffLines(props: { diff: string }): ReactNode {
   const lines = props.diff.split('\n').filter(line => !line.startsWith('---') && !line.startsWith('+++') && !line.startsWith('Index:') && !/^=+$/.test(line) && line !== '')
   const shown = lines.slice(0, DIFF_LINES)
@@ -90,6 +102,11 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean; live
   const error = result?.isError ? firstLine(result.text) : undefined
   switch (call.name) {
     case 'bash': {
+      const job = jobOf(m)
+      if (job !== undefined) {
+        // Started in the background: the card says which job; its output comes with job_output.
+        return <Header call={call} running={running} title="$" detail={oneLine(str(args.command)) || '…'} outcome={`background job ${job.id}`} />
+      }
       const exit = typeof m.exitCode === 'number' ? `exit ${m.exitCode}` : m.timedOut ? 'timed out' : m.aborted ? 'aborted' : undefined
       const failed = result !== undefined && (result.isError || (typeof m.exitCode === 'number' && m.exitCode !== 0) || m.timedOut === true)
       const tail = result === undefined ? (props.live === undefined ? [] : bashTail(props.live)) : bashTail(result.text)
@@ -148,6 +165,29 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean; live
           </Box>
         </Box>
       )
+    }
+    case 'job_output': {
+      const job = jobOf(m)
+      const body = result === undefined ? '' : result.text.replace(/\n?\[status: [^\]]*\]$/, '')
+      const tail = result === undefined || result.isError || body === '(no new output)' ? [] : bashTail(body)
+      const failed = job?.status === 'failed'
+      return (
+        <Box flexDirection="column">
+          <Header call={call} running={running} title="job" detail={str(args.job_id)} outcome={error ?? (job === undefined ? undefined : jobStatus(job))} failed={result?.isError === true || failed} />
+          {tail.length > 0 ? (
+            <Box flexDirection="column" paddingLeft={2}>
+              {tail.map((line, index) => <Text key={index} wrap="truncate-end" dimColor>{line}</Text>)}
+            </Box>
+          ) : null}
+        </Box>
+      )
+    }
+    case 'job_kill':
+      return <Header call={call} running={running} title="kill job" detail={str(args.job_id)} outcome={error ?? (result === undefined ? undefined : firstLine(result.text))} />
+    case 'job_list': {
+      const jobs = Array.isArray(m.jobs) ? m.jobs as { status?: string }[] : undefined
+      const running = jobs?.filter(job => job.status === 'running' || job.status === 'stopping').length
+      return <Header call={call} running={props.running} title="jobs" outcome={error ?? (jobs === undefined ? undefined : `${jobs.length} job${jobs.length === 1 ? '' : 's'}, ${running} running`)} />
     }
     default:
       return <Header call={call} running={running} title={call.name} detail={oneLine(call.arguments, 80)} outcome={error ?? (result === undefined ? undefined : firstLine(result.text))} />

@@ -116,7 +116,7 @@ const BashCard: ToolCard = (props) => {
   return (
     <ToolShell icon="❯" testId="card-bash" state={failed ? 'error' : state(props)}
       title={<span className="mono">{args?.description ?? 'bash'}</span>}
-      meta={<>{exit !== undefined && exit !== null ? <span className={`exit ${exit === 0 ? 'ok' : 'bad'}`}>exit {exit}</span> : null}{result?.meta?.timedOut ? <span className="exit bad">timed out</span> : null}<span>{duration(call)}</span></>}>
+      meta={<>{result?.meta?.job?.id ? <span className="pill running" data-testid="background-job">background job {result.meta.job.id}</span> : null}{exit !== undefined && exit !== null ? <span className={`exit ${exit === 0 ? 'ok' : 'bad'}`}>exit {exit}</span> : null}{result?.meta?.timedOut ? <span className="exit bad">timed out</span> : null}<span>{duration(call)}</span></>}>
       <div className="terminal">
         <div className="terminal-cmd"><span className="prompt">$</span><code dangerouslySetInnerHTML={{ __html: highlight(typeof args?.command === 'string' ? args.command : args === undefined && !props.running ? call.arguments : '', 'bash') }} /></div>
         {result ? <Output text={output || '(no output)'} /> : live ? <pre className="tool-output live-output" data-testid="live-output">{liveTail(live)}</pre> : <div className="terminal-wait">running…</div>}
@@ -271,6 +271,22 @@ const SubagentCard: ToolCard = (props) => {
   )
 }
 
+/** `job_output` (docs/jobs.md): the job, its status, and the output it printed since the last read. */
+const JobOutputCard: ToolCard = (props) => {
+  const { call, args } = props
+  const job = call.result?.meta?.job as { id?: string; status?: string; detail?: string } | undefined
+  const text = call.result ? call.result.text.replace(/\n?\[status: [^\]]*\]$/, '') : ''
+  const failed = job?.status === 'failed'
+  return (
+    <ToolShell icon="❯" testId="card-job-output" state={failed ? 'error' : state(props)}
+      title={<span className="mono">job {args?.job_id ?? ''}</span>}
+      meta={<>{job?.status ? <span className={`pill ${job.status === 'running' ? 'running' : 'idle'}`} data-testid="job-status">{job.detail ? `${job.status} (${job.detail})` : job.status}</span> : null}<span>{duration(call)}</span></>}>
+      {call.result ? <div className="terminal"><Output text={text || '(no new output)'} /></div> : <div className="terminal-wait">reading…</div>}
+    </ToolShell>
+  )
+}
+
+registerToolCard('job_output', JobOutputCard)
 registerToolCard('subagent', SubagentCard)
 registerToolCard('subagent_fork', SubagentCard)
 registerToolCard('bash', BashCard)
