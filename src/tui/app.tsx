@@ -233,9 +233,10 @@ export class TuiApp extends Service {
       if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: run shell commands between turns (Esc stops the turn).')
       const running = new AbortController()
       shell = running
-      store.notice('info', `running $ ${command} (Esc stops it)`)
+      store.shellStarted(command)
       void runShell(command, cwd, running.signal).then(run => {
         shell = undefined
+        store.shellEnded()
         // Stopped because the app is closing: the agent is gone, nothing is handed on.
         if (leaving) return
         try {

@@ -135,6 +135,19 @@ export class TuiStore {
     this.notify()
   }
 
+  /** The `!command` running now, for the live line under the conversation (not kept in it). */
+  shell: { readonly command: string; readonly since: number } | undefined
+
+  shellStarted(command: string): void {
+    this.shell = { command, since: Date.now() }
+    this.notify()
+  }
+
+  shellEnded(): void {
+    this.shell = undefined
+    this.notify()
+  }
+
   /** A `!command` that ran: shown now; its message reaches the log when the next step claims it. */
   shellRan(message: UserMessage): void {
     this.fold.shell(message)

@@ -526,10 +526,13 @@ describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
     await openApp(terminal)
     await send(terminal, '!ls; exit 4')
     await terminal.waitFor(/✗ ! ls; exit 4 · exit 4 · for the model's next step\n\s+shell-marker\.txt/, { what: 'the command and its output', history: true })
+    // While it ran, a live line said so; once it ended nothing says it is still running.
+    expect(terminal.history()).not.toMatch(/running \$ ls; exit 4|\$ ls; exit 4 · running/)
     await send(terminal, '!sleep 60')
-    await terminal.waitFor('running $ sleep 60 (Esc stops it)')
+    await terminal.waitFor(/\$ sleep 60 · running · \d+s · Esc stops it/)
     terminal.keys('Escape')
     await terminal.waitFor('✗ ! sleep 60 · stopped', { history: true })
+    await terminal.waitFor(screen => !screen.includes('$ sleep 60 · running'), { what: 'the live line gone' })
     // No model request yet: the output waits for the next prompt.
     expect(server.requests.length).toBe(0)
     await send(terminal, 'what is in the folder?')
@@ -547,7 +550,7 @@ describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
     expect(resumed).toMatch(/✗ ! sleep 60 · stopped/)
     // Leaving the app stops a command still running.
     await send(terminal, '!echo $$ > shell.pid; sleep 60')
-    await terminal.waitFor('running $ echo $$ > shell.pid; sleep 60')
+    await terminal.waitFor('$ echo $$ > shell.pid; sleep 60 · running')
     const pidFile = join(cwd, 'shell.pid')
     await terminal.waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', { what: 'the command\'s pid file' })
     const pid = Number(readFileSync(pidFile, 'utf8'))

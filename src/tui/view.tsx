@@ -198,6 +198,25 @@ function ActivityLine(props: { running: boolean; status?: string; items: readonl
   )
 }
 
+/** A `!command` running now: a live line that goes when it ends (the card stays). */
+function ShellLine(props: { command: string; since: number }): ReactNode {
+  const [frame, setFrame] = useState(0)
+  useEffect(() => {
+    const timer = setInterval(() => setFrame(value => (value + 1) % SPINNER.length), 120)
+    return () => clearInterval(timer)
+  }, [])
+  const seconds = Math.max(0, Math.floor((Date.now() - props.since) / 1000))
+  return (
+    <Box marginTop={1}>
+      <Text wrap="truncate-end">
+        <Text color={c('cyan')}>{SPINNER[frame]} </Text>
+        <Text bold>$ {props.command.replace(/\n/g, ' ')}</Text>
+        <Text dimColor> · running · {seconds}s · Esc stops it</Text>
+      </Text>
+    </Box>
+  )
+}
+
 type Completion = { kind: 'command'; options: readonly TuiCommand[] } | { kind: 'file'; start: number; options: readonly string[] }
 
 export function ConversationView(props: ViewProps): ReactNode {
@@ -444,6 +463,7 @@ export function ConversationView(props: ViewProps): ReactNode {
         </Text>
       ))}
       <ActivityLine running={running} status={store.fold.status} items={live} since={runningSince.current} asking={question !== undefined} />
+      {store.shell !== undefined ? <ShellLine command={store.shell.command} since={store.shell.since} /> : null}
       {queued.length > 0 ? (
         <Box flexDirection="column">
           {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {text.replace(/\n/g, ' ')}</Text>)}
