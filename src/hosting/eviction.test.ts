@@ -64,3 +64,20 @@ describe('session eviction (many sessions in one server)', () => {
     expect((await ctx.sessionPersistence.inspect('closed')).stored?.length).toBe(closed.length)
   })
 })
+
+describe('session eviction and background jobs (docs/jobs.md)', () => {
+  it('an idle session whose background job still runs is kept (unloading would stop the job); it goes once the job has ended', async () => {
+    const { ctx, advance } = await boot({ maxLive: 100, idleMs: 60_000 })
+    let running = true
+    ctx.provide('jobs', { list: (id: string) => id === 'serving' ? [{ id: 'bash-1', status: running ? 'running' : 'completed' }] : [] } as never)
+    const serving = ctx.sessions.create({ id: 'serving' })
+    await appendTurn(serving, { rng: prng(3) })
+    const quiet = ctx.sessions.create({ id: 'quiet' })
+    await appendTurn(quiet, { rng: prng(4) })
+    advance(60_000)
+    expect(await ctx.sessionEviction.sweep()).toEqual(['quiet'])
+    expect(serving.live).toBe(true)
+    running = false
+    expect(await ctx.sessionEviction.sweep()).toEqual(['serving'])
+  })
+})

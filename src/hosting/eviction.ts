@@ -1,7 +1,7 @@
 /**
  * Many sessions in one server: keeps only active sessions in memory. A live session whose turn
  * is closed and whose agent is not running is unloaded (flushed, closed, writer lease released)
- * once it has been idle for `idleMs`, and the least recently used idle ones are unloaded as soon
+ * once it has been idle for `idleMs` (and has no background job running), and the least recently used idle ones are unloaded as soon
  * as more than `maxLive` sessions are live. Surfaces reload an unloaded session from the store
  * on demand (`sessionPersistence.load`), so eviction is invisible to clients apart from latency.
  */
@@ -9,6 +9,7 @@ import { Context, Service } from 'cordis'
 import type { Session } from '../session/api.js'
 import '../persistence/api.js'
 import '../agent/api.js'
+import type {} from '../tools/jobs.js'
 
 export interface SessionEvictionConfig {
   /** Unload a session idle this long (default 10 minutes). */
@@ -65,6 +66,8 @@ export class SessionEviction extends Service {
 
   private idle(session: Session): boolean {
     if (!session.live || session.position.turnOpen) return false
+    // A background job lives as long as its agent: unloading would stop a server the user started.
+    if (this.root.get('jobs')?.list(session.id).some(job => job.status === 'running' || job.status === 'stopping') === true) return false
     const agent = this.root.get('agents')?.get(session.id)
     return agent === undefined || agent.status !== 'running'
   }
