@@ -109,6 +109,8 @@ registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, tod
   async () => withHost((await base()).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
 registerBuiltinPlugin('jobs', 'background jobs: bash run_in_background, job_output, job_kill, job_list and /jobs (ctx.jobs)',
   async () => (await base()).JobsPlugin)
+registerBuiltinPlugin('tool-read-image', 'read_image: the model looks at an image file (offered when the model takes images)',
+  async () => (await base()).ReadImageToolPlugin)
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
   async () => (await base()).WebFetchToolPlugin)
 registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',

@@ -24,6 +24,7 @@ import { interruptedTurnClosers, SessionsServicePlugin, TOOL_OUTCOME_UNKNOWN } f
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import { JobsPlugin } from '../jobs/service.js'
+import { ReadImageToolPlugin } from '../images/read-image.js'
 import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
 import { RUNTIME_CONTEXT_PREFIX } from '../prompt/index.js'
@@ -45,7 +46,7 @@ import { AGENT_INSTRUCTIONS_SOURCE, WorkspaceInstructionsPlugin, type Instructio
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
-  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list'])
+  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image'])
 
 /**
  * Delegation tool rows per scenario: the shipped rows (continuable `subagent`, foreground
@@ -586,6 +587,8 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ...(calls(plan.events, 'session_event_read') ? [ctx.plugin(SessionEventReadToolPlugin)] : []),
     // Background jobs only where the recording used them (the tools change every request's list).
     ...(['job_output', 'job_kill', 'job_list'].some(name => calls(plan.events, name)) ? [ctx.plugin(JobsPlugin)] : []),
+    // Offered to every agent, as the recordings had it (a text-only route then refuses the call).
+    ...(calls(plan.events, 'read_image') ? [ctx.plugin(ReadImageToolPlugin, { always: true })] : []),
     ...(plan.instructions !== undefined ? [ctx.plugin(WorkspaceInstructionsPlugin, { projectMarkers: plan.instructions.projectMarkers })] : []),
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),

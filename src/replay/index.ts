@@ -12,6 +12,7 @@ import type { Context } from 'cordis'
 import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
 import { LlmError } from '../llm/errors.js'
+import { DEEPSEEK_MODELS } from '../llm/deepseek/index.js'
 import type { LlmAdapter, LlmCallOptions, Message, ModelInfo, StreamChunk } from '../llm/types.js'
 
 export type ReplayEntry =
@@ -280,8 +281,14 @@ export const ReplayPlugin = {
   },
 }
 
+/**
+ * A recorded route as the catalogue should see it. Image input is what the shipped catalogue
+ * says for a model it knows (the DeepSeek V4 models are text-only, so an image is refused as it
+ * was when recorded), and allowed for any other (a recorded vision route, say).
+ */
 export function replayModelInfo(provider: string, model: string, limits: { contextWindow?: number; maxTokens?: number } = {}): ModelInfo {
-  return { provider, model, contextWindow: limits.contextWindow ?? 1_000_000, defaultMaxTokens: limits.maxTokens ?? 32_768, reasoningEfforts: [], imageInput: true }
+  const known = DEEPSEEK_MODELS.find(info => info.provider === provider && info.model === model)
+  return { provider, model, contextWindow: limits.contextWindow ?? 1_000_000, defaultMaxTokens: limits.maxTokens ?? 32_768, reasoningEfforts: [], imageInput: known?.imageInput ?? true }
 }
 
 /** The first recorded `request/header` route of a log, if any. */

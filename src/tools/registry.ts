@@ -28,6 +28,7 @@ import {
   ToolErrorCode,
 } from './errors.js'
 import { schemaProblems } from './json-schema.js'
+import { isAttachmentId } from '../session/attachments.js'
 
 const PARALLEL: ToolExecutionMode = Object.freeze({ kind: 'parallel' })
 const EXCLUSIVE: ToolExecutionMode = Object.freeze({ kind: 'exclusive' })
@@ -78,8 +79,13 @@ function assertTool(tool: Tool): void {
 
 function isContentBlock(block: unknown): boolean {
   if (typeof block !== 'object' || block === null) return false
-  const { type, text, data, mimeType } = block as Record<string, unknown>
-  return (type === 'text' && typeof text === 'string') || (type === 'image' && typeof data === 'string' && typeof mimeType === 'string')
+  const { type, text, data, mimeType, attachment } = block as Record<string, unknown>
+  if (type === 'text') return typeof text === 'string'
+  if (type !== 'image') return false
+  if (typeof data === 'string' && typeof mimeType === 'string') return true
+  // An image the tool stored with the session (`ctx.sessions.attachments.addImage`), by its id.
+  const ref = attachment as { attachmentId?: unknown; mediaType?: unknown } | undefined
+  return typeof ref?.attachmentId === 'string' && isAttachmentId(ref.attachmentId) && typeof ref.mediaType === 'string'
 }
 
 /** A record (or tool output) from untrusted code: undefined when it is not one. */

@@ -51,3 +51,10 @@ describe('background job cards (docs/jobs.md)', () => {
     expect(draw(call('job_kill', { job_id: 'bash-1' }, 'requested cancellation of job bash-1', { job: { id: 'bash-1', status: 'stopping' } }))).toBe('✓ kill job bash-1 · requested cancellation of job bash-1')
   })
 })
+
+describe('read_image card', () => {
+  it('names the file and the image the model was shown', () => {
+    const call: ToolCallView = { id: 'i', name: 'read_image', arguments: JSON.stringify({ file_path: 'shot.png' }), result: { text: '<path>/w/shot.png</path>', isError: false, meta: { image: { mediaType: 'image/png', width: 3, height: 2 } } } }
+    expect(draw(call)).toBe('✓ image shot.png · image/png, 3x2 px')
+  })
+})

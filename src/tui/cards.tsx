@@ -166,6 +166,11 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean; live
         </Box>
       )
     }
+    case 'read_image': {
+      const image = m.image as { mediaType?: string; width?: number; height?: number } | undefined
+      const outcome = error ?? (image?.mediaType !== undefined ? `${image.mediaType}, ${image.width}x${image.height} px` : undefined)
+      return <Header call={call} running={running} title="image" detail={str(args.file_path)} outcome={outcome} />
+    }
     case 'job_output': {
       const job = jobOf(m)
       const body = result === undefined ? '' : result.text.replace(/\n?\[status: [^\]]*\]$/, '')

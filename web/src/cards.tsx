@@ -9,6 +9,7 @@ import type { ToolCallView } from './fold'
 import type { SessionSummary } from './types'
 import { highlight } from './markdown'
 import { useLiveOutput } from './live-output'
+import { MessageImages } from './attachments'
 
 export interface ToolCardProps {
   readonly call: ToolCallView
@@ -286,6 +287,21 @@ const JobOutputCard: ToolCard = (props) => {
   )
 }
 
+/** `read_image`: the file and the image the model was shown. */
+const ReadImageCard: ToolCard = (props) => {
+  const { call, args } = props
+  const { sessionId } = useContext(DelegationContext)
+  const image = call.result?.meta?.image as { mediaType?: string; width?: number; height?: number } | undefined
+  return (
+    <ToolShell icon="▣" testId="card-read-image" state={state(props)} title={<span className="mono">{args?.file_path ?? 'read_image'}</span>}
+      meta={<>{image?.width ? <span>{image.mediaType} · {image.width}×{image.height}</span> : null}<span>{duration(call)}</span></>}>
+      {call.result?.images && sessionId !== null ? <MessageImages sessionId={sessionId} images={call.result.images} />
+        : call.result ? <Output text={call.result.text} max={40} /> : null}
+    </ToolShell>
+  )
+}
+
+registerToolCard('read_image', ReadImageCard)
 registerToolCard('job_output', JobOutputCard)
 registerToolCard('subagent', SubagentCard)
 registerToolCard('subagent_fork', SubagentCard)

@@ -15,7 +15,7 @@ export interface ToolCallView {
   readonly name: string
   readonly arguments: string
   readonly startedAt?: number
-  readonly result?: { text: string; isError: boolean; meta?: any; error?: { name: string; code: string }; time: number }
+  readonly result?: { text: string; isError: boolean; meta?: any; error?: { name: string; code: string }; time: number; images?: readonly MessageImage[] }
 }
 
 /** An image of a user message: a stored attachment (by id) or inline data. */
@@ -26,6 +26,12 @@ export interface MessageImage {
   readonly name?: string
   readonly width?: number
   readonly height?: number
+}
+
+/** A tool result's images (read_image, an MCP tool), when it has any. */
+function resultImages(content: readonly any[] | undefined): { images?: readonly MessageImage[] } {
+  const images = Array.isArray(content) ? imagesOf(content) : []
+  return images.length > 0 ? { images } : {}
 }
 
 /** The images of a message's content blocks, in order. */
@@ -287,7 +293,7 @@ export class LogFold {
         this.updateCall(block.toolCallId, call => ({
           ...call,
           startedAt: call.startedAt ?? this.toolStarts.get(block.toolCallId),
-          result: { text: textOf(block.content), isError: block.isError === true, meta: data.meta, error: data.error, time: event.time },
+          result: { text: textOf(block.content), isError: block.isError === true, meta: data.meta, error: data.error, time: event.time, ...resultImages(block.content) },
         }))
         break
       }
