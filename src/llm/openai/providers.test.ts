@@ -31,6 +31,16 @@ describe('settings providers', () => {
     expect(problems[1]).toContain('http(s)')
   })
 
+  it('a model may declare image input; anything but true or false is a problem', async () => {
+    const ctx = await start({
+      vision: { baseUrl: 'http://127.0.0.1:1/v1', models: [{ model: 'pix', imageInput: true }, 'plain'] },
+      wrong: { baseUrl: 'http://127.0.0.1:1/v1', models: [{ model: 'pix', imageInput: 'yes' }] },
+    })
+    expect(ctx.llm.model('vision', 'pix')?.imageInput).toBe(true)
+    expect(ctx.llm.model('vision', 'plain')?.imageInput).toBe(false)
+    expect((ctx.llmProviders as unknown as { problems: string[] }).problems).toEqual(['settings provider "wrong": model "pix": imageInput must be true or false, got "yes"'])
+  })
+
   it('replaces and removes a route live', async () => {
     const ctx = await start({})
     ctx.llmProviders.set('local', { baseUrl: 'http://127.0.0.1:1/v1', models: ['a'] })

@@ -24,6 +24,8 @@ export interface ProviderModel {
   readonly model: string
   readonly contextWindow?: number
   readonly defaultMaxTokens?: number
+  /** The model takes images (a user's pasted screenshot, `read_image`); default false. */
+  readonly imageInput?: boolean
 }
 
 export interface ProviderEntry {
@@ -68,10 +70,18 @@ export function validBaseUrl(value: unknown): string {
   return url.href.replace(/\/+$/, '')
 }
 
+function imageInputOf(model: ProviderModel): boolean {
+  if (typeof model.imageInput !== 'boolean') throw new LlmError('INVALID_CONFIG', `model "${model.model}": imageInput must be true or false, got ${JSON.stringify(model.imageInput)}`)
+  return model.imageInput
+}
+
 function modelConfigs(entry: ProviderEntry): OpenAiModelConfig[] {
   return entry.models.map(model => typeof model === 'string'
     ? { model, contextWindow: DEFAULT_CONTEXT_WINDOW, defaultMaxTokens: DEFAULT_MAX_TOKENS }
-    : { model: model.model, contextWindow: model.contextWindow ?? DEFAULT_CONTEXT_WINDOW, defaultMaxTokens: model.defaultMaxTokens ?? Math.min(DEFAULT_MAX_TOKENS, model.contextWindow ?? DEFAULT_MAX_TOKENS) })
+    : {
+        model: model.model, contextWindow: model.contextWindow ?? DEFAULT_CONTEXT_WINDOW, defaultMaxTokens: model.defaultMaxTokens ?? Math.min(DEFAULT_MAX_TOKENS, model.contextWindow ?? DEFAULT_MAX_TOKENS),
+        ...model.imageInput === undefined ? {} : { imageInput: imageInputOf(model) },
+      })
 }
 
 export class SettingsProvidersPlugin extends Service implements ProvidersService {
