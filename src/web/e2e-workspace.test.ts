@@ -7,7 +7,7 @@
  * (models discovered from its `/models`) takes the next prompt. Screenshots at 1400 and 390 px
  * go to test-output/web/workspace-*.png.
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
@@ -288,10 +288,15 @@ describe.skipIf(chromium.path === undefined)('dsh web first run (browser)', () =
     expect(fake.modelRequests.at(-1)?.headers.authorization).toBe('Bearer sk-e2e-local-key')
     await page.screenshot({ path: join(shots, 'workspace-provider-1400.png') })
     await page.getByTestId('provider-name').fill('gpu-box')
+    // The user says which models take images (a /models listing does not).
+    await page.getByLabel('local-coder takes images').check()
     await page.getByTestId('provider-add').click()
     await page.getByTestId('create-session').waitFor()
     // The New session page loads its model list after it appears: wait for the default to arrive.
     await expect.poll(() => page.getByTestId('new-model').inputValue()).toBe('local-coder')
+    const settings = readFileSync(join(workspace!.home, 'settings.yaml'), 'utf8')
+    expect(settings).toMatch(/model: local-coder\n\s+contextWindow: 32768\n\s+imageInput: true/)
+    expect(settings).not.toMatch(/model: local-small\n\s+imageInput/)
     await page.getByTestId('create-session').click()
     fake.enqueue(streamResponse([{ text: 'Hello from the local server.' }, { finish: 'stop' }]))
     const before = fake.requests.length

@@ -221,6 +221,11 @@ describe('web workspace methods', () => {
       expect(readFileSync(join(home, 'settings.yaml'), 'utf8')).not.toContain('sk-local-secret')
       expect(readFileSync(join(home, '.credentials.yaml'), 'utf8')).toContain('LOCAL_VLLM_API_KEY: sk-local-secret')
       expect(ctx.llm.model('local-vllm', 'qwen3-coder')?.contextWindow).toBe(65536)
+      expect(ctx.llm.model('local-vllm', 'qwen3-coder')?.imageInput).toBe(false)
+      // A model the user marks as taking images (servers do not say) keeps it, in settings too.
+      await call('providers.add', { id: 'local-vllm', baseUrl: `${fake.url}/v1`, models: [discovered.models[0], { ...discovered.models[1], imageInput: true }] })
+      expect(ctx.llm.model('local-vllm', 'qwen3-coder')?.imageInput).toBe(true)
+      expect(readFileSync(join(home, 'settings.yaml'), 'utf8')).toMatch(/model: qwen3-coder\n\s+contextWindow: 65536\n\s+imageInput: true/)
 
       await call('settings.set', { defaultModel: 'qwen3-coder' })
       const session = await call('sessions.create', {})
@@ -249,6 +254,7 @@ describe('web workspace methods', () => {
       expect((await refused('providers.add', { id: SCRIPTED_PROVIDER, baseUrl: `${fake.url}/v1`, models: ['m'] })).code).toBe('BAD_PROVIDER')
       expect((await refused('providers.add', { id: 'ok', baseUrl: `${fake.url}/v1`, models: [] })).code).toBe('BAD_PARAMS')
       expect((await refused('providers.add', { id: 'ok', baseUrl: `${fake.url}/v1`, models: [{ model: 'm', contextWindow: -5 }] })).code).toBe('BAD_PARAMS')
+      expect((await refused('providers.add', { id: 'ok', baseUrl: `${fake.url}/v1`, models: [{ model: 'm', imageInput: 'yes' }] })).code).toBe('BAD_PARAMS')
       fake.enqueue(errorResponse(401, { error: { message: 'bad key' } }))
       expect((await refused('providers.discover', { baseUrl: `${fake.url}/v1`, key: 'wrong' })).message).toContain('refused the key')
       fake.enqueue({ status: 200, headers: { 'content-type': 'text/html' }, segments: ['<html>'] })

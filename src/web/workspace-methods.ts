@@ -170,7 +170,9 @@ export function registerWorkspaceMethods(host: WorkspaceHost): void {
       if (typeof entry?.model !== 'string' || entry.model === '' || entry.model.length > 200) throw new WebApiError(400, 'BAD_PARAMS', 'each model needs a "model" name')
       const window = entry.contextWindow
       if (window !== undefined && (!Number.isSafeInteger(window) || (window as number) <= 0)) throw new WebApiError(400, 'BAD_PARAMS', `"contextWindow" of ${entry.model} must be a positive integer`)
-      return window === undefined ? { model: entry.model } : { model: entry.model, contextWindow: window as number }
+      const images = entry.imageInput
+      if (images !== undefined && typeof images !== 'boolean') throw new WebApiError(400, 'BAD_PARAMS', `"imageInput" of ${entry.model} must be true or false`)
+      return { model: entry.model, ...window === undefined ? {} : { contextWindow: window as number }, ...images === true ? { imageInput: true } : {} }
     })
     const keyName = providerKeyName(id)
     if (!isCredentialName(keyName)) throw new WebApiError(400, 'BAD_PARAMS', `provider name "${id}" does not make a key name`)

@@ -22,6 +22,8 @@ function ProviderForm(props: { onAdded(added: { id: string; models: string[] }):
   const [key, setKey] = useState('')
   const [models, setModels] = useState<Discovered[] | null>(null)
   const [chosen, setChosen] = useState<Set<string>>(new Set())
+  /** Models the user says take images (servers do not tell). */
+  const [vision, setVision] = useState<Set<string>>(new Set())
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState('')
   const discover = async () => {
@@ -44,7 +46,7 @@ function ProviderForm(props: { onAdded(added: { id: string; models: string[] }):
     setBusy(true)
     setError('')
     try {
-      const picked = (models ?? []).filter(model => chosen.has(model.model))
+      const picked = (models ?? []).filter(model => chosen.has(model.model)).map(model => vision.has(model.model) ? { ...model, imageInput: true } : model)
       await call('providers.add', { id: id.trim(), baseUrl: baseUrl.trim(), ...key ? { key } : {}, models: picked })
       setKey('')
       props.onAdded({ id: id.trim(), models: picked.map(model => model.model) })
@@ -75,15 +77,26 @@ function ProviderForm(props: { onAdded(added: { id: string; models: string[] }):
           <fieldset className="provider-models" data-testid="provider-models">
             <legend>{models.length} models found</legend>
             {models.map(model => (
-              <label key={model.model} className="provider-model">
-                <input type="checkbox" checked={chosen.has(model.model)} onChange={event => {
-                  const next = new Set(chosen)
-                  if (event.target.checked) next.add(model.model)
-                  else next.delete(model.model)
-                  setChosen(next)
-                }} />
-                <span className="mono">{model.model}</span>{model.contextWindow ? <span className="muted">{Math.round(model.contextWindow / 1024)}k context</span> : null}
-              </label>
+              <div key={model.model} className="provider-model">
+                <label className="provider-model-pick">
+                  <input type="checkbox" checked={chosen.has(model.model)} onChange={event => {
+                    const next = new Set(chosen)
+                    if (event.target.checked) next.add(model.model)
+                    else next.delete(model.model)
+                    setChosen(next)
+                  }} />
+                  <span className="mono">{model.model}</span>{model.contextWindow ? <span className="muted">{Math.round(model.contextWindow / 1024)}k context</span> : null}
+                </label>
+                {/* Its own label: a click on "images" must not toggle the model's own checkbox. */}
+                <label className="provider-vision" title="The model accepts images: pasted screenshots and read_image">
+                  <input type="checkbox" checked={vision.has(model.model)} data-testid="provider-vision" aria-label={`${model.model} takes images`} onChange={event => {
+                    const next = new Set(vision)
+                    if (event.target.checked) next.add(model.model)
+                    else next.delete(model.model)
+                    setVision(next)
+                  }} /> images
+                </label>
+              </div>
             ))}
           </fieldset>
           <div className="actions">
