@@ -128,6 +128,14 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
     expect(h.agent.inbox.nextStep).toEqual([])
   })
 
+  it('jobs/changed tells surfaces when a job starts, is asked to stop, and ends', async () => {
+    const h = await harness([background('sleep 600', 'a long sleep'), call('job_kill', { job_id: 'bash-1' }), call('job_output', { job_id: 'bash-1', wait: true }), text('done')])
+    const seen: string[] = []
+    h.ctx.on('jobs/changed', (sessionId, job) => { seen.push(`${sessionId === h.session.id ? 'this' : 'other'}:${job.id}:${job.status}`) })
+    await prompt(h, 'go')
+    expect(seen).toEqual(['this:bash-1:running', 'this:bash-1:stopping', 'this:bash-1:killed'])
+  })
+
   it('past the limit a background command is refused before it runs', async () => {
     const h = await harness([
       background('while :; do sleep 60; done', 'hold the only slot'),

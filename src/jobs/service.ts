@@ -14,6 +14,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { Context, Service } from 'cordis'
+import { emitContained } from '../kernel/index.js'
 import type {} from '../agent/api.js'
 import type {} from '../commands/api.js'
 import type { UserMessage } from '../llm/types.js'
@@ -152,7 +153,13 @@ export class JobsPlugin extends Service implements JobsService {
       await output.close().catch(() => undefined)
       this.settle(job, end)
     })
+    this.changed(job)
     return this.info(job)
+  }
+
+  /** `jobs/changed` for surfaces that show running jobs (the terminal app's status bar). */
+  private changed(job: Job): void {
+    emitContained(this.ctx, 'jobs/changed', [job.owner, this.info(job)])
   }
 
   async read(sessionId: string, id: string, options: { wait?: boolean; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<JobRead> {
@@ -187,6 +194,7 @@ export class JobsPlugin extends Service implements JobsService {
       job.status = 'stopping'
       job.detail = reason !== undefined && reason.trim() !== '' ? `killed: ${reason.trim()}` : 'killed'
       job.controller.abort()
+      this.changed(job)
     }
     return this.info(job)
   }
@@ -202,6 +210,7 @@ export class JobsPlugin extends Service implements JobsService {
       job.status = 'stopping'
       job.detail = `killed: ${reason}`
       job.controller.abort()
+      this.changed(job)
     }
   }
 
@@ -238,6 +247,7 @@ export class JobsPlugin extends Service implements JobsService {
     }
     job.finishedAt = Date.now()
     this.trim(job.owner)
+    this.changed(job)
     // Killed on request, or its end is being read right now: the model already knows.
     if (killed || job.waiting > 0) return
     const agent = this.ctx.get('agents')?.get(job.owner)

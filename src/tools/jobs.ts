@@ -83,4 +83,8 @@ declare module 'cordis' {
   interface Context {
     jobs: JobsService
   }
+  interface Events {
+    /** @mode emit (contained). A job of `sessionId` started, was asked to stop, or ended. */
+    'jobs/changed'(sessionId: string, job: JobInfo): void
+  }
 }

@@ -6,6 +6,7 @@
  * Optional services are used when the profile has them: `ctx.approval` (tool approvals answered
  * inline), `ctx.sessionPersistence` (resume, `-c`, the picker).
  */
+import type {} from '../tools/jobs.js'
 import { homedir } from 'node:os'
 import { Service, type Context } from 'cordis'
 import type { Agent, AgentInput } from '../agent/api.js'
@@ -147,6 +148,8 @@ export class TuiApp extends Service {
 
     const disposers: (() => void)[] = []
     disposers.push(this.ctx.on('session/event', (session: Session, event: SessionEvent) => store.observe(session, event)))
+    // The status bar counts running background jobs: redrawn when one starts, stops or ends.
+    disposers.push(this.ctx.on('jobs/changed', (sessionId: string) => { if (sessionId === store.agent.id) store.notify() }))
     disposers.push(this.ctx.on('subagent/started' as never, ((info: { parentSessionId: string; childSessionId: string; label?: string }) => store.childStarted(info)) as never))
     disposers.push(this.ctx.on('subagent/finished' as never, ((info: { childSessionId: string }) => store.childFinished(info)) as never))
     disposers.push(this.ctx.on('agent/status', (live: Agent) => { if (live === store.agent) store.notify() }))
@@ -292,6 +295,7 @@ export class TuiApp extends Service {
         return preset === 'custom' ? `${approval.mode(store.agent.session)}, ${approval.policy(store.agent.session)}` : preset
       },
       sessionId: () => store.agent.id,
+      runningJobs: () => this.ctx.get('jobs')?.list(store.agent.id).filter(job => job.status === 'running' || job.status === 'stopping').length ?? 0,
       cost: (usage: TokenUsage) => {
         const price = priceOf(prices, store.agent.config.provider, store.agent.config.model)
         return price === undefined ? undefined : costOf(trajectoryUsage(usage), price)

@@ -682,3 +682,34 @@ describe('dsh without a terminal', () => {
     expect(server.requests.length).toBe(before)
   })
 })
+
+describe.skipIf(!tmux)('dsh terminal app: background jobs (tmux)', () => {
+  it('the status bar counts running jobs, a job ending on its own shows at once, /jobs lists them, and leaving the app stops the rest', async () => {
+    const { home, cwd } = tempHome()
+    const call = (id: string, args: unknown) => streamResponse([{ toolCall: { id, name: 'bash', arguments: JSON.stringify(args) } }, { finish: 'tool_calls', usage }])
+    server.enqueue(
+      call('c1', { command: 'exec sleep 6123', description: 'serve the site', run_in_background: true }),
+      // Ends when the test says so (after the first turn), with exit code 3.
+      call('c2', { command: 'while [ ! -e go ]; do sleep 0.02; done; exit 3', description: 'run the checks', run_in_background: true }),
+      streamResponse([{ text: 'Both are running.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd, { width: 100 })
+    await openApp(terminal)
+    await send(terminal, 'start the site and the checks')
+    await terminal.waitFor('Both are running.', { history: true })
+    await terminal.waitFor('· 2 jobs running · ctx')
+    writeFileSync(join(cwd, 'go'), '')
+    await terminal.waitFor('Background job bash-2 (run the checks) failed: exit code 3.', { history: true })
+    await terminal.waitFor('· 1 job running · ctx')
+    await send(terminal, '/jobs')
+    await terminal.waitFor(/bash-1 {2}running {2}serve the site {2}\d+ s\n\s*bash-2 {2}failed \(exit code 3\) {2}run the checks/, { history: true })
+    // Found by its command line: in the sandbox's pid namespace `$$` is not the host's pid.
+    const alive = () => readdirSync('/proc').filter(name => /^\d+$/.test(name)).some(pid => {
+      try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8') === 'sleep\u00006123\u0000' } catch { return false }
+    })
+    expect(alive()).toBe(true)
+    await send(terminal, '/exit')
+    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt' })
+    await terminal.waitFor(() => !alive(), { what: 'the job\'s process (sleep 6123) gone' })
+  })
+})

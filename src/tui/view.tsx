@@ -40,6 +40,8 @@ export interface ViewInfo {
   readonly contextWindow?: number
   permission(): string
   sessionId(): string
+  /** Background jobs of the session still running (docs/jobs.md); they stop when the app does. */
+  runningJobs?(): number
   /** USD for a turn's tokens at the current model's price (settings `model.prices`); undefined without one. */
   cost?(usage: TokenUsage): number | undefined
 }
@@ -442,6 +444,7 @@ export function ConversationView(props: ViewProps): ReactNode {
   const contextUse = info.contextWindow !== undefined && store.fold.contextTokens > 0
     ? `ctx ${percent(store.fold.contextTokens / info.contextWindow)} (${compactNumber(store.fold.contextTokens)}/${compactNumber(info.contextWindow)})`
     : 'ctx 0%'
+  const jobs = info.runningJobs?.() ?? 0
   const placeholder = running ? 'Enter queues a message · Ctrl-S steers the running step' : 'Ask dsh to do something · /help for keys'
 
   if (store.closing) {
@@ -494,7 +497,7 @@ export function ConversationView(props: ViewProps): ReactNode {
       <Box width={width}>
         <Text wrap="truncate-end" dimColor>
           {exitArmed ? <Text color={c('yellow')} dimColor={false}>Press Ctrl-C again to exit · </Text> : null}
-          {info.model} · {info.folder} · {info.permission()} · {contextUse}
+          {info.model} · {info.folder} · {info.permission()} · {jobs > 0 ? <><Text color={c('yellow')} dimColor={false}>{jobs} job{jobs === 1 ? '' : 's'} running</Text> · </> : null}{contextUse}
         </Text>
       </Box>
     </Box>
