@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { runDsh, tempHome, withoutSessionHint } from '../../test-support/run-dsh.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
+import { processGone } from '../../test-support/processes.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
@@ -17,15 +18,6 @@ afterAll(async () => { await server.close() })
 const usage = { prompt_tokens: 10, completion_tokens: 3 }
 const call = (id: string, name: string, args: unknown) =>
   streamResponse([{ toolCall: { id, name, arguments: JSON.stringify(args) } }, { finish: 'tool_calls', usage }])
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe('background jobs in a real headless run', () => {
   it('a job is read back in the same run; one still running at the end is named on stderr and stopped', async () => {
@@ -52,6 +44,6 @@ describe('background jobs in a real headless run', () => {
     // The SIGTERM went out from the exit handler; the process is gone, or going (the test's
     // timeout fails one that never ends).
     const pid = Number(readFileSync(join(cwd, 'server.pid'), 'utf8'))
-    await new Promise<void>(resolve => { const check = () => alive(pid) ? setImmediate(check) : resolve(); check() })
+    await processGone(pid)
   })
 })

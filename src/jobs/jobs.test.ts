@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { loopHarness, type LoopHarness } from '../../test-support/agent-harness.js'
 import { text, toolCalls, type ScriptedResponse } from '../../test-support/scripted-model.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
+import { processAlive, processGone } from '../../test-support/processes.js'
 import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import type { StreamChunk, ToolResultMessage, UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
@@ -70,23 +71,6 @@ function nextNotice(h: LoopHarness): Promise<UserMessage> {
   })
 }
 
-/** Resolves once `pid` is gone (the test's timeout fails a process that never ends). */
-function gone(pid: number): Promise<void> {
-  return new Promise(resolve => {
-    const check = () => alive(pid) ? setImmediate(check) : resolve()
-    check()
-  })
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
 describe('background jobs (bash run_in_background, job_output, job_kill, job_list)', () => {
   it('a background bash answers with its job id at once; job_output with wait gives its output and how it ended', async () => {
     const h = await harness([
@@ -124,7 +108,7 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
     expect(killed).toBe('requested cancellation of job bash-1')
     expect(last).toBe('(no new output)\n[status: killed, killed: free the slot]')
     // The shell's child, in its process group, got the signal too.
-    await gone(Number(readFileSync(pidFile, 'utf8')))
+    await processGone(Number(readFileSync(pidFile, 'utf8')))
     expect(h.agent.inbox.nextStep).toEqual([])
   })
 
@@ -199,9 +183,9 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
     await prompt(h, 'go')
     await waitForFile(pidFile)
     const pid = Number(readFileSync(pidFile, 'utf8'))
-    expect(alive(pid)).toBe(true)
+    expect(processAlive(pid)).toBe(true)
     await h.agent.dispose()
-    await gone(pid)
+    await processGone(pid)
   })
 
   it('ids continue from the session log, and an id from before a restart is named as gone', async () => {

@@ -12,6 +12,7 @@ import { dshBin, runDsh, tempHome } from '../../test-support/run-dsh.js'
 import { hasTmux, Terminal } from '../../test-support/tmux.js'
 import { gate, heldCommand } from '../../test-support/gate.js'
 import { testServerEntry } from '../../test-support/mcp.js'
+import { processAlive } from '../../test-support/processes.js'
 
 const tmux = hasTmux()
 if (!tmux) console.warn('skipping terminal app tests: tmux is missing (apt-get install -y tmux)')
@@ -556,8 +557,7 @@ describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
     const pid = Number(readFileSync(pidFile, 'utf8'))
     await send(terminal, '/exit')
     await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt' })
-    const alive = () => { try { process.kill(pid, 0); return true } catch { return false } }
-    await terminal.waitFor(() => !alive(), { what: `the shell command (pid ${pid}) gone` })
+    await terminal.waitFor(() => !processAlive(pid), { what: `the shell command (pid ${pid}) gone` })
   })
 })
 
