@@ -120,6 +120,30 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
     expect(seen).toEqual(['this:bash-1:running', 'this:bash-1:stopping', 'this:bash-1:killed'])
   })
 
+  it('cancelling the turn ends a job_output wait at once and leaves the job running', async () => {
+    const h = await harness([
+      background('sleep 600', 'a long sleep'),
+      call('job_output', { job_id: 'bash-1', wait: true, timeout_ms: 600_000 }),
+    ])
+    // Cancel once the wait has begun: the service's read is entered with wait set.
+    const service = h.ctx.get('jobs') as unknown as { read: (...args: unknown[]) => Promise<unknown> }
+    const read = service.read.bind(service)
+    const cancelled = new Promise<void>(resolve => {
+      service.read = (...args: unknown[]) => {
+        const reading = read(...args)
+        setImmediate(() => { h.agent.cancel(); resolve() })
+        return reading
+      }
+    })
+    h.agent.followup('go')
+    await cancelled
+    await h.agent.whenIdle()
+    expect(h.of('turn/end').at(-1)!.data).toMatchObject({ reason: { kind: 'aborted' } })
+    // The body ran (a cancel before it would say ABORTED_BEFORE_DISPATCH) and ended with the turn.
+    expect((h.of('tool/result').at(-1)!.data as { error?: { code: string } }).error?.code).toBe('ABORTED')
+    expect(h.ctx.jobs.list(h.session.id)).toEqual([expect.objectContaining({ id: 'bash-1', status: 'running' })])
+  })
+
   it('past the limit a background command is refused before it runs', async () => {
     const h = await harness([
       background('while :; do sleep 60; done', 'hold the only slot'),
