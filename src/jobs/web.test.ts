@@ -1,7 +1,8 @@
 /**
  * Background jobs in the browser: headless Chromium against a real `dsh web` whose model is the
- * fake DeepSeek server. The bash card names the job it started; the job's end shows as a notice
- * when it happens (before the next prompt); a job_output card shows its status and output.
+ * fake DeepSeek server. The bash card names the job it started and the header counts it while it
+ * runs; the job's end shows as a notice when it happens (before the next prompt); a job_output
+ * card shows its status and output.
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -37,10 +38,14 @@ describe.skipIf(chromium.path === undefined)('background jobs in the web UI', ()
     await send('start the ticks')
     await page.getByText('Started it in the background.').waitFor()
     expect(await page.getByTestId('background-job').textContent()).toBe('background job bash-1')
+    // The header counts it while it runs.
+    await expect.poll(() => page.getByTestId('jobs-pill').textContent()).toBe('1 job running')
+    expect(await page.getByTestId('jobs-pill').getAttribute('title')).toContain('bash-1 running: Count two ticks')
     // The job ends on its own while the session is idle: the notice appears without a prompt.
     writeFileSync(join(work, 'go'), '')
     const notice = page.getByText('Background job bash-1 (Count two ticks) failed: exit code 2.')
     await notice.waitFor()
+    await page.getByTestId('jobs-pill').waitFor({ state: 'detached' })
     await send('how did it go?')
     await page.getByText('It failed with exit code 2.').waitFor()
     const card = page.getByTestId('card-job-output')

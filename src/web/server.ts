@@ -311,6 +311,10 @@ export class WebServer {
       questions()
       disposers.push(this.ctx.on('approval/question', question => { if (question.sessionId === sessionId) questions() }))
       disposers.push(this.ctx.on('approval/question-settled', question => { if (question.sessionId === sessionId) queueMicrotask(questions) }))
+      // Background jobs of the session (docs/jobs.md): on connect and whenever one starts or ends.
+      const jobs = () => send('jobs', { id: sessionId, jobs: this.ctx.get('jobs')?.list(sessionId) ?? [] })
+      jobs()
+      disposers.push(this.ctx.on('jobs/changed', id => { if (id === sessionId) jobs() }))
     }
     disposers.push(this.ctx.on('web/session-changed', id => {
       const live = this.ctx.sessions.get(id)

@@ -1,5 +1,5 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
-import { ApiError, HISTORY_PAGE, RECONNECT_MS, SessionStream, call, loadEarlier, loadHistory, type InboxSnapshot, type SessionSummary } from './api'
+import { ApiError, HISTORY_PAGE, RECONNECT_MS, SessionStream, call, loadEarlier, loadHistory, type InboxSnapshot, type JobSummary, type SessionSummary } from './api'
 import { ImportSession } from './import'
 import { LogFold, describeEnd, type Item, type Usage } from './fold'
 import { renderMarkdown } from './markdown'
@@ -427,6 +427,7 @@ function Chat(props: {
   const [loaded, setLoaded] = useState(false)
   const [shown, setShown] = useState(PAGE)
   const [questions, setQuestions] = useState<PendingQuestion[]>([])
+  const [jobs, setJobs] = useState<JobSummary[]>([])
   /** History pages (docs/web.md): the first loaded seq, and whether the server has earlier ones. */
   const [from, setFrom] = useState(0)
   const [more, setMore] = useState(false)
@@ -488,6 +489,7 @@ function Chat(props: {
         summary: onSummary,
         connection: onConnection,
         questions: pending => setQuestions(pending.questions),
+        jobs: list => setJobs(list.jobs),
         output: chunk => appendLiveOutput(chunk.callId, chunk.text),
       })
     }, error => {
@@ -590,7 +592,7 @@ function Chat(props: {
   const title = props.summary?.title ?? 'Untitled session'
   return (
     <div className="chat">
-      <ChatHeader id={id} title={title} summary={props.summary} status={status} model={model} onModel={setModel} onSelect={props.onSelect} onSummary={onSummary} onError={report} />
+      <ChatHeader id={id} title={title} summary={props.summary} status={status} jobs={jobs} model={model} onModel={setModel} onSelect={props.onSelect} onSummary={onSummary} onError={report} />
       <div className="conversation" ref={scroller} onScroll={onScroll} onClick={copyCode} data-testid="conversation">
         <div className="conversation-inner" ref={inner}>
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button>
@@ -635,7 +637,19 @@ function ModelPicker(props: { id: string; model: string | null; running: boolean
   )
 }
 
-function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onSummary(summary: SessionSummary): void; onError(error: unknown): void }) {
+/** Background jobs still running in the session (docs/jobs.md): a pill, each job in its tooltip. */
+function JobsPill({ jobs }: { jobs: readonly JobSummary[] }) {
+  const running = jobs.filter(job => job.status === 'running' || job.status === 'stopping')
+  if (running.length === 0) return null
+  const list = running.map(job => `${job.id} ${job.status}: ${job.label}`).join('\n')
+  return (
+    <span className="pill running" data-testid="jobs-pill" title={`${list}\n/jobs lists them, /jobs kill ID stops one`}>
+      {running.length} job{running.length === 1 ? '' : 's'} running
+    </span>
+  )
+}
+
+function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; jobs: readonly JobSummary[]; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onSummary(summary: SessionSummary): void; onError(error: unknown): void }) {
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(props.title)
   const rename = async () => {
@@ -683,6 +697,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
             <button className="link-button" onClick={() => props.onSelect(props.summary!.parentSession!)} data-testid="parent-link">← Parent session</button>
           ) : null}
           <span className={`pill ${props.status}`} data-testid="status">{props.status === 'running' ? 'running' : 'idle'}</span>
+          <JobsPill jobs={props.jobs} />
           <SessionTotals id={props.id} status={props.status} length={props.summary?.length} />
           <ModelPicker id={props.id} model={props.model} running={props.status === 'running'} onModel={props.onModel} onError={props.onError} />
           <PresetPicker id={props.id} status={props.status} onError={props.onError} />

@@ -42,6 +42,17 @@ export interface StreamHandlers {
   questions?(pending: { id: string; questions: any[] }): void
   /** Live output of a running call (bash): the text since the last such event. */
   output?(chunk: { callId: string; text: string }): void
+  /** The session's background jobs (sent on connect and whenever one starts, is stopped or ends). */
+  jobs?(list: { id: string; jobs: JobSummary[] }): void
+}
+
+/** A background job as `job_list` describes it (docs/jobs.md). */
+export interface JobSummary {
+  readonly id: string
+  readonly label: string
+  readonly status: 'running' | 'stopping' | 'completed' | 'killed' | 'failed'
+  readonly detail?: string
+  readonly startedAt: number
 }
 
 /**
@@ -75,6 +86,7 @@ export class SessionStream {
     source.addEventListener('summary', message => this.handlers.summary(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('questions', message => this.handlers.questions?.(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('output', message => this.handlers.output?.(JSON.parse((message as MessageEvent).data)))
+    source.addEventListener('jobs', message => this.handlers.jobs?.(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('ready', () => this.handlers.connection('open'))
     source.onerror = () => {
       if (this.closed) return
