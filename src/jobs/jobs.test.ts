@@ -198,7 +198,7 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
     expect(JSON.stringify(third.messages)).toContain('Background job bash-1 (finish at once) completed.')
   })
 
-  it('closing the agent stops its jobs', async () => {
+  it('closing the agent stops its jobs, and then nothing of its session is kept', async () => {
     const pidFile = join(cwd, 'pid')
     const h = await harness([
       background(`echo $$ > ${pidFile}; exec sleep 600`, 'sleep'),
@@ -208,8 +208,12 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
     await waitForFile(pidFile)
     const pid = Number(readFileSync(pidFile, 'utf8'))
     expect(processAlive(pid)).toBe(true)
+    const ended = new Promise<void>(resolve => { h.ctx.on('jobs/changed', (_id, job) => { if (job.status === 'killed') resolve() }) })
     await h.agent.dispose()
     await processGone(pid)
+    await ended
+    // Nothing of the session is kept once its agent is gone and its jobs have ended.
+    expect(h.ctx.jobs.list(h.session.id)).toEqual([])
   })
 
   it('ids continue from the session log, and an id from before a restart is named as gone', async () => {

@@ -96,7 +96,10 @@ export class JobsPlugin extends Service implements JobsService {
     super(ctx, 'jobs')
     this.limits = { ...JOBS_DEFAULTS, ...config }
     for (const tool of createJobTools(() => this, this.limits)) ctx.effect(() => ctx.tools.register(tool))
-    ctx.on('agent/disposed', (agent) => { this.stopAll(agent.id, 'the agent was closed') })
+    ctx.on('agent/disposed', (agent) => {
+      this.stopAll(agent.id, 'the agent was closed')
+      this.forget(agent.id)
+    })
     ctx.effect(() => () => {
       if (this.onExit !== undefined) process.off('exit', this.onExit)
       for (const id of [...this.sessions.keys()]) this.stopAll(id, 'the jobs service stopped')
@@ -214,6 +217,18 @@ export class JobsPlugin extends Service implements JobsService {
     }
   }
 
+  /**
+   * Drops what is kept of a session whose agent is gone, once none of its jobs still runs (a
+   * server holds many sessions over its life). Its numbering comes back from the log if it is
+   * used again.
+   */
+  private forget(sessionId: string): void {
+    const jobs = this.sessions.get(sessionId)
+    if (jobs === undefined || [...jobs.jobs.values()].some(isRunning)) return
+    if (this.ctx.get('agents')?.get(sessionId) !== undefined) return
+    this.sessions.delete(sessionId)
+  }
+
   private of(session: Session): SessionJobs {
     let jobs = this.sessions.get(session.id)
     if (jobs === undefined) this.sessions.set(session.id, jobs = { jobs: new Map(), numbers: loggedNumbers(session) })
@@ -248,6 +263,7 @@ export class JobsPlugin extends Service implements JobsService {
     job.finishedAt = Date.now()
     this.trim(job.owner)
     this.changed(job)
+    this.forget(job.owner)
     // Killed on request, or its end is being read right now: the model already knows.
     if (killed || job.waiting > 0) return
     const agent = this.ctx.get('agents')?.get(job.owner)
