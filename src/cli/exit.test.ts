@@ -51,7 +51,7 @@ describe('disposeForExit', () => {
   })
 
   it('skips no row that holds something outside the process', () => {
-    for (const name of ['sessions', 'persistence-jsonl', 'persistence-sqlite', 'persistence-postgres', 'agents', 'subagents', 'hooks', 'mcp', 'mcp-server', 'session-title', 'headless', 'web', 'web-api', 'sdk-server', 'acp-server', 'tui', 'group']) {
+    for (const name of ['sessions', 'persistence-jsonl', 'persistence-sqlite', 'persistence-postgres', 'agents', 'subagents', 'hooks', 'mcp', 'mcp-server', 'session-title', 'jobs', 'headless', 'web', 'web-api', 'sdk-server', 'acp-server', 'tui', 'group']) {
       expect(IN_MEMORY_ONLY_ROWS.has(name), name).toBe(false)
     }
   })
