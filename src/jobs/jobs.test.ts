@@ -305,3 +305,48 @@ describe('a job notice in the conversation views', () => {
     ])
   })
 })
+
+const bwrapProblem = await (async () => {
+  const { bwrapRunner, probeRunner } = await import('../sandbox/runner.js')
+  return probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
+})()
+if (bwrapProblem !== undefined) console.warn(`skipping the background jobs under bubblewrap test: ${bwrapProblem} (install the Debian package bubblewrap)`)
+
+describe.skipIf(bwrapProblem !== undefined)('background jobs under real bubblewrap', () => {
+  it('a background command is confined as a foreground one is, and a later command cannot see its processes', async () => {
+    const { SandboxPlugin } = await import('../sandbox/service.js')
+    const { homedir } = await import('node:os')
+    const outside = mkdtempSync(join(homedir(), '.dsh-jobs-outside-'))
+    try {
+      h = await loopHarness({
+        cwd,
+        responses: [
+          background(`touch ${join(outside, 'escaped')}; echo inside > inside.txt; exec sleep 6321`, 'confined'),
+          async () => { await waitForFile(join(cwd, 'inside.txt')); return call('job_output', { job_id: 'bash-1' }) as readonly StreamChunk[] },
+          call('bash', { command: 'ps ax -o args | grep -c "^sleep 6321" || true', description: 'look for it' }),
+          call('job_kill', { job_id: 'bash-1' }),
+          text('done'),
+        ],
+        setup: async (ctx) => {
+          await ctx.plugin(SandboxPlugin, { workspaceRoot: cwd, mode: 'workspace-write' }).await()
+          await ctx.plugin(BuiltinToolsPlugin).await()
+          await ctx.plugin(JobsPlugin, {}).await()
+        },
+      })
+      const bash = h.ctx.tools.schemas(h.agent.scope).find(schema => schema.name === 'bash')!
+      expect(bash.description).toContain('a later command cannot see or signal a job\'s processes: stop a job with `job_kill`')
+      await prompt(h, 'go')
+      const [started, output, look, killed] = results(h)
+      expect(started).toBe('started background job bash-1')
+      expect(metaOf(h, 0).sandbox).toMatchObject({ mode: 'workspace-write', runner: 'bwrap' })
+      expect(output).toMatch(/Read-only file system/)
+      expect(existsSync(join(outside, 'escaped'))).toBe(false)
+      expect(existsSync(join(cwd, 'inside.txt'))).toBe(true)
+      // Another sandbox, another process list: the job's sleep is not in it.
+      expect(look).toBe('0\n')
+      expect(killed).toBe('requested cancellation of job bash-1')
+    } finally {
+      rmSync(outside, { recursive: true, force: true })
+    }
+  })
+})

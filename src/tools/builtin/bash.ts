@@ -452,13 +452,17 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
     return shape
   }
   const plainDescription = `Run a bash command with \`bash -c\` and return its output: stdout, then a [stderr] section, then [exit code: N] when it is not 0. Each call runs in a fresh shell: no cwd, variables or functions persist between calls (pass workdir instead of cd). Default timeout ${resolved.defaultTimeoutMs} ms, at most ${resolved.maxTimeoutMs} ms; the whole process tree is killed on expiry. Output over ${Math.round(resolved.maxOutputBytes / 1024)} KB per stream is cut to its head and tail, and the full text is saved to a file whose path is shown. stdin is closed: do not run interactive commands.`
+  const sandboxedJobText = 'Under the sandbox each command has its own process list, so a later command cannot see or signal a job\'s processes: stop a job with `job_kill`.'
   const backgroundText = 'For a long-running command (a server, a watcher, a long build) set `run_in_background: true`: the call answers at once with a job id; read its output with `job_output` and stop it with `job_kill`. You are told when a background job ends on its own.'
   return {
     name: 'bash',
     // SB-6: the escalation parameters and paragraph exist only while a sandbox is mounted.
     get description() {
-      const text = background() ? `${plainDescription} ${backgroundText}` : plainDescription
-      return sandboxed() ? `${text} ${escalationPolicyText('command')}` : text
+      if (!sandboxed()) return background() ? `${plainDescription} ${backgroundText}` : plainDescription
+      // Each confined command has its own process namespace: `ps` and `kill` in a later call
+      // cannot see a job's processes.
+      const text = background() ? `${plainDescription} ${backgroundText} ${sandboxedJobText}` : plainDescription
+      return `${text} ${escalationPolicyText('command')}`
     },
     get parameters() { return parameters() },
     // The tool enforces its own timeout and reports partial output; the pipeline's limit is a
