@@ -3,9 +3,8 @@
  * job has printed more than that bound) all of it in a 0600 file next to the session's other
  * spilled outputs. stdout and stderr interleave in arrival order, as in a terminal.
  */
-import type { WriteStream } from 'node:fs'
 import type { Readable } from 'node:stream'
-import { openSpillStream, type SpillPlace } from '../tools/builtin/spill.js'
+import { StreamingSpill, type SpillPlace } from '../tools/builtin/spill.js'
 
 export interface JobOutputLimits {
   /** Unread output kept in memory; older unread bytes are dropped (and counted). */
@@ -22,22 +21,21 @@ export class JobOutput {
   /** Unread bytes dropped from memory since the last read. */
   private dropped = 0
   /** Everything so far, until the output outgrows memory and moves to the file. */
-  private history: Buffer[] | undefined = []
-  private file: WriteStream | undefined
-  private path: string | undefined
-  private fileBytes = 0
-  private opening: Promise<void> | undefined
-  private waiting: Buffer[] = []
-  private failure: unknown
+  private history: Buffer[] = []
+  private spill: StreamingSpill | undefined
   private readonly sources = new Set<Readable>()
-  private draining = false
   private readonly decoder = new TextDecoder()
+  /** Every attached stream is held back together (they share one file). */
+  private readonly producer = {
+    pause: () => { for (const source of this.sources) source.pause() },
+    resume: () => { for (const source of this.sources) source.resume() },
+  }
 
   constructor(private readonly label: string, private readonly limits: JobOutputLimits, private readonly place?: SpillPlace) {}
 
   /** The file with all of the output, once there is one. */
   get outputFile(): string | undefined {
-    return this.failure === undefined ? this.path : undefined
+    return this.spill?.path
   }
 
   attach(stream: Readable): void {
@@ -61,9 +59,7 @@ export class JobOutput {
 
   /** Resolves once everything received is in the file (when there is one). */
   async close(): Promise<void> {
-    await this.opening
-    const file = this.file
-    if (file !== undefined) await new Promise<void>(resolve => file.end(resolve))
+    await this.spill?.end()
   }
 
   private push(chunk: Buffer): void {
@@ -84,60 +80,15 @@ export class JobOutput {
         this.dropped += excess
       }
     }
-    if (this.history !== undefined) {
-      this.history.push(chunk)
-      if (this.total > keep) this.openFile()
+    if (this.spill !== undefined) {
+      this.spill.write(chunk)
       return
     }
-    this.toFile(chunk)
-  }
-
-  private openFile(): void {
-    const history = this.history ?? []
-    this.history = undefined
-    this.waiting = history
-    this.pause()
-    this.opening = openSpillStream(`job-${this.label}`, this.place).then(({ path, stream }) => {
-      this.file = stream
-      this.path = path
-      stream.on('error', (error) => { this.failure = error })
-      const waiting = this.waiting
-      this.waiting = []
-      for (const chunk of waiting) this.toFile(chunk)
-      this.resume()
-    }, (error: unknown) => {
-      this.failure = error
-      this.waiting = []
-      this.resume()
-    })
-  }
-
-  private toFile(chunk: Buffer): void {
-    const file = this.file
-    if (file === undefined) {
-      // Chunks already on their way when the sources paused: kept in order for the file.
-      if (this.failure === undefined) this.waiting.push(chunk)
-      return
+    this.history.push(chunk)
+    if (this.total > keep) {
+      this.spill = new StreamingSpill(`job-${this.label}`, this.limits.maxFileBytes, this.producer, this.place)
+      this.spill.start(this.history)
+      this.history = []
     }
-    if (this.fileBytes >= this.limits.maxFileBytes) return
-    const part = chunk.subarray(0, this.limits.maxFileBytes - this.fileBytes)
-    this.fileBytes += part.length
-    // Backpressure: a fast producer waits for the disk instead of growing memory.
-    if (!file.write(part) && !this.draining) {
-      this.draining = true
-      this.pause()
-      file.once('drain', () => {
-        this.draining = false
-        this.resume()
-      })
-    }
-  }
-
-  private pause(): void {
-    for (const source of this.sources) source.pause()
-  }
-
-  private resume(): void {
-    for (const source of this.sources) source.resume()
   }
 }

@@ -18,7 +18,6 @@
  */
 import { statSync, type Stats } from 'node:fs'
 import type { Readable } from 'node:stream'
-import type { WriteStream } from 'node:fs'
 import { Context } from 'cordis'
 import type { Tool, ToolContext, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
@@ -28,7 +27,7 @@ import type { ShellHost } from '../../sandbox/shell-host.js'
 import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
-import { openSpillStream, spillOutput, type SpillPlace } from './spill.js'
+import { spillOutput, StreamingSpill, type SpillPlace } from './spill.js'
 import { scrubbedEnvironment } from '../../config/credentials.js'
 import { editorTerminal, type EditorTerminal } from '../editor-terminal.js'
 import type { JobEnd, JobsService } from '../jobs.js'
@@ -114,14 +113,7 @@ class OutputCapture {
   private head: Buffer | undefined
   private tail: Buffer[] = []
   private tailSize = 0
-  private file: WriteStream | undefined
-  private filePath: string | undefined
-  private fileBytes = 0
-  private opening: Promise<void> | undefined
-  /** Chunks that arrived while the spill file was opening. */
-  private waiting: Buffer[] = []
-  private draining = false
-  private failure: unknown
+  private spill: StreamingSpill | undefined
 
   constructor(private readonly label: string, private readonly source: Readable, private readonly limits: CaptureLimits, private readonly place?: SpillPlace) {
     source.on('data', (chunk: Buffer) => this.push(chunk))
@@ -129,14 +121,14 @@ class OutputCapture {
 
   private push(chunk: Buffer): void {
     this.total += chunk.length
-    if (this.head === undefined) {
+    if (this.spill === undefined) {
       this.chunks.push(chunk)
       this.buffered += chunk.length
       if (this.buffered > this.limits.maxOutputBytes) this.startSpill()
       return
     }
     this.pushTail(chunk)
-    this.toFile(chunk)
+    this.spill.write(chunk)
   }
 
   private startSpill(): void {
@@ -144,22 +136,8 @@ class OutputCapture {
     this.chunks = []
     this.head = Buffer.from(all.subarray(0, this.limits.headBytes))
     this.pushTail(all)
-    // Pause until the file is open so the writes queue in order behind the buffered bytes.
-    this.source.pause()
-    this.waiting = [all]
-    this.opening = openSpillStream(this.label, this.place).then(({ path, stream }) => {
-      this.file = stream
-      this.filePath = path
-      stream.on('error', (error) => { this.failure = error })
-      const waiting = this.waiting
-      this.waiting = []
-      for (const chunk of waiting) this.toFile(chunk)
-      this.source.resume()
-    }, (error) => {
-      this.failure = error
-      this.waiting = []
-      this.source.resume()
-    })
+    this.spill = new StreamingSpill(this.label, this.limits.maxSpillBytes, this.source, this.place)
+    this.spill.start([all])
   }
 
   private pushTail(chunk: Buffer): void {
@@ -170,48 +148,26 @@ class OutputCapture {
     }
   }
 
-  private toFile(chunk: Buffer): void {
-    const file = this.file
-    if (!file) {
-      // `pause()` does not stop chunks already on their way: keep them for the file in order.
-      if (this.failure === undefined) this.waiting.push(chunk)
-      return
-    }
-    if (this.fileBytes >= this.limits.maxSpillBytes) return
-    const part = chunk.subarray(0, this.limits.maxSpillBytes - this.fileBytes)
-    this.fileBytes += part.length
-    // Backpressure: a fast producer waits for the disk instead of growing memory.
-    if (!file.write(part) && !this.draining) {
-      this.draining = true
-      this.source.pause()
-      file.once('drain', () => {
-        this.draining = false
-        this.source.resume()
-      })
-    }
-  }
-
   async finish(): Promise<Captured> {
-    if (this.head === undefined) {
+    const spill = this.spill
+    if (spill === undefined) {
       const all = Buffer.concat(this.chunks)
       return { text: all.toString('utf8'), totalBytes: this.total }
     }
-    await this.opening
-    const file = this.file
-    if (file) await new Promise<void>((resolve) => file.end(resolve))
-    const head = utf8Head(this.head, this.limits.headBytes)
+    await spill.end()
+    const head = utf8Head(this.head ?? Buffer.alloc(0), this.limits.headBytes)
     const tail = utf8Tail(Buffer.concat(this.tail), this.limits.tailBytes)
     const omitted = this.total - Buffer.byteLength(head) - Buffer.byteLength(tail)
     let where: string
-    if (this.filePath !== undefined && this.failure === undefined) {
-      const capped = this.fileBytes < this.total ? ` (its first ${this.fileBytes} bytes)` : ''
-      where = `the full ${this.label}${capped} is saved to ${this.filePath}`
+    if (spill.path !== undefined) {
+      const capped = spill.bytes < this.total ? ` (its first ${spill.bytes} bytes)` : ''
+      where = `the full ${this.label}${capped} is saved to ${spill.path}`
     } else {
-      where = `the full ${this.label} could not be saved: ${String((this.failure as Error | undefined)?.message ?? this.failure)}`
+      where = `the full ${this.label} could not be saved: ${String((spill.error as Error | undefined)?.message ?? spill.error)}`
     }
     const note = `[... ${omitted} bytes of ${this.label} omitted (${this.total} in total); ${where} ...]`
     const text = `${head}${head.endsWith('\n') ? '' : '\n'}${note}\n${tail}`
-    return { text, totalBytes: this.total, ...(this.filePath !== undefined && this.failure === undefined ? { spillPath: this.filePath } : {}) }
+    return { text, totalBytes: this.total, ...(spill.path !== undefined ? { spillPath: spill.path } : {}) }
   }
 }
 

@@ -106,6 +106,90 @@ export async function openSpillStream(label: string, place?: SpillPlace): Promis
   return { path, stream: createWriteStream(path, { mode: 0o600, flags: 'wx' }) }
 }
 
+/** Whom a streaming spill holds back while its file opens or the disk falls behind. */
+export interface SpillProducer {
+  pause(): void
+  resume(): void
+}
+
+/**
+ * A spill file written while its producer runs (a command's output stream, a background job):
+ * `start` opens it with what was buffered so far, holding the producer back until it is open so
+ * every chunk lands in order; later chunks follow with `write`, up to `maxBytes`; a producer
+ * faster than the disk is paused rather than buffered without bound.
+ */
+export class StreamingSpill {
+  /** Bytes written (at most `maxBytes`). */
+  bytes = 0
+  private file: WriteStream | undefined
+  private filePath: string | undefined
+  private opening: Promise<void> | undefined
+  /** Chunks that arrived while the file was opening. */
+  private waiting: Buffer[] = []
+  private draining = false
+  private failure: unknown
+
+  constructor(private readonly label: string, private readonly maxBytes: number, private readonly producer: SpillProducer, private readonly place?: SpillPlace) {}
+
+  /** The file, once it is open and nothing failed. */
+  get path(): string | undefined {
+    return this.failure === undefined ? this.filePath : undefined
+  }
+
+  /** Why the file could not be written, if it could not. */
+  get error(): unknown {
+    return this.failure
+  }
+
+  /** Opens the file; `buffered` is written first. */
+  start(buffered: readonly Buffer[]): void {
+    // Held back until the file is open, so later writes queue in order behind the buffered bytes.
+    this.producer.pause()
+    this.waiting = [...buffered]
+    this.opening = openSpillStream(this.label, this.place).then(({ path, stream }) => {
+      this.file = stream
+      this.filePath = path
+      stream.on('error', (error) => { this.failure = error })
+      const waiting = this.waiting
+      this.waiting = []
+      for (const chunk of waiting) this.write(chunk)
+      this.producer.resume()
+    }, (error: unknown) => {
+      this.failure = error
+      this.waiting = []
+      this.producer.resume()
+    })
+  }
+
+  write(chunk: Buffer): void {
+    const file = this.file
+    if (file === undefined) {
+      // `pause()` does not stop chunks already on their way: kept for the file, in order.
+      if (this.failure === undefined) this.waiting.push(chunk)
+      return
+    }
+    if (this.bytes >= this.maxBytes) return
+    const part = chunk.subarray(0, this.maxBytes - this.bytes)
+    this.bytes += part.length
+    // Backpressure: a fast producer waits for the disk instead of growing memory.
+    if (!file.write(part) && !this.draining) {
+      this.draining = true
+      this.producer.pause()
+      file.once('drain', () => {
+        this.draining = false
+        this.producer.resume()
+      })
+    }
+  }
+
+  /** Resolves once everything written is in the file. */
+  async end(): Promise<void> {
+    await this.opening
+    const file = this.file
+    if (file !== undefined) await new Promise<void>(resolve => file.end(resolve))
+  }
+}
+
 export interface SpillOptions {
   readonly thresholdBytes?: number
   readonly previewBytes?: number
