@@ -28,6 +28,7 @@ import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { spillOutput, StreamingSpill, type SpillPlace } from './spill.js'
+import type { JsonValue } from '../../session/types.js'
 import { scrubbedEnvironment } from '../../config/credentials.js'
 import { editorTerminal, type EditorTerminal } from '../editor-terminal.js'
 import type { JobEnd, JobsService } from '../jobs.js'
@@ -448,7 +449,9 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
       // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
       const env = scrubbedEnvironment(process.env, resolved.env)
-      const sandboxMeta = box !== undefined ? { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}) } } : {}
+      // `meta.sandbox`: the mode and runner the command ran under, plus what a foreground run adds.
+      const sandboxMeta = (extra: Readonly<Record<string, true>> = {}): Record<string, JsonValue> => box === undefined ? {}
+        : { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}), ...extra } }
       if (args.run_in_background === true && background()) {
         const service = jobs!()!
         const session = context.session
@@ -469,7 +472,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
             return { status: 'failed', detail: run.exitCode !== null ? `exit code ${run.exitCode}` : `killed by ${run.signal ?? 'a signal'}` }
           },
         })
-        return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, ...sandboxMeta } as unknown as ToolOutput['meta'] }
+        return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, ...sandboxMeta() } as unknown as ToolOutput['meta'] }
       }
       // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
       const terminal = editorTerminal(context.scope)
@@ -500,7 +503,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         meta: {
           exitCode: run.exitCode, signal: run.signal, durationMs: run.durationMs, timedOut: run.timedOut, aborted: run.aborted,
           ...(terminal !== undefined ? { terminal: 'editor' } : {}),
-          ...(box !== undefined ? { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}), ...(host !== undefined ? { shellHost: true } : {}), ...(sandboxMarkers.length > 0 ? { denied: true } : {}) } } : {}),
+          ...sandboxMeta({ ...(host !== undefined ? { shellHost: true } : {}), ...(sandboxMarkers.length > 0 ? { denied: true } : {}) }),
           ...(spills.length > 0 ? { spilled: spills } : {}),
         },
       }
