@@ -20,7 +20,7 @@ import { pickRoute } from '../host/route.js'
 import { followSessionCwd } from '../sdk/agents.js'
 import '../host/index.js'
 import '../agent/api.js'
-import type {} from '../tools/jobs.js'
+import { isRunning } from '../tools/jobs.js'
 import '../llm/api.js'
 import '../persistence/api.js'
 import '../subagents/api.js'
@@ -258,7 +258,7 @@ export class HeadlessApp extends Service {
         offQuestion()
         progress?.done()
         // Background jobs end with the process: say which were still running.
-        const running = this.ctx.get('jobs')?.list(session.id).filter(job => job.status === 'running') ?? []
+        const running = this.ctx.get('jobs')?.list(session.id).filter(isRunning) ?? []
         if (running.length > 0) host.stderr.write(`dsh: stopping ${running.length === 1 ? 'a background job' : `${running.length} background jobs`} still running at exit: ${running.map(job => `${job.id} (${job.label})`).join(', ')}\n`)
         // Text mode says which session this was and how to go on (also after Ctrl-C), on stderr so
         // scripts reading stdout get only the answer; json and stream-json carry the id.

@@ -9,7 +9,7 @@ import { Context, Service } from 'cordis'
 import type { Session } from '../session/api.js'
 import '../persistence/api.js'
 import '../agent/api.js'
-import type {} from '../tools/jobs.js'
+import { isRunning } from '../tools/jobs.js'
 
 export interface SessionEvictionConfig {
   /** Unload a session idle this long (default 10 minutes). */
@@ -67,7 +67,7 @@ export class SessionEviction extends Service {
   private idle(session: Session): boolean {
     if (!session.live || session.position.turnOpen) return false
     // A background job lives as long as its agent: unloading would stop a server the user started.
-    if (this.root.get('jobs')?.list(session.id).some(job => job.status === 'running' || job.status === 'stopping') === true) return false
+    if (this.root.get('jobs')?.list(session.id).some(isRunning) === true) return false
     const agent = this.root.get('agents')?.get(session.id)
     return agent === undefined || agent.status !== 'running'
   }

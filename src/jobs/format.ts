@@ -1,11 +1,5 @@
 /** How jobs read as text, for the model's tools and the user's `/jobs`. */
-import type { JobInfo, JobStatus } from '../tools/jobs.js'
-
-const TERMINAL: ReadonlySet<JobStatus> = new Set(['completed', 'killed', 'failed'])
-
-export function isRunning(job: Pick<JobInfo, 'status'>): boolean {
-  return !TERMINAL.has(job.status)
-}
+import type { JobInfo } from '../tools/jobs.js'
 
 /** One line per job: id, status (with detail), what it does, and for how long it ran. */
 export function formatJobList(jobs: readonly JobInfo[], now = Date.now()): string {

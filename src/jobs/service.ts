@@ -19,8 +19,8 @@ import type {} from '../agent/api.js'
 import type {} from '../commands/api.js'
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
-import { JobError, type JobEnd, type JobInfo, type JobRead, type JobsService, type JobStatus, type StartJob } from '../tools/jobs.js'
-import { formatJobList, isRunning, statusLine } from './format.js'
+import { isRunning, JobError, type JobEnd, type JobInfo, type JobRead, type JobsService, type JobStatus, type StartJob } from '../tools/jobs.js'
+import { formatJobList, statusLine } from './format.js'
 import { JobOutput } from './output.js'
 import { createJobTools } from './tools.js'
 
@@ -193,12 +193,7 @@ export class JobsPlugin extends Service implements JobsService {
 
   kill(sessionId: string, id: string, reason?: string): JobInfo {
     const job = this.find(sessionId, id)
-    if (job.status === 'running') {
-      job.status = 'stopping'
-      job.detail = reason !== undefined && reason.trim() !== '' ? `killed: ${reason.trim()}` : 'killed'
-      job.controller.abort()
-      this.changed(job)
-    }
+    this.stop(job, reason !== undefined && reason.trim() !== '' ? `killed: ${reason.trim()}` : 'killed')
     return this.info(job)
   }
 
@@ -208,13 +203,16 @@ export class JobsPlugin extends Service implements JobsService {
 
   /** Stops every running job of a session; no notices. */
   private stopAll(sessionId: string, reason: string): void {
-    for (const job of this.sessions.get(sessionId)?.jobs.values() ?? []) {
-      if (job.status !== 'running') continue
-      job.status = 'stopping'
-      job.detail = `killed: ${reason}`
-      job.controller.abort()
-      this.changed(job)
-    }
+    for (const job of this.sessions.get(sessionId)?.jobs.values() ?? []) this.stop(job, `killed: ${reason}`)
+  }
+
+  /** Asks a running job to stop (`stopping` until its work has ended); an ended one is left alone. */
+  private stop(job: Job, detail: string): void {
+    if (job.status !== 'running') return
+    job.status = 'stopping'
+    job.detail = detail
+    job.controller.abort()
+    this.changed(job)
   }
 
   /**

@@ -12,6 +12,11 @@ import type { Session } from '../session/api.js'
 
 export type JobStatus = 'running' | 'stopping' | 'completed' | 'killed' | 'failed'
 
+/** Still running: not yet ended (a job asked to stop runs until its processes are gone). */
+export function isRunning(job: Pick<JobInfo, 'status'>): boolean {
+  return job.status === 'running' || job.status === 'stopping'
+}
+
 /** What a job is, as `job_list` and `/jobs` show it. */
 export interface JobInfo {
   /** `<kind>-<n>`, numbered per session (`bash-1`, `bash-2`...), never reused in a session's log. */

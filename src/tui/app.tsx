@@ -6,7 +6,7 @@
  * Optional services are used when the profile has them: `ctx.approval` (tool approvals answered
  * inline), `ctx.sessionPersistence` (resume, `-c`, the picker).
  */
-import type {} from '../tools/jobs.js'
+import { isRunning } from '../tools/jobs.js'
 import { homedir } from 'node:os'
 import { Service, type Context } from 'cordis'
 import type { Agent, AgentInput } from '../agent/api.js'
@@ -295,7 +295,7 @@ export class TuiApp extends Service {
         return preset === 'custom' ? `${approval.mode(store.agent.session)}, ${approval.policy(store.agent.session)}` : preset
       },
       sessionId: () => store.agent.id,
-      runningJobs: () => this.ctx.get('jobs')?.list(store.agent.id).filter(job => job.status === 'running' || job.status === 'stopping').length ?? 0,
+      runningJobs: () => this.ctx.get('jobs')?.list(store.agent.id).filter(isRunning).length ?? 0,
       cost: (usage: TokenUsage) => {
         const price = priceOf(prices, store.agent.config.provider, store.agent.config.model)
         return price === undefined ? undefined : costOf(trajectoryUsage(usage), price)
