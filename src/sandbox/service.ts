@@ -158,12 +158,13 @@ export class SandboxPlugin extends Service implements SandboxService {
   }
 
   /** The shell hosts' state, for diagnostics and tests. */
-  shellHosts(): { key: string; running: boolean; pid?: number; starts: number; problem?: string }[] {
+  shellHosts(): { key: string; running: boolean; pid?: number; starts: number; warmRuns: number; problem?: string }[] {
     return [...this.hosts].map(([key, slot]) => ({
       key: key.replaceAll('\0', ' '),
       running: slot.host?.alive === true,
       ...(slot.host?.alive === true && slot.host.pid !== undefined ? { pid: slot.host.pid } : {}),
       starts: slot.starts,
+      warmRuns: slot.host?.warmRuns ?? 0,
       ...(slot.problem !== undefined ? { problem: slot.problem } : {}),
     }))
   }

@@ -9,12 +9,23 @@
  *   `R <id> <cwd bytes> <command bytes>\n<cwd><command>`: run `<shell> -c <command>` in cwd;
  *   `K <id> <signal number>\n`: signal the run's process group (ignored once its shell exited).
  * Frames on stdout: `<id> <kind> <length>\n<bytes>`, kinds:
- *   `r` ready (id 0, once), `o` stdout bytes, `e` stderr bytes, `s` the run could not start
+ *   `r` ready (id 0, once), `w` the run got the warm shell (below), `o` stdout bytes, `e` stderr bytes, `s` the run could not start
  *   (message), `x` the shell ended (`exit N` or `signal N`), `c` both pipes closed. What the
  *   shell wrote before it ended comes before its `x`.
  *
  * A run's shell gets its own process group, stdin from /dev/null, the request's cwd and
- * environment, and default signal dispositions. When its shell ends, the rest of its group is
+ * environment, and default signal dispositions.
+ *
+ * A warm shell: once no run is left, the host starts the next run's shell ahead, with the last
+ * run's cwd and the current environment, waiting for its command on stdin (most of a short
+ * command's life is the shell's fork, exec and start-up; this moves them off the next command's
+ * path, while dsh is busy with the step). A run whose cwd (the same path and the same directory)
+ * and environment match gets that shell: the command is written to its stdin, which is closed,
+ * and the shell reads it to the end in one go, puts stdin back on /dev/null, sets `$_` and
+ * SECONDS back to what a fresh `-c` shell has and `eval`s the command. Anything else (another cwd or
+ * environment, a command over 64 KB, a warm shell that has ended) kills the warm shell and forks
+ * one as before. The warm shell is started only after the idle clean-up below, so it never sees
+ * what an earlier command left. When its shell ends, the rest of its group is
  * killed; when no run is left, so is every other process in the sandbox (orphans that left the
  * group, say with setsid) and the sandbox's private /tmp is emptied: each command starts as it
  * would in a sandbox of its own. `real-tmp` is the device number of the real /tmp (empty: /tmp is
@@ -36,6 +47,18 @@ my (%runs, %by_fd, %by_pid);
 my $input = '';
 my $live = 0;
 my %run_env;
+# Bumped by every environment request: a warm shell started under another one is not used.
+my $env_gen = 0;
+# The warm shell (pid, its stdin, its output pipes, cwd, environment generation, directory) and the
+# cwd to start the next one in once the host is idle.
+my $warm;
+my $warm_cwd;
+use constant WARM_MAX => 65536;
+# read -N reads a pipe in blocks (read -d '' would read it a byte at a time); it ends at EOF.
+# $_ starts as a fresh shell's (the environment's _, else the shell's name) and is set back to it.
+# (A dollar sign and a brace are joined with . here: this program is a JavaScript template.)
+my $warm_boot = '__dsh_command=("$_"); IFS= read -r -N 2147483647 "__dsh_command[1]"; exec </dev/null; SECONDS=0; '
+  . ': "$' . '{__dsh_command[0]}"; eval "$' . '{__dsh_command[1]}"';
 
 sub put {
   my $frame = "$_[0] $_[1] " . length($_[2]) . "\n" . $_[2];
@@ -70,21 +93,24 @@ sub closed {
   delete $runs{$id};
 }
 
-sub start {
-  my ($id, $cwd, $command) = @_;
-  if (!chdir $cwd) { put($id, 's', "cannot enter $cwd: $!"); return }
+# Forks a shell in cwd with the current environment, in its own process group, stdin from
+# $stdin (a pipe's read end, or /dev/null when undef), running -c $script. Returns the pid and
+# the read ends of its output pipes, or an error message.
+sub spawn_shell {
+  my ($cwd, $stdin, $script) = @_;
+  return (undef, "cannot enter $cwd: $!") unless chdir $cwd;
   my ($out_r, $out_w, $err_r, $err_w);
-  if (!pipe($out_r, $out_w) || !pipe($err_r, $err_w)) { put($id, 's', "pipe: $!"); chdir '/'; return }
+  if (!pipe($out_r, $out_w) || !pipe($err_r, $err_w)) { chdir '/'; return (undef, "pipe: $!") }
   my $pid = fork;
-  if (!defined $pid) { put($id, 's', "fork: $!"); chdir '/'; return }
+  if (!defined $pid) { chdir '/'; return (undef, "fork: $!") }
   if ($pid == 0) {
     setpgrp(0, 0);
     $SIG{PIPE} = 'DEFAULT'; $SIG{CHLD} = 'DEFAULT';
-    open(STDIN, '<', '/dev/null');
+    if (defined $stdin) { open(STDIN, '<&', $stdin) } else { open(STDIN, '<', '/dev/null') }
     open(STDOUT, '>&', $out_w);
     open(STDERR, '>&', $err_w);
     %ENV = %run_env;
-    exec { $shell } $shell, '-c', $command;
+    exec { $shell } $shell, '-c', $script;
     print STDERR "dsh: cannot run $shell: $!\n";
     exit(127);
   }
@@ -93,6 +119,51 @@ sub start {
   close $out_w; close $err_w;
   # Non-blocking, so a run's pipes can be emptied at its end without waiting on a writer.
   for my $fh ($out_r, $err_r) { fcntl($fh, F_SETFL, fcntl($fh, F_GETFL, 0) | O_NONBLOCK) }
+  return ($pid, $out_r, $err_r);
+}
+
+sub drop_warm {
+  return unless $warm;
+  kill 'KILL', -$warm->{pid};
+  close $_ for @{$warm}{qw(in out err)};
+  undef $warm;
+}
+
+sub warm_up {
+  my ($cwd) = @_;
+  my @dir = stat $cwd or return;
+  pipe(my $in_r, my $in_w) or return;
+  my ($pid, $out_r, $err_r) = spawn_shell($cwd, $in_r, $warm_boot);
+  close $in_r;
+  return unless defined $pid;
+  $warm = { pid => $pid, in => $in_w, out => $out_r, err => $err_r, cwd => $cwd, gen => $env_gen, dev => $dir[0], ino => $dir[1] };
+}
+
+# Hands the command to the warm shell when it suits the run; returns its pid and pipes, or nothing.
+sub take_warm {
+  my ($cwd, $command) = @_;
+  return () unless $warm;
+  my $w = $warm;
+  my @dir = stat $cwd;
+  if ($w->{gen} != $env_gen || $w->{cwd} ne $cwd || !@dir || $dir[0] != $w->{dev} || $dir[1] != $w->{ino} || length($command) > WARM_MAX) { drop_warm(); return () }
+  undef $warm;
+  # At most a pipe-full into an empty pipe: the write does not wait.
+  my $at = 0;
+  while ($at < length $command) {
+    my $n = syswrite($w->{in}, $command, length($command) - $at, $at);
+    if (!defined $n) { next if $!{EINTR}; $warm = $w; drop_warm(); return () }
+    $at += $n;
+  }
+  close $w->{in};
+  return ($w->{pid}, $w->{out}, $w->{err});
+}
+
+sub start {
+  my ($id, $cwd, $command) = @_;
+  my ($pid, $out_r, $err_r) = take_warm($cwd, $command);
+  if (defined $pid) { put($id, 'w', '') } else { ($pid, $out_r, $err_r) = spawn_shell($cwd, undef, $command) }
+  if (!defined $pid) { put($id, 's', $out_r); return }
+  $warm_cwd = $cwd;
   $runs{$id} = { pid => $pid, open => 2, exited => 0 };
   $by_pid{$pid} = $id;
   $by_fd{fileno $out_r} = [$id, 'o', $out_r];
@@ -135,6 +206,7 @@ sub drain {
 sub reap {
   while ((my $pid = waitpid(-1, WNOHANG)) > 0) {
     my $id = delete $by_pid{$pid};
+    if ($warm && $warm->{pid} == $pid) { drop_warm(); next }
     next unless defined $id;
     my $status = $?;
     kill 'KILL', -$pid;
@@ -152,6 +224,7 @@ sub reap {
 
 put(0, 'r', '');
 while (1) {
+  if (defined $warm_cwd && !%runs) { warm_up($warm_cwd); undef $warm_cwd }
   my $want = '';
   vec($want, fileno(STDIN), 1) = 1;
   vec($want, fileno($wake_r), 1) = 1;
@@ -182,6 +255,7 @@ while (1) {
       my ($head, $env_len) = (length $&, $1);
       last if length($input) < $head + $env_len;
       %run_env = ();
+      $env_gen++;
       for my $pair (split /\0/, substr($input, $head, $env_len)) { my ($k, $v) = split /=/, $pair, 2; $run_env{$k} = $v if defined $v }
       substr($input, 0, $head + $env_len) = '';
       next;

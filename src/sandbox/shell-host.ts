@@ -95,6 +95,8 @@ export class ShellHost {
   private readonly held = new Set<Readable>()
   /** The environment the host gives new runs (sent again only when it changes). */
   private env = ''
+  /** Runs that got the host's warm shell (started ahead, shell-host.pl.ts) instead of a fork. */
+  warmRuns = 0
 
   private constructor(private readonly child: ChildProcess) {}
 
@@ -258,6 +260,9 @@ export class ShellHost {
         else run.exit(number, null)
         return
       }
+      case 'w':
+        this.warmRuns++
+        return
       case 'c':
         this.runs.delete(id)
         run.close()

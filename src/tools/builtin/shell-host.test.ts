@@ -115,6 +115,13 @@ describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewr
       // No descriptor of dsh or of the host leaks into the command.
       'ls /proc/self/fd',
       'umask; ulimit -n; trap',
+      // A warm shell (started ahead, src/sandbox/shell-host.pl.ts) must read as a fresh one.
+      'echo "[$_] [$SECONDS] [$#] [$-]"; shopt -p | md5sum; set -o | md5sum',
+      'read -r line; echo "read: $? [$line]"; cat; echo "cat: $?"',
+      'cat <<EOF\n  two  \\x $((1 + 1))\nEOF\n\n\n',
+      `echo ${'x'.repeat(20_000)} | wc -c`,
+      `echo ${'y'.repeat(70_000)} | wc -c`,
+      'echo "$PWD"; cd /tmp; echo "$OLDPWD"',
     ]
     process.env.DSH_TEST_SECRET_TOKEN = 'leaked'
     try {
@@ -134,6 +141,57 @@ describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewr
       delete process.env.DSH_TEST_SECRET_TOKEN
     }
     expect(existsSync(join(outside, 'nope'))).toBe(false)
+    // Every hosted command but the first and the one over 64 KB ran in a warm shell.
+    expect(hostBox.hosts()[0]!.warmRuns).toBe(commands.length - 2)
+  })
+
+  it('a warm shell serves only a command a fresh one would run alike: same cwd, same directory, same environment', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    const dirA = join(root, 'warm-a')
+    const dirB = join(root, 'warm-b')
+    mkdirSync(dirA)
+    mkdirSync(dirB)
+    writeFileSync(join(dirA, 'first'), '')
+    writeFileSync(join(dirB, 'other'), '')
+    const warm = () => b.hosts()[0]!.warmRuns
+    expect(resultText(await b.call('ls', { workdir: dirA }))).toBe('first\n')
+    const before = warm()
+    // The next shell was started in A: a command for B gets one of its own.
+    expect(resultText(await b.call('pwd; ls', { workdir: dirB }))).toBe(`${dirB}\nother\n`)
+    expect(warm()).toBe(before)
+    expect(resultText(await b.call('pwd; ls', { workdir: dirB }))).toBe(`${dirB}\nother\n`)
+    expect(warm()).toBe(before + 1)
+    // B is replaced by another directory of the same name: the shell waiting in the old one is not used.
+    rmSync(dirB, { recursive: true })
+    mkdirSync(dirB)
+    writeFileSync(join(dirB, 'replaced'), '')
+    expect(resultText(await b.call('pwd -P; ls', { workdir: dirB }))).toBe(`${realpathSync(dirB)}\nreplaced\n`)
+    expect(warm()).toBe(before + 1)
+    // The environment changes: the shell started under the old one is not used.
+    process.env.DSH_TEST_WARM_VALUE = 'changed'
+    try {
+      expect(resultText(await b.call('echo "$DSH_TEST_WARM_VALUE"', { workdir: dirB }))).toBe('changed\n')
+      expect(warm()).toBe(before + 1)
+      expect(resultText(await b.call('echo "$DSH_TEST_WARM_VALUE"', { workdir: dirB }))).toBe('changed\n')
+      expect(warm()).toBe(before + 2)
+    } finally {
+      delete process.env.DSH_TEST_WARM_VALUE
+    }
+    // Removed while a shell waits in it: the command is refused as a fresh one would be.
+    rmSync(dirB, { recursive: true })
+    const gone = await b.call('echo never', { workdir: dirB })
+    expect(resultText(gone)).not.toContain('never')
+    expect(warm()).toBe(before + 2)
+  })
+
+  it('what a warm shell reports differently from `bash -c`: a syntax error names eval, and a lone command killed by a signal is named', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    await b.call('true')
+    const syntax = await b.call('if then')
+    expect(b.hosts()[0]!.warmRuns).toBe(1)
+    expect(resultText(syntax)).toMatch(/^\[stderr\]\nbash: eval: line 1: syntax error near unexpected token `then'\nbash: eval: line 1: `if then'\n\[exit code: 2\]$/)
+    const killed = await b.call("sh -c 'kill -KILL $$'")
+    expect(resultText(killed)).toMatch(/Killed\s+sh -c 'kill -KILL \$\$'\n\[exit code: 137\]$/)
   })
 
   it('SB-2: read-only through the host: no write anywhere, the marker says why', async () => {
