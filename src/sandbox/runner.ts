@@ -135,6 +135,19 @@ export async function probeRunner(runner: SandboxRunner, options: { root: string
 
 const probes = new Map<string, Promise<ProbeResult>>()
 
+/** Whether the chain `key` has been probed (or is being probed) in this process. */
+export function probed(key: string): boolean {
+  return probes.has(key)
+}
+
+/**
+ * Records `runner` as the chain's working runner without a probe of its own: something that
+ * proves as much as the probe ran under it (a shell host came up inside it). No-op once probed.
+ */
+export function provenRunner(key: string, runner: SandboxRunner): void {
+  if (!probes.has(key)) probes.set(key, Promise.resolve({ runner, problems: [] }))
+}
+
 /**
  * The first runner of `chain` whose probe passes, probed once per process per chain (`key`).
  * Nothing works ⇒ no runner, with the reasons: callers fail closed (SB-3).

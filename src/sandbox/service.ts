@@ -16,7 +16,7 @@
 import { realpathSync } from 'node:fs'
 import { Service, type Context } from 'cordis'
 import { isSandboxMode, type SandboxMode } from './modes.js'
-import { bwrapRunner, commandRunner, landlockRunner, probeChain, type ConfinedMode, type ProbeResult, type SandboxRunner } from './runner.js'
+import { bwrapRunner, commandRunner, landlockRunner, probeChain, probed, provenRunner, type ConfinedMode, type ProbeResult, type SandboxRunner } from './runner.js'
 import { ShellHost } from './shell-host.js'
 
 /** Starts of a host per (runner, mode, root, shell) in a service's life: a command that keeps killing its host falls back to a sandbox per command. */
@@ -54,6 +54,13 @@ export interface SandboxService {
   root(cwd: string | undefined): Promise<string>
   readonly fallbackMode: SandboxMode
   shellHost?(runner: SandboxRunner, mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): ShellHost | undefined
+  /**
+   * Called before `runner()` by a command that would use a shell host: while the chain has not
+   * been probed, starts the host of its first runner for (mode, root) and waits for it. A host
+   * that comes up proves the runner as the probe would (the probe is then not run), and the
+   * command goes through it; otherwise nothing changes and `runner()` probes as before.
+   */
+  prepare?(mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): Promise<void>
 }
 
 interface HostSlot {
@@ -107,7 +114,7 @@ export class SandboxPlugin extends Service implements SandboxService {
 
   shellHost(runner: SandboxRunner, mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): ShellHost | undefined {
     if (this.config.shellHost === false || runner.hostable === undefined || this.disposed) return undefined
-    const key = `${runner.name}\0${mode}\0${root}\0${options.shell}`
+    const key = this.hostKey(runner, mode, root, options.shell)
     let slot = this.hosts.get(key)
     if (slot?.host?.alive === true) {
       // Most recently used last.
@@ -144,6 +151,10 @@ export class SandboxPlugin extends Service implements SandboxService {
     return undefined
   }
 
+  private hostKey(runner: SandboxRunner, mode: ConfinedMode, root: string, shell: string): string {
+    return `${runner.name}\0${mode}\0${root}\0${shell}`
+  }
+
   /** Ends the least recently used idle host when MAX_HOSTS are running; false when all are busy. */
   private roomForHost(): boolean {
     const live = [...this.hosts.values()].filter(slot => slot.host?.alive === true || slot.starting !== undefined)
@@ -172,6 +183,20 @@ export class SandboxPlugin extends Service implements SandboxService {
   /** Resolves once no shell host is starting (tests and diagnostics). */
   async shellHostsSettled(): Promise<void> {
     await Promise.all([...this.hosts.values()].map(slot => slot.starting))
+  }
+
+  async prepare(mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): Promise<void> {
+    const runner = this.chain[0]
+    if (runner?.hostable === undefined || probed(this.key)) return
+    const key = this.hostKey(runner, mode, root, options.shell)
+    if (this.shellHost(runner, mode, root, options) !== undefined) return
+    const starting = this.hosts.get(key)?.starting
+    if (starting === undefined) return
+    let timer: NodeJS.Timeout | undefined
+    // A host that takes longer than a probe may is left to come up in the background.
+    await Promise.race([starting, new Promise<void>(resolve => { timer = setTimeout(resolve, this.config.probeTimeoutMs ?? 5000) })])
+    clearTimeout(timer)
+    if (this.hosts.get(key)?.host?.alive === true) provenRunner(this.key, runner)
   }
 
   runner(): Promise<ProbeResult> {

@@ -1,5 +1,6 @@
 /**
- * The shell host's program (Perl 5, core modules only), run as `perl -e <this> <shell> <real-tmp>`
+ * The shell host's program (Perl 5, no module but strict), run as
+ * `perl -e <this> <shell> <real-tmp> <O_NONBLOCK> <dsh's pid namespace>`
  * inside the sandbox (`./shell-host.ts`). Perl because it starts in a few milliseconds, is part of
  * every Debian and Ubuntu base system, and can fork, set process groups, multiplex pipes and read
  * wait statuses; a Node host would take ~75 ms to start, and bash cannot frame binary output.
@@ -33,15 +34,21 @@
  * and with it (bwrap's pid namespace) everything it started.
  */
 export const SHELL_HOST_PROGRAM = String.raw`
-use strict; use warnings;
-use Fcntl qw(F_GETFL F_SETFL O_NONBLOCK);
-# WNOHANG is 1 on every Linux (POSIX.pm would cost ~9 ms of start-up).
-use constant WNOHANG => 1;
-my ($shell, $real_tmp) = @ARGV;
+# No module beyond strict: warnings, Fcntl and constant would add ~8 ms to the host's ~6 ms start.
+# So the numbers they would give are spelled here: WNOHANG and F_GETFL/F_SETFL are the same on
+# every Linux; O_NONBLOCK differs between architectures and comes from dsh (Node's constant).
+use strict;
+sub WNOHANG () { 1 }
+my ($shell, $real_tmp, $o_nonblock, $outer_pid_ns) = @ARGV;
+sub nonblocking { fcntl($_[0], 4, fcntl($_[0], 3, 0) | $o_nonblock) }
+# kill(-1) below must reach the sandbox only: a host that shares dsh's pid namespace (a runner
+# that claims to isolate and does not) refuses to start, and dsh runs a sandbox per command.
+my $pid_ns = readlink '/proc/self/ns/pid';
+if (!defined $pid_ns || !length $outer_pid_ns || $pid_ns eq $outer_pid_ns) { print STDERR "dsh shell host: not in a pid namespace of its own\n"; exit(3) }
 $SIG{PIPE} = 'IGNORE';
 binmode STDIN; binmode STDOUT;
 pipe(my $wake_r, my $wake_w) or die "pipe: $!";
-for my $fh ($wake_r, $wake_w) { fcntl($fh, F_SETFL, fcntl($fh, F_GETFL, 0) | O_NONBLOCK) }
+nonblocking($_) for $wake_r, $wake_w;
 $SIG{CHLD} = sub { syswrite($wake_w, 'x') };
 my (%runs, %by_fd, %by_pid);
 my $input = '';
@@ -53,7 +60,7 @@ my $env_gen = 0;
 # cwd to start the next one in once the host is idle.
 my $warm;
 my $warm_cwd;
-use constant WARM_MAX => 65536;
+sub WARM_MAX () { 65536 }
 # read -N reads a pipe in blocks (read -d '' would read it a byte at a time); it ends at EOF.
 # $_ starts as a fresh shell's (the environment's _, else the shell's name) and is set back to it.
 # (A dollar sign and a brace are joined with . here: this program is a JavaScript template.)
@@ -110,7 +117,7 @@ sub spawn_shell {
     open(STDOUT, '>&', $out_w);
     open(STDERR, '>&', $err_w);
     %ENV = %run_env;
-    exec { $shell } $shell, '-c', $script;
+    { exec { $shell } $shell, '-c', $script }
     print STDERR "dsh: cannot run $shell: $!\n";
     exit(127);
   }
@@ -118,7 +125,7 @@ sub spawn_shell {
   chdir '/';
   close $out_w; close $err_w;
   # Non-blocking, so a run's pipes can be emptied at its end without waiting on a writer.
-  for my $fh ($out_r, $err_r) { fcntl($fh, F_SETFL, fcntl($fh, F_GETFL, 0) | O_NONBLOCK) }
+  nonblocking($_) for $out_r, $err_r;
   return ($pid, $out_r, $err_r);
 }
 
@@ -190,7 +197,7 @@ sub relay {
 # keeps writing is not waited for): output the shell wrote before it ended then goes out before
 # its end does. dsh stops reading a run some time after its end once its output is quiet (for
 # background jobs that hold the pipes); output still queued here must not count as quiet.
-use constant DRAIN_MAX => 4194304;
+sub DRAIN_MAX () { 4194304 }
 sub drain {
   my ($id) = @_;
   my $budget = DRAIN_MAX;

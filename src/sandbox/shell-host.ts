@@ -19,7 +19,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
-import { statSync } from 'node:fs'
+import { constants as fsConstants, readlinkSync, statSync } from 'node:fs'
 import { constants } from 'node:os'
 import { Readable } from 'node:stream'
 import { spawner } from './runner.js'
@@ -38,8 +38,13 @@ export class HostedRun extends EventEmitter {
   /** dsh signalled the run (a timeout, an abort). */
   private signalled = false
 
+  /** Output streams not yet read to their end (or destroyed). */
+  private streamsOpen = 2
+  private closeEmitted = false
+
   constructor(private readonly host: ShellHost, readonly id: number) {
     super()
+    for (const stream of [this.stdout, this.stderr]) stream.once('close', () => { this.streamsOpen--; this.maybeClose() })
   }
 
   /** Signals the command's process group (once its shell has ended the host ignores it). */
@@ -63,14 +68,23 @@ export class HostedRun extends EventEmitter {
     if (this.exited !== undefined) return
     this.exited = { code, signal }
     this.emit('exit', code, signal)
-    if (this.closed) this.emit('close', code, signal)
+    this.maybeClose()
   }
 
   /** @internal Both pipes reached their end. */
   close(): void {
     if (this.closed) return
     this.endStreams()
-    if (this.exited !== undefined) this.emit('close', this.exited.code, this.exited.signal)
+  }
+
+  /**
+   * `close` as a child process has it: after the exit and once both streams have been read to
+   * their end, so a reader that paused (a spill file opening) still gets every byte first.
+   */
+  private maybeClose(): void {
+    if (this.closeEmitted || this.exited === undefined || this.streamsOpen > 0) return
+    this.closeEmitted = true
+    this.emit('close', this.exited.code, this.exited.signal)
   }
 
   /** @internal The run could not start (the host's `s` frame, or an ended host). */
@@ -101,7 +115,7 @@ export class ShellHost {
   private constructor(private readonly child: ChildProcess) {}
 
   /**
-   * Starts `<prefix> <perl> -e <program> <shell> <real /tmp device>` and resolves once it is
+   * Starts `<prefix> <perl> -e <program> <shell> <real /tmp device> <O_NONBLOCK> <pid namespace>` and resolves once it is
    * ready. `env` is the host's own environment (each run sends its own as well). `clearTmp`: the
    * runner gives the sandbox a /tmp of its own, to be emptied between commands; the host checks
    * it is not the real one (another device) before it empties it.
@@ -116,7 +130,13 @@ export class ShellHost {
         // No real /tmp to tell the sandbox's from: it is never emptied.
       }
     }
-    const argv = [...prefix, options.perl ?? 'perl', '-e', SHELL_HOST_PROGRAM, options.shell, realTmp]
+    let pidNamespace = ''
+    try {
+      pidNamespace = readlinkSync('/proc/self/ns/pid')
+    } catch {
+      // Unknown: the host cannot tell it is in a namespace of its own, and refuses to start.
+    }
+    const argv = [...prefix, options.perl ?? 'perl', '-e', SHELL_HOST_PROGRAM, options.shell, realTmp, String(fsConstants.O_NONBLOCK), pidNamespace]
     const child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd, env: options.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
     const host = new ShellHost(child)
     return new Promise((resolve, reject) => {

@@ -439,7 +439,13 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'bash', 'command', args, context)
       let prefix: readonly string[] | undefined
       let runner: import('../../sandbox/runner.js').SandboxRunner | undefined
+      // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
+      const env = scrubbedEnvironment(process.env, resolved.env)
+      // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
+      const terminal = editorTerminal(context.scope)
       if (box !== undefined && box.mode !== 'danger-full-access') {
+        // The first confined command of a process: a shell host that comes up stands for the probe.
+        if (terminal === undefined && args.run_in_background !== true) await box.sandbox.prepare?.(box.mode, box.root, { shell: resolved.shell, env })
         const probe = await box.sandbox.runner()
         // SB-3: no working runner: refuse, never run unconfined.
         if (probe.runner === undefined) throw new BashError(`sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the command was not run`, SandboxErrorCode.unavailable)
@@ -447,8 +453,6 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         prefix = runner.argv(box.mode, box.root)
       }
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
-      // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
-      const env = scrubbedEnvironment(process.env, resolved.env)
       // `meta.sandbox`: the mode and runner the command ran under, plus what a foreground run adds.
       const sandboxMeta = (extra: Readonly<Record<string, true>> = {}): Record<string, JsonValue> => box === undefined ? {}
         : { sandbox: { mode: box.mode, ...(runner !== undefined ? { runner: runner.name, enforcement: runner.enforcement ?? 'full' } : {}), ...extra } }
@@ -474,8 +478,6 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         })
         return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, ...sandboxMeta() } as unknown as ToolOutput['meta'] }
       }
-      // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
-      const terminal = editorTerminal(context.scope)
       // Otherwise a running shell host of this runner, mode and root starts the command without a
       // new sandbox; while there is none, the command gets its own and a host starts meanwhile.
       const host = runner !== undefined && box !== undefined && box.mode !== 'danger-full-access' && terminal === undefined

@@ -113,6 +113,8 @@ describe('runner chain (SB-3)', () => {
     const flaky: SandboxRunner = {
       ...bwrapRunner(),
       name: 'bwrap',
+      // Not a shell host's runner: its first argv is the probe's.
+      hostable: undefined,
       argv: () => (calls++ === 0 ? [] : ['sh', '-c', 'echo "bwrap: setting up uid map: Read-only file system" >&2; exit 1', 'x']),
     }
     const record = await bash({ mode: 'workspace-write', runner: flaky }, 'true')

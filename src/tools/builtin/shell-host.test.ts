@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { Context } from 'cordis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { resultText } from '../../../test-support/builtin-tools.js'
@@ -75,11 +75,13 @@ async function box(config: SandboxConfig, cwd = root): Promise<Box> {
   return made
 }
 
-/** A box whose host is running: the first call starts it (and runs in a sandbox of its own). */
+/**
+ * A box whose host is running: the first call starts it (and runs in a sandbox of its own, or,
+ * as the first confined command of the process, through the host it waited for).
+ */
 async function hosted(config: SandboxConfig, cwd = root): Promise<Box> {
   const b = await box(config, cwd)
-  const first = await b.call('true')
-  expect(first.meta).not.toHaveProperty('sandbox.shellHost')
+  await b.call('true')
   await b.settled()
   expect(b.hosts()).toMatchObject([{ running: true, starts: 1 }])
   return b
@@ -345,6 +347,46 @@ describe.skipIf(missing !== undefined)('bash through a shell host (real bubblewr
     await b.settled()
     expect(b.hosts()).toMatchObject([{ running: true, starts: 2 }])
     expect(viaHost(await b.call('echo again'))).toBe(true)
+  })
+
+  // The runner chain is probed once per process and chain: bwrap named by a path is a chain of
+  // its own, not probed yet (each test names it by another path).
+  const bwrapDir = () => dirname(execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim())
+
+  it('SB-3: the first confined command of a process waits for a shell host instead of the probe, and runs through it', async () => {
+    const bwrapCommand = join(bwrapDir(), 'bwrap')
+    const b = await box({ mode: 'workspace-write', bwrapCommand })
+    const first = await b.call('echo first; echo "$0"')
+    expect(viaHost(first)).toBe(true)
+    expect(resultText(first)).toBe('first\nbash\n')
+    expect(b.hosts()).toMatchObject([{ running: true, starts: 1 }])
+    // The runner it proved serves the other modes too (read-only starts a host of its own later).
+    const ro = await (await box({ mode: 'read-only', bwrapCommand })).call(`echo x > ${join(root, 'ro-first.txt')}`)
+    expect(resultText(ro)).toContain('[sandbox: file access denied under read-only mode]')
+  })
+
+  it('SB-3: a first command whose host cannot start (no perl) falls back to the probe and a sandbox of its own', async () => {
+    const b = await box({ mode: 'workspace-write', bwrapCommand: `${bwrapDir()}/./bwrap`, perlCommand: join(root, 'no-such-perl') })
+    const record = await b.call('echo fine')
+    expect(resultText(record)).toBe('fine\n')
+    expect(viaHost(record)).toBe(false)
+    expect(b.hosts()).toMatchObject([{ running: false, problem: expect.stringMatching(/ended before it was ready/) }])
+  })
+
+  it('a spilled output is whole on disk when the hosted call returns', async () => {
+    const b = await hosted({ mode: 'workspace-write' })
+    for (let i = 0; i < 5; i++) {
+      const record = await b.call('head -c 200000 /dev/zero | tr "\\0" a')
+      expect(viaHost(record)).toBe(true)
+      const spilled = (record.meta as { spilled?: string[] }).spilled
+      expect(spilled).toHaveLength(1)
+      expect(readFileSync(spilled![0]!, 'utf8')).toBe('a'.repeat(200000))
+    }
+  })
+
+  it('a host outside a pid namespace of its own refuses to start (its clean-up signals every process it can see)', async () => {
+    await expect(ShellHost.start([], { shell: 'bash', cwd: root, env: { PATH: process.env.PATH }, clearTmp: false }))
+      .rejects.toThrow(/ended before it was ready \(exit 3\): dsh shell host: not in a pid namespace of its own/)
   })
 
   it('without perl, commands keep a sandbox each and the reason is kept', async () => {
