@@ -1,8 +1,8 @@
 // Writes dist/shipped-config.json: every shipped bundle and profile YAML file, parsed, with the
-// size and mtime it had, so dsh starts without a YAML parser (src/config/shipped.ts checks both
-// before trusting an entry). Run after tsc; files that do not parse are left out, so dsh still
+// text it was parsed from, so dsh starts without a YAML parser (src/config/shipped.ts compares the
+// file's text before trusting an entry). Run after tsc; files that do not parse are left out, so dsh still
 // reports their errors when it reads them. Usage: node scripts/shipped-config.mjs [package root]
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
@@ -34,8 +34,7 @@ for (const path of files) {
   } catch {
     continue
   }
-  const { size, mtimeMs } = statSync(path)
-  out[relative(root, path)] = { size, mtimeMs, value }
+  out[relative(root, path)] = { text, value }
 }
 mkdirSync(join(root, 'dist'), { recursive: true })
 writeFileSync(join(root, 'dist', 'shipped-config.json'), `${JSON.stringify(out)}\n`)

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -44,5 +44,19 @@ describe('the build cache of shipped YAML', () => {
     expect(lookup(join(root, 'bundles', 'bad.yml'))).toBeUndefined()
     writeFileSync(path, '- id: a\n  name: sessions\n- id: b\n  name: llm\n')
     expect(lookup(path)).toBeUndefined()
+    // The same length, other bytes: still another file.
+    writeFileSync(path, '- id: a\n  name: sessionz\n')
+    expect(lookup(path)).toBeUndefined()
+  })
+
+  it('still serves a file whose times changed but whose bytes did not (npm and tar set their own mtimes)', () => {
+    const root = mkdtempSync(join(tmpdir(), 'dsh-shipped-'))
+    mkdirSync(join(root, 'bundles'))
+    const path = join(root, 'bundles', 'a.yml')
+    writeFileSync(path, '- id: a\n  name: sessions\n')
+    const lookup = buildCache(root)
+    // What an npm tarball's files get: 1985-10-26T08:15:00Z.
+    utimesSync(path, new Date('1985-10-26T08:15:00Z'), new Date('1985-10-26T08:15:00Z'))
+    expect(lookup(path)?.value).toEqual([{ id: 'a', name: 'sessions' }])
   })
 })

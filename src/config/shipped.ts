@@ -1,10 +1,12 @@
 /**
  * The build's parsed copy of the shipped YAML (bundles and profiles), so start-up needs no YAML
- * parser. The YAML files stay the source of truth: an entry is used only while its file has the
- * size and mtime recorded at build time, so an edited file is always parsed afresh.
+ * parser. The YAML files stay the source of truth: an entry is used only while its file holds the
+ * very text it was parsed from, so an edited file is always parsed afresh. (Not its size and
+ * mtime: an npm tarball, tar and most copies set times of their own, and a package installed
+ * that way would parse every shipped file at every start.)
  * `scripts/shipped-config.mjs` writes dist/shipped-config.json after `tsc`.
  */
-import { readFileSync, statSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -13,8 +15,7 @@ export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..'
 export const SHIPPED_CONFIG_FILE = join(packageRoot, 'dist', 'shipped-config.json')
 
 export interface ShippedEntry {
-  readonly size: number
-  readonly mtimeMs: number
+  readonly text: string
   readonly value: unknown
 }
 
@@ -32,9 +33,9 @@ export function shippedCache(file: string, root: string): (path: string) => { va
     const entry = entries[relative(root, path)]
     if (entry === undefined) return undefined
     try {
-      const info = statSync(path)
+      // A few KB read and compared: far less than loading a YAML parser.
       // A copy, so a caller changing the document cannot change what the next read returns.
-      return info.size === entry.size && info.mtimeMs === entry.mtimeMs ? { value: structuredClone(entry.value) } : undefined
+      return readFileSync(path, 'utf8') === entry.text ? { value: structuredClone(entry.value) } : undefined
     } catch {
       return undefined
     }
