@@ -5,6 +5,7 @@
 // beside it (docs/decisions.md, "The bundle runs from a V8 code cache"). The bundle is used while it was made from the
 // current dist/ (its copy of dist/.buildstamp matches); otherwise, and when there is none, dsh
 // runs from dist/ as tsc wrote it.
+import { isAscii } from 'node:buffer'
 import { accessSync, constants, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 
 const argv = process.argv.slice(2)
@@ -76,7 +77,9 @@ async function codeCached(stamp, v8) {
   const file = new URL('../dist/bundle/main.cjs', import.meta.url)
   let source
   try {
-    source = readFileSync(file, 'utf8')
+    const bytes = readFileSync(file)
+    // ASCII (scripts/bundle.mjs escapes the rest): read as Latin-1, no UTF-8 decoding.
+    source = isAscii(bytes) ? bytes.latin1Slice() : bytes.toString('utf8')
   } catch {
     return undefined
   }

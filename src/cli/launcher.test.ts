@@ -4,6 +4,7 @@
  * CommonJS main.cjs through a V8 code cache where it can. Run against a stand-in package whose
  * entry points say which one ran.
  */
+import { isAscii } from 'node:buffer'
 import { execFileSync, spawn } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -211,5 +212,12 @@ exports.main = async (argv, report) => {
     const [imports] = lexModule(source)
     expect(imports.filter(entry => entry.d > -1).map(entry => source.slice(entry.ss, entry.se))).toEqual([])
     expect(source).toContain('__dshImport(')
+    // ASCII only, so bin/dsh.js reads it as Latin-1 (esbuild keeps some comments as written).
+    expect(isAscii(readFileSync(bundle))).toBe(true)
+  })
+
+  it('a main.cjs with other characters than ASCII is read as UTF-8, not as Latin-1', () => {
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS.replace("join('a', 'b')", "'\u00b5s \u2713'"), ...AWAITS })
+    expect(run(root, 'ask')).toBe('cjs ask 42 true true \u00b5s \u2713')
   })
 })
