@@ -3,7 +3,7 @@
  * DeepSeek server on 127.0.0.1, driven by a client-side JSON-RPC peer.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -89,6 +89,40 @@ const chunks = (connection: Connection, sessionId: string) => connection.notific
   .filter(update => update.sessionUpdate !== 'available_commands_update')
 
 describe('ACP server', () => {
+  it('full mode: a launch folder whose hooks wait for trust says so in each new session, with /trust on; once trusted it does not; recorded mode never does', async () => {
+    const { home, cwd } = tempHome()
+    mkdirSync(join(cwd, '.claude'))
+    writeFileSync(join(cwd, '.claude', 'settings.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'true' }] }] } }))
+    const texts = (connection: Connection, sessionId: string) => chunks(connection, sessionId).filter(u => u.sessionUpdate === 'agent_message_chunk').map(u => u.content.text as string)
+    const recorded = connect({ home, cwd, recorded: true })
+    try {
+      const sessionId = await openSession(recorded, cwd)
+      // A request answered after the session opened: anything the opening sent is in by now.
+      await recorded.peer.request('session/new', { cwd, mcpServers: [] })
+      expect(texts(recorded, sessionId)).toEqual([])
+    } finally {
+      await recorded.close()
+    }
+    const connection = connect({ home, cwd })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      await expect.poll(() => texts(connection, sessionId)).toHaveLength(1)
+      expect(texts(connection, sessionId)[0]).toBe([
+        `${realpathSync(cwd)} brings code that runs with your user's rights once the folder is trusted; until then none of it runs:`,
+        '  hooks   .claude/settings.json (PreToolUse)',
+        'Type /trust on to trust the folder and start it (/trust shows what it runs).',
+      ].join('\n'))
+      expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/trust on' }] })).toEqual({ stopReason: 'end_turn' })
+      const { sessionId: second } = await connection.peer.request<{ sessionId: string }>('session/new', { cwd, mcpServers: [] })
+      expect(await connection.peer.request('session/prompt', { sessionId: second, prompt: [{ type: 'text', text: '/trust' }] })).toEqual({ stopReason: 'end_turn' })
+      const said = texts(connection, second)
+      expect(said).toHaveLength(1)
+      expect(said[0]).toContain('is trusted')
+    } finally {
+      await connection.close()
+    }
+  })
+
   it('initialize (capabilities, recorded mode), authenticate, session/new (absolute cwd only)', async () => {
     const { home, cwd } = tempHome()
     const connection = connect({ home, cwd, recorded: true })

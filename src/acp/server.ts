@@ -316,7 +316,10 @@ export class AcpServerApp extends Service {
     const { agent } = await openAgent(this.ctx, { cwd, loop })
     this.open(agent)
     // After the answer: the client knows the session id before its first update arrives.
-    setImmediate(() => this.advertiseCommands(agent.id))
+    setImmediate(() => {
+      this.advertiseCommands(agent.id)
+      void this.trustNotice(agent.id)
+    })
     if (servers.length > 0) {
       // MC-10: tools visible to this session's agent only; the servers stop with the agent.
       const stop = await this.ctx.get('mcp')!.startSessionServers(agent.scope, agent.id, servers)
@@ -544,6 +547,26 @@ export class AcpServerApp extends Service {
       ...(command.argumentHint !== undefined ? { input: { hint: command.argumentHint } } : {}),
     }))
     this.peer?.notify('session/update', { sessionId, update: { sessionUpdate: 'available_commands_update', availableCommands } })
+  }
+
+  /**
+   * Full mode: the launch folder's hooks and `.mcp.json` servers wait for trust, and the editor's
+   * user would see that only in the editor's log (the terminal app asks at start). One message in
+   * the new session says what would run and that `/trust on` starts it.
+   */
+  private async trustNotice(sessionId: string): Promise<void> {
+    const commands = this.ctx.get('commands') as CommandsService | undefined
+    const agent = this.ctx.agents.get(sessionId)
+    if (this.mode !== 'full' || agent === undefined || commands?.get('trust', agent.scope) === undefined) return
+    const { projectTrustStatus, trustNotice } = await import('../trust/plugin.js')
+    let text: string | undefined
+    try {
+      text = trustNotice(projectTrustStatus(this.ctx.host.cwd, this.ctx.host.home))
+    } catch {
+      // Unreadable settings: /trust reports it when asked.
+      return
+    }
+    if (text !== undefined && this.opened.has(sessionId)) this.notify(sessionId, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } })
   }
 
   private cancel(sessionId: string): void {

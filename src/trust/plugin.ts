@@ -97,6 +97,19 @@ export function describeProjectCode(status: ProjectTrustStatus): string[] {
   return lines
 }
 
+/**
+ * For a surface where nobody is asked at start (an editor over ACP): what the folder would run and
+ * how to let it, or undefined when nothing waits for trust.
+ */
+export function trustNotice(status: ProjectTrustStatus): string | undefined {
+  if (!needsTrust(status)) return undefined
+  return [
+    `${status.folder} brings code that runs with your user's rights once the folder is trusted; until then none of it runs:`,
+    ...describeProjectCode(status).map(line => `  ${line}`),
+    'Type /trust on to trust the folder and start it (/trust shows what it runs).',
+  ].join('\n')
+}
+
 /** `/trust` and `dsh trust` without an argument: the folder, whether it is trusted, what it runs. */
 export function formatTrustStatus(status: ProjectTrustStatus, how: { readonly on: string; readonly off: string } = { on: '`/trust on` (or `dsh trust on` in the folder)', off: '`/trust off` (or `dsh trust off`)' }): string {
   const code = describeProjectCode(status)
