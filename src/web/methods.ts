@@ -21,6 +21,7 @@ import { emitContained } from '../kernel/index.js'
 import type { ApprovalAnswer, ApprovalService, PendingQuestion, PresetName, QuestionAnswer } from '../approval/api.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import type { McpService } from '../mcp/api.js'
+import type { ProjectTrustStatus } from '../trust/plugin.js'
 import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
 import type { PriceTable } from '../session/trajectory.js'
 import { isMentionBlock, mentionBlocks } from './files.js'
@@ -692,6 +693,23 @@ export class WebApiPlugin extends Service implements WebApiService {
       return { available: service !== undefined, servers, untrusted: servers.filter(server => server.state === 'untrusted').map(server => server.name) }
     }
     add('mcp.list', () => mcpList())
+    // Project trust (docs/security.md): the launch folder's hook files and .mcp.json servers.
+    const trustView = async (status?: ProjectTrustStatus) => {
+      const { describeProjectCode, needsTrust, projectTrustStatus } = await import('../trust/plugin.js')
+      const folder = this.config.cwd
+      if (folder === undefined || this.config.home === undefined) return { available: false }
+      const current = status ?? projectTrustStatus(folder, this.config.home)
+      return {
+        available: true, folder: current.folder, needsTrust: needsTrust(current), code: describeProjectCode(current),
+        ...current.trustedBy !== undefined ? { trustedBy: current.trustedBy } : {}, ...current.problem !== undefined ? { problem: current.problem } : {},
+      }
+    }
+    add('trust.status', () => trustView())
+    add('trust.on', async () => {
+      const { trustFolder } = await import('../trust/plugin.js')
+      if (this.config.cwd === undefined) throw new WebApiError(501, 'UNSUPPORTED', 'no launch folder to trust')
+      return trustView(await trustFolder(this.config.cwd, this.home, this.root.get('mcp') as McpService | undefined))
+    })
     add('mcp.trust', async () => {
       await mcp().trustProject()
       return mcpList()

@@ -132,6 +132,7 @@ export function App() {
         {connection !== 'open' ? (
           <div className="banner" role="status">{connection === 'retrying' ? 'Reconnecting to dsh web…' : 'The dsh web server is not answering. Retrying; if it was restarted with a new token, open the link it printed.'}</div>
         ) : null}
+        <TrustBanner />
         {view === 'settings' ? <Settings onClose={() => setView(selected ? 'chat' : 'new')} />
           : view === 'new' || selected === null ? <FirstRun><NewSession sessions={sessions} onCreated={summary => { onSummary(summary); select(summary.id) }} /></FirstRun>
             : <Chat key={selected} id={selected} summary={current} onSummary={onSummary} onConnection={setConnection}
@@ -139,6 +140,48 @@ export function App() {
         {view !== 'chat' || selected === null ? <GlobalStream onSummary={onSummary} onConnection={setConnection} /> : null}
       </main>
       </DelegationContext.Provider>
+    </div>
+  )
+}
+
+interface TrustView { available: boolean; folder?: string; needsTrust?: boolean; code?: string[]; problem?: string }
+
+/**
+ * The launch folder's hook files and .mcp.json servers wait for trust (docs/security.md, "Project
+ * trust"): what would run, and one button to trust the folder (as `/trust on`). "Not now" hides it
+ * until the page is opened again.
+ */
+function TrustBanner() {
+  const [view, setView] = useState<TrustView | null>(null)
+  const [hidden, setHidden] = useState(false)
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | null>(null)
+  useEffect(() => { call<TrustView>('trust.status').then(setView, () => setView(null)) }, [])
+  if (hidden || view === null || !view.available || view.needsTrust !== true) return null
+  const trust = async () => {
+    if (!window.confirm(`Trust ${view.folder}? Its hook files and .mcp.json servers run with your user's rights, outside the sandbox. Only do this for a repository you trust.`)) return
+    setBusy(true)
+    try {
+      setView(await call<TrustView>('trust.on'))
+      setError(null)
+    } catch (failure) {
+      setError((failure as Error).message)
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <div className="banner trust-banner" role="status" data-testid="trust-banner">
+      <div className="trust-text">
+        <span><span className="mono">{view.folder}</span> brings code that runs with your user's rights once the folder is trusted. None of it runs now:</span>
+        <ul className="trust-code">{(view.code ?? []).map(line => <li key={line}><code>{line}</code></li>)}</ul>
+        {view.problem ? <div className="muted">{view.problem}</div> : null}
+        {error ? <div className="trust-error" data-testid="trust-error">{error}</div> : null}
+      </div>
+      <div className="trust-actions">
+        <button className="primary" disabled={busy} onClick={() => void trust()} data-testid="trust-on">Trust and start</button>
+        <button className="ghost" onClick={() => setHidden(true)} data-testid="trust-later">Not now</button>
+      </div>
     </div>
   )
 }
