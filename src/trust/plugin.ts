@@ -106,6 +106,7 @@ export function trustNotice(status: ProjectTrustStatus): string | undefined {
   return [
     `${status.folder} brings code that runs with your user's rights once the folder is trusted; until then none of it runs:`,
     ...describeProjectCode(status).map(line => `  ${line}`),
+    ...status.problem === undefined ? [] : [`Warning: ${status.problem}.`],
     'Type /trust on to trust the folder and start it (/trust shows what it runs).',
   ].join('\n')
 }

@@ -17,7 +17,7 @@ import { HooksPlugin } from '../hooks/index.js'
 import { McpPlugin } from '../mcp/plugin.js'
 import { defineTool } from '../tools/index.js'
 import { readTrustedProjects, trustListProblem, trustProject } from './index.js'
-import { formatTrustStatus, needsTrust, ProjectTrustPlugin, projectTrustStatus, revokeFolder, settingsStore, trustFolder } from './plugin.js'
+import { formatTrustStatus, needsTrust, ProjectTrustPlugin, projectTrustStatus, revokeFolder, settingsStore, trustFolder, trustNotice } from './plugin.js'
 
 const hookFile = { hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'echo "not in this project" >&2; exit 2' }] }] } }
 
@@ -97,6 +97,21 @@ describe('project trust: what a folder runs, trusting and revoking it', () => {
     expect(readFileSync(join(home, 'trusted-projects.json'), 'utf8')).toBe(broken)
     writeFileSync(join(home, 'trusted-projects.json'), JSON.stringify({ projects: 'not a list' }))
     expect(trustListProblem(home)).toMatch(/"projects" must be a list of folders/)
+  })
+
+  it('the notice for surfaces that do not ask (editors, the web): what waits, a broken trust list, and nothing once trusted', async () => {
+    const { home, folder, userHome } = project({ mcp: false })
+    const status = () => projectTrustStatus(folder, home, undefined, userHome)
+    expect(trustNotice(status())).toBe([
+      `${folder} brings code that runs with your user's rights once the folder is trusted; until then none of it runs:`,
+      `  hooks   ${join('.claude', 'settings.json')} (PreToolUse)`,
+      'Type /trust on to trust the folder and start it (/trust shows what it runs).',
+    ].join('\n'))
+    writeFileSync(join(home, 'trusted-projects.json'), '{"projects": [')
+    expect(trustNotice(status())).toContain(`Warning: ${join(home, 'trusted-projects.json')} is not valid JSON`)
+    writeFileSync(join(home, 'trusted-projects.json'), JSON.stringify({ projects: [] }))
+    await trustFolder(folder, home)
+    expect(trustNotice(status())).toBeUndefined()
   })
 
   it('the settings store keeps other settings when a pin is added', async () => {
