@@ -125,12 +125,8 @@ function finishCommonJs(file) {
   const source = readFileSync(file, 'utf8').replace(/[^\x00-\x7f]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
   const helper = /^var __toESM = \(mod, isNodeMode, (\w+)\) => \(/m
   const found = source.match(helper)
-  if (found === null) {
-    if (source.includes('__toESM(')) return 'esbuild\'s __toESM helper changed shape'
-    writeFileSync(file, source)
-    return undefined
-  }
-  writeFileSync(file, source.replace(helper, `var __toESM = (mod, isNodeMode, $1) => mod != null && mod[Symbol.toStringTag] === "Module" ? mod : (`))
+  if (found === null && source.includes('__toESM(')) return 'esbuild\'s __toESM helper changed shape'
+  writeFileSync(file, found === null ? source : source.replace(helper, `var __toESM = (mod, isNodeMode, $1) => mod != null && mod[Symbol.toStringTag] === "Module" ? mod : (`))
   return undefined
 }
 

@@ -189,13 +189,15 @@ export class SandboxPlugin extends Service implements SandboxService {
     const runner = this.chain[0]
     if (runner?.hostable === undefined || probed(this.key)) return
     const key = this.hostKey(runner, mode, root, options.shell)
-    if (this.shellHost(runner, mode, root, options) !== undefined) return
-    const starting = this.hosts.get(key)?.starting
-    if (starting === undefined) return
-    let timer: NodeJS.Timeout | undefined
-    // A host that takes longer than a probe may is left to come up in the background.
-    await Promise.race([starting, new Promise<void>(resolve => { timer = setTimeout(resolve, this.config.probeTimeoutMs ?? 5000) })])
-    clearTimeout(timer)
+    if (this.shellHost(runner, mode, root, options) === undefined) {
+      const starting = this.hosts.get(key)?.starting
+      if (starting === undefined) return
+      let timer: NodeJS.Timeout | undefined
+      // A host that takes longer than a probe may is left to come up in the background.
+      await Promise.race([starting, new Promise<void>(resolve => { timer = setTimeout(resolve, this.config.probeTimeoutMs ?? 5000) })])
+      clearTimeout(timer)
+    }
+    // A running host (started now or by an earlier call) proves the runner.
     if (this.hosts.get(key)?.host?.alive === true) provenRunner(this.key, runner)
   }
 

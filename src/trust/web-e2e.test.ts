@@ -7,22 +7,15 @@
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Browser, Page } from 'playwright-core'
 import { repoRoot } from '../../test-support/run-dsh.js'
 import { findChromium } from '../../test-support/chromium.js'
 import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
-import { type DshWeb } from '../../test-support/web-process.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping project trust web e2e tests: ${chromium.reason}`)
 const shots = join(repoRoot, 'test-output', 'web')
 
 describe.skipIf(chromium.path === undefined)('project trust in dsh web', () => {
-  let web: DshWeb
-  let browser: Browser
-  let page: Page
-  let home: string
-  let work: string
   let workspace: BrowserWorkspace | undefined
 
   beforeAll(async () => {
@@ -34,7 +27,6 @@ describe.skipIf(chromium.path === undefined)('project trust in dsh web', () => {
         writeFileSync(join(work, '.mcp.json'), JSON.stringify({ mcpServers: { proj: { command: 'node', args: ['server.js'] } } }))
       },
     })
-    ;({ web, browser, page, home, work } = workspace)
     mkdirSync(shots, { recursive: true })
   }, 600_000)
 
@@ -43,6 +35,7 @@ describe.skipIf(chromium.path === undefined)('project trust in dsh web', () => {
   })
 
   it('the banner lists what waits for trust; Not now hides it for the page; Trust and start trusts the folder', async () => {
+    const { web, browser, page, home, work } = workspace!
     await page.goto(web.url)
     const banner = page.getByTestId('trust-banner')
     await banner.waitFor()
