@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs'
+import fs, { existsSync, readlinkSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import { copyFile, link, mkdtemp, open, readdir, readFile, readlink, rename, rm, stat, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -134,26 +135,38 @@ describe('JSONL layout (D-4)', () => {
     expect((await new JsonlBackend({ root }).loadStored(header.id))!.events).toEqual(events.slice(0, 30))
   }))
 
-  it('D-3/D-4: an append resolves after fdatasync of its file; creating a file (temp + link) uses full fsync', () => withRoot(async (root) => {
+  it('D-3/D-4: an append resolves after fdatasync of its file; creating a file (temp + link) fsyncs the file, then its folder', () => withRoot(async (root) => {
     const probe = await open(join(root, 'probe'), 'w')
     const proto = Object.getPrototypeOf(probe) as { sync(): Promise<void>; datasync(): Promise<void> }
     await probe.close()
     const calls: string[] = []
-    const sync = vi.spyOn(proto, 'sync').mockImplementation(async function (this: { fd: number }) { calls.push('fsync') })
+    // Creating goes through fs.fsync on a descriptor (the named export the backend imports is
+    // re-pointed at the spy by syncBuiltinESMExports); appends through the kept FileHandle.
+    const fsyncFd = vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, callback: (error: null) => void) => {
+      calls.push(`fsync ${readlinkSync(`/proc/self/fd/${fd}`)}`)
+      callback(null)
+    }) as typeof fs.fsync)
+    const sync = vi.spyOn(proto, 'sync').mockImplementation(async function () { calls.push('FileHandle.sync') })
     const datasync = vi.spyOn(proto, 'datasync').mockImplementation(async function () { calls.push('fdatasync') })
+    syncBuiltinESMExports()
     try {
       const backend = new JsonlBackend({ root })
       const { header, events } = await realisticLog(2, 4)
       await backend.create(header, events.slice(0, 5))
-      expect(calls).toContain('fsync')
-      expect(calls).not.toContain('fdatasync')
+      const dir = dirname((await backend.pathOf(header.id))!)
+      expect(calls).toHaveLength(2)
+      // The temp file's bytes before it is linked into place, then the folder holding the link.
+      expect(calls[0]).toMatch(new RegExp(`^fsync ${dir.replaceAll('/', '\\/')}/\\.session\\.jsonl\\..*\\.tmp`))
+      expect(calls[1]).toBe(`fsync ${dir}`)
       calls.length = 0
       await backend.appendBatch(header, events.slice(5, 10))
       expect(calls).toEqual(['fdatasync'])
       await backend.close()
     } finally {
+      fsyncFd.mockRestore()
       sync.mockRestore()
       datasync.mockRestore()
+      syncBuiltinESMExports()
     }
   }))
 
