@@ -2,7 +2,7 @@
 // into dist/bundle/ with esbuild: ESM, split at each dynamic import so lazily loaded plugins stay
 // lazy. A start-up then reads, resolves and links a few chunks instead of ~130 modules
 // (docs/benchmarks.md, "Start-up"). npm packages stay external (native ones such as
-// better-sqlite3 and pg, and one copy of Cordis for out-of-tree plugins too).
+// better-sqlite3 and pg, and in these chunks one copy of Cordis for out-of-tree plugins too).
 //
 // Run after tsc and after dist/.buildstamp is written: the bundle records that stamp, and
 // bin/dsh.js uses the bundle only while the two match (a later tsc-only rebuild makes it fall
@@ -78,6 +78,22 @@ if (lexer !== undefined) {
       })
     },
   }
+  /**
+   * Every package stays external but Cordis and its one runtime dependency: as part of main.cjs
+   * they come out of the code cache (a require() of the ES module Cordis cost ~10 ms per run,
+   * compiled from source each time). An out-of-tree plugin's own `import 'cordis'` gets the
+   * package's instance; Cordis keys what it shares on global symbols (docs/decisions.md).
+   */
+  const BUNDLED_PACKAGES = new Set(['cordis', 'cosmokit'])
+  const inBundle = {
+    name: 'dsh-in-bundle',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, args => {
+        const name = args.path.startsWith('@') ? args.path.split('/').slice(0, 2).join('/') : args.path.split('/')[0]
+        return BUNDLED_PACKAGES.has(name) ? undefined : { path: args.path, external: true }
+      })
+    },
+  }
   // Any other use of import.meta would be empty in CommonJS, and top-level await cannot be
   // written as CommonJS at all: refuse rather than ship a broken file (dsh runs the ESM chunks).
   let problem
@@ -90,10 +106,9 @@ if (lexer !== undefined) {
       format: 'cjs',
       platform: 'node',
       target: 'node20',
-      packages: 'external',
       // bin/dsh.js passes the file's URL in; paths relative to it resolve as from dist/cli/.
       define: { 'import.meta.url': '__dshModuleUrl' },
-      plugins: [packageImports],
+      plugins: [inBundle, packageImports],
       sourcemap: 'linked',
       logLevel: 'warning',
     })
