@@ -10,7 +10,13 @@ import { accessSync, constants, readFileSync, renameSync, rmSync, writeFileSync 
 
 const argv = process.argv.slice(2)
 // These finish before a code cache would pay for itself; they load a few small ESM chunks.
-const quick = ['--version', '-V', '--help', '-h', 'sessions'].includes(argv[0])
+const quick = ['--version', '-V', '--help', '-h'].includes(argv[0])
+/**
+ * Which code cache a run uses: `dsh sessions ...` has one of its own. A cache deserialises every
+ * function it holds, and the agent runs' cache holds ~1 MB of code a listing never runs (through
+ * that cache a listing was slower than compiling its ESM chunks; through its own, faster).
+ */
+const kind = argv[0] === 'sessions' ? 'sessions' : 'agent'
 
 /** The build stamp when the bundle was made from the current dist/, else undefined. */
 function bundled() {
@@ -63,7 +69,8 @@ function recordedSizes(text) {
 }
 
 /**
- * dist/bundle/main.cjs compiled with the code cache main.cjs.cache. The cache's first line is
+ * dist/bundle/main.cjs compiled with the code cache main.cjs.cache (main.cjs.sessions.cache for
+ * `dsh sessions`, see `kind`). The cache's first line is
  * `dsh code cache <stamp> <sizes>`: the build stamp it was made under (V8 checks a cache against
  * the source's length only, so a cache left from another build is never handed to it) and, per
  * profile, the most bytecode a run of it ended with. A run writes the cache when it found none,
@@ -73,6 +80,8 @@ function recordedSizes(text) {
  * (Node 20.19+): the bundle requires Cordis.
  */
 async function codeCached(stamp, v8) {
+  // v8 is undefined for a run that set no V8 flags (`dsh sessions`): node:v8 (~3 ms to load) is
+  // then imported only if the run's end has a cache to check or write.
   if (process.env.DSH_CODE_CACHE === '0' || process.features.require_module !== true) return undefined
   const file = new URL('../dist/bundle/main.cjs', import.meta.url)
   let source
@@ -83,7 +92,7 @@ async function codeCached(stamp, v8) {
   } catch {
     return undefined
   }
-  const cacheFile = new URL('../dist/bundle/main.cjs.cache', import.meta.url)
+  const cacheFile = new URL(kind === 'sessions' ? '../dist/bundle/main.cjs.sessions.cache' : '../dist/bundle/main.cjs.cache', import.meta.url)
   const header = `dsh code cache ${stamp.trim()}`
   let cachedData
   let sizes = {}
@@ -117,10 +126,11 @@ async function codeCached(stamp, v8) {
   const module = { exports: {} }
   script.runInThisContext()(module.exports, id => imported.get(id) ?? load(id), module, filename, fileURLToPath(new URL('.', file)), dshImport, file.href)
   /** After the run: writes the cache if it is missing, refused, or short of what this run compiled. */
-  const save = (profile = '') => {
+  const save = async (profile = '') => {
     const accepted = hadCache && !script.cachedDataRejected
     const known = accepted && Object.hasOwn(sizes, profile) ? sizes[profile] : undefined
     if (known !== undefined && Math.random() * CHECK_ONE_IN >= 1) return
+    v8 ??= await import('node:v8')
     const bytes = v8.getHeapCodeStatistics().bytecode_and_metadata_size
     if (known !== undefined && bytes < known + GROW_BYTES) return
     // A refused cache's sizes describe code V8 did not take: the new cache starts its own record.
@@ -146,12 +156,13 @@ async function codeCached(stamp, v8) {
 let code
 const stamp = bundled()
 if (stamp !== undefined && !quick) {
-  const v8 = await tune()
+  // A listing sets no V8 flags: its cache is made and read under Node's defaults.
+  const v8 = kind === 'sessions' ? undefined : await tune()
   const cached = await codeCached(stamp, v8)
   if (cached !== undefined) {
     const report = {}
     code = await cached.main(argv, report)
-    cached.save(report.profile)
+    await cached.save(report.profile)
   } else code = await (await import('../dist/bundle/main.js')).main(argv)
 } else {
   const { main } = await import(stamp !== undefined ? '../dist/bundle/main.js' : '../dist/cli/main.js')

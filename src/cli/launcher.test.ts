@@ -85,6 +85,22 @@ describe('launcher (bin/dsh.js)', () => {
     expect(run(root, '--version')).toBe('bundle --version')
   })
 
+  it('`dsh sessions` runs main.cjs with a code cache of its own, leaving the agent runs\' cache alone', () => {
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
+    const listing = join(root, 'dist', 'bundle', 'main.cjs.sessions.cache')
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+    const agent = statSync(cacheOf(root))
+    expect(run(root, 'sessions')).toBe('cjs sessions 42 true true a/b')
+    const written = statSync(listing)
+    expect(readFileSync(listing).toString('latin1')).toMatch(/^dsh code cache 2026-01-01T00:00:00.000Z \{"":\d+\}\n/)
+    expect(run(root, 'sessions', 'delete', 'x')).toBe('cjs sessions delete x 42 true true a/b')
+    // Accepted by V8 (the listing sets no V8 flags, before or after), so not written again.
+    expect(statSync(listing).ino).toBe(written.ino)
+    expect(statSync(cacheOf(root)).ino).toBe(agent.ino)
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+    expect(statSync(cacheOf(root)).ino).toBe(agent.ino)
+  })
+
   it('a cache V8 refuses (corrupt, or from another Node or other flags) is replaced, and the run goes on', () => {
     const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS, ...AWAITS })
     writeFileSync(cacheOf(root), Buffer.from('not a code cache at all'))
