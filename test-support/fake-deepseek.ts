@@ -9,7 +9,7 @@
  *   await server.close()
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import type { StreamChunk, TokenUsage } from '../src/llm/types.js'
 
 /** A piece of the response body, a pause, or a wait for the test to release the stream. */
@@ -41,6 +41,8 @@ export interface RecordedRequest {
    * once the last byte was handed to the socket.
    */
   readonly timing: { readonly receivedAt: number; endedAt?: number }
+  /** Which accepted connection (1, 2, ...; see `FakeDeepSeek.connections`) the request came on. */
+  readonly connection: number
 }
 
 export class FakeDeepSeek {
@@ -54,6 +56,9 @@ export class FakeDeepSeek {
   private readonly queue: FakeResponse[] = []
   private readonly waiters: { count: number; resolve: () => void }[] = []
   private readonly open = new Set<ServerResponse>()
+  private accepted = 0
+  private readonly connectionIds = new WeakMap<Socket, number>()
+  private readonly connectionWaiters: { count: number; resolve: () => void }[] = []
 
   private constructor(private readonly server: Server, readonly url: string) {}
 
@@ -63,8 +68,9 @@ export class FakeDeepSeek {
       const receivedAt = performance.now()
       const parts: Buffer[] = []
       req.on('data', (part: Buffer) => parts.push(part))
-      req.on('end', () => { void fake!.respond(req.method ?? 'GET', req.url ?? '/', req.headers, Buffer.concat(parts).toString('utf8'), res, receivedAt) })
+      req.on('end', () => { void fake!.respond(req.method ?? 'GET', req.url ?? '/', req.headers, Buffer.concat(parts).toString('utf8'), res, receivedAt, fake!.connectionIds.get(req.socket) ?? 0) })
     })
+    server.on('connection', (socket: Socket) => { fake!.accept(socket) })
     await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
     const { port } = server.address() as AddressInfo
     fake = new FakeDeepSeek(server, `http://127.0.0.1:${port}`)
@@ -90,6 +96,25 @@ export class FakeDeepSeek {
     return this.queue.splice(0).length
   }
 
+  /** TCP connections accepted so far (a client may open one before it sends a request on it). */
+  get connections(): number {
+    return this.accepted
+  }
+
+  /** Resolves once `count` connections have been accepted in total. */
+  waitForConnections(count: number): Promise<void> {
+    if (this.accepted >= count) return Promise.resolve()
+    return new Promise(resolve => this.connectionWaiters.push({ count, resolve }))
+  }
+
+  private accept(socket: Socket): void {
+    this.connectionIds.set(socket, ++this.accepted)
+    for (const waiter of this.connectionWaiters.filter(w => this.accepted >= w.count)) {
+      this.connectionWaiters.splice(this.connectionWaiters.indexOf(waiter), 1)
+      waiter.resolve()
+    }
+  }
+
   /** Resolves once `count` requests have arrived in total. */
   waitForRequests(count: number): Promise<void> {
     if (this.requests.length >= count) return Promise.resolve()
@@ -103,7 +128,7 @@ export class FakeDeepSeek {
     await new Promise<void>(resolve => this.server.close(() => resolve()))
   }
 
-  private async respond(method: string, path: string, headers: IncomingHttpHeaders, raw: string, res: ServerResponse, receivedAt: number): Promise<void> {
+  private async respond(method: string, path: string, headers: IncomingHttpHeaders, raw: string, res: ServerResponse, receivedAt: number, connection: number): Promise<void> {
     if (method === 'GET' && this.models !== undefined && /\/models\/?$/.test(path)) {
       this.modelRequests.push({ path, headers })
       res.writeHead(200, { 'content-type': 'application/json' })
@@ -115,7 +140,7 @@ export class FakeDeepSeek {
     const closed = new Promise<void>(resolve => res.on('close', () => resolve()))
     const timing: { receivedAt: number; endedAt?: number } = { receivedAt }
     res.on('finish', () => { timing.endedAt = performance.now() })
-    this.requests.push({ method, path, headers, raw, body, closed, timing })
+    this.requests.push({ method, path, headers, raw, body, closed, timing, connection })
     for (const waiter of this.waiters.filter(w => this.requests.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1)
       waiter.resolve()

@@ -26,6 +26,8 @@ export class ScriptedModel implements LlmAdapter {
   readonly provider = SCRIPTED_PROVIDER
   /** Every request the model received, in order. */
   readonly requests: LlmCallOptions[] = []
+  /** Each `warm(model)` call: the model asked for and how many requests had come before it. */
+  readonly warms: { model: string; requestsBefore: number }[] = []
   private readonly queue: ScriptedResponse[]
 
   constructor(responses: readonly ScriptedResponse[] = []) {
@@ -39,6 +41,10 @@ export class ScriptedModel implements LlmAdapter {
 
   get remaining(): number {
     return this.queue.length
+  }
+
+  warm(model: string): void {
+    this.warms.push({ model, requestsBefore: this.requests.length })
   }
 
   async *stream(options: LlmCallOptions): AsyncIterable<StreamChunk> {

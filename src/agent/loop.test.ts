@@ -54,6 +54,16 @@ const resultsOf = (h: Awaited<ReturnType<typeof loopHarness>>) =>
   h.of('tool/result').map(e => ({ id: e.data.message.source.callId, isError: e.data.message.content[0].isError, code: e.data.error?.code, text: (e.data.message.content[0].content[0] as { text?: string })?.text }))
 
 describe('agent loop: turns and steps (A-4..A-8)', () => {
+  it('each turn asks the model\'s adapter to open its connection as it starts, before its first request', async () => {
+    const h = await loopHarness({ responses: [toolCalls([{ id: 'c1', name: 'echo', arguments: { text: 'x' } }]), text('one'), text('two')], tools: [echo] })
+    h.agent.followup('first')
+    await h.agent.whenIdle()
+    h.agent.followup('second')
+    await h.agent.whenIdle()
+    // Once per turn (not per step), each time before that turn's first request.
+    expect(h.model.warms).toEqual([{ model: 'scripted-1', requestsBefore: 0 }, { model: 'scripted-1', requestsBefore: 2 }])
+  })
+
   it('A-5: a text turn logs turn/step boundaries, every chunk, and assistant/message citing its chunks', async () => {
     const h = await loopHarness({ responses: [text('PONG', { usage: { inputTokens: 3, outputTokens: 1 } })] })
     h.agent.followup('ping')

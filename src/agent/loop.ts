@@ -198,6 +198,8 @@ export class ReactLoop implements AgentLoop {
     // Back-to-back turns stay `running`: only a change is announced.
     if (!wasRunning) this.emitStatus('running')
     this.session.append('turn/start', { turn })
+    // The endpoint's connection opens while the first step is prepared (./llm/connections.ts).
+    this.llmService()?.warm(this.agent.config.provider, this.agent.config.model)
     const reason = await this.steps(turn, abort.signal)
     this.session.append('turn/end', { turn, reason })
     this.notify('agent/turn-end', [this.agent, turn, reason])

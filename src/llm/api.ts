@@ -23,6 +23,12 @@ export interface LlmService {
   /** Fills defaults (max tokens, thinking) from the catalogue; throws on an unsupported effort. */
   prepareCall(options: LlmCallOptions): LlmCallOptions
   /**
+   * Has the provider's adapter open what the next call will use ahead of it (`LlmAdapter.warm`:
+   * a connection, no request). An unknown provider, or an adapter without `warm`, is a no-op;
+   * never throws.
+   */
+  warm(provider: string, model: string): void
+  /**
    * One provider attempt through the `llm/stream` waterfall. Adapter throws become a terminal
    * `finish` chunk (L-4); the stream always ends with exactly one `finish`.
    */

@@ -3,12 +3,14 @@
  * (openai-stream.ts). node:http instead of fetch because fetch costs ~25 ms to set up undici on
  * the first request and a WHATWG Request, Response and byte stream per request, all on the
  * per-step path (docs/benchmarks.md). What the transport relied on from fetch is kept:
- * keep-alive connections (Node's global agents), a 307/308 redirect followed with the same body,
- * gzip/deflate/br bodies decoded, and the signal ending the request and the body alike.
+ * keep-alive connections (agents set up as Node's global ones, ./connections.ts), a 307/308
+ * redirect followed with the same body, gzip/deflate/br bodies decoded, and the signal ending
+ * the request and the body alike.
  */
 import * as http from 'node:http'
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
+import { agentFor } from './connections.js'
 
 export interface HeaderLookup {
   get(name: string): string | null
@@ -54,11 +56,13 @@ export async function post(url: string, headers: Readonly<Record<string, string>
 
 async function send(target: URL, headers: Readonly<Record<string, string>>, body: Buffer, signal: AbortSignal, hold: Promise<unknown> | undefined): Promise<IncomingMessage> {
   signal.throwIfAborted()
+  if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new TypeError(`unsupported URL scheme ${target.protocol}`)
   // https (and TLS) loads only when a URL asks for it.
   const request: typeof http.request = target.protocol === 'https:' ? (await import('node:https')).request : http.request
-  if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new TypeError(`unsupported URL scheme ${target.protocol}`)
+  // The transport's own keep-alive agents take a connection opened ahead (./connections.ts).
+  const agent = await agentFor(target)
   return new Promise((resolve, reject) => {
-    const outgoing = request(target, { method: 'POST', headers: { ...headers, 'content-length': String(body.length) } })
+    const outgoing = request(target, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } })
     const onAbort = () => outgoing.destroy(signal.reason as Error)
     signal.addEventListener('abort', onAbort, { once: true })
     // Stays attached for the request's life: a late socket error must not go unhandled.

@@ -86,6 +86,14 @@ export class LlmServicePlugin extends Service implements LlmService {
     }
   }
 
+  warm(provider: string, model: string): void {
+    try {
+      this.adapter(provider)?.warm?.(model)
+    } catch {
+      // Best effort: the call itself will open what it needs and report what fails.
+    }
+  }
+
   stream(options: LlmCallOptions): AsyncIterable<StreamChunk> {
     // attempt() never lets the request leave before a hold set on these options (request-hold.ts).
     honourRequestHolds(options)

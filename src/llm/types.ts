@@ -155,6 +155,12 @@ export interface LlmAdapter {
   /** A one-line problem that would make every call fail (e.g. a missing API key), checked before work starts. */
   readiness?(): string | undefined
   /**
+   * Opens what the next call for `model` will use (a connection to the endpoint) without sending
+   * a request: a turn asks when it starts, the terminal app when a prompt is being typed. Best
+   * effort, cheap when already done, never throws (./connections.ts).
+   */
+  warm?(model: string): void
+  /**
    * When the problem is a missing API key: the variable it is read from (`DEEPSEEK_API_KEY`), so
    * a surface can offer to store one (the terminal app asks for it on first run).
    */

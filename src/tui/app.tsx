@@ -212,6 +212,10 @@ export class TuiApp extends Service {
       list: commands,
     }
     const readiness = () => this.ctx.llm.adapter(store.agent.config.provider)?.readiness?.()
+    // The model's connection opens while a prompt is typed (at most once a second; a connection
+    // already open or waiting is kept), so the handshake is not on the way to the first token.
+    let warmedAt = -Infinity
+    const llm = this.ctx.llm
     const prices = readPriceTable(host.settings.model?.prices)
     // `@path` words naming files of the workspace attach those files (as the web's mentions do),
     // so the model has them without a read; a mention that cannot be attached says why.
@@ -265,6 +269,12 @@ export class TuiApp extends Service {
         if (input === undefined) return
         store.agent.steer(input)
         store.notify()
+      },
+      typing: () => {
+        const now = Date.now()
+        if (now - warmedAt < 1000 || store.agent.status !== 'idle') return
+        warmedAt = now
+        llm.warm(store.agent.config.provider, store.agent.config.model)
       },
       stopShell: () => {
         if (shell === undefined) return false

@@ -121,6 +121,23 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     expect(sessionLog(home).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
   })
 
+  it('typing a prompt opens the model\'s connection ahead; the request then goes out on it', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'Over the open connection.' }, { finish: 'stop', usage }]))
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    const before = server.connections
+    terminal.type('hel')
+    // No request yet: the connection is open and waits for one.
+    await server.waitForConnections(before + 1)
+    expect(server.requests).toHaveLength(0)
+    await send(terminal, 'lo there')
+    await terminal.waitFor('Over the open connection.', { history: true, what: 'the answer' })
+    expect(server.requests.map(request => request.connection)).toEqual([before + 1])
+    expect(server.connections).toBe(before + 1)
+    await quit(terminal)
+  })
+
   it('a markdown table in an answer is drawn as a grid that fits a 60-column terminal, its columns lined up', async () => {
     const { home, cwd } = tempHome()
     const table = '| file | lines | notes |\n|---|---:|---|\n| src/agent/loop.ts | 812 | the default loop, with a long note that has to wrap here |\n| 中文.md | 7 | wide characters |'

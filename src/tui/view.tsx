@@ -29,6 +29,8 @@ export interface ViewActions {
   cancel(): string[]
   /** Stops a running `!command`; false when none runs. */
   stopShell?(): boolean
+  /** Text is being typed into the prompt (the model's connection may open ahead). */
+  typing?(): void
   queued(): readonly string[]
   runCommand(name: string, args: string): void
   exit(): void
@@ -426,6 +428,7 @@ export function ConversationView(props: ViewProps): ReactNode {
     // A typed line often arrives in one chunk with its Enter: the text, then Enter as if pressed
     // on its own (a command being typed takes its highlighted completion, as a separate Enter
     // would). Pasted text with several line breaks is inserted as it is.
+    actions.typing?.()
     const breaks = (input.match(/\r/g) ?? []).length
     if (breaks === 1 && input.endsWith('\r') && input.length > 1) {
       setEditor(state => insert(state, input.slice(0, -1)))

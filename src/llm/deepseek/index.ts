@@ -7,6 +7,7 @@
  */
 import type { Context } from 'cordis'
 import type { RetryMode } from '../api.js'
+import { warmConnection } from '../connections.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
 import { encodeRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
@@ -71,13 +72,17 @@ export class DeepSeekAdapter implements LlmAdapter {
     return this.readiness() === undefined ? undefined : DEEPSEEK_API_KEY_ENV
   }
 
+  /** Opens the endpoint's connection ahead of the next call (LlmAdapter.warm). */
+  warm(): void {
+    warmConnection(this.url())
+  }
+
   /** The transport's own stream, built at the first `next()` (no generator level per chunk here). */
   stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
     return streamChatCompletion(async () => {
       const apiKey = await this.apiKey()
-      const baseUrl = (this.config.baseUrl ?? process.env.DEEPSEEK_BASE_URL ?? DEEPSEEK_DEFAULT_BASE_URL).replace(/\/+$/, '')
       return {
-        url: `${baseUrl}/chat/completions`,
+        url: this.url(),
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${apiKey}` },
         body: encodeRequestBody(await inlineAttachments(options), DEEPSEEK_DIALECT),
         signal: options.signal,
@@ -86,6 +91,10 @@ export class DeepSeekAdapter implements LlmAdapter {
         label: DEEPSEEK_PROVIDER,
       }
     })
+  }
+
+  private url(): string {
+    return `${(this.config.baseUrl ?? process.env.DEEPSEEK_BASE_URL ?? DEEPSEEK_DEFAULT_BASE_URL).replace(/\/+$/, '')}/chat/completions`
   }
 
   private async apiKey(): Promise<string> {

@@ -5,6 +5,7 @@
  */
 import type { Context } from 'cordis'
 import type { RetryMode } from '../api.js'
+import { warmConnection } from '../connections.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
 import { encodeRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
@@ -52,6 +53,11 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
 
   constructor(private readonly config: OpenAiCompatibleConfig) {
     this.provider = config.provider
+  }
+
+  /** Opens the endpoint's connection ahead of the next call (LlmAdapter.warm). */
+  warm(): void {
+    warmConnection(`${this.config.baseUrl.replace(/\/+$/, '')}/chat/completions`)
   }
 
   /** The transport's own stream, built at the first `next()` (no generator level per chunk here). */
