@@ -591,6 +591,21 @@ export class WebApiPlugin extends Service implements WebApiService {
       return { model: agent.config.model, provider: agent.config.provider }
     })
 
+    // The page says a message is being typed: the model's connection opens ahead of it (docs/llm.md,
+    // "Connections opened ahead"). Never loads a session; a running turn's connection is in use.
+    add('typing', params => {
+      const agent = root.agents.get(str(params, 'id'))
+      if (agent?.status === 'running') return { ok: true }
+      let route: { provider?: string; model?: string } | undefined
+      try {
+        route = agent?.config ?? this.route() ?? root.agents.defaultLoop
+      } catch {
+        route = undefined
+      }
+      if (route?.provider !== undefined && route.model !== undefined) root.llm.warm(route.provider, route.model)
+      return { ok: true }
+    })
+
     add('prompt', async params => {
       let agent = await this.agent(str(params, 'id'))
       const images = imageParams(params)

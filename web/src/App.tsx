@@ -974,6 +974,15 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
   const [text, setText] = useState('')
   const attachments = useImageAttachments()
   const area = useRef<HTMLTextAreaElement>(null)
+  // Typing opens the model's connection on the server ahead of the message (at most once a
+  // second; docs/llm.md, "Connections opened ahead"). Best effort: a failure is nobody's business.
+  const warmedAt = useRef(-Infinity)
+  const typing = () => {
+    const now = Date.now()
+    if (props.running || now - warmedAt.current < 1000) return
+    warmedAt.current = now
+    call('typing', { id: props.sessionId }).catch(() => undefined)
+  }
   // `/` commands and `@` file mentions (completion.tsx).
   const completion = useComposerCompletion({ sessionId: props.sessionId, text, setText, area })
   useLayoutEffect(() => {
@@ -996,7 +1005,7 @@ function Composer(props: { sessionId: string; running: boolean; onSend(text: str
       <AttachmentTray attachments={attachments} />
       {completion.menu}
       <textarea ref={area} value={text} rows={1} placeholder={props.running ? 'Queue a message (Enter) or steer the running step (Ctrl+Enter)…' : 'Message dsh… (@ adds a file, / runs a command)'}
-        onChange={event => setText(event.target.value)} onPaste={attachments.onPaste} data-testid="composer" {...completion.inputProps}
+        onChange={event => { setText(event.target.value); typing() }} onPaste={attachments.onPaste} data-testid="composer" {...completion.inputProps}
         onKeyDown={event => {
           if (completion.onKeyDown(event)) return
           if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return
