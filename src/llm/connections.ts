@@ -2,8 +2,8 @@
  * The model transport's connections (http-post.ts): one keep-alive agent per scheme, set up as
  * Node's global agents are, that can also be handed a connection opened ahead of the request
  * (`warmConnection`). A turn opens its endpoint's connection while dsh still works on the step
- * (instructions, the prompt, the D-3 checkpoint), and the terminal app opens it as soon as a
- * prompt is typed, so the TCP and TLS handshakes (two or three round trips to a distant API, and
+ * (instructions, the prompt, the D-3 checkpoint), and the terminal app and the web page open it
+ * as soon as a prompt is typed, so the TCP and TLS handshakes (two or three round trips to a distant API, and
  * a keep-alive connection is dropped after 5 s idle) are not on the way to the first token.
  * Opening a connection sends no request and nothing of the session: the checkpoint's rule is
  * about what leaves in a request (D-3, request-hold.ts).
