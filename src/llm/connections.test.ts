@@ -59,6 +59,11 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as AddressInfo).port
 }
 
+/** Resolves once `check` holds, looking again after each turn of the event loop. */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise(resolve => setImmediate(resolve))
+}
+
 async function ask(url: string): Promise<string> {
   const exchange = await post(url, { 'content-type': 'application/json' }, Buffer.from('{}'), new AbortController().signal)
   const text = await readText(exchange.body)
@@ -100,8 +105,17 @@ describe('connections opened ahead', () => {
     const free = await listen(gone)
     await new Promise(resolve => gone.close(resolve))
     servers.splice(servers.indexOf(gone), 1)
-    warmConnection(`http://127.0.0.1:${free}/x`)
-    await expect(ask(`http://127.0.0.1:${free}/x`)).rejects.toThrow(/ECONNREFUSED/)
+    const refused = `http://127.0.0.1:${free}/x`
+    warmConnection(refused)
+    const ticks = async () => { for (let i = 0; i < 5; i++) await Promise.resolve() }
+    await ticks()
+    expect(waitingConnections()).toBe(1)
+    await until(() => waitingConnections() === 0)
+    // After a failure the host is left alone for a while (no attempt once a second while typing).
+    warmConnection(refused)
+    await ticks()
+    expect(waitingConnections()).toBe(0)
+    await expect(ask(refused)).rejects.toThrow(/ECONNREFUSED/)
     warmConnection('not a url')
     warmConnection('ftp://127.0.0.1/x')
   })

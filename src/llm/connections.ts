@@ -18,6 +18,13 @@ const AGENT_OPTIONS: http.AgentOptions = { keepAlive: true, scheduling: 'lifo', 
 /** A connection opened ahead and not taken by a request within this long is closed. */
 export const WARM_IDLE_MS = 30_000
 
+/**
+ * After a connection opened ahead fails (offline, a name that does not resolve, a refused port),
+ * no other is opened to that host for this long: typing asks once a second, and each attempt
+ * may hold a libuv pool thread on a slow name lookup, the pool the session's fsyncs go through.
+ */
+export const WARM_RETRY_MS = 10_000
+
 interface Waiting {
   readonly socket: Socket
   readonly timer: NodeJS.Timeout
@@ -27,6 +34,8 @@ interface Waiting {
 interface Pool {
   readonly agent: http.Agent
   readonly waiting: Map<string, Waiting>
+  /** host:port -> when a connection opened ahead to it last failed (Date.now()). */
+  readonly failed: Map<string, number>
   /** Opens a connection to `host:port` as the agent itself would. */
   open(host: string, port: number): Socket
   /** The agent's pool name for `host:port` (its free sockets are kept under it). */
@@ -38,7 +47,7 @@ let secure: Promise<Pool> | undefined
 const pools: Pool[] = []
 
 function makePool(agent: http.Agent, open: Pool['open'], name: Pool['name']): Pool {
-  const pool: Pool = { agent, waiting: new Map(), open, name }
+  const pool: Pool = { agent, waiting: new Map(), failed: new Map(), open, name }
   const original = agent.createConnection.bind(agent) as (...args: unknown[]) => Socket | undefined
   // `createConnection` is the agent's documented seam for where its sockets come from.
   agent.createConnection = ((options: { host?: string; port?: number | string }, ...rest: unknown[]) => {
@@ -110,17 +119,24 @@ function open(pool: Pool, host: string, port: number, idleMs: number): void {
   const key = `${host}:${port}`
   const present = pool.waiting.get(key)
   if (present !== undefined && !present.socket.destroyed) return
+  const failedAt = pool.failed.get(key)
+  if (failedAt !== undefined && Date.now() - failedAt < WARM_RETRY_MS) return
   if ((pool.agent.freeSockets[pool.name(host, port)]?.length ?? 0) > 0) return
   let socket: Socket
   try {
     socket = pool.open(host, port)
   } catch {
+    pool.failed.set(key, Date.now())
     return
   }
   const drop = () => { forget() }
+  const fail = () => {
+    pool.failed.set(key, Date.now())
+    forget()
+  }
   const forget = () => {
     clearTimeout(timer)
-    socket.off('error', drop)
+    socket.off('error', fail)
     socket.off('close', drop)
     if (pool.waiting.get(key)?.socket === socket) pool.waiting.delete(key)
   }
@@ -129,7 +145,7 @@ function open(pool: Pool, host: string, port: number, idleMs: number): void {
     socket.destroy()
   }, idleMs).unref()
   // A connection that fails or closes while it waits is forgotten; the request opens another.
-  socket.on('error', drop)
+  socket.on('error', fail)
   socket.on('close', drop)
   socket.unref()
   pool.waiting.set(key, { socket, timer, forget })
