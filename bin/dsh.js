@@ -5,9 +5,15 @@
 // beside it (docs/decisions.md, "The bundle runs from a V8 code cache"). The bundle is used while it was made from the
 // current dist/ (its copy of dist/.buildstamp matches); otherwise, and when there is none, dsh
 // runs from dist/ as tsc wrote it.
-import { isAscii } from 'node:buffer'
-import { accessSync, constants, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+//
+// This file is CommonJS (bin/package.json): Node starts a CommonJS entry without its ES module
+// loader, ~7 ms sooner, and a run from the code cache never needs that loader.
+'use strict'
+const { isAscii } = require('node:buffer')
+const { accessSync, constants, readFileSync, renameSync, rmSync, writeFileSync } = require('node:fs')
+const { pathToFileURL } = require('node:url')
 
+const here = pathToFileURL(__filename).href
 const argv = process.argv.slice(2)
 // These finish before a code cache would pay for itself; they load a few small ESM chunks.
 const quick = ['--version', '-V', '--help', '-h'].includes(argv[0])
@@ -21,26 +27,51 @@ const kind = argv[0] === 'sessions' ? 'sessions' : 'agent'
 /** The build stamp when the bundle was made from the current dist/, else undefined. */
 function bundled() {
   try {
-    const stamp = readFileSync(new URL('../dist/.buildstamp', import.meta.url), 'utf8')
-    return readFileSync(new URL('../dist/bundle/.buildstamp', import.meta.url), 'utf8') === stamp ? stamp : undefined
+    const stamp = readFileSync(new URL('../dist/.buildstamp', here), 'utf8')
+    return readFileSync(new URL('../dist/bundle/.buildstamp', here), 'utf8') === stamp ? stamp : undefined
   } catch {
     return undefined
   }
 }
 
-async function tune() {
-  const v8 = await import('node:v8')
-  // fetch (the web_fetch tool; model requests use node:http) parses HTTP with a WebAssembly module
-  // (llhttp). V8's background optimising compile of it holds process exit back by ~60-100 ms; the
-  // baseline compiler is plenty. Set before the first fetch compiles the module (docs/benchmarks.md),
-  // and before the code-cached bundle compiles: V8 takes a cache only under the flags it was made with.
-  v8.setFlagsFromString('--liftoff-only')
-  // Bytecode a run did not use stays in memory (~1 MB at most) rather than being flushed after a
-  // few major GCs: a cache written again at the end of a long run then still holds it.
-  v8.setFlagsFromString('--no-flush-bytecode')
-  // The young generation's growth (--semi-space-growth-factor) is set by the profile runner, which
-  // knows whether this run loads a stored session (src/cli/run.ts, fixYoungGeneration).
-  return v8
+/**
+ * V8 flags: an agent run starts under Node's defaults. Node's own modules (node:http, node:net,
+ * node:child_process...) come with a code cache that V8 takes only under the flags it was made
+ * with; a run that set any flag before loading them compiled ~65 of them from source, ~11 ms of a
+ * one-answer run (docs/decisions.md, "V8 flags"). The profile runner sets its flags once a run
+ * turns out to be long (src/cli/run.ts, LONG_RUN_FLAGS); the flag below only when a fetch starts.
+ */
+const state = { flagsRestorable: true }
+
+/** The function main.cjs is written as (scripts/bundle.mjs): the module's names, as require() passes them, and two of dsh's. */
+const WRAPPER = '(function (exports, require, module, __filename, __dirname, __dshImport, __dshModuleUrl) {'
+
+/**
+ * fetch (the web_fetch tool, MCP over HTTP, model listings; model requests use node:http) parses
+ * HTTP with a WebAssembly module (llhttp), compiled at its first connection. V8's background
+ * optimising compile of that module held process exit back by ~60-150 ms; its baseline compiler
+ * is plenty. So the first call of fetch sets `--liftoff-only` before Node's fetch loads. That flag
+ * cannot be set back (it implies others), so such a run does not write the code cache: a cache
+ * is taken only under the flags it was made with.
+ */
+function liftoffBeforeFetch() {
+  const own = Object.getOwnPropertyDescriptor(globalThis, 'fetch')
+  if (own === undefined || typeof own.value !== 'function' || !own.writable) return
+  const nodeFetch = own.value
+  globalThis.fetch = function fetch(input, init) {
+    if (globalThis.fetch === fetch) globalThis.fetch = nodeFetch
+    if (state.flagsRestorable) {
+      state.flagsRestorable = false
+      require('node:v8').setFlagsFromString('--liftoff-only')
+    }
+    return nodeFetch(input, init)
+  }
+}
+
+/** The profile runner's flags (src/cli/run.ts) back at Node's defaults: a cache is made under these. */
+function defaultFlags(v8) {
+  v8.setFlagsFromString('--semi-space-growth-factor=2')
+  v8.setFlagsFromString('--flush-bytecode')
 }
 
 /**
@@ -79,11 +110,9 @@ function recordedSizes(text) {
  * tools' code out). `DSH_CODE_CACHE=0` runs the ESM chunks instead. Needs require() of ES modules
  * (Node 20.19+): the bundle requires Cordis.
  */
-async function codeCached(stamp, v8) {
-  // v8 is undefined for a run that set no V8 flags (`dsh sessions`): node:v8 (~3 ms to load) is
-  // then imported only if the run's end has a cache to check or write.
+async function codeCached(stamp) {
   if (process.env.DSH_CODE_CACHE === '0' || process.features.require_module !== true) return undefined
-  const file = new URL('../dist/bundle/main.cjs', import.meta.url)
+  const file = new URL('../dist/bundle/main.cjs', here)
   let source
   try {
     const bytes = readFileSync(file)
@@ -92,7 +121,7 @@ async function codeCached(stamp, v8) {
   } catch {
     return undefined
   }
-  const cacheFile = new URL(kind === 'sessions' ? '../dist/bundle/main.cjs.sessions.cache' : '../dist/bundle/main.cjs.cache', import.meta.url)
+  const cacheFile = new URL(kind === 'sessions' ? '../dist/bundle/main.cjs.sessions.cache' : '../dist/bundle/main.cjs.cache', here)
   const header = `dsh code cache ${stamp.trim()}`
   let cachedData
   let sizes = {}
@@ -107,18 +136,27 @@ async function codeCached(stamp, v8) {
   } catch {
     // None yet: this run makes it.
   }
-  const [{ Script }, { createRequire }, { fileURLToPath }] = await Promise.all([import('node:vm'), import('node:module'), import('node:url')])
+  const { Script } = require('node:vm')
+  const { fileURLToPath } = require('node:url')
   const filename = fileURLToPath(file)
-  // The source's first line stays line 1 (stack traces and the source map line up).
-  const script = new Script(`(function (exports, require, module, __filename, __dirname, __dshImport, __dshModuleUrl) {${source}\n})`, { filename, cachedData })
+  // scripts/bundle.mjs writes main.cjs as this function expression, so V8 compiles the string as
+  // read; wrapping it here made a second ~1 MB string to flatten. The wrapper starts line 1, so
+  // stack traces and the source map line up either way.
+  const wrapped = source.startsWith(WRAPPER) ? source : `${WRAPPER}${source}\n})`
+  source = undefined
+  const script = new Script(wrapped, { filename, cachedData })
   // Only whether there was one is needed from here on: the buffer (~0.7 MB) is let go.
   const hadCache = cachedData !== undefined
   cachedData = undefined
-  const load = createRequire(filename)
+  // The bundle's packages resolve from the package root's node_modules, as from this file.
+  const load = require
   // Packages the bundle imported dynamically (as ink: top-level await, which require() refuses)
   // are handed to its later static imports of them.
   const imported = new Map()
   const dshImport = async specifier => {
+    // Node's own modules come from require(), as a namespace would show them: import() would
+    // start Node's ES module loader (~7 ms) for what require() returns at once.
+    if (specifier.startsWith('node:')) return builtinNamespace(specifier)
     const namespace = await import(specifier)
     imported.set(specifier, namespace)
     return namespace
@@ -130,7 +168,9 @@ async function codeCached(stamp, v8) {
     const accepted = hadCache && !script.cachedDataRejected
     const known = accepted && Object.hasOwn(sizes, profile) ? sizes[profile] : undefined
     if (known !== undefined && Math.random() * CHECK_ONE_IN >= 1) return
-    v8 ??= await import('node:v8')
+    // Flags this run could not set back (liftoffBeforeFetch): a cache made now would be refused.
+    if (!state.flagsRestorable) return
+    const v8 = require('node:v8')
     const bytes = v8.getHeapCodeStatistics().bytecode_and_metadata_size
     if (known !== undefined && bytes < known + GROW_BYTES) return
     // A refused cache's sizes describe code V8 did not take: the new cache starts its own record.
@@ -141,8 +181,8 @@ async function codeCached(stamp, v8) {
     try {
       // A read-only install runs without a cache, and does not pay for making one it cannot keep.
       accessSync(fileURLToPath(new URL('.', cacheFile)), constants.W_OK)
-      // Back to the flags the cache is read under (the profile runner may have changed this one).
-      v8.setFlagsFromString('--semi-space-growth-factor=2')
+      // Back to the flags the cache is read under (the profile runner's, set in a long run).
+      defaultFlags(v8)
       writeFileSync(temporary, Buffer.concat([Buffer.from(`${header} ${JSON.stringify(record)}\n`), script.createCachedData()]))
       renameSync(temporary, target)
     } catch {
@@ -153,21 +193,26 @@ async function codeCached(stamp, v8) {
   return { main: module.exports.main, save }
 }
 
-let code
-const stamp = bundled()
-if (stamp !== undefined && !quick) {
-  // A listing sets no V8 flags: its cache is made and read under Node's defaults.
-  const v8 = kind === 'sessions' ? undefined : await tune()
-  const cached = await codeCached(stamp, v8)
-  if (cached !== undefined) {
-    const report = {}
-    code = await cached.main(argv, report)
-    await cached.save(report.profile)
-  } else code = await (await import('../dist/bundle/main.js')).main(argv)
-} else {
-  const { main } = await import(stamp !== undefined ? '../dist/bundle/main.js' : '../dist/cli/main.js')
-  if (!quick) await tune()
-  code = await main(argv)
+/** A Node module as `import()` gives it: its exports by name, and the module as `default`. */
+function builtinNamespace(specifier) {
+  const exported = require(specifier)
+  return Object.freeze(Object.assign(Object.create(null), exported, { default: exported, [Symbol.toStringTag]: 'Module' }))
+}
+
+async function run() {
+  if (quick) {
+    const stamp = bundled()
+    return (await import(stamp !== undefined ? '../dist/bundle/main.js' : '../dist/cli/main.js')).main(argv)
+  }
+  liftoffBeforeFetch()
+  const stamp = bundled()
+  if (stamp === undefined) return (await import('../dist/cli/main.js')).main(argv)
+  const cached = await codeCached(stamp)
+  if (cached === undefined) return (await import('../dist/bundle/main.js')).main(argv)
+  const report = {}
+  const code = await cached.main(argv, report)
+  await cached.save(report.profile)
+  return code
 }
 
 /**
@@ -185,14 +230,18 @@ function flushed(stream) {
   })
 }
 
-await Promise.all([flushed(process.stdout), flushed(process.stderr)])
-if (code === 129 && [process.stdin, process.stdout, process.stderr].some(stream => stream.isTTY)) {
-  // A hangup (exit 129): the terminal is most likely gone. At exit Node puts each terminal on
-  // stdio back in its start-up mode, and Node 20 aborts when that fails (EIO on a hung-up
-  // terminal): a native stack trace, SIGABRT, maybe a core file. Everything is stored by now, so
-  // dsh ends as a hangup ends a program, by SIGHUP itself (a shell reads 129 either way), and
-  // that step is skipped.
-  process.removeAllListeners('SIGHUP')
-  process.kill(process.pid, 'SIGHUP')
+async function finish(code) {
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+  if (code === 129 && [process.stdin, process.stdout, process.stderr].some(stream => stream.isTTY)) {
+    // A hangup (exit 129): the terminal is most likely gone. At exit Node puts each terminal on
+    // stdio back in its start-up mode, and Node 20 aborts when that fails (EIO on a hung-up
+    // terminal): a native stack trace, SIGABRT, maybe a core file. Everything is stored by now, so
+    // dsh ends as a hangup ends a program, by SIGHUP itself (a shell reads 129 either way), and
+    // that step is skipped.
+    process.removeAllListeners('SIGHUP')
+    process.kill(process.pid, 'SIGHUP')
+  }
+  process.exit(code)
 }
-process.exit(code)
+
+run().then(finish)

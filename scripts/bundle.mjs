@@ -20,6 +20,9 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+/** The function expression bin/dsh.js compiles main.cjs as (it checks for this exact start). */
+const WRAPPER = '(function (exports, require, module, __filename, __dirname, __dshImport, __dshModuleUrl) {'
+
 const root = process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..')
 const outdir = join(root, 'dist', 'bundle')
 
@@ -127,14 +130,15 @@ if (lexer !== undefined) {
   }
 }
 /**
- * Two fixes to the CommonJS bundle. Returns a problem when esbuild's output is not as expected.
+ * Fixes to the CommonJS bundle. Returns a problem when esbuild's output is not as expected.
  *
  * In the CommonJS bundle a package import is `__toESM(require(x), 1)`, and for an ES-only package
  * require() gives its module namespace. esbuild's helper then wraps that namespace in one more
  * object whose `default` is the namespace itself, so a default import (`import stringWidth from
  * 'string-width'`) gets an object instead of the function, while the ESM chunks get the
  * function. A namespace already is what the helper builds (`default` and the named exports), so
- * the helper hands it through.
+ * the helper hands it through. The file is then written as the function expression bin/dsh.js
+ * calls (WRAPPER).
  */
 function finishCommonJs(file) {
   // esbuild writes code in ASCII (its default charset) but keeps some comments as they were: their
@@ -144,7 +148,10 @@ function finishCommonJs(file) {
   const helper = /var __toESM ?= ?\(mod, ?isNodeMode, ?(\w+)\) ?=> ?\(/
   const found = source.match(helper)
   if (found === null && source.includes('__toESM(')) return 'esbuild\'s __toESM helper changed shape'
-  writeFileSync(file, found === null ? source : source.replace(helper, `var __toESM=(mod,isNodeMode,$1)=>mod!=null&&mod[Symbol.toStringTag]==="Module"?mod:(`))
+  const fixed = found === null ? source : source.replace(helper, `var __toESM=(mod,isNodeMode,$1)=>mod!=null&&mod[Symbol.toStringTag]==="Module"?mod:(`)
+  // Written as the function bin/dsh.js calls (its WRAPPER, on line 1 so lines stay as mapped), so
+  // the launcher compiles the string it read instead of a ~1 MB concatenation V8 copies flat.
+  writeFileSync(file, `${WRAPPER}${fixed}\n})`)
   return undefined
 }
 

@@ -1,11 +1,11 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { runDsh, tempHome } from '../../test-support/run-dsh.js'
 import type { LoadedRow } from './loader.js'
-import { disposeForExit, IN_MEMORY_ONLY_ROWS, youngGenerationFixedAt } from './run.js'
+import { disposeForExit, IN_MEMORY_ONLY_ROWS, LONG_RUN_FLAGS, longRunFlagsAt } from './run.js'
 
 const FIBER_DISPOSED = 4
 
@@ -57,12 +57,68 @@ describe('disposeForExit', () => {
   })
 })
 
-describe('youngGenerationFixedAt', () => {
-  it('a fresh headless task fixes the young generation when the task starts; a resumed one and every server before loading', () => {
-    expect(youngGenerationFixedAt('headless', ['say', 'hi'])).toBe('task')
-    expect(youngGenerationFixedAt('headless', ['--session', 'abc', 'go on'])).toBe('start')
-    for (const profile of ['tui', 'web', 'sdk', 'acp', 'my-profile']) expect(youngGenerationFixedAt(profile, ['task']), profile).toBe('start')
-    expect(youngGenerationFixedAt('sessions', [])).toBe('never')
+describe('longRunFlagsAt', () => {
+  it('a fresh headless task sets the long-run V8 flags a second into its task; a resumed one and every server before loading', () => {
+    expect(longRunFlagsAt('headless', ['say', 'hi'])).toBe('later')
+    expect(longRunFlagsAt('headless', ['--session', 'abc', 'go on'])).toBe('start')
+    for (const profile of ['tui', 'web', 'sdk', 'acp', 'my-profile']) expect(longRunFlagsAt(profile, ['task']), profile).toBe('start')
+    expect(longRunFlagsAt('sessions', [])).toBe('never')
+  })
+})
+
+describe('V8 flags of a run (whole process)', () => {
+  // Node's own modules lose their code cache to any V8 flag set before they load (docs/decisions.md,
+  // "V8 flags"): a short run sets none, a long one the profile runner's LONG_RUN_FLAGS.
+  let server: FakeDeepSeek
+  beforeAll(async () => { server = await FakeDeepSeek.start() })
+  afterAll(async () => { await server.close() })
+  const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+  /** The environment of a run that appends every V8 flag it sets to a file of its own, and that file's lines. */
+  function flagged(home: string, run: string) {
+    const preload = join(home, 'record-flags.cjs')
+    writeFileSync(preload, `const v8 = require('node:v8'); const { appendFileSync } = require('node:fs')
+const set = v8.setFlagsFromString
+v8.setFlagsFromString = flag => { appendFileSync(process.env.FLAGS_FILE, flag + '\\n'); return set(flag) }
+`)
+    const flags = join(home, `${run}.flags`)
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', NODE_OPTIONS: `--require ${preload}`, FLAGS_FILE: flags }
+    const read = () => existsSync(flags) ? readFileSync(flags, 'utf8').split('\n').filter(Boolean) : []
+    return { env, read }
+  }
+
+  it('a one-answer run sets none; a resumed run sets LONG_RUN_FLAGS before it loads', async () => {
+    const { home, cwd } = tempHome()
+    const fresh = flagged(home, 'fresh')
+    server.enqueue(streamResponse([{ text: 'short' }, { finish: 'stop', usage }]))
+    const first = await runDsh(['--profile', 'headless', 'a question'], { cwd, env: fresh.env })
+    expect(first.stdout).toBe('short\n')
+    const id = /dsh --session (\S+)/.exec(first.stderr)![1]
+    // At most the launcher's reset to Node's defaults before it writes a code cache.
+    for (const flag of [...LONG_RUN_FLAGS, '--liftoff-only']) expect(fresh.read()).not.toContain(flag)
+    const resumed = flagged(home, 'resumed')
+    server.enqueue(streamResponse([{ text: 'again' }, { finish: 'stop', usage }]))
+    const again = await runDsh(['--profile', 'headless', '--session', id, 'go on'], { cwd, env: resumed.env })
+    expect(again.stdout).toBe('again\n')
+    expect(resumed.read().slice(0, LONG_RUN_FLAGS.length)).toEqual([...LONG_RUN_FLAGS])
+  })
+
+  it('a fresh run that lasts sets LONG_RUN_FLAGS a second into its task, and finishes as usual', async () => {
+    const { home, cwd } = tempHome()
+    const { env, read } = flagged(home, 'long')
+    // The model holds its answer until the flags are set (the file they are written to changes).
+    const set = new Promise<void>(resolve => {
+      const watcher = watch(home, () => {
+        if (!LONG_RUN_FLAGS.every(flag => read().includes(flag))) return
+        watcher.close()
+        resolve()
+      })
+    })
+    server.enqueue(streamResponse([{ text: 'slow' }, { until: set }, { text: ' answer' }, { finish: 'stop', usage }]))
+    const result = await runDsh(['--profile', 'headless', 'a question'], { cwd, env })
+    expect(result.stdout).toBe('slow answer\n')
+    expect(result.code).toBe(0)
+    expect(read().slice(0, LONG_RUN_FLAGS.length)).toEqual([...LONG_RUN_FLAGS])
   })
 })
 

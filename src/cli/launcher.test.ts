@@ -5,8 +5,10 @@
  * entry points say which one ran.
  */
 import { isAscii } from 'node:buffer'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFile, execFileSync, spawn } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -20,6 +22,7 @@ function standIn(files: Record<string, string>): string {
   folders.push(root)
   mkdirSync(join(root, 'bin'))
   copyFileSync(launcher, join(root, 'bin', 'dsh.js'))
+  copyFileSync(join(launcher, '..', 'package.json'), join(root, 'bin', 'package.json'))
   const main = (which: string) => `export async function main(argv) { process.stdout.write(${JSON.stringify(which)} + ' ' + argv.join(' ')); return 0 }\n`
   const all: Record<string, string> = { 'package.json': '{"type":"module"}', 'dist/cli/main.js': main('dist'), 'dist/bundle/main.js': main('bundle'), ...files }
   for (const [path, text] of Object.entries(all)) {
@@ -33,6 +36,11 @@ function standIn(files: Record<string, string>): string {
 const run = (root: string, ...args: string[]) => execFileSync(process.execPath, [join(root, 'bin', 'dsh.js'), ...args], { encoding: 'utf8' })
 const runWith = (env: Record<string, string>, root: string, ...args: string[]) =>
   execFileSync(process.execPath, [join(root, 'bin', 'dsh.js'), ...args], { encoding: 'utf8', env: { ...process.env, ...env } })
+
+/** As run, without blocking this process (the test's own HTTP server must answer). */
+const runAsync = (root: string, ...args: string[]) => new Promise<string>((resolve, reject) => {
+  execFile(process.execPath, [join(root, 'bin', 'dsh.js'), ...args], { encoding: 'utf8' }, (error, stdout) => error === null ? resolve(stdout) : reject(error))
+})
 
 const STAMPS = { 'dist/.buildstamp': '2026-01-01T00:00:00.000Z', 'dist/bundle/.buildstamp': '2026-01-01T00:00:00.000Z' }
 /**
@@ -228,6 +236,9 @@ exports.main = async (argv, report) => {
     const [imports] = lexModule(source)
     expect(imports.filter(entry => entry.d > -1).map(entry => source.slice(entry.ss, entry.se))).toEqual([])
     expect(source).toContain('__dshImport(')
+    // Written as the function the launcher calls, so it compiles the string as read (no copy).
+    expect(source.startsWith('(function (exports, require, module, __filename, __dirname, __dshImport, __dshModuleUrl) {')).toBe(true)
+    expect(source.endsWith('\n})')).toBe(true)
     // ASCII only, so bin/dsh.js reads it as Latin-1 (esbuild keeps some comments as written).
     expect(isAscii(readFileSync(bundle))).toBe(true)
   })
@@ -235,5 +246,74 @@ exports.main = async (argv, report) => {
   it('a main.cjs with other characters than ASCII is read as UTF-8, not as Latin-1', () => {
     const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': MAIN_CJS.replace("join('a', 'b')", "'\u00b5s \u2713'"), ...AWAITS })
     expect(run(root, 'ask')).toBe('cjs ask 42 true true \u00b5s \u2713')
+  })
+
+  it('a main.cjs written as the launcher\'s function runs as it is, with the same names', () => {
+    const wrapped = `(function (exports, require, module, __filename, __dirname, __dshImport, __dshModuleUrl) {${MAIN_CJS}\n})`
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': wrapped, ...AWAITS })
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+    expect(run(root, 'go')).toBe('cjs go 42 true true a/b')
+  })
+
+  it('the launcher is CommonJS, and a run from the code cache gets Node\'s own modules from require(), without the ES module loader', () => {
+    // An ES module entry, or an import() of node:v8, starts Node's ES module loader (~7 ms).
+    const main = `exports.main = async argv => {
+  const v8 = await __dshImport('node:v8')
+  const path = await __dshImport('node:path')
+  const shape = [v8.default === require('node:v8'), typeof v8.setFlagsFromString, path.join === require('node:path').join, path.default.sep, Object.prototype.toString.call(path)]
+  const loader = process.moduleLoadList.some(name => name.includes('internal/modules/esm/module_job'))
+  process.stdout.write([...shape, loader].join(' '))
+  return 0
+}
+`
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main })
+    expect(run(root, 'go')).toBe('true function true / [object Module] false')
+    expect(readFileSync(join(root, 'bin', 'package.json'), 'utf8')).toContain('"commonjs"')
+  })
+
+  it('V8 flags: a cache written after a run set the long-run flags is taken by the next run, which sets none', () => {
+    // The profile runner's LONG_RUN_FLAGS (src/cli/run.ts); the launcher sets them back before it
+    // writes the cache, or the cache would be refused by every run under Node's defaults.
+    const main = `exports.main = async argv => {
+  if (argv[0] === 'long') for (const flag of ['--semi-space-growth-factor=1', '--no-flush-bytecode']) require('node:v8').setFlagsFromString(flag)
+  process.stdout.write(argv[0])
+  return 0
+}
+`
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main })
+    expect(run(root, 'long')).toBe('long')
+    const written = statSync(cacheOf(root)).ino
+    expect(runWith({ DSH_CODE_CACHE_CHECK: '1' }, root, 'short')).toBe('short')
+    // Refused, it would have been written again (a new file).
+    expect(statSync(cacheOf(root)).ino).toBe(written)
+  })
+
+  it('V8 flags: the first fetch sets --liftoff-only, and such a run writes no code cache (that flag cannot be set back)', async () => {
+    const server = createServer((request, response) => response.end('fetched'))
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+      const main = `exports.main = async argv => {
+  const v8 = require('node:v8')
+  const set = v8.setFlagsFromString
+  const flags = []
+  v8.setFlagsFromString = flag => { flags.push(flag); return set(flag) }
+  const before = fetch
+  const text = argv[0] === 'fetch' ? await (await fetch(${JSON.stringify(url)})).text() : 'none'
+  process.stdout.write([text, before !== fetch, ...flags].join(' '))
+  return 0
+}
+`
+      const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main })
+      // A run that fetched: its answer, the flag set before, and the launcher's hook gone after.
+      expect(await runAsync(root, 'fetch')).toBe('fetched true --liftoff-only')
+      expect(() => statSync(cacheOf(root))).toThrow()
+      expect(await runAsync(root, 'plain')).toBe('none false')
+      const written = statSync(cacheOf(root)).ino
+      expect(await runAsync(root, 'fetch')).toBe('fetched true --liftoff-only')
+      expect(statSync(cacheOf(root)).ino).toBe(written)
+    } finally {
+      server.close()
+    }
   })
 })

@@ -101,12 +101,13 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   } catch (error) {
     return fail((error as Error).message)
   }
-  const youngGeneration = youngGenerationFixedAt(profile.name, options.appArgs)
-  if (youngGeneration === 'start') await fixYoungGeneration()
+  const longRun = longRunFlagsAt(profile.name, options.appArgs)
+  if (longRun === 'start') await setLongRunFlags()
   const root = new Context()
   root.provide('host', host)
   let code: number
   let loaded: LoadedRow[] | undefined
+  let lateFlags: NodeJS.Timeout | undefined
   try {
     loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
     // Plugins that start asynchronously (a database connection; MCP servers connect and list
@@ -116,41 +117,52 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     if (problems.length > 0) return fail([...problems, ...reasons].join('; '))
     const app = root.get('app')
     if (app === undefined) return fail(`profile "${profile.name}" has no app row: nothing to run`)
-    if (youngGeneration === 'task') await fixYoungGeneration()
+    if (longRun === 'later') lateFlags = setTimeout(() => void setLongRunFlags(), LONG_RUN_MS).unref()
     code = await app.run()
   } catch (error) {
     if (error instanceof ConfigError) return fail(error.message)
     return fail(error instanceof Error ? error.message : String(error))
   } finally {
+    clearTimeout(lateFlags)
     await disposeForExit(root, loaded)
   }
   return exitCode ?? code
 }
 
 /**
- * From now on the young generation keeps its size instead of growing towards 16 MB semi-spaces
- * while objects survive (a resumed log is 100k surviving objects): peak RSS of a resumed
- * 100k-event session ~128 -> ~95 MB, with no measurable cost per step. V8 reads the flag at each
- * growth decision, so setting it at run time works (unlike --max-semi-space-size, fixed when the
- * heap is set up). Set before the plugin tree loads, the young generation stays at its initial
- * size through start-up too, at ~6 more scavenges there (docs/benchmarks.md, round six).
+ * V8 flags for a run that lasts. The young generation keeps its size instead of growing towards
+ * 16 MB semi-spaces while objects survive (a resumed log is 100k surviving objects): peak RSS of a
+ * resumed 100k-event session ~128 -> ~95 MB, with no measurable cost per step. V8 reads the flag
+ * at each growth decision, so setting it at run time works (unlike --max-semi-space-size, fixed
+ * when the heap is set up). And bytecode a run did not use lately stays in memory (~1 MB at most)
+ * rather than being flushed after a few major GCs: the code cache bin/dsh.js writes at the end of
+ * a long run then still holds the start-up code (bin/dsh.js sets both back before it does).
+ *
+ * Any flag also costs each Node module loaded after it its code cache (V8 takes a cache only
+ * under the flags it was made with): ~65 of them in a one-answer run, ~11 ms compiled from
+ * source. So a short run sets none (docs/decisions.md, "V8 flags").
  */
-async function fixYoungGeneration(): Promise<void> {
+export const LONG_RUN_FLAGS = ['--semi-space-growth-factor=1', '--no-flush-bytecode'] as const
+
+/** How far into its task a fresh one-task headless run sets LONG_RUN_FLAGS. */
+export const LONG_RUN_MS = 1000
+
+async function setLongRunFlags(): Promise<void> {
   const { setFlagsFromString } = await import('node:v8')
-  setFlagsFromString('--semi-space-growth-factor=1')
+  for (const flag of LONG_RUN_FLAGS) setFlagsFromString(flag)
 }
 
 /**
- * When to fix the young generation's size. A fresh one-task headless run holds no log it did not
- * write itself: its young generation may grow while the plugin tree starts (about half the
- * scavenges of start-up) and is fixed when the task starts. Every other run fixes it before
- * anything loads: a resumed session is up to 100k surviving objects, and servers and the terminal
- * app load sessions at any time. `dsh sessions` lists and exits, so it leaves V8 alone, as
- * `--version` and `--help` do.
+ * When a run sets LONG_RUN_FLAGS. A fresh one-task headless run holds no log it did not write
+ * itself, and most end within a second: it sets them a second into its task (LONG_RUN_MS), so a
+ * short task runs under Node's defaults throughout. Every other run sets them before anything
+ * loads: a resumed session is up to 100k surviving objects, and servers and the terminal app load
+ * sessions at any time and run for long. `dsh sessions` lists and exits, so it leaves V8 alone,
+ * as `--version` and `--help` do.
  */
-export function youngGenerationFixedAt(profile: string, appArgs: readonly string[]): 'start' | 'task' | 'never' {
+export function longRunFlagsAt(profile: string, appArgs: readonly string[]): 'start' | 'later' | 'never' {
   if (profile === 'sessions') return 'never'
-  if (profile === 'headless' && !appArgs.includes('--session')) return 'task'
+  if (profile === 'headless' && !appArgs.includes('--session')) return 'later'
   return 'start'
 }
 
