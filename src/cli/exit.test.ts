@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { runDsh, tempHome } from '../../test-support/run-dsh.js'
 import type { LoadedRow } from './loader.js'
-import { disposeForExit, IN_MEMORY_ONLY_ROWS, LONG_RUN_FLAGS, longRunFlagsAt } from './run.js'
+import { disposeForExit, IN_MEMORY_ONLY_ROWS, LOADING_STACK_FRAMES, LONG_RUN_FLAGS, longRunFlagsAt } from './run.js'
 
 const FIBER_DISPOSED = 4
 
@@ -119,6 +119,46 @@ v8.setFlagsFromString = flag => { appendFileSync(process.env.FLAGS_FILE, flag + 
     expect(result.stdout).toBe('slow answer\n')
     expect(result.code).toBe(0)
     expect(read().slice(0, LONG_RUN_FLAGS.length)).toEqual([...LONG_RUN_FLAGS])
+  })
+})
+
+describe('stacks while the plugin tree loads (whole process)', () => {
+  let server: FakeDeepSeek
+  beforeAll(async () => { server = await FakeDeepSeek.start() })
+  afterAll(async () => { await server.close() })
+  const usage = { prompt_tokens: 10, completion_tokens: 3 }
+
+  // A plugin that notes the stack limit, and an error's frames, as it loads and when a turn ends.
+  const PLUGIN = `import { appendFileSync } from 'node:fs'
+const frames = () => new Error('here').stack.split('\\n').length - 1
+export default {
+  name: 'stack-probe',
+  apply(ctx, config) {
+    appendFileSync(config.file, 'load ' + Error.stackTraceLimit + ' ' + (frames() > ${LOADING_STACK_FRAMES}) + '\\n')
+    ctx.on('agent/turn-end', () => { appendFileSync(config.file, 'turn ' + Error.stackTraceLimit + ' ' + (frames() > ${LOADING_STACK_FRAMES}) + '\\n') })
+  },
+}
+`
+
+  async function probe(nodeOptions?: string): Promise<string> {
+    const { home, cwd } = tempHome()
+    const file = join(home, 'stacks.txt')
+    writeFileSync(join(home, 'probe.mjs'), PLUGIN)
+    const patch = join(home, 'probe.yml')
+    writeFileSync(patch, `- insert:\n    - id: probe\n      name: ${join(home, 'probe.mjs')}\n      config: {file: ${JSON.stringify(file)}}\n`)
+    server.enqueue(streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', ...nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions } }
+    const result = await runDsh(['--profile', 'headless', '--patch', patch, 'a question'], { cwd, env })
+    expect(result.stdout).toBe('ok\n')
+    return readFileSync(file, 'utf8')
+  }
+
+  it('an error made while plugins load keeps at most LOADING_STACK_FRAMES frames; the app runs with V8\'s default limit', async () => {
+    expect(await probe()).toBe(`load ${LOADING_STACK_FRAMES} false\nturn 10 true\n`)
+  })
+
+  it('a limit the user set (node --stack-trace-limit) is kept throughout', async () => {
+    expect(await probe('--stack-trace-limit=25')).toBe('load 25 true\nturn 25 true\n')
   })
 })
 

@@ -109,10 +109,16 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   let loaded: LoadedRow[] | undefined
   let lateFlags: NodeJS.Timeout | undefined
   try {
-    loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
-    // Plugins that start asynchronously (a database connection; MCP servers connect and list
-    // tools) finish before the app runs, so the first model request already sees their tools (MC-1).
-    const reasons = await settle(loaded.map(({ fiber }) => fiber))
+    const frames = shortStacks()
+    let reasons: string[]
+    try {
+      loaded = await loadRows(root, rows, { resolveFrom: profile.folder })
+      // Plugins that start asynchronously (a database connection; MCP servers connect and list
+      // tools) finish before the app runs, so the first model request already sees their tools (MC-1).
+      reasons = await settle(loaded.map(({ fiber }) => fiber))
+    } finally {
+      Error.stackTraceLimit = frames
+    }
     const problems = checkLoaded(loaded, root)
     if (problems.length > 0) return fail([...problems, ...reasons].join('; '))
     const app = root.get('app')
@@ -127,6 +133,24 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     await disposeForExit(root, loaded)
   }
   return exitCode ?? code
+}
+
+/** Stack frames an Error made while the plugin tree loads keeps (V8's default is 10). */
+export const LOADING_STACK_FRAMES = 3
+
+/**
+ * Lowers `Error.stackTraceLimit` while the plugin tree loads and returns the value to put back.
+ * Cordis records where each plugin, fiber and effect was made with a `new Error()` (to add that
+ * place to the stack of an error thrown inside it later), ~850 of them in a one-answer run, each
+ * kept for the fiber's life: capturing 10 frames each, and carrying them through the young
+ * generation's scavenges, cost ~7 ms of the run (docs/decisions.md, "Short stacks while the
+ * plugin tree loads"). An error made then keeps its first 3 frames; the app runs with the full
+ * limit. A limit set otherwise than V8's default (`node --stack-trace-limit=50`) is left as is.
+ */
+function shortStacks(): number {
+  const frames = Error.stackTraceLimit
+  if (frames === 10) Error.stackTraceLimit = LOADING_STACK_FRAMES
+  return frames
 }
 
 /**
