@@ -136,18 +136,17 @@ describe('JSONL layout (D-4)', () => {
   }))
 
   it('D-3/D-4: an append resolves after fdatasync of its file; creating a file (temp + link) fsyncs the file, then its folder', () => withRoot(async (root) => {
-    const probe = await open(join(root, 'probe'), 'w')
-    const proto = Object.getPrototypeOf(probe) as { sync(): Promise<void>; datasync(): Promise<void> }
-    await probe.close()
     const calls: string[] = []
-    // Creating goes through fs.fsync on a descriptor (the named export the backend imports is
-    // re-pointed at the spy by syncBuiltinESMExports); appends through the kept FileHandle.
+    // Both go through fs.fsync / fs.fdatasync on a descriptor (the named exports the backend
+    // imports are re-pointed at the spies by syncBuiltinESMExports).
     const fsyncFd = vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, callback: (error: null) => void) => {
       calls.push(`fsync ${readlinkSync(`/proc/self/fd/${fd}`)}`)
       callback(null)
     }) as typeof fs.fsync)
-    const sync = vi.spyOn(proto, 'sync').mockImplementation(async function () { calls.push('FileHandle.sync') })
-    const datasync = vi.spyOn(proto, 'datasync').mockImplementation(async function () { calls.push('fdatasync') })
+    const datasync = vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, callback: (error: null) => void) => {
+      calls.push(`fdatasync ${readlinkSync(`/proc/self/fd/${fd}`)}`)
+      callback(null)
+    }) as typeof fs.fdatasync)
     syncBuiltinESMExports()
     try {
       const backend = new JsonlBackend({ root })
@@ -160,14 +159,38 @@ describe('JSONL layout (D-4)', () => {
       expect(calls[1]).toBe(`fsync ${dir}`)
       calls.length = 0
       await backend.appendBatch(header, events.slice(5, 10))
-      expect(calls).toEqual(['fdatasync'])
+      expect(calls).toEqual([`fdatasync ${dir}/session.jsonl`])
       await backend.close()
     } finally {
       fsyncFd.mockRestore()
-      sync.mockRestore()
       datasync.mockRestore()
       syncBuiltinESMExports()
     }
+  }))
+
+  it('D-4: an append whose fdatasync fails is truncated back to the previous size; the next append reopens and lands', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root })
+    const { header, events } = await realisticLog(2, 6)
+    await backend.create(header, events.slice(0, 5))
+    await backend.appendBatch(header, events.slice(5, 8))
+    const path = (await backend.pathOf(header.id))!
+    const before = (await stat(path)).size
+    const failing = vi.spyOn(fs, 'fdatasync').mockImplementation(((_fd: number, callback: (error: Error) => void) => {
+      callback(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
+    }) as typeof fs.fdatasync)
+    syncBuiltinESMExports()
+    try {
+      await expect(backend.appendBatch(header, events.slice(8, 12))).rejects.toThrow(/EIO/)
+    } finally {
+      failing.mockRestore()
+      syncBuiltinESMExports()
+    }
+    expect((await stat(path)).size).toBe(before)
+    await backend.appendBatch(header, events.slice(8, 12))
+    await backend.close()
+    const loaded = await new JsonlBackend({ root }).loadStored(header.id)
+    expect(loaded?.events.map(event => event.seq)).toEqual(events.slice(0, 12).map(event => event.seq))
+    expect(loaded?.torn).toBeUndefined()
   }))
 
   it('D-4: a file replaced at its path is never written through the kept handle', () => withRoot(async (root) => {

@@ -5,7 +5,7 @@
  * against the path's inode on every append so a replaced or moved file is never written.
  */
 import { randomUUID } from 'node:crypto'
-import { closeSync, constants as fsConstants, existsSync, fstatSync, fsync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, constants as fsConstants, existsSync, fdatasync, fstatSync, fsync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
 import type { BigIntStats } from 'node:fs'
 import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises'
 import { dirname, join, sep } from 'node:path'
@@ -61,9 +61,9 @@ interface SummaryCache {
   readonly archived?: boolean
 }
 
-/** An append handle kept open, with the inode it was opened on. */
+/** An append handle (a file descriptor) kept open, with the inode it was opened on. */
 interface OpenHandle {
-  readonly handle: FileHandle
+  readonly fd: number
   readonly dev: bigint
   readonly ino: bigint
 }
@@ -232,7 +232,7 @@ export class JsonlBackend implements PersistenceBackend {
       if (dir === undefined) return false
       const trash = join(this.root, TRASH_DIR)
       await mkdir(trash, { recursive: true, mode: DIR_MODE })
-      await this.dropHandle(id)
+      this.dropHandle(id)
       await rename(dir, join(trash, `${Date.now()}-${randomUUID().slice(0, 8)}-${encodeSessionId(id)}`))
       this.index.delete(id)
       this.states.delete(id)
@@ -242,7 +242,7 @@ export class JsonlBackend implements PersistenceBackend {
 
   async close(): Promise<void> {
     await this.chains.idle()
-    await Promise.all([...this.handles.keys()].map(id => this.dropHandle(id)))
+    for (const id of [...this.handles.keys()]) this.dropHandle(id)
   }
 
   /**
@@ -306,7 +306,7 @@ export class JsonlBackend implements PersistenceBackend {
     if (known !== undefined && existsSync(join(known, SESSION_FILE))) return known
     this.index.delete(id)
     this.states.delete(id)
-    await this.dropHandle(id)
+    this.dropHandle(id)
     const encoded = encodeSessionId(id)
     // Synchronous: a directory listing and a stat per project folder take microseconds each,
     // and each asynchronous one an event-loop turn through the libuv pool (see appendHandle).
@@ -363,14 +363,14 @@ export class JsonlBackend implements PersistenceBackend {
   /** Append + fdatasync; a failed write is truncated back to the previous size. */
   /** Returns the state it ended with (a fresh one if another writer forced a rescan). */
   private async append(id: string, state: FileState, events: readonly SessionEvent[]): Promise<FileState> {
-    let { handle, before } = await this.appendHandle(id, state.file)
+    let { fd, before } = this.appendHandle(id, state.file)
     for (let rescans = 0; revisionOf(before) !== state.revision; rescans++) {
       if (rescans === MAX_APPEND_RESCANS) {
         throw new PersistenceError(`session ${JSON.stringify(id)}: the file kept changing while appending (${rescans} rescans); another writer is using it, nothing was written`, id)
       }
       // Someone else wrote the file: learn its real end before judging our seq.
       state = await this.scan(id, state.dir, true)
-      ;({ handle, before } = await this.appendHandle(id, state.file))
+      ;({ fd, before } = this.appendHandle(id, state.file))
     }
     if (state.torn !== undefined) {
       throw new PersistenceError(`session ${JSON.stringify(id)} has an unrepaired crash tail (${state.torn.detail}); load it to repair before appending`, id)
@@ -380,20 +380,24 @@ export class JsonlBackend implements PersistenceBackend {
     }
     const bytes = Buffer.from(encodeRecords(events, this.packed).join('\n') + '\n', 'utf8')
     try {
-      writeAllAt(handle, bytes, state.size)
+      writeAllAt(fd, bytes, state.size)
       // fdatasync, not fsync: an append changes the data and the size, both of which fdatasync
       // makes durable (with the block allocation that reaches them); what it skips is timestamp
       // metadata, which recovery never reads (docs/decisions.md, "fdatasync for appends").
-      if (this.fsync) await handle.datasync()
+      if (this.fsync) await fdatasyncFd(fd)
     } catch (error) {
-      await handle.truncate(state.size).catch(() => undefined)
+      try {
+        ftruncateSync(fd, state.size)
+      } catch {
+        // The next append finds the stray bytes by the file's revision and rescans.
+      }
       // A handle whose write or fsync failed is not trusted again: the next append reopens.
-      await this.dropHandle(id)
+      this.dropHandle(id)
       throw error
     }
     state.size += bytes.length
     state.nextSeq += events.length
-    state.revision = revisionOf(fstatSync(handle.fd, { bigint: true }))
+    state.revision = revisionOf(fstatSync(fd, { bigint: true }))
     return state
   }
 
@@ -402,45 +406,46 @@ export class JsonlBackend implements PersistenceBackend {
    * revision. A kept handle is used only while the path still names its inode (one `stat` of
    * the path, as cheap as the `fstat` it replaces); otherwise the file is opened afresh.
    *
-   * The stats and the write itself are synchronous: each is a page-cache operation of a few
-   * microseconds, where a trip through the libuv pool costs a thread wake-up and an event-loop
-   * turn each (three per flush, three flushes per step). Only the fsync, which waits for the
-   * disk, goes to the pool.
+   * The open, the stats and the write itself are synchronous: each is a page-cache operation of
+   * a few microseconds, where a trip through the libuv pool costs a thread wake-up and an
+   * event-loop turn each (three per flush, three flushes per step; the open and its stat were two
+   * more at a session's first append, on the path of its first model request). Only the fsync,
+   * which waits for the disk, goes to the pool.
    */
-  private async appendHandle(id: string, file: string): Promise<{ handle: FileHandle; before: BigIntStats }> {
+  private appendHandle(id: string, file: string): { fd: number; before: BigIntStats } {
     const kept = this.handles.get(id)
     if (kept !== undefined) {
       const info = statSync(file, { bigint: true })
       if (info.dev === kept.dev && info.ino === kept.ino) {
         this.handles.delete(id)
         this.handles.set(id, kept)
-        return { handle: kept.handle, before: info }
+        return { fd: kept.fd, before: info }
       }
-      await this.dropHandle(id)
+      this.dropHandle(id)
     }
-    const handle = await open(file, 'r+')
+    const fd = openSync(file, 'r+')
     let before: BigIntStats
     try {
-      before = await handle.stat({ bigint: true })
+      before = fstatSync(fd, { bigint: true })
     } catch (error) {
-      await handle.close().catch(() => undefined)
+      closeQuietly(fd)
       throw error
     }
-    this.handles.set(id, { handle, dev: before.dev, ino: before.ino })
+    this.handles.set(id, { fd, dev: before.dev, ino: before.ino })
     for (const [oldest, evicted] of this.handles) {
       if (this.handles.size <= MAX_OPEN_HANDLES) break
       this.handles.delete(oldest)
       // Closed in its own session's chain, after any append still using it.
-      void this.chains.run(oldest, () => evicted.handle.close()).catch(() => undefined)
+      void this.chains.run(oldest, async () => closeQuietly(evicted.fd)).catch(() => undefined)
     }
-    return { handle, before }
+    return { fd, before }
   }
 
-  private async dropHandle(id: string): Promise<void> {
+  private dropHandle(id: string): void {
     const kept = this.handles.get(id)
     if (kept === undefined) return
     this.handles.delete(id)
-    await kept.handle.close().catch(() => undefined)
+    closeQuietly(kept.fd)
   }
 
   private async scan(id: string, dir: string, force = false): Promise<FileState> {
@@ -838,9 +843,21 @@ function checkContiguous(id: string, events: readonly SessionEvent[]): void {
   }
 }
 
-function writeAllAt(handle: FileHandle, bytes: Buffer, position: number): void {
+function writeAllAt(fd: number, bytes: Buffer, position: number): void {
   let written = 0
-  while (written < bytes.length) written += writeSync(handle.fd, bytes, written, bytes.length - written, position + written)
+  while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written, position + written)
+}
+
+function fdatasyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => { fdatasync(fd, error => { if (error === null) resolve(); else reject(error) }) })
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd)
+  } catch {
+    // Closed already, or the close failed: nothing more to do with it.
+  }
 }
 
 /** fsync of a folder: the open and close are synchronous, the fsync goes to the pool. */
