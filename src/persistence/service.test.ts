@@ -122,14 +122,18 @@ describe('write-behind (D-2)', () => {
     const first = ctx.sessionPersistence.flush(session)
     const second = ctx.sessionPersistence.flush('b')
     expect(second).toBe(first)
+    // Appended in the same tick (as an observer's append lands right after the event it saw):
+    // joins the batch, which is taken once the write holds the writer lease.
     session.append('step/start', { turn: 1, step: 1 })
+    // Appended while that batch is being written: the barrier writes it too before it resolves.
+    void backend.nextWrite().then(() => session.append('step/end', { turn: 1, step: 1 }))
     await first
-    expect(backend.stored.get('b')!.events.map((e) => e.seq)).toEqual([0, 1])
-    expect(backend.writes.map((w) => w.seqs)).toEqual([[0], [1]])
+    expect(backend.stored.get('b')!.events.map((e) => e.seq)).toEqual([0, 1, 2])
+    expect(backend.writes.map((w) => w.seqs)).toEqual([[0, 1], [2]])
     // K-4: session/flush is dispatched in parallel mode and awaits the barrier.
-    session.append('step/end', { turn: 1, step: 1 })
+    session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
     await ctx.parallel('session/flush', session)
-    expect(backend.stored.get('b')!.events).toHaveLength(3)
+    expect(backend.stored.get('b')!.events).toHaveLength(4)
   })
 
   it('D-2, D-3: a flush with nothing to write leaves no barrier behind: the next flush still writes what came after (a second parallel call\'s checkpoint, loading a live session)', async () => {

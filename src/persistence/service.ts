@@ -176,10 +176,15 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       clearTimeout(tracked.timer)
       tracked.timer = undefined
     }
-    const batch = tracked.queue.slice()
     const { header } = tracked.session
+    let batch: SessionEvent[] = []
     const write = (async () => {
       await this.lease(header.id)
+      // Taken once the lease is held, not when the write was asked for: events appended in the
+      // same tick (an observer's append lands in the microtask after the event it saw, as the
+      // fallback title does after the first prompt) join this batch instead of needing a write,
+      // and an fdatasync, of their own before a flush can return.
+      batch = tracked.queue.slice()
       try {
         if (tracked.stored === false) await this.backend.create(header, batch)
         else await this.backend.appendBatch(header, batch)
