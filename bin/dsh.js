@@ -38,8 +38,8 @@ function bundled() {
  * V8 flags: an agent run starts under Node's defaults. Node's own modules (node:http, node:net,
  * node:child_process...) come with a code cache that V8 takes only under the flags it was made
  * with; a run that set any flag before loading them compiled ~65 of them from source, ~11 ms of a
- * one-answer run (docs/decisions.md, "V8 flags"). The profile runner sets its flags once a run
- * turns out to be long (src/cli/run.ts, LONG_RUN_FLAGS); the flag below only when a fetch starts.
+ * one-answer run (docs/decisions.md, "V8 flags: Node's modules load first"). The profile runner
+ * sets its flags (src/cli/run.ts, LONG_RUN_FLAGS); the flag below is set when a fetch starts.
  */
 const state = { flagsRestorable: true }
 
@@ -184,7 +184,7 @@ async function codeCached(stamp) {
     try {
       // A read-only install runs without a cache, and does not pay for making one it cannot keep.
       accessSync(fileURLToPath(new URL('.', cacheFile)), constants.W_OK)
-      // Back to the flags the cache is read under (the profile runner's, set in a long run).
+      // Back to the flags the cache is read under (the profile runner's were set during the run).
       defaultFlags(v8)
       writeFileSync(temporary, Buffer.concat([Buffer.from(`${header} ${JSON.stringify(record)}\n`), script.createCachedData()]))
       renameSync(temporary, target)

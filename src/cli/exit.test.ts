@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -58,8 +58,8 @@ describe('disposeForExit', () => {
 })
 
 describe('longRunFlagsAt', () => {
-  it('a fresh headless task sets the long-run V8 flags a second into its task; a resumed one and every server before loading', () => {
-    expect(longRunFlagsAt('headless', ['say', 'hi'])).toBe('later')
+  it('a fresh headless task sets the long-run V8 flags when its task starts; a resumed one and every server before loading', () => {
+    expect(longRunFlagsAt('headless', ['say', 'hi'])).toBe('task')
     expect(longRunFlagsAt('headless', ['--session', 'abc', 'go on'])).toBe('start')
     for (const profile of ['tui', 'web', 'sdk', 'acp', 'my-profile']) expect(longRunFlagsAt(profile, ['task']), profile).toBe('start')
     expect(longRunFlagsAt('sessions', [])).toBe('never')
@@ -74,12 +74,18 @@ describe('V8 flags of a run (whole process)', () => {
   afterAll(async () => { await server.close() })
   const usage = { prompt_tokens: 10, completion_tokens: 3 }
 
-  /** The environment of a run that appends every V8 flag it sets to a file of its own, and that file's lines. */
+  /**
+   * The environment of a run that appends every V8 flag it sets to a file of its own, each with
+   * the Node modules loaded after the flags before it (none for the first), and that file's lines.
+   */
   function flagged(home: string, run: string) {
     const preload = join(home, 'record-flags.cjs')
     writeFileSync(preload, `const v8 = require('node:v8'); const { appendFileSync } = require('node:fs')
 const set = v8.setFlagsFromString
-v8.setFlagsFromString = flag => { appendFileSync(process.env.FLAGS_FILE, flag + '\\n'); return set(flag) }
+const modules = () => process.moduleLoadList.filter(name => name.startsWith('NativeModule '))
+let seen
+v8.setFlagsFromString = flag => { appendFileSync(process.env.FLAGS_FILE, flag + '\\n'); seen ??= modules().length; return set(flag) }
+process.on('exit', () => { if (seen !== undefined) appendFileSync(process.env.FLAGS_FILE, 'later: ' + modules().slice(seen).join(' ') + '\\n') })
 `)
     const flags = join(home, `${run}.flags`)
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', NODE_OPTIONS: `--require ${preload}`, FLAGS_FILE: flags }
@@ -87,38 +93,25 @@ v8.setFlagsFromString = flag => { appendFileSync(process.env.FLAGS_FILE, flag + 
     return { env, read }
   }
 
-  it('a one-answer run sets none; a resumed run sets LONG_RUN_FLAGS before it loads', async () => {
+  it('a fresh one-answer run sets LONG_RUN_FLAGS when its task starts, after every Node module it loads; a resumed run before it loads', async () => {
     const { home, cwd } = tempHome()
     const fresh = flagged(home, 'fresh')
     server.enqueue(streamResponse([{ text: 'short' }, { finish: 'stop', usage }]))
     const first = await runDsh(['--profile', 'headless', 'a question'], { cwd, env: fresh.env })
     expect(first.stdout).toBe('short\n')
     const id = /dsh --session (\S+)/.exec(first.stderr)![1]
-    // At most the launcher's reset to Node's defaults before it writes a code cache.
-    for (const flag of [...LONG_RUN_FLAGS, '--liftoff-only']) expect(fresh.read()).not.toContain(flag)
+    // The long-run flags, then at most the launcher's reset to Node's defaults before it writes a
+    // code cache; no Node module loaded after them (each would have lost its code cache).
+    expect(fresh.read().slice(0, LONG_RUN_FLAGS.length)).toEqual([...LONG_RUN_FLAGS])
+    expect(fresh.read()).not.toContain('--liftoff-only')
+    expect(fresh.read().at(-1)).toBe('later: ')
     const resumed = flagged(home, 'resumed')
     server.enqueue(streamResponse([{ text: 'again' }, { finish: 'stop', usage }]))
     const again = await runDsh(['--profile', 'headless', '--session', id, 'go on'], { cwd, env: resumed.env })
     expect(again.stdout).toBe('again\n')
     expect(resumed.read().slice(0, LONG_RUN_FLAGS.length)).toEqual([...LONG_RUN_FLAGS])
-  })
-
-  it('a fresh run that lasts sets LONG_RUN_FLAGS a second into its task, and finishes as usual', async () => {
-    const { home, cwd } = tempHome()
-    const { env, read } = flagged(home, 'long')
-    // The model holds its answer until the flags are set (the file they are written to changes).
-    const set = new Promise<void>(resolve => {
-      const watcher = watch(home, () => {
-        if (!LONG_RUN_FLAGS.every(flag => read().includes(flag))) return
-        watcher.close()
-        resolve()
-      })
-    })
-    server.enqueue(streamResponse([{ text: 'slow' }, { until: set }, { text: ' answer' }, { finish: 'stop', usage }]))
-    const result = await runDsh(['--profile', 'headless', 'a question'], { cwd, env })
-    expect(result.stdout).toBe('slow answer\n')
-    expect(result.code).toBe(0)
-    expect(read().slice(0, LONG_RUN_FLAGS.length)).toEqual([...LONG_RUN_FLAGS])
+    // Set before the plugin tree loads: the modules it loads come after.
+    expect(resumed.read().at(-1)).toMatch(/^later: .*NativeModule http/)
   })
 })
 

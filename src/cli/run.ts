@@ -107,7 +107,6 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   root.provide('host', host)
   let code: number
   let loaded: LoadedRow[] | undefined
-  let lateFlags: NodeJS.Timeout | undefined
   try {
     const frames = shortStacks()
     let reasons: string[]
@@ -123,13 +122,12 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     if (problems.length > 0) return fail([...problems, ...reasons].join('; '))
     const app = root.get('app')
     if (app === undefined) return fail(`profile "${profile.name}" has no app row: nothing to run`)
-    if (longRun === 'later') lateFlags = setTimeout(() => void setLongRunFlags(), LONG_RUN_MS).unref()
+    if (longRun === 'task') await setLongRunFlags()
     code = await app.run()
   } catch (error) {
     if (error instanceof ConfigError) return fail(error.message)
     return fail(error instanceof Error ? error.message : String(error))
   } finally {
-    clearTimeout(lateFlags)
     await disposeForExit(root, loaded)
   }
   return exitCode ?? code
@@ -154,9 +152,10 @@ function shortStacks(): number {
 }
 
 /**
- * V8 flags for a run that lasts. The young generation keeps its size instead of growing towards
+ * V8 flags of a profile run. The young generation keeps its size instead of growing towards
  * 16 MB semi-spaces while objects survive (a resumed log is 100k surviving objects): peak RSS of a
- * resumed 100k-event session ~128 -> ~95 MB, with no measurable cost per step. V8 reads the flag
+ * resumed 100k-event session ~128 -> ~95 MB, and steps do not pay for first touches of a growing
+ * young generation (20 `bash true` steps ~13 ms faster than with it left to grow). V8 reads the flag
  * at each growth decision, so setting it at run time works (unlike --max-semi-space-size, fixed
  * when the heap is set up). And bytecode a run did not use lately stays in memory (~1 MB at most)
  * rather than being flushed after a few major GCs: the code cache bin/dsh.js writes at the end of
@@ -164,12 +163,10 @@ function shortStacks(): number {
  *
  * Any flag also costs each Node module loaded after it its code cache (V8 takes a cache only
  * under the flags it was made with): ~65 of them in a one-answer run, ~11 ms compiled from
- * source. So a short run sets none (docs/decisions.md, "V8 flags").
+ * source. So they are set once the plugin tree has loaded where that is soon enough
+ * (docs/decisions.md, "V8 flags: Node's modules load first").
  */
 export const LONG_RUN_FLAGS = ['--semi-space-growth-factor=1', '--no-flush-bytecode'] as const
-
-/** How far into its task a fresh one-task headless run sets LONG_RUN_FLAGS. */
-export const LONG_RUN_MS = 1000
 
 async function setLongRunFlags(): Promise<void> {
   const { setFlagsFromString } = await import('node:v8')
@@ -178,15 +175,15 @@ async function setLongRunFlags(): Promise<void> {
 
 /**
  * When a run sets LONG_RUN_FLAGS. A fresh one-task headless run holds no log it did not write
- * itself, and most end within a second: it sets them a second into its task (LONG_RUN_MS), so a
- * short task runs under Node's defaults throughout. Every other run sets them before anything
- * loads: a resumed session is up to 100k surviving objects, and servers and the terminal app load
- * sessions at any time and run for long. `dsh sessions` lists and exits, so it leaves V8 alone,
- * as `--version` and `--help` do.
+ * itself: it sets them when its task starts, after the plugin tree (and with it nearly every Node
+ * module the run uses) has loaded; its young generation may grow while the tree loads, and is
+ * fixed from there on. Every other run sets them before anything loads: a resumed session is up
+ * to 100k surviving objects, and servers and the terminal app load sessions at any time.
+ * `dsh sessions` lists and exits, so it leaves V8 alone, as `--version` and `--help` do.
  */
-export function longRunFlagsAt(profile: string, appArgs: readonly string[]): 'start' | 'later' | 'never' {
+export function longRunFlagsAt(profile: string, appArgs: readonly string[]): 'start' | 'task' | 'never' {
   if (profile === 'sessions') return 'never'
-  if (profile === 'headless' && !appArgs.includes('--session')) return 'later'
+  if (profile === 'headless' && !appArgs.includes('--session')) return 'task'
   return 'start'
 }
 
