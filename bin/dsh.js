@@ -152,7 +152,7 @@ async function codeCached(stamp) {
   const hadCache = cachedData !== undefined
   cachedData = undefined
   // The bundle's packages resolve from the package root's node_modules, as from this file.
-  const load = require
+  const load = id => LOADED_ON_USE.has(id) ? loadedOnUse(id) : require(id)
   // Packages the bundle imported dynamically (as ink: top-level await, which require() refuses)
   // are handed to its later static imports of them.
   const imported = new Map()
@@ -194,6 +194,40 @@ async function codeCached(stamp) {
     }
   }
   return { main: module.exports.main, save }
+}
+
+/**
+ * Node modules the bundle requires as it starts but a run seldom calls: `node:fs/promises` brings
+ * readline's interface, fs/dir and the file watchers with it, and a one-answer run calls none of
+ * its functions (they read stored sessions, images, workspace files). The bundle gets a stand-in
+ * that requires the module at its first use: one answer ~10 ms and ~2 MB less (docs/decisions.md,
+ * "Node modules loaded on first use").
+ */
+const LOADED_ON_USE = new Set(['node:fs/promises'])
+
+const standIns = new Map()
+
+/**
+ * The stand-in for `id` (one per module, as require() gives one module): every look at it (a
+ * property, `in`, its keys) goes to the module, required then.
+ */
+function loadedOnUse(id) {
+  let standIn = standIns.get(id)
+  if (standIn !== undefined) return standIn
+  let module
+  const real = () => (module ??= require(id))
+  standIn = new Proxy(Object.create(null), {
+    get: (_, key) => real()[key],
+    has: (_, key) => key in real(),
+    ownKeys: () => Reflect.ownKeys(real()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const found = Reflect.getOwnPropertyDescriptor(real(), key)
+      return found === undefined ? undefined : { ...found, configurable: true }
+    },
+    set: (_, key, value) => Reflect.set(real(), key, value),
+  })
+  standIns.set(id, standIn)
+  return standIn
 }
 
 /** A Node module as `import()` gives it: its exports by name, and the module as `default`. */

@@ -316,4 +316,20 @@ exports.main = async (argv, report) => {
       server.close()
     }
   })
+
+  it('node:fs/promises is loaded at its first use: required at start, the module is not loaded until then, and then it works as itself', () => {
+    const main = `const fsp = require('node:fs/promises')
+const again = require('node:fs/promises')
+const loaded = () => process.moduleLoadList.includes('NativeModule fs/promises')
+exports.main = async argv => {
+  const before = loaded()
+  const text = await fsp.readFile(__filename, 'utf8')
+  const shape = [fsp === again, 'readFile' in fsp, Object.keys(fsp).includes('writeFile'), typeof fsp.constants.R_OK, text.includes('moduleLoadList')]
+  process.stdout.write([before, loaded(), ...shape].join(' '))
+  return 0
+}
+`
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main })
+    expect(run(root, 'go')).toBe('false true true true true number true')
+  })
 })
