@@ -197,13 +197,15 @@ async function codeCached(stamp) {
 }
 
 /**
- * Node modules the bundle requires as it starts but a run seldom calls: `node:fs/promises` brings
+ * Node modules the bundle requires as it starts but a run seldom calls. `node:fs/promises` brings
  * readline's interface, fs/dir and the file watchers with it, and a one-answer run calls none of
- * its functions (they read stored sessions, images, workspace files). The bundle gets a stand-in
- * that requires the module at its first use: one answer ~10 ms and ~2 MB less (docs/decisions.md,
+ * its functions (they read stored sessions, images, workspace files); `node:module` (for
+ * `createRequire`: hooks, out-of-tree plugins) starts parts of the ES module loader;
+ * `node:stream/consumers` reads whole streams for a few tools. The bundle gets a stand-in that
+ * requires the module at its first use: one answer ~11 + ~3 ms and ~2 MB less (docs/decisions.md,
  * "Node modules loaded on first use").
  */
-const LOADED_ON_USE = new Set(['node:fs/promises'])
+const LOADED_ON_USE = new Set(['node:fs/promises', 'node:module', 'node:stream/consumers'])
 
 const standIns = new Map()
 
