@@ -13,6 +13,24 @@ import { encodeSessionId, NO_CWD_KEY, projectKey } from './jsonl/paths.js'
 
 const jsonl = (backend: PersistenceBackend) => backend as JsonlBackend
 
+/**
+ * Runs `body` with fs.fsync and/or fs.fdatasync answered by `answers` (the error each call gets,
+ * or null) instead of the disk. The backend calls them on a descriptor through its named imports,
+ * which syncBuiltinESMExports re-points at the spies; both are put back afterwards.
+ */
+async function withDiskSyncs(answers: Partial<Record<'fsync' | 'fdatasync', (fd: number) => Error | null>>, body: () => Promise<void>): Promise<void> {
+  const spies = Object.entries(answers).map(([name, answer]) => vi.spyOn(fs, name as 'fsync').mockImplementation(((fd: number, callback: (error: Error | null) => void) => {
+    callback(answer(fd))
+  }) as typeof fs.fsync))
+  syncBuiltinESMExports()
+  try {
+    await body()
+  } finally {
+    for (const spy of spies) spy.mockRestore()
+    syncBuiltinESMExports()
+  }
+}
+
 async function withRoot(body: (root: string) => Promise<void>): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-'))
   try {
@@ -137,18 +155,11 @@ describe('JSONL layout (D-4)', () => {
 
   it('D-3/D-4: an append resolves after fdatasync of its file; creating a file (temp + link) fsyncs the file, then its folder', () => withRoot(async (root) => {
     const calls: string[] = []
-    // Both go through fs.fsync / fs.fdatasync on a descriptor (the named exports the backend
-    // imports are re-pointed at the spies by syncBuiltinESMExports).
-    const fsyncFd = vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, callback: (error: null) => void) => {
-      calls.push(`fsync ${readlinkSync(`/proc/self/fd/${fd}`)}`)
-      callback(null)
-    }) as typeof fs.fsync)
-    const datasync = vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, callback: (error: null) => void) => {
-      calls.push(`fdatasync ${readlinkSync(`/proc/self/fd/${fd}`)}`)
-      callback(null)
-    }) as typeof fs.fdatasync)
-    syncBuiltinESMExports()
-    try {
+    const record = (name: string) => (fd: number) => {
+      calls.push(`${name} ${readlinkSync(`/proc/self/fd/${fd}`)}`)
+      return null
+    }
+    await withDiskSyncs({ fsync: record('fsync'), fdatasync: record('fdatasync') }, async () => {
       const backend = new JsonlBackend({ root })
       const { header, events } = await realisticLog(2, 4)
       await backend.create(header, events.slice(0, 5))
@@ -161,11 +172,7 @@ describe('JSONL layout (D-4)', () => {
       await backend.appendBatch(header, events.slice(5, 10))
       expect(calls).toEqual([`fdatasync ${dir}/session.jsonl`])
       await backend.close()
-    } finally {
-      fsyncFd.mockRestore()
-      datasync.mockRestore()
-      syncBuiltinESMExports()
-    }
+    })
   }))
 
   it('D-4: an append whose fdatasync fails is truncated back to the previous size; the next append reopens and lands', () => withRoot(async (root) => {
@@ -175,16 +182,10 @@ describe('JSONL layout (D-4)', () => {
     await backend.appendBatch(header, events.slice(5, 8))
     const path = (await backend.pathOf(header.id))!
     const before = (await stat(path)).size
-    const failing = vi.spyOn(fs, 'fdatasync').mockImplementation(((_fd: number, callback: (error: Error) => void) => {
-      callback(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
-    }) as typeof fs.fdatasync)
-    syncBuiltinESMExports()
-    try {
+    const eio = () => Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })
+    await withDiskSyncs({ fdatasync: eio }, async () => {
       await expect(backend.appendBatch(header, events.slice(8, 12))).rejects.toThrow(/EIO/)
-    } finally {
-      failing.mockRestore()
-      syncBuiltinESMExports()
-    }
+    })
     expect((await stat(path)).size).toBe(before)
     await backend.appendBatch(header, events.slice(8, 12))
     await backend.close()

@@ -341,7 +341,7 @@ export class JsonlBackend implements PersistenceBackend {
     try {
       try {
         writeAllSync(fd, text)
-        if (this.fsync) await fsyncFd(fd)
+        if (this.fsync) await onPool(fsync, fd)
       } finally {
         closeSync(fd)
       }
@@ -384,7 +384,7 @@ export class JsonlBackend implements PersistenceBackend {
       // fdatasync, not fsync: an append changes the data and the size, both of which fdatasync
       // makes durable (with the block allocation that reaches them); what it skips is timestamp
       // metadata, which recovery never reads (docs/decisions.md, "fdatasync for appends").
-      if (this.fsync) await fdatasyncFd(fd)
+      if (this.fsync) await onPool(fdatasync, fd)
     } catch (error) {
       try {
         ftruncateSync(fd, state.size)
@@ -848,10 +848,6 @@ function writeAllAt(fd: number, bytes: Buffer, position: number): void {
   while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written, position + written)
 }
 
-function fdatasyncFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => { fdatasync(fd, error => { if (error === null) resolve(); else reject(error) }) })
-}
-
 function closeQuietly(fd: number): void {
   try {
     closeSync(fd)
@@ -864,14 +860,15 @@ function closeQuietly(fd: number): void {
 async function syncDir(dir: string): Promise<void> {
   const fd = openSync(dir, 'r')
   try {
-    await fsyncFd(fd)
+    await onPool(fsync, fd)
   } finally {
     closeSync(fd)
   }
 }
 
-function fsyncFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => { fsync(fd, error => { if (error === null) resolve(); else reject(error) }) })
+/** `fsync` or `fdatasync` of a descriptor on the libuv pool: the only calls here that wait for the disk. */
+function onPool(sync: typeof fsync | typeof fdatasync, fd: number): Promise<void> {
+  return new Promise((resolve, reject) => { sync(fd, error => { if (error === null) resolve(); else reject(error) }) })
 }
 
 function writeAllSync(fd: number, bytes: Buffer): void {
