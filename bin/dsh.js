@@ -41,7 +41,7 @@ function bundled() {
  * one-answer run (docs/decisions.md, "V8 flags: Node's modules load first"). The profile runner
  * sets its flags (src/cli/run.ts, LONG_RUN_FLAGS); the flag below is set when a fetch starts.
  */
-const state = { flagsRestorable: true }
+let flagsRestorable = true
 
 /** The function main.cjs is written as (scripts/bundle.mjs): the module's names, as require() passes them, and two of dsh's. */
 const WRAPPER = '(function (exports, require, module, __filename, __dirname, __dshImport, __dshModuleUrl) {'
@@ -60,8 +60,8 @@ function liftoffBeforeFetch() {
   const nodeFetch = own.value
   globalThis.fetch = function fetch(input, init) {
     if (globalThis.fetch === fetch) globalThis.fetch = nodeFetch
-    if (state.flagsRestorable) {
-      state.flagsRestorable = false
+    if (flagsRestorable) {
+      flagsRestorable = false
       require('node:v8').setFlagsFromString('--liftoff-only')
     }
     return nodeFetch(input, init)
@@ -172,7 +172,7 @@ async function codeCached(stamp) {
     const known = accepted && Object.hasOwn(sizes, profile) ? sizes[profile] : undefined
     if (known !== undefined && Math.random() * CHECK_ONE_IN >= 1) return
     // Flags this run could not set back (liftoffBeforeFetch): a cache made now would be refused.
-    if (!state.flagsRestorable) return
+    if (!flagsRestorable) return
     const v8 = require('node:v8')
     const bytes = v8.getHeapCodeStatistics().bytecode_and_metadata_size
     if (known !== undefined && bytes < known + GROW_BYTES) return
@@ -239,12 +239,9 @@ function builtinNamespace(specifier) {
 }
 
 async function run() {
-  if (quick) {
-    const stamp = bundled()
-    return (await import(stamp !== undefined ? '../dist/bundle/main.js' : '../dist/cli/main.js')).main(argv)
-  }
-  liftoffBeforeFetch()
   const stamp = bundled()
+  if (quick) return (await import(stamp !== undefined ? '../dist/bundle/main.js' : '../dist/cli/main.js')).main(argv)
+  liftoffBeforeFetch()
   if (stamp === undefined) return (await import('../dist/cli/main.js')).main(argv)
   const cached = await codeCached(stamp)
   if (cached === undefined) return (await import('../dist/bundle/main.js')).main(argv)
