@@ -88,6 +88,24 @@ if (lexer !== undefined) {
    * package's instance; Cordis keys what it shares on global symbols (docs/decisions.md).
    */
   const BUNDLED_PACKAGES = new Set(['cordis', 'cosmokit', 'eventsource-parser'])
+  /**
+   * Cordis is published built with esbuild's keepNames: every closure it makes at run time (proxy
+   * handlers, waterfall hops, effect collectors) goes through a `__name` that redefines its `name`
+   * with defineProperty. In main.cjs that helper hands the function through (one answer -16 ms;
+   * docs/decisions.md, "Cordis' name helper is the identity in the bundle"). A Cordis whose helper
+   * reads otherwise gets no main.cjs (the build says why; a launcher test fails), to be looked at.
+   */
+  const CORDIS_NAME = 'var __name = (target, value) => __defProp(target, "name", { value, configurable: true });'
+  const cordisNames = {
+    name: 'dsh-cordis-names',
+    setup(build) {
+      build.onLoad({ filter: /[\\/]cordis[\\/]lib[\\/]index\.js$/ }, async args => {
+        const source = await readFile(args.path, 'utf8')
+        if (!source.includes(CORDIS_NAME)) throw new Error(`${args.path}: Cordis' __name helper is not as expected`)
+        return { contents: source.replace(CORDIS_NAME, 'var __name = (target) => target;'), loader: 'js' }
+      })
+    },
+  }
   const inBundle = {
     name: 'dsh-in-bundle',
     setup(build) {
@@ -111,7 +129,7 @@ if (lexer !== undefined) {
       target: 'node20',
       // bin/dsh.js passes the file's URL in; paths relative to it resolve as from dist/cli/.
       define: { 'import.meta.url': '__dshModuleUrl' },
-      plugins: [inBundle, packageImports],
+      plugins: [inBundle, cordisNames, packageImports],
       // Whitespace and comments only (names stay, for stack traces): a quarter fewer bytes to read,
       // check and copy into a string at every start (one answer -2 ms; docs/benchmarks.md).
       minifyWhitespace: true,
