@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -142,6 +143,31 @@ describe('SQLite store (D-6)', () => {
     expect((await backend.loadStored(header.id))!.events).toHaveLength(5)
     await backend.appendBatch(header, events.slice(5))
     expect((await backend.loadStored(header.id))!.events).toHaveLength(events.length)
+    await backend.close()
+  }))
+
+  it.skipIf(!existsSync('/proc/self/maps'))('D-1/D-6: a whole-session read maps the file while it reads and unmaps it after (no pages left in RSS); the load and salvage are unchanged', () => withDir(async (dir) => {
+    const file = join(dir, 's.db')
+    // A mapping of the store file itself (not its -wal or -shm), as /proc/self/maps lists it.
+    const mapped = () => readFileSync('/proc/self/maps', 'utf8').split('\n').some(line => line.endsWith(` ${file}`))
+    const backend = new SqliteBackend({ file })
+    const { header, events } = await realisticLog(3, 4)
+    await backend.create(header, events)
+    // Into the file itself: pages still in the write-ahead log are read from there, never mapped.
+    backend.db.pragma('wal_checkpoint(TRUNCATE)')
+    const statements = (backend as unknown as { statements: Record<'eventTexts' | 'events', { all: (...args: unknown[]) => unknown }> }).statements
+    const seen: boolean[] = []
+    for (const name of ['eventTexts', 'events'] as const) {
+      const all = statements[name].all.bind(statements[name])
+      statements[name].all = (...args: unknown[]) => { seen.push(mapped()); return all(...args) }
+    }
+    expect(mapped()).toBe(false)
+    expect((await backend.loadStored(header.id))!.events).toEqual(events)
+    expect(mapped()).toBe(false)
+    expect((await backend.salvageStored(header.id))!.events).toEqual(events)
+    expect(mapped()).toBe(false)
+    expect(seen).toEqual([true, true])
+    expect(backend.db.pragma('mmap_size', { simple: true })).toBe(0)
     await backend.close()
   }))
 
