@@ -6,7 +6,7 @@
  * a word wider than a row is cut by grapheme, and a line's own leading spaces (indentation) stay.
  * Every row then fits, so Ink's own pass leaves it as it is.
  */
-import stringWidth from 'string-width'
+import { displayWidth as stringWidth } from './width.js'
 
 /** A row of the wrapped text: the source range `[start, end)` it shows. */
 export type Row = readonly [start: number, end: number]
