@@ -109,6 +109,7 @@ export class TuiApp extends Service {
     const React = await import('react')
     const { SessionPicker } = await import('./picker.js')
     const { ConversationView } = await import('./view.js')
+    const { warmMarkdown } = await import('./markdown.js')
 
     let sessionId: string | undefined = args.session
     let startNote: string | undefined
@@ -318,6 +319,7 @@ export class TuiApp extends Service {
     const instance = ink.render(React.createElement(ConversationView, { store, info, actions, commands, files }), {
       stdout, stdin, stderr: process.stderr, exitOnCtrlC: false, patchConsole: true,
     })
+    warmMarkdown()
     try {
       await Promise.race([finished, instance.waitUntilExit()])
     } finally {

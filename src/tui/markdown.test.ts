@@ -5,7 +5,8 @@ import { createElement as h } from 'react'
 import { renderToString } from 'ink'
 import stringWidth from 'string-width'
 import { describe, expect, it } from 'vitest'
-import { columnWidths, Markdown } from './markdown.js'
+import { Lexer, type Token } from 'marked'
+import { columnWidths, EVERY_KIND, Markdown } from './markdown.js'
 
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '')
 const draw = (text: string, width: number) => plain(renderToString(h(Markdown, { text, width }), { columns: width })).split('\n')
@@ -121,5 +122,21 @@ describe('wrapped prose', () => {
     expect(lines).toEqual(['one two', 'three', 'four five', 'six avery', 'veryveryl', 'ongword'])
     const styled = renderToString(h(Markdown, { text: 'one **two three** four', width: 9 }), { columns: 9 })
     expect(styled.split('\n').map(plain)).toEqual(['one two', 'three', 'four'])
+  })
+})
+
+describe('the warm-up sample (compiled once the first frame is out)', () => {
+  it('holds every block and inline kind marked lexes, so no rule is left to compile at the first answer', () => {
+    const kinds = new Set<string>()
+    const walk = (tokens: readonly Token[]) => {
+      for (const token of tokens) {
+        kinds.add(token.type)
+        if ('tokens' in token && token.tokens !== undefined) walk(token.tokens)
+        if (token.type === 'list') for (const item of token.items) walk([item])
+        if (token.type === 'table') for (const cell of [...token.header, ...token.rows.flat()]) walk(cell.tokens)
+      }
+    }
+    walk(new Lexer().lex(EVERY_KIND))
+    expect([...kinds].sort()).toEqual(['blockquote', 'checkbox', 'code', 'codespan', 'del', 'em', 'escape', 'heading', 'hr', 'html', 'link', 'list', 'list_item', 'paragraph', 'space', 'strong', 'table', 'text'])
   })
 })

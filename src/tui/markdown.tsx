@@ -7,11 +7,31 @@ import { createElement as h, type ReactNode } from 'react'
 import { Box, Text } from 'ink'
 import { Lexer, type Token, type Tokens } from 'marked'
 import { common, createEmphasize } from 'emphasize'
-import stringWidth from 'string-width'
+import { displayWidth as stringWidth } from './width.js'
 import { c, isColorEnabled } from './theme.js'
 import { wrapRows } from './wrap.js'
 
 let emphasize: ReturnType<typeof createEmphasize> | undefined
+
+/**
+ * Markdown of every block and inline kind marked knows. Its first lex compiles marked's rules
+ * (~25 ms even for a one-word answer, ~40 ms for them all) and the highlighter's set-up registers
+ * its grammars (~17 ms): done once the first frame is out (`warmMarkdown`), while the person
+ * types, they are not on the way to the first answer's frame.
+ */
+export const EVERY_KIND = '# Heading\n\nSetext\n===\n\nText *em* **strong** ~~del~~ `code` [link](https://x.y) <b>html</b> \\* \n\n'
+  + '- item\n- [ ] task\n\n1. one\n\n> quote\n\n| a | b |\n|---|:-:|\n| 1 | 2 |\n\n```ts\nconst x = 1\n```\n\n    indented\n\n---\n\n<div>block</div>\n'
+
+/**
+ * Compiles what drawing the first answer needs: marked's rules, then (in a task of its own, so a
+ * key typed meanwhile waits for one part at most) the highlighter with its common grammars.
+ */
+export function warmMarkdown(): void {
+  setImmediate(() => {
+    new Lexer().lex(EVERY_KIND)
+    if (isColorEnabled()) setImmediate(() => { emphasize ??= createEmphasize(common) })
+  })
+}
 
 /** ANSI-highlighted code, or the code as it is for an unknown language or with colours off. */
 export function highlightCode(code: string, lang: string | undefined): string {
