@@ -18,11 +18,27 @@ const argv = process.argv.slice(2)
 // These finish before a code cache would pay for itself; they load a few small ESM chunks.
 const quick = ['--version', '-V', '--help', '-h'].includes(argv[0])
 /**
- * Which code cache a run uses: `dsh sessions ...` has one of its own. A cache deserialises every
- * function it holds, and the agent runs' cache holds ~1 MB of code a listing never runs (through
- * that cache a listing was slower than compiling its ESM chunks; through its own, faster).
+ * Which code cache a run uses: `dsh sessions ...` and the terminal app have one each. A cache
+ * deserialises every function it holds: the agent runs' cache holds ~1 MB of code a listing never
+ * runs (through that cache a listing was slower than compiling its ESM chunks; through its own,
+ * faster), and the terminal app's own code would add ~0.25 MB to every headless run's.
  */
-const kind = argv[0] === 'sessions' ? 'sessions' : 'agent'
+const kind = argv[0] === 'sessions' ? 'sessions' : terminalApp() ? 'tui' : 'agent'
+
+/**
+ * Whether this run is most likely the terminal app: `dsh tui`, or a terminal on both ends and no
+ * task word (options only; src/cli/main.ts decides for real). A guess that misses costs the run
+ * its cache, and then it does not write one (see save below).
+ */
+function terminalApp() {
+  if (argv[0] === 'tui') return true
+  if (!argv.every(arg => arg.startsWith('-'))) return false
+  const { isatty } = require('node:tty')
+  return isatty(0) && isatty(1)
+}
+
+/** The cache file of a kind of run. */
+const CACHE_FILES = { agent: '../dist/bundle/main.cjs.cache', sessions: '../dist/bundle/main.cjs.sessions.cache', tui: '../dist/bundle/main.cjs.tui.cache' }
 
 /** The build stamp when the bundle was made from the current dist/, else undefined. */
 function bundled() {
@@ -101,7 +117,7 @@ function recordedSizes(text) {
 
 /**
  * dist/bundle/main.cjs compiled with the code cache main.cjs.cache (main.cjs.sessions.cache for
- * `dsh sessions`, see `kind`). The cache's first line is
+ * `dsh sessions`, main.cjs.tui.cache for the terminal app; see `kind`). The cache's first line is
  * `dsh code cache <stamp> <sizes>`: the build stamp it was made under (V8 checks a cache against
  * the source's length only, so a cache left from another build is never handed to it) and, per
  * profile, the most bytecode a run of it ended with. A run writes the cache when it found none,
@@ -124,7 +140,7 @@ async function codeCached(stamp) {
   } catch {
     return undefined
   }
-  const cacheFile = new URL(kind === 'sessions' ? '../dist/bundle/main.cjs.sessions.cache' : '../dist/bundle/main.cjs.cache', here)
+  const cacheFile = new URL(CACHE_FILES[kind], here)
   const header = `dsh code cache ${stamp.trim()}`
   let cachedData
   let sizes = {}
@@ -160,6 +176,14 @@ async function codeCached(stamp) {
     // Node's own modules come from require(), as a namespace would show them: import() would
     // start Node's ES module loader (~7 ms) for what require() returns at once.
     if (specifier.startsWith('node:')) return builtinNamespace(specifier)
+    if (imported.has(specifier)) return imported.get(specifier)
+    if (SHARED_BY_THE_APP.has(specifier)) {
+      const packages = await tuiPackages()
+      if (packages !== undefined) {
+        for (const id of Object.keys(packages)) imported.set(id, packages[id])
+        if (imported.has(specifier)) return imported.get(specifier)
+      }
+    }
     const namespace = await import(specifier)
     imported.set(specifier, namespace)
     return namespace
@@ -168,6 +192,9 @@ async function codeCached(stamp) {
   script.runInThisContext()(module.exports, id => imported.get(id) ?? load(id), module, filename, fileURLToPath(new URL('.', file)), dshImport, file.href)
   /** After the run: writes the cache if it is missing, refused, or short of what this run compiled. */
   const save = async (profile = '') => {
+    // The terminal app's code goes to its own cache only, and only its code: a run the guess put
+    // in the wrong kind writes nothing.
+    if ((kind === 'tui') !== (profile === 'tui') && kind !== 'sessions') return
     const accepted = hadCache && !script.cachedDataRejected
     const known = accepted && Object.hasOwn(sizes, profile) ? sizes[profile] : undefined
     if (known !== undefined && Math.random() * CHECK_ONE_IN >= 1) return
@@ -194,6 +221,25 @@ async function codeCached(stamp) {
     }
   }
   return { main: module.exports.main, save }
+}
+
+/**
+ * The terminal app's packages are one file, dist/bundle/tui-vendor.mjs (scripts/bundle.mjs):
+ * from node_modules, ink alone was ~580 modules and ~550 ms before the first frame. The app's
+ * first import of one of these loads the file, and every package it holds is then handed to the
+ * bundle's imports of it. They all come from it, never some from node_modules: ink renders with
+ * the React it was bundled with, and the app's components must use that one.
+ */
+const SHARED_BY_THE_APP = new Set(['ink', 'react', 'react/jsx-runtime'])
+
+let vendored
+/** The file's `packages` by name, imported once; undefined when the build has none (node_modules then). */
+function tuiPackages() {
+  vendored ??= import(new URL('../dist/bundle/tui-vendor.mjs', here).href).then(module => module.packages, error => {
+    if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('tui-vendor.mjs')) return undefined
+    throw error
+  })
+  return vendored
 }
 
 /**

@@ -173,5 +173,93 @@ function finishCommonJs(file) {
   return undefined
 }
 
+/**
+ * dist/bundle/tui-vendor.mjs: the terminal app's packages as one ES module (ES, for Yoga's
+ * top-level await). From node_modules, `import('ink')` alone read and compiled ~580 modules (~420
+ * of them es-toolkit's, for one `throttle`) and highlight.js' 190 grammars came with emphasize:
+ * ~550 ms before the first frame. bin/dsh.js imports this file at the app's first import of ink
+ * or React and hands its `packages` to the bundle's imports of them (docs/decisions.md, "The
+ * terminal app's packages are one file"). React and ink must come from one copy, so they are
+ * only ever taken from here together. Kept out: ink's devtools (only with DEV=true; they need
+ * react-devtools-core, which is not installed). Yoga's WebAssembly is written beside the file and
+ * handed to its loader, which otherwise fetch()es the base64 copy it embeds (undici, ~40 ms).
+ */
+async function tuiVendor() {
+  const yogaRoot = join(root, 'node_modules', 'yoga-layout', 'dist')
+  const embedded = readFileSync(join(yogaRoot, 'binaries', 'yoga-wasm-base64-esm.js'), 'utf8').match(/data:application\/octet-stream;base64,([A-Za-z0-9+/=]+)/)
+  if (embedded === null) return 'yoga-layout no longer embeds its WebAssembly as a base64 data URL'
+  writeFileSync(join(outdir, 'yoga.wasm'), Buffer.from(embedded[1], 'base64'))
+  const entry = [
+    "import * as ink from 'ink'",
+    "import * as react from 'react'",
+    "import * as jsxRuntime from 'react/jsx-runtime'",
+    // Named, not `* as`: a namespace would keep highlight.js' `all` grammars alive.
+    "import { common, createEmphasize } from 'emphasize'",
+    "import * as marked from 'marked'",
+    "import * as ansiEscapes from 'ansi-escapes'",
+    // As import() shows a module (tagged Module: the CommonJS bundle's __toESM passes it through).
+    "const namespace = exports => Object.freeze(Object.assign(Object.create(null), exports, { [Symbol.toStringTag]: 'Module' }))",
+    'export const packages = {',
+    "  ink: namespace(ink), react: namespace(react), 'react/jsx-runtime': namespace(jsxRuntime),",
+    "  emphasize: namespace({ common, createEmphasize }), marked: namespace(marked),",
+    "  'ansi-escapes': namespace(ansiEscapes),",
+    '}',
+  ].join('\n')
+  const vendorParts = {
+    name: 'dsh-tui-vendor',
+    setup(build) {
+      build.onResolve({ filter: /^\.\/devtools\.js$/ }, args => /[\\/]ink[\\/]/.test(args.importer) ? { path: 'ink-devtools', namespace: 'dsh-vendor' } : undefined)
+      build.onResolve({ filter: /^yoga-layout$/ }, () => ({ path: 'yoga-layout', namespace: 'dsh-vendor' }))
+      // Ink and the packages it measures text with (widest-line, wrap-ansi, cli-truncate) take
+      // dsh's displayWidth (src/tui/width.ts), which asks string-width only for text that needs
+      // it; that module's own import of string-width stays external, the copy the app uses.
+      build.onResolve({ filter: /^string-width$/ }, args => /[\\/]dist[\\/]tui[\\/]width\.js$/.test(args.importer)
+        ? { path: 'string-width', external: true }
+        : { path: 'string-width', namespace: 'dsh-vendor' })
+      build.onLoad({ filter: /.*/, namespace: 'dsh-vendor' }, args => args.path === 'ink-devtools'
+        ? { contents: 'export {}', loader: 'js' }
+        : args.path === 'string-width'
+        ? { contents: "export { displayWidth as default } from './tui/width.js'", resolveDir: join(root, 'dist'), loader: 'js' }
+        : {
+            resolveDir: join(yogaRoot, 'src'),
+            loader: 'js',
+            contents: [
+              "import { readFileSync } from 'node:fs'",
+              "import loadYoga from '../binaries/yoga-wasm-base64-esm.js'",
+              "import wrapAssembly from './wrapAssembly.js'",
+              "export default wrapAssembly(await loadYoga({ wasmBinary: readFileSync(new URL('./yoga.wasm', import.meta.url)) }))",
+              "export * from './generated/YGEnums.js'",
+            ].join('\n'),
+          })
+    },
+  }
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    stdin: { contents: entry, resolveDir: root, sourcefile: 'tui-vendor.mjs', loader: 'js' },
+    outfile: join(outdir, 'tui-vendor.mjs'),
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // The production builds of React and its reconciler, as an app ships them.
+    define: { 'process.env.NODE_ENV': '"production"' },
+    // CommonJS packages in an ES module bundle require Node's modules through this.
+    banner: { js: "import { createRequire as __dshCreateRequire } from 'node:module'; const require = __dshCreateRequire(import.meta.url);" },
+    plugins: [vendorParts],
+    minifyWhitespace: true,
+    logLevel: 'warning',
+  })
+  return result.warnings.length > 0 ? 'warnings' : undefined
+}
+
+try {
+  const problem = await tuiVendor()
+  if (problem !== undefined) throw new Error(problem)
+} catch (error) {
+  rmSync(join(outdir, 'tui-vendor.mjs'), { force: true })
+  rmSync(join(outdir, 'yoga.wasm'), { force: true })
+  process.stderr.write(`scripts/bundle.mjs: no terminal app bundle (${error.message.split('\n')[0]}); it imports its packages from node_modules\n`)
+}
+
 // Last, so an interrupted bundle is never taken for a fresh one.
 writeFileSync(join(outdir, '.buildstamp'), stamp)

@@ -174,11 +174,29 @@ exports.main = async (argv, report) => {
     expect(runWith({ DSH_CODE_CACHE_CHECK: '1' }, root, 'small', 'headless')).toBe('small')
     expect(inode()).toBe(grown.ino)
     // A profile the cache has no record of is recorded beside the first.
-    expect(run(root, 'small', 'tui')).toBe('small')
-    expect(Object.keys(header()).sort()).toEqual(['headless', 'tui'])
+    expect(run(root, 'small', 'web')).toBe('small')
+    expect(Object.keys(header()).sort()).toEqual(['headless', 'web'])
     const both = inode()
-    expect(run(root, 'small', 'tui')).toBe('small')
+    expect(run(root, 'small', 'web')).toBe('small')
     expect(inode()).toBe(both)
+  })
+
+  it('the terminal app has a cache of its own (main.cjs.tui.cache), and a run guessed as the wrong kind writes none', () => {
+    // argv[0] is what the launcher guesses from (`dsh tui`, or a terminal and no task word); the
+    // profile reported is what ran.
+    const main = `exports.main = async (argv, report) => { report.profile = argv[1]; process.stdout.write('ran'); return 0 }
+`
+    const root = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main })
+    const tuiCache = join(root, 'dist', 'bundle', 'main.cjs.tui.cache')
+    const exists = (file: string) => { try { statSync(file); return true } catch { return false } }
+    expect(run(root, 'tui', 'headless')).toBe('ran')
+    expect(run(root, 'task', 'tui')).toBe('ran')
+    expect([exists(tuiCache), exists(cacheOf(root))]).toEqual([false, false])
+    expect(run(root, 'tui', 'tui')).toBe('ran')
+    expect([exists(tuiCache), exists(cacheOf(root))]).toEqual([true, false])
+    expect(readFileSync(tuiCache).toString('latin1')).toMatch(/^dsh code cache \S+ \{"tui":\d+\}\n/)
+    expect(run(root, 'task', 'headless')).toBe('ran')
+    expect([exists(tuiCache), exists(cacheOf(root))]).toEqual([true, true])
   })
 
   it('a profile named like an object property (__proto__, constructor) is recorded as any other', () => {
@@ -332,6 +350,53 @@ exports.main = async (argv, report) => {
     } finally {
       server.close()
     }
+  })
+
+  it('the terminal app\'s packages come from dist/bundle/tui-vendor.mjs when there is one, all of them once the first is asked for; from node_modules when not', () => {
+    // ink first, as the app imports it; then React by import() and by the static require() of its
+    // components: all three the file's, so the app renders with the React ink was bundled with.
+    const main = `exports.main = async argv => {
+  const ink = await __dshImport('ink')
+  const react = await __dshImport('react')
+  const seen = [ink.from, react.from, require('react') === react, require('react/jsx-runtime').from, require('ink') === ink]
+  process.stdout.write(seen.join(' '))
+  return 0
+}
+`
+    const vendor = `const pkg = from => Object.freeze({ from, [Symbol.toStringTag]: 'Module' })
+export const packages = { ink: pkg('vendor'), react: pkg('vendor'), 'react/jsx-runtime': pkg('vendor') }
+`
+    const modules = (from: string) => ({
+      'node_modules/ink/package.json': '{"type":"module","exports":"./index.js"}', 'node_modules/ink/index.js': `export const from = '${from}'\n`,
+      'node_modules/react/package.json': '{"type":"module","exports":{".":"./index.js","./jsx-runtime":"./jsx.js"}}',
+      'node_modules/react/index.js': `export const from = '${from}'\n`, 'node_modules/react/jsx.js': `export const from = '${from}'\n`,
+    })
+    const withVendor = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main, 'dist/bundle/tui-vendor.mjs': vendor, ...modules('node_modules') })
+    expect(run(withVendor, 'tui')).toBe('vendor vendor true vendor true')
+    const without = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main, ...modules('node_modules') })
+    expect(run(without, 'tui')).toBe('node_modules node_modules true node_modules true')
+  })
+
+  it('the real build wrote tui-vendor.mjs: ink renders with its React and Yoga, without fetch (Yoga\'s WebAssembly read from yoga.wasm)', async () => {
+    const script = `delete globalThis.fetch
+const { packages } = await import(${JSON.stringify(join(import.meta.dirname, '..', '..', 'dist', 'bundle', 'tui-vendor.mjs'))})
+const { PassThrough } = await import('node:stream')
+const { render, Box, Text } = packages.ink
+const { createElement: h } = packages.react
+const out = new PassThrough(); out.columns = 30; out.rows = 5; out.isTTY = false
+let text = ''; out.on('data', chunk => { text += chunk })
+const app = render(h(Box, { borderStyle: 'round', width: 12 }, h(Text, null, 'hi · there')), { stdout: out, debug: true, patchConsole: false })
+app.unmount()
+const names = Object.keys(packages).sort().join(',')
+const tools = [typeof packages['react/jsx-runtime'].jsx, typeof packages.emphasize.createEmphasize, typeof packages.emphasize.common, typeof packages.marked.marked, typeof packages['ansi-escapes'].default]
+process.stdout.write(JSON.stringify({ names, tools, box: text.includes('\u256d') && text.includes('hi \u00b7 there') }))
+`
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })
+    expect(JSON.parse(output)).toEqual({
+      names: 'ansi-escapes,emphasize,ink,marked,react,react/jsx-runtime',
+      tools: ['function', 'function', 'object', 'function', 'object'],
+      box: true,
+    })
   })
 
   it('node:fs/promises is loaded at its first use: required at start, the module is not loaded until then, and then it works as itself', () => {
