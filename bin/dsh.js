@@ -233,11 +233,16 @@ async function codeCached(stamp) {
 const SHARED_BY_THE_APP = new Set(['ink', 'react', 'react/jsx-runtime'])
 
 let vendored
-/** The file's `packages` by name, imported once; undefined when the build has none (node_modules then). */
+/**
+ * The file's `packages` by name, imported once; undefined when the build has none, or one that
+ * does not load (said on stderr): the packages then come from node_modules, all of them.
+ */
 function tuiPackages() {
   vendored ??= import(new URL('../dist/bundle/tui-vendor.mjs', here).href).then(module => module.packages, error => {
-    if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('tui-vendor.mjs')) return undefined
-    throw error
+    if (error?.code !== 'ERR_MODULE_NOT_FOUND' || !String(error.message).includes('tui-vendor.mjs')) {
+      process.stderr.write(`dsh: dist/bundle/tui-vendor.mjs did not load (${String(error?.message ?? error).split('\n')[0]}); the terminal app's packages come from node_modules\n`)
+    }
+    return undefined
   })
   return vendored
 }

@@ -5,7 +5,7 @@
  * entry points say which one ran.
  */
 import { isAscii } from 'node:buffer'
-import { execFile, execFileSync, spawn } from 'node:child_process'
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -375,6 +375,11 @@ export const packages = { ink: pkg('vendor'), react: pkg('vendor'), 'react/jsx-r
     expect(run(withVendor, 'tui')).toBe('vendor vendor true vendor true')
     const without = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main, ...modules('node_modules') })
     expect(run(without, 'tui')).toBe('node_modules node_modules true node_modules true')
+    // A file that does not load (Yoga's WebAssembly missing beside it): said, and node_modules serve.
+    const broken = standIn({ ...STAMPS, 'dist/bundle/main.cjs': main, 'dist/bundle/tui-vendor.mjs': `throw new Error('yoga.wasm is missing')\n`, ...modules('node_modules') })
+    const result = spawnSync(process.execPath, [join(broken, 'bin', 'dsh.js'), 'tui'], { encoding: 'utf8' })
+    expect(result.stdout).toBe('node_modules node_modules true node_modules true')
+    expect(result.stderr).toContain('dist/bundle/tui-vendor.mjs did not load (yoga.wasm is missing)')
   })
 
   it('the real build wrote tui-vendor.mjs: ink renders with its React and Yoga, without fetch (Yoga\'s WebAssembly read from yoga.wasm)', async () => {
