@@ -23,7 +23,9 @@ const quick = ['--version', '-V', '--help', '-h'].includes(argv[0])
  * runs (through that cache a listing was slower than compiling its ESM chunks; through its own,
  * faster), and the terminal app's own code would add ~0.25 MB to every headless run's.
  */
-const kind = argv[0] === 'sessions' ? 'sessions' : terminalApp() ? 'tui' : 'agent'
+function cacheKind() {
+  return argv[0] === 'sessions' ? 'sessions' : terminalApp() ? 'tui' : 'agent'
+}
 
 /**
  * Whether this run is most likely the terminal app: `dsh tui`, or a terminal on both ends and no
@@ -117,7 +119,7 @@ function recordedSizes(text) {
 
 /**
  * dist/bundle/main.cjs compiled with the code cache main.cjs.cache (main.cjs.sessions.cache for
- * `dsh sessions`, main.cjs.tui.cache for the terminal app; see `kind`). The cache's first line is
+ * `dsh sessions`, main.cjs.tui.cache for the terminal app; see `cacheKind`). The cache's first line is
  * `dsh code cache <stamp> <sizes>`: the build stamp it was made under (V8 checks a cache against
  * the source's length only, so a cache left from another build is never handed to it) and, per
  * profile, the most bytecode a run of it ended with. A run writes the cache when it found none,
@@ -140,6 +142,7 @@ async function codeCached(stamp) {
   } catch {
     return undefined
   }
+  const kind = cacheKind()
   const cacheFile = new URL(CACHE_FILES[kind], here)
   const header = `dsh code cache ${stamp.trim()}`
   let cachedData
