@@ -174,8 +174,8 @@ function finishCommonJs(file) {
 }
 
 /**
- * dist/bundle/tui-vendor.mjs: the terminal app's packages as one ES module (ES, for Yoga's
- * top-level await). From node_modules, `import('ink')` alone read and compiled ~580 modules (~420
+ * dist/bundle/tui-vendor.mjs: the terminal app's packages as one ES module (ES, for the top-level
+ * awaits of ink's reconciler and Yoga's loader). From node_modules, `import('ink')` alone read and compiled ~580 modules (~420
  * of them es-toolkit's, for one `throttle`) and highlight.js' 190 grammars came with emphasize:
  * ~550 ms before the first frame. bin/dsh.js imports this file at the app's first import of ink
  * or React and hands its `packages` to the bundle's imports of them (docs/decisions.md, "The
