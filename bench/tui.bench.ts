@@ -1,7 +1,8 @@
 /**
  * The terminal app as a user meets it, in a real terminal (tmux): from starting `dsh` in an empty
  * folder to the first frame (the input box drawn), and from Enter to the answer of a zero-latency
- * fake model on the screen, typed 300 ms after the first frame (BENCH_TYPE_AFTER_MS). Medians
+ * fake model on the screen, typed 300 ms after the first frame (BENCH_TYPE_AFTER_MS); and `dsh -c`
+ * resuming a stored ~1k-event session, to its first frame (its last items drawn). Medians
  * of BENCH_RUNS runs (default 7), min and max beside; `node -e` printing a line, started the same
  * way, is printed as the floor. The screen is read with `tmux capture-pane` in a
  * loop (~3-5 ms a read), which is the figures' resolution. BENCH_DSH_BIN measures another build.
@@ -13,7 +14,7 @@ import { join } from 'node:path'
 import { FakeDeepSeek, streamResponse } from '../test-support/fake-deepseek.js'
 import { dshBin } from '../test-support/run-dsh.js'
 import { hasTmux, Terminal } from '../test-support/tmux.js'
-import { median } from './support/whole-process.js'
+import { median, storeSession } from './support/whole-process.js'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7)
 const bin = process.env.BENCH_DSH_BIN ?? dshBin
@@ -46,6 +47,13 @@ const scratch = mkdtempSync(join(tmpdir(), 'dsh-tui-bench-'))
 const firstFrame: number[] = []
 const answer: number[] = []
 const floor: number[] = []
+const resumed: number[] = []
+// A stored session of ~1k events in a folder of its own, for `dsh -c` (its last 60 items drawn).
+const storedHome = join(scratch, 'stored-home')
+const storedCwd = join(scratch, 'stored-work')
+mkdirSync(storedHome)
+mkdirSync(storedCwd)
+const storedEvents = await storeSession(storedHome, storedCwd, 'tui-bench-stored', 1_000)
 try {
   for (let i = 0; i < RUNS + 1; i++) {
     const home = join(scratch, `home-${i}`)
@@ -71,6 +79,14 @@ try {
     } finally {
       terminal.close()
     }
+    const resumeStarted = process.hrtime.bigint()
+    const resume = Terminal.start([process.execPath, bin, '-c'], { width: 100, height: 30, cwd: storedCwd, env: { DSH_HOME: storedHome, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'bench' } })
+    try {
+      const painted = await until(resume, screen => screen.includes('Ask dsh'), resumeStarted)
+      if (i > 0) resumed.push(painted)
+    } finally {
+      resume.close()
+    }
     const nodeStarted = process.hrtime.bigint()
     const bare = Terminal.start([process.execPath, '-e', 'process.stdout.write("node is up\\n"); setTimeout(() => {}, 60000)'], { width: 100, height: 30, env: {} })
     try {
@@ -83,6 +99,7 @@ try {
   figures('node -e (prints a line), started in tmux', floor)
   figures('dsh: start to first frame', firstFrame)
   figures('dsh: Enter to the answer on screen', answer)
+  figures(`dsh -c: a ${storedEvents}-event session, to first frame`, resumed)
 } finally {
   await server.close()
   rmSync(scratch, { recursive: true, force: true })
