@@ -7,11 +7,17 @@ import { createElement as h, type ReactNode } from 'react'
 import { Box, Text } from 'ink'
 import { Lexer, type Token, type Tokens } from 'marked'
 import { common, createEmphasize } from 'emphasize'
-import { displayWidth as stringWidth } from './width.js'
+import { displayWidth } from './width.js'
 import { c, isColorEnabled } from './theme.js'
 import { wrapRows } from './wrap.js'
 
 let emphasize: ReturnType<typeof createEmphasize> | undefined
+
+/** The highlighter with the common grammars, made at its first use (~17 ms). */
+function highlighter(): ReturnType<typeof createEmphasize> {
+  emphasize ??= createEmphasize(common)
+  return emphasize
+}
 
 /**
  * Markdown of every block and inline kind marked knows. Its first lex compiles marked's rules
@@ -29,16 +35,15 @@ export const EVERY_KIND = '# Heading\n\nSetext\n===\n\nText *em* **strong** ~~de
 export function warmMarkdown(): void {
   setImmediate(() => {
     new Lexer().lex(EVERY_KIND)
-    if (isColorEnabled()) setImmediate(() => { emphasize ??= createEmphasize(common) })
+    if (isColorEnabled()) setImmediate(highlighter)
   })
 }
 
 /** ANSI-highlighted code, or the code as it is for an unknown language or with colours off. */
 export function highlightCode(code: string, lang: string | undefined): string {
   if (!isColorEnabled() || lang === undefined || lang === '') return code
-  emphasize ??= createEmphasize(common)
   try {
-    return emphasize.highlight(lang, code).value
+    return highlighter().highlight(lang, code).value
   } catch {
     return code
   }
@@ -138,7 +143,7 @@ function block(token: Token, key: string, width: number): ReactNode {
         const bullet = list.ordered ? `${start + index}. ` : item.task ? (item.checked ? '[x] ' : '[ ] ') : '• '
         return h(Box, { key: `${key}.${index}`, flexDirection: 'row' },
           h(Text, { color: c('gray') }, bullet),
-          h(Box, { flexDirection: 'column', flexShrink: 1 }, ...item.tokens.map((child, n) => block(child, `${key}.${index}.${n}`, width - stringWidth(bullet)))))
+          h(Box, { flexDirection: 'column', flexShrink: 1 }, ...item.tokens.map((child, n) => block(child, `${key}.${index}.${n}`, width - displayWidth(bullet)))))
       }))
     }
     case 'blockquote': {
@@ -202,7 +207,7 @@ export function columnWidths(natural: readonly number[], room: number): number[]
  */
 function table(token: Tokens.Table, key: string, width: number): ReactNode {
   const rows = [token.header, ...token.rows]
-  const natural = token.header.map((_, n) => Math.max(1, ...rows.map(cells => Math.max(0, ...plain(cells[n]?.tokens).split('\n').map(line => stringWidth(line))))))
+  const natural = token.header.map((_, n) => Math.max(1, ...rows.map(cells => Math.max(0, ...plain(cells[n]?.tokens).split('\n').map(line => displayWidth(line))))))
   const last = natural.length - 1
   // Each cell's box holds its padding and, after the first, the rule on its left.
   const edges = (n: number) => (n > 0 ? 2 : 0) + (n < last ? 1 : 0)

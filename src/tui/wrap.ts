@@ -6,7 +6,7 @@
  * a word wider than a row is cut by grapheme, and a line's own leading spaces (indentation) stay.
  * Every row then fits, so Ink's own pass leaves it as it is.
  */
-import { displayWidth as stringWidth } from './width.js'
+import { displayWidth } from './width.js'
 
 /** A row of the wrapped text: the source range `[start, end)` it shows. */
 export type Row = readonly [start: number, end: number]
@@ -32,7 +32,7 @@ export function wrapText(text: string, width: number): string {
 }
 
 function wrapLine(text: string, start: number, end: number, width: number, rows: Row[]): void {
-  if (width < 1 || stringWidth(text.slice(start, end)) <= width) {
+  if (width < 1 || displayWidth(text.slice(start, end)) <= width) {
     rows.push([start, end])
     return
   }
@@ -48,7 +48,7 @@ function wrapLine(text: string, start: number, end: number, width: number, rows:
   const cut = (at: number, next: number) => {
     graphemes ??= new Intl.Segmenter()
     for (const { segment, index } of graphemes.segment(text.slice(at, next))) {
-      const cell = stringWidth(segment)
+      const cell = displayWidth(segment)
       if (rowWidth + cell > width && rowWidth > 0) {
         rows.push([rowStart, at + index])
         rowStart = at + index
@@ -62,7 +62,7 @@ function wrapLine(text: string, start: number, end: number, width: number, rows:
     const space = text[at] === ' '
     let next = at
     while (next < end && (text[next] === ' ') === space) next++
-    const runWidth = space ? next - at : stringWidth(text.slice(at, next))
+    const runWidth = space ? next - at : displayWidth(text.slice(at, next))
     if (rowWidth + runWidth <= width) {
       rowWidth += runWidth
     } else if (space) {
