@@ -1,14 +1,10 @@
 import fc from 'fast-check'
 import stringWidth from 'string-width'
 import { describe, expect, it } from 'vitest'
-import { displayWidth } from './width.js'
+import { displayWidth, ONE_COLUMN_RANGES } from './width.js'
 
-/** The characters displayWidth counts itself (its ONE_COLUMN set), as code point ranges. */
-const ranges: readonly (readonly [number, number])[] = [
-  [0x20, 0x7e], [0xa0, 0xac], [0xae, 0x2ff], [0x2010, 0x2027], [0x2030, 0x205e], [0x2190, 0x21ff], [0x23b0, 0x23bf],
-  [0x2500, 0x25fc], [0x2713, 0x2713], [0x2717, 0x2717], [0x2800, 0x28ff],
-]
-const counted = ranges.flatMap(([from, to]) => Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i)))
+/** The characters displayWidth counts itself. */
+const counted = ONE_COLUMN_RANGES.flatMap(([from, to]) => Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i)))
 
 describe('display width (the terminal app and the Ink it bundles)', () => {
   it('every character it counts itself is one column for string-width too', () => {

@@ -19,7 +19,13 @@ import stringWidth from 'string-width'
  * drawing, blocks, geometric shapes but the two drawn as emoji (◽◾), `✓` and `✗`, and Braille
  * (the spinner). What the app itself draws falls in it.
  */
-const ONE_COLUMN = /^[\x20-\x7e\u00a0-\u00ac\u00ae-\u02ff\u2010-\u2027\u2030-\u205e\u2190-\u21ff\u23b0-\u23bf\u2500-\u25fc\u2713\u2717\u2800-\u28ff]*$/
+export const ONE_COLUMN_RANGES: readonly (readonly [from: number, to: number])[] = [
+  [0x20, 0x7e], [0xa0, 0xac], [0xae, 0x2ff], [0x2010, 0x2027], [0x2030, 0x205e], [0x2190, 0x21ff],
+  [0x23b0, 0x23bf], [0x2500, 0x25fc], [0x2713, 0x2713], [0x2717, 0x2717], [0x2800, 0x28ff],
+]
+
+const codeUnit = (point: number) => `\\u${point.toString(16).padStart(4, '0')}`
+const ONE_COLUMN = new RegExp(`^[${ONE_COLUMN_RANGES.map(([from, to]) => from === to ? codeUnit(from) : `${codeUnit(from)}-${codeUnit(to)}`).join('')}]*$`)
 
 /** Colour and style sequences (SGR), which string-width does not count either. */
 const SGR = /\x1b\[[0-9;]*m/g
