@@ -97,8 +97,12 @@ export class Terminal {
     return this.tmux(['display-message', '-p', '-t', this.name, '#{pane_tty}']).trim()
   }
 
-  /** Polls until `check` holds for the screen (or the whole history); fails with the last screen. */
-  async waitFor(check: RegExp | string | ((screen: string) => boolean), options: { timeoutMs?: number; history?: boolean; what?: string } = {}): Promise<string> {
+  /**
+   * Polls until `check` holds for the screen (or the whole history); fails with the last screen.
+   * `pollMs: 0` reads the screen again at once (each read is a tmux process), to act within a
+   * few milliseconds of a frame.
+   */
+  async waitFor(check: RegExp | string | ((screen: string) => boolean), options: { timeoutMs?: number; history?: boolean; what?: string; pollMs?: number } = {}): Promise<string> {
     const deadline = Date.now() + (options.timeoutMs ?? 15_000)
     const test = typeof check === 'function' ? check : typeof check === 'string' ? (s: string) => s.includes(check) : (s: string) => check.test(s)
     let last = ''
@@ -106,7 +110,7 @@ export class Terminal {
       last = options.history ? this.history() : this.screen()
       if (test(last)) return last
       if (Date.now() > deadline) throw new Error(`terminal: timed out waiting for ${options.what ?? String(check)}; screen was:\n${last}`)
-      await new Promise(resolve => setTimeout(resolve, 50))
+      await new Promise(resolve => setTimeout(resolve, options.pollMs ?? 50))
     }
   }
 

@@ -141,3 +141,13 @@ export function replaceRange(state: EditorState, start: number, endIndex: number
   const text = state.text.slice(0, start) + replacement + state.text.slice(endIndex)
   return { ...state, text, cursor: start + replacement.length }
 }
+
+/**
+ * A run of two or more Ctrl-letter keys that reached the app in one read (ink passes it on as
+ * one unnamed string): the letters, one per press. Undefined for anything else, including runs
+ * with Tab, Enter, line feed or Backspace (text pasted with line breaks stays text).
+ */
+export function controlPresses(input: string, key: { readonly ctrl: boolean }): string[] | undefined {
+  if (key.ctrl || input.length < 2 || !/^[\x01-\x07\x0b\x0c\x0e-\x1a]+$/.test(input)) return undefined
+  return [...input].map(char => String.fromCharCode(char.charCodeAt(0) + 96))
+}

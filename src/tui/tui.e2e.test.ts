@@ -383,6 +383,30 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await quit(terminal)
   })
 
+  it('the second Ctrl-C sent the moment "again to exit" shows exits (the key handler reads the armed state, not the last render\'s)', async () => {
+    const { home, cwd } = tempHome()
+    const terminal = shell(home, cwd)
+    await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
+    terminal.type(`clear; ${DSH}`)
+    terminal.keys('Enter')
+    // Right after the first frame, as a quick user would, while the app still warms up.
+    await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000, pollMs: 0 })
+    terminal.keys('C-c')
+    await terminal.waitFor('Press Ctrl-C again to exit', { pollMs: 0 })
+    terminal.keys('C-c')
+    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
+  })
+
+  it('two Ctrl-C in one read exit: the second is not lost while the frame that armed exit has not re-bound the key handler yet', async () => {
+    const { home, cwd } = tempHome()
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    // One send-keys call: both bytes reach the app in one chunk, and ink hands them to the
+    // handler back to back, before React has rendered the first one's state.
+    terminal.keys('C-c', 'C-c')
+    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
+  })
+
   it('colours are on by default (the user prompt marker is cyan)', async () => {
     const { home, cwd } = tempHome()
     const terminal = shell(home, cwd)
@@ -441,7 +465,15 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     terminal.type('n')
     await terminal.waitFor(/\/new .*new session/, { what: '/new in the narrowed list' })
     terminal.keys('BSpace')
-    await terminal.waitFor('/exit Leave dsh', { what: 'the whole list again' })
+    const list = await terminal.waitFor('/exit Leave dsh', { what: 'the whole list again' })
+    // Down Down Enter in one read move twice and take the third command.
+    const third = [...list.matchAll(/^ {2}\/([\w:-]+) /gm)][2][1]
+    terminal.keys('Down', 'Down', 'Enter')
+    await terminal.waitFor(new RegExp(`│ › /${third} +│`), { what: `/${third} taken from the list` })
+    terminal.keys('C-u')
+    await terminal.waitFor(/│ › +Ask dsh/)
+    terminal.type('/')
+    await terminal.waitFor('/exit Leave dsh')
     terminal.type('he')
     terminal.keys('Enter')
     await terminal.waitFor(/│ › \/help +│/)

@@ -2,7 +2,7 @@
  * The terminal app's pure parts: the input editor, the conversation fold, launcher routing.
  */
 import { describe, expect, it } from 'vitest'
-import { backspace, commandAtCursor, down, emptyEditor, end, insert, mentionAtCursor, moveLeft, submit, up } from './editor.js'
+import { backspace, commandAtCursor, controlPresses, down, emptyEditor, end, insert, mentionAtCursor, moveLeft, submit, up } from './editor.js'
 import { ConversationFold, settled } from './fold.js'
 import { parseLauncherArgs, routeDefault, UsageError } from '../cli/main.js'
 import { parseInteractiveArgs } from './args.js'
@@ -40,6 +40,17 @@ describe('editor', () => {
     expect(state.text).toBe('')
     expect(state.history).toEqual(['x', 'y'])
     expect(submit(insert(state, 'y')).state.history).toEqual(['x', 'y'])
+  })
+
+  it('a run of Ctrl keys read at once is one press each; text, a single key and pasted line breaks are not split', () => {
+    expect(controlPresses('\x03\x03', { ctrl: false })).toEqual(['c', 'c'])
+    expect(controlPresses('\x03\x04', { ctrl: false })).toEqual(['c', 'd'])
+    expect(controlPresses('\x03', { ctrl: true })).toBeUndefined()
+    expect(controlPresses('ab', { ctrl: false })).toBeUndefined()
+    expect(controlPresses('a\x03', { ctrl: false })).toBeUndefined()
+    expect(controlPresses('\r\r', { ctrl: false })).toBeUndefined()
+    expect(controlPresses('\x03\t', { ctrl: false })).toBeUndefined()
+    expect(controlPresses('\x1b\x1b', { ctrl: false })).toBeUndefined()
   })
 
   it('finds the @mention and the /command being typed', () => {

@@ -4,7 +4,7 @@
  * input, an approval prompt, the input box with completions, and the status bar.
  */
 import { useEffect, useReducer, useRef, useState, type ReactNode } from 'react'
-import { Box, Static, Text, useInput, useStdout } from 'ink'
+import { Box, Static, Text, useInput, useStdout, type Key } from 'ink'
 import ansiEscapes from 'ansi-escapes'
 import type { Item } from './fold.js'
 import type { TokenUsage } from '../llm/types.js'
@@ -16,7 +16,7 @@ import { wrapText } from './wrap.js'
 import { c } from './theme.js'
 import { QuestionView } from './question.js'
 import {
-  backspace, commandAtCursor, deleteToLineStart, deleteWordBefore, emptyEditor, end, home, insert, mentionAtCursor,
+  backspace, commandAtCursor, controlPresses, deleteToLineStart, deleteWordBefore, emptyEditor, end, home, insert, mentionAtCursor,
   moveLeft, moveRight, replaceRange, setText, submit, up, down, type EditorState,
 } from './editor.js'
 import { matchCommands, type TuiCommand } from './commands.js'
@@ -233,9 +233,23 @@ export function ConversationView(props: ViewProps): ReactNode {
     editorRef.current = typeof next === 'function' ? next(editorRef.current) : next
     setEditorState(editorRef.current)
   }
-  const [exitArmed, setExitArmed] = useState(false)
+  // Read in the key handler through a ref too: the frame saying "again to exit" can be on screen
+  // before React has re-bound the handler, and the second Ctrl-C must not meet the old one.
+  const [exitArmed, setExitArmedState] = useState(false)
+  const exitArmedRef = useRef(exitArmed)
+  const setExitArmed = (next: boolean) => {
+    exitArmedRef.current = next
+    setExitArmedState(next)
+  }
   const [expanded, setExpanded] = useState(false)
-  const [selected, setSelected] = useState(0)
+  // The highlighted completion, through a ref for the same reason as the editor: Down Down Enter
+  // in one read moves twice and takes the third.
+  const [selected, setSelectedState] = useState(0)
+  const selectedRef = useRef(selected)
+  const setSelected = (next: number) => {
+    selectedRef.current = next
+    setSelectedState(next)
+  }
   const [fileOptions, setFileOptions] = useState<{ query: string; start: number; options: readonly string[] } | undefined>()
   const runningSince = useRef(Date.now())
   const wasRunning = useRef(false)
@@ -296,7 +310,11 @@ export function ConversationView(props: ViewProps): ReactNode {
   const approval = store.approvals[0]
   const question = store.questions[0]
 
-  const accept = (index = selectedIndex): boolean => {
+  /** The highlighted completion's index as the key handler sees it (not the last render's). */
+  const selectedNow = (completion: Completion | undefined): number =>
+    completion === undefined ? 0 : Math.min(selectedRef.current, completion.options.length - 1)
+
+  const accept = (index = selectedNow(completionOf(editorRef.current))): boolean => {
     const completion = completionOf(editorRef.current)
     if (completion === undefined) return false
     const at = Math.min(index, completion.options.length - 1)
@@ -312,7 +330,7 @@ export function ConversationView(props: ViewProps): ReactNode {
   }
 
   /** Enter: takes the highlighted completion when it differs from what is typed, else sends. */
-  const enter = (index = selectedIndex): void => {
+  const enter = (index = selectedNow(completionOf(editorRef.current))): void => {
     const editor = editorRef.current
     const completion = completionOf(editor)
     const at = completion === undefined ? 0 : Math.min(index, completion.options.length - 1)
@@ -343,8 +361,9 @@ export function ConversationView(props: ViewProps): ReactNode {
     else actions.send(text)
   }
 
-  useInput((input, key) => {
+  const onKey = (input: string, key: Key): void => {
     const editor = editorRef.current
+    const running = store.fold.running
     const completion = completionOf(editor)
     const commandPrefix = commandAtCursor(editor)
     const mention = mentionAtCursor(editor)
@@ -360,7 +379,7 @@ export function ConversationView(props: ViewProps): ReactNode {
     if (store.questions.length > 0) return
     if ((key.escape || (key.ctrl && input === 'c')) && actions.stopShell?.() === true) return
     if (key.ctrl && input === 'c') {
-      if (exitArmed) {
+      if (exitArmedRef.current) {
         actions.exit()
         return
       }
@@ -371,7 +390,7 @@ export function ConversationView(props: ViewProps): ReactNode {
       setExitArmed(true)
       return
     }
-    if (exitArmed) setExitArmed(false)
+    if (exitArmedRef.current) setExitArmed(false)
     if (key.ctrl && input === 'd') {
       if (editor.text === '') actions.exit()
       return
@@ -408,12 +427,12 @@ export function ConversationView(props: ViewProps): ReactNode {
       return
     }
     if (key.upArrow) {
-      if (completion !== undefined) setSelected(Math.max(0, selectedIndex - 1))
+      if (completion !== undefined) setSelected(Math.max(0, selectedNow(completion) - 1))
       else setEditor(up)
       return
     }
     if (key.downArrow) {
-      if (completion !== undefined) setSelected(Math.min(completion.options.length - 1, selectedIndex + 1))
+      if (completion !== undefined) setSelected(Math.min(completion.options.length - 1, selectedNow(completion) + 1))
       else setEditor(down)
       return
     }
@@ -438,6 +457,13 @@ export function ConversationView(props: ViewProps): ReactNode {
     }
     setEditor(state => insert(state, input))
     setSelected(0)
+  }
+  useInput((input, key) => {
+    // Keys pressed quickly can reach the app in one read; ink hands a run of control keys over as
+    // one string with no key named (Ctrl-C twice is "\x03\x03"). Each is taken as its own press.
+    const presses = controlPresses(input, key)
+    if (presses === undefined) onKey(input, key)
+    else for (const letter of presses) onKey(letter, { ...key, ctrl: true })
   })
 
   const width = Math.max(20, size.columns)
