@@ -3,7 +3,7 @@
  * once, shows only its length while it is typed or pasted, and hands it back to be stored in
  * `$DSH_HOME/.credentials.yaml` (mode 0600). Enter stores, Esc or Ctrl-C leaves.
  */
-import { useState, type ReactNode } from 'react'
+import { useRef, useState, type ReactNode } from 'react'
 import { Box, Text, useInput } from 'ink'
 import { c } from './theme.js'
 
@@ -13,12 +13,18 @@ export function cleanKey(text: string): string {
 }
 
 export function KeyPrompt(props: { name: string; file: string; onDone(key: string | undefined): void }): ReactNode {
-  const [key, setKey] = useState('')
+  // Read through a ref in the key handler: Enter can arrive before the paste's render.
+  const [key, setKeyState] = useState('')
+  const keyRef = useRef(key)
+  const setKey = (next: (value: string) => string) => {
+    keyRef.current = next(keyRef.current)
+    setKeyState(keyRef.current)
+  }
   const [warning, setWarning] = useState<string | undefined>(undefined)
   useInput((input, press) => {
     if (press.escape || (press.ctrl && input === 'c')) return props.onDone(undefined)
     // What was typed is clean already: only cleaned input is ever added.
-    if (press.return) return key === '' ? setWarning('Nothing typed yet: paste the key, or press Esc to leave.') : props.onDone(key)
+    if (press.return) return keyRef.current === '' ? setWarning('Nothing typed yet: paste the key, or press Esc to leave.') : props.onDone(keyRef.current)
     if (press.backspace || press.delete) return setKey(value => value.slice(0, -1))
     if (press.ctrl || press.meta) return
     // A paste can end in a newline: it is part of the paste, not an Enter.

@@ -2,7 +2,7 @@
  * `dsh --resume`: a list of stored sessions (title, folder, age, turns), newest first. Up/Down
  * move, Enter opens, Esc leaves without opening anything.
  */
-import { useState, type ReactNode } from 'react'
+import { useRef, useState, type ReactNode } from 'react'
 import { Box, Text, useInput, useStdout } from 'ink'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { c } from './theme.js'
@@ -11,7 +11,13 @@ import { age } from '../host/age.js'
 export { age } from '../host/age.js'
 
 export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]; home: string; onPick(id: string | undefined): void }): ReactNode {
-  const [index, setIndex] = useState(0)
+  // The key handler reads the index through a ref: Down and Enter can arrive before a render.
+  const [index, setIndexState] = useState(0)
+  const indexRef = useRef(index)
+  const setIndex = (next: (value: number) => number) => {
+    indexRef.current = next(indexRef.current)
+    setIndexState(indexRef.current)
+  }
   const { stdout } = useStdout()
   const rows = Math.max(3, (stdout.rows || 24) - 4)
   const { sessions } = props
@@ -20,7 +26,7 @@ export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]
     else if (key.downArrow) setIndex(value => Math.min(sessions.length - 1, value + 1))
     else if (key.pageUp) setIndex(value => Math.max(0, value - rows))
     else if (key.pageDown) setIndex(value => Math.min(sessions.length - 1, value + rows))
-    else if (key.return) props.onPick(sessions[index]?.id)
+    else if (key.return) props.onPick(sessions[indexRef.current]?.id)
     else if (key.escape || (key.ctrl && input === 'c')) props.onPick(undefined)
   })
   if (sessions.length === 0) {
