@@ -2,7 +2,8 @@
  * The terminal app as a user meets it, in a real terminal (tmux): from starting `dsh` in an empty
  * folder to the first frame (the input box drawn), and from Enter to the answer of a zero-latency
  * fake model on the screen, typed 300 ms after the first frame (BENCH_TYPE_AFTER_MS); and `dsh -c`
- * resuming a stored ~1k-event session, to its first frame (its last items drawn). Medians
+ * resuming a stored ~1k-event session, and one of ~100k events compacted every 1k (as the resumed
+ * memory target's; BENCH_BIG_EVENTS, 0 to leave it out), to its first frame (its last items drawn). Medians
  * of BENCH_RUNS runs (default 7), min and max beside; `node -e` printing a line, started the same
  * way, is printed as the floor. The screen is read with `tmux capture-pane` in a
  * loop (~3-5 ms a read), which is the figures' resolution. BENCH_DSH_BIN measures another build.
@@ -54,6 +55,13 @@ const storedCwd = join(scratch, 'stored-work')
 mkdirSync(storedHome)
 mkdirSync(storedCwd)
 const storedEvents = await storeSession(storedHome, storedCwd, 'tui-bench-stored', 1_000)
+const BIG = Number(process.env.BENCH_BIG_EVENTS ?? 100_000)
+const bigHome = join(scratch, 'big-home')
+const bigCwd = join(scratch, 'big-work')
+mkdirSync(bigHome)
+mkdirSync(bigCwd)
+const bigEvents = BIG > 0 ? await storeSession(bigHome, bigCwd, 'tui-bench-big', BIG, 1_000) : 0
+const resumedBig: number[] = []
 try {
   for (let i = 0; i < RUNS + 1; i++) {
     const home = join(scratch, `home-${i}`)
@@ -87,6 +95,16 @@ try {
     } finally {
       resume.close()
     }
+    if (bigEvents > 0) {
+      const bigStarted = process.hrtime.bigint()
+      const big = Terminal.start([process.execPath, bin, '-c'], { width: 100, height: 30, cwd: bigCwd, env: { DSH_HOME: bigHome, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'bench' } })
+      try {
+        const painted = await until(big, screen => screen.includes('Ask dsh'), bigStarted)
+        if (i > 0) resumedBig.push(painted)
+      } finally {
+        big.close()
+      }
+    }
     const nodeStarted = process.hrtime.bigint()
     const bare = Terminal.start([process.execPath, '-e', 'process.stdout.write("node is up\\n"); setTimeout(() => {}, 60000)'], { width: 100, height: 30, env: {} })
     try {
@@ -100,6 +118,7 @@ try {
   figures('dsh: start to first frame', firstFrame)
   figures('dsh: Enter to the answer on screen', answer)
   figures(`dsh -c: a ${storedEvents}-event session, to first frame`, resumed)
+  if (bigEvents > 0) figures(`dsh -c: a ${bigEvents}-event session, to first frame`, resumedBig)
 } finally {
   await server.close()
   rmSync(scratch, { recursive: true, force: true })
