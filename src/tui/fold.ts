@@ -11,6 +11,7 @@ import type { AssistantMessage, ContentBlock, TokenUsage, UserMessage } from '..
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import { isMentionBlock } from '../host/mentions.js'
 import { shellRunOf } from './shell.js'
+import { scanEvents } from '../session/packed-run.js'
 
 export interface ToolCallView {
   readonly id: string
@@ -141,7 +142,7 @@ export class ConversationFold {
           return [{ ...old, id: block.id, name: block.name, arguments: block.arguments }]
         })
         this.turnUsage = addUsage(this.turnUsage, data.usage)
-        if (data.usage?.inputTokens !== undefined) this.contextTokens = data.usage.inputTokens + (data.usage.cacheReadTokens ?? 0) + (data.usage.outputTokens ?? 0)
+        this.contextFrom(data.usage)
         const reasoning = data.message.content.flatMap(block => block.type === 'reasoning' ? [block.text] : []).join('')
         this.put({ kind: 'assistant', key, turn: data.turn, step: data.step, text: textOf(data.message.content), reasoning, streaming: false, calls, closed: false })
         this.status = undefined
@@ -181,6 +182,11 @@ export class ConversationFold {
     }
   }
 
+  /** The context in use after a model request with this usage (unchanged without input tokens). */
+  contextFrom(usage: TokenUsage | undefined): void {
+    if (usage?.inputTokens !== undefined) this.contextTokens = usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0)
+  }
+
   private chunk(event: SessionEvent<'assistant/chunk'>): void {
     const { turn, step, chunk } = event.data
     const key = `a:${turn}:${step}`
@@ -214,6 +220,39 @@ export class ConversationFold {
       if (item.kind === 'assistant' && !item.closed) {
         this.items[index] = { ...item, streaming: false, closed: true }
       }
+    }
+  }
+}
+
+const TAIL_MARKS = new Set(['turn/end', 'assistant/message'])
+
+/**
+ * The fold of a stored log's latest part, holding at least `minItems` items when the log has
+ * them: what a resumed session draws (its latest items) without folding all of it. A long log is
+ * mostly streamed deltas and steps long gone; folding 100k events was ~0.2 s of the terminal
+ * app's first frame. The fold starts right after a `turn/end` (where a full fold's state is the
+ * initial one but for the items and the context in use, taken from the log's last model usage),
+ * the last few turns first, going four times further back while it holds too few items. The
+ * items it holds equal the full fold's last ones. `hiddenTurns`: turns ended before its start.
+ */
+export function foldTail(events: readonly SessionEvent[], minItems: number): { fold: ConversationFold; hiddenTurns: number } {
+  const ends: number[] = []
+  let usage: TokenUsage | undefined
+  const length = scanEvents(events, 0, TAIL_MARKS, event => {
+    if (event.type === 'turn/end') ends.push(event.seq)
+    else {
+      const used = (event.data as { usage?: TokenUsage }).usage
+      if (used?.inputTokens !== undefined) usage = used
+    }
+  })
+  for (let turns = 4; ; turns *= 4) {
+    const hiddenTurns = Math.max(0, ends.length - turns)
+    const from = hiddenTurns === 0 ? 0 : ends[hiddenTurns - 1] + 1
+    const fold = new ConversationFold()
+    for (let seq = from; seq < length; seq += 1) fold.apply(events[seq])
+    if (fold.items.length >= minItems || hiddenTurns === 0) {
+      if (hiddenTurns > 0) fold.contextFrom(usage)
+      return { fold, hiddenTurns }
     }
   }
 }

@@ -8,7 +8,7 @@ import type { SessionEvent } from '../session/types.js'
 import type { Session } from '../session/api.js'
 import type { ToolOutputChunk } from '../tools/api.js'
 import type { UserMessage } from '../llm/types.js'
-import { ConversationFold, settled, type Item } from './fold.js'
+import { ConversationFold, foldTail, settled, type Item } from './fold.js'
 import type { QuestionPrompt } from './question.js'
 
 export type Printed =
@@ -70,16 +70,21 @@ export class TuiStore {
     this.notify()
   }
 
-  /** Folds what the session already holds; only its latest items are printed. */
+  /**
+   * Folds what the session already holds, from far enough back for its latest items (`foldTail`);
+   * only those are printed.
+   */
   loadHistory(): void {
-    const session = this.agent.session
-    for (let seq = 0; seq < session.length; seq += 1) this.fold.apply(session.events[seq])
-    const total = this.fold.items.length
-    const skip = Math.max(0, total - HISTORY_ITEMS)
-    if (skip > 0) {
-      this.foldPrinted = skip
-      this.banner([`… ${skip} earlier items of this session are not shown`])
-    }
+    const { fold, hiddenTurns } = foldTail(this.agent.session.events, HISTORY_ITEMS)
+    this.fold = fold
+    const skip = Math.max(0, fold.items.length - HISTORY_ITEMS)
+    this.foldPrinted = skip
+    const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
+    const hidden = [
+      ...hiddenTurns > 0 ? [`${plural(hiddenTurns, 'earlier turn')}`] : [],
+      ...skip > 0 ? [plural(skip, hiddenTurns > 0 ? 'more item' : 'earlier item')] : [],
+    ]
+    if (hidden.length > 0) this.banner([`… ${hidden.join(' and ')} of this session ${hidden.length === 1 && (hiddenTurns || skip) === 1 ? 'is' : 'are'} not shown`])
     this.settle()
   }
 
