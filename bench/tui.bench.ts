@@ -42,6 +42,17 @@ async function until(terminal: Terminal, check: (screen: string) => boolean, sin
 const figures = (label: string, values: number[]) =>
   console.log(`${label.padEnd(44)} ${median(values).toFixed(0).padStart(6)} ms  (min ${Math.min(...values).toFixed(0)}, max ${Math.max(...values).toFixed(0)})`)
 
+/** `dsh -c` in `cwd` of `home`: ms from start to its first frame. */
+async function resumeToFirstFrame(home: string, cwd: string): Promise<number> {
+  const started = process.hrtime.bigint()
+  const terminal = Terminal.start([process.execPath, bin, '-c'], { width: 100, height: 30, cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'bench' } })
+  try {
+    return await until(terminal, screen => screen.includes('Ask dsh'), started)
+  } finally {
+    terminal.close()
+  }
+}
+
 const server = await FakeDeepSeek.start()
 const usage = { prompt_tokens: 10, completion_tokens: 2 }
 const scratch = mkdtempSync(join(tmpdir(), 'dsh-tui-bench-'))
@@ -87,23 +98,11 @@ try {
     } finally {
       terminal.close()
     }
-    const resumeStarted = process.hrtime.bigint()
-    const resume = Terminal.start([process.execPath, bin, '-c'], { width: 100, height: 30, cwd: storedCwd, env: { DSH_HOME: storedHome, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'bench' } })
-    try {
-      const painted = await until(resume, screen => screen.includes('Ask dsh'), resumeStarted)
-      if (i > 0) resumed.push(painted)
-    } finally {
-      resume.close()
-    }
+    const resumedFrame = await resumeToFirstFrame(storedHome, storedCwd)
+    if (i > 0) resumed.push(resumedFrame)
     if (bigEvents > 0) {
-      const bigStarted = process.hrtime.bigint()
-      const big = Terminal.start([process.execPath, bin, '-c'], { width: 100, height: 30, cwd: bigCwd, env: { DSH_HOME: bigHome, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'bench' } })
-      try {
-        const painted = await until(big, screen => screen.includes('Ask dsh'), bigStarted)
-        if (i > 0) resumedBig.push(painted)
-      } finally {
-        big.close()
-      }
+      const bigFrame = await resumeToFirstFrame(bigHome, bigCwd)
+      if (i > 0) resumedBig.push(bigFrame)
     }
     const nodeStarted = process.hrtime.bigint()
     const bare = Terminal.start([process.execPath, '-e', 'process.stdout.write("node is up\\n"); setTimeout(() => {}, 60000)'], { width: 100, height: 30, env: {} })
