@@ -108,7 +108,7 @@ export class TuiApp extends Service {
     const ink = await importInteractiveInk()
     const React = await import('react')
     const { SessionPicker } = await import('./picker.js')
-    const { ConversationView } = await import('./view.js')
+    const { ConversationView, warmDrawing } = await import('./view.js')
     const { warmMarkdown } = await import('./markdown.js')
 
     let sessionId: string | undefined = args.session
@@ -320,6 +320,7 @@ export class TuiApp extends Service {
       stdout, stdin, stderr: process.stderr, exitOnCtrlC: false, patchConsole: true,
     })
     warmMarkdown()
+    warmDrawing(stdout.columns || 80)
     try {
       await Promise.race([finished, instance.waitUntilExit()])
     } finally {

@@ -4,7 +4,7 @@
  * input, an approval prompt, the input box with completions, and the status bar.
  */
 import { useEffect, useReducer, useRef, useState, type ReactNode } from 'react'
-import { Box, Static, Text, useInput, useStdout, type Key } from 'ink'
+import { Box, renderToString, Static, Text, useInput, useStdout, type Key } from 'ink'
 import ansiEscapes from 'ansi-escapes'
 import type { Item } from './fold.js'
 import type { TokenUsage } from '../llm/types.js'
@@ -148,6 +148,38 @@ function PrintedView(props: { printed: Printed; expanded: boolean; width: number
     )
   }
   return <ItemView item={printed.item} expanded={props.expanded} width={props.width} {...props.cost === undefined ? {} : { cost: props.cost }} />
+}
+
+/** What a first turn draws: a prompt, a step with a tool card, an answer in Markdown, its summary. */
+const SAMPLE_TURN: readonly Item[] = [
+  { kind: 'user', key: 'u', text: 'look at the build' },
+  {
+    kind: 'assistant', key: 'a1', turn: 1, step: 1, text: 'Checking.', reasoning: 'one thought', streaming: false, closed: false,
+    calls: [{ id: 'c', name: 'bash', arguments: '{"command":"ls","description":"list"}', result: { text: 'a\nb\n', isError: false, meta: { exitCode: 0 } } }],
+  },
+  { kind: 'assistant', key: 'a2', turn: 1, step: 2, text: '## Done\n\n- **one** `two`\n\n```ts\nconst x = 1\n```', reasoning: '', streaming: false, calls: [], closed: false },
+  { kind: 'turn-end', key: 'e', turn: 1, reason: { kind: 'completed' }, usage: { inputTokens: 1200, outputTokens: 40 }, steps: 2, durationMs: 1500 },
+]
+
+/** `SAMPLE_TURN` drawn off screen, as the conversation would draw it at `width` columns. */
+export function drawSampleTurn(width: number): string {
+  return renderToString(<Box flexDirection="column">{SAMPLE_TURN.map(item => <ItemView key={item.key} item={item} expanded={false} width={width} />)}</Box>, { columns: width })
+}
+
+/**
+ * Draws a sample turn once, off screen, while the person types: the first frames of a real turn
+ * otherwise run React's, Yoga's and ink's drawing code (and the app's own) for the first time,
+ * which made the first answer reach the screen ~70 ms later than the next ones. A failure here
+ * only leaves that code cold.
+ */
+export function warmDrawing(width: number): void {
+  setImmediate(() => {
+    try {
+      drawSampleTurn(width)
+    } catch {
+      // Only a warm-up.
+    }
+  })
 }
 
 /** The input text with the cursor drawn as an inverse cell. */
