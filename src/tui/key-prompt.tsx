@@ -3,9 +3,10 @@
  * once, shows only its length while it is typed or pasted, and hands it back to be stored in
  * `$DSH_HOME/.credentials.yaml` (mode 0600). Enter stores, Esc or Ctrl-C leaves.
  */
-import { useRef, useState, type ReactNode } from 'react'
+import { useState, type ReactNode } from 'react'
 import { Box, Text, useInput } from 'ink'
 import { c } from './theme.js'
+import { useLatestState } from './latest-state.js'
 
 /** What a key may hold: printable ASCII without spaces (a pasted key often brings a newline). */
 export function cleanKey(text: string): string {
@@ -14,12 +15,7 @@ export function cleanKey(text: string): string {
 
 export function KeyPrompt(props: { name: string; file: string; onDone(key: string | undefined): void }): ReactNode {
   // Read through a ref in the key handler: Enter can arrive before the paste's render.
-  const [key, setKeyState] = useState('')
-  const keyRef = useRef(key)
-  const setKey = (next: (value: string) => string) => {
-    keyRef.current = next(keyRef.current)
-    setKeyState(keyRef.current)
-  }
+  const [key, keyRef, setKey] = useLatestState('')
   const [warning, setWarning] = useState<string | undefined>(undefined)
   useInput((input, press) => {
     if (press.escape || (press.ctrl && input === 'c')) return props.onDone(undefined)

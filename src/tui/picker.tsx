@@ -2,22 +2,18 @@
  * `dsh --resume`: a list of stored sessions (title, folder, age, turns), newest first. Up/Down
  * move, Enter opens, Esc leaves without opening anything.
  */
-import { useRef, useState, type ReactNode } from 'react'
+import type { ReactNode } from 'react'
 import { Box, Text, useInput, useStdout } from 'ink'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { c } from './theme.js'
 import { age } from '../host/age.js'
+import { useLatestState } from './latest-state.js'
 
 export { age } from '../host/age.js'
 
 export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]; home: string; onPick(id: string | undefined): void }): ReactNode {
   // The key handler reads the index through a ref: Down and Enter can arrive before a render.
-  const [index, setIndexState] = useState(0)
-  const indexRef = useRef(index)
-  const setIndex = (next: (value: number) => number) => {
-    indexRef.current = next(indexRef.current)
-    setIndexState(indexRef.current)
-  }
+  const [index, indexRef, setIndex] = useLatestState(0)
   const { stdout } = useStdout()
   const rows = Math.max(3, (stdout.rows || 24) - 4)
   const { sessions } = props

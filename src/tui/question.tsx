@@ -5,10 +5,10 @@
  * multi-select, typing writes a free answer, Enter answers the question, Esc dismisses the call.
  * The key handling is a pure function (`questionKey`) so it can be checked without a terminal.
  */
-import { useRef, useState } from 'react'
 import { Box, Text, useInput, type Key } from 'ink'
 import type { QuestionAnswer, UserQuestion } from '../approval/api.js'
 import { c } from './theme.js'
+import { useLatestState } from './latest-state.js'
 
 export interface QuestionPrompt {
   readonly id: string
@@ -83,13 +83,11 @@ export function questionKey(questions: readonly UserQuestion[], state: QuestionS
 
 /** The prompt for the first pending question call; `active` is false while an approval is shown. */
 export function QuestionView({ prompt, active }: { prompt: QuestionPrompt; active: boolean }) {
-  const [state, setState] = useState<QuestionState>(initialQuestionState)
   // Keys can arrive faster than renders: read and write the latest state through a ref.
-  const latest = useRef(state)
+  const [state, latest, setState] = useLatestState<QuestionState>(initialQuestionState)
   useInput((input, key) => {
     const step = questionKey(prompt.questions, latest.current, input, key)
     if (step.kind === 'state') {
-      latest.current = step.state
       setState(step.state)
     } else {
       // After this key has reached every input handler: the app's own (Esc cancels the turn)

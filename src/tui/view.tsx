@@ -15,6 +15,7 @@ import { Markdown } from './markdown.js'
 import { wrapText } from './wrap.js'
 import { c } from './theme.js'
 import { QuestionView } from './question.js'
+import { useLatestState } from './latest-state.js'
 import {
   backspace, commandAtCursor, controlPresses, deleteToLineStart, deleteWordBefore, emptyEditor, end, home, insert, mentionAtCursor,
   moveLeft, moveRight, replaceRange, setText, submit, up, down, type EditorState,
@@ -258,30 +259,12 @@ type Completion = { kind: 'command'; options: readonly TuiCommand[] } | { kind: 
 export function ConversationView(props: ViewProps): ReactNode {
   const { store, actions, info } = props
   const [, rerender] = useReducer((n: number) => n + 1, 0)
-  // Keys can arrive faster than renders: the handler reads and writes the editor through a ref.
-  const [editor, setEditorState] = useState<EditorState>(() => emptyEditor())
-  const editorRef = useRef(editor)
-  const setEditor = (next: EditorState | ((state: EditorState) => EditorState)) => {
-    editorRef.current = typeof next === 'function' ? next(editorRef.current) : next
-    setEditorState(editorRef.current)
-  }
-  // Read in the key handler through a ref too: the frame saying "again to exit" can be on screen
-  // before React has re-bound the handler, and the second Ctrl-C must not meet the old one.
-  const [exitArmed, setExitArmedState] = useState(false)
-  const exitArmedRef = useRef(exitArmed)
-  const setExitArmed = (next: boolean) => {
-    exitArmedRef.current = next
-    setExitArmedState(next)
-  }
+  // What the key handler both reads and changes, through refs (latest-state.ts): keys arrive
+  // faster than frames (a second Ctrl-C right after "again to exit", Down Down Enter in one read).
+  const [editor, editorRef, setEditor] = useLatestState<EditorState>(() => emptyEditor())
+  const [exitArmed, exitArmedRef, setExitArmed] = useLatestState(false)
   const [expanded, setExpanded] = useState(false)
-  // The highlighted completion, through a ref for the same reason as the editor: Down Down Enter
-  // in one read moves twice and takes the third.
-  const [selected, setSelectedState] = useState(0)
-  const selectedRef = useRef(selected)
-  const setSelected = (next: number) => {
-    selectedRef.current = next
-    setSelectedState(next)
-  }
+  const [selected, selectedRef, setSelected] = useLatestState(0)
   const [fileOptions, setFileOptions] = useState<{ query: string; start: number; options: readonly string[] } | undefined>()
   const runningSince = useRef(Date.now())
   const wasRunning = useRef(false)
