@@ -5,6 +5,7 @@
  * `exclusiveMaximum`, `minItems`/`maxItems`, `additionalProperties: false`. Other keywords are sent to the model but not
  * checked; tools needing more define `parse` (see defineTool).
  */
+import { plural } from '../host/numbers.js'
 
 export interface JsonSchema {
   readonly type?: string | readonly string[]
@@ -33,7 +34,6 @@ function typeOf(value: unknown): string {
 
 const matchesType = (type: unknown, actual: string) => type === actual || (type === 'number' && actual === 'integer')
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
 /**
  * Every problem of `value` against `schema`, each `path: message` (`(arguments)` for the root),

@@ -9,6 +9,7 @@ import type { Session } from '../session/api.js'
 import type { ToolOutputChunk } from '../tools/api.js'
 import type { UserMessage } from '../llm/types.js'
 import { ConversationFold, foldTail, settled, type Item } from './fold.js'
+import { plural } from '../host/numbers.js'
 import type { QuestionPrompt } from './question.js'
 
 export type Printed =
@@ -79,12 +80,11 @@ export class TuiStore {
     this.fold = fold
     const skip = Math.max(0, fold.items.length - HISTORY_ITEMS)
     this.foldPrinted = skip
-    const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
     const hidden = [
-      ...hiddenTurns > 0 ? [`${plural(hiddenTurns, 'earlier turn')}`] : [],
+      ...hiddenTurns > 0 ? [plural(hiddenTurns, 'earlier turn')] : [],
       ...skip > 0 ? [plural(skip, hiddenTurns > 0 ? 'more item' : 'earlier item')] : [],
     ]
-    if (hidden.length > 0) this.banner([`… ${hidden.join(' and ')} of this session ${hidden.length === 1 && (hiddenTurns || skip) === 1 ? 'is' : 'are'} not shown`])
+    if (hidden.length > 0) this.banner([`… ${hidden.join(' and ')} of this session ${hiddenTurns + skip === 1 ? 'is' : 'are'} not shown`])
     this.settle()
   }
 
