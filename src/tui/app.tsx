@@ -319,8 +319,7 @@ export class TuiApp extends Service {
     const instance = ink.render(React.createElement(ConversationView, { store, info, actions, commands, files }), {
       stdout, stdin, stderr: process.stderr, exitOnCtrlC: false, patchConsole: true,
     })
-    warmMarkdown()
-    warmDrawing(stdout.columns || 80)
+    warmMarkdown(() => warmDrawing(stdout.columns || 80))
     try {
       await Promise.race([finished, instance.waitUntilExit()])
     } finally {

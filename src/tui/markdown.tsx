@@ -29,13 +29,17 @@ export const EVERY_KIND = '# Heading\n\nSetext\n===\n\nText *em* **strong** ~~de
   + '- item\n- [ ] task\n\n1. one\n\n> quote\n\n| a | b |\n|---|:-:|\n| 1 | 2 |\n\n```ts\nconst x = 1\n```\n\n    indented\n\n---\n\n<div>block</div>\n'
 
 /**
- * Compiles what drawing the first answer needs: marked's rules, then (in a task of its own, so a
- * key typed meanwhile waits for one part at most) the highlighter with its common grammars.
+ * Compiles what drawing the first answer needs: marked's rules, then the highlighter with its
+ * common grammars, then `next` (the app draws a sample turn): each in a task of its own, so a key
+ * typed meanwhile waits for one part at most.
  */
-export function warmMarkdown(): void {
+export function warmMarkdown(next?: () => void): void {
   setImmediate(() => {
     new Lexer().lex(EVERY_KIND)
-    if (isColorEnabled()) setImmediate(highlighter)
+    setImmediate(() => {
+      if (isColorEnabled()) highlighter()
+      if (next !== undefined) setImmediate(next)
+    })
   })
 }
 

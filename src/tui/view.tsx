@@ -168,19 +168,17 @@ export function drawSampleTurn(width: number): string {
 }
 
 /**
- * Draws a sample turn once, off screen, while the person types: the first frames of a real turn
- * otherwise run React's, Yoga's and ink's drawing code (and the app's own) for the first time,
- * which made the first answer reach the screen ~70 ms later than the next ones. A failure here
- * only leaves that code cold.
+ * Draws a sample turn once, off screen, while the person types (after `warmMarkdown`'s tasks):
+ * the first frames of a real turn otherwise run React's, Yoga's and ink's drawing code (and the
+ * app's own) for the first time, which made the first answer reach the screen ~70 ms later than
+ * the next ones. A failure here only leaves that code cold.
  */
 export function warmDrawing(width: number): void {
-  setImmediate(() => {
-    try {
-      drawSampleTurn(width)
-    } catch {
-      // Only a warm-up.
-    }
-  })
+  try {
+    drawSampleTurn(width)
+  } catch {
+    // Only a warm-up.
+  }
 }
 
 /** The input text with the cursor drawn as an inverse cell. */
