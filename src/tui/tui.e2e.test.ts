@@ -42,11 +42,12 @@ function shell(home: string, cwd: string, options: { width?: number; height?: nu
   return terminal
 }
 
-async function openApp(terminal: Terminal, args = '', wrap = (command: string) => command): Promise<void> {
+/** Starts the app in the shell; `pollMs: 0` returns within milliseconds of its first frame. */
+async function openApp(terminal: Terminal, args = '', wrap = (command: string) => command, options: { pollMs?: number } = {}): Promise<void> {
   await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
   terminal.type(`clear; ${wrap(`${DSH}${args ? ` ${args}` : ''}`)}`)
   terminal.keys('Enter')
-  await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000 })
+  await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000, ...options })
 }
 
 async function send(terminal: Terminal, text: string): Promise<void> {
@@ -61,6 +62,11 @@ async function quit(terminal: Terminal): Promise<string> {
   terminal.keys('C-c')
   await terminal.waitFor('Press Ctrl-C again to exit')
   terminal.keys('C-c')
+  return exited(terminal)
+}
+
+/** Waits for the app to have exited: its resume hint, then the shell prompt. */
+function exited(terminal: Terminal): Promise<string> {
   return terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
 }
 
@@ -391,15 +397,12 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
   it('the second Ctrl-C sent the moment "again to exit" shows exits (the key handler reads the armed state, not the last render\'s)', async () => {
     const { home, cwd } = tempHome()
     const terminal = shell(home, cwd)
-    await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
-    terminal.type(`clear; ${DSH}`)
-    terminal.keys('Enter')
     // Right after the first frame, as a quick user would, while the app still warms up.
-    await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000, pollMs: 0 })
+    await openApp(terminal, '', undefined, { pollMs: 0 })
     terminal.keys('C-c')
     await terminal.waitFor('Press Ctrl-C again to exit', { pollMs: 0 })
     terminal.keys('C-c')
-    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
+    await exited(terminal)
   })
 
   it('two Ctrl-C in one read exit: the second is not lost while the frame that armed exit has not re-bound the key handler yet', async () => {
@@ -409,7 +412,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     // One send-keys call: both bytes reach the app in one chunk, and ink hands them to the
     // handler back to back, before React has rendered the first one's state.
     terminal.keys('C-c', 'C-c')
-    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
+    await exited(terminal)
   })
 
   it('colours are on by default (the user prompt marker is cyan)', async () => {
