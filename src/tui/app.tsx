@@ -156,15 +156,18 @@ export class TuiApp extends Service {
     disposers.push(this.ctx.on('agent/status', (live: Agent) => { if (live === store.agent) store.notify() }))
     disposers.push(this.ctx.on('tools/output', chunk => store.toolOutput(chunk)))
     const approval = this.ctx.get('approval') as ApprovalService | undefined
-    if (args.permissionMode !== undefined) {
-      if (approval === undefined) {
-        host.stderr.write('dsh: --permission-mode needs the approval row in the profile\n')
-        return 2
-      }
-      const mode = args.permissionMode as Parameters<ApprovalService['setMode']>[1]
-      approval.setMode(agent.session, mode)
-      approval.setPolicy(agent.session, mode === 'danger-full-access' ? 'never' : 'ask')
+    if (args.permissionMode !== undefined && approval === undefined) {
+      host.stderr.write('dsh: --permission-mode needs the approval row in the profile\n')
+      return 2
     }
+    /** `--permission-mode` holds for every session the app opens (/new, /resume, /fork, a rewind), not only the first. */
+    const applyPermission = (session: Session) => {
+      if (args.permissionMode === undefined || approval === undefined) return
+      const mode = args.permissionMode as Parameters<ApprovalService['setMode']>[1]
+      approval.setMode(session, mode)
+      approval.setPolicy(session, mode === 'danger-full-access' ? 'never' : 'ask')
+    }
+    applyPermission(agent.session)
     if (approval !== undefined) disposers.push(this.answerApprovals(approval, store), this.answerQuestions(approval, store))
 
     let finish!: () => void
@@ -193,6 +196,7 @@ export class TuiApp extends Service {
     /** Puts a new (`undefined`) or stored session in place of the current one, which stays stored. */
     const switchTo = async (sessionId: string | undefined, what: string) => {
       const next = await this.openAgent(sessionId, cwd, route)
+      applyPermission(next.session)
       const previous = store.agent
       store.switchAgent(next)
       store.banner([`${what} ${next.id} (the previous one, ${previous.id}, stays stored).`])

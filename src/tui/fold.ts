@@ -39,6 +39,16 @@ function textOf(content: readonly ContentBlock[] | undefined): string {
   return (content ?? []).flatMap(block => block.type === 'text' ? [block.text] : []).join('')
 }
 
+/**
+ * What the user typed in a message, as the conversation shows it: its text without the blocks of
+ * files it mentioned (the typed `@path` names them), and how many images it carried.
+ */
+export function typedText(message: Pick<UserMessage, 'content'>, countImages = true): string {
+  const images = countImages ? message.content.filter(block => block.type === 'image').length : 0
+  const typed = message.content.filter(block => block.type !== 'text' || !isMentionBlock(block.text))
+  return textOf(typed) + (images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '')
+}
+
 function addUsage(into: TokenUsage, usage: TokenUsage | undefined): TokenUsage {
   if (usage === undefined) return into
   const out: Record<string, number> = { ...into as Record<string, number> }
@@ -114,11 +124,7 @@ export class ConversationFold {
         const message = event.data as UserMessage
         if (message.source?.kind === 'plugin') return this.shell(message)
         if (message.source?.kind !== 'user') return
-        const images = message.content.filter(block => block.type === 'image').length
-        // A mentioned file's reference block is not shown: the typed text names it (`@path`).
-        const typed = message.content.filter(block => block.type !== 'text' || !isMentionBlock(block.text))
-        const text = textOf(typed) + (images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '')
-        this.put({ kind: 'user', key: `u:${event.seq}`, text })
+        this.put({ kind: 'user', key: `u:${event.seq}`, text: typedText(message) })
         return
       }
       case 'agent/inbox/spliced':

@@ -547,6 +547,31 @@ describe.skipIf(!tmux)('dsh terminal app: /resume (tmux)', () => {
   })
 })
 
+describe.skipIf(!tmux)('dsh terminal app: --permission-mode holds for every session it opens (tmux)', () => {
+  it('AP-5: a session opened by /new or /resume runs under the --permission-mode the app was started with', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'STORED_ANSWER' }, { finish: 'stop', usage }]))
+    // A session stored under the default preset, to be resumed by the read-only app.
+    const stored = await runDsh(['--profile', 'headless', '--patch', patch, '--cwd', cwd, 'a stored question'], { env: env(home) })
+    expect(stored.code, stored.stderr).toBe(0)
+    const terminal = shell(home, cwd)
+    await openApp(terminal, '--permission-mode read-only')
+    await terminal.waitFor(/· read-only · ctx/, { what: 'the read-only preset in the status bar' })
+    terminal.type('/new')
+    terminal.keys('Enter')
+    await terminal.waitFor(/New session [0-9a-f-]{36}/, { history: true })
+    await terminal.waitFor(/· read-only · ctx/, { what: 'the read-only preset after /new' })
+    const listing = (await runDsh(['sessions'], { env: env(home) })).stdout
+    const id = /^[0-9a-f-]{36}/m.exec(listing.split('\n').find(line => line.includes('a stored question')) ?? '')?.[0]
+    expect(id).toBeDefined()
+    terminal.type(`/resume ${id}`)
+    terminal.keys('Enter')
+    await terminal.waitFor(new RegExp(`Resumed session ${id}`), { history: true })
+    await terminal.waitFor(/· read-only · ctx/, { what: 'the read-only preset after /resume' })
+    await quit(terminal)
+  })
+})
+
 describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
   it('AP-3: an escalation asks inline; y allows that one call, n rejects the next; the status bar shows the preset', async () => {
     const { home, cwd } = tempHome()
