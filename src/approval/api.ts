@@ -42,7 +42,7 @@ export interface PermissionPreset {
 /** The slice of a session log this seam needs (a `Session` satisfies it). */
 export interface ApprovalSession {
   readonly id: string
-  readonly header: { readonly cwd?: string; readonly parentSession?: string; readonly delegationDepth?: number }
+  readonly header: { readonly cwd?: string; readonly parentSession?: string; readonly origin?: unknown; readonly delegationDepth?: number }
   readonly events: readonly { readonly type: string; readonly data: unknown }[]
   readonly position: { readonly turnOpen: boolean }
   append(type: string, data: unknown): unknown

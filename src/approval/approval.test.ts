@@ -188,4 +188,25 @@ describe('permission knobs', () => {
     await h.dispose()
     await plain.dispose()
   })
+
+  it('SB-7: an agent on a subagent child is delegated; one on a fork the user made (S-14) keeps the knobs of its log', async () => {
+    const h = await loopHarness({
+      responses: [text('one')],
+      setup: async (ctx) => {
+        await ctx.plugin(SystemPromptPlugin).await()
+        await ctx.plugin(ApprovalPlugin).await()
+      },
+    })
+    await turn(h, 'first')
+    // The session runs on the deployment's defaults: its log sets no knob.
+    const fork = h.ctx.sessions.fork(h.session.id)
+    await h.ctx.agents.create({ sessionId: fork.id })
+    expect(h.ctx.approval.preset(fork)).toBe(h.ctx.approval.preset(h.session))
+    expect(h.ctx.approval.policy(fork)).toBe('ask')
+    expect(fork.events.slice(fork.header.seedLength!).map(e => e.type)).toEqual(['session/end-seed'])
+    const child = h.ctx.sessions.create({ parentSession: h.session.id, origin: 'subagent', delegationDepth: 1 })
+    await h.ctx.agents.create({ sessionId: child.id })
+    expect(h.ctx.approval.policy(child)).toBe('never')
+    await h.dispose()
+  })
 })

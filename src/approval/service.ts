@@ -112,7 +112,9 @@ export class ApprovalPlugin extends Service implements ApprovalService {
         prompt.context({ name: APPROVAL_POLICY_CONTEXT, order: 51, render: () => approvalPolicyText(this.policy(session)) }, agent.scope),
       ]
       registered.set(session.id, () => offs.forEach(off => off()))
-      if (session.header.parentSession !== undefined) {
+      // A subagent's child runs delegated (SB-7); a fork the user made (S-14: the web's Fork, the
+      // terminal's /fork and rewind) is the user's own session and keeps the knobs of its log.
+      if (session.header.parentSession !== undefined && session.header.origin === 'subagent') {
         const parent = (this.ctx.get('sessions') as SessionsLike | undefined)?.get(session.header.parentSession)
         if (parent !== undefined) this.delegate(parent, session)
       }
