@@ -44,6 +44,15 @@ export interface SalvagedSession {
   readonly skipped: readonly string[]
 }
 
+/**
+ * Whether a stored session holds anything to go back to: a turn, or a name. A session opened and
+ * left without a prompt (the terminal app started by mistake, a `/new` not used) is stored too,
+ * and `dsh -c`, the resume lists and the web's sidebar pass over it.
+ */
+export function hasConversation(summary: Pick<StoredSessionSummary, 'turns' | 'title'>): boolean {
+  return summary.turns > 0 || summary.title !== null
+}
+
 export interface StoredSessionSummary {
   readonly id: string
   /** From the last `session/title` event, else null. */

@@ -12,7 +12,7 @@ import { Service, type Context } from 'cordis'
 import type { Agent, AgentInput } from '../agent/api.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
-import type { StoredSessionSummary } from '../persistence/api.js'
+import { hasConversation, type StoredSessionSummary } from '../persistence/api.js'
 import type { ApprovalService, QuestionAnswer, QuestionAnswerer } from '../approval/api.js'
 import type { McpService } from '../mcp/api.js'
 import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
@@ -30,6 +30,8 @@ import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
 import { typedMentionBlocks } from '../host/mentions.js'
+import { titleOf } from '../title/index.js'
+import type { RewindPoint } from './rewind.js'
 import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
@@ -119,11 +121,11 @@ export class TuiApp extends Service {
       return 1
     }
     if (args.continueLatest) {
-      const latest = [...await persistence!.list()].filter(stored => stored.cwd === cwd).sort((a, b) => b.updatedAt - a.updatedAt)[0]
+      const latest = [...await persistence!.list()].filter(stored => stored.cwd === cwd && hasConversation(stored)).sort((a, b) => b.updatedAt - a.updatedAt)[0]
       if (latest === undefined) startNote = 'No earlier session in this folder: started a new one.'
       sessionId = latest?.id
     } else if (args.resume) {
-      const sessions = [...await persistence!.list()].sort((a, b) => b.updatedAt - a.updatedAt)
+      const sessions = [...await persistence!.list()].filter(hasConversation).sort((a, b) => b.updatedAt - a.updatedAt)
       sessionId = await this.pick(ink, React, SessionPicker, sessions)
       if (sessionId === undefined) return 0
     }
@@ -214,7 +216,44 @@ export class TuiApp extends Service {
         if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before opening another session.')
         await switchTo(choice.id, 'Resumed session')
       },
+      fork: async () => {
+        if (persistence === undefined) return store.notice('error', 'Forking needs a persistence row in the profile.')
+        if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before forking the session.')
+        const child = await forkOf(store.agent.session)
+        await switchTo(child, 'Forked into session')
+      },
+      rewind: () => {
+        if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before going back to an earlier prompt.')
+        if (!store.openRewind()) store.notice('info', 'No earlier prompt in this session to go back to.')
+      },
       list: commands,
+    }
+    /** A stored copy of `source` up to `boundary` (its end by default), titled as the web titles forks. */
+    const forkOf = async (source: Session, boundary?: number): Promise<string> => {
+      const child = await persistence!.fork(source.id, boundary)
+      const title = titleOf(source)
+      if (title !== undefined) child.append('session/title', { title: `${title} (fork)`, messageSeqs: [], source: { kind: 'user' } })
+      return child.id
+    }
+    /**
+     * Goes back to before an earlier prompt (rewind.ts): a copy of the session up to the turn
+     * before it opens in place, and the prompt's text is returned for the input box.
+     */
+    const rewindTo = async (point: RewindPoint): Promise<string | undefined> => {
+      if (store.agent.status !== 'idle') {
+        store.notice('error', 'A turn is running: stop it (Esc) before going back to an earlier prompt.')
+        return undefined
+      }
+      if (point.boundary === undefined) {
+        await switchTo(undefined, 'Back to before your first prompt: new session')
+        return point.text
+      }
+      if (persistence === undefined) {
+        store.notice('error', 'Going back needs a persistence row in the profile.')
+        return undefined
+      }
+      await switchTo(await forkOf(store.agent.session, point.boundary), `Back to before turn ${point.turn}, in a copy: session`)
+      return point.text
     }
     const readiness = () => this.ctx.llm.adapter(store.agent.config.provider)?.readiness?.()
     // The model's connection opens while a prompt is typed (at most once a second; a connection
@@ -299,6 +338,11 @@ export class TuiApp extends Service {
         Promise.resolve(command.run(commandArgs, commandUi)).catch((error: unknown) => store.notice('error', `/${name}: ${(error as Error).message}`))
       },
       exit: () => finish(),
+      rewind: (point: RewindPoint) => rewindTo(point).catch((error: unknown) => {
+        store.notice('error', `going back failed: ${(error as Error).message}`)
+        return undefined
+      }),
+      openRewind: () => commandUi.rewind(),
     }
     const info = {
       model: route.model,

@@ -3,6 +3,8 @@
  * (`ctx.commands`), its commands are offered and run; the app adds only what no registry can do
  * for it (leave, start a new session, help). Without a registry those are all there is.
  */
+import { hasConversation } from '../persistence/api.js'
+
 export interface TuiCommandContext {
   /** Prints one notice line in the conversation. */
   print(text: string, level?: 'info' | 'warning' | 'error'): void
@@ -10,6 +12,10 @@ export interface TuiCommandContext {
   newSession(): Promise<void>
   /** `/resume [id]`: list this folder's stored sessions, or open one in place of the current. */
   resume(wanted: string): Promise<void>
+  /** `/fork`: continue in a copy of this session; the session stays stored as it is. */
+  fork(): Promise<void>
+  /** `/rewind`: the list of earlier prompts to go back to (as Esc Esc opens it). */
+  rewind(): void
   /** The commands on offer (for /help). */
   list(): readonly TuiCommand[]
 }
@@ -25,13 +31,15 @@ export const BUILTIN_COMMANDS: readonly TuiCommand[] = [
   { name: 'new', description: 'Start a new session in this folder', run: async (_args, ui) => ui.newSession() },
   { name: 'clear', description: 'Start a new session in this folder (as /new)', run: async (_args, ui) => ui.newSession() },
   { name: 'resume', description: 'Continue a stored session of this folder: alone, the list; with an id (or its start), that one', run: async (args, ui) => ui.resume(args) },
+  { name: 'fork', description: 'Continue in a copy of this session (this one stays stored as it is)', run: async (_args, ui) => ui.fork() },
+  { name: 'rewind', description: 'Go back to an earlier prompt, to edit it and send it again (Esc Esc)', run: (_args, ui) => ui.rewind() },
   {
     name: 'help', description: 'Show the keys and commands',
     run: (_args, ui) => {
       const commands = ui.list().map(command => `/${command.name} — ${command.description}`).join('\n')
       ui.print([
         'Enter send (queues while a turn runs) · Ctrl-S steer into the running step · \\ or Alt-Enter new line',
-        'Esc cancel the turn · Ctrl-C twice exit · Up/Down history · @ complete a file · Tab accept · Ctrl-O show reasoning',
+        'Esc cancel the turn · Esc Esc go back to an earlier prompt · Ctrl-C twice exit · Up/Down history · @ complete a file · Tab accept · Ctrl-O show reasoning',
         '!command run it in your shell here; its output goes to the model with your next message (Esc stops it)',
         commands,
       ].join('\n'))
@@ -61,7 +69,7 @@ const RESUME_LIST = 10
  * with their ids; with an id or the start of one, that session of this folder.
  */
 export function resumeChoice(stored: readonly ResumeCandidate[], cwd: string, current: string, wanted: string, age: (ms: number) => string): ResumeChoice {
-  const here = stored.filter(session => session.cwd === cwd && session.id !== current).sort((a, b) => b.updatedAt - a.updatedAt)
+  const here = stored.filter(session => session.cwd === cwd && session.id !== current && hasConversation(session)).sort((a, b) => b.updatedAt - a.updatedAt)
   if (wanted === '') {
     if (here.length === 0) return { kind: 'list', text: 'No other stored session in this folder.' }
     const rows = here.slice(0, RESUME_LIST).map(session => `  ${session.id.slice(0, 8)}  ${age(session.updatedAt).padEnd(8)} ${String(session.turns).padStart(3)} turn${session.turns === 1 ? ' ' : 's'}  ${(session.title ?? '(untitled)').replace(/\s+/g, ' ')}`)

@@ -11,6 +11,7 @@ import type { UserMessage } from '../llm/types.js'
 import { ConversationFold, foldTail, settled, type Item } from './fold.js'
 import { plural } from '../host/numbers.js'
 import type { QuestionPrompt } from './question.js'
+import { rewindPoints, type RewindPoint } from './rewind.js'
 
 export type Printed =
   | { readonly key: string; readonly kind: 'item'; readonly item: Item }
@@ -182,6 +183,30 @@ export class TuiStore {
     this.foldPrinted = 0
     this.approvals = []
     this.questions = []
+    this.rewind = undefined
+    this.notify()
+  }
+
+  /** The list of earlier prompts to go back to (Esc Esc, `/rewind`) while it is open, and the row chosen. */
+  rewind: { readonly points: readonly RewindPoint[]; index: number } | undefined
+
+  /** Opens the rewind list over the current session's prompts; false when it has none. */
+  openRewind(): boolean {
+    const points = rewindPoints(this.agent.session.events)
+    if (points.length === 0) return false
+    this.rewind = { points, index: 0 }
+    this.notify()
+    return true
+  }
+
+  moveRewind(by: number): void {
+    if (this.rewind === undefined) return
+    this.rewind.index = Math.max(0, Math.min(this.rewind.points.length - 1, this.rewind.index + by))
+    this.notify()
+  }
+
+  closeRewind(): void {
+    this.rewind = undefined
     this.notify()
   }
 

@@ -302,6 +302,35 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     expect(again).toContain(`Session ${id}`)
   })
 
+  it('dsh -c, --resume and /resume pass over sessions opened and left without a prompt', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([{ text: 'THE_REAL_WORK' }, { finish: 'stop', usage }]))
+    const stored = await runDsh(['--profile', 'headless', '--patch', patch, '--cwd', cwd, 'real work'], { env: env(home) })
+    expect(stored.code, stored.stderr).toBe(0)
+    const terminal = shell(home, cwd, { height: 30 })
+    // Opened by mistake and left: a newer session with nothing in it.
+    await openApp(terminal)
+    await quit(terminal)
+    await openApp(terminal, '-c')
+    expect(terminal.screen()).toContain('THE_REAL_WORK')
+    terminal.type('/new')
+    terminal.keys('Enter')
+    await terminal.waitFor(/New session\s+[0-9a-f-]{36}/, { history: true })
+    terminal.type('/resume')
+    terminal.keys('Enter')
+    const listed = await terminal.waitFor('/resume ID opens one', { history: true })
+    const rows = listed.slice(listed.lastIndexOf('Stored sessions of this folder')).split('\n').filter(line => /^ {2}[0-9a-f]{8} /.test(line))
+    expect(rows).toHaveLength(1)
+    expect(rows[0]).toContain('real work')
+    await quit(terminal)
+    terminal.type(`clear; ${DSH} --resume`)
+    terminal.keys('Enter')
+    const picker = await terminal.waitFor('Resume a session', { timeoutMs: 20_000 })
+    expect(picker).toContain('1/1')
+    terminal.keys('Escape')
+    await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
+  })
+
   it('dsh --resume lists stored sessions with title, folder, age and turns; Enter opens one', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'Picked from the list.' }, { finish: 'stop', usage }]))
@@ -544,6 +573,109 @@ describe.skipIf(!tmux)('dsh terminal app: /resume (tmux)', () => {
     const first = logs.find(log => log.includes('FIRST_SESSION_ANSWER'))!
     expect(first).toContain('BACK_IN_THE_FIRST')
     expect(first).toContain(id)
+  })
+})
+
+describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forking (tmux)', () => {
+  /** Every stored session's log lines, by session id. */
+  function logs(home: string): Map<string, string> {
+    const root = join(home, 'sessions')
+    const found = new Map<string, string>()
+    for (const project of readdirSync(root).filter(name => !name.startsWith('.'))) {
+      for (const id of readdirSync(join(root, project))) found.set(id, readFileSync(join(root, project, id, 'session.jsonl'), 'utf8'))
+    }
+    return found
+  }
+  const userTexts = (body: any): string[] => body.messages.filter((message: any) => message.role === 'user')
+    .map((message: any) => typeof message.content === 'string' ? message.content : message.content.map((part: any) => part.text ?? '').join(''))
+    .filter((text: string) => !text.startsWith('Current runtime context'))
+
+  it('S-14: Esc Esc lists the earlier prompts; Enter forks before the chosen turn, puts its text in the input, and the model sees the conversation from there', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ text: 'ANSWER_ONE' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'ANSWER_TWO' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'ANSWER_REPHRASED' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd, { height: 40 })
+    await openApp(terminal)
+    await send(terminal, 'first question')
+    await terminal.waitFor('ANSWER_ONE', { history: true })
+    await send(terminal, 'second question')
+    await terminal.waitFor('ANSWER_TWO', { history: true })
+    await terminal.waitFor(/│ › +Ask dsh/, { what: 'the idle input box' })
+    terminal.keys('Escape')
+    await terminal.waitFor('Esc again to go back to an earlier prompt')
+    terminal.keys('Escape')
+    const list = await terminal.waitFor('Go back to before an earlier prompt')
+    expect(list).toMatch(/› turn 2 · .* · second question/)
+    expect(list).toMatch(/ {2}turn 1 · .* · first question/)
+    terminal.keys('Enter')
+    const back = await terminal.waitFor(/Back to before turn 2, in a copy: session\s+[0-9a-f-]{36}/, { history: true })
+    const [, copy, original] = /session\s+([0-9a-f-]{36})\s+\(the previous one,\s+([0-9a-f-]{36}), stays stored\)/.exec(back)!
+    await terminal.waitFor(/│ › second question +│/, { what: 'the prompt back in the input box' })
+    // The copy's conversation is drawn again: the first turn, not the second.
+    const shown = terminal.history()
+    const after = shown.slice(shown.lastIndexOf('Back to before turn 2'))
+    expect(after).toContain('ANSWER_ONE')
+    expect(after).not.toContain('ANSWER_TWO')
+    terminal.keys('C-u')
+    await send(terminal, 'second, rephrased')
+    await terminal.waitFor('ANSWER_REPHRASED', { history: true })
+    expect(userTexts(server.requests[2].body)).toEqual(['first question', 'second, rephrased'])
+    await quit(terminal)
+    const stored = logs(home)
+    expect([...stored.keys()].sort()).toEqual([copy, original].sort())
+    expect(stored.get(original)).toContain('ANSWER_TWO')
+    expect(stored.get(original)).not.toContain('rephrased')
+    expect(stored.get(copy)).toContain('ANSWER_REPHRASED')
+    expect(stored.get(copy)).not.toContain('second question')
+    expect(stored.get(copy)).toContain(`"parentSession":"${original}"`)
+  })
+
+  it('/rewind to the first prompt opens a new session; /fork continues in a copy; Esc closes the list; a quick second Esc opens it', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(
+      streamResponse([{ text: 'ONLY_ANSWER' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'IN_THE_FORK' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd, { height: 40 })
+    await openApp(terminal)
+    terminal.keys('Escape')
+    await terminal.waitFor('Esc again to go back')
+    terminal.keys('Escape')
+    await terminal.waitFor('No earlier prompt in this session to go back to.', { history: true })
+    await send(terminal, 'the only question')
+    await terminal.waitFor('ONLY_ANSWER', { history: true })
+    await terminal.waitFor(/│ › +Ask dsh/, { what: 'the idle input box' })
+    // The second Esc sent the moment the hint shows (the screen polled without pause).
+    terminal.keys('Escape')
+    await terminal.waitFor('Esc again to go back', { pollMs: 0 })
+    terminal.keys('Escape')
+    await terminal.waitFor('Go back to before an earlier prompt')
+    terminal.keys('Escape')
+    await terminal.waitFor(screen => !screen.includes('Go back to before an earlier prompt'), { what: 'the list closed' })
+    terminal.type('/fork')
+    terminal.keys('Enter')
+    const forked = await terminal.waitFor(/Forked into session\s+[0-9a-f-]{36}/, { history: true })
+    const fork = /Forked into session\s+([0-9a-f-]{36})/.exec(forked)![1]
+    await send(terminal, 'in the fork')
+    await terminal.waitFor('IN_THE_FORK', { history: true })
+    expect(userTexts(server.requests[1].body)).toEqual(['the only question', 'in the fork'])
+    terminal.type('/rewind')
+    terminal.keys('Enter')
+    await terminal.waitFor(/› turn 2 · .* · in the fork/)
+    terminal.keys('Down')
+    await terminal.waitFor(/› turn 1 · .* · the only question/)
+    terminal.keys('Enter')
+    await terminal.waitFor(/Back to before your first prompt: new session\s+[0-9a-f-]{36}/, { history: true })
+    await terminal.waitFor(/│ › the only question +│/, { what: 'the first prompt back in the input box' })
+    await quit(terminal)
+    // The first session, its fork, and the new session the rewind opened (nothing in it yet).
+    const stored = logs(home)
+    expect(stored.size).toBe(3)
+    expect(stored.get(fork)).toContain('IN_THE_FORK')
+    expect(stored.get(fork)).toContain('"title":"the only question (fork)"')
   })
 })
 

@@ -90,7 +90,7 @@ describe('editor', () => {
 
   it('/clear starts a new session, as /new does (the name other agents use)', async () => {
     const started: string[] = []
-    const ui = { print() {}, exit() {}, newSession: async () => { started.push('new') }, resume: async () => {}, list: () => BUILTIN_COMMANDS }
+    const ui = { print() {}, exit() {}, newSession: async () => { started.push('new') }, resume: async () => {}, fork: async () => {}, rewind() {}, list: () => BUILTIN_COMMANDS }
     for (const name of ['clear', 'new']) await BUILTIN_COMMANDS.find(command => command.name === name)?.run('', ui)
     expect(started).toEqual(['new', 'new'])
   })

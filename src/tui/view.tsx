@@ -22,6 +22,8 @@ import {
 } from './editor.js'
 import { matchCommands, type TuiCommand } from './commands.js'
 import type { FileIndex } from './files.js'
+import type { RewindPoint } from './rewind.js'
+import { age } from '../host/age.js'
 
 export interface ViewActions {
   send(text: string): void
@@ -35,6 +37,10 @@ export interface ViewActions {
   queued(): readonly string[]
   runCommand(name: string, args: string): void
   exit(): void
+  /** Opens the list of earlier prompts to go back to (Esc Esc); says so when there is none. */
+  openRewind?(): void
+  /** Goes back to before `point` (rewind.ts); resolves with the text for the input box, if it went. */
+  rewind?(point: RewindPoint): Promise<string | undefined>
 }
 
 export interface ViewInfo {
@@ -252,6 +258,27 @@ function ShellLine(props: { command: string; since: number }): ReactNode {
   )
 }
 
+/** The earlier prompts to go back to, newest first, the chosen one highlighted (`rows` at most). */
+function RewindList(props: { points: readonly RewindPoint[]; index: number; rows: number }): ReactNode {
+  const { points, index, rows } = props
+  const first = Math.max(0, Math.min(index - Math.floor(rows / 2), points.length - rows))
+  return (
+    <Box flexDirection="column" borderStyle="round" borderColor={c('cyan')} paddingX={1}>
+      <Text bold>Go back to before an earlier prompt <Text dimColor>(↑/↓ choose · Enter go back · Esc close)</Text></Text>
+      <Text dimColor wrap="truncate-end">The conversation continues in a copy from there, the prompt in the input box to edit; this session stays stored as it is.</Text>
+      {points.slice(first, first + rows).map((point, n) => {
+        const selected = first + n === index
+        return (
+          <Text key={point.turn} wrap="truncate-end" inverse={selected}>
+            {selected ? '› ' : '  '}<Text dimColor={!selected}>turn {point.turn} · {age(point.time)} · </Text>{point.label.replace(/\s+/g, ' ')}
+          </Text>
+        )
+      })}
+      {points.length > rows ? <Text dimColor>{index + 1}/{points.length}</Text> : null}
+    </Box>
+  )
+}
+
 type Completion = { kind: 'command'; options: readonly TuiCommand[] } | { kind: 'file'; start: number; options: readonly string[] }
 
 export function ConversationView(props: ViewProps): ReactNode {
@@ -261,6 +288,8 @@ export function ConversationView(props: ViewProps): ReactNode {
   // faster than frames (a second Ctrl-C right after "again to exit", Down Down Enter in one read).
   const [editor, editorRef, setEditor] = useLatestState<EditorState>(() => emptyEditor())
   const [exitArmed, exitArmedRef, setExitArmed] = useLatestState(false)
+  // Esc on an empty input between turns arms the rewind list; a second Esc opens it.
+  const [escArmed, escArmedRef, setEscArmed] = useLatestState(false)
   const [expanded, setExpanded] = useState(false)
   const [selected, selectedRef, setSelected] = useLatestState(0)
   const [fileOptions, setFileOptions] = useState<{ query: string; start: number; options: readonly string[] } | undefined>()
@@ -390,6 +419,7 @@ export function ConversationView(props: ViewProps): ReactNode {
     }
     // A pending question takes the keys (question.tsx).
     if (store.questions.length > 0) return
+    if (store.rewind !== undefined) return rewindKey(input, key)
     if ((key.escape || (key.ctrl && input === 'c')) && actions.stopShell?.() === true) return
     if (key.ctrl && input === 'c') {
       if (exitArmedRef.current) {
@@ -404,6 +434,7 @@ export function ConversationView(props: ViewProps): ReactNode {
       return
     }
     if (exitArmedRef.current) setExitArmed(false)
+    if (escArmedRef.current && !key.escape) setEscArmed(false)
     if (key.ctrl && input === 'd') {
       if (editor.text === '') actions.exit()
       return
@@ -416,6 +447,9 @@ export function ConversationView(props: ViewProps): ReactNode {
       if (running) {
         const restored = actions.cancel()
         if (restored.length > 0) setEditor(state => setText(state, [...restored, state.text].filter(Boolean).join('\n')))
+      } else if (editor.text === '' && actions.openRewind !== undefined) {
+        if (escArmedRef.current) actions.openRewind()
+        setEscArmed(!escArmedRef.current)
       }
       return
     }
@@ -471,6 +505,22 @@ export function ConversationView(props: ViewProps): ReactNode {
     setEditor(state => insert(state, input))
     setSelected(0)
   }
+  /** Keys while the rewind list is open: ↑/↓ (and pages) choose, Enter goes back, Esc closes. */
+  const rewindKey = (input: string, key: Key): void => {
+    const list = store.rewind!
+    if (key.upArrow) store.moveRewind(-1)
+    else if (key.downArrow) store.moveRewind(1)
+    else if (key.pageUp) store.moveRewind(-rewindRows)
+    else if (key.pageDown) store.moveRewind(rewindRows)
+    else if (key.escape || (key.ctrl && input === 'c')) store.closeRewind()
+    else if (key.return) {
+      const point = list.points[list.index]
+      store.closeRewind()
+      void actions.rewind?.(point).then(text => {
+        if (text !== undefined) setEditor(state => setText(state, text))
+      })
+    }
+  }
   useInput((input, key) => {
     // Keys pressed quickly can reach the app in one read; ink hands a run of control keys over as
     // one string with no key named (Ctrl-C twice is "\x03\x03"). Each is taken as its own press.
@@ -482,6 +532,7 @@ export function ConversationView(props: ViewProps): ReactNode {
   const width = Math.max(20, size.columns)
   const live = store.live()
   const liveRows = Math.max(3, size.rows - 9)
+  const rewindRows = Math.max(3, size.rows - 10)
   const queued = actions.queued()
   const contextUse = info.contextWindow !== undefined && store.fold.contextTokens > 0
     ? `ctx ${percent(store.fold.contextTokens / info.contextWindow)} (${compactNumber(store.fold.contextTokens)}/${compactNumber(info.contextWindow)})`
@@ -523,7 +574,8 @@ export function ConversationView(props: ViewProps): ReactNode {
         </Box>
       ) : null}
       {question !== undefined ? <QuestionView key={question.id} prompt={question} active={approval === undefined} /> : null}
-      <Box borderStyle="round" borderColor={c(running ? 'gray' : 'cyan')} paddingX={1} marginTop={queued.length > 0 || approval !== undefined || question !== undefined ? 0 : 1}>
+      {store.rewind !== undefined ? <RewindList points={store.rewind.points} index={store.rewind.index} rows={rewindRows} /> : null}
+      <Box borderStyle="round" borderColor={c(running ? 'gray' : 'cyan')} paddingX={1} marginTop={queued.length > 0 || approval !== undefined || question !== undefined || store.rewind !== undefined ? 0 : 1}>
         <Text color={c('cyan')} bold>› </Text>
         <Box flexGrow={1}><EditorView state={editor} placeholder={placeholder} focused={approval === undefined && question === undefined} /></Box>
       </Box>
@@ -539,6 +591,7 @@ export function ConversationView(props: ViewProps): ReactNode {
       <Box width={width}>
         <Text wrap="truncate-end" dimColor>
           {exitArmed ? <Text color={c('yellow')} dimColor={false}>Press Ctrl-C again to exit · </Text> : null}
+          {escArmed && !exitArmed ? <Text color={c('yellow')} dimColor={false}>Esc again to go back to an earlier prompt · </Text> : null}
           {info.model} · {info.folder} · {info.permission()} · {jobs > 0 ? <><Text color={c('yellow')} dimColor={false}>{jobs} job{jobs === 1 ? '' : 's'} running</Text> · </> : null}{contextUse}
         </Text>
       </Box>

@@ -31,7 +31,7 @@ import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
-import { SessionExistsError, SessionNotStoredError } from '../persistence/api.js'
+import { hasConversation, SessionExistsError, SessionNotStoredError } from '../persistence/api.js'
 import { ImportError, exchangeLog, parseSessionExport } from '../persistence/exchange.js'
 import '../session/api.js'
 import '../subagents/api.js'
@@ -772,5 +772,5 @@ export class WebApiPlugin extends Service implements WebApiService {
 
 /** Whether the session list shows a session: it had a turn, was named, or is running. */
 export function listable(summary: Pick<SessionSummary, 'turns' | 'title' | 'status'>): boolean {
-  return summary.turns > 0 || summary.title !== null || summary.status === 'running'
+  return hasConversation(summary) || summary.status === 'running'
 }
