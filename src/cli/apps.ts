@@ -9,6 +9,7 @@ import { Service, type Context } from 'cordis'
 import '../host/index.js'
 import { age } from '../host/age.js'
 import '../persistence/api.js'
+import { storedId } from '../persistence/lookup.js'
 
 /** The export file's reader and writer, loaded by export and import only: a listing stays small. */
 const exchangeFormat = () => import('../persistence/exchange.js')
@@ -36,17 +37,29 @@ export class SessionsListApp extends Service {
     const args = host.args
     if (args[0] === 'repair') {
       if (args.length !== 2 || args[1].startsWith('-')) return this.usage('repair needs exactly one session id')
-      return this.repair(args[1])
+      return this.withId(args[1], id => this.repair(id))
     }
     if (args[0] === 'delete' || args[0] === 'rm') {
       if (args.length !== 2 || args[1].startsWith('-')) return this.usage(`${args[0]} needs exactly one session id`)
-      return this.delete(args[1])
+      return this.withId(args[1], id => this.delete(id))
     }
     if (args[0] === 'export') return this.export(args.slice(1))
     if (args[0] === 'import') return this.import(args.slice(1))
     const unknown = args.find(arg => arg !== '--json')
     if (unknown !== undefined) return this.usage(`unknown argument ${JSON.stringify(unknown)}`)
     return this.list(args.includes('--json'))
+  }
+
+  /** The stored id typed, or the one a typed start names (lookup.ts). */
+  private async withId(wanted: string, run: (id: string) => Promise<number>): Promise<number> {
+    let id: string
+    try {
+      id = await storedId(this.ctx.sessionPersistence, wanted)
+    } catch (error) {
+      this.ctx.host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 1
+    }
+    return run(id)
   }
 
   private usage(problem: string): number {
@@ -97,6 +110,7 @@ export class SessionsListApp extends Service {
     }
     if (ids.length !== 1) return this.usage('export needs exactly one session id')
     try {
+      ids[0] = await storedId(sessionPersistence, ids[0])
       const { encodeSessionExport } = await exchangeFormat()
       const exchange = await sessionPersistence.exportSession(ids[0])
       const file = encodeSessionExport(exchange)

@@ -23,6 +23,7 @@ import '../agent/api.js'
 import { isRunning } from '../tools/jobs.js'
 import '../llm/api.js'
 import '../persistence/api.js'
+import { byIdOrPrefix } from '../persistence/lookup.js'
 import '../subagents/api.js'
 
 export interface HeadlessArgs {
@@ -305,7 +306,7 @@ export class HeadlessApp extends Service {
     else {
       const persistence = this.ctx.get('sessionPersistence')
       if (persistence === undefined) throw new Error('--session needs a persistence row in the profile')
-      const { session } = await persistence.load(args.session)
+      const { session } = await byIdOrPrefix(persistence, args.session, id => persistence.load(id))
       agent = agents.create({ sessionId: session.id, loop: route })
     }
     // The session's folder (stored, or --cwd) is where tools run: the model is told the same.

@@ -229,4 +229,25 @@ describe('dsh sessions', () => {
     expect(again.stderr).toMatch(/no stored session/)
     expect((await runDsh(['sessions', 'delete'], { cwd, env })).code).toBe(2)
   })
+
+  it('--session and `dsh sessions delete|export` take the start of a stored id, as the lists show it', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    server.enqueue(streamResponse([{ text: 'first answer' }, { finish: 'stop', usage }]), streamResponse([{ text: 'second answer' }, { finish: 'stop', usage }]))
+    const id = JSON.parse((await runDsh(['--output', 'json', 'hello'], { cwd, env })).stdout).sessionId as string
+    const short = id.slice(0, 8)
+    const resumed = await runDsh(['--output', 'json', '--session', short, 'again'], { cwd, env })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(JSON.parse(resumed.stdout).sessionId).toBe(id)
+    expect(server.requests.at(-1)!.body.messages.some((message: { content: unknown }) => JSON.stringify(message.content).includes('first answer'))).toBe(true)
+    const exported = await runDsh(['sessions', 'export', short], { cwd, env })
+    expect(exported.code, exported.stderr).toBe(0)
+    expect(exported.stdout).toContain(id)
+    const deleted = await runDsh(['sessions', 'delete', short], { cwd, env })
+    expect(deleted.code, deleted.stderr).toBe(0)
+    expect(deleted.stdout).toContain(`deleted session ${id}`)
+    const gone = await runDsh(['--session', short, 'more'], { cwd, env })
+    expect(gone.code).toBe(1)
+    expect(gone.stderr).toContain(`session "${short}" is not stored`)
+  })
 })

@@ -13,6 +13,7 @@ import type { Agent, AgentInput } from '../agent/api.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { hasConversation, type StoredSessionSummary } from '../persistence/api.js'
+import { byIdOrPrefix } from '../persistence/lookup.js'
 import type { ApprovalService, QuestionAnswer, QuestionAnswerer } from '../approval/api.js'
 import type { McpService } from '../mcp/api.js'
 import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
@@ -400,7 +401,7 @@ export class TuiApp extends Service {
     if (live !== undefined) return live
     const persistence = this.ctx.get('sessionPersistence')
     if (persistence === undefined) throw new Error('resuming needs a persistence row in the profile')
-    const { session } = await persistence.load(sessionId)
+    const { session } = await byIdOrPrefix(persistence, sessionId, id => persistence.load(id))
     return agents.create({ sessionId: session.id, loop: route })
   }
 
