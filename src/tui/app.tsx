@@ -33,6 +33,8 @@ import { isCredentialName } from '../config/credentials.js'
 import { typedMentionBlocks } from '../host/mentions.js'
 import { titleOf } from '../title/index.js'
 import type { RewindPoint } from './rewind.js'
+import { fileChangesAfter, restoreFiles } from '../tools/file-changes.js'
+import { displayPath } from '../tools/builtin/paths.js'
 import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
@@ -240,20 +242,30 @@ export class TuiApp extends Service {
      * Goes back to before an earlier prompt (rewind.ts): a copy of the session up to the turn
      * before it opens in place, and the prompt's text is returned for the input box.
      */
-    const rewindTo = async (point: RewindPoint): Promise<string | undefined> => {
+    const rewindTo = async (point: RewindPoint, restore: boolean): Promise<string | undefined> => {
       if (store.agent.status !== 'idle') {
         store.notice('error', 'A turn is running: stop it (Esc) before going back to an earlier prompt.')
         return undefined
       }
-      if (point.boundary === undefined) {
-        await switchTo(undefined, 'Back to before your first prompt: new session')
-        return point.text
-      }
-      if (persistence === undefined) {
+      if (point.boundary !== undefined && persistence === undefined) {
         store.notice('error', 'Going back needs a persistence row in the profile.')
         return undefined
       }
-      await switchTo(await forkOf(store.agent.session, point.boundary), `Back to before turn ${point.turn}, in a copy: session`)
+      const source = store.agent.session
+      const folder = source.header.cwd ?? cwd
+      // The files first, from the log of the session being left (its events after the boundary).
+      const restored = restore ? await restoreFiles(fileChangesAfter(source.events, point.boundary ?? -1).changes, folder) : undefined
+      if (point.boundary === undefined) await switchTo(undefined, 'Back to before your first prompt: new session')
+      else await switchTo(await forkOf(source, point.boundary), `Back to before turn ${point.turn}, in a copy: session`)
+      if (restored !== undefined) {
+        const name = (path: string) => displayPath(folder, path)
+        const done = [
+          ...restored.restored.length > 0 ? [`put back ${restored.restored.map(name).join(', ')}`] : [],
+          ...restored.removed.length > 0 ? [`removed ${restored.removed.map(name).join(', ')} (written since)`] : [],
+        ]
+        if (done.length > 0) store.notice('info', `Files as they were before turn ${point.turn}: ${done.join('; ')}.`)
+        for (const { path, why } of restored.kept) store.notice('warning', `Left ${name(path)} as it is: ${why}.`)
+      }
       return point.text
     }
     const readiness = () => this.ctx.llm.adapter(store.agent.config.provider)?.readiness?.()
@@ -339,7 +351,7 @@ export class TuiApp extends Service {
         Promise.resolve(command.run(commandArgs, commandUi)).catch((error: unknown) => store.notice('error', `/${name}: ${(error as Error).message}`))
       },
       exit: () => finish(),
-      rewind: (point: RewindPoint) => rewindTo(point).catch((error: unknown) => {
+      rewind: (point: RewindPoint, restore: boolean) => rewindTo(point, restore).catch((error: unknown) => {
         store.notice('error', `going back failed: ${(error as Error).message}`)
         return undefined
       }),

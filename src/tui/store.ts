@@ -12,6 +12,7 @@ import { ConversationFold, foldTail, settled, type Item } from './fold.js'
 import { plural } from '../host/numbers.js'
 import type { QuestionPrompt } from './question.js'
 import { rewindPoints, type RewindPoint } from './rewind.js'
+import { fileChangesAfter, type FileChanges } from '../tools/file-changes.js'
 
 export type Printed =
   | { readonly key: string; readonly kind: 'item'; readonly item: Item }
@@ -187,8 +188,15 @@ export class TuiStore {
     this.notify()
   }
 
-  /** The list of earlier prompts to go back to (Esc Esc, `/rewind`) while it is open, and the row chosen. */
-  rewind: { readonly points: readonly RewindPoint[]; index: number } | undefined
+  /**
+   * The list of earlier prompts to go back to (Esc Esc, `/rewind`) while it is open, the row
+   * chosen, and, once one is picked whose turns changed files, the question whether to put them
+   * back (`files`, `choice` 0: put back, 1: leave).
+   */
+  rewind: {
+    readonly points: readonly RewindPoint[]; index: number
+    files?: { readonly point: RewindPoint; readonly changes: FileChanges; choice: number }
+  } | undefined
 
   /** Opens the rewind list over the current session's prompts; false when it has none. */
   openRewind(): boolean {
@@ -200,8 +208,32 @@ export class TuiStore {
   }
 
   moveRewind(by: number): void {
-    if (this.rewind === undefined) return
-    this.rewind.index = Math.max(0, Math.min(this.rewind.points.length - 1, this.rewind.index + by))
+    const rewind = this.rewind
+    if (rewind === undefined) return
+    if (rewind.files !== undefined) rewind.files.choice = Math.max(0, Math.min(1, rewind.files.choice + by))
+    else rewind.index = Math.max(0, Math.min(rewind.points.length - 1, rewind.index + by))
+    this.notify()
+  }
+
+  /**
+   * The chosen point; when its turns changed files with write or edit, asks first (and returns
+   * undefined) whether to put them back.
+   */
+  pickRewind(): RewindPoint | undefined {
+    const rewind = this.rewind
+    if (rewind === undefined) return undefined
+    const point = rewind.points[rewind.index]
+    const changes = fileChangesAfter(this.agent.session.events, point.boundary ?? -1)
+    if (changes.paths.length === 0) return point
+    rewind.files = { point, changes, choice: 0 }
+    this.notify()
+    return undefined
+  }
+
+  /** Back from the files question to the list. */
+  unpickRewind(): void {
+    if (this.rewind?.files === undefined) return
+    this.rewind.files = undefined
     this.notify()
   }
 

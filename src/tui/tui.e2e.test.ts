@@ -633,6 +633,49 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
     expect(stored.get(copy)).toContain(`"parentSession":"${original}"`)
   })
 
+  it('going back over turns that wrote and edited files asks first; "put back" undoes them from the log, a bash run is named and left', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(cwd, 'app.txt'), 'hello\n')
+    server.enqueue(
+      toolCall('w1', 'write', { file_path: 'plan.md', content: 'plan v1\n' }),
+      streamResponse([{ text: 'PLAN_WRITTEN' }, { finish: 'stop', usage }]),
+      toolCall('r1', 'read', { file_path: 'app.txt' }),
+      toolCall('e1', 'edit', { file_path: 'app.txt', old_string: 'hello', new_string: 'HELLO, CHANGED' }),
+      toolCall('w2', 'write', { file_path: 'notes/new.md', content: 'a note\n' }),
+      toolCall('b1', 'bash', { command: 'true', description: 'nothing' }),
+      streamResponse([{ text: 'ALL_CHANGED' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd, { height: 40 })
+    await openApp(terminal)
+    await send(terminal, 'write the plan')
+    await terminal.waitFor('PLAN_WRITTEN', { history: true })
+    await send(terminal, 'change the app')
+    await terminal.waitFor('ALL_CHANGED', { history: true })
+    expect(readFileSync(join(cwd, 'app.txt'), 'utf8')).toBe('HELLO, CHANGED\n')
+    await terminal.waitFor(/│ › +Ask dsh/, { what: 'the idle input box' })
+    terminal.keys('Escape')
+    await terminal.waitFor('Esc again to go back')
+    terminal.keys('Escape')
+    await terminal.waitFor(/› turn 2 · .* · change the app/)
+    terminal.keys('Enter')
+    const asked = await terminal.waitFor('Go back to before turn 2')
+    expect(asked.replace(/[│\s]+/g, ' ')).toContain('write and edit changed 2 files: app.txt, notes/new.md.')
+    expect(asked.replace(/[│\s]+/g, ' ')).toContain('Also bash ran 1 time: what it changed is not put back.')
+    expect(asked).toMatch(/› Go back and put those files back as they were/)
+    // Esc goes back to the list, Enter asks again.
+    terminal.keys('Escape')
+    await terminal.waitFor(/› turn 2 · .* · change the app/)
+    terminal.keys('Enter')
+    await terminal.waitFor('› Go back and put those files back')
+    terminal.keys('Enter')
+    await terminal.waitFor(/Files as they were before turn 2: put back app\.txt; removed\s+notes\/new\.md\s+\(written since\)\./, { history: true })
+    await terminal.waitFor(/│ › change the app +│/, { what: 'the prompt back in the input box' })
+    expect(readFileSync(join(cwd, 'app.txt'), 'utf8')).toBe('hello\n')
+    expect(existsSync(join(cwd, 'notes', 'new.md'))).toBe(false)
+    expect(readFileSync(join(cwd, 'plan.md'), 'utf8')).toBe('plan v1\n')
+    await quit(terminal)
+  })
+
   it('/rewind to the first prompt opens a new session; /fork continues in a copy; Esc closes the list; a quick second Esc opens it', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(

@@ -23,6 +23,9 @@ import {
 import { matchCommands, type TuiCommand } from './commands.js'
 import type { FileIndex } from './files.js'
 import type { RewindPoint } from './rewind.js'
+import type { FileChanges } from '../tools/file-changes.js'
+import { displayPath } from '../tools/builtin/paths.js'
+import { plural } from '../host/numbers.js'
 import { age } from '../host/age.js'
 
 export interface ViewActions {
@@ -39,8 +42,11 @@ export interface ViewActions {
   exit(): void
   /** Opens the list of earlier prompts to go back to (Esc Esc); says so when there is none. */
   openRewind?(): void
-  /** Goes back to before `point` (rewind.ts); resolves with the text for the input box, if it went. */
-  rewind?(point: RewindPoint): Promise<string | undefined>
+  /**
+   * Goes back to before `point` (rewind.ts), first putting back the files its turns changed when
+   * `restoreFiles`; resolves with the text for the input box, if it went.
+   */
+  rewind?(point: RewindPoint, restoreFiles: boolean): Promise<string | undefined>
 }
 
 export interface ViewInfo {
@@ -279,6 +285,25 @@ function RewindList(props: { points: readonly RewindPoint[]; index: number; rows
   )
 }
 
+/** After picking a point whose turns changed files: put them back, or leave them. */
+function RewindFiles(props: { point: RewindPoint; changes: FileChanges; choice: number; folder?: string }): ReactNode {
+  const { point, changes, choice } = props
+  const names = changes.paths.map(path => props.folder === undefined ? path : displayPath(props.folder, path))
+  const shown = names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', ')
+  const commands = [...changes.otherCalls].map(([name, count]) => `${name} ran ${plural(count, 'time')}`).join(', ')
+  const options = [`Go back and put ${names.length === 1 ? 'that file' : 'those files'} back as ${names.length === 1 ? 'it was' : 'they were'}`, `Go back and leave the files as they are`]
+  return (
+    <Box flexDirection="column" borderStyle="round" borderColor={c('cyan')} paddingX={1}>
+      <Text bold>Go back to before turn {point.turn} <Text dimColor>(↑/↓ choose · Enter · Esc back to the list)</Text></Text>
+      <Text wrap="wrap">From there on, write and edit changed {plural(names.length, 'file')}: {shown}.</Text>
+      {commands !== '' ? <Text dimColor wrap="wrap">Also {commands}: what {changes.otherCalls.size === 1 && [...changes.otherCalls.values()][0] === 1 ? 'it' : 'they'} changed is not put back.</Text> : null}
+      {options.map((option, index) => (
+        <Text key={index} wrap="truncate-end" inverse={index === choice}>{index === choice ? '› ' : '  '}{option}</Text>
+      ))}
+    </Box>
+  )
+}
+
 type Completion = { kind: 'command'; options: readonly TuiCommand[] } | { kind: 'file'; start: number; options: readonly string[] }
 
 export function ConversationView(props: ViewProps): ReactNode {
@@ -505,20 +530,31 @@ export function ConversationView(props: ViewProps): ReactNode {
     setEditor(state => insert(state, input))
     setSelected(0)
   }
-  /** Keys while the rewind list is open: ↑/↓ (and pages) choose, Enter goes back, Esc closes. */
+  /**
+   * Keys while the rewind list is open: ↑/↓ (and pages) choose, Enter goes back (or, when the
+   * turns from there changed files, asks whether to put them back), Esc closes (or goes back
+   * from that question to the list).
+   */
   const rewindKey = (input: string, key: Key): void => {
-    const list = store.rewind!
-    if (key.upArrow) store.moveRewind(-1)
-    else if (key.downArrow) store.moveRewind(1)
-    else if (key.pageUp) store.moveRewind(-rewindRows)
-    else if (key.pageDown) store.moveRewind(rewindRows)
-    else if (key.escape || (key.ctrl && input === 'c')) store.closeRewind()
-    else if (key.return) {
-      const point = list.points[list.index]
+    const files = store.rewind!.files
+    const goBack = (point: RewindPoint, restore: boolean) => {
       store.closeRewind()
-      void actions.rewind?.(point).then(text => {
+      void actions.rewind?.(point, restore).then(text => {
         if (text !== undefined) setEditor(state => setText(state, text))
       })
+    }
+    if (key.upArrow) store.moveRewind(-1)
+    else if (key.downArrow) store.moveRewind(1)
+    else if (key.pageUp && files === undefined) store.moveRewind(-rewindRows)
+    else if (key.pageDown && files === undefined) store.moveRewind(rewindRows)
+    else if (key.ctrl && input === 'c') store.closeRewind()
+    else if (key.escape) {
+      if (files !== undefined) store.unpickRewind()
+      else store.closeRewind()
+    } else if (key.return) {
+      if (files !== undefined) return goBack(files.point, files.choice === 0)
+      const point = store.pickRewind()
+      if (point !== undefined) goBack(point, false)
     }
   }
   useInput((input, key) => {
@@ -574,7 +610,9 @@ export function ConversationView(props: ViewProps): ReactNode {
         </Box>
       ) : null}
       {question !== undefined ? <QuestionView key={question.id} prompt={question} active={approval === undefined} /> : null}
-      {store.rewind !== undefined ? <RewindList points={store.rewind.points} index={store.rewind.index} rows={rewindRows} /> : null}
+      {store.rewind?.files !== undefined
+        ? <RewindFiles point={store.rewind.files.point} changes={store.rewind.files.changes} choice={store.rewind.files.choice} folder={store.agent.session.header.cwd} />
+        : store.rewind !== undefined ? <RewindList points={store.rewind.points} index={store.rewind.index} rows={rewindRows} /> : null}
       <Box borderStyle="round" borderColor={c(running ? 'gray' : 'cyan')} paddingX={1} marginTop={queued.length > 0 || approval !== undefined || question !== undefined || store.rewind !== undefined ? 0 : 1}>
         <Text color={c('cyan')} bold>› </Text>
         <Box flexGrow={1}><EditorView state={editor} placeholder={placeholder} focused={approval === undefined && question === undefined} /></Box>
