@@ -446,6 +446,7 @@ export function ConversationView(props: ViewProps): ReactNode {
     if (store.questions.length > 0) return
     if (store.rewind !== undefined) return rewindKey(input, key)
     if ((key.escape || (key.ctrl && input === 'c')) && actions.stopShell?.() === true) return
+    if (escArmedRef.current && !key.escape) setEscArmed(false)
     if (key.ctrl && input === 'c') {
       if (exitArmedRef.current) {
         actions.exit()
@@ -459,7 +460,6 @@ export function ConversationView(props: ViewProps): ReactNode {
       return
     }
     if (exitArmedRef.current) setExitArmed(false)
-    if (escArmedRef.current && !key.escape) setEscArmed(false)
     if (key.ctrl && input === 'd') {
       if (editor.text === '') actions.exit()
       return
@@ -629,7 +629,7 @@ export function ConversationView(props: ViewProps): ReactNode {
       <Box width={width}>
         <Text wrap="truncate-end" dimColor>
           {exitArmed ? <Text color={c('yellow')} dimColor={false}>Press Ctrl-C again to exit · </Text> : null}
-          {escArmed && !exitArmed ? <Text color={c('yellow')} dimColor={false}>Esc again to go back to an earlier prompt · </Text> : null}
+          {escArmed ? <Text color={c('yellow')} dimColor={false}>Esc again to go back to an earlier prompt · </Text> : null}
           {info.model} · {info.folder} · {info.permission()} · {jobs > 0 ? <><Text color={c('yellow')} dimColor={false}>{jobs} job{jobs === 1 ? '' : 's'} running</Text> · </> : null}{contextUse}
         </Text>
       </Box>
