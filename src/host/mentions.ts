@@ -104,6 +104,16 @@ export function isMentionBlock(text: string): boolean {
 }
 
 /**
+ * What the user typed in a message, as the conversations show it: its text without the blocks of
+ * files it mentioned (the typed `@path` names them), and how many images it carried.
+ */
+export function typedText(message: { readonly content: readonly { readonly type: string; readonly text?: string }[] }, countImages = true): string {
+  const images = countImages ? message.content.filter(block => block.type === 'image').length : 0
+  const typed = message.content.flatMap(block => block.type === 'text' && block.text !== undefined && !isMentionBlock(block.text) ? [block.text] : [])
+  return typed.join('') + (images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '')
+}
+
+/**
  * The `@path` words of a typed message that name regular files inside `root` (the terminal app's
  * mentions: there is no separate list of taken entries), each checked once. A word that names
  * nothing, or something outside, stays plain text; trailing punctuation (`@a.ts,`) is not part of

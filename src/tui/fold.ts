@@ -9,7 +9,7 @@
  */
 import type { AssistantMessage, ContentBlock, TokenUsage, UserMessage } from '../llm/types.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
-import { isMentionBlock } from '../host/mentions.js'
+import { typedText } from '../host/mentions.js'
 import { shellRunOf } from './shell.js'
 import { scanEvents } from '../session/packed-run.js'
 
@@ -37,16 +37,6 @@ export type Item =
 
 function textOf(content: readonly ContentBlock[] | undefined): string {
   return (content ?? []).flatMap(block => block.type === 'text' ? [block.text] : []).join('')
-}
-
-/**
- * What the user typed in a message, as the conversation shows it: its text without the blocks of
- * files it mentioned (the typed `@path` names them), and how many images it carried.
- */
-export function typedText(message: Pick<UserMessage, 'content'>, countImages = true): string {
-  const images = countImages ? message.content.filter(block => block.type === 'image').length : 0
-  const typed = message.content.filter(block => block.type !== 'text' || !isMentionBlock(block.text))
-  return textOf(typed) + (images > 0 ? ` [${images} image${images > 1 ? 's' : ''}]` : '')
 }
 
 function addUsage(into: TokenUsage, usage: TokenUsage | undefined): TokenUsage {

@@ -11,7 +11,7 @@ import type { UserMessage } from '../llm/types.js'
 import { ConversationFold, foldTail, settled, type Item } from './fold.js'
 import { plural } from '../host/numbers.js'
 import type { QuestionPrompt } from './question.js'
-import { rewindPoints, type RewindPoint } from './rewind.js'
+import { rewindPoints, type RewindPoint } from '../host/rewind.js'
 import { fileChangesAfter, type FileChanges } from '../tools/file-changes.js'
 
 export type Printed =

@@ -22,7 +22,7 @@ import {
 } from './editor.js'
 import { matchCommands, type TuiCommand } from './commands.js'
 import type { FileIndex } from './files.js'
-import type { RewindPoint } from './rewind.js'
+import type { RewindPoint } from '../host/rewind.js'
 import type { FileChanges } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
 import { plural } from '../host/numbers.js'

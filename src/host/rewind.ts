@@ -1,5 +1,6 @@
 /**
- * Going back to an earlier prompt (the terminal app's Esc Esc and `/rewind`): the points a
+ * Going back to an earlier prompt (the terminal app's Esc Esc and `/rewind`, the web's Edit on a
+ * message): the points a
  * session can be rewound to, one per turn the user's own message started. Rewinding to one forks
  * the session right after the turn before it (S-14: the copy ends at that turn's `turn/end`, so
  * the prompt, everything the model did for it and everything later are left out) and opens the
@@ -10,7 +11,7 @@
 import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
 import { scanEvents } from '../session/packed-run.js'
-import { typedText } from './fold.js'
+import { typedText } from './mentions.js'
 
 export interface RewindPoint {
   /** The turn the prompt started. */
@@ -23,6 +24,8 @@ export interface RewindPoint {
   readonly time: number
   /** The fork boundary: the seq of the previous turn's `turn/end`; undefined for the first turn. */
   readonly boundary: number | undefined
+  /** The seqs of the prompt's `user/message` events. */
+  readonly seqs: readonly number[]
 }
 
 const MARKS: ReadonlySet<string> = new Set(['turn/start', 'turn/end', 'step/start', 'user/message'])
@@ -36,10 +39,10 @@ const MARKS: ReadonlySet<string> = new Set(['turn/start', 'turn/end', 'step/star
 export function rewindPoints(events: readonly SessionEvent[]): RewindPoint[] {
   const points: RewindPoint[] = []
   let previousEnd: number | undefined
-  let turn: { turn: number; time: number; boundary: number | undefined; step: number; labels: string[]; texts: string[] } | undefined
+  let turn: { turn: number; time: number; boundary: number | undefined; step: number; labels: string[]; texts: string[]; seqs: number[] } | undefined
   const close = () => {
     if (turn !== undefined && turn.texts.length > 0) {
-      points.push({ turn: turn.turn, label: turn.labels.join(' '), text: turn.texts.join('\n'), time: turn.time, boundary: turn.boundary })
+      points.push({ turn: turn.turn, label: turn.labels.join(' '), text: turn.texts.join('\n'), time: turn.time, boundary: turn.boundary, seqs: turn.seqs })
     }
     turn = undefined
   }
@@ -47,7 +50,7 @@ export function rewindPoints(events: readonly SessionEvent[]): RewindPoint[] {
     switch (event.type) {
       case 'turn/start':
         close()
-        turn = { turn: (event.data as { turn: number }).turn, time: event.time, boundary: previousEnd, step: 0, labels: [], texts: [] }
+        turn = { turn: (event.data as { turn: number }).turn, time: event.time, boundary: previousEnd, step: 0, labels: [], texts: [], seqs: [] }
         return
       case 'step/start':
         if (turn !== undefined) turn.step += 1
@@ -57,6 +60,7 @@ export function rewindPoints(events: readonly SessionEvent[]): RewindPoint[] {
         if (turn === undefined || turn.step !== 1 || message.source?.kind !== 'user') return
         turn.labels.push(typedText(message))
         turn.texts.push(typedText(message, false))
+        turn.seqs.push(event.seq)
         return
       }
       case 'turn/end':
