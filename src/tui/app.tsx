@@ -31,7 +31,7 @@ import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
 import { typedMentionBlocks } from '../host/mentions.js'
-import { titleOf } from '../title/index.js'
+import { forkTitle, titleOf } from '../title/index.js'
 import type { RewindPoint } from '../host/rewind.js'
 import { fileChangesAfter, restoreFiles } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
@@ -235,7 +235,7 @@ export class TuiApp extends Service {
     const forkOf = async (source: Session, boundary?: number): Promise<string> => {
       const child = await persistence!.fork(source.id, boundary)
       const title = titleOf(source)
-      if (title !== undefined) child.append('session/title', { title: `${title} (fork)`, messageSeqs: [], source: { kind: 'user' } })
+      if (title !== undefined) child.append('session/title', { title: forkTitle(title), messageSeqs: [], source: { kind: 'user' } })
       return child.id
     }
     /**

@@ -16,7 +16,10 @@ import { scanEvents } from '../session/packed-run.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
-import { titleOf } from '../title/index.js'
+import { forkTitle, titleOf } from '../title/index.js'
+import { rewindPoints, type RewindPoint } from '../host/rewind.js'
+import { fileChangesAfter, restoreFiles } from '../tools/file-changes.js'
+import { displayPath } from '../tools/builtin/paths.js'
 import { emitContained } from '../kernel/index.js'
 import type { ApprovalAnswer, ApprovalService, PendingQuestion, PresetName, QuestionAnswer } from '../approval/api.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
@@ -526,8 +529,53 @@ export class WebApiPlugin extends Service implements WebApiService {
       const boundary = params.boundary === undefined ? undefined : int(params, 'boundary')
       const child = await root.sessionPersistence.fork(source.id, boundary)
       const title = titleOf(source)
-      if (title !== undefined) child.append('session/title', { title: `${title} (fork)`, messageSeqs: [], source: { kind: 'user' } })
+      if (title !== undefined) child.append('session/title', { title: forkTitle(title), messageSeqs: [], source: { kind: 'user' } })
       return this.summary(child)
+    })
+
+    /** The prompt at `seq` to go back to (host/rewind.ts); 400 when it started no turn. */
+    const rewindPoint = (session: Session, seq: number): RewindPoint => {
+      const point = rewindPoints(session.events).find(candidate => candidate.seqs.includes(seq))
+      if (point === undefined) throw new WebApiError(400, 'NOT_A_PROMPT', `seq ${seq} is not a message you typed that started a turn (a message steered into a turn goes back with its turn's prompt)`)
+      return point
+    }
+    const folderOf = (session: Session) => session.header.cwd ?? root.host.cwd
+
+    add('sessions.rewindPreview', async params => {
+      const source = await this.session(str(params, 'id'))
+      const point = rewindPoint(source, int(params, 'seq'))
+      const changes = fileChangesAfter(source.events, point.boundary ?? -1)
+      return {
+        turn: point.turn, text: point.text,
+        files: changes.paths.map(path => displayPath(folderOf(source), path)),
+        otherCalls: [...changes.otherCalls].map(([name, count]) => ({ name, count })),
+      }
+    })
+
+    add('sessions.rewind', async params => {
+      const source = await this.session(str(params, 'id'))
+      if (root.agents.get(source.id)?.status === 'running') throw new WebApiError(409, 'RUNNING', 'stop the running turn before going back')
+      const point = rewindPoint(source, int(params, 'seq'))
+      const folder = folderOf(source)
+      const name = (path: string) => displayPath(folder, path)
+      const restored = params.restoreFiles === true ? await restoreFiles(fileChangesAfter(source.events, point.boundary ?? -1).changes, folder) : undefined
+      let child: Session
+      if (point.boundary === undefined) {
+        // Nothing before the first prompt to keep: a new session in the same folder and model.
+        const live = root.agents.get(source.id)
+        const route = live !== undefined ? { provider: live.config.provider, model: live.config.model } : this.route()
+        child = root.agents.create({ ...source.header.cwd === undefined ? {} : { cwd: source.header.cwd }, ...route === undefined ? {} : { loop: route } }).session
+      } else {
+        child = await root.sessionPersistence.fork(source.id, point.boundary)
+        const title = titleOf(source)
+        if (title !== undefined) child.append('session/title', { title: forkTitle(title), messageSeqs: [], source: { kind: 'user' } })
+      }
+      return {
+        session: this.summary(child), text: point.text,
+        ...restored === undefined ? {} : {
+          files: { restored: restored.restored.map(name), removed: restored.removed.map(name), kept: restored.kept.map(({ path, why }) => ({ path: name(path), why })) },
+        },
+      }
     })
 
     add('sessions.delete', async params => {

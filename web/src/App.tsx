@@ -16,6 +16,7 @@ import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
 import { QuestionCards, type PendingQuestion } from './question'
 import { useBottomPin, type ViewAnchor } from './pin'
 import { appendLiveOutput, clearLiveOutput } from './live-output'
+import { EditMessage, takeDraft } from './rewind'
 
 type Theme = 'light' | 'dark'
 
@@ -805,7 +806,7 @@ const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { 
     case 'shell':
       return <div className="row assistant-row" data-testid="user-shell"><ToolCallCard call={item.call} /></div>
     case 'user':
-      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.images ? <MessageImages sessionId={sessionId} images={item.images} /> : null}{item.text}</div>{item.references ? <References paths={item.references} /> : null}</div>
+      return <div className="row user-row" data-testid="user-message"><div className="bubble">{item.images ? <MessageImages sessionId={sessionId} images={item.images} /> : null}{item.text}</div>{item.references ? <References paths={item.references} /> : null}<EditMessage sessionId={sessionId} seq={item.seq} onSelect={onSelect} onError={onError} /></div>
     case 'assistant':
       return (
         <div className={`row assistant-row ${item.streaming ? 'streaming' : ''}`} data-testid="assistant-message">
@@ -971,7 +972,8 @@ function QueueDock(props: { id: string; running: boolean; inbox: InboxSnapshot; 
 }
 
 function Composer(props: { sessionId: string; running: boolean; onSend(text: string, mode: 'prompt' | 'steer', mentions: string[] | undefined, images: readonly PendingImage[]): Promise<boolean>; onStop(): void }) {
-  const [text, setText] = useState('')
+  // A session opened by going back to an earlier message starts with that message (rewind.tsx).
+  const [text, setText] = useState(() => takeDraft(props.sessionId) ?? '')
   const attachments = useImageAttachments()
   const area = useRef<HTMLTextAreaElement>(null)
   // Typing opens the model's connection on the server ahead of the message (at most once a
