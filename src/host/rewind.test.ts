@@ -7,24 +7,13 @@ import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
 import { rewindPoints } from './rewind.js'
 import { SessionsServicePlugin } from '../session/service.js'
-import { packEvents, type ChunkRow } from '../session/chunk-rows.js'
-import { PackedRun, eventList, type EventSlot } from '../session/packed-run.js'
+import { packedList } from '../session/testing/helpers.js'
 import { appendTurn, prng } from '../persistence/testing/workload.js'
 import { assistantMessage, userMessage } from '../session/testing/fixtures.js'
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 
-function packed(events: readonly SessionEvent[]): readonly SessionEvent[] {
-  const slots: EventSlot[] = []
-  for (const line of packEvents(events)) {
-    if (line.type.endsWith('-chunks')) {
-      const run = PackedRun.fromRow(JSON.parse(JSON.stringify(line)) as ChunkRow)
-      for (let k = 0; k < run.length; k++) slots.push(run)
-    } else slots.push(JSON.parse(JSON.stringify(line)) as SessionEvent)
-  }
-  return eventList(slots)
-}
 
 /** A turn whose first step carries `opening`, a second step carrying `steered` (if any). */
 function turn(session: Session, opening: readonly UserMessage[], steered?: UserMessage): void {
@@ -81,7 +70,7 @@ describe('rewind points', () => {
         else await appendTurn(session, { rng, chunks: () => 2 + Math.floor(rng() * 5) })
       }
       const live = rewindPoints(session.events)
-      expect(rewindPoints(packed(session.events))).toEqual(live)
+      expect(rewindPoints(packedList(session.events))).toEqual(live)
       for (const point of live) {
         if (point.boundary === undefined) {
           expect(point.turn).toBe(1)

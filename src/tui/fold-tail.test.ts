@@ -7,24 +7,12 @@ import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
 import { ConversationFold, foldTail } from './fold.js'
 import { SessionsServicePlugin } from '../session/service.js'
-import { packEvents, type ChunkRow } from '../session/chunk-rows.js'
-import { PackedRun, eventList, type EventSlot } from '../session/packed-run.js'
+import { packedList } from '../session/testing/helpers.js'
 import { appendTurn, prng } from '../persistence/testing/workload.js'
 import { assistantMessage, userMessage } from '../session/testing/fixtures.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 
-/** The list a store's reader builds from packed lines: one slot per member, naming its run. */
-function packed(events: readonly SessionEvent[]): readonly SessionEvent[] {
-  const slots: EventSlot[] = []
-  for (const line of packEvents(events)) {
-    if (line.type.endsWith('-chunks')) {
-      const run = PackedRun.fromRow(JSON.parse(JSON.stringify(line)) as ChunkRow)
-      for (let k = 0; k < run.length; k++) slots.push(run)
-    } else slots.push(JSON.parse(JSON.stringify(line)) as SessionEvent)
-  }
-  return eventList(slots)
-}
 
 /** A turn with one model answer whose usage is `inputTokens`, no tools. */
 function answeredTurn(session: Session, inputTokens: number): void {
@@ -72,7 +60,7 @@ describe('conversation fold of a resumed log', () => {
       for (let k = pick(7); k > 0; k--) cancelledTurn(session)
       // Sometimes a turn still open (a crash mid-stream or mid-tool).
       if (pick(2) === 0) await appendTurn(session, { rng, stopAfter: 1 + pick(40) })
-      for (const events of [session.events, packed(session.events)]) {
+      for (const events of [session.events, packedList(session.events)]) {
         const full = fullFold(events)
         for (const minItems of [1, 5, 12, 60]) {
           const { fold, hiddenTurns } = foldTail(events, minItems)

@@ -81,6 +81,16 @@ function sessionLog(home: string): { type: string; data: any }[] {
   throw new Error('no stored session')
 }
 
+/** Every stored session's log, by session id. */
+function logs(home: string): Map<string, string> {
+  const root = join(home, 'sessions')
+  const found = new Map<string, string>()
+  for (const project of readdirSync(root).filter(name => !name.startsWith('.'))) {
+    for (const id of readdirSync(join(root, project))) found.set(id, readFileSync(join(root, project, id, 'session.jsonl'), 'utf8'))
+  }
+  return found
+}
+
 function toolCall(id: string, name: string, args: unknown): FakeResponse {
   return streamResponse([{ toolCall: { id, name, arguments: JSON.stringify(args) } }, { finish: 'tool_calls', usage }])
 }
@@ -566,26 +576,15 @@ describe.skipIf(!tmux)('dsh terminal app: /resume (tmux)', () => {
     await send(terminal, 'and again')
     await terminal.waitFor('BACK_IN_THE_FIRST', { history: true })
     await quit(terminal)
-    const root = join(home, 'sessions')
-    const logs = readdirSync(root).filter(project => !project.startsWith('.'))
-      .flatMap(project => readdirSync(join(root, project)).map(session => readFileSync(join(root, project, session, 'session.jsonl'), 'utf8')))
-    expect(logs).toHaveLength(2)
-    const first = logs.find(log => log.includes('FIRST_SESSION_ANSWER'))!
+    const stored = [...logs(home).values()]
+    expect(stored).toHaveLength(2)
+    const first = stored.find(log => log.includes('FIRST_SESSION_ANSWER'))!
     expect(first).toContain('BACK_IN_THE_FIRST')
     expect(first).toContain(id)
   })
 })
 
 describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forking (tmux)', () => {
-  /** Every stored session's log lines, by session id. */
-  function logs(home: string): Map<string, string> {
-    const root = join(home, 'sessions')
-    const found = new Map<string, string>()
-    for (const project of readdirSync(root).filter(name => !name.startsWith('.'))) {
-      for (const id of readdirSync(join(root, project))) found.set(id, readFileSync(join(root, project, id, 'session.jsonl'), 'utf8'))
-    }
-    return found
-  }
   const userTexts = (body: any): string[] => body.messages.filter((message: any) => message.role === 'user')
     .map((message: any) => typeof message.content === 'string' ? message.content : message.content.map((part: any) => part.text ?? '').join(''))
     .filter((text: string) => !text.startsWith('Current runtime context'))
