@@ -17,6 +17,7 @@ describe('write', () => {
     expect(resultText(record)).toBe(`Created ${file('deep/er/new.txt')} (2 lines, 8 bytes)`)
     expect(record.meta).toMatchObject({ created: true, lines: 2, bytes: 8 })
     expect(await readFile(file('deep/er/new.txt'), 'utf8')).toBe('one\ntwo\n')
+    expect(resultText(await h.call('write', { file_path: 'one.txt', content: 'one\n' }))).toBe(`Created ${file('one.txt')} (1 line, 4 bytes)`)
   })
 
   it('refuses to overwrite an existing file that was not read in this session', async () => {

@@ -12,6 +12,7 @@ import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, writeFileFenced, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { withSpill } from './spill.js'
+import { plural } from '../../host/numbers.js'
 
 export interface WriteToolConfig {
   /** Diffs larger than this (characters) are left out of `meta` (the log keeps meta forever). */
@@ -84,14 +85,14 @@ export function createWriteTool(ledger: FileObservations, config: WriteToolConfi
       const size = Buffer.byteLength(args.content)
       if (before === undefined) {
         return {
-          content: [{ type: 'text', text: `Created ${path} (${lines} lines, ${size} bytes)` }],
+          content: [{ type: 'text', text: `Created ${path} (${plural(lines, 'line')}, ${plural(size, 'byte')})` }],
           meta: { path, created: true, lines, bytes: size },
         }
       }
       const diff = unifiedDiff(displayPath(context.cwd, path), before, args.content)
       const diffMeta: Record<string, JsonValue> = diff === undefined ? {} : diff.length <= maxMetaDiff ? { diff } : { diffOmitted: true }
       return {
-        content: [{ type: 'text', text: `Overwrote ${path} (${lines} lines, ${size} bytes)` }],
+        content: [{ type: 'text', text: `Overwrote ${path} (${plural(lines, 'line')}, ${plural(size, 'byte')})` }],
         meta: { path, created: false, lines, bytes: size, ...diffMeta },
       }
     }),
