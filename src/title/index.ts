@@ -53,12 +53,12 @@ function lastTitle(session: Pick<Session, 'events'>): SessionTitleData | undefin
   return undefined
 }
 
-/** The session's current title: the data of its last `session/title` event. */
 /** A fork's title: the source's, marked once (a fork of a fork is not "(fork) (fork)"). */
 export function forkTitle(title: string): string {
   return title.endsWith(' (fork)') ? title : `${title} (fork)`
 }
 
+/** The session's current title: the data of its last `session/title` event. */
 export function titleOf(session: Pick<Session, 'events'>): string | undefined {
   return lastTitle(session)?.title
 }

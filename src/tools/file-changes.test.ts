@@ -2,7 +2,8 @@
  * Putting files back from the log: the real `write` and `edit` tools change files, their results
  * become log events, and `restoreFiles` undoes them from what the events hold.
  */
-import { readFile, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -97,5 +98,68 @@ describe('file changes from the log', () => {
     ])
     expect(await readFile(file('a.txt'), 'utf8')).toBe('gamma\n')
     expect(await readFile(file('made.txt'), 'utf8')).toBe('new, then longer\n')
+  })
+
+  it('a hunk is undone only where it was, never at a like place elsewhere; a diff that does not parse is named; a name starting with .. is inside', async () => {
+    h = await toolsHarness()
+    const file = (name: string) => join(h!.cwd, name)
+    const block = (v: string) => `  a\n  b\n  c\n  ${v}\n  d\n  e\n  f\n`
+    const filler = Array.from({ length: 20 }, (_, i) => `line${i}\n`).join('')
+    await writeFile(file('f.txt'), block('X') + filler + block('Y'))
+    await writeFile(file('..notes'), 'old\n')
+    const r = recorder(h)
+    await r.call('read', { file_path: 'f.txt' })
+    await r.call('read', { file_path: '..notes' })
+    r.mark()
+    await r.call('edit', { file_path: 'f.txt', old_string: '  X', new_string: '  Y' })
+    await r.call('edit', { file_path: '..notes', old_string: 'old', new_string: 'new' })
+    // By hand since: the block the model changed is gone; an identical block further down stays.
+    await writeFile(file('f.txt'), filler + block('Y'))
+    const found = fileChangesAfter(r.events, 2)
+    const damaged = { seq: 50, path: file('g.txt'), kind: 'patched' as const, diff: '--- g\n+++ g\n@@ -1,1 +1,1 @@\n?what\n' }
+    await writeFile(file('g.txt'), 'g\n')
+    const outcome = await restoreFiles([...found.changes, damaged], h.cwd)
+    expect(outcome.kept).toEqual([
+      { path: file('f.txt'), why: 'it changed since' },
+      { path: file('g.txt'), why: 'its change in the log cannot be read' },
+    ])
+    expect(outcome.restored).toEqual([file('..notes')])
+    expect(await readFile(file('f.txt'), 'utf8')).toBe(filler + block('Y'))
+    expect(await readFile(file('..notes'), 'utf8')).toBe('old\n')
+  })
+
+  it('never writes through a link: a folder swapped for a link to elsewhere, or the file itself a link, is left alone', async () => {
+    h = await toolsHarness()
+    const file = (name: string) => join(h!.cwd, name)
+    const elsewhere = await mkdtemp(join(tmpdir(), 'dsh-elsewhere-'))
+    try {
+      await mkdir(file('d'))
+      await writeFile(file('d/conf'), 'safe\n')
+      await writeFile(file('plain.txt'), 'one\n')
+      const r = recorder(h)
+      await r.call('read', { file_path: 'd/conf' })
+      await r.call('read', { file_path: 'plain.txt' })
+      r.mark()
+      await r.call('edit', { file_path: 'd/conf', old_string: 'safe', new_string: 'changed' })
+      await r.call('edit', { file_path: 'plain.txt', old_string: 'one', new_string: 'two' })
+      // Since then: `d` is a link to a folder outside, whose file reads as the model left it;
+      // plain.txt is a link to a file outside with the content the model wrote.
+      await writeFile(join(elsewhere, 'conf'), 'changed\n')
+      await writeFile(join(elsewhere, 'target.txt'), 'two\n')
+      await rm(file('d'), { recursive: true })
+      await symlink(elsewhere, file('d'))
+      await rm(file('plain.txt'))
+      await symlink(join(elsewhere, 'target.txt'), file('plain.txt'))
+      const outcome = await restoreFiles(fileChangesAfter(r.events, 2).changes, h.cwd)
+      expect(outcome.restored).toEqual([])
+      expect(outcome.kept).toEqual([
+        { path: file('d/conf'), why: 'its folder leads outside the session folder' },
+        { path: file('plain.txt'), why: 'it is a link now' },
+      ])
+      expect(await readFile(join(elsewhere, 'conf'), 'utf8')).toBe('changed\n')
+      expect(await readFile(join(elsewhere, 'target.txt'), 'utf8')).toBe('two\n')
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true })
+    }
   })
 })

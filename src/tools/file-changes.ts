@@ -10,8 +10,8 @@
  * too: they are counted, not undone.
  */
 import { createRequire } from 'node:module'
-import { readFile, unlink, writeFile } from 'node:fs/promises'
-import { isAbsolute, relative } from 'node:path'
+import { lstat, readFile, realpath, unlink, writeFile } from 'node:fs/promises'
+import { dirname, isAbsolute, relative, sep } from 'node:path'
 import type { SessionEvent } from '../session/types.js'
 import { scanEvents } from '../session/packed-run.js'
 
@@ -90,10 +90,11 @@ export async function restoreFiles(changes: readonly FileChange[], root: string)
   const kept: { path: string; why: string }[] = []
   const byPath = new Map<string, FileChange[]>()
   for (const change of changes) byPath.set(change.path, [...byPath.get(change.path) ?? [], change])
+  const realRoot = await realpath(root).catch(() => undefined)
   for (const [path, list] of byPath) {
-    const inside = relative(root, path)
-    if (!isAbsolute(path) || inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
-      kept.push({ path, why: 'outside the session folder' })
+    const outside = await outsideOf(realRoot, root, path)
+    if (outside !== undefined) {
+      kept.push({ path, why: outside })
       continue
     }
     let text: string | undefined
@@ -114,10 +115,20 @@ export async function restoreFiles(changes: readonly FileChange[], root: string)
         if (Buffer.byteLength(text) !== change.bytes) why = 'it changed since it was written'
         else text = undefined
       } else {
-        const patches = diff.parsePatch(change.diff)
-        const undone = patches.length === 1 ? diff.applyPatch(text, diff.reversePatch(patches[0])) : false
-        if (undone === false) why = 'it changed since'
-        else text = undone
+        let reversed: import('diff').StructuredPatch | undefined
+        try {
+          const patches = diff.parsePatch(change.diff)
+          if (patches.length === 1) reversed = diff.reversePatch(patches[0]) as import('diff').StructuredPatch
+        } catch {
+          // A diff the log holds but that does not parse (a damaged or hand-made log).
+        }
+        if (reversed === undefined) why = 'its change in the log cannot be read'
+        else {
+          // Only where the change was: the library would also try the hunk at other lines.
+          const undone = fitsInPlace(text, reversed) ? diff.applyPatch(text, reversed) : false
+          if (undone === false) why = 'it changed since'
+          else text = undone
+        }
       }
     }
     if (why !== undefined) {
@@ -137,4 +148,35 @@ export async function restoreFiles(changes: readonly FileChange[], root: string)
     }
   }
   return { restored, removed, kept }
+}
+
+/**
+ * Why `path` is not to be touched, or undefined: it must lie in the session folder as written
+ * and once links are resolved (its folder's real path inside the folder's), and not be a link
+ * itself, so a link swapped in since cannot send the write elsewhere.
+ */
+async function outsideOf(realRoot: string | undefined, root: string, path: string): Promise<string | undefined> {
+  if (!isAbsolute(path) || !within(root, path)) return 'outside the session folder'
+  if (realRoot === undefined) return 'the session folder is gone'
+  const folder = await realpath(dirname(path)).catch(() => undefined)
+  if (folder === undefined) return 'its folder is gone'
+  if (folder !== realRoot && !within(realRoot, folder)) return 'its folder leads outside the session folder'
+  const stat = await lstat(path).catch(() => undefined)
+  if (stat !== undefined && !stat.isFile()) return stat.isSymbolicLink() ? 'it is a link now' : 'it is not a file now'
+  return undefined
+}
+
+function within(root: string, path: string): boolean {
+  const inside = relative(root, path)
+  return inside !== '' && inside !== '..' && !inside.startsWith(`..${sep}`) && !isAbsolute(inside)
+}
+
+/** Whether every hunk's old lines stand exactly where the hunk says, in `text`. */
+function fitsInPlace(text: string, patch: { readonly hunks: readonly { readonly oldStart: number; readonly lines: readonly string[] }[] }): boolean {
+  const lines = text.split('\n')
+  for (const hunk of patch.hunks) {
+    const expected = hunk.lines.filter(line => line[0] === ' ' || line[0] === '-').map(line => line.slice(1))
+    for (let i = 0; i < expected.length; i++) if (lines[hunk.oldStart - 1 + i] !== expected[i]) return false
+  }
+  return true
 }

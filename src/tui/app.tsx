@@ -199,8 +199,9 @@ export class TuiApp extends Service {
       }))
     const commands = (): readonly TuiCommand[] => [...BUILTIN_COMMANDS, ...shared()]
     /** Puts a new (`undefined`) or stored session in place of the current one, which stays stored. */
-    const switchTo = async (sessionId: string | undefined, what: string) => {
-      const next = await this.openAgent(sessionId, cwd, route)
+    const switchTo = async (sessionId: string | undefined, what: string, options: { folder?: string; prepare?: (session: Session) => void } = {}) => {
+      const next = await this.openAgent(sessionId, options.folder ?? cwd, route)
+      options.prepare?.(next.session)
       applyPermission(next.session)
       const previous = store.agent
       store.switchAgent(next)
@@ -253,10 +254,19 @@ export class TuiApp extends Service {
       }
       const source = store.agent.session
       const folder = source.header.cwd ?? cwd
-      // The files first, from the log of the session being left (its events after the boundary).
+      const copy = point.boundary === undefined ? undefined : await forkOf(source, point.boundary)
+      // The files once the copy exists (a failed fork leaves them), from the log of the session
+      // being left: its events after the boundary.
       const restored = restore ? await restoreFiles(fileChangesAfter(source.events, point.boundary ?? -1).changes, folder) : undefined
-      if (point.boundary === undefined) await switchTo(undefined, 'Back to before your first prompt: new session')
-      else await switchTo(await forkOf(source, point.boundary), `Back to before turn ${point.turn}, in a copy: session`)
+      // The sandbox mode and approval policy in force now hold in the copy too (--permission-mode
+      // still comes last); a change made after the turn the copy ends with is not lost.
+      const prepare = (session: Session) => {
+        if (approval === undefined) return
+        approval.setMode(session, approval.mode(source))
+        approval.setPolicy(session, approval.policy(source))
+      }
+      if (copy === undefined) await switchTo(undefined, 'Back to before your first prompt: new session', { folder, prepare })
+      else await switchTo(copy, `Back to before turn ${point.turn}, in a copy: session`, { folder, prepare })
       if (restored !== undefined) {
         const name = (path: string) => displayPath(folder, path)
         const done = [

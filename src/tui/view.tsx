@@ -470,6 +470,7 @@ export function ConversationView(props: ViewProps): ReactNode {
         return
       }
       if (running) {
+        setEscArmed(false)
         const restored = actions.cancel()
         if (restored.length > 0) setEditor(state => setText(state, [...restored, state.text].filter(Boolean).join('\n')))
       } else if (editor.text === '' && actions.openRewind !== undefined) {

@@ -558,7 +558,6 @@ export class WebApiPlugin extends Service implements WebApiService {
       const point = rewindPoint(source, int(params, 'seq'))
       const folder = folderOf(source)
       const name = (path: string) => displayPath(folder, path)
-      const restored = params.restoreFiles === true ? await restoreFiles(fileChangesAfter(source.events, point.boundary ?? -1).changes, folder) : undefined
       let child: Session
       if (point.boundary === undefined) {
         // Nothing before the first prompt to keep: a new session in the same folder and model.
@@ -570,6 +569,15 @@ export class WebApiPlugin extends Service implements WebApiService {
         const title = titleOf(source)
         if (title !== undefined) child.append('session/title', { title: forkTitle(title), messageSeqs: [], source: { kind: 'user' } })
       }
+      // The sandbox mode and approval policy in force now hold in the copy too (a change made
+      // after the turn the copy ends with would otherwise be lost, and a stricter one with it).
+      const approval = root.get('approval') as ApprovalService | undefined
+      if (approval !== undefined) {
+        approval.setMode(child, approval.mode(source))
+        approval.setPolicy(child, approval.policy(source))
+      }
+      // The files once the copy exists: a failed fork leaves them as they are.
+      const restored = params.restoreFiles === true ? await restoreFiles(fileChangesAfter(source.events, point.boundary ?? -1).changes, folder) : undefined
       return {
         session: this.summary(child), text: point.text,
         ...restored === undefined ? {} : {

@@ -72,6 +72,7 @@ describe.skipIf(chromium.path === undefined)('editing an earlier message in the 
     expect(await page.getByText('SECOND_ANSWER').count()).toBe(0)
     expect(readFileSync(join(work, 'app.txt'), 'utf8')).toBe('hello\n')
     expect(existsSync(join(work, 'notes', 'new.md'))).toBe(false)
+    await page.getByText('Files as they were before turn 2: put back app.txt; removed notes/new.md (written since).').waitFor()
     await page.locator('.session-row').filter({ hasText: '(fork)' }).waitFor()
     await page.screenshot({ path: join(shots, 'rewind-copy.png') })
 

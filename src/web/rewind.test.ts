@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { hang, text, toolCalls } from '../../test-support/scripted-model.js'
 import { apiClient, startWebApi, type WebApiHarness } from '../../test-support/web-api.js'
 import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
+import { ApprovalPlugin } from '../approval/service.js'
 
 const TOKEN = 'test-token-0123456789abcdef'
 
@@ -21,7 +22,7 @@ describe('dsh web: going back to an earlier prompt', () => {
 
   beforeEach(async () => {
     home = mkdtempSync(join(tmpdir(), 'dsh-web-rewind-'))
-    harness = await startWebApi({ home, token: TOKEN, plugins: [ctx => ctx.plugin(BuiltinToolsPlugin, { bash: false })] })
+    harness = await startWebApi({ home, token: TOKEN, plugins: [ctx => ctx.plugin(ApprovalPlugin), ctx => ctx.plugin(BuiltinToolsPlugin, { bash: false })] })
     port = harness.port
   })
   afterEach(async () => {
@@ -53,6 +54,8 @@ describe('dsh web: going back to an earlier prompt', () => {
     expect(await ok('sessions.rewindPreview', { id: created.id, seq: second })).toEqual({ turn: 2, text: 'second question', files: ['app.txt', 'new.md'], otherCalls: [] })
     expect((await call('sessions.rewindPreview', { id: created.id, seq: 0 })).json.error.code).toBe('NOT_A_PROMPT')
 
+    // Made stricter after the second turn: the copy ends before that change, and keeps it.
+    await ok('permission.set', { id: created.id, preset: 'read-only' })
     const back = await ok('sessions.rewind', { id: created.id, seq: second, restoreFiles: true })
     expect(back.text).toBe('second question')
     expect(back.files).toEqual({ restored: ['app.txt'], removed: ['new.md'], kept: [] })
@@ -60,6 +63,7 @@ describe('dsh web: going back to an earlier prompt', () => {
     expect(readFileSync(join(cwd, 'app.txt'), 'utf8')).toBe('hello\n')
     expect(existsSync(join(cwd, 'new.md'))).toBe(false)
     const copy = ctx.sessions.get(back.session.id)!
+    expect(ctx.approval.preset(copy)).toBe('read-only')
     expect(copy.events.some(event => event.type === 'turn/start' && (event.data as { turn: number }).turn === 2)).toBe(false)
     expect(copy.events.filter(event => event.type === 'turn/end')).toHaveLength(1)
     // The copy takes the edited prompt as its second turn; the session left keeps its own.
@@ -85,5 +89,6 @@ describe('dsh web: going back to an earlier prompt', () => {
     expect(first.files).toBeUndefined()
     expect(first.session.parentSession).toBeUndefined()
     expect(first.session.turns).toBe(0)
+    expect(ctx.approval.preset(ctx.sessions.get(first.session.id)!)).toBe('read-only')
   })
 })

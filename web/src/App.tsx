@@ -16,7 +16,7 @@ import { ArchiveButton, ArchivedToggle, inArchiveView } from './archive'
 import { QuestionCards, type PendingQuestion } from './question'
 import { useBottomPin, type ViewAnchor } from './pin'
 import { appendLiveOutput, clearLiveOutput } from './live-output'
-import { EditMessage, takeDraft } from './rewind'
+import { EditMessage, takeDraft, takeNotices } from './rewind'
 
 type Theme = 'light' | 'dark'
 
@@ -504,6 +504,8 @@ function Chat(props: {
       // The newest page starts at a turn: its seed gives the state the events before it set.
       fold.seed(history.seed ?? [])
       fold.apply(history.events)
+      // What going back to an earlier message did to the files (rewind.tsx), once.
+      for (const notice of takeNotices(id)) fold.notice(notice.level, notice.text)
       paging.current = { from: history.from ?? 0, more: history.more === true, busy: false }
       setFrom(paging.current.from)
       setMore(paging.current.more)

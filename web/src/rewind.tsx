@@ -29,20 +29,41 @@ export function takeDraft(sessionId: string): string | undefined {
   return text
 }
 
+export interface PendingNotice { readonly level: 'info' | 'warning'; readonly text: string }
+
+/** Lines for the conversation of a session about to open (what was put back), taken once it has loaded. */
+const notices = new Map<string, PendingNotice[]>()
+
+export function takeNotices(sessionId: string): readonly PendingNotice[] {
+  const list = notices.get(sessionId) ?? []
+  notices.delete(sessionId)
+  return list
+}
+
+function filesNotices(turn: number, files: NonNullable<RewindResult['files']>): PendingNotice[] {
+  const done = [
+    ...files.restored.length > 0 ? [`put back ${files.restored.join(', ')}`] : [],
+    ...files.removed.length > 0 ? [`removed ${files.removed.join(', ')} (written since)`] : [],
+  ]
+  return [
+    ...done.length > 0 ? [{ level: 'info' as const, text: `Files as they were before turn ${turn}: ${done.join('; ')}.` }] : [],
+    ...files.kept.map(file => ({ level: 'warning' as const, text: `Left ${file.path} as it is: ${file.why}.` })),
+  ]
+}
+
 const times = (count: number) => `${count} time${count === 1 ? '' : 's'}`
 
 export function EditMessage(props: { sessionId: string; seq: number; onSelect(id: string): void; onError(error: unknown): void }) {
   const [asking, setAsking] = useState<RewindPreview | undefined>()
   const [busy, setBusy] = useState(false)
-  const go = async (restoreFiles: boolean) => {
+  const go = async (restoreFiles: boolean, turn: number) => {
     setBusy(true)
     try {
       const result = await call<RewindResult>('sessions.rewind', { id: props.sessionId, seq: props.seq, restoreFiles })
       drafts.set(result.session.id, result.text)
+      if (result.files !== undefined) notices.set(result.session.id, filesNotices(turn, result.files))
       setAsking(undefined)
       props.onSelect(result.session.id)
-      const kept = result.files?.kept ?? []
-      if (kept.length > 0) props.onError(new Error(`Left as they are: ${kept.map(file => `${file.path} (${file.why})`).join(', ')}.`))
     } catch (error) {
       props.onError(error)
     } finally {
@@ -52,7 +73,7 @@ export function EditMessage(props: { sessionId: string; seq: number; onSelect(id
   const start = async () => {
     try {
       const preview = await call<RewindPreview>('sessions.rewindPreview', { id: props.sessionId, seq: props.seq })
-      if (preview.files.length === 0) await go(false)
+      if (preview.files.length === 0) await go(false, preview.turn)
       else setAsking(preview)
     } catch (error) {
       props.onError(error)
@@ -65,10 +86,10 @@ export function EditMessage(props: { sessionId: string; seq: number; onSelect(id
   return (
     <div className="rewind-files" role="group" aria-label="Files changed since this message" data-testid="rewind-files">
       <p>From here on, write and edit changed {asking.files.length === 1 ? '1 file' : `${asking.files.length} files`}: <span className="paths">{asking.files.join(', ')}</span>.</p>
-      {others !== '' ? <p className="muted">Also {others}: what that changed is not put back.</p> : null}
+      {others !== '' ? <p className="muted">Also {others}: what that changed, if anything, is not put back.</p> : null}
       <div className="rewind-actions">
-        <button className="primary" onClick={() => void go(true)} disabled={busy} data-testid="rewind-restore">Put the files back and edit</button>
-        <button onClick={() => void go(false)} disabled={busy} data-testid="rewind-keep">Edit, leave the files</button>
+        <button className="primary" onClick={() => void go(true, asking.turn)} disabled={busy} data-testid="rewind-restore">Put the files back and edit</button>
+        <button onClick={() => void go(false, asking.turn)} disabled={busy} data-testid="rewind-keep">Edit, leave the files</button>
         <button className="ghost" onClick={() => setAsking(undefined)} disabled={busy}>Cancel</button>
       </div>
     </div>
