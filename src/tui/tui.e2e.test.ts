@@ -675,6 +675,27 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
     await quit(terminal)
   })
 
+  it('going back to the first prompt of a session from another folder opens the new session in that folder', async () => {
+    const { home, cwd } = tempHome()
+    const other = mkdtempSync(join(tmpdir(), 'dsh-tui-other-'))
+    server.enqueue(streamResponse([{ text: 'STORED_THERE' }, { finish: 'stop', usage }]))
+    const stored = await runDsh(['--profile', 'headless', '--patch', patch, '--output', 'json', '--cwd', other, 'asked over there'], { env: env(home) })
+    expect(stored.code, stored.stderr).toBe(0)
+    const id = JSON.parse(stored.stdout).sessionId as string
+    const terminal = shell(home, cwd, { height: 30 })
+    await openApp(terminal, `--session ${id}`)
+    await terminal.waitFor('STORED_THERE', { history: true })
+    terminal.type('/rewind')
+    terminal.keys('Enter')
+    await terminal.waitFor(/› turn 1 · .* · asked over there/)
+    terminal.keys('Enter')
+    const opened = await terminal.waitFor(/Back to before your first prompt: new session\s+[0-9a-f-]{36}/, { history: true })
+    const fresh = /new session\s+([0-9a-f-]{36})/.exec(opened)![1]
+    await quit(terminal)
+    const header = JSON.parse(logs(home).get(fresh)!.split('\n')[0]) as { cwd?: string }
+    expect(header.cwd).toBe(other)
+  })
+
   it('/rewind to the first prompt opens a new session; /fork continues in a copy; Esc closes the list; a quick second Esc opens it', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(
