@@ -138,6 +138,11 @@ export interface ApprovalService {
   pending(sessionId?: string): readonly PendingApproval[]
   delegate(parent: ApprovalSession, child: ApprovalSession): void
   /**
+   * `to` runs with the mode and policy `from` runs with now (a user's copy of a session going
+   * back to an earlier point keeps what is in force); knob events only for what differs.
+   */
+  adoptKnobs(from: ApprovalSession, to: ApprovalSession): void
+  /**
    * Asks the user through the registered question answerers (first answer wins). None, a throw
    * or a malformed answer ⇒ `unavailable` (fail closed). Answers name only asked ids; chosen
    * labels must be offered options (one unless `multiSelect`).

@@ -192,6 +192,11 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     this.setPolicy(child, 'never', 'delegation')
   }
 
+  adoptKnobs(from: ApprovalSession, to: ApprovalSession): void {
+    this.setMode(to, this.mode(from))
+    this.setPolicy(to, this.policy(from))
+  }
+
   answerer(answerer: ApprovalAnswerer): () => void {
     if (typeof answerer !== 'function') throw new TypeError('approval: an answerer must be a function')
     const dispose = this.ctx.effect(() => {

@@ -58,6 +58,18 @@ export function forkTitle(title: string): string {
   return title.endsWith(' (fork)') ? title : `${title} (fork)`
 }
 
+/**
+ * A user's fork (S-14: the web's Fork, the terminal's /fork, going back to an earlier prompt):
+ * the stored copy of `source` up to `boundary` (its end by default), titled `forkTitle` of the
+ * source's title when it has one.
+ */
+export async function forkTitled(persistence: { fork(sourceId: string, boundary?: number): Promise<Session> }, source: Session, boundary?: number): Promise<Session> {
+  const child = await persistence.fork(source.id, boundary)
+  const title = titleOf(source)
+  if (title !== undefined) child.append('session/title', { title: forkTitle(title), messageSeqs: [], source: { kind: 'user' } })
+  return child
+}
+
 /** The session's current title: the data of its last `session/title` event. */
 export function titleOf(session: Pick<Session, 'events'>): string | undefined {
   return lastTitle(session)?.title

@@ -74,6 +74,22 @@ export interface RestoreOutcome {
   readonly kept: readonly { readonly path: string; readonly why: string }[]
 }
 
+/**
+ * What going back to before `turn` did to the files, as the conversation says it (the terminal
+ * app and the web show the same lines): one line for what was put back and removed, one warning
+ * per file left as it is. `name` shows a path (relative to the session's folder).
+ */
+export function restoreLines(turn: number, outcome: RestoreOutcome, name: (path: string) => string): { level: 'info' | 'warning'; text: string }[] {
+  const done = [
+    ...outcome.restored.length > 0 ? [`put back ${outcome.restored.map(name).join(', ')}`] : [],
+    ...outcome.removed.length > 0 ? [`removed ${outcome.removed.map(name).join(', ')} (written since)`] : [],
+  ]
+  return [
+    ...done.length > 0 ? [{ level: 'info' as const, text: `Files as they were before turn ${turn}: ${done.join('; ')}.` }] : [],
+    ...outcome.kept.map(({ path, why }) => ({ level: 'warning' as const, text: `Left ${name(path)} as it is: ${why}.` })),
+  ]
+}
+
 let diffModule: typeof import('diff') | undefined
 
 /**

@@ -31,9 +31,9 @@ import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
 import { typedMentionBlocks } from '../host/mentions.js'
-import { forkTitle, titleOf } from '../title/index.js'
+import { forkTitled } from '../title/index.js'
 import type { RewindPoint } from '../host/rewind.js'
-import { fileChangesAfter, restoreFiles } from '../tools/file-changes.js'
+import { restoreFiles, restoreLines, type FileChange } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
 import '../host/index.js'
 import '../agent/api.js'
@@ -223,8 +223,8 @@ export class TuiApp extends Service {
       fork: async () => {
         if (persistence === undefined) return store.notice('error', 'Forking needs a persistence row in the profile.')
         if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before forking the session.')
-        const child = await forkOf(store.agent.session)
-        await switchTo(child, 'Forked into session')
+        const child = await forkTitled(persistence, store.agent.session)
+        await switchTo(child.id, 'Forked into session')
       },
       rewind: () => {
         if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before going back to an earlier prompt.')
@@ -232,18 +232,12 @@ export class TuiApp extends Service {
       },
       list: commands,
     }
-    /** A stored copy of `source` up to `boundary` (its end by default), titled as the web titles forks. */
-    const forkOf = async (source: Session, boundary?: number): Promise<string> => {
-      const child = await persistence!.fork(source.id, boundary)
-      const title = titleOf(source)
-      if (title !== undefined) child.append('session/title', { title: forkTitle(title), messageSeqs: [], source: { kind: 'user' } })
-      return child.id
-    }
     /**
-     * Goes back to before an earlier prompt (rewind.ts): a copy of the session up to the turn
-     * before it opens in place, and the prompt's text is returned for the input box.
+     * Goes back to before an earlier prompt (host/rewind.ts): a copy of the session up to the turn
+     * before it opens in place, with the files `restore` names put back first (the changes the
+     * view found, tools/file-changes.ts); the prompt's text is returned for the input box.
      */
-    const rewindTo = async (point: RewindPoint, restore: boolean): Promise<string | undefined> => {
+    const rewindTo = async (point: RewindPoint, restore: readonly FileChange[] | undefined): Promise<string | undefined> => {
       if (store.agent.status !== 'idle') {
         store.notice('error', 'A turn is running: stop it (Esc) before going back to an earlier prompt.')
         return undefined
@@ -254,28 +248,15 @@ export class TuiApp extends Service {
       }
       const source = store.agent.session
       const folder = source.header.cwd ?? cwd
-      const copy = point.boundary === undefined ? undefined : await forkOf(source, point.boundary)
-      // The files once the copy exists (a failed fork leaves them), from the log of the session
-      // being left: its events after the boundary.
-      const restored = restore ? await restoreFiles(fileChangesAfter(source.events, point.boundary ?? -1).changes, folder) : undefined
+      const copy = point.boundary === undefined ? undefined : (await forkTitled(persistence!, source, point.boundary)).id
+      // The files once the copy exists: a failed fork leaves them.
+      const restored = restore === undefined ? undefined : await restoreFiles(restore, folder)
       // The sandbox mode and approval policy in force now hold in the copy too (--permission-mode
       // still comes last); a change made after the turn the copy ends with is not lost.
-      const prepare = (session: Session) => {
-        if (approval === undefined) return
-        approval.setMode(session, approval.mode(source))
-        approval.setPolicy(session, approval.policy(source))
-      }
+      const prepare = (session: Session) => approval?.adoptKnobs(source, session)
       if (copy === undefined) await switchTo(undefined, 'Back to before your first prompt: new session', { folder, prepare })
       else await switchTo(copy, `Back to before turn ${point.turn}, in a copy: session`, { folder, prepare })
-      if (restored !== undefined) {
-        const name = (path: string) => displayPath(folder, path)
-        const done = [
-          ...restored.restored.length > 0 ? [`put back ${restored.restored.map(name).join(', ')}`] : [],
-          ...restored.removed.length > 0 ? [`removed ${restored.removed.map(name).join(', ')} (written since)`] : [],
-        ]
-        if (done.length > 0) store.notice('info', `Files as they were before turn ${point.turn}: ${done.join('; ')}.`)
-        for (const { path, why } of restored.kept) store.notice('warning', `Left ${name(path)} as it is: ${why}.`)
-      }
+      if (restored !== undefined) for (const line of restoreLines(point.turn, restored, path => displayPath(folder, path))) store.notice(line.level, line.text)
       return point.text
     }
     const readiness = () => this.ctx.llm.adapter(store.agent.config.provider)?.readiness?.()
@@ -361,7 +342,7 @@ export class TuiApp extends Service {
         Promise.resolve(command.run(commandArgs, commandUi)).catch((error: unknown) => store.notice('error', `/${name}: ${(error as Error).message}`))
       },
       exit: () => finish(),
-      rewind: (point: RewindPoint, restore: boolean) => rewindTo(point, restore).catch((error: unknown) => {
+      rewind: (point: RewindPoint, restore: readonly FileChange[] | undefined) => rewindTo(point, restore).catch((error: unknown) => {
         store.notice('error', `going back failed: ${(error as Error).message}`)
         return undefined
       }),

@@ -23,7 +23,7 @@ import {
 import { matchCommands, type TuiCommand } from './commands.js'
 import type { FileIndex } from './files.js'
 import type { RewindPoint } from '../host/rewind.js'
-import type { FileChanges } from '../tools/file-changes.js'
+import type { FileChange, FileChanges } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
 import { plural } from '../host/numbers.js'
 import { age } from '../host/age.js'
@@ -43,10 +43,10 @@ export interface ViewActions {
   /** Opens the list of earlier prompts to go back to (Esc Esc); says so when there is none. */
   openRewind?(): void
   /**
-   * Goes back to before `point` (rewind.ts), first putting back the files its turns changed when
-   * `restoreFiles`; resolves with the text for the input box, if it went.
+   * Goes back to before `point` (host/rewind.ts), first putting back the file changes `restore`
+   * lists (those its turns made); resolves with the text for the input box, if it went.
    */
-  rewind?(point: RewindPoint, restoreFiles: boolean): Promise<string | undefined>
+  rewind?(point: RewindPoint, restore: readonly FileChange[] | undefined): Promise<string | undefined>
 }
 
 export interface ViewInfo {
@@ -538,7 +538,7 @@ export function ConversationView(props: ViewProps): ReactNode {
    */
   const rewindKey = (input: string, key: Key): void => {
     const files = store.rewind!.files
-    const goBack = (point: RewindPoint, restore: boolean) => {
+    const goBack = (point: RewindPoint, restore: readonly FileChange[] | undefined) => {
       store.closeRewind()
       void actions.rewind?.(point, restore).then(text => {
         if (text !== undefined) setEditor(state => setText(state, text))
@@ -553,9 +553,9 @@ export function ConversationView(props: ViewProps): ReactNode {
       if (files !== undefined) store.unpickRewind()
       else store.closeRewind()
     } else if (key.return) {
-      if (files !== undefined) return goBack(files.point, files.choice === 0)
+      if (files !== undefined) return goBack(files.point, files.choice === 0 ? files.changes.changes : undefined)
       const point = store.pickRewind()
-      if (point !== undefined) goBack(point, false)
+      if (point !== undefined) goBack(point, undefined)
     }
   }
   useInput((input, key) => {

@@ -16,9 +16,9 @@ import { scanEvents } from '../session/packed-run.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
 import { isCredentialName } from '../config/credentials.js'
-import { forkTitle, titleOf } from '../title/index.js'
+import { forkTitled, titleOf } from '../title/index.js'
 import { rewindPoints, type RewindPoint } from '../host/rewind.js'
-import { fileChangesAfter, restoreFiles } from '../tools/file-changes.js'
+import { fileChangesAfter, restoreFiles, restoreLines } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
 import { emitContained } from '../kernel/index.js'
 import type { ApprovalAnswer, ApprovalService, PendingQuestion, PresetName, QuestionAnswer } from '../approval/api.js'
@@ -527,10 +527,7 @@ export class WebApiPlugin extends Service implements WebApiService {
     add('sessions.fork', async params => {
       const source = await this.session(str(params, 'id'))
       const boundary = params.boundary === undefined ? undefined : int(params, 'boundary')
-      const child = await root.sessionPersistence.fork(source.id, boundary)
-      const title = titleOf(source)
-      if (title !== undefined) child.append('session/title', { title: forkTitle(title), messageSeqs: [], source: { kind: 'user' } })
-      return this.summary(child)
+      return this.summary(await forkTitled(root.sessionPersistence, source, boundary))
     })
 
     /** The prompt at `seq` to go back to (host/rewind.ts); 400 when it started no turn. */
@@ -564,24 +561,18 @@ export class WebApiPlugin extends Service implements WebApiService {
         const live = root.agents.get(source.id)
         const route = live !== undefined ? { provider: live.config.provider, model: live.config.model } : this.route()
         child = root.agents.create({ ...source.header.cwd === undefined ? {} : { cwd: source.header.cwd }, ...route === undefined ? {} : { loop: route } }).session
-      } else {
-        child = await root.sessionPersistence.fork(source.id, point.boundary)
-        const title = titleOf(source)
-        if (title !== undefined) child.append('session/title', { title: forkTitle(title), messageSeqs: [], source: { kind: 'user' } })
-      }
+      } else child = await forkTitled(root.sessionPersistence, source, point.boundary)
       // The sandbox mode and approval policy in force now hold in the copy too (a change made
       // after the turn the copy ends with would otherwise be lost, and a stricter one with it).
-      const approval = root.get('approval') as ApprovalService | undefined
-      if (approval !== undefined) {
-        approval.setMode(child, approval.mode(source))
-        approval.setPolicy(child, approval.policy(source))
-      }
+      ;(root.get('approval') as ApprovalService | undefined)?.adoptKnobs(source, child)
       // The files once the copy exists: a failed fork leaves them as they are.
       const restored = params.restoreFiles === true ? await restoreFiles(fileChangesAfter(source.events, point.boundary ?? -1).changes, folder) : undefined
       return {
         session: this.summary(child), text: point.text,
         ...restored === undefined ? {} : {
           files: { restored: restored.restored.map(name), removed: restored.removed.map(name), kept: restored.kept.map(({ path, why }) => ({ path: name(path), why })) },
+          // The lines the copy's conversation shows (the terminal app shows the same).
+          notices: restoreLines(point.turn, restored, name),
         },
       }
     })

@@ -18,6 +18,8 @@ interface RewindResult {
   readonly session: SessionSummary
   readonly text: string
   readonly files?: { readonly restored: readonly string[]; readonly removed: readonly string[]; readonly kept: readonly { readonly path: string; readonly why: string }[] }
+  /** What the server put back and left, as lines for the copy's conversation. */
+  readonly notices?: readonly PendingNotice[]
 }
 
 /** Composer text waiting for a session the page is about to open (taken once by its composer). */
@@ -40,28 +42,17 @@ export function takeNotices(sessionId: string): readonly PendingNotice[] {
   return list
 }
 
-function filesNotices(turn: number, files: NonNullable<RewindResult['files']>): PendingNotice[] {
-  const done = [
-    ...files.restored.length > 0 ? [`put back ${files.restored.join(', ')}`] : [],
-    ...files.removed.length > 0 ? [`removed ${files.removed.join(', ')} (written since)`] : [],
-  ]
-  return [
-    ...done.length > 0 ? [{ level: 'info' as const, text: `Files as they were before turn ${turn}: ${done.join('; ')}.` }] : [],
-    ...files.kept.map(file => ({ level: 'warning' as const, text: `Left ${file.path} as it is: ${file.why}.` })),
-  ]
-}
-
 const times = (count: number) => `${count} time${count === 1 ? '' : 's'}`
 
 export function EditMessage(props: { sessionId: string; seq: number; onSelect(id: string): void; onError(error: unknown): void }) {
   const [asking, setAsking] = useState<RewindPreview | undefined>()
   const [busy, setBusy] = useState(false)
-  const go = async (restoreFiles: boolean, turn: number) => {
+  const go = async (restoreFiles: boolean) => {
     setBusy(true)
     try {
       const result = await call<RewindResult>('sessions.rewind', { id: props.sessionId, seq: props.seq, restoreFiles })
       drafts.set(result.session.id, result.text)
-      if (result.files !== undefined) notices.set(result.session.id, filesNotices(turn, result.files))
+      if (result.notices !== undefined) notices.set(result.session.id, [...result.notices])
       setAsking(undefined)
       props.onSelect(result.session.id)
     } catch (error) {
@@ -73,7 +64,7 @@ export function EditMessage(props: { sessionId: string; seq: number; onSelect(id
   const start = async () => {
     try {
       const preview = await call<RewindPreview>('sessions.rewindPreview', { id: props.sessionId, seq: props.seq })
-      if (preview.files.length === 0) await go(false, preview.turn)
+      if (preview.files.length === 0) await go(false)
       else setAsking(preview)
     } catch (error) {
       props.onError(error)
@@ -88,8 +79,8 @@ export function EditMessage(props: { sessionId: string; seq: number; onSelect(id
       <p>From here on, write and edit changed {asking.files.length === 1 ? '1 file' : `${asking.files.length} files`}: <span className="paths">{asking.files.join(', ')}</span>.</p>
       {others !== '' ? <p className="muted">Also {others}: what that changed, if anything, is not put back.</p> : null}
       <div className="rewind-actions">
-        <button className="primary" onClick={() => void go(true, asking.turn)} disabled={busy} data-testid="rewind-restore">Put the files back and edit</button>
-        <button onClick={() => void go(false, asking.turn)} disabled={busy} data-testid="rewind-keep">Edit, leave the files</button>
+        <button className="primary" onClick={() => void go(true)} disabled={busy} data-testid="rewind-restore">Put the files back and edit</button>
+        <button onClick={() => void go(false)} disabled={busy} data-testid="rewind-keep">Edit, leave the files</button>
         <button className="ghost" onClick={() => setAsking(undefined)} disabled={busy}>Cancel</button>
       </div>
     </div>
