@@ -79,3 +79,9 @@ export async function openBrowserWorkspace(options: BrowserWorkspaceOptions): Pr
     throw error
   }
 }
+
+/** Types `text` into the composer and sends it with Enter, as a user does. */
+export async function sendFromComposer(page: Page, text: string): Promise<void> {
+  await page.getByTestId('composer').fill(text)
+  await page.getByTestId('composer').press('Enter')
+}

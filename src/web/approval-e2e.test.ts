@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { findChromium } from '../../test-support/chromium.js'
-import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { openBrowserWorkspace, sendFromComposer, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
 import { type DshWeb } from '../../test-support/web-process.js'
 import { gate } from '../../test-support/gate.js'
 
@@ -40,10 +40,7 @@ describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
     await workspace?.close()
   })
 
-  const prompt = async (text: string) => {
-    await page.getByTestId('composer').fill(text)
-    await page.getByTestId('composer').press('Enter')
-  }
+  const prompt = (text: string) => sendFromComposer(page, text)
 
   it('AP-3: the card shows what will run and why; Allow once runs that call', async () => {
     fake.enqueue(escalatedWrite('call-a', 'allowed.txt'), streamResponse([{ text: 'AFTER_ALLOW' }, { finish: 'stop', usage }]))

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { findChromium } from '../../test-support/chromium.js'
-import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { openBrowserWorkspace, sendFromComposer, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
 import { gate } from '../../test-support/gate.js'
 
 const chromium = findChromium()
@@ -31,10 +31,7 @@ describe.skipIf(chromium.path === undefined)('goals in the web UI', () => {
     await workspace?.close()
   })
 
-  const prompt = async (text: string) => {
-    await page.getByTestId('composer').fill(text)
-    await page.getByTestId('composer').press('Enter')
-  }
+  const prompt = (text: string) => sendFromComposer(page, text)
   const idle = () => expect.poll(() => page.getByTestId('status').textContent()).toBe('idle')
   const bar = () => page.getByTestId('goal-bar')
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { findChromium } from '../../test-support/chromium.js'
-import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { openBrowserWorkspace, sendFromComposer, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
 import { type DshWeb } from '../../test-support/web-process.js'
 
 const chromium = findChromium()
@@ -36,10 +36,7 @@ describe.skipIf(chromium.path === undefined)('plan mode in the web UI', () => {
     await workspace?.close()
   })
 
-  const prompt = async (text: string) => {
-    await page.getByTestId('composer').fill(text)
-    await page.getByTestId('composer').press('Enter')
-  }
+  const prompt = (text: string) => sendFromComposer(page, text)
 
   it('PM-2: the plan shows as a card; Keep planning keeps plan mode, Approve leaves it', async () => {
     fake.enqueue(

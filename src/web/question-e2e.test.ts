@@ -14,7 +14,7 @@ import { DISMISSED_TEXT } from '../questions/index.js'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { findChromium } from '../../test-support/chromium.js'
 import { repoRoot } from '../../test-support/run-dsh.js'
-import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { openBrowserWorkspace, sendFromComposer, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping web question e2e tests: ${chromium.reason}`)
@@ -56,10 +56,7 @@ describe.skipIf(chromium.path === undefined)('ask_user_question in the web UI', 
     await workspace?.close()
   })
 
-  const prompt = async (text: string) => {
-    await page.getByTestId('composer').fill(text)
-    await page.getByTestId('composer').press('Enter')
-  }
+  const prompt = (text: string) => sendFromComposer(page, text)
 
   it('the card shows the question and options; picked from the keyboard, the chosen label reaches the model; a bad answer is refused; axe finds no serious violation', async () => {
     fake.enqueue(

@@ -12,7 +12,7 @@ import type { Page } from 'playwright-core'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { findChromium } from '../../test-support/chromium.js'
 import { repoRoot } from '../../test-support/run-dsh.js'
-import { openBrowserWorkspace, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
+import { openBrowserWorkspace, sendFromComposer, type BrowserWorkspace } from '../../test-support/browser-workspace.js'
 
 const chromium = findChromium()
 if (chromium.path === undefined) console.warn(`skipping web rewind e2e tests: ${chromium.reason}`)
@@ -37,10 +37,7 @@ describe.skipIf(chromium.path === undefined)('editing an earlier message in the 
     await workspace?.close()
   })
 
-  const prompt = async (text: string) => {
-    await page.getByTestId('composer').fill(text)
-    await page.getByTestId('composer').press('Enter')
-  }
+  const prompt = (text: string) => sendFromComposer(page, text)
 
   it('S-14: Edit asks about the changed files, puts them back, and opens a copy before that turn with the message to edit', async () => {
     fake.enqueue(
