@@ -124,7 +124,8 @@ registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session fold
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await base()).ApprovalPlugin, permissionDefaults))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
-  async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd })))
+  // dsh's home (sessions, credentials, the trust list) is protected wherever it lies.
+  async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd, protectedPaths: [host.home] })))
 registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
   async () => (await base()).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',

@@ -22,10 +22,10 @@ const ww = () => ({ mode: 'workspace-write' as const, root })
 const ro = () => ({ mode: 'read-only' as const, root })
 
 describe('file fence (SB-1, SB-2)', () => {
-  it('SB-2: workspace-write writes under the root and temp areas; read-only writes nowhere but /dev/null', async () => {
+  it('SB-2: workspace-write writes under the root (not /tmp, private to commands); read-only writes nowhere but /dev/null', async () => {
     await fencedWriteFile(join(root, 'a', 'b.txt'), 'hi', ww(), { mkdirs: true })
     expect(readFileSync(join(root, 'a', 'b.txt'), 'utf8')).toBe('hi')
-    await expect(checkWritable(join(tmpdir(), 'x'), ww())).resolves.toBeUndefined()
+    await expect(checkWritable(join(tmpdir(), 'x'), ww())).rejects.toThrow('[sandbox: file access denied under workspace-write mode]')
     await expect(fencedWriteFile(join(root, 'c.txt'), 'no', ro())).rejects.toThrow('[sandbox: file access denied under read-only mode]')
     expect(existsSync(join(root, 'c.txt'))).toBe(false)
     await expect(checkWritable('/dev/null', ro())).resolves.toBeUndefined()

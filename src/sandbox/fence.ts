@@ -8,23 +8,27 @@
  * Decisions are made on real paths: `..`, symlinks (also dangling ones and symlinked parents)
  * and absolute paths cannot leave the roots. A file with more than one hard link is refused under
  * a confining mode, because writing it would change every other name of the same inode.
+ * Protected paths (`./protected.ts`: agent configuration, git config and hooks, dsh's home) are
+ * refused even inside the roots, by the path as given and by the real path it reaches.
  */
 import { constants } from 'node:fs'
 import { lstat, mkdir, open, readlink, realpath, stat } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve, sep } from 'node:path'
 import { deniedMarker, type SandboxMode } from './modes.js'
+import { protectedTarget, type ProtectedMatch } from './protected.js'
 
 export interface WriteFence {
   readonly mode: SandboxMode
   /** The session's workspace root (its cwd). */
   readonly root: string
+  /** Absolute paths protected besides the built-in rules (dsh's home). */
+  readonly protectedPaths?: readonly string[]
 }
 
-/** A write outside the roots of `mode`; the message is the model-facing marker. */
+/** A write outside the roots of `mode`, or to a protected path; the message is the model-facing marker. */
 export class SandboxDenied extends Error {
   readonly code = 'FS_SANDBOX_DENIED'
-  constructor(readonly mode: SandboxMode, readonly path: string) {
+  constructor(readonly mode: SandboxMode, readonly path: string, readonly protection?: ProtectedMatch) {
     super(deniedMarker(mode))
     this.name = 'SandboxDenied'
   }
@@ -38,11 +42,29 @@ async function real(path: string): Promise<string> {
   }
 }
 
-/** Real paths a confined write may land under; `'any'` for danger-full-access. */
+/**
+ * Real paths a confined write may land under; `'any'` for danger-full-access. The workspace
+ * alone: a confined command's /tmp is private to it, so a write there would land where no
+ * command can see it (a root that covers /tmp covers it for both).
+ */
 export async function writableRoots(mode: SandboxMode, root: string): Promise<readonly string[] | 'any'> {
   if (mode === 'danger-full-access') return 'any'
   if (mode === 'read-only') return []
-  return [...new Set(await Promise.all([real(root), real('/tmp'), real(tmpdir())]))]
+  return [await real(root)]
+}
+
+/** The protected rule `path` (as given) or `target` (the real path it reaches) matches, if any. */
+async function protection(path: string, target: string, roots: readonly string[], fence: WriteFence): Promise<ProtectedMatch | undefined> {
+  const extra = await Promise.all((fence.protectedPaths ?? []).map(real))
+  return protectedTarget(target, roots, extra) ?? protectedTarget(resolve(path), [resolve(fence.root), ...roots], [...fence.protectedPaths ?? [], ...extra])
+}
+
+/** Throws `SandboxDenied` when `target` is outside `roots` or protected. */
+async function refuseUnlessAllowed(path: string, target: string | undefined, roots: readonly string[], fence: WriteFence): Promise<string> {
+  if (target === undefined || !isUnder(target, roots)) throw new SandboxDenied(fence.mode, path)
+  const match = await protection(path, target, roots, fence)
+  if (match !== undefined) throw new SandboxDenied(fence.mode, path, match)
+  return target
 }
 
 /** Whether `path` is one of `roots` or lies below one (all absolute; /dev/null always counts). */
@@ -79,8 +101,7 @@ export async function realTarget(path: string): Promise<string | undefined> {
 export async function checkWritable(path: string, fence: WriteFence): Promise<void> {
   const roots = await writableRoots(fence.mode, fence.root)
   if (roots === 'any') return
-  const target = await realTarget(path)
-  if (target === undefined || !isUnder(target, roots)) throw new SandboxDenied(fence.mode, path)
+  await refuseUnlessAllowed(path, await realTarget(path), roots, fence)
 }
 
 /** Real path of an open descriptor (Linux `/proc`), or undefined where that is not available. */
@@ -105,8 +126,7 @@ export async function fencedWriteFile(path: string, data: string | Uint8Array, f
     return
   }
   // Open the checked real path (symlinks inside the roots resolved), never following a final link.
-  const target = await realTarget(path)
-  if (target === undefined || !isUnder(target, roots)) throw new SandboxDenied(fence.mode, path)
+  const target = await refuseUnlessAllowed(path, await realTarget(path), roots, fence)
   if (options.mkdirs === true) await mkdir(dirname(target), { recursive: true })
   const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o666)
     .catch((error: { code?: string }) => {
@@ -122,6 +142,8 @@ export async function fencedWriteFile(path: string, data: string | Uint8Array, f
       opened = named.ino === info.ino && named.dev === info.dev ? await realTarget(target) : undefined
     }
     if (opened === undefined || !isUnder(opened, roots) || (info.isFile() && info.nlink > 1)) throw new SandboxDenied(fence.mode, path)
+    const match = await protection(path, opened, roots, fence)
+    if (match !== undefined) throw new SandboxDenied(fence.mode, path, match)
     await handle.truncate(0)
     await handle.writeFile(data)
   } finally {

@@ -10,6 +10,7 @@ import type { spawn as Spawn } from 'node:child_process'
 import { realpathSync } from 'node:fs'
 import { isUnder } from './fence.js'
 import type { SandboxMode } from './modes.js'
+import { KERNEL_READ_ONLY, type ProtectedMounts } from './protected.js'
 
 export type ConfinedMode = Exclude<SandboxMode, 'danger-full-access'>
 
@@ -17,7 +18,11 @@ export interface SandboxRunner {
   readonly name: string
   /** `full`, or `partial` when the kernel enforces less than asked (reported, not hidden). */
   readonly enforcement?: 'full' | 'partial'
-  argv(mode: ConfinedMode, root: string): readonly string[]
+  /**
+   * `mounts`: the protected paths inside the writable root (`./protected.ts`), made read-only.
+   * A runner that cannot express them leaves them writable (docs/security.md says which).
+   */
+  argv(mode: ConfinedMode, root: string, mounts?: ProtectedMounts): readonly string[]
   /** SB-3: the runner failed (checked before `denied`). A notice line alone never proves it. */
   failed(exitCode: number | null, stderr: string): boolean
   /** SB-4: a failed run whose stderr carries this runner's denial signature. */
@@ -42,7 +47,11 @@ function realTmp(): string {
 }
 
 /**
- * bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root.
+ * bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root, with
+ * the protected paths inside it mounted over themselves (`.git` writable, so it cannot be renamed
+ * away; `.git/config`, `.git/hooks`, `.claude`... read-only). /dev and /proc come after the root, so
+ * a root that covers them (`/`) cannot bring the host's; then the kernel's settings go read-only:
+ * root may write `/proc/sys` by ownership alone, capabilities dropped or not.
  * Run by root, bwrap keeps root's capabilities in the sandbox unless told to drop them, and
  * CAP_SYS_ADMIN there remounts the read-only bind writable: `--cap-drop ALL` then. (Run by
  * anyone else it drops them itself; the flag is only for root, as setuid builds refuse it.)
@@ -55,10 +64,17 @@ export function bwrapRunner(command = 'bwrap'): SandboxRunner {
     // workspace-write mounts a fresh tmpfs on /tmp, unless the writable root covers /tmp: then
     // /tmp is the real one, seen through the root's bind, and must never be emptied.
     hostable: { privateTmp: (mode, root) => mode === 'workspace-write' && !isUnder('/tmp', [root]) && !isUnder(realTmp(), [root]) },
-    argv: (mode, root) => [
-      command, '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--proc', '/proc', '--die-with-parent',
+    argv: (mode, root, mounts) => [
+      command, '--ro-bind', '/', '/',
+      ...(mode === 'workspace-write' ? [
+        '--tmpfs', '/tmp', '--bind', root, root,
+        ...(mounts?.pinned ?? []).flatMap(path => ['--bind-try', path, path]),
+        ...(mounts?.readOnly ?? []).flatMap(path => ['--ro-bind-try', path, path]),
+      ] : []),
+      '--dev', '/dev', '--unshare-pid', '--proc', '/proc',
+      ...KERNEL_READ_ONLY.flatMap(path => ['--ro-bind-try', path, path]),
+      '--die-with-parent',
       ...(asRoot ? ['--cap-drop', 'ALL'] : []),
-      ...(mode === 'workspace-write' ? ['--tmpfs', '/tmp', '--bind', root, root] : []),
       '--',
     ],
     failed: (_exit, stderr) => lines(stderr).some(line => line.includes('bwrap: ')),

@@ -17,6 +17,7 @@ import { realpathSync } from 'node:fs'
 import { Service, type Context } from 'cordis'
 import { isSandboxMode, type SandboxMode } from './modes.js'
 import { bwrapRunner, commandRunner, landlockRunner, probeChain, probed, provenRunner, type ConfinedMode, type ProbeResult, type SandboxRunner } from './runner.js'
+import { mountsKey, protectedMounts, type ProtectedMounts } from './protected.js'
 import { ShellHost } from './shell-host.js'
 
 /** Starts of a host per (runner, mode, root, shell) in a service's life: a command that keeps killing its host falls back to a sandbox per command. */
@@ -47,12 +48,24 @@ export interface SandboxConfig {
   readonly shellHost?: boolean
   /** The Perl the shell host runs on (default `perl` on PATH). */
   readonly perlCommand?: string
+  /**
+   * Absolute paths no confined command or write may change besides the built-in protected paths
+   * (`./protected.ts`): the launcher adds dsh's home (sessions, credentials, the trust list).
+   */
+  readonly protectedPaths?: readonly string[]
 }
 
 export interface SandboxService {
   runner(): Promise<ProbeResult>
   root(cwd: string | undefined): Promise<string>
   readonly fallbackMode: SandboxMode
+  /** Protected paths besides the built-in rules (absolute): refused by the write fence, read-only in the runner. */
+  readonly protectedPaths?: readonly string[]
+  /**
+   * The argv prefix of a confined command under `runner`: the runner's argv with the protected
+   * paths that exist now inside `root` (`./protected.ts`). Without it callers use `runner.argv`.
+   */
+  prefix?(runner: SandboxRunner, mode: ConfinedMode, root: string): readonly string[]
   shellHost?(runner: SandboxRunner, mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): ShellHost | undefined
   /**
    * Called before `runner()` by a command that would use a shell host: while the chain has not
@@ -79,6 +92,7 @@ declare module 'cordis' {
 
 export class SandboxPlugin extends Service implements SandboxService {
   readonly fallbackMode: SandboxMode
+  readonly protectedPaths: readonly string[]
   private readonly chain: readonly SandboxRunner[]
   private readonly key: string
   private readonly hosts = new Map<string, HostSlot>()
@@ -90,6 +104,10 @@ export class SandboxPlugin extends Service implements SandboxService {
     if (config.shellHost !== undefined && typeof config.shellHost !== 'boolean') throw new TypeError(`sandbox: config.shellHost must be true or false, got ${JSON.stringify(config.shellHost)}`)
     if (config.perlCommand !== undefined && (typeof config.perlCommand !== 'string' || config.perlCommand === '')) throw new TypeError(`sandbox: config.perlCommand must be a command name or path, got ${JSON.stringify(config.perlCommand)}`)
     this.fallbackMode = config.mode ?? 'read-only'
+    if (config.protectedPaths !== undefined && !(Array.isArray(config.protectedPaths) && config.protectedPaths.every(path => typeof path === 'string' && path.startsWith('/')))) {
+      throw new TypeError(`sandbox: config.protectedPaths must be a list of absolute paths, got ${JSON.stringify(config.protectedPaths)}`)
+    }
+    this.protectedPaths = config.protectedPaths ?? []
     const chain: SandboxRunner[] = []
     if (config.runner !== undefined) chain.push(config.runner)
     if (config.runnerCommand !== undefined && config.runnerCommand.length > 0) {
@@ -112,9 +130,20 @@ export class SandboxPlugin extends Service implements SandboxService {
     })
   }
 
+  /** The protected paths of `root` that exist now (none under read-only: nothing there is writable). */
+  private mounts(mode: ConfinedMode, root: string): ProtectedMounts | undefined {
+    return mode === 'workspace-write' ? protectedMounts(root, this.protectedPaths) : undefined
+  }
+
+  prefix(runner: SandboxRunner, mode: ConfinedMode, root: string): readonly string[] {
+    return runner.argv(mode, root, this.mounts(mode, root))
+  }
+
   shellHost(runner: SandboxRunner, mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): ShellHost | undefined {
     if (this.config.shellHost === false || runner.hostable === undefined || this.disposed) return undefined
-    const key = this.hostKey(runner, mode, root, options.shell)
+    // A host's sandbox has the protected paths of its start: a `.git` made since gets a new host.
+    const mounts = this.mounts(mode, root)
+    const key = this.hostKey(runner, mode, root, options.shell, mounts)
     let slot = this.hosts.get(key)
     if (slot?.host?.alive === true) {
       // Most recently used last.
@@ -123,6 +152,14 @@ export class SandboxPlugin extends Service implements SandboxService {
       return slot.host
     }
     if (slot === undefined) {
+      // The same root's idle host of an older protected set is not used again: it ends.
+      const same = this.hostKey(runner, mode, root, options.shell, undefined)
+      for (const [other, kept] of this.hosts) {
+        if (other.startsWith(`${same}\0`) && kept.host?.alive === true && !kept.host.busy) {
+          kept.host.close()
+          this.hosts.delete(other)
+        }
+      }
       // Slots of roots no longer in use (a host never started or ended for good) are let go.
       if (this.hosts.size >= MAX_SLOTS) {
         for (const [other, kept] of this.hosts) if (kept.starting === undefined && kept.host?.alive !== true) this.hosts.delete(other)
@@ -133,7 +170,7 @@ export class SandboxPlugin extends Service implements SandboxService {
       const started = slot
       started.starts++
       started.host = undefined
-      started.starting = ShellHost.start(runner.argv(mode, root), {
+      started.starting = ShellHost.start(runner.argv(mode, root, mounts), {
         shell: options.shell,
         ...(this.config.perlCommand !== undefined ? { perl: this.config.perlCommand } : {}),
         cwd: root,
@@ -151,8 +188,8 @@ export class SandboxPlugin extends Service implements SandboxService {
     return undefined
   }
 
-  private hostKey(runner: SandboxRunner, mode: ConfinedMode, root: string, shell: string): string {
-    return `${runner.name}\0${mode}\0${root}\0${shell}`
+  private hostKey(runner: SandboxRunner, mode: ConfinedMode, root: string, shell: string, mounts: ProtectedMounts | undefined): string {
+    return `${runner.name}\0${mode}\0${root}\0${shell}${mounts === undefined ? '' : `\0${mountsKey(mounts)}`}`
   }
 
   /** Ends the least recently used idle host when MAX_HOSTS are running; false when all are busy. */
@@ -188,7 +225,7 @@ export class SandboxPlugin extends Service implements SandboxService {
   async prepare(mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): Promise<void> {
     const runner = this.chain[0]
     if (runner?.hostable === undefined || probed(this.key)) return
-    const key = this.hostKey(runner, mode, root, options.shell)
+    const key = this.hostKey(runner, mode, root, options.shell, this.mounts(mode, root))
     if (this.shellHost(runner, mode, root, options) === undefined) {
       const starting = this.hosts.get(key)?.starting
       if (starting === undefined) return

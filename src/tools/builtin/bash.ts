@@ -450,7 +450,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         // SB-3: no working runner: refuse, never run unconfined.
         if (probe.runner === undefined) throw new BashError(`sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the command was not run`, SandboxErrorCode.unavailable)
         runner = probe.runner
-        prefix = runner.argv(box.mode, box.root)
+        prefix = box.sandbox.prefix?.(runner, box.mode, box.root) ?? runner.argv(box.mode, box.root)
       }
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
       // `meta.sandbox`: the mode and runner the command ran under, plus what a foreground run adds.

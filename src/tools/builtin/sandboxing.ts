@@ -7,7 +7,8 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Context } from 'cordis'
 import { serviceLookup } from '../../kernel/index.js'
-import { checkWritable, fencedWriteFile, SandboxDenied } from '../../sandbox/fence.js'
+import { checkWritable, fencedWriteFile, SandboxDenied, type WriteFence } from '../../sandbox/fence.js'
+import type { ProtectedMatch } from '../../sandbox/protected.js'
 import type { EditorFiles } from '../editor-files.js'
 import type { ApprovalService } from '../../approval/api.js'
 import { canWiden, deniedMarker, ESCALATION_MODES, escalationHint, isSandboxMode, isWider, SandboxErrorCode, type SandboxMode } from '../../sandbox/modes.js'
@@ -126,6 +127,15 @@ export function withoutEscalation<T extends object>(args: T): T {
   return rest as T
 }
 
+function fenceOf(box: CallSandbox): WriteFence {
+  return { mode: box.mode, root: box.root, ...(box.sandbox.protectedPaths !== undefined && box.sandbox.protectedPaths.length > 0 ? { protectedPaths: box.sandbox.protectedPaths } : {}) }
+}
+
+/** The line after the marker when the target is a protected path (docs/security.md, "Protected paths"). */
+export function protectedNotice(match: ProtectedMatch): string {
+  return `[sandbox: ${match.path} is protected (${match.kind}: it can run code outside the sandbox); changing it needs the user's approval]`
+}
+
 /**
  * Writes a file for `write`/`edit`: through the fence when a sandbox is mounted (denial is an
  * `FsError` `FS_SANDBOX_DENIED` carrying the marker and, when possible, the escalation hint),
@@ -136,7 +146,7 @@ export async function writeFileFenced(box: CallSandbox | undefined, path: string
     const writeText = options.editor?.writeText
     if (writeText !== undefined) {
       // The editor writes (it creates the file and shows the change); the fence decides first.
-      if (box !== undefined) await checkWritable(path, { mode: box.mode, root: box.root })
+      if (box !== undefined) await checkWritable(path, fenceOf(box))
       await writeText(path, data)
       return
     }
@@ -145,11 +155,12 @@ export async function writeFileFenced(box: CallSandbox | undefined, path: string
       await writeFile(path, data)
       return
     }
-    await fencedWriteFile(path, data, { mode: box.mode, root: box.root }, options)
+    await fencedWriteFile(path, data, fenceOf(box), options)
   } catch (error) {
     if (error instanceof SandboxDenied && box !== undefined) {
+      const why = error.protection === undefined ? '' : `\n${protectedNotice(error.protection)}`
       const hint = box.canEscalate && canWiden(box.mode) ? `\n${escalationHint('operation')}` : ''
-      throw new FsError(`${deniedMarker(box.mode)}${hint}`, SandboxErrorCode.fsDenied)
+      throw new FsError(`${deniedMarker(box.mode)}${why}${hint}`, SandboxErrorCode.fsDenied)
     }
     return fsFailure(error, path)
   }
