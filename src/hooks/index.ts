@@ -22,7 +22,7 @@ import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { EventDataValidator } from '../session/types.js'
 import type { PreExecuteDecision, ToolExecution, ToolResultRecord } from '../tools/api.js'
-import { isTrusted, PROJECT_HOOK_FILES, readTrustList } from '../trust/index.js'
+import { isTrusted, pinnedAsIs, PROJECT_HOOK_FILES, readTrustList, type TrustList } from '../trust/index.js'
 import type { HookDecision, HookDialect, HookFileSource, HookInvokedData, HookPoint, HookResultData } from './api.js'
 import { HookConfigError, parseHookFile, SUBAGENT_TYPE, type HookGroup } from './config.js'
 import type { SubagentFinished, SubagentStarted } from '../subagents/api.js'
@@ -175,16 +175,19 @@ export class HooksPlugin {
     const list = this.trustList()
     for (const source of sources) {
       const path = isAbsolute(source.path) ? source.path : resolve(cwd, source.path)
-      if (source.origin === 'project' && !isTrusted(dirname(path), list.projects)) {
-        // Loaded as soon as the folder is trusted (`dsh trust on`, `/trust on`, the terminal
-        // app's question), checked when an agent starts and before each step.
-        this.untrusted.push({ ...source, path })
-        if (config.untrustedNotice !== false) {
-          this.warn('project hooks in %s are not loaded: the project is not trusted (run `dsh trust on` there, or `/trust on` in a session)', path)
-        }
+      if (source.origin !== 'project') {
+        this.load({ ...source, path })
         continue
       }
-      this.load({ ...source, path })
+      const admitted = this.admit(path, list)
+      if ('text' in admitted) {
+        this.load({ ...source, path }, admitted.text)
+        continue
+      }
+      // Loaded as soon as the folder is trusted with the file as it is (`dsh trust on`, `/trust
+      // on`, the terminal app's question), checked when an agent starts and before each step.
+      this.untrusted.push({ ...source, path })
+      if (config.untrustedNotice !== false) this.warn('project hooks in %s are not loaded: %s (run `dsh trust on` there, or `/trust on` in a session)', path, admitted.why)
     }
     if (this.untrusted.length > 0 && list.problem !== undefined && config.untrustedNotice !== false) this.warn('%s', list.problem)
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'hook/invoked', owner: 'hooks', validate: validateInvoked }))
@@ -217,17 +220,34 @@ export class HooksPlugin {
     })
   }
 
-  /** The row's own trusted folders and `$DSH_HOME/trusted-projects.json` (and why it is unreadable, if it is). */
-  private trustList(): { projects: string[]; problem?: string } {
-    const stored = this.config.dshHome !== undefined ? readTrustList(this.config.dshHome) : { projects: [] }
-    return { ...stored, projects: [...(this.config.trustedProjects ?? []), ...stored.projects] }
+  /** `$DSH_HOME/trusted-projects.json` (and why it is unreadable, if it is). */
+  private trustList(): TrustList {
+    return this.config.dshHome !== undefined ? readTrustList(this.config.dshHome) : { projects: [], pins: {} }
   }
 
-  /** Reads one hook file and registers its groups; HK-1: a bad file registers none. */
-  private load(source: HookFileSource & { readonly path: string }): void {
+  /**
+   * Whether a project hook file may load: its folder is trusted and the file is the content pinned
+   * then (the row's own `trustedProjects` trust any content: the profile's author chose them).
+   * Returns the text that was checked, so what loads is what was checked.
+   */
+  private admit(path: string, list: TrustList): { text: string } | { why: string } {
+    const explicit = isTrusted(dirname(path), this.config.trustedProjects ?? [])
+    if (!explicit && !isTrusted(dirname(path), list.projects)) return { why: 'the project is not trusted' }
+    let bytes: Buffer
+    try {
+      bytes = readFileSync(path)
+    } catch (error) {
+      return { why: `it is not readable (${error instanceof Error ? error.message : String(error)})` }
+    }
+    if (!explicit && !pinnedAsIs(list, path, bytes)) return { why: 'the file is new or changed since the folder was trusted' }
+    return { text: bytes.toString('utf8') }
+  }
+
+  /** Reads one hook file (or takes the text already checked) and registers its groups; HK-1: a bad file registers none. */
+  private load(source: HookFileSource & { readonly path: string }, checked?: string): void {
     let text: string
     try {
-      text = readFileSync(source.path, 'utf8')
+      text = checked ?? readFileSync(source.path, 'utf8')
     } catch (error) {
       this.warn('hook file %s is not readable (%s); no hooks from it', source.path, error instanceof Error ? error.message : String(error))
       return
@@ -247,11 +267,12 @@ export class HooksPlugin {
    */
   private adoptTrusted(): void {
     if (this.untrusted.length === 0) return
-    const trusted = this.trustList().projects
+    const list = this.trustList()
     for (const source of [...this.untrusted]) {
-      if (!isTrusted(dirname(source.path), trusted)) continue
+      const admitted = this.admit(source.path, list)
+      if (!('text' in admitted)) continue
       this.untrusted.splice(this.untrusted.indexOf(source), 1)
-      this.load(source)
+      this.load(source, admitted.text)
     }
   }
 

@@ -1,9 +1,13 @@
 /**
  * The trust step for project files that run code (project hooks; the same list serves any
  * other project-provided command source). A project folder is trusted when it, or an ancestor,
- * is listed in `$DSH_HOME/trusted-projects.json` (`{"projects": ["/abs/path", ...]}`) or in
- * the caller's explicit list. Nothing in a project can trust itself.
+ * is listed in `$DSH_HOME/trusted-projects.json` (`{"projects": ["/abs/path", ...], "pins":
+ * {"/abs/file": "<sha256>"}}`) or in the caller's explicit list. Trust is pinned by content:
+ * trusting a folder records the SHA-256 of each hook file it has, and a hook file that is new or
+ * changed since waits for trust again (the model, or a `git pull`, can write a hook file; only
+ * the user trusts one). Nothing in a project can trust itself.
  */
+import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve, sep } from 'node:path'
 
@@ -13,19 +17,47 @@ export function trustFile(home: string): string {
   return join(home, TRUST_FILE)
 }
 
-/** The trusted folders (absolute) and, when the file is malformed (it then trusts nothing), why. */
-export function readTrustList(home: string): { projects: string[]; problem?: string } {
+export interface TrustList {
+  /** Trusted folders (absolute). */
+  readonly projects: string[]
+  /** Hook files pinned as trusted: absolute path to the SHA-256 (hex) of the content trusted. */
+  readonly pins: Readonly<Record<string, string>>
+  /** The file is malformed (it then trusts nothing): why. */
+  readonly problem?: string
+}
+
+/** The SHA-256 (hex) a pin records. */
+export function contentHash(text: string | Uint8Array): string {
+  return createHash('sha256').update(text).digest('hex')
+}
+
+/** The trusted folders (absolute), the pinned files and, when the file is malformed (it then trusts nothing), why. */
+export function readTrustList(home: string): TrustList {
   const file = trustFile(home)
-  if (!existsSync(file)) return { projects: [] }
+  if (!existsSync(file)) return { projects: [], pins: {} }
   let json: unknown
   try {
     json = JSON.parse(readFileSync(file, 'utf8'))
   } catch {
-    return { projects: [], problem: `${file} is not valid JSON: nothing in it is trusted until it is fixed` }
+    return { projects: [], pins: {}, problem: `${file} is not valid JSON: nothing in it is trusted until it is fixed` }
   }
-  const projects = (json as { projects?: unknown } | null)?.projects
-  if (!Array.isArray(projects)) return { projects: [], problem: `${file}: "projects" must be a list of folders: nothing in it is trusted until it is fixed` }
-  return { projects: projects.filter((item): item is string => typeof item === 'string').map(path => resolve(path)) }
+  const { projects, pins } = (json ?? {}) as { projects?: unknown; pins?: unknown }
+  if (!Array.isArray(projects)) return { projects: [], pins: {}, problem: `${file}: "projects" must be a list of folders: nothing in it is trusted until it is fixed` }
+  const kept: Record<string, string> = {}
+  if (typeof pins === 'object' && pins !== null && !Array.isArray(pins)) {
+    for (const [path, hash] of Object.entries(pins)) if (typeof hash === 'string') kept[resolve(path)] = hash
+  }
+  return { projects: projects.filter((item): item is string => typeof item === 'string').map(path => resolve(path)), pins: kept }
+}
+
+/** Whether `text`, read from hook file `path`, is the content pinned when its folder was trusted. */
+export function pinnedAsIs(list: Pick<TrustList, 'pins'>, path: string, text: string | Uint8Array): boolean {
+  return list.pins[resolve(path)] === contentHash(text)
+}
+
+/** The project hook files `dir` has now (absolute paths). */
+export function projectHookPaths(dir: string): string[] {
+  return PROJECT_HOOK_FILES.map(file => join(resolve(dir), file.path)).filter(path => existsSync(path))
 }
 
 /** The trusted folders recorded under `home` (absolute paths); a malformed file trusts nothing. */
@@ -39,33 +71,50 @@ export function trustListProblem(home: string): string | undefined {
 }
 
 /** The list, for a change: a malformed file is refused rather than overwritten (it may hold folders the user typed). */
-function listForChange(home: string): string[] {
-  const { projects, problem } = readTrustList(home)
-  if (problem !== undefined) throw new Error(`${problem}; fix or remove it first`)
-  return projects
+function listForChange(home: string): TrustList {
+  const list = readTrustList(home)
+  if (list.problem !== undefined) throw new Error(`${list.problem}; fix or remove it first`)
+  return list
 }
 
-/** Records `dir` as trusted (idempotent). */
-export function trustProject(home: string, dir: string): void {
-  const projects = listForChange(home)
-  const target = resolve(dir)
-  if (projects.includes(target)) return
+function writeTrustList(home: string, projects: readonly string[], pins: Readonly<Record<string, string>>): void {
   const file = trustFile(home)
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
   const temp = `${file}.${process.pid}.tmp`
-  writeFileSync(temp, `${JSON.stringify({ projects: [...projects, target] }, null, 2)}\n`, { mode: 0o600 })
+  writeFileSync(temp, `${JSON.stringify({ projects, ...Object.keys(pins).length > 0 ? { pins } : {} }, null, 2)}\n`, { mode: 0o600 })
   renameSync(temp, file)
 }
 
-/** Removes `dir` from the list (exact entry only; an ancestor's entry still covers it). True when it was listed. */
+function inside(path: string, dir: string): boolean {
+  return path.startsWith(dir.endsWith(sep) ? dir : dir + sep)
+}
+
+/**
+ * Records `dir` as trusted and pins its hook files as they are now (`files`: absolute paths,
+ * default the project hook files `dir` has). Trusting again re-pins: that is how a changed hook
+ * file is trusted as it is now.
+ */
+export function trustProject(home: string, dir: string, files: readonly string[] = projectHookPaths(dir)): void {
+  const { projects, pins } = listForChange(home)
+  const target = resolve(dir)
+  const next: Record<string, string> = { ...pins }
+  for (const path of files) {
+    try {
+      next[resolve(path)] = contentHash(readFileSync(path))
+    } catch {
+      delete next[resolve(path)]
+    }
+  }
+  writeTrustList(home, projects.includes(target) ? projects : [...projects, target], next)
+}
+
+/** Removes `dir` from the list (exact entry only; an ancestor's entry still covers it) with the pins of its files. True when it was listed. */
 export function untrustProject(home: string, dir: string): boolean {
-  const projects = listForChange(home)
+  const { projects, pins } = listForChange(home)
   const target = resolve(dir)
   if (!projects.includes(target)) return false
-  const file = trustFile(home)
-  const temp = `${file}.${process.pid}.tmp`
-  writeFileSync(temp, `${JSON.stringify({ projects: projects.filter(project => project !== target) }, null, 2)}\n`, { mode: 0o600 })
-  renameSync(temp, file)
+  const kept = Object.fromEntries(Object.entries(pins).filter(([path]) => !inside(path, target)))
+  writeTrustList(home, projects.filter(project => project !== target), kept)
   return true
 }
 

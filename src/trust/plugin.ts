@@ -17,7 +17,7 @@ import type { CommandOutcome } from '../commands/api.js'
 import { readSettings, writeSettings, type Settings } from '../config/home.js'
 import type { McpServerStatus, McpService } from '../mcp/api.js'
 import { PROJECT_FILE, pinProjectServers, projectFilePinned, unpinProjectServers, type SettingsStore } from '../mcp/plugin.js'
-import { PROJECT_HOOK_FILES, readTrustList, USER_HOOK_FILES, trustedBy, trustProject, untrustProject } from './index.js'
+import { pinnedAsIs, PROJECT_HOOK_FILES, readTrustList, USER_HOOK_FILES, trustedBy, trustProject, untrustProject } from './index.js'
 import '../commands/api.js'
 import '../mcp/api.js'
 
@@ -26,8 +26,11 @@ export interface ProjectTrustStatus {
   readonly folder: string
   /** The trusted-projects entry that covers the folder (itself or an ancestor). */
   readonly trustedBy?: string
-  /** Project hook files that hold hooks: path relative to the folder, the events they hook. */
-  readonly hookFiles: readonly { readonly path: string; readonly events: readonly string[] }[]
+  /**
+   * Project hook files that hold hooks: path relative to the folder, the events they hook, and
+   * `changed` when the folder is trusted but the file is new or changed since (it waits for trust).
+   */
+  readonly hookFiles: readonly { readonly path: string; readonly events: readonly string[]; readonly changed?: true }[]
   /** The folder's `.mcp.json`: its servers (name and what runs) and whether it is pinned as it is now. */
   readonly mcp?: { readonly servers: readonly { readonly name: string; readonly runs: string }[]; readonly pinned: boolean }
   /** The trust list cannot be read (so it trusts nothing): why. */
@@ -62,18 +65,26 @@ function serverRuns(entry: unknown): string {
  */
 export function projectTrustStatus(folder: string, home: string, settings: Settings = readSettings(home), userHome = homedir()): ProjectTrustStatus {
   const root = resolve(folder)
-  const hookFiles: { path: string; events: string[] }[] = []
+  const hookFiles: { path: string; events: string[]; changed?: true }[] = []
   const own = new Set(USER_HOOK_FILES.map(path => join(resolve(userHome), path)))
+  const list = readTrustList(home)
+  const { projects, problem } = list
+  const by = trustedBy(root, projects)
   for (const file of PROJECT_HOOK_FILES) {
     const path = join(root, file.path)
     if (own.has(path) || !existsSync(path)) continue
-    const json = parseJson(() => readFileSync(path, 'utf8'))
+    let bytes: Buffer
+    try {
+      bytes = readFileSync(path)
+    } catch {
+      continue
+    }
+    const json = parseJson(bytes.toString('utf8'))
     const hooks = record(record(json)?.hooks)
-    if (json === undefined) hookFiles.push({ path: file.path, events: ['(not valid JSON)'] })
-    else if (hooks !== undefined && Object.keys(hooks).length > 0) hookFiles.push({ path: file.path, events: Object.keys(hooks) })
+    const changed = by !== undefined && !pinnedAsIs(list, path, bytes) ? { changed: true as const } : {}
+    if (json === undefined) hookFiles.push({ path: file.path, events: ['(not valid JSON)'], ...changed })
+    else if (hooks !== undefined && Object.keys(hooks).length > 0) hookFiles.push({ path: file.path, events: Object.keys(hooks), ...changed })
   }
-  const { projects, problem } = readTrustList(home)
-  const by = trustedBy(root, projects)
   let mcp: ProjectTrustStatus['mcp']
   const mcpPath = join(root, PROJECT_FILE)
   if (existsSync(mcpPath)) {
@@ -86,13 +97,13 @@ export function projectTrustStatus(folder: string, home: string, settings: Setti
 
 /** True when the folder brings code that would not run now: hooks of an untrusted folder, or unpinned servers. */
 export function needsTrust(status: ProjectTrustStatus): boolean {
-  return (status.hookFiles.length > 0 && status.trustedBy === undefined) || (status.mcp !== undefined && status.mcp.servers.length > 0 && !status.mcp.pinned)
+  return (status.hookFiles.length > 0 && (status.trustedBy === undefined || status.hookFiles.some(file => file.changed === true))) || (status.mcp !== undefined && status.mcp.servers.length > 0 && !status.mcp.pinned)
 }
 
 /** The lines that say what the folder runs: one per hook file and per server. */
 export function describeProjectCode(status: ProjectTrustStatus): string[] {
   const lines: string[] = []
-  for (const file of status.hookFiles) lines.push(`hooks   ${file.path} (${file.events.join(', ')})`)
+  for (const file of status.hookFiles) lines.push(`hooks   ${file.path} (${file.events.join(', ')})${file.changed === true ? ': new or changed since the folder was trusted' : ''}`)
   for (const server of status.mcp?.servers ?? []) lines.push(`MCP     ${server.name}: ${server.runs}`)
   return lines
 }
@@ -123,6 +134,9 @@ export function formatTrustStatus(status: ProjectTrustStatus, how: { readonly on
     return lines.join('\n')
   }
   lines.push(`Project files that run code, with your user's rights${needsTrust(status) ? ', once trusted' : ''}:`, ...code.map(line => `  ${line}`))
+  if (status.trustedBy !== undefined && status.hookFiles.some(file => file.changed === true)) {
+    lines.push('A hook file is new or changed since the folder was trusted: its hooks wait for trust again.')
+  }
   if (status.mcp !== undefined && status.mcp.servers.length > 0 && !status.mcp.pinned && status.trustedBy !== undefined) {
     lines.push(`${PROJECT_FILE} is new or changed since the folder was trusted: its servers wait for trust again.`)
   }

@@ -202,3 +202,57 @@ describe('/trust in a live runtime', () => {
     expect(await h.ctx.commands.execute(h.agent, '/trust maybe')).toEqual({ kind: 'error', text: 'unknown argument "maybe": use /trust, /trust on or /trust off' })
   })
 })
+
+describe('trust is pinned by content (security #42.3)', () => {
+  const planted = { hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: 'touch /tmp/planted' }] }] } }
+
+  function hooksIn(folder: string, home: string, userHome: string) {
+    const warnings: string[] = []
+    const ctx = { sessions: { registerEventType: () => () => {} }, effect: () => {}, inject: () => {}, on: () => {}, get: (name: string) => name === 'host' ? { stderr: { write: (line: string) => warnings.push(line) } } : undefined, logger: () => ({ warn: () => {} }) }
+    const plugin = new HooksPlugin(ctx as never, { cwd: folder, dshHome: home, userHome })
+    return { commands: plugin.loaded.flatMap(group => group.hooks.map(hook => hook.command)), warnings: warnings.join('') }
+  }
+
+  it('a hook file written after the folder was trusted waits for trust again and says which file changed', () => {
+    const { home, folder, userHome } = project({ hooks: false, mcp: false })
+    trustProject(home, folder)
+    // The model (or a pull) plants a hook file in the trusted folder.
+    mkdirSync(join(folder, '.claude'))
+    writeFileSync(join(folder, '.claude', 'settings.json'), JSON.stringify(planted))
+    const first = hooksIn(folder, home, userHome)
+    expect(first.commands).toEqual([])
+    expect(first.warnings).toContain(`${join(folder, '.claude', 'settings.json')} are not loaded: the file is new or changed since the folder was trusted`)
+    const status = projectTrustStatus(folder, home, undefined, userHome)
+    expect(needsTrust(status)).toBe(true)
+    expect(formatTrustStatus(status)).toContain('.claude/settings.json (PreToolUse): new or changed since the folder was trusted')
+    // Trusting again pins the file as it is now: it loads.
+    trustProject(home, folder)
+    expect(hooksIn(folder, home, userHome).commands).toEqual(['touch /tmp/planted'])
+    expect(needsTrust(projectTrustStatus(folder, home, undefined, userHome))).toBe(false)
+  })
+
+  it('a trusted hook file that changes (one byte) waits again; the pins hold hashes, never content', () => {
+    const { home, folder, userHome } = project({ mcp: false })
+    trustProject(home, folder)
+    expect(hooksIn(folder, home, userHome).commands).toHaveLength(1)
+    writeFileSync(join(folder, '.claude', 'settings.json'), JSON.stringify(planted))
+    expect(hooksIn(folder, home, userHome).commands).toEqual([])
+    const stored = readFileSync(join(home, 'trusted-projects.json'), 'utf8')
+    expect(stored).not.toContain('touch')
+    expect(JSON.parse(stored).pins[join(folder, '.claude', 'settings.json')]).toMatch(/^[0-9a-f]{64}$/)
+  })
+
+  it('a folder trusted before pins existed (no pin) waits for trust again', () => {
+    const { home, folder, userHome } = project({ mcp: false })
+    writeFileSync(join(home, 'trusted-projects.json'), JSON.stringify({ projects: [folder] }))
+    expect(hooksIn(folder, home, userHome).commands).toEqual([])
+    expect(needsTrust(projectTrustStatus(folder, home, undefined, userHome))).toBe(true)
+  })
+
+  it('revoking drops the folder\'s pins', () => {
+    const { home, folder } = project({ mcp: false })
+    trustProject(home, folder)
+    revokeFolder(folder, home)
+    expect(JSON.parse(readFileSync(join(home, 'trusted-projects.json'), 'utf8')).pins).toBeUndefined()
+  })
+})
