@@ -78,7 +78,9 @@ export function bwrapRunner(command = 'bwrap'): SandboxRunner {
       '--',
     ],
     failed: (_exit, stderr) => lines(stderr).some(line => line.includes('bwrap: ')),
-    denied: (exit, stderr) => exit !== 0 && /read-only file system/i.test(stderr),
+    // A rename onto (or of) a protected path's mount point fails busy: `git config` replaces
+    // .git/config that way.
+    denied: (exit, stderr) => exit !== 0 && /read-only file system|device or resource busy/i.test(stderr),
   }
 }
 

@@ -133,4 +133,22 @@ describe('escalation (SB-5, SB-6)', () => {
     expect(asked(approved)).toEqual(['escalate sandbox to workspace-write: write the file the user asked for'])
     await approved.dispose()
   })
+
+  it('security #42.3: write and edit refuse the agent\'s own configuration and git hooks inside the workspace; an approved escalation writes it', async () => {
+    const hook = join(root, '.claude', 'settings.json')
+    const denied = await harness('write', { file_path: hook, content: '{"hooks":{}}' }, {})
+    expect(result(denied)).toMatchObject({
+      isError: true,
+      text: 'Error: [sandbox: file access denied under workspace-write mode]\n[sandbox: .claude/settings.json is protected (agent configuration: it can run code outside the sandbox); changing it needs the user\'s approval]\n[sandbox: escalation available — retry this exact operation once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]',
+    })
+    expect(existsSync(hook)).toBe(false)
+    await denied.dispose()
+    const gitHook = await harness('write', { file_path: join(root, '.git', 'hooks', 'pre-commit'), content: '#!/bin/sh\n' }, {})
+    expect(result(gitHook).text).toContain('.git/hooks/pre-commit is protected (git configuration and hooks')
+    await gitHook.dispose()
+    const approved = await harness('write', { file_path: hook, content: '{"hooks":{}}', sandbox_permissions: 'danger-full-access', justification: 'the user asked for this hook' }, {}, 'allowed-once')
+    expect(result(approved).isError).toBe(false)
+    expect(readFileSync(hook, 'utf8')).toBe('{"hooks":{}}')
+    await approved.dispose()
+  })
 })
