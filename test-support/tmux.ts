@@ -82,6 +82,21 @@ export class Terminal {
     return { width, height }
   }
 
+  /** The pane's title: what OSC 0 and OSC 2 written by the program set. */
+  paneTitle(): string {
+    return this.tmux(['display-message', '-p', '-t', this.name, '#{pane_title}']).replace(/\n$/, '')
+  }
+
+  /** The names of tmux's paste buffers: an OSC 52 from the program adds one when `set-clipboard` is on. */
+  buffers(): string[] {
+    return this.tmux(['list-buffers', '-F', '#{buffer_name}']).split('\n').filter(name => name !== '')
+  }
+
+  /** Sets a server option (`set-clipboard on`: the program's OSC 52 fills a tmux buffer). */
+  serverOption(name: string, value: string): void {
+    this.tmux(['set-option', '-s', name, value])
+  }
+
   /** True once the program in the pane has exited. */
   exited(): boolean {
     return this.tmux(['display-message', '-p', '-t', this.name, '#{pane_dead}']).trim() === '1'

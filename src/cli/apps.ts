@@ -8,6 +8,7 @@ import { text as readText } from 'node:stream/consumers'
 import { Service, type Context } from 'cordis'
 import '../host/index.js'
 import { age } from '../host/age.js'
+import { terminalSafe } from '../host/terminal-text.js'
 import '../persistence/api.js'
 import { storedId } from '../persistence/lookup.js'
 
@@ -170,8 +171,9 @@ export class SessionsListApp extends Service {
       return 0
     }
     const rows = sessions.map(s => [s.id, s.title ?? '(untitled)', s.cwd ?? '-', age(s.updatedAt), String(s.turns), s.unreadable !== undefined ? `unreadable: ${s.unreadable.replace(/^\S+: /, '')}` : s.lastTurn ?? '-']
-      // A control character in a title or a path would break the line or move the cursor.
-      .map(cell => cell.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')))
+      // A control character in a title or a path would break the line or move the cursor: a
+      // space; a bidirectional control (which reorders the line) is named (security #42.6).
+      .map(cell => terminalSafe(cell.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' '))))
     const header = ['ID', 'TITLE', 'CWD', 'UPDATED', 'TURNS', 'LAST TURN']
     // Columns line up by display width: a CJK character or an emoji takes two. string-width is
     // loaded only for a listing that needs it (an ASCII one is the common case, and start-up counts).

@@ -17,6 +17,7 @@ import { isSandboxMode, SANDBOX_MODES, type SandboxMode } from '../sandbox/modes
 import { Progress } from './progress.js'
 import { UsageError } from './usage-error.js'
 import { pickRoute } from '../host/route.js'
+import { terminalSafe } from '../host/terminal-text.js'
 import { followSessionCwd } from '../sdk/agents.js'
 import '../host/index.js'
 import '../agent/api.js'
@@ -179,12 +180,12 @@ export class HeadlessApp extends Service {
       if (args.cwd !== undefined) args = { ...args, cwd: checkedFolder(resolve(args.cwd)) }
       route = this.route(args.model)
     } catch (error) {
-      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      host.stderr.write(`dsh: ${terminalSafe((error as Error).message)}\n`)
       return 2
     }
     const problem = this.ctx.llm.adapter(route.provider)?.readiness?.()
     if (problem !== undefined) {
-      host.stderr.write(`dsh: ${problem}\n`)
+      host.stderr.write(`dsh: ${terminalSafe(problem)}\n`)
       return 1
     }
 
@@ -192,7 +193,7 @@ export class HeadlessApp extends Service {
     try {
       agent = await this.openAgent(args, route)
     } catch (error) {
-      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      host.stderr.write(`dsh: ${terminalSafe((error as Error).message)}\n`)
       return 1
     }
     const session = agent.session
@@ -205,16 +206,18 @@ export class HeadlessApp extends Service {
       approval.setMode(session, args.permissionMode)
       approval.setPolicy(session, args.permissionMode === 'danger-full-access' ? 'never' : 'ask')
     }
+    // A stderr line that may quote the model or a tool: made safe for a terminal (security #42.6).
+    const say = (line: string) => host.stderr.write(`dsh: ${terminalSafe(line)}\n`)
     // Headless has no one to ask: every ask fails closed; say why and which flag changes it.
     const offUnavailable = this.ctx.on('approval/settled', (request: PendingApproval, outcome: string) => {
       if (request.sessionId !== session.id || outcome !== 'unavailable') return
-      host.stderr.write(`dsh: ${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${widerHint(approval?.mode(session))}\n`)
+      say(`${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${widerHint(approval?.mode(session))}`)
     })
     // ask_user_question fails closed here too (no one to ask): say which question went unanswered.
     const offQuestion = this.ctx.on('approval/question-settled', (question: PendingQuestion, outcome: QuestionOutcome) => {
       if (question.sessionId !== session.id || outcome.kind !== 'unavailable') return
       const asked = question.questions.map(q => JSON.stringify(q.question)).join(', ')
-      host.stderr.write(`dsh: the model asked ${asked} and headless runs cannot ask; it was told to go on without an answer.\n`)
+      say(`the model asked ${asked} and headless runs cannot ask; it was told to go on without an answer.`)
     })
     const start = session.length
     const stream = args.output === 'stream-json'
@@ -225,7 +228,7 @@ export class HeadlessApp extends Service {
       if (stream) write({ type: 'session_event', sessionId: session.id, event })
       progress?.observe(event)
       // Without the progress line (piped), each retry is one stderr line: which attempt, why.
-      if (progress === undefined && event.type === 'llm/retry') host.stderr.write(`dsh: ${describeRetry(event.data as RetryLine)}\n`)
+      if (progress === undefined && event.type === 'llm/retry') say(describeRetry(event.data as RetryLine))
       const denial = sandboxDenial(event)
       if (denial !== undefined) host.stderr.write(`dsh: ${denial} was denied by the sandbox (${approval?.mode(session) ?? 'confined'} mode). ${widerHint(approval?.mode(session))}\n`)
     })
@@ -260,7 +263,7 @@ export class HeadlessApp extends Service {
         progress?.done()
         // Background jobs end with the process: say which were still running.
         const running = this.ctx.get('jobs')?.list(session.id).filter(isRunning) ?? []
-        if (running.length > 0) host.stderr.write(`dsh: stopping ${running.length === 1 ? 'a background job' : `${running.length} background jobs`} still running at exit: ${running.map(job => `${job.id} (${job.label})`).join(', ')}\n`)
+        if (running.length > 0) say(`stopping ${running.length === 1 ? 'a background job' : `${running.length} background jobs`} still running at exit: ${running.map(job => `${job.id} (${job.label})`).join(', ')}`)
         // Text mode says which session this was and how to go on (also after Ctrl-C), on stderr so
         // scripts reading stdout get only the answer; json and stream-json carry the id.
         if (args.output === 'text') host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
@@ -287,14 +290,15 @@ export class HeadlessApp extends Service {
     if (command !== undefined && command.kind !== 'prompt') {
       const shown = command.text ?? ''
       if (output !== 'text') result(shown, { kind: 'command', outcome: command.kind })
-      else if (shown !== '') (command.kind === 'error' ? host.stderr : host.stdout).write(shown.endsWith('\n') ? shown : `${shown}\n`)
+      else if (shown !== '') (command.kind === 'error' ? host.stderr : host.stdout).write(terminalSafe(shown.endsWith('\n') ? shown : `${shown}\n`))
       return command.kind === 'success' ? 0 : 1
     }
     const { text, reason } = finalAnswer(session)
+    // json and stream-json keep the exact text (JSON escapes it); text output goes to a terminal.
     if (output !== 'text') result(text, reason ?? null)
-    else if (text !== '') host.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
+    else if (text !== '') host.stdout.write(terminalSafe(text.endsWith('\n') ? text : `${text}\n`))
     if (reason?.kind === 'completed') return 0
-    host.stderr.write(`dsh: ${describeFailure(reason)}\n`)
+    host.stderr.write(`dsh: ${terminalSafe(describeFailure(reason))}\n`)
     return 1
   }
 

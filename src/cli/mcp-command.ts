@@ -14,6 +14,7 @@ import { formatStatuses } from '../mcp/format.js'
 import { McpPlugin } from '../mcp/plugin.js'
 import { ToolsPlugin } from '../tools/registry.js'
 import { commandFailure, UsageError } from './usage-error.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 export const MCP_USAGE = `Usage:
   dsh mcp list [--cwd DIR] [--trust-project-mcp] [--tools]
@@ -72,7 +73,7 @@ async function list(args: readonly string[], home: string, io: McpCommandIo): Pr
   try {
     await fiber.await()
     const mcp = root.get('mcp') as McpPlugin
-    io.stdout.write(formatStatuses(mcp.servers(), tools))
+    io.stdout.write(terminalSafe(formatStatuses(mcp.servers(), tools)))
     return 0
   } finally {
     await fiber.dispose()

@@ -3,6 +3,7 @@
  * redrawn in place. Only used when stderr is a TTY, so piped output stays clean.
  */
 import type { SessionEvent } from '../session/types.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
 const TICK_MS = 100
@@ -28,7 +29,8 @@ export class Progress {
     } else if (event.type === 'assistant/chunk' && data.chunk?.type.endsWith('delta')) {
       this.activity = data.chunk.type === 'reasoning-delta' ? 'thinking' : data.chunk.type === 'tool-call-delta' ? 'writing a tool call' : 'writing'
     } else if (event.type === 'tool/call') {
-      this.activity = `running ${data.name}`
+      // The tool's name comes from the model: made safe for the terminal (security #42.6).
+      this.activity = `running ${terminalSafe(String(data.name)).replace(/\s+/g, ' ')}`
     } else if (event.type === 'llm/retry') {
       this.activity = 'retrying the model request'
     }

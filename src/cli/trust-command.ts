@@ -7,6 +7,7 @@ import { resolveHome } from '../config/home.js'
 import { readTrustedProjects } from '../trust/index.js'
 import { formatRevoked, formatTrusted, formatTrustStatus, parseTrustAction, projectTrustStatus, revokeFolder, trustFolder } from '../trust/plugin.js'
 import { commandFailure, UsageError } from './usage-error.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 export const TRUST_USAGE = `Usage:
   dsh trust [--cwd DIR]        is the folder trusted, and what would it run (hooks, .mcp.json servers)
@@ -39,14 +40,15 @@ export async function trustCommand(args: readonly string[], io: TrustCommandIo):
     if (words.length > 1) throw new UsageError(`one action at a time, not "${words.join(' ')}"`)
     if (words[0] === 'list') {
       const projects = readTrustedProjects(home)
-      io.stdout.write(projects.length === 0 ? 'No trusted folders.\n' : `${projects.join('\n')}\n`)
+      io.stdout.write(projects.length === 0 ? 'No trusted folders.\n' : `${terminalSafe(projects.join('\n'))}\n`)
       return 0
     }
     const action = parseTrustAction(words[0] ?? '')
     if (action instanceof Error) throw new UsageError(`unknown action "${words[0]}"`)
-    if (action === 'status') io.stdout.write(`${formatTrustStatus(projectTrustStatus(folder, home), { on: '`dsh trust on`', off: '`dsh trust off`' })}\n`)
-    else if (action === 'on') io.stdout.write(`${formatTrusted(await trustFolder(folder, home))}\n`)
-    else io.stdout.write(`${formatRevoked(folder, revokeFolder(folder, home), projectTrustStatus(folder, home))}\n`)
+    // What the project files run is the project's text: made safe for a terminal (security #42.6).
+    if (action === 'status') io.stdout.write(`${terminalSafe(formatTrustStatus(projectTrustStatus(folder, home), { on: '`dsh trust on`', off: '`dsh trust off`' }))}\n`)
+    else if (action === 'on') io.stdout.write(`${terminalSafe(formatTrusted(await trustFolder(folder, home)))}\n`)
+    else io.stdout.write(`${terminalSafe(formatRevoked(folder, revokeFolder(folder, home), projectTrustStatus(folder, home)))}\n`)
     return 0
   } catch (error) {
     return commandFailure(error, 'dsh trust', TRUST_USAGE, io.stderr)

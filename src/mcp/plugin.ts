@@ -22,6 +22,7 @@ import { McpRefusedError, type McpServerStatus, type McpService } from './api.js
 import { McpConfigError, parseServerConfig, parseServerMap, type Lookup, type McpServerConfig, type McpServerSource } from './config.js'
 import { McpServer } from './server.js'
 import '../tools/api.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 export const PROJECT_FILE = '.mcp.json'
 
@@ -115,7 +116,8 @@ interface Entry {
   readonly placeholder?: McpServerStatus
 }
 
-const defaultLog = (line: string) => { process.stderr.write(`${line}\n`) }
+/** A line on stderr: a server's own stderr lines are tool text, made safe for a terminal (security #42.6). */
+const defaultLog = (line: string) => { process.stderr.write(`${terminalSafe(line)}\n`) }
 
 export class McpPlugin extends Service implements McpService {
   static readonly inject = ['tools']

@@ -39,6 +39,7 @@ import '../host/index.js'
 import '../agent/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 export interface TuiConfig {
   /** Default model when neither --model, DSH_MODEL nor settings name one. */
@@ -78,7 +79,7 @@ export class TuiApp extends Service {
         throw new Error(`--permission-mode must be ${SANDBOX_MODES.join(', ')}, not "${args.permissionMode}"`)
       }
     } catch (error) {
-      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      host.stderr.write(`dsh: ${terminalSafe((error as Error).message)}\n`)
       return 2
     }
     const stdin = process.stdin
@@ -137,7 +138,7 @@ export class TuiApp extends Service {
     try {
       agent = await this.openAgent(sessionId, cwd, route)
     } catch (error) {
-      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      host.stderr.write(`dsh: ${terminalSafe((error as Error).message)}\n`)
       return 1
     }
 

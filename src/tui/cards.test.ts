@@ -58,3 +58,20 @@ describe('read_image card', () => {
     expect(draw(call)).toBe('✓ image shot.png · image/png, 3x2 px')
   })
 })
+
+describe('the model\'s and the tool\'s escapes in a card (security #42.6)', () => {
+  it('the command, the tool name and a diff show escapes as text; the output drops whole sequences and names overrides', () => {
+    const active = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/
+    const call: ToolCallView = { id: 'b1', name: 'bash', arguments: JSON.stringify({ command: 'ls # \x1b]0;pwned\x07 \u202E' }), result: { text: 'a\u202Eb\x1b]52;c;eA==\x07\n', isError: false, meta: { exitCode: 0 } } }
+    const card = renderToString(h(ToolCardView, { call, running: false }), { columns: 80 })
+    expect(card.replace(/\x1b\[[0-9;]*m/g, '')).not.toMatch(active)
+    expect(plain(card)).toContain('$ ls # ␛]0;pwned␇ <U+202E> · exit 0')
+    expect(plain(card)).toMatch(/^\s+a<U\+202E>b$/m)
+    const other = draw({ id: 'x1', name: 'mcp__x\x1b[2J', arguments: '{"a":"\u009d0;t\u009c"}' })
+    expect(other).toContain('mcp__x␛[2J {"a":"<U+009D>0;t<U+009C>"}')
+    const edit = draw({ id: 'e1', name: 'edit', arguments: JSON.stringify({ file_path: 'f\u202Etxt' }), result: { text: 'ok', isError: false, meta: { replacements: 1, diff: '@@ -1 +1 @@\n-old\n+new\x1b]0;pwned\x07\n' } } })
+    expect(edit).toContain('edit f<U+202E>txt')
+    expect(edit).toContain('+new␛]0;pwned␇')
+    expect(edit).not.toMatch(active)
+  })
+})

@@ -8,6 +8,7 @@ import { Box, Text } from 'ink'
 import type { ToolCallView } from './fold.js'
 import { c } from './theme.js'
 import { terminalLine } from './wrap.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 const BASH_TAIL = 4
 const DIFF_LINES = 12
@@ -25,8 +26,9 @@ function str(value: unknown): string {
   return typeof value === 'string' ? value : ''
 }
 
+/** `text` on one line for a card or a notice, made safe for the terminal (security #42.6). */
 export function oneLine(text: string, max = 120): string {
-  const flat = text.replace(/\s*\n\s*/g, ' ⏎ ').trim()
+  const flat = terminalSafe(text).replace(/\s*\n\s*/g, ' ⏎ ').trim()
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 
@@ -37,7 +39,10 @@ function meta(call: ToolCallView): Record<string, unknown> {
   return typeof record.value === 'object' && record.value !== null && 'spilled' in record ? record.value as Record<string, unknown> : record
 }
 
-/** `failed` overrides the tool's own verdict: a command that exited non-zero ran, but failed. */
+/**
+ * `failed` overrides the tool's own verdict: a command that exited non-zero ran, but failed. The
+ * title, detail and outcome come from the model and the tool: made safe here, for every card.
+ */
 function Header(props: { call: ToolCallView; running: boolean; title: string; detail?: string; outcome?: string; failed?: boolean }): ReactNode {
   const { call } = props
   const failed = props.failed ?? call.result?.isError === true
@@ -46,9 +51,9 @@ function Header(props: { call: ToolCallView; running: boolean; title: string; de
   return (
     <Text wrap="truncate-end">
       <Text color={markColor}>{mark} </Text>
-      <Text bold>{props.title}</Text>
-      {props.detail ? <Text> {props.detail}</Text> : null}
-      {props.outcome ? <Text dimColor> · {props.outcome}</Text> : null}
+      <Text bold>{terminalSafe(props.title)}</Text>
+      {props.detail ? <Text> {terminalSafe(props.detail)}</Text> : null}
+      {props.outcome ? <Text dimColor> · {terminalSafe(props.outcome)}</Text> : null}
     </Text>
   )
 }
@@ -66,7 +71,7 @@ function jobStatus(job: JobMeta): string {
 }
 
 function DiffLines(props: { diff: string }): ReactNode {
-  const lines = props.diff.split('\n').filter(line => !line.startsWith('---') && !line.startsWith('+++') && !line.startsWith('Index:') && !/^=+$/.test(line) && line !== '')
+  const lines = terminalSafe(props.diff).split('\n').filter(line => !line.startsWith('---') && !line.startsWith('+++') && !line.startsWith('Index:') && !/^=+$/.test(line) && line !== '')
   const shown = lines.slice(0, DIFF_LINES)
   return (
     <Box flexDirection="column" paddingLeft={2}>
@@ -159,7 +164,7 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean; live
           <Box flexDirection="column" paddingLeft={2}>
             {todos.map((todo, index) => (
               <Text key={index} wrap="truncate-end" dimColor={todo.status === 'completed'}>
-                {todo.status === 'completed' ? '☑' : todo.status === 'in_progress' ? '▸' : '☐'} {todo.content ?? ''}
+                {todo.status === 'completed' ? '☑' : todo.status === 'in_progress' ? '▸' : '☐'} {terminalSafe(String(todo.content ?? ''))}
               </Text>
             ))}
           </Box>

@@ -7,6 +7,7 @@ import { useState, type ReactNode } from 'react'
 import { Box, Text, useInput } from 'ink'
 import { c } from './theme.js'
 import { useLatestState } from './latest-state.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 /** What a key may hold: printable ASCII without spaces (a pasted key often brings a newline). */
 export function cleanKey(text: string): string {
@@ -34,7 +35,7 @@ export function KeyPrompt(props: { name: string; file: string; onDone(key: strin
     <Box flexDirection="column">
       <Text bold>{props.name} is not set.</Text>
       <Text>Paste your key: it is stored, readable by you only, in</Text>
-      <Text color={c('cyan')}>  {props.file}</Text>
+      <Text color={c('cyan')}>  {terminalSafe(props.file)}</Text>
       <Text>Or press Esc and set {props.name} in the environment.</Text>
       <Box marginTop={1}>
         <Text color={c('cyan')} bold>key › </Text>

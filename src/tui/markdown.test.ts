@@ -140,3 +140,17 @@ describe('the warm-up sample (compiled once the first frame is out)', () => {
     expect([...kinds].sort()).toEqual(['blockquote', 'checkbox', 'code', 'codespan', 'del', 'em', 'escape', 'heading', 'hr', 'html', 'link', 'list', 'list_item', 'paragraph', 'space', 'strong', 'table', 'text'])
   })
 })
+
+describe('the model\'s escapes in an answer (security #42.6)', () => {
+  it('OSC 0, OSC 52, CSI and U+202E show as text in prose, code spans and code blocks; no ESC of theirs reaches the terminal', () => {
+    const answer = 'Done.\x1b]0;pwned\x07 `x\x1b]52;c;eA==\x07` file\u202Etxt\n\n```sh\necho \x1b[2J\u009b31m\n```'
+    const out = renderToString(h(Markdown, { text: answer, width: 80 }), { columns: 80 })
+    // What is left of ESC in the output starts the app's own colours (SGR) only.
+    expect(out.replace(/\x1b\[[0-9;]*m/g, '')).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/)
+    const shown = plain(out)
+    expect(shown).toContain('Done.␛]0;pwned␇')
+    expect(shown).toContain('x␛]52;c;eA==␇')
+    expect(shown).toContain('file<U+202E>txt')
+    expect(shown).toContain('echo ␛[2J<U+009B>31m')
+  })
+})

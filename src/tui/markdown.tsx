@@ -10,6 +10,7 @@ import { common, createEmphasize } from 'emphasize'
 import { displayWidth } from './width.js'
 import { c, isColorEnabled } from './theme.js'
 import { wrapRows } from './wrap.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 let emphasize: ReturnType<typeof createEmphasize> | undefined
 
@@ -226,8 +227,12 @@ function table(token: Tokens.Table, key: string, width: number): ReactNode {
   return h(Box, { key, flexDirection: 'column' }, row(token.header, true, `${key}.h`), rule, ...token.rows.map((cells, n) => row(cells, false, `${key}.${n}`)))
 }
 
-/** Markdown source drawn as a column of blocks with one blank line between them, `width` columns wide (tables fit it). */
+/**
+ * Markdown source drawn as a column of blocks with one blank line between them, `width` columns
+ * wide (tables fit it). The source is made safe for the terminal before it is lexed (security
+ * #42.6): no escape of the model's reaches the screen; the colours drawn here are the app's own.
+ */
 export function Markdown(props: { readonly text: string; readonly width: number }): ReactNode {
-  const tokens = new Lexer().lex(props.text).filter(token => token.type !== 'space')
+  const tokens = new Lexer().lex(terminalSafe(props.text)).filter(token => token.type !== 'space')
   return h(Box, { flexDirection: 'column', gap: 1 }, ...tokens.map((token, index) => block(token, `b${index}`, props.width)))
 }

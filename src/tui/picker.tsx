@@ -7,6 +7,7 @@ import { Box, Text, useInput, useStdout } from 'ink'
 import type { StoredSessionSummary } from '../persistence/api.js'
 import { c } from './theme.js'
 import { age } from '../host/age.js'
+import { terminalSafe } from '../host/terminal-text.js'
 import { useLatestState } from './latest-state.js'
 
 export { age } from '../host/age.js'
@@ -38,8 +39,8 @@ export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]
         const selected = first + n === index
         return (
           <Text key={session.id} wrap="truncate-end" inverse={selected}>
-            <Text color={selected ? undefined : c('cyan')}>{selected ? '›' : ' '} {session.title ?? '(untitled)'}</Text>
-            <Text dimColor={!selected}> · {folder(session.cwd)} · {age(session.updatedAt)} · {session.turns} turn{session.turns === 1 ? '' : 's'}</Text>
+            <Text color={selected ? undefined : c('cyan')}>{selected ? '›' : ' '} {terminalSafe(session.title ?? '(untitled)').replace(/\s+/g, ' ')}</Text>
+            <Text dimColor={!selected}> · {terminalSafe(folder(session.cwd))} · {age(session.updatedAt)} · {session.turns} turn{session.turns === 1 ? '' : 's'}</Text>
           </Text>
         )
       })}

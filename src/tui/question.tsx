@@ -9,6 +9,7 @@ import { Box, Text, useInput, type Key } from 'ink'
 import type { QuestionAnswer, UserQuestion } from '../approval/api.js'
 import { c } from './theme.js'
 import { useLatestState } from './latest-state.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 export interface QuestionPrompt {
   readonly id: string
@@ -104,19 +105,19 @@ export function QuestionView({ prompt, active }: { prompt: QuestionPrompt; activ
   const onText = state.cursor >= options.length
   return (
     <Box flexDirection="column" borderStyle="round" borderColor={c('magenta')} paddingX={1}>
-      <Text bold>{question.header ?? 'Question'}{count}</Text>
-      <Text>{question.question}</Text>
+      <Text bold>{terminalSafe(question.header ?? 'Question')}{count}</Text>
+      <Text>{terminalSafe(question.question)}</Text>
       {options.map((option, i) => {
         const here = state.cursor === i
         const mark = multi ? (state.selected.includes(option.label) ? '[x]' : '[ ]') : (here ? '›' : ' ')
         return (
           <Text key={option.label} wrap="truncate-end" inverse={here}>
-            {mark} {i + 1}. {option.label}{option.description !== undefined ? <Text dimColor> — {option.description}</Text> : null}
+            {mark} {i + 1}. {terminalSafe(option.label)}{option.description !== undefined ? <Text dimColor> — {terminalSafe(option.description)}</Text> : null}
           </Text>
         )
       })}
       <Text wrap="truncate-end" inverse={onText}>
-        {options.length > 0 ? (onText ? '›' : ' ') + ' Other: ' : '› '}{state.text === '' ? <Text dimColor>type an answer</Text> : state.text}
+        {options.length > 0 ? (onText ? '›' : ' ') + ' Other: ' : '› '}{state.text === '' ? <Text dimColor>type an answer</Text> : terminalSafe(state.text)}
       </Text>
       <Text dimColor>
         {options.length > 0 ? (multi ? '↑↓ move · Space/number toggle · ' : '↑↓ move · number picks · ') : ''}Enter answers · Esc dismisses

@@ -7,6 +7,7 @@
 import type { ReactNode } from 'react'
 import { Box, Text, useInput } from 'ink'
 import { c } from './theme.js'
+import { terminalSafe } from '../host/terminal-text.js'
 
 export type TrustAnswer = 'trust' | 'skip'
 
@@ -19,9 +20,9 @@ export function TrustPrompt(props: { folder: string; code: readonly string[]; ch
   return (
     <Box flexDirection="column">
       <Text bold>Do you trust the files in this folder?</Text>
-      <Text color={c('cyan')}>  {props.folder}</Text>
+      <Text color={c('cyan')}>  {terminalSafe(props.folder)}</Text>
       <Text>{props.changed ? 'Its .mcp.json changed since you trusted it. ' : ''}These project files run commands on your machine, with your rights, outside the sandbox:</Text>
-      {props.code.map(line => <Text key={line}>  {line}</Text>)}
+      {props.code.map(line => <Text key={line}>  {terminalSafe(line)}</Text>)}
       <Box marginTop={1} flexDirection="column">
         <Text><Text color={c('green')} bold>y</Text> trust this folder: run them now and from now on</Text>
         <Text><Text color={c('yellow')} bold>n</Text> not now: start without them (Esc does the same)</Text>

@@ -23,10 +23,10 @@ import {
 import { matchCommands, type TuiCommand } from './commands.js'
 import type { FileIndex } from './files.js'
 import type { RewindPoint } from '../host/rewind.js'
-import type { FileChange, FileChanges } from '../tools/file-changes.js'
-import { displayPath } from '../tools/builtin/paths.js'
-import { plural } from '../host/numbers.js'
-import { age } from '../host/age.js'
+import type { FileChange } from '../tools/file-changes.js'
+import { terminalSafe } from '../host/terminal-text.js'
+import { RewindFiles, RewindList } from './rewind-view.js'
+import { ApprovalBox } from './approval-box.js'
 
 export interface ViewActions {
   send(text: string): void
@@ -84,7 +84,7 @@ function Reasoning(props: { text: string; expanded: boolean; streaming: boolean;
   return (
     <Box flexDirection="column">
       <Text dimColor italic>▾ reasoning</Text>
-      <Text dimColor italic>{wrapText(props.text.trim(), props.width)}</Text>
+      <Text dimColor italic>{wrapText(terminalSafe(props.text.trim()), props.width)}</Text>
     </Box>
   )
 }
@@ -110,7 +110,7 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
       return (
         <Box marginTop={1}>
           <Text color={c('cyan')} bold>› </Text>
-          <Text>{wrapText(item.text, props.width - 2)}</Text>
+          <Text>{wrapText(terminalSafe(item.text), props.width - 2)}</Text>
         </Box>
       )
     case 'assistant': {
@@ -131,7 +131,7 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
       const parts = [`${item.steps} step${item.steps === 1 ? '' : 's'}`, tokens, ...item.durationMs === undefined ? [] : [duration(item.durationMs)], ...dollars === undefined ? [] : [`$${dollars.toFixed(4)}`]]
       return (
         <Box flexDirection="column">
-          {end.level !== undefined ? <Text color={end.level === 'error' ? c('red') : end.level === 'warning' ? c('yellow') : undefined} bold={end.level === 'error'}>{wrapText(`${end.level === 'error' ? '✗ ' : '■ '}${end.text}`, props.width)}</Text> : null}
+          {end.level !== undefined ? <Text color={end.level === 'error' ? c('red') : end.level === 'warning' ? c('yellow') : undefined} bold={end.level === 'error'}>{wrapText(`${end.level === 'error' ? '✗ ' : '■ '}${terminalSafe(end.text)}`, props.width)}</Text> : null}
           <Text dimColor>── {parts.join(' · ')}</Text>
         </Box>
       )
@@ -147,7 +147,7 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
       )
     }
     case 'notice':
-      return <Text color={item.level === 'error' ? c('red') : item.level === 'warning' ? c('yellow') : undefined} dimColor={item.level === 'info'}>{wrapText(item.text, props.width)}</Text>
+      return <Text color={item.level === 'error' ? c('red') : item.level === 'warning' ? c('yellow') : undefined} dimColor={item.level === 'info'}>{wrapText(terminalSafe(item.text), props.width)}</Text>
   }
 }
 
@@ -156,7 +156,7 @@ function PrintedView(props: { printed: Printed; expanded: boolean; width: number
   if (printed.kind === 'banner') {
     return (
       <Box flexDirection="column">
-        {printed.lines.map((line, index) => <Text key={index} dimColor={index > 0}>{line}</Text>)}
+        {printed.lines.map((line, index) => <Text key={index} dimColor={index > 0}>{terminalSafe(line)}</Text>)}
       </Box>
     )
   }
@@ -204,13 +204,14 @@ function EditorView(props: { state: EditorState; placeholder: string; focused: b
       </Text>
     )
   }
-  const before = text.slice(0, cursor)
+  // What was pasted is shown safe too: a pasted escape must not act on the terminal.
+  const before = terminalSafe(text.slice(0, cursor))
   const at = text.slice(cursor, cursor + 1)
-  const after = text.slice(cursor + 1)
+  const after = terminalSafe(text.slice(cursor + 1))
   return (
     <Text>
       {before}
-      {at === '\n' ? <><Text inverse> </Text>{'\n'}</> : <Text inverse={props.focused}>{at === '' ? ' ' : at}</Text>}
+      {at === '\n' ? <><Text inverse> </Text>{'\n'}</> : <Text inverse={props.focused}>{at === '' ? ' ' : terminalSafe(at)}</Text>}
       {after}
     </Text>
   )
@@ -220,7 +221,7 @@ function activity(items: readonly Item[]): string {
   const last = items.at(-1)
   if (last?.kind !== 'assistant') return 'waiting for the model'
   const runningCall = last.calls.find(call => call.result === undefined)
-  if (runningCall !== undefined && !last.streaming) return `running ${runningCall.name}`
+  if (runningCall !== undefined && !last.streaming) return `running ${terminalSafe(runningCall.name)}`
   if (last.streaming) return last.calls.length > 0 ? 'writing a tool call' : last.text === '' ? 'thinking' : 'writing'
   return 'waiting for the model'
 }
@@ -238,7 +239,7 @@ function ActivityLine(props: { running: boolean; status?: string; items: readonl
     <Box marginTop={1}>
       <Text wrap="truncate-end">
         <Text color={c('cyan')}>{SPINNER[frame]} </Text>
-        {props.status !== undefined ? <Text color={c('yellow')}>{props.status}</Text> : <Text>{activity(props.items)}</Text>}
+        {props.status !== undefined ? <Text color={c('yellow')}>{terminalSafe(props.status)}</Text> : <Text>{activity(props.items)}</Text>}
         <Text dimColor> · {seconds}s{props.asking === true ? ' · waiting for your answer' : ' · Esc to cancel'}</Text>
       </Text>
     </Box>
@@ -257,49 +258,9 @@ function ShellLine(props: { command: string; since: number }): ReactNode {
     <Box marginTop={1}>
       <Text wrap="truncate-end">
         <Text color={c('cyan')}>{SPINNER[frame]} </Text>
-        <Text bold>$ {props.command.replace(/\n/g, ' ')}</Text>
+        <Text bold>$ {terminalSafe(props.command).replace(/\n/g, ' ')}</Text>
         <Text dimColor> · running · {seconds}s · Esc stops it</Text>
       </Text>
-    </Box>
-  )
-}
-
-/** The earlier prompts to go back to, newest first, the chosen one highlighted (`rows` at most). */
-function RewindList(props: { points: readonly RewindPoint[]; index: number; rows: number }): ReactNode {
-  const { points, index, rows } = props
-  const first = Math.max(0, Math.min(index - Math.floor(rows / 2), points.length - rows))
-  return (
-    <Box flexDirection="column" borderStyle="round" borderColor={c('cyan')} paddingX={1}>
-      <Text bold>Go back to before an earlier prompt <Text dimColor>(↑/↓ choose · Enter go back · Esc close)</Text></Text>
-      <Text dimColor wrap="truncate-end">The conversation continues in a copy from there, the prompt in the input box to edit; this session stays stored as it is.</Text>
-      {points.slice(first, first + rows).map((point, n) => {
-        const selected = first + n === index
-        return (
-          <Text key={point.turn} wrap="truncate-end" inverse={selected}>
-            {selected ? '› ' : '  '}<Text dimColor={!selected}>turn {point.turn} · {age(point.time)} · </Text>{point.label.replace(/\s+/g, ' ')}
-          </Text>
-        )
-      })}
-      {points.length > rows ? <Text dimColor>{index + 1}/{points.length}</Text> : null}
-    </Box>
-  )
-}
-
-/** After picking a point whose turns changed files: put them back, or leave them. */
-function RewindFiles(props: { point: RewindPoint; changes: FileChanges; choice: number; folder?: string }): ReactNode {
-  const { point, changes, choice } = props
-  const names = changes.paths.map(path => props.folder === undefined ? path : displayPath(props.folder, path))
-  const shown = names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', ')
-  const commands = [...changes.otherCalls].map(([name, count]) => `${name} ran ${plural(count, 'time')}`).join(', ')
-  const options = [`Go back and put ${names.length === 1 ? 'that file' : 'those files'} back as ${names.length === 1 ? 'it was' : 'they were'}`, `Go back and leave the files as they are`]
-  return (
-    <Box flexDirection="column" borderStyle="round" borderColor={c('cyan')} paddingX={1}>
-      <Text bold>Go back to before turn {point.turn} <Text dimColor>(↑/↓ choose · Enter · Esc back to the list)</Text></Text>
-      <Text wrap="wrap">From there on, write and edit changed {plural(names.length, 'file')}: {shown}.</Text>
-      {commands !== '' ? <Text dimColor wrap="wrap">Also {commands}: what {changes.otherCalls.size === 1 && [...changes.otherCalls.values()][0] === 1 ? 'it' : 'they'} changed is not put back.</Text> : null}
-      {options.map((option, index) => (
-        <Text key={index} wrap="truncate-end" inverse={index === choice}>{index === choice ? '› ' : '  '}{option}</Text>
-      ))}
     </Box>
   )
 }
@@ -592,24 +553,17 @@ export function ConversationView(props: ViewProps): ReactNode {
       {live.map(item => <ItemView key={item.key} item={item} expanded={expanded} width={width} live={{ rows: liveRows, output: store.liveOutput }} />)}
       {[...store.children.values()].map(child => (
         <Text key={child.id} wrap="truncate-end">
-          <Text dimColor>  ⎿ </Text><Text bold>{child.label}</Text><Text dimColor> · subagent · step {child.steps} · {child.activity}</Text>
+          <Text dimColor>  ⎿ </Text><Text bold>{terminalSafe(child.label)}</Text><Text dimColor> · subagent · step {child.steps} · {terminalSafe(child.activity)}</Text>
         </Text>
       ))}
       <ActivityLine running={running} status={store.fold.status} items={live} since={runningSince.current} asking={question !== undefined} />
       {store.shell !== undefined ? <ShellLine command={store.shell.command} since={store.shell.since} /> : null}
       {queued.length > 0 ? (
         <Box flexDirection="column">
-          {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {text.replace(/\n/g, ' ')}</Text>)}
+          {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {terminalSafe(text).replace(/\n/g, ' ')}</Text>)}
         </Box>
       ) : null}
-      {approval !== undefined ? (
-        <Box flexDirection="column" borderStyle="round" borderColor={c('yellow')} paddingX={1}>
-          <Text bold>Allow {approval.toolName}?</Text>
-          <Text wrap="truncate-end">{approval.reason}</Text>
-          {approval.arguments ? <Text dimColor wrap="truncate-end">{approval.arguments}</Text> : null}
-          <Text><Text color={c('green')} bold>y</Text> allow once · <Text color={c('red')} bold>n</Text> reject</Text>
-        </Box>
-      ) : null}
+      {approval !== undefined ? <ApprovalBox approval={approval} /> : null}
       {question !== undefined ? <QuestionView key={question.id} prompt={question} active={approval === undefined} /> : null}
       {store.rewind?.files !== undefined
         ? <RewindFiles point={store.rewind.files.point} changes={store.rewind.files.changes} choice={store.rewind.files.choice} folder={store.agent.session.header.cwd} />
@@ -622,16 +576,16 @@ export function ConversationView(props: ViewProps): ReactNode {
         <Box flexDirection="column" paddingLeft={2}>
           {completion.kind === 'command'
             ? completion.options.slice(0, 8).map((command, index) => (
-              <Text key={command.name} wrap="truncate-end" inverse={index === selectedIndex}>/{command.name} <Text dimColor>{command.description}</Text></Text>
+              <Text key={command.name} wrap="truncate-end" inverse={index === selectedIndex}>/{terminalSafe(command.name)} <Text dimColor>{terminalSafe(command.description)}</Text></Text>
             ))
-            : completion.options.map((path, index) => <Text key={path} wrap="truncate-end" inverse={index === selectedIndex}>@{path}</Text>)}
+            : completion.options.map((path, index) => <Text key={path} wrap="truncate-end" inverse={index === selectedIndex}>@{terminalSafe(path)}</Text>)}
         </Box>
       ) : null}
       <Box width={width}>
         <Text wrap="truncate-end" dimColor>
           {exitArmed ? <Text color={c('yellow')} dimColor={false}>Press Ctrl-C again to exit · </Text> : null}
           {escArmed ? <Text color={c('yellow')} dimColor={false}>Esc again to go back to an earlier prompt · </Text> : null}
-          {info.model} · {info.folder} · {info.permission()} · {jobs > 0 ? <><Text color={c('yellow')} dimColor={false}>{jobs} job{jobs === 1 ? '' : 's'} running</Text> · </> : null}{contextUse}
+          {terminalSafe(info.model)} · {terminalSafe(info.folder)} · {info.permission()} · {jobs > 0 ? <><Text color={c('yellow')} dimColor={false}>{jobs} job{jobs === 1 ? '' : 's'} running</Text> · </> : null}{contextUse}
         </Text>
       </Box>
     </Box>

@@ -7,6 +7,7 @@
  * Every row then fits, so Ink's own pass leaves it as it is.
  */
 import { displayWidth } from './width.js'
+import { withoutSequences } from '../host/terminal-text.js'
 
 /** A row of the wrapped text: the source range `[start, end)` it shows. */
 export type Row = readonly [start: number, end: number]
@@ -95,10 +96,11 @@ function longWordStartsNextRow(wordWidth: number, room: number, width: number): 
 
 /**
  * A line of command output as a terminal would leave it: what follows the last carriage return
- * (a progress bar redrawn in place), without colour and cursor escapes or other control
- * characters, which would move Ink's drawing.
+ * (a progress bar redrawn in place), without its escape sequences (colours, cursor moves, titles,
+ * clipboard writes), which would move Ink's drawing or act on the terminal; any other control
+ * or bidirectional character shows as a visible stand-in (src/host/terminal-text.ts).
  */
 export function terminalLine(text: string): string {
   const line = text.replace(/\r+$/, '')
-  return line.slice(line.lastIndexOf('\r') + 1).replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]/g, '')
+  return withoutSequences(line.slice(line.lastIndexOf('\r') + 1))
 }

