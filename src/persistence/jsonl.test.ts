@@ -341,7 +341,7 @@ describe('JSONL damage (D-5)', () => {
         expect(error).toBeInstanceOf(CorruptSessionError)
         // lines[i] is line i+1; a duplicate is noticed at its second copy.
         expect(error!.message).toContain(`${path}: line ${kind === 'duplicate' ? at + 2 : at + 1}: `)
-        expect(error!.message).toMatch(/valid record follows at line \d+.*dsh sessions repair/)
+        expect(error!.message).toMatch(/valid record (follows|stands) at line \d+.*dsh sessions repair/)
         expect(await readFile(path, 'utf8')).toBe(damaged)
         const salvaged = (await reader.salvageStored(h.id))!
         if (kind === 'duplicate' || kind === 'swap') expect(canonical(salvaged.events)).toEqual(canonical(events))
@@ -368,4 +368,62 @@ describe('JSONL damage (D-5)', () => {
         expect(stored.torn!.cutAt).toBe(Buffer.byteLength(intact))
       }), { numRuns: 30 })
   }), 60_000)
+
+  it('D-5 (#43.3): a line lost before a whole last record is corruption, not a torn tail: refused naming the seq, the file unchanged', () => withRoot(async (root) => {
+    const backend = new JsonlBackend({ root, fsync: false })
+    const { header, events } = await realisticLog(1, 7, 12)
+    await backend.create(header, events)
+    const path = (await backend.pathOf(header.id))!
+    const lines = (await readFile(path, 'utf8')).split('\n')
+    // Drop the line before the last record: the last one is whole and valid, with the wrong seq.
+    lines.splice(lines.length - 3, 1)
+    const damaged = lines.join('\n')
+    await writeFile(path, damaged)
+    const error = await new JsonlBackend({ root, fsync: false }).loadStored(header.id).then(() => undefined, (e: unknown) => e as Error)
+    expect(error).toBeInstanceOf(CorruptSessionError)
+    expect(error!.message).toMatch(/wrong-seq: seq0? \d+ where \d+ was expected; a valid record stands at line \d+/)
+    expect(await readFile(path, 'utf8')).toBe(damaged)
+  }))
+
+  it('D-5 (#43.3): over cut points and dropped lines, a load either keeps every intact record before the damage or refuses; it never cuts a whole record', () => withRoot(async (root) => {
+    let n = 0
+    await fc.assert(fc.asyncProperty(
+      fc.integer({ min: 1, max: 500 }), fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), fc.constantFrom('cut', 'drop', 'drop-and-cut'), fc.integer({ min: 1, max: 40 }),
+      async (seed, where, kind, cutBytes) => {
+        const backend = new JsonlBackend({ root, fsync: false })
+        const { header: base, events } = await realisticLog(1, seed, 10)
+        const h = { ...base, id: `gen-${n++}` }
+        await backend.create(h, events)
+        const path = (await backend.pathOf(h.id))!
+        const text = await readFile(path, 'utf8')
+        const lines = text.split('\n')
+        const records = lines.length - 2 // header and the '' after the last newline
+        let damaged = text
+        let expectTorn = false
+        if (kind !== 'cut') {
+          const at = 1 + Math.floor(where * records)
+          lines.splice(at, 1)
+          damaged = lines.join('\n')
+        }
+        if (kind !== 'drop') {
+          // A crash cuts the end short: bytes of the last line are lost, never the whole line.
+          const lastLine = damaged.slice(damaged.lastIndexOf('\n', damaged.length - 2) + 1)
+          damaged = damaged.slice(0, damaged.length - Math.min(cutBytes, lastLine.length - 1))
+          expectTorn = kind === 'cut'
+        }
+        await writeFile(path, damaged)
+        const loaded = await new JsonlBackend({ root, fsync: false }).loadStored(h.id).then(stored => stored, (e: unknown) => e as Error)
+        if (loaded instanceof Error) {
+          expect(loaded).toBeInstanceOf(CorruptSessionError)
+          expect(kind).not.toBe('cut')
+          expect(await readFile(path, 'utf8')).toBe(damaged)
+          return
+        }
+        // Loaded: only a cut end was dropped, and what stays is the log's own prefix.
+        expect(canonical(loaded!.events)).toEqual(canonical(events.slice(0, loaded!.events.length)))
+        if (expectTorn) expect(loaded!.torn).toBeDefined()
+        // A dropped line the load did not refuse was the last record itself: nothing is torn.
+        if (kind === 'drop') expect(loaded!.torn).toBeUndefined()
+      }), { numRuns: 40 })
+  }), 120_000)
 })

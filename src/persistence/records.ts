@@ -150,6 +150,14 @@ export function scanRecords(sessionId: string, records: Iterable<RawRecord>, sta
         continue
       } catch (error) {
         if (!(error instanceof BadRecord)) throw error
+        // D-5: only a damaged end is a torn tail (a line cut short, or bytes that are not JSON).
+        // A whole record that parses and breaks the sequence or the envelope (a line lost before
+        // it, say) is corruption: the file is left as it is.
+        if (record.complete && error.reason !== 'unparsable') {
+          throw new CorruptSessionError(
+            `${source}: ${record.where}: ${error.reason}: ${error.message}; a valid record stands at ${record.where} (whole, not cut short), so the log is corrupt, not torn by a crash ` +
+            `(nothing was changed; \`dsh sessions repair ${sessionId}\` writes a salvaged copy)`, sessionId)
+        }
         bad = { record, reason: error.reason, detail: error.message }
       }
     } else if (record.complete && standaloneRecord(record.text) !== undefined) {
