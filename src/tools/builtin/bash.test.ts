@@ -92,6 +92,33 @@ describe('bash timeout and abort', () => {
     expect(await gone(pid)).toBe(true)
   })
 
+  it('#43.1: a writer that left the group (setsid) cannot hold the call past its timeout; it is killed and named', async () => {
+    const pidFile = join(h.cwd, 'writer.pid')
+    // It ignores SIGPIPE, so closing the pipes alone would not end it.
+    const record = await bash({ command: `setsid sh -c 'trap "" PIPE; echo $$ > ${pidFile}; while :; do echo tick 2>/dev/null; sleep 0.02; done' & sleep 0.2; exit 0`, timeoutMs: 800 })
+    const text = resultText(record)
+    const pid = Number(readFileSync(pidFile, 'utf8'))
+    expect(text).toContain('tick\n')
+    expect(text).toContain('[timed out after 800 ms]')
+    // The writer, and maybe the sleep it was running at that moment.
+    expect(text).toMatch(new RegExp(`\\[killed \\d+ process(es)? the command left outside its group: .*\\b${pid} \\(sh\\).*\\]$`))
+    expect(record.meta).toMatchObject({ timedOut: true, exitCode: 0 })
+    expect(await gone(pid)).toBe(true)
+  })
+
+  it('#43.1: a cancel ends the call while a detached writer keeps the pipes busy', async () => {
+    const pidFile = join(h.cwd, 'writer2.pid')
+    const controller = new AbortController()
+    const pending = bash({ command: `setsid sh -c 'trap "" PIPE; echo $$ > ${pidFile}; while :; do echo tick 2>/dev/null; sleep 0.02; done' & exit 0`, timeoutMs: 600_000 }, { signal: controller.signal })
+    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '') await new Promise(resolve => setTimeout(resolve, 10))
+    const pid = Number(readFileSync(pidFile, 'utf8'))
+    controller.abort()
+    const record = await pending
+    expect(record.isError).toBe(true)
+    expect(resultText(record)).toContain(`${pid} (sh)`)
+    expect(await gone(pid)).toBe(true)
+  })
+
   it('timeoutMs is capped at maxTimeoutMs', async () => {
     const capped = await toolsHarness({ bash: { maxTimeoutMs: 200, killGraceMs: 100 } })
     try {

@@ -7,7 +7,11 @@
  * - then, when stderr is not empty, a line `[stderr]` followed by stderr;
  * - `(no output)` when both are empty;
  * - then one marker line each, when they apply: `[exit code: N]` (non-zero exit),
- *   `[killed by SIGNAL]` (a signal not sent by us), `[timed out after N ms]`, `[aborted]`.
+ *   `[killed by SIGNAL]` (a signal not sent by us), `[timed out after N ms]`, `[aborted]`,
+ *   `[killed N processes the command left outside its group: PID (NAME), ...]`.
+ * A timeout or an abort ends the call whatever the command's descendants do: the group is
+ * killed, the pipes are closed even while a detached writer holds them, and the processes that
+ * still carry the run's environment marker are killed (`./detached.ts`).
  * A stream over `maxOutputBytes` is shown as head and tail around a note giving the path of a
  * spill file with all of it. A non-zero exit is not an error result (the command ran); a
  * timeout, an abort or a failure to start is.
@@ -28,6 +32,7 @@ import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { spillOutput, StreamingSpill, type SpillPlace } from './spill.js'
+import { newRunMarker, RUN_MARKER, sweepMarked, type DetachedProcess } from './detached.js'
 import type { JsonValue } from '../../session/types.js'
 import { scrubbedEnvironment } from '../../config/credentials.js'
 import { editorTerminal, type EditorTerminal } from '../editor-terminal.js'
@@ -180,6 +185,8 @@ export interface BashRun {
   readonly timedOut: boolean
   readonly aborted: boolean
   readonly durationMs: number
+  /** Processes outside the command's group that a timeout or cancel killed (`./detached.ts`). */
+  readonly detached?: readonly DetachedProcess[]
 }
 
 function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
@@ -235,7 +242,12 @@ export async function runBash(command: string, options: {
   if (options.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
   const started = performance.now()
   // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
-  const env = options.env ?? scrubbedEnvironment(process.env, config.env)
+  const base = options.env ?? scrubbedEnvironment(process.env, config.env)
+  // A spawned command carries a marker that finds what it leaves outside its group; a shell
+  // host's commands do not (the host ends every process of its sandbox, and an environment
+  // that changes per command would cost each its warm shell).
+  const marker = options.host === undefined ? newRunMarker() : undefined
+  const env = marker === undefined ? base : { ...base, [RUN_MARKER]: marker }
   let child: CommandProcess
   if (options.host !== undefined) {
     const run = options.host.run(command, { cwd: options.cwd, env })
@@ -269,9 +281,12 @@ export async function runBash(command: string, options: {
   let timedOut = false
   let aborted = false
   let killTimer: NodeJS.Timeout | undefined
+  /** Ends the wait once the shell has exited, whatever still holds the pipes. */
+  let stopReading: (() => void) | undefined
   const terminate = () => {
     child.killGroup('SIGTERM')
     killTimer ??= setTimeout(() => child.killGroup('SIGKILL'), config.killGraceMs)
+    stopReading?.()
   }
   // No timer for a run without a limit (a background job: it runs until it ends or is killed).
   const timer = Number.isFinite(options.timeoutMs) ? setTimeout(() => { timedOut = true; terminate() }, options.timeoutMs) : undefined
@@ -289,20 +304,25 @@ export async function runBash(command: string, options: {
         exited = { code, signal }
         // A background child that inherited the pipes would hold `close` back for as long as
         // it runs. Once both streams have been idle (and not paused by us) for `drainMs`, stop
-        // reading and report what the shell did; output still flowing keeps the call open
-        // until it ends or the timeout fires.
+        // reading and report what the shell did. Output still flowing keeps the call open, but
+        // only until the timeout or a cancel: those end the wait at once.
         let seen = -1
+        const stop = () => {
+          clearTimeout(drainTimer)
+          child.stdout.destroy()
+          child.stderr.destroy()
+          resolve(exited!)
+        }
+        stopReading = stop
         const check = () => {
           const now = chunks
           // Paused (by backpressure, or while a spill file opens): unread output is still coming.
-          if (now !== seen || child.stdout.isPaused() || child.stderr.isPaused()) {
+          if (!timedOut && !aborted && (now !== seen || child.stdout.isPaused() || child.stderr.isPaused())) {
             seen = now
             drainTimer = setTimeout(check, config.drainMs)
             return
           }
-          child.stdout.destroy()
-          child.stderr.destroy()
-          resolve(exited!)
+          stop()
         }
         check()
       })
@@ -311,6 +331,8 @@ export async function runBash(command: string, options: {
         resolve(exited ?? { code, signal })
       })
     })
+    // A timeout or a cancel kills what the command left outside its group, and says so.
+    const detached = marker !== undefined && (timedOut || aborted) ? await sweepMarked(marker) : []
     const none: Captured = { text: '', totalBytes: 0 }
     return {
       stdout: stdout === undefined ? none : await stdout.finish(),
@@ -320,6 +342,7 @@ export async function runBash(command: string, options: {
       timedOut,
       aborted,
       durationMs: Math.round(performance.now() - started),
+      ...(detached.length > 0 ? { detached } : {}),
     }
   } finally {
     clearTimeout(timer)
@@ -386,6 +409,7 @@ export function formatBashRun(run: BashRun, timeoutMs: number, sandboxMarkers: r
   if (run.timedOut) markers.push(`[timed out after ${timeoutMs} ms]`)
   else if (run.aborted) markers.push('[aborted]')
   else if (run.signal !== null) markers.push(`[killed by ${run.signal}]`)
+  if (run.detached !== undefined) markers.push(`[killed ${run.detached.length} process${run.detached.length === 1 ? '' : 'es'} the command left outside its group: ${run.detached.map(p => `${p.pid} (${p.name})`).join(', ')}]`)
   for (const marker of markers) text += `${text.endsWith('\n') ? '' : '\n'}${marker}`
   return text
 }
