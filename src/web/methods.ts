@@ -619,7 +619,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       }
       try {
         // The file's folder and permission knobs are never kept: the launch folder and this home's defaults apply.
-        const result = await root.sessionPersistence.importSession(exchange, { newId: params.newId === true, cwd: root.host.cwd })
+        const result = await root.sessionPersistence.importSession(exchange, { newId: params.newId === true, cwd: this.config.cwd ?? process.cwd() })
         return { ...result, session: (await this.view(result.id)).summary }
       } catch (error) {
         if (error instanceof SessionExistsError) throw new WebApiError(409, 'EXISTS', error.message)
