@@ -359,7 +359,7 @@ describe('ACP server', () => {
     }
   })
 
-  it('bad frames get JSON-RPC errors and the server keeps serving', async () => {
+  it('bad frames get JSON-RPC errors and the server keeps serving; #42.7: a request before initialize is -32002', async () => {
     const { home, cwd } = tempHome()
     const connection = connect({ home, cwd })
     try {
@@ -367,10 +367,13 @@ describe('ACP server', () => {
       connection.child.stdin.write('"a string"\n')
       connection.child.stdin.write('{"jsonrpc":"2.0","id":"x","method":"nope/never"}\n')
       connection.child.stdin.write('{"jsonrpc":"2.0","id":"y","method":"session/prompt","params":{"sessionId":"s"}}\n')
+      await expect(connection.peer.request('session/new', { cwd, mcpServers: [] })).rejects.toMatchObject({ code: -32002, message: 'Server not initialized: send initialize before session/new' })
       const init = await connection.peer.request('initialize', { protocolVersion: 1 })
       expect(init).toMatchObject({ protocolVersion: 1 })
+      connection.child.stdin.write('{"jsonrpc":"2.0","id":"z","method":"session/prompt","params":{"sessionId":"s"}}\n')
+      await connection.peer.request('session/new', { cwd, mcpServers: [] })
       const errors = connection.frames.filter(frame => frame.error !== undefined)
-      expect(errors.map(frame => [frame.id, frame.error.code])).toEqual([[null, -32700], [null, -32600], ['x', -32601], ['y', -32602]])
+      expect(errors.map(frame => [frame.id, frame.error.code])).toEqual([[null, -32700], [null, -32600], ['x', -32601], ['y', -32002], [0, -32002], ['z', -32602]])
     } finally {
       expect(await connection.close()).toBe(0)
     }

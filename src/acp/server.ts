@@ -35,7 +35,7 @@ import { liveUpdates, parseArguments, replayUpdates, replayedAttachments, toolKi
 import { imageRefusal, storeInlineImages } from '../sdk/images.js'
 import { AttachmentError } from '../session/attachments.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
-import { ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
+import { clip, ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
 import type { CommandsService } from '../commands/api.js'
 import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
 import '../mcp/api.js'
@@ -199,7 +199,7 @@ export class AcpServerApp extends Service {
     const peer = this.peer = new JsonRpcPeer({
       input: this.config.input ?? process.stdin,
       output: this.config.output ?? host.stdout,
-      log,
+      log, initializeFirst: 'initialize', // ACP: the connection starts with initialize; -32002 before
       methods: {
         initialize: method(initializeParams, params => {
           this.clientFs = { read: params.clientCapabilities?.fs?.readTextFile === true, write: params.clientCapabilities?.fs?.writeTextFile === true }
@@ -309,7 +309,7 @@ export class AcpServerApp extends Service {
   }
 
   private async newSession(cwd: string, mcpServers: readonly unknown[]) {
-    if (!isAbsolute(cwd)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd must be an absolute path, got ${JSON.stringify(cwd)}`)
+    if (!isAbsolute(cwd)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd must be an absolute path, got ${clip(JSON.stringify(cwd))}`)
     checkFolder(cwd)
     const servers = this.sessionServers(mcpServers)
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
@@ -379,10 +379,10 @@ export class AcpServerApp extends Service {
   private setMode(sessionId: string, modeId: string): Record<string, never> {
     const approval = this.ctx.get('approval') as ApprovalService | undefined
     const agent = this.opened.has(sessionId) ? this.ctx.agents.get(sessionId) : undefined
-    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}"`)
+    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${clip(sessionId)}"`)
     const preset = approval?.presets().find(candidate => candidate.name === modeId)
     if (approval === undefined || preset === undefined) {
-      throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown mode "${modeId}" (available: ${approval?.presets().map(candidate => candidate.name).join(', ') ?? 'none'})`)
+      throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown mode "${clip(modeId)}" (available: ${approval?.presets().map(candidate => candidate.name).join(', ') ?? 'none'})`)
     }
     approval.selectPreset(agent.session, preset.name)
     return {}
@@ -402,7 +402,7 @@ export class AcpServerApp extends Service {
     const persistence = this.ctx.get('sessionPersistence')
     if (persistence === undefined) return { sessions: [] }
     const offset = cursor === undefined ? 0 : Number(cursor)
-    if (!Number.isSafeInteger(offset) || offset < 0) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cursor ${JSON.stringify(cursor)} was not issued by this agent`)
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cursor ${clip(JSON.stringify(cursor))} was not issued by this agent`)
     const stored = (await persistence.list())
       .filter(summary => summary.parentSession === undefined && (cwd === undefined || summary.cwd === cwd))
       .sort((a, b) => b.updatedAt - a.updatedAt)
@@ -467,7 +467,7 @@ export class AcpServerApp extends Service {
   }
 
   private async closeSession(sessionId: string): Promise<Record<string, never>> {
-    if (!this.opened.has(sessionId)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}"`)
+    if (!this.opened.has(sessionId)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${clip(sessionId)}"`)
     this.opened.delete(sessionId)
     for (const [callId, live] of this.liveOutput) if (live.sessionId === sessionId) this.liveOutput.delete(callId)
     this.editorRouting.get(sessionId)?.()
@@ -486,15 +486,15 @@ export class AcpServerApp extends Service {
     if (this.opened.has(sessionId)) await this.closeSession(sessionId)
     const persistence = this.ctx.get('sessionPersistence')
     if (persistence === undefined || !await persistence.delete(sessionId)) {
-      throw new RpcError(ErrorCodes.invalidParams, `invalid params: no stored session "${sessionId}"`)
+      throw new RpcError(ErrorCodes.invalidParams, `invalid params: no stored session "${clip(sessionId)}"`)
     }
     return {}
   }
 
   private async prompt(sessionId: string, content: ContentBlock[]): Promise<{ stopReason: StopReason }> {
     const agent = this.opened.has(sessionId) ? this.ctx.agents.get(sessionId) : undefined
-    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${sessionId}" (create it with session/new${this.mode === 'full' ? ' or open it with session/load' : ''})`)
-    if (this.prompts.has(sessionId)) throw new RpcError(ErrorCodes.serverError, `session "${sessionId}" is already running a prompt`)
+    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown session "${clip(sessionId)}" (create it with session/new${this.mode === 'full' ? ' or open it with session/load' : ''})`)
+    if (this.prompts.has(sessionId)) throw new RpcError(ErrorCodes.serverError, `session "${clip(sessionId)}" is already running a prompt`)
     checkReadiness(this.ctx, agent)
     content = await this.withStoredImages(agent, content)
     // A prompt that is only `/name args` runs a registered slash command (docs/commands.md).

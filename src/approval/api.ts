@@ -4,6 +4,7 @@
  *
  * - `mode(session)` / `policy(session)`: the sandbox mode and approval policy in force, folded
  *   from the log (`sandbox/mode`, `approval/policy`; last one wins) with the deployment default.
+ *   The fold starts again after `session/imported`: knobs an imported file set never apply.
  * - `setMode`, `setPolicy`, `selectPreset`: append knob events only when a value changes (AP-5).
  * - `request({session, toolName, callId, reason, signal})`: logs `approval/asked`, asks the
  *   answerers (policy `ask`) or rejects at once (policy `never`), logs `approval/decided` with the
@@ -128,6 +129,8 @@ export interface ApprovalService {
   /** The shipped preset both knobs match, else `custom`. */
   preset(session: ApprovalSession): PresetName | 'custom'
   presets(): readonly PermissionPreset[]
+  /** The deployment defaults: what applies while a log sets no knob (or none since `session/imported`). */
+  defaults(): { readonly mode: SandboxMode; readonly policy: ApprovalPolicy }
   setMode(session: ApprovalSession, mode: SandboxMode, source?: KnobSource): boolean
   setPolicy(session: ApprovalSession, policy: ApprovalPolicy, source?: KnobSource): boolean
   /** AP-5: `permission/preset` then the knobs that change; false (nothing appended) when already in force. */

@@ -15,7 +15,14 @@ import type {
 } from './api.js'
 import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, SANDBOX_POLICY_CONTEXT, sandboxPolicyText } from './texts.js'
 
-const APPROVAL_FOLD_TYPES: ReadonlySet<string> = new Set(['sandbox/mode', 'approval/policy'])
+/**
+ * After `session/imported` (the log before it came from another home's file) the knobs fold
+ * from nothing again: a file's mode and policy never apply where it is imported. Any knob this
+ * service folds later (a network knob...) resets there too. The name is the session seam's
+ * `IMPORTED_EVENT`, spelled out since this seam imports nothing of it.
+ */
+export const KNOB_RESET_EVENT = 'session/imported'
+const APPROVAL_FOLD_TYPES: ReadonlySet<string> = new Set(['sandbox/mode', 'approval/policy', KNOB_RESET_EVENT])
 
 export interface ApprovalConfig {
   /** Deployment default sandbox mode (default `workspace-write`). */
@@ -80,13 +87,13 @@ export class ApprovalPlugin extends Service implements ApprovalService {
   private readonly waiting = new Map<string, Pending>()
   private readonly questioners: QuestionAnswerer[] = []
   private readonly asking = new Map<string, PendingQuestion & { readonly controller: AbortController }>()
-  private readonly defaults: { mode: SandboxMode; policy: ApprovalPolicy }
+  private readonly deployment: { mode: SandboxMode; policy: ApprovalPolicy }
 
   constructor(ctx: Context, config: ApprovalConfig = {}) {
     super(ctx, 'approval')
     if (config.mode !== undefined && !isSandboxMode(config.mode)) throw new TypeError(`approval: config.mode must be read-only, workspace-write or danger-full-access, got ${JSON.stringify(config.mode)}`)
     if (config.policy !== undefined && config.policy !== 'ask' && config.policy !== 'never') throw new TypeError(`approval: config.policy must be ask or never, got ${JSON.stringify(config.policy)}`)
-    this.defaults = { mode: config.mode ?? 'workspace-write', policy: config.policy ?? 'ask' }
+    this.deployment = { mode: config.mode ?? 'workspace-write', policy: config.policy ?? 'ask' }
     // The event types exist while both this plugin and `ctx.sessions` are loaded.
     ctx.inject(['sessions'], (ctx) => {
       const sessions = ctx.get('sessions') as SessionsLike
@@ -132,7 +139,11 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     const folding = fold
     fold.scanned = scanEvents(session.events, fold.scanned, APPROVAL_FOLD_TYPES, (event) => {
       if (event.type === 'sandbox/mode') folding.mode = (event.data as { mode: SandboxMode }).mode
-      else folding.policy = (event.data as { policy: ApprovalPolicy }).policy
+      else if (event.type === 'approval/policy') folding.policy = (event.data as { policy: ApprovalPolicy }).policy
+      else {
+        folding.mode = undefined
+        folding.policy = undefined
+      }
     })
     return fold
   }
@@ -143,11 +154,11 @@ export class ApprovalPlugin extends Service implements ApprovalService {
   }
 
   mode(session: ApprovalSession): SandboxMode {
-    return this.fold(session).mode ?? this.defaults.mode
+    return this.fold(session).mode ?? this.deployment.mode
   }
 
   policy(session: ApprovalSession): ApprovalPolicy {
-    return this.fold(session).policy ?? this.defaults.policy
+    return this.fold(session).policy ?? this.deployment.policy
   }
 
   preset(session: ApprovalSession): PresetName | 'custom' {
@@ -158,6 +169,10 @@ export class ApprovalPlugin extends Service implements ApprovalService {
 
   presets(): readonly PermissionPreset[] {
     return PERMISSION_PRESETS
+  }
+
+  defaults(): { readonly mode: SandboxMode; readonly policy: ApprovalPolicy } {
+    return this.deployment
   }
 
   setMode(session: ApprovalSession, mode: SandboxMode, source?: KnobSource): boolean {

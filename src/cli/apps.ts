@@ -11,6 +11,8 @@ import { age } from '../host/age.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import '../persistence/api.js'
 import { storedId } from '../persistence/lookup.js'
+import type { SessionExchange } from '../persistence/exchange.js'
+import type { ApprovalService } from '../approval/api.js'
 
 /** The export file's reader and writer, loaded by export and import only: a listing stays small. */
 const exchangeFormat = () => import('../persistence/exchange.js')
@@ -23,8 +25,9 @@ const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID | 
  * `dsh sessions delete ID` (or `rm`): move a session to the store's trash (never unlinked).
  * `dsh sessions export ID [-o FILE]`: the session as a file another home imports (stdout by
  * default): its JSONL log, or one JSON document with the images it references.
- * `dsh sessions import FILE|- [--new-id] [--cwd DIR]`: stores an exported session here; `--cwd`
- * gives it a working folder of this machine.
+ * `dsh sessions import FILE|- [--new-id] [--cwd DIR]`: stores an exported session here, to run
+ * in `--cwd` or the current folder (never the folder the file names) with this home's permission
+ * defaults (the file's knobs are dropped: `session/imported`); one stderr line says so.
  */
 export class SessionsListApp extends Service {
   static readonly inject = ['host', 'sessionPersistence']
@@ -130,24 +133,29 @@ export class SessionsListApp extends Service {
 
   private async import(args: readonly string[]): Promise<number> {
     const { host, sessionPersistence } = this.ctx
+    // FILE and --cwd are relative to the folder dsh was started in: the launcher makes `--cwd`
+    // the host's folder, which is where the session will run, not where the file was named.
+    const here = process.cwd()
     const files: string[] = []
     let newId = false
-    let cwd: string | undefined
+    let cwd = here
     for (let i = 0; i < args.length; i++) {
       if (args[i] === '--new-id') newId = true
       else if (args[i] === '--cwd') {
         const value = args[++i]
         if (value === undefined) return this.usage('--cwd needs a folder')
-        cwd = resolve(host.cwd, value)
+        cwd = resolve(here, value)
         if (!statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) return this.usage(`--cwd ${JSON.stringify(value)} is not a folder`)
       } else if (args[i] !== '-' && args[i].startsWith('-')) return this.usage(`unknown argument ${JSON.stringify(args[i])}`)
       else files.push(args[i])
     }
     if (files.length !== 1) return this.usage('import needs exactly one file (- reads standard input)')
     try {
-      const text = files[0] === '-' ? await readText(host.stdin ?? process.stdin) : await readFile(resolve(host.cwd, files[0]), 'utf8')
+      const text = files[0] === '-' ? await readText(host.stdin ?? process.stdin) : await readFile(resolve(here, files[0]), 'utf8')
       const { parseSessionExport } = await exchangeFormat()
-      const result = await sessionPersistence.importSession(parseSessionExport(text), { newId, ...cwd !== undefined ? { cwd } : {} })
+      const exchange = parseSessionExport(text)
+      const result = await sessionPersistence.importSession(exchange, { newId, cwd })
+      host.stderr.write(`${importNotice(this.ctx.get('approval') as ApprovalService | undefined, exchange, result.id, cwd)}\n`)
       for (const id of result.missing) host.stderr.write(`dsh: image ${id} is not in the file; the session references it without its bytes\n`)
       host.stdout.write(`imported session ${result.id} (${result.events} events${result.attachments > 0 ? `, ${result.attachments} images` : ''})` +
         `${result.closers > 0 ? '; its open turn was closed as interrupted' : ''}\n` +
@@ -184,6 +192,21 @@ export class SessionsListApp extends Service {
     host.stdout.write(`${[header, ...rows].map(line).join('\n')}\n`)
     return 0
   }
+}
+
+/**
+ * The one stderr line of an import: the permission knobs the file set (when they differ from
+ * this home's defaults) were dropped, the defaults that apply, and the folder the session runs in.
+ */
+function importNotice(approval: ApprovalService | undefined, exchange: SessionExchange, id: string, cwd: string): string {
+  const where = `working folder: ${cwd}${exchange.header.cwd !== undefined && exchange.header.cwd !== cwd ? ` (the file named ${exchange.header.cwd})` : ''}`
+  if (approval === undefined) return `dsh: imported session ${id}: permission knobs from the file were dropped; ${where}`
+  const defaults = approval.defaults()
+  // The file's knobs as they were in force where it was exported.
+  const file = { id, header: exchange.header, events: exchange.events, position: { turnOpen: false }, append: () => undefined }
+  const set = [approval.mode(file), approval.policy(file)]
+  const dropped = set[0] !== defaults.mode || set[1] !== defaults.policy ? `permission knobs from the file (${set.join(', ')}) were dropped; ` : ''
+  return `dsh: imported session ${id}: ${dropped}this home's defaults apply (${defaults.mode}, ${defaults.policy}); ${where}`
 }
 
 /** The widest a column of `dsh sessions` gets; a longer cell is cut with an ellipsis. */

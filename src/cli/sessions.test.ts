@@ -118,7 +118,8 @@ describe('dsh sessions', () => {
     expect(onStdout.stdout).toBe(readFileSync(file, 'utf8'))
     const other = tempHome()
     const imported = await runDsh(['sessions', 'import', file], { cwd: other.cwd, env: { DSH_HOME: other.home } })
-    expect(imported.stderr).toBe('')
+    // One line: the session runs here, with this home's permission defaults (security #42.5).
+    expect(imported.stderr).toBe(`dsh: imported session ${id}: this home's defaults apply (workspace-write, ask); working folder: ${other.cwd} (the file named ${cwd})\n`)
     expect(imported.code).toBe(0)
     // The export was taken with its last turn open: the copy is stored closed.
     expect(imported.stdout).toMatch(new RegExp(`^imported session ${id} \\(\\d+ events\\); its open turn was closed as interrupted\ncontinue with: dsh --session ${id} "\\.\\.\\."\n$`))
@@ -130,7 +131,7 @@ describe('dsh sessions', () => {
     expect(copy.code).toBe(0)
     expect(copy.stdout).toContain(`imported session ${id}-imported `)
     const listed = JSON.parse((await runDsh(['sessions', '--json'], { cwd: other.cwd, env: { DSH_HOME: other.home } })).stdout) as { id: string; lastTurn?: string; cwd?: string }[]
-    expect(listed.map(s => [s.id, s.lastTurn, s.cwd]).sort()).toEqual([[id, 'interrupted', cwd], [`${id}-imported`, 'interrupted', other.cwd]])
+    expect(listed.map(s => [s.id, s.lastTurn, s.cwd]).sort()).toEqual([[id, 'interrupted', other.cwd], [`${id}-imported`, 'interrupted', other.cwd]])
     const noFolder = await runDsh(['sessions', 'import', '--new-id', file, '--cwd', 'no-such-folder'], { cwd: other.cwd, env: { DSH_HOME: other.home } })
     expect(noFolder.code).toBe(2)
     expect(noFolder.stderr).toContain('--cwd "no-such-folder" is not a folder')

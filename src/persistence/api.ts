@@ -293,8 +293,12 @@ export interface SessionPersistenceService {
   unload(id: string): Promise<void>
   /** The session and its images, ready for `encodeSessionExport` (persistence/exchange.ts). */
   exportSession(id: string): Promise<SessionExchange>
-  /** Stores an exported session in this home (persistence/exchange.ts); see the implementation. */
-  importSession(exchange: SessionExchange, options?: { readonly id?: string; readonly newId?: boolean; readonly cwd?: string }): Promise<ImportResult>
+  /**
+   * Stores an exported session in this home (persistence/exchange.ts): it runs in `cwd` (the
+   * file's own folder is never kept), and `session/imported` after the file's events resets
+   * every permission knob to this home's defaults. See the implementation.
+   */
+  importSession(exchange: SessionExchange, options: { readonly id?: string; readonly newId?: boolean; readonly cwd: string }): Promise<ImportResult>
 }
 
 declare module 'cordis' {

@@ -8,6 +8,7 @@ import { Context, Service } from 'cordis'
 import type { ListenerErrorReporter } from '../kernel/index.js'
 import type { Session } from '../session/api.js'
 import { interruptedTurnClosers } from '../session/repair.js'
+import { IMPORTED_EVENT } from '../session/registry.js'
 import { concatEvents } from '../session/packed-run.js'
 import type { SessionEvent } from '../session/types.js'
 import {
@@ -429,7 +430,14 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
    * are stored first, and the session is durable when this resolves. Nothing is written when
    * the id is taken or a check fails.
    */
-  async importSession(exchange: SessionExchange, options: { readonly id?: string; readonly newId?: boolean; readonly cwd?: string } = {}): Promise<ImportResult> {
+  /**
+   * The file's header `cwd` is never kept: the session runs in `options.cwd`, a folder of this
+   * machine the caller chose. After the file's events (and the closers of an open turn) comes
+   * `session/imported {from: {id, cwd?}}`, where every permission knob fold starts again, so the
+   * file's sandbox mode, approval policy and preset do not apply here (docs/security.md).
+   */
+  async importSession(exchange: SessionExchange, options: { readonly id?: string; readonly newId?: boolean; readonly cwd: string }): Promise<ImportResult> {
+    if (typeof options?.cwd !== 'string' || options.cwd === '') throw new TypeError('importSession needs the working folder of this machine (options.cwd)')
     const base = options.id ?? exchange.header.id
     for (let n = 1; ; n++) {
       const id = n === 1 ? base : `${base}-imported${n === 2 ? '' : `-${n - 1}`}`
@@ -437,19 +445,25 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
         if (options.newId && n < 1000) continue
         throw new SessionExistsError(`session ${JSON.stringify(id)} is already stored; import it under a new id (--new-id) or remove the stored one first`, id)
       }
-      return this.importAs(id, options.cwd === undefined ? exchange : { ...exchange, header: { ...exchange.header, cwd: options.cwd } })
+      return this.importAs(id, options.cwd, exchange)
     }
   }
 
-  private async importAs(id: string, exchange: SessionExchange): Promise<ImportResult> {
-    const header = { ...exchange.header, id }
+  private async importAs(id: string, cwd: string, exchange: SessionExchange): Promise<ImportResult> {
+    const header = { ...exchange.header, id, cwd }
     const closers = interruptedTurnClosers(exchange.events)
+    const from = { id: exchange.header.id, ...exchange.header.cwd !== undefined ? { cwd: exchange.header.cwd } : {} }
     await this.lease(id)
-    let session: Session
+    let session: Session | undefined
     try {
       // Checks every event (types, data, invariants) before anything is written.
       session = this.sessions.hydrate(header, concatEvents(exchange.events, closers))
+      session.append(IMPORTED_EVENT, { from })
     } catch (error) {
+      if (session !== undefined) {
+        this.sessions.close(id)
+        this.tracked.delete(id)
+      }
       await this.release(id)
       throw new ImportError(`the log cannot be imported: ${error instanceof Error ? error.message : String(error)}`, id)
     }

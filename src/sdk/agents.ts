@@ -5,7 +5,7 @@
 import { statSync } from 'node:fs'
 import type { Context } from 'cordis'
 import type { Agent, AgentLoopConfig } from '../agent/api.js'
-import { ErrorCodes, RpcError } from './jsonrpc.js'
+import { clip, ErrorCodes, RpcError } from './jsonrpc.js'
 import '../agent/api.js'
 import '../host/index.js'
 import '../llm/api.js'
@@ -34,7 +34,7 @@ export function resolveRoute(ctx: Context, request: RouteRequest): Partial<Agent
     && (name === undefined || info.model === name || `${info.provider}/${info.model}` === name))
   if (found === undefined) {
     const wanted = [request.provider, name].filter(Boolean).join('/')
-    throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown model route "${wanted}" (available: ${models.map(info => `${info.provider}/${info.model}`).join(', ') || 'none'})`)
+    throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown model route "${clip(wanted)}" (available: ${models.map(info => `${info.provider}/${info.model}`).join(', ') || 'none'})`)
   }
   return { ...route, provider: found.provider, model: found.model }
 }
@@ -90,7 +90,7 @@ async function openNewAgent(ctx: Context, options: { sessionId?: string; cwd: st
         if (!isNotStored(error)) throw error
       }
     }
-    if (options.create === false) throw new RpcError(ErrorCodes.invalidParams, `invalid params: no session "${id}" (neither live nor stored)`)
+    if (options.create === false) throw new RpcError(ErrorCodes.invalidParams, `invalid params: no session "${clip(id)}" (neither live nor stored)`)
     const session = sessions.create({ id, cwd: options.cwd })
     return { agent: agents.create({ sessionId: session.id, loop: options.loop }), created: true }
   }
@@ -122,7 +122,7 @@ export function checkFolder(cwd: string): void {
   } catch {
     folder = false
   }
-  if (!folder) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd ${JSON.stringify(cwd)} is not an existing folder`)
+  if (!folder) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd ${clip(JSON.stringify(cwd))} is not an existing folder`)
 }
 
 /** Refuses a turn the model adapter cannot serve (a missing API key...) before any work starts. */

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ErrorCodes, JsonRpcPeer, LineSplitter, method, RpcError } from './jsonrpc.js'
+import { clip, ErrorCodes, JsonRpcPeer, LineSplitter, MAX_ERROR_MESSAGE_CHARS, method, RpcError } from './jsonrpc.js'
 
 describe('LineSplitter', () => {
   it('splits on \\n only: U+2028, U+2029 and lone \\r stay inside a line; \\r\\n ends one', () => {
@@ -132,5 +132,61 @@ describe('JsonRpcPeer', () => {
     expect(logs).toEqual([])
     // An already aborted signal sends nothing at all.
     await expect(client.request('slow', {}, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: ErrorCodes.requestCancelled })
+  })
+})
+
+describe('#42.7: what errors echo, and the handshake', () => {
+  it('#42.7: clip keeps short text and cuts long text to its start and its size in bytes', () => {
+    expect(clip('short')).toBe('short')
+    expect(clip('x'.repeat(200))).toBe('x'.repeat(200))
+    expect(clip('é'.repeat(300))).toBe(`${'é'.repeat(200)}… (600 bytes)`)
+  })
+
+  it('#42.7: no error answer quotes a huge value back: method names, schema messages, RpcError and thrown messages are cut', async () => {
+    const huge = 'x'.repeat(5 * 1024 * 1024)
+    const { client } = pair({
+      echo: method(z.object({ text: z.string().max(3, `too long: ${huge}`) }), params => params),
+      busy: method(z.object({ text: z.string() }), params => { throw new RpcError(ErrorCodes.serverError, `busy with ${params.text}`) }),
+      broken: method(z.object({ text: z.string() }), params => { throw new Error(`kaput: ${params.text}`) }),
+    })
+    const errors = await Promise.all([
+      client.request(huge, {}), client.request('echo', { text: 'four' }), client.request('busy', { text: huge }), client.request('broken', { text: huge }),
+    ].map(answer => answer.then(() => undefined, (error: RpcError) => error)))
+    expect(errors.map(error => error?.code)).toEqual([-32601, -32602, -32000, -32603])
+    for (const error of errors) {
+      expect(error!.message.length).toBeLessThanOrEqual(MAX_ERROR_MESSAGE_CHARS + 30)
+      expect(error!.message).toMatch(/… \(\d+ bytes\)$/)
+    }
+    expect(errors[0]!.message).toBe(`Method not found: ${'x'.repeat(200)}… (${huge.length} bytes)`)
+  })
+
+  it('#42.7: with initializeFirst, every other request is -32002 until the handshake succeeds; a failed one does not count; one in flight is waited for', async () => {
+    const toServer = new PassThrough()
+    const toClient = new PassThrough()
+    let ran = 0
+    const server = new JsonRpcPeer({
+      input: toServer, output: toClient, initializeFirst: 'initialize',
+      methods: {
+        initialize: method(z.object({ ok: z.boolean() }), async params => {
+          await new Promise(resolve => setImmediate(resolve))
+          if (!params.ok) throw new RpcError(ErrorCodes.invalidParams, 'not like that')
+          return { hello: true }
+        }),
+        work: method(z.object({}), () => ({ ran: ++ran })),
+      },
+      notifications: { poke: method(z.object({}), () => { ran += 100 }) },
+    })
+    const client = new JsonRpcPeer({ input: toClient, output: toServer })
+    await expect(client.request('work', {})).rejects.toMatchObject({ code: ErrorCodes.serverNotInitialized, message: 'Server not initialized: send initialize before work' })
+    client.notify('poke', {})
+    await expect(client.request('initialize', { ok: false })).rejects.toMatchObject({ code: -32602 })
+    await expect(client.request('work', {})).rejects.toMatchObject({ code: -32002 })
+    // Unknown methods stay -32601, whatever the state.
+    await expect(client.request('nope', {})).rejects.toMatchObject({ code: -32601 })
+    // Sent together: the request after the handshake waits for it and runs.
+    const [hello, work] = await Promise.all([client.request('initialize', { ok: true }), client.request('work', {})])
+    expect([hello, work]).toEqual([{ hello: true }, { ran: 1 }])
+    expect(ran).toBe(1)
+    void server
   })
 })

@@ -16,7 +16,23 @@ export const ErrorCodes = {
   serverError: -32000,
   /** The request was given up by the side that sent it (LSP's and ACP's `RequestCancelled`). */
   requestCancelled: -32800,
+  /** A request before the handshake (`initialize`) succeeded (LSP's `ServerNotInitialized`). */
+  serverNotInitialized: -32002,
 } as const
+
+/** The most of one value (characters) an error message quotes back; the rest is counted, not sent. */
+export const MAX_ECHO_CHARS = 200
+/** The longest error message a peer sends (characters): a backstop for any echo not clipped at its source. */
+export const MAX_ERROR_MESSAGE_CHARS = 2000
+
+/**
+ * `text` as an error message may quote it: unchanged up to `max` characters, else its start and
+ * `… (N bytes)`. A client's 55 MB parameter is not sent back to it in the answer.
+ */
+export function clip(text: string, max = MAX_ECHO_CHARS): string {
+  if (text.length <= max) return text
+  return `${text.slice(0, max)}… (${Buffer.byteLength(text, 'utf8')} bytes)`
+}
 
 export type JsonRpcId = string | number | null
 
@@ -127,10 +143,21 @@ export interface PeerOptions {
   readonly log?: (message: string) => void
   /** Longest accepted frame in characters (default MAX_FRAME_CHARS); longer ones get -32600. */
   readonly maxFrameChars?: number
+  /**
+   * The handshake method (`initialize`): until one succeeds, every other request is answered
+   * -32002 (a request arriving while it runs waits for it) and notifications are dropped.
+   */
+  readonly initializeFirst?: string
 }
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
+}
+
+/** The error member of an answer, its message cut to MAX_ERROR_MESSAGE_CHARS. */
+function errorObject(code: number, message: string, data?: unknown): JsonRpcErrorObject {
+  const capped = clip(message, MAX_ERROR_MESSAGE_CHARS)
+  return data === undefined ? { code, message: capped } : { code, message: capped, data }
 }
 
 function isId(value: unknown): value is JsonRpcId {
@@ -140,8 +167,9 @@ function isId(value: unknown): value is JsonRpcId {
 function paramsError(error: z.ZodError): string {
   const issue = error.issues[0]
   if (issue === undefined) return 'invalid params'
-  const path = issue.path.length > 0 ? issue.path.join('.') : 'params'
-  return `invalid params: ${path}: ${issue.message}`
+  // Keys in the path come from the client, as may the message.
+  const path = issue.path.length > 0 ? clip(issue.path.map(String).join('.')) : 'params'
+  return `invalid params: ${path}: ${clip(issue.message)}`
 }
 
 export interface RequestOptions {
@@ -161,6 +189,9 @@ export class JsonRpcPeer {
 
   /** Set when the output failed (the other side went away): later frames are dropped, not fatal. */
   private outputError: Error | undefined
+  /** `initializeFirst`: whether a handshake succeeded, and the one running. */
+  private initialized = false
+  private initializing: Promise<unknown> | undefined
 
   constructor(private readonly options: PeerOptions) {
     // EPIPE and friends arrive as 'error' events; unhandled they would kill the process.
@@ -263,7 +294,7 @@ export class JsonRpcPeer {
   }
 
   private error(id: JsonRpcId, code: number, message: string, data?: unknown): void {
-    this.send({ jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } })
+    this.send({ jsonrpc: '2.0', id, error: errorObject(code, message, data) })
   }
 
   private receive(line: string): void {
@@ -329,8 +360,17 @@ export class JsonRpcPeer {
   private async handleRequest(id: JsonRpcId, name: string, params: unknown): Promise<void> {
     const spec = this.options.methods?.[name]
     if (spec === undefined || !Object.hasOwn(this.options.methods!, name)) {
-      this.error(id, ErrorCodes.methodNotFound, `Method not found: ${name}`)
+      this.error(id, ErrorCodes.methodNotFound, `Method not found: ${clip(name)}`)
       return
+    }
+    const first = this.options.initializeFirst
+    const handshake = first !== undefined && name === first
+    if (first !== undefined && !handshake && !this.initialized) {
+      await this.initializing
+      if (!this.initialized) {
+        this.error(id, ErrorCodes.serverNotInitialized, `Server not initialized: send ${first} before ${name}`)
+        return
+      }
     }
     const parsed = spec.params.safeParse(params ?? {})
     if (!parsed.success) {
@@ -338,15 +378,26 @@ export class JsonRpcPeer {
       return
     }
     try {
-      const result = await spec.run(parsed.data)
+      let running: Promise<unknown>
+      try {
+        running = Promise.resolve(spec.run(parsed.data))
+      } catch (error) {
+        running = Promise.reject(error)
+      }
+      if (handshake) this.initializing = running.then(() => { this.initialized = true }, () => {})
+      const result = await running
       this.send({ jsonrpc: '2.0', id, result: result ?? null })
     } catch (error) {
-      if (error instanceof RpcError) this.send({ jsonrpc: '2.0', id, error: error.toJSON() })
+      if (error instanceof RpcError) this.error(id, error.code, error.message, error.data)
       else this.error(id, ErrorCodes.internalError, `Internal error: ${describe(error)}`)
     }
   }
 
   private handleNotification(name: string, params: unknown): void {
+    if (this.options.initializeFirst !== undefined && !this.initialized) {
+      this.options.log?.(`ignored notification ${clip(name)} before ${this.options.initializeFirst}`)
+      return
+    }
     try {
       this.options.onNotification?.({ method: name, ...(params === undefined ? {} : { params }) })
     } catch (error) {

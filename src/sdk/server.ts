@@ -12,6 +12,9 @@
  * callId, questions}` (`ask_user_question`), answered `{answers}` or `{outcome: "cancelled"}`; an
  * error answer fails closed.
  *
+ * Every request but `initialize` is answered -32002 until an `initialize` succeeded; values a
+ * client sent are quoted back in errors cut to 200 characters (`clip`, jsonrpc.ts).
+ *
  * The server ends on stdin EOF (running turns finish first) or on `shutdown` (running turns are
  * cancelled); either way every session is flushed and the exit code is 0.
  */
@@ -30,7 +33,7 @@ import type { ToolOutputChunk } from '../tools/api.js'
 import { checkFolder, checkReadiness, followSessionCwd, openAgent, resolveRoute, type RouteRequest } from './agents.js'
 import { imageRefusal, storeInlineImages } from './images.js'
 import { AttachmentError } from '../session/attachments.js'
-import { ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
+import { clip, ErrorCodes, JsonRpcPeer, method, RpcError } from './jsonrpc.js'
 import { McpRefusedError } from '../mcp/api.js'
 import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
 import '../host/index.js'
@@ -112,6 +115,8 @@ export class SdkServerApp extends Service {
       input: this.config.input ?? process.stdin,
       output: this.config.output ?? host.stdout,
       log,
+      // Nothing runs before the client said who it is and where (cwd, route): -32002 until then.
+      initializeFirst: 'initialize',
       methods: {
         initialize: method(initializeParams, params => this.initialize(params)),
         'session/prompt': method(promptParams, params => this.prompt(params)),
@@ -300,7 +305,7 @@ export class SdkServerApp extends Service {
     if (this.stopping) throw new RpcError(ErrorCodes.serverError, 'the server is shutting down')
     const commands = this.registry()
     const parsed = commands.parse(params.text)
-    if (parsed === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: "${params.text}" is not a slash command (send prompts with session/prompt)`)
+    if (parsed === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: "${clip(params.text)}" is not a slash command (send prompts with session/prompt)`)
     const loop = resolveRoute(this.ctx, this.route)
     const { agent, created } = await openAgent(this.ctx, { sessionId: params.sessionId, cwd: this.cwd, loop })
     if (commands.get(parsed.name, agent.scope) === undefined) {
@@ -308,7 +313,7 @@ export class SdkServerApp extends Service {
         await agent.dispose()
         this.ctx.sessions.close(agent.id)
       }
-      throw new RpcError(ErrorCodes.invalidParams, `invalid params: no command /${parsed.name} (session/commands lists them)`)
+      throw new RpcError(ErrorCodes.invalidParams, `invalid params: no command /${clip(parsed.name)} (session/commands lists them)`)
     }
     const outcome = (await commands.execute(agent, params.text, { queue: false }))!
     const live = this.ctx.agents.get(agent.id) ?? agent
@@ -353,7 +358,7 @@ export class SdkServerApp extends Service {
 
   private cancel(params: z.output<typeof cancelParams>) {
     const agent = this.ctx.agents.get(params.sessionId)
-    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: no live session "${params.sessionId}"`)
+    if (agent === undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: no live session "${clip(params.sessionId)}"`)
     const wasRunning = agent.status === 'running'
     agent.cancel({ keepInbox: params.keepInbox ?? false })
     return { cancelled: wasRunning }
@@ -389,7 +394,7 @@ export class SdkServerApp extends Service {
       try {
         result = await persistence.load(params.sessionId)
       } catch (error) {
-        if (error instanceof Error && error.name === 'SessionNotStoredError') throw new RpcError(ErrorCodes.invalidParams, `invalid params: no stored session "${params.sessionId}"`)
+        if (error instanceof Error && error.name === 'SessionNotStoredError') throw new RpcError(ErrorCodes.invalidParams, `invalid params: no stored session "${clip(params.sessionId)}"`)
         throw error
       }
       session = result.session

@@ -1,7 +1,7 @@
 /** The session seam: log, registry, surface, invariants, repair and the `ctx.sessions` service. */
 export * from './types.js'
 export * from './api.js'
-export { EventTypeRegistry, RUNTIME_EVENT_TYPES, CORE_OWNER, createEventTypeRegistry, registerCoreEventTypes, registerRuntimeEventTypes } from './registry.js'
+export { EventTypeRegistry, RUNTIME_EVENT_TYPES, CORE_OWNER, IMPORTED_EVENT, createEventTypeRegistry, registerCoreEventTypes, registerRuntimeEventTypes } from './registry.js'
 export { SnapshotError, snapshotJson, isDeepFrozen } from './snapshot.js'
 export { SurfaceManager, deriveEventMessage, firstDifference, type SurfacePlan } from './surface.js'
 export { LogFolder, TOOL_NOT_STARTED, checkEnvelope, checkEventType, checkLogInvariants, isReplace, resultCallId } from './invariants.js'

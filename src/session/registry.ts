@@ -8,13 +8,32 @@
  * plugin is absent, and that an explicit registration by the owner overrides (restored when
  * the owner's registration is disposed). Explicit registrations of one type never coexist.
  */
-import { CORE_VALIDATORS, looseObject } from './validators.js'
-import type { EventTypeDefinition } from './types.js'
+import { CORE_VALIDATORS, isPlainObject, looseObject } from './validators.js'
+import type { EventDataValidator, EventTypeDefinition } from './types.js'
 
 export const CORE_OWNER = 'session'
 
-/** Plugin-owned types the runtime ships (S-1's last seven, and the delegation descriptor), with their owner plugins. */
-export const RUNTIME_EVENT_TYPES: readonly { readonly type: string; readonly owner: string }[] = [
+/**
+ * `session/imported {from: {id, cwd?}}`: the log before it came from another home's export file
+ * (`dsh sessions import`, the web's Import); `from` is what that file's header said. Folds of
+ * permission knobs (sandbox mode, approval policy, presets, and any later knob) start again
+ * after it: nothing a file sets grants rights in the home that imported it (docs/security.md).
+ */
+export const IMPORTED_EVENT = 'session/imported'
+
+function importedProblem(data: unknown): string | null {
+  if (!isPlainObject(data) || Object.keys(data).some(key => key !== 'from')) return 'data must be {from: {id, cwd?}}'
+  const from = data.from
+  if (!isPlainObject(from) || typeof from.id !== 'string' || from.id === '' || (from.cwd !== undefined && typeof from.cwd !== 'string')
+    || Object.keys(from).some(key => key !== 'id' && key !== 'cwd')) return 'from must be {id: string, cwd?: string}'
+  return null
+}
+
+/**
+ * Plugin-owned types the runtime ships (S-1's last seven, the delegation descriptor and the
+ * import marker), with their owner plugins; `validate` where the default is stricter than loose.
+ */
+export const RUNTIME_EVENT_TYPES: readonly { readonly type: string; readonly owner: string; readonly validate?: EventDataValidator }[] = [
   { type: 'llm/retry', owner: 'llm-retry' },
   { type: 'llm/retry-started', owner: 'llm-retry' },
   { type: 'compaction/start', owner: 'compaction' },
@@ -24,6 +43,7 @@ export const RUNTIME_EVENT_TYPES: readonly { readonly type: string; readonly own
   { type: 'session/title', owner: 'session-title' },
   { type: 'session/archived', owner: 'web-api' },
   { type: 'subagent/descriptor', owner: 'subagents' },
+  { type: IMPORTED_EVENT, owner: 'persistence', validate: importedProblem },
 ]
 
 export class EventTypeRegistry {
@@ -79,7 +99,7 @@ export function registerCoreEventTypes(registry: EventTypeRegistry): () => void 
 export function registerRuntimeEventTypes(registry: EventTypeRegistry, only?: readonly string[]): () => void {
   const disposers = RUNTIME_EVENT_TYPES
     .filter(({ type }) => !only || only.includes(type))
-    .map(({ type, owner }) => registry.registerDefault({ type, validate: looseObject, owner }))
+    .map(({ type, owner, validate }) => registry.registerDefault({ type, validate: validate ?? looseObject, owner }))
   return () => disposers.reverse().forEach((dispose) => dispose())
 }
 

@@ -618,7 +618,8 @@ export class WebApiPlugin extends Service implements WebApiService {
         throw error
       }
       try {
-        const result = await root.sessionPersistence.importSession(exchange, { newId: params.newId === true })
+        // The file's folder and permission knobs are never kept: the launch folder and this home's defaults apply.
+        const result = await root.sessionPersistence.importSession(exchange, { newId: params.newId === true, cwd: this.config.cwd ?? process.cwd() })
         return { ...result, session: (await this.view(result.id)).summary }
       } catch (error) {
         if (error instanceof SessionExistsError) throw new WebApiError(409, 'EXISTS', error.message)
