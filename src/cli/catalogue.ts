@@ -9,7 +9,8 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type { Context } from 'cordis'
 import type { Host } from '../host/index.js'
-import { readSettings, writeSettings, type Settings } from '../config/home.js'
+import { homePaths, readSettings, writeSettings, type Settings } from '../config/home.js'
+import { firstUseOfKeyWith } from '../config/key-endpoints.js'
 
 type Loader = () => Promise<unknown>
 
@@ -78,7 +79,20 @@ const permissionDefaults = (host: Host) => {
 const credentials = (host: Host) => ({ credentials: (name: string) => host.env.value(name) })
 const deepseek = (host: Host) => {
   const baseUrl = host.env.value('DEEPSEEK_BASE_URL')
+  if (baseUrl !== undefined) sayFirstUse(host, 'DEEPSEEK_API_KEY', 'DEEPSEEK_BASE_URL', baseUrl)
   return { ...credentials(host), ...baseUrl === undefined ? {} : { baseUrl } }
+}
+
+/**
+ * A stored key (the credentials file) sent to an endpoint another layer chose, for the first
+ * time: one line says where it goes and who chose it (docs/security.md, "The project .env").
+ */
+function sayFirstUse(host: Host, keyName: string, urlName: string, url: string): void {
+  const key = host.env.get(keyName)
+  if (key === undefined || key.source !== homePaths(host.home).credentials) return
+  if (!firstUseOfKeyWith(host.home, key.value, url)) return
+  const from = host.env.get(urlName)?.source ?? 'environment'
+  host.stderr.write(`dsh: the stored ${keyName} is sent to ${url} for the first time (${urlName} from ${from === 'environment' ? 'the environment' : from})\n`)
 }
 
 /** The flag that trusts a project's `.mcp.json` for one run (it starts code from the repository). */

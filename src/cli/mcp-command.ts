@@ -6,6 +6,7 @@
  *   dsh mcp add NAME --transport http|sse URL [--header 'K: V']...
  *   dsh mcp remove NAME
  */
+import { isTrusted, readTrustedProjects } from '../trust/index.js'
 import { Context } from 'cordis'
 import { environmentLayers, readSettings, resolveHome, writeSettings, type Settings } from '../config/home.js'
 import { TRUST_PROJECT_MCP_FLAG } from './catalogue.js'
@@ -56,7 +57,7 @@ async function list(args: readonly string[], home: string, io: McpCommandIo): Pr
     else if (arg === '--tools') tools = true
     else throw new UsageError(`unknown option ${arg}`)
   }
-  const envLayers = environmentLayers({ home, cwd, ...(io.env ? { env: io.env } : {}) })
+  const envLayers = environmentLayers({ home, cwd, projectTrusted: isTrusted(cwd, readTrustedProjects(home)), ...(io.env ? { env: io.env } : {}) })
   const settings = readSettings(home)
   const root = new Context()
   await root.plugin(ToolsPlugin).await()

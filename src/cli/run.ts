@@ -3,6 +3,7 @@
  * hand the process to the app plugin, and when it is done unload what holds something outside
  * the process (flushing logs, releasing locks, stopping child processes) before the launcher exits.
  */
+import { join, resolve } from 'node:path'
 import { Context } from 'cordis'
 import { environmentLayers, readSettings, resolveHome, tightenHome } from '../config/home.js'
 import { checkLoaded, loadRows } from './loader.js'
@@ -12,6 +13,7 @@ import { ConfigError, stripTracking, type Row } from '../config/rows.js'
 import type { Host } from '../host/index.js'
 import type { LauncherOptions } from './main.js'
 import type { LoadedRow } from './loader.js'
+import { isTrusted, readTrustedProjects } from '../trust/index.js'
 
 const EXIT_SIGHUP = 129
 const EXIT_SIGINT = 130
@@ -85,7 +87,7 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
       cwd,
       home,
       args: options.appArgs,
-      env: environmentLayers({ home, cwd }),
+      env: environmentLayers({ home, cwd, projectTrusted: isTrusted(cwd, readTrustedProjects(home)) }),
       settings: readSettings(home),
       stdout: process.stdout,
       stderr: process.stderr,
@@ -95,6 +97,10 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     return fail((error as Error).message)
   }
 
+  const ignored = host.env.ignoredProjectVariables
+  if (ignored.length > 0) {
+    process.stderr.write(`dsh: ${join(resolve(cwd), '.env')}: ignored ${ignored.join(', ')}: this folder is not trusted, so its .env may set only API keys (*_API_KEY); run \`dsh trust on\` here to use the rest\n`)
+  }
   let rows = composed.rows.map(stripTracking)
   try {
     rows = selectStore(rows, options.store ?? host.env.value('DSH_STORE_URL') ?? settingsStore(host.settings))

@@ -102,23 +102,30 @@ describe('home folder', () => {
     writeFileSync(join(cwd, '.env'), 'A=cwd-env\nB=cwd-env\nC=cwd-env\n')
     writeCredential(home, 'A', 'credentials')
     writeCredential(home, 'B', 'credentials')
-    const layers = environmentLayers({ home, cwd, env: { A: 'process' } })
+    const layers = environmentLayers({ home, cwd, env: { A: 'process' }, projectTrusted: true })
     expect(layers.value('A')).toBe('process')
     expect(layers.get('B')).toEqual({ value: 'credentials', source: join(home, '.credentials.yaml') })
     expect(layers.value('C')).toBe('cwd-env')
     expect(layers.value('D')).toBe('home-env')
     expect(layers.value('E')).toBeUndefined()
     expect(statSync(join(home, '.credentials.yaml')).mode & 0o777).toBe(0o600)
+    // Untrusted (security #42.2), the workspace .env gives API keys only.
+    writeFileSync(join(cwd, '.env'), 'C=cwd-env\nC_API_KEY=cwd-key\n')
+    const untrusted = environmentLayers({ home, cwd, env: {} })
+    expect(untrusted.value('C')).toBe('home-env')
+    expect(untrusted.value('C_API_KEY')).toBe('cwd-key')
+    expect(untrusted.ignoredProjectVariables).toEqual(['C'])
   })
 
-  it('security: a workspace .env never sets a DSH_* variable (any name); the user\'s own $DSH_HOME/.env may', () => {
+  it('security: a workspace .env never sets a DSH_* variable (any name), trusted or not; the user\'s own $DSH_HOME/.env may', () => {
     fc.assert(fc.property(fc.stringMatching(/^DSH_[A-Z0-9_]{1,20}$/), fc.stringMatching(/^[A-Za-z0-9]{1,30}$/), (name, value) => {
       const home = mkdtempSync(join(tmpdir(), 'dsh-home-'))
       const cwd = mkdtempSync(join(tmpdir(), 'dsh-cwd-'))
       writeFileSync(join(cwd, '.env'), `${name}=${value}\nexport ${name}="${value}"\nPLAIN_VALUE=${value}\n`)
-      const layers = environmentLayers({ home, cwd, env: {} })
+      const layers = environmentLayers({ home, cwd, env: {}, projectTrusted: true })
       expect(layers.value(name)).toBeUndefined()
       expect(layers.value('PLAIN_VALUE')).toBe(value)
+      expect(environmentLayers({ home, cwd, env: {} }).value(name)).toBeUndefined()
       writeFileSync(join(home, '.env'), `${name}=${value}\n`)
       expect(environmentLayers({ home, cwd, env: {} }).get(name)).toEqual({ value, source: join(home, '.env') })
     }), { numRuns: 50 })

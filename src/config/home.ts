@@ -5,6 +5,7 @@
 import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync, existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
+import { isCredentialName } from './credentials.js'
 import { describeYamlError, loadYaml } from './yaml.js'
 
 export function resolveHome(env: NodeJS.ProcessEnv = process.env): string {
@@ -116,10 +117,6 @@ function readDotenv(path: string): Record<string, string> {
   return existsSync(path) ? parseDotenv(readFileSync(path, 'utf8')) : {}
 }
 
-function withoutDshVariables(values: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(values).filter(([name]) => !name.startsWith('DSH_')))
-}
-
 /** `.credentials.yaml`: a flat mapping of variable names to secrets. */
 export function readCredentials(home: string): Record<string, string> {
   const value = readYamlFile(homePaths(home).credentials)
@@ -143,19 +140,40 @@ export interface EnvironmentLayers {
   /** Resolved value and the layer it came from. */
   get(name: string): { value: string; source: string } | undefined
   value(name: string): string | undefined
+  /** Names the workspace `.env` set that were ignored (its folder is not trusted), sorted. */
+  readonly ignoredProjectVariables: readonly string[]
+}
+
+/**
+ * What of a workspace `.env` is used. Never its `DSH_*` lines (a project may not steer dsh itself:
+ * tokens, home, model, permission mode). Untrusted, only provider API keys: anything else could
+ * choose where the user's key and prompts go (`DEEPSEEK_BASE_URL`, a proxy), what an MCP server
+ * of the user's settings runs (`${VAR}`), or where the user's own files are (`HOME`).
+ */
+export function projectEnvironment(values: Readonly<Record<string, string>>, trusted: boolean): { used: Record<string, string>; ignored: string[] } {
+  const used: Record<string, string> = {}
+  const ignored: string[] = []
+  for (const [name, value] of Object.entries(values)) {
+    if (name.startsWith('DSH_')) continue
+    // A provider API key is the one thing an untrusted project may give: its own key, sent where the user's settings say.
+    if (trusted || isCredentialName(name)) used[name] = value
+    else ignored.push(name)
+  }
+  return { used, ignored: ignored.sort() }
 }
 
 /**
  * Credentials and variables resolve: process environment, then `.credentials.yaml`, then the
- * workspace `./.env`, then `$DSH_HOME/.env`.
+ * workspace `./.env` (what `projectEnvironment` keeps of it: `projectTrusted` says whether the
+ * folder is trusted, `src/trust/`), then `$DSH_HOME/.env`.
  */
-export function environmentLayers(options: { home: string; cwd: string; env?: NodeJS.ProcessEnv }): EnvironmentLayers {
+export function environmentLayers(options: { home: string; cwd: string; env?: NodeJS.ProcessEnv; projectTrusted?: boolean }): EnvironmentLayers {
   const env = options.env ?? process.env
+  const project = projectEnvironment(readDotenv(join(options.cwd, '.env')), options.projectTrusted === true)
   const layers: [string, Record<string, string | undefined>][] = [
     ['environment', env],
     [homePaths(options.home).credentials, readCredentials(options.home)],
-    // A project file may not steer dsh itself (tokens, home, model): its DSH_* lines are ignored.
-    [join(options.cwd, '.env'), withoutDshVariables(readDotenv(join(options.cwd, '.env')))],
+    [join(options.cwd, '.env'), project.used],
     [homePaths(options.home).env, readDotenv(homePaths(options.home).env)],
   ]
   const get = (name: string) => {
@@ -165,5 +183,5 @@ export function environmentLayers(options: { home: string; cwd: string; env?: No
     }
     return undefined
   }
-  return { get, value: name => get(name)?.value }
+  return { get, value: name => get(name)?.value, ignoredProjectVariables: project.ignored }
 }
