@@ -43,7 +43,8 @@ describe.skipIf(chromium.path === undefined)('background jobs in the web UI', ()
     expect(await page.getByTestId('jobs-pill').getAttribute('title')).toContain('bash-1 running: Count two ticks')
     // The job ends on its own while the session is idle: the notice appears without a prompt.
     writeFileSync(join(work, 'go'), '')
-    const notice = page.getByText('Background job bash-1 (Count two ticks) failed: exit code 2.')
+    // While the agent is still busy the notice waits in the queue first: either shows it.
+    const notice = page.getByText('Background job bash-1 (Count two ticks) failed: exit code 2.').first()
     await notice.waitFor()
     await page.getByTestId('jobs-pill').waitFor({ state: 'detached' })
     await send('how did it go?')
