@@ -53,6 +53,6 @@ describe.skipIf(chromium.path === undefined)('background jobs in the web UI', ()
     expect(await card.getByTestId('job-status').textContent()).toBe('failed (exit code 2)')
     expect(await card.locator('.tool-output').textContent()).toContain('tick 1\ntick 2')
     // Shown once, though the model read it again as a message of the second turn.
-    expect(await notice.count()).toBe(1)
+    expect(await page.getByText('Background job bash-1 (Count two ticks) failed: exit code 2.').count()).toBe(1)
   })
 })
