@@ -3,12 +3,14 @@
  * (AP-1..AP-6, SB-1, SB-7). See docs/security.md.
  *
  * - `mode(session)` / `policy(session)`: the sandbox mode and approval policy in force, folded
- *   from the log (`sandbox/mode`, `approval/policy`; last one wins) with the deployment default.
+ *   from the log (`sandbox/mode`, `approval/policy`; last one wins) with the deployment default;
+ *   `network(session)` the same way from `sandbox/network` (full, allowlist, none).
  *   The fold starts again after `session/imported`: knobs an imported file set never apply.
  * - `setMode`, `setPolicy`, `selectPreset`: append knob events only when a value changes (AP-5).
  * - `request({session, toolName, callId, reason, signal})`: logs `approval/asked`, asks the
  *   answerers (policy `ask`) or rejects at once (policy `never`), logs `approval/decided` with the
- *   same id, resolves to the outcome. Only `allowed-once` grants (AP-3). Never throws except when
+ *   same id, resolves to the outcome. Only `allowed-once` grants (AP-3), or a wider grant the
+ *   request offered in `scopes` (`allowed-session`, `allowed-always`). Never throws except when
  *   asked outside an open turn (AP-2), before anything is logged.
  * - `answerer(fn)`: surfaces (ACP, web, SDK, a terminal) register one; the disposer removes it.
  *   An answerer returns `undefined` for requests that are not its own (another surface's
@@ -25,13 +27,18 @@
  * `sandbox/` and stays below tools, agents and surfaces.
  */
 import type {} from 'cordis'
-import type { SandboxMode } from '../sandbox/modes.js'
+import type { NetworkMode, SandboxMode } from '../sandbox/modes.js'
 
 export type ApprovalPolicy = 'ask' | 'never'
 export const APPROVAL_POLICIES: readonly ApprovalPolicy[] = ['ask', 'never']
-export type ApprovalOutcome = 'allowed-once' | 'rejected' | 'cancelled' | 'unavailable'
+/**
+ * Wider grants a request may offer besides once (a network host: for the rest of the session, or
+ * added to the user's settings). An answer names one only when its request offered it.
+ */
+export type ApprovalScope = 'session' | 'always'
+export type ApprovalOutcome = 'allowed-once' | 'allowed-session' | 'allowed-always' | 'rejected' | 'cancelled' | 'unavailable'
 /** What an answerer may say; `unavailable` is only ever the runtime's own conclusion. */
-export type ApprovalAnswer = 'allowed-once' | 'rejected' | 'cancelled'
+export type ApprovalAnswer = 'allowed-once' | 'allowed-session' | 'allowed-always' | 'rejected' | 'cancelled'
 export type PresetName = 'read-only' | 'workspace-write' | 'danger-full-access'
 
 export interface PermissionPreset {
@@ -58,6 +65,8 @@ export interface ApprovalRequest {
   readonly arguments?: string
   /** Aborting it while the request is pending ends it as `cancelled`. */
   readonly signal?: AbortSignal
+  /** Wider grants the answer may name (`allowed-session`, `allowed-always`); none by default. */
+  readonly scopes?: readonly ApprovalScope[]
 }
 
 /** A pending request as answerers see it. */
@@ -68,6 +77,8 @@ export interface PendingApproval {
   readonly callId: string
   readonly reason: string
   readonly arguments?: string
+  /** The wider grants this request offers (absent: once or not at all). */
+  readonly scopes?: readonly ApprovalScope[]
 }
 
 export type ApprovalAnswerer = (request: PendingApproval, signal: AbortSignal) =>
@@ -126,12 +137,16 @@ export type QuestionAnswerer = (question: PendingQuestion, signal: AbortSignal) 
 export interface ApprovalService {
   mode(session: ApprovalSession): SandboxMode
   policy(session: ApprovalSession): ApprovalPolicy
+  /** The network mode of confined commands, folded from `sandbox/network` like the mode. */
+  network(session: ApprovalSession): NetworkMode
   /** The shipped preset both knobs match, else `custom`. */
   preset(session: ApprovalSession): PresetName | 'custom'
   presets(): readonly PermissionPreset[]
   /** The deployment defaults: what applies while a log sets no knob (or none since `session/imported`). */
-  defaults(): { readonly mode: SandboxMode; readonly policy: ApprovalPolicy }
+  defaults(): { readonly mode: SandboxMode; readonly policy: ApprovalPolicy; readonly network: NetworkMode }
   setMode(session: ApprovalSession, mode: SandboxMode, source?: KnobSource): boolean
+  /** Appends `sandbox/network` only when the value changes (or a source is given). */
+  setNetwork(session: ApprovalSession, network: NetworkMode, source?: KnobSource): boolean
   setPolicy(session: ApprovalSession, policy: ApprovalPolicy, source?: KnobSource): boolean
   /** AP-5: `permission/preset` then the knobs that change; false (nothing appended) when already in force. */
   selectPreset(session: ApprovalSession, name: PresetName): boolean
@@ -163,6 +178,7 @@ export interface ApprovalEventMap {
   'approval/decided': { id: string; outcome: ApprovalOutcome }
   'approval/policy': { policy: ApprovalPolicy; source?: KnobSource }
   'sandbox/mode': { mode: SandboxMode; source?: KnobSource }
+  'sandbox/network': { network: NetworkMode; source?: KnobSource }
   'permission/preset': { preset: PresetName }
 }
 

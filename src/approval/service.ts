@@ -6,14 +6,14 @@
 import { randomUUID } from 'node:crypto'
 import { Context, Service } from 'cordis'
 import { emitContained } from '../kernel/index.js'
-import { isSandboxMode, type SandboxMode } from '../sandbox/modes.js'
+import { isNetworkMode, isSandboxMode, type NetworkMode, type SandboxMode } from '../sandbox/modes.js'
 import { scanEvents } from '../session/packed-run.js'
 import type {
-  ApprovalAnswer, ApprovalAnswerer, ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ApprovalService, ApprovalSession,
+  ApprovalAnswer, ApprovalAnswerer, ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ApprovalScope, ApprovalService, ApprovalSession,
   KnobSource, PendingApproval, PendingQuestion, PermissionPreset, PresetName, QuestionAnswer, QuestionAnswerer,
   QuestionOutcome, QuestionRequest, UserQuestion,
 } from './api.js'
-import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, SANDBOX_POLICY_CONTEXT, sandboxPolicyText } from './texts.js'
+import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, NETWORK_POLICY_CONTEXT, networkPolicyText, SANDBOX_POLICY_CONTEXT, sandboxPolicyText } from './texts.js'
 
 /**
  * After `session/imported` (the log before it came from another home's file) the knobs fold
@@ -22,13 +22,18 @@ import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, SANDBOX_POLICY_CONTEXT, sa
  * `IMPORTED_EVENT`, spelled out since this seam imports nothing of it.
  */
 export const KNOB_RESET_EVENT = 'session/imported'
-const APPROVAL_FOLD_TYPES: ReadonlySet<string> = new Set(['sandbox/mode', 'approval/policy', KNOB_RESET_EVENT])
+const APPROVAL_FOLD_TYPES: ReadonlySet<string> = new Set(['sandbox/mode', 'approval/policy', 'sandbox/network', KNOB_RESET_EVENT])
 
 export interface ApprovalConfig {
   /** Deployment default sandbox mode (default `workspace-write`). */
   readonly mode?: SandboxMode
   /** Deployment default approval policy (default `ask`). */
   readonly policy?: ApprovalPolicy
+  /**
+   * Deployment default network mode of confined commands (default `full`, the recorded
+   * behaviour; the launcher passes `allowlist` unless told otherwise).
+   */
+  readonly network?: NetworkMode
   /** Register the `sandbox:policy` / `approval:policy` runtime contexts per agent (default true). */
   readonly runtimeContexts?: boolean
 }
@@ -40,7 +45,9 @@ export const PERMISSION_PRESETS: readonly PermissionPreset[] = Object.freeze([
 ] as const)
 
 const OUTCOMES: ReadonlySet<string> = new Set(['allowed-once', 'rejected', 'cancelled'])
-const ALL_OUTCOMES: ReadonlySet<string> = new Set([...OUTCOMES, 'unavailable'])
+/** A wider grant is a valid answer only when its request offered the scope. */
+const SCOPED: Readonly<Record<string, ApprovalScope>> = { 'allowed-session': 'session', 'allowed-always': 'always' }
+const ALL_OUTCOMES: ReadonlySet<string> = new Set([...OUTCOMES, ...Object.keys(SCOPED), 'unavailable'])
 const SOURCES: ReadonlySet<unknown> = new Set([undefined, 'delegation'])
 const PRESETS: ReadonlySet<unknown> = new Set(PERMISSION_PRESETS.map(p => p.name))
 
@@ -52,11 +59,13 @@ export const APPROVAL_EVENT_VALIDATORS: Readonly<Record<string, (data: unknown) 
   'approval/asked': data => !isObject(data) ? 'data must be an object'
     : !nonEmpty(data.id) || !nonEmpty(data.toolName) || !nonEmpty(data.callId) || typeof data.reason !== 'string' ? 'needs string id, toolName, callId and reason' : null,
   'approval/decided': data => !isObject(data) ? 'data must be an object'
-    : !nonEmpty(data.id) || !ALL_OUTCOMES.has(data.outcome as string) ? 'needs an id and an outcome allowed-once|rejected|cancelled|unavailable' : null,
+    : !nonEmpty(data.id) || !ALL_OUTCOMES.has(data.outcome as string) ? 'needs an id and an outcome allowed-once|allowed-session|allowed-always|rejected|cancelled|unavailable' : null,
   'approval/policy': data => !isObject(data) ? 'data must be an object'
     : data.policy !== 'ask' && data.policy !== 'never' ? 'policy must be ask or never' : !SOURCES.has(data.source) ? 'source must be "delegation" when present' : null,
   'sandbox/mode': data => !isObject(data) ? 'data must be an object'
     : !isSandboxMode(data.mode) ? 'mode must be read-only, workspace-write or danger-full-access' : !SOURCES.has(data.source) ? 'source must be "delegation" when present' : null,
+  'sandbox/network': data => !isObject(data) ? 'data must be an object'
+    : !isNetworkMode(data.network) ? 'network must be full, allowlist or none' : !SOURCES.has(data.source) ? 'source must be "delegation" when present' : null,
   'permission/preset': data => !isObject(data) ? 'data must be an object' : !PRESETS.has(data.preset) ? 'preset must be read-only, workspace-write or danger-full-access' : null,
 }
 
@@ -65,6 +74,7 @@ interface Fold {
   scanned: number
   mode?: SandboxMode
   policy?: ApprovalPolicy
+  network?: NetworkMode
 }
 
 interface Pending extends PendingApproval {
@@ -87,13 +97,14 @@ export class ApprovalPlugin extends Service implements ApprovalService {
   private readonly waiting = new Map<string, Pending>()
   private readonly questioners: QuestionAnswerer[] = []
   private readonly asking = new Map<string, PendingQuestion & { readonly controller: AbortController }>()
-  private readonly deployment: { mode: SandboxMode; policy: ApprovalPolicy }
+  private readonly deployment: { mode: SandboxMode; policy: ApprovalPolicy; network: NetworkMode }
 
   constructor(ctx: Context, config: ApprovalConfig = {}) {
     super(ctx, 'approval')
     if (config.mode !== undefined && !isSandboxMode(config.mode)) throw new TypeError(`approval: config.mode must be read-only, workspace-write or danger-full-access, got ${JSON.stringify(config.mode)}`)
     if (config.policy !== undefined && config.policy !== 'ask' && config.policy !== 'never') throw new TypeError(`approval: config.policy must be ask or never, got ${JSON.stringify(config.policy)}`)
-    this.deployment = { mode: config.mode ?? 'workspace-write', policy: config.policy ?? 'ask' }
+    if (config.network !== undefined && !isNetworkMode(config.network)) throw new TypeError(`approval: config.network must be full, allowlist or none, got ${JSON.stringify(config.network)}`)
+    this.deployment = { mode: config.mode ?? 'workspace-write', policy: config.policy ?? 'ask', network: config.network ?? 'full' }
     // The event types exist while both this plugin and `ctx.sessions` are loaded.
     ctx.inject(['sessions'], (ctx) => {
       const sessions = ctx.get('sessions') as SessionsLike
@@ -117,6 +128,8 @@ export class ApprovalPlugin extends Service implements ApprovalService {
       const offs = [
         prompt.context({ name: SANDBOX_POLICY_CONTEXT, order: 50, render: () => sandboxPolicyText(this.mode(session), root) }, agent.scope),
         prompt.context({ name: APPROVAL_POLICY_CONTEXT, order: 51, render: () => approvalPolicyText(this.policy(session)) }, agent.scope),
+        // Shown only when it differs from `full` (what recorded sessions ran with): byte-equal replays.
+        prompt.context({ name: NETWORK_POLICY_CONTEXT, order: 52, render: () => networkPolicyText(this.network(session)) }, agent.scope),
       ]
       registered.set(session.id, () => offs.forEach(off => off()))
       // A subagent's child runs delegated (SB-7); a fork the user made (S-14: the web's Fork, the
@@ -140,9 +153,11 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     fold.scanned = scanEvents(session.events, fold.scanned, APPROVAL_FOLD_TYPES, (event) => {
       if (event.type === 'sandbox/mode') folding.mode = (event.data as { mode: SandboxMode }).mode
       else if (event.type === 'approval/policy') folding.policy = (event.data as { policy: ApprovalPolicy }).policy
+      else if (event.type === 'sandbox/network') folding.network = (event.data as { network: NetworkMode }).network
       else {
         folding.mode = undefined
         folding.policy = undefined
+        folding.network = undefined
       }
     })
     return fold
@@ -161,6 +176,10 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     return this.fold(session).policy ?? this.deployment.policy
   }
 
+  network(session: ApprovalSession): NetworkMode {
+    return this.fold(session).network ?? this.deployment.network
+  }
+
   preset(session: ApprovalSession): PresetName | 'custom' {
     const mode = this.mode(session)
     const policy = this.policy(session)
@@ -171,7 +190,7 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     return PERMISSION_PRESETS
   }
 
-  defaults(): { readonly mode: SandboxMode; readonly policy: ApprovalPolicy } {
+  defaults(): { readonly mode: SandboxMode; readonly policy: ApprovalPolicy; readonly network: NetworkMode } {
     return this.deployment
   }
 
@@ -179,6 +198,13 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     if (!isSandboxMode(mode)) throw new TypeError(`unknown sandbox mode ${JSON.stringify(mode)} (expected read-only, workspace-write or danger-full-access)`)
     if (source === undefined && this.mode(session) === mode) return false
     session.append('sandbox/mode', source === undefined ? { mode } : { mode, source })
+    return true
+  }
+
+  setNetwork(session: ApprovalSession, network: NetworkMode, source?: KnobSource): boolean {
+    if (!isNetworkMode(network)) throw new TypeError(`unknown network mode ${JSON.stringify(network)} (expected full, allowlist or none)`)
+    if (source === undefined && this.network(session) === network) return false
+    session.append('sandbox/network', source === undefined ? { network } : { network, source })
     return true
   }
 
@@ -204,12 +230,16 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     if (fold.mode !== undefined || fold.policy !== undefined) return
     const mode = this.explicitMode(parent)
     if (mode !== undefined) this.setMode(child, mode, 'delegation')
+    // A child never has more network than its parent: the parent's, when its log sets one.
+    const network = this.fold(parent).network
+    if (network !== undefined) this.setNetwork(child, network, 'delegation')
     this.setPolicy(child, 'never', 'delegation')
   }
 
   adoptKnobs(from: ApprovalSession, to: ApprovalSession): void {
     this.setMode(to, this.mode(from))
     this.setPolicy(to, this.policy(from))
+    this.setNetwork(to, this.network(from))
   }
 
   answerer(answerer: ApprovalAnswerer): () => void {
@@ -250,7 +280,8 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     const controller = new AbortController()
     const pending: Pending = {
       id, sessionId: request.session.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
-      ...(request.arguments !== undefined ? { arguments: request.arguments } : {}), controller,
+      ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
+      ...(request.scopes !== undefined && request.scopes.length > 0 ? { scopes: [...new Set(request.scopes)] } : {}), controller,
     }
     const onAbort = () => controller.abort()
     request.signal?.addEventListener('abort', onAbort, { once: true })
@@ -342,7 +373,9 @@ export class ApprovalPlugin extends Service implements ApprovalService {
         return 'unavailable'
       }
       if (answer === undefined) continue
-      return OUTCOMES.has(answer) ? answer : 'unavailable'
+      if (OUTCOMES.has(answer)) return answer
+      const scope = SCOPED[answer]
+      return scope !== undefined && request.scopes?.includes(scope) === true ? answer : 'unavailable'
     }
     return 'unavailable'
   }

@@ -44,3 +44,15 @@ export const SandboxErrorCode = {
   /** The escalation was not approved. */
   escalationDenied: 'ESCALATION_DENIED',
 } as const
+
+/**
+ * Network modes of confined commands (docs/security.md, "Network"): `full` shares the host's
+ * network (the recorded behaviour), `allowlist` gives a network namespace of its own whose only
+ * way out is dsh's filtering proxy, `none` a network namespace with loopback only.
+ */
+export const NETWORK_MODES = ['full', 'allowlist', 'none'] as const
+export type NetworkMode = typeof NETWORK_MODES[number]
+
+export function isNetworkMode(value: unknown): value is NetworkMode {
+  return typeof value === 'string' && (NETWORK_MODES as readonly string[]).includes(value)
+}
