@@ -11,6 +11,8 @@ import type { Context } from 'cordis'
 import type { Host } from '../host/index.js'
 import { homePaths, readSettings, writeSettings, type Settings } from '../config/home.js'
 import { firstUseOfKeyWith } from '../config/key-endpoints.js'
+import { DEFAULT_ALLOWED_HOSTS } from '../sandbox/hosts.js'
+import { isNetworkMode, NETWORK_MODES, type NetworkMode } from '../sandbox/modes.js'
 
 type Loader = () => Promise<unknown>
 
@@ -70,11 +72,45 @@ export function withHostConfig(resolved: unknown, config: unknown, host: Host | 
 
 /** DSH_PERMISSION_MODE picks the deployment default: danger-full-access runs with policy never. */
 const permissionDefaults = (host: Host) => {
+  const network = { network: networkDefault(host) }
   const entry = host.env.get('DSH_PERMISSION_MODE')
   // Trust rule: a project's own .env may not widen its sandbox.
-  if (entry === undefined || entry.value === '' || entry.source === join(host.cwd, '.env')) return {}
+  if (entry === undefined || entry.value === '' || entry.source === join(host.cwd, '.env')) return network
   const mode = entry.value
-  return { mode, policy: mode === 'danger-full-access' ? 'never' : 'ask' }
+  return { mode, policy: mode === 'danger-full-access' ? 'never' : 'ask', ...network }
+}
+
+/** The flag that sets the network mode of confined commands (read wherever it stands in the app's arguments). */
+export const NETWORK_FLAG = '--network'
+
+/**
+ * The deployment's network mode (docs/security.md, "Network"): `--network`, else DSH_NETWORK,
+ * else `sandbox.network` in settings, else allowlist.
+ */
+function networkDefault(host: Host): NetworkMode {
+  const at = host.args.indexOf(NETWORK_FLAG)
+  const flag = at >= 0 ? host.args[at + 1] ?? '' : undefined
+  const chosen: [string, unknown] | undefined = flag !== undefined ? [NETWORK_FLAG, flag]
+    : host.env.value('DSH_NETWORK') ? ['DSH_NETWORK', host.env.value('DSH_NETWORK')]
+    : host.settings.sandbox?.network !== undefined ? ['sandbox.network in settings.yaml', host.settings.sandbox.network] : undefined
+  if (chosen === undefined) return 'allowlist'
+  if (!isNetworkMode(chosen[1])) throw new Error(`${chosen[0]} must be ${NETWORK_MODES.join(', ')}, not ${JSON.stringify(chosen[1])}`)
+  return chosen[1]
+}
+
+/** `sandbox.allowedHosts` of settings.yaml (the shipped list when unset), and how a host is added to it. */
+const sandboxNetwork = (host: Host) => {
+  const listed = host.settings.sandbox?.allowedHosts
+  return {
+    ...(listed !== undefined ? { allowedHosts: listed } : {}),
+    rememberHost: (entry: string) => {
+      const settings = readSettings(host.home)
+      const sandbox = { ...(settings.sandbox ?? {}) }
+      const current = Array.isArray(sandbox.allowedHosts) ? sandbox.allowedHosts as string[] : [...DEFAULT_ALLOWED_HOSTS]
+      if (current.includes(entry)) return
+      writeSettings(host.home, { ...settings, sandbox: { ...sandbox, allowedHosts: [...current, entry] } })
+    },
+  }
 }
 const credentials = (host: Host) => ({ credentials: (name: string) => host.env.value(name) })
 const deepseek = (host: Host) => {
@@ -139,7 +175,7 @@ registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval poli
   async () => withHost((await base()).ApprovalPlugin, permissionDefaults))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
   // dsh's home (sessions, credentials, the trust list) is protected wherever it lies.
-  async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd, protectedPaths: [host.home] })))
+  async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd, protectedPaths: [host.home], ...sandboxNetwork(host) })))
 registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
   async () => (await base()).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',

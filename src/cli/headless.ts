@@ -58,6 +58,8 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
     else if (arg === '--cwd') parsed.cwd = value()
     // Read by the MCP row (it runs the project's .mcp.json servers); nothing to do here.
     else if (arg === '--trust-project-mcp') continue
+    // Read by the approval row (the deployment's network mode), checked there.
+    else if (arg === '--network') value()
     else if (arg === '--permission-mode') {
       const mode = value()
       if (!isSandboxMode(mode)) throw new UsageError(`--permission-mode must be ${SANDBOX_MODES.join(', ')}, not "${mode}"`)
@@ -209,8 +211,16 @@ export class HeadlessApp extends Service {
     // A stderr line that may quote the model or a tool: made safe for a terminal (security #42.6).
     const say = (line: string) => host.stderr.write(`dsh: ${terminalSafe(line)}\n`)
     // Headless has no one to ask: every ask fails closed; say why and which flag changes it.
+    const hostsSaid = new Set<string>()
     const offUnavailable = this.ctx.on('approval/settled', (request: PendingApproval, outcome: string) => {
       if (request.sessionId !== session.id || outcome !== 'unavailable') return
+      if (request.toolName === 'network') {
+        // One line per host: a package manager retries the same one many times.
+        if (hostsSaid.has(request.reason)) return
+        hostsSaid.add(request.reason)
+        say(`a sandboxed command tried to ${request.reason}; headless runs cannot ask, so it was refused. Add the host to sandbox.allowedHosts in settings.yaml, or pass --network full.`)
+        return
+      }
       say(`${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${widerHint(approval?.mode(session))}`)
     })
     // ask_user_question fails closed here too (no one to ask): say which question went unanswered.

@@ -68,7 +68,7 @@ In a terminal, with no task (docs/terminal.md):
   dsh -c, --continue               continue the latest session of this folder
   dsh --resume                     pick a stored session to continue
   dsh --session ID                 continue that session
-  (also --model, --cwd and --permission-mode, as below)
+  (also --model, --cwd, --permission-mode and --network, as below)
 
 Launcher flags (before app arguments):
   --profile NAME          composition to run (default: tui in a terminal without a task, else
@@ -93,6 +93,9 @@ Headless app (dsh --profile headless ...):
                                    bash in a sandbox) or danger-full-access (no sandbox, no
                                    approvals); see docs/security.md
   --trust-project-mcp              run the MCP servers of the project's .mcp.json
+  --network MODE                   network of sandboxed commands and web_fetch: allowlist
+                                   (default: only sandbox.allowedHosts, through dsh's proxy),
+                                   none, or full; see docs/security.md
 
 Other commands:
   dsh mcp list|add|remove          MCP servers (see docs/mcp.md)
@@ -107,7 +110,8 @@ Other commands:
   dsh --profile acp                ACP agent server on stdin/stdout, for editors
 
 Environment: DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, DSH_HOME (default ~/.dsh), DSH_MODEL,
-DSH_PERMISSION_MODE (the default --permission-mode), DSH_STORE_URL.
+DSH_PERMISSION_MODE (the default --permission-mode), DSH_NETWORK (the default --network),
+DSH_STORE_URL.
 `
 
 /** The help text, listing the shipped profiles from the same index the profile loader reads. */

@@ -329,6 +329,8 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined,
       // The recorded deployment's permission mode (danger-full-access implies policy never).
       DSH_PERMISSION_MODE: planned.permissionMode,
+      // The original's network: confined commands share the host's (recorded prompts stay equal).
+      DSH_NETWORK: 'full',
     }
     // The fetched pages, on the recorded ports (the dsh process fetches the recorded URLs).
     const pages = await startRecordedPageServers(planned.fetched)
@@ -845,7 +847,7 @@ async function runHeadlessScenario(scenario: Scenario, path: string): Promise<Co
     const patch = writePatch(plan, work, 'headless')
     const [command, ...args] = dshCommand()
     const child = spawn(command, [...args, '--profile', 'headless', '--patch', patch, '--output', 'stream-json', '--', steps[0]!.text!], {
-      cwd, env: childEnv({ DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined }), stdio: ['ignore', 'pipe', 'pipe'],
+      cwd, env: childEnv({ DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined, DSH_NETWORK: 'full' }), stdio: ['ignore', 'pipe', 'pipe'],
     })
     let stdout = ''
     let stderr = ''

@@ -10,6 +10,9 @@ import type { spawn as Spawn } from 'node:child_process'
 import { realpathSync } from 'node:fs'
 import { isUnder } from './fence.js'
 import type { SandboxMode } from './modes.js'
+import { constants as fsConstants } from 'node:fs'
+import { NET_BRIDGE_PROGRAM } from './net-bridge.pl.js'
+import { INSIDE_SOCKET, PROXY_PORT, type NetworkPlan } from './network.js'
 import { KERNEL_READ_ONLY, type ProtectedMounts } from './protected.js'
 
 export type ConfinedMode = Exclude<SandboxMode, 'danger-full-access'>
@@ -22,7 +25,12 @@ export interface SandboxRunner {
    * `mounts`: the protected paths inside the writable root (`./protected.ts`), made read-only.
    * A runner that cannot express them leaves them writable (docs/security.md says which).
    */
-  argv(mode: ConfinedMode, root: string, mounts?: ProtectedMounts): readonly string[]
+  argv(mode: ConfinedMode, root: string, mounts?: ProtectedMounts, network?: NetworkPlan): readonly string[]
+  /**
+   * Whether `argv` honours a network plan (a network namespace of its own, the gate's socket and
+   * bridge). A runner without it cannot run a command under `allowlist` or `none`: callers refuse.
+   */
+  readonly confinesNetwork?: boolean
   /** SB-3: the runner failed (checked before `denied`). A notice line alone never proves it. */
   failed(exitCode: number | null, stderr: string): boolean
   /** SB-4: a failed run whose stderr carries this runner's denial signature. */
@@ -61,27 +69,44 @@ export function bwrapRunner(command = 'bwrap'): SandboxRunner {
   return {
     name: 'bwrap',
     enforcement: 'full',
+    confinesNetwork: true,
     // workspace-write mounts a fresh tmpfs on /tmp, unless the writable root covers /tmp: then
     // /tmp is the real one, seen through the root's bind, and must never be emptied.
     hostable: { privateTmp: (mode, root) => mode === 'workspace-write' && !isUnder('/tmp', [root]) && !isUnder(realTmp(), [root]) },
-    argv: (mode, root, mounts) => [
+    argv: (mode, root, mounts, network) => [
       command, '--ro-bind', '/', '/',
       ...(mode === 'workspace-write' ? [
         '--tmpfs', '/tmp', '--bind', root, root,
         ...(mounts?.pinned ?? []).flatMap(path => ['--bind-try', path, path]),
         ...(mounts?.readOnly ?? []).flatMap(path => ['--ro-bind-try', path, path]),
       ] : []),
-      '--dev', '/dev', '--unshare-pid', '--proc', '/proc',
+      '--dev', '/dev',
+      // A network namespace of its own (loopback only); under allowlist the gate's socket and
+      // the bridge as pid 1 (`./net-bridge.pl.ts`).
+      ...(network === undefined ? [] : ['--unshare-net']),
+      ...(network?.mode === 'allowlist' ? ['--ro-bind', network.socket, INSIDE_SOCKET, '--as-pid-1'] : []),
+      '--unshare-pid', '--proc', '/proc',
       ...KERNEL_READ_ONLY.flatMap(path => ['--ro-bind-try', path, path]),
       '--die-with-parent',
       ...(asRoot ? ['--cap-drop', 'ALL'] : []),
       '--',
+      ...(network?.mode === 'allowlist' ? bridgeArgv(network.perl) : []),
     ],
-    failed: (_exit, stderr) => lines(stderr).some(line => line.includes('bwrap: ')),
+    failed: (_exit, stderr) => lines(stderr).some(line => line.includes('bwrap: ') || line.startsWith(BRIDGE_FAILURE)),
     // A rename onto (or of) a protected path's mount point fails busy: `git config` replaces
     // .git/config that way.
     denied: (exit, stderr) => exit !== 0 && /read-only file system|device or resource busy/i.test(stderr),
   }
+}
+
+/** The first words of the bridge's own failure (it could not listen: the command never ran). */
+const BRIDGE_FAILURE = 'dsh network bridge: '
+/** MIPS numbers socket types its own way. */
+const SOCK_STREAM = process.arch.startsWith('mips') ? 2 : 1
+
+/** The bridge's argv, placed before the command inside the sandbox. */
+export function bridgeArgv(perl: string): readonly string[] {
+  return [perl, '-e', NET_BRIDGE_PROGRAM, INSIDE_SOCKET, String(PROXY_PORT), String(SOCK_STREAM), String(fsConstants.O_NONBLOCK), '--']
 }
 
 export const LANDLOCK_PARTIAL_NOTICE = 'landlock-run: partial enforcement (older Landlock ABI)'

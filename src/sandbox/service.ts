@@ -17,6 +17,8 @@ import { realpathSync } from 'node:fs'
 import { Service, type Context } from 'cordis'
 import { isSandboxMode, type SandboxMode } from './modes.js'
 import { bwrapRunner, commandRunner, landlockRunner, probeChain, probed, provenRunner, type ConfinedMode, type ProbeResult, type SandboxRunner } from './runner.js'
+import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './hosts.js'
+import { NetworkGate, planKey, type GateHooks, type NetworkPlan } from './network.js'
 import { mountsKey, protectedMounts, type ProtectedMounts } from './protected.js'
 import { ShellHost } from './shell-host.js'
 
@@ -53,6 +55,28 @@ export interface SandboxConfig {
    * (`./protected.ts`): the launcher adds dsh's home (sessions, credentials, the trust list).
    */
   readonly protectedPaths?: readonly string[]
+  /**
+   * Hosts confined commands may reach under the `allowlist` network mode (`./hosts.ts` syntax;
+   * default `DEFAULT_ALLOWED_HOSTS`: common package registries and code hosts).
+   */
+  readonly allowedHosts?: readonly string[]
+  /** Adds a host the user allowed for good to the settings `allowedHosts` came from. */
+  readonly rememberHost?: (entry: string) => void
+  /** Name resolution of the gates' proxies (default the system resolver; embedders with their own DNS). */
+  readonly resolve?: (host: string) => Promise<readonly { address: string; family: 4 | 6 }[]>
+}
+
+/** The slice of a session a gate needs: its id (gates are one per session). */
+export interface GateOwner {
+  readonly id: string
+}
+
+/** Options of a shell host (or of the host `prepare` starts). */
+export interface HostOptions {
+  readonly shell: string
+  readonly env: NodeJS.ProcessEnv
+  /** The network of its sandbox (absent: the host's own network). */
+  readonly network?: NetworkPlan
 }
 
 export interface SandboxService {
@@ -65,15 +89,22 @@ export interface SandboxService {
    * The argv prefix of a confined command under `runner`: the runner's argv with the protected
    * paths that exist now inside `root` (`./protected.ts`). Without it callers use `runner.argv`.
    */
-  prefix?(runner: SandboxRunner, mode: ConfinedMode, root: string): readonly string[]
-  shellHost?(runner: SandboxRunner, mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): ShellHost | undefined
+  prefix?(runner: SandboxRunner, mode: ConfinedMode, root: string, network?: NetworkPlan): readonly string[]
+  shellHost?(runner: SandboxRunner, mode: ConfinedMode, root: string, options: HostOptions): ShellHost | undefined
+  /**
+   * The network gate of a session (`./network.ts`): started on first use, with `hooks` (how
+   * it asks and records), and closed with the session's agent or the service.
+   */
+  gate?(owner: GateOwner, hooks: GateHooks): Promise<NetworkGate>
+  /** The perl the shell host and the network bridge run on. */
+  readonly perl?: string
   /**
    * Called before `runner()` by a command that would use a shell host: while the chain has not
    * been probed, starts the host of its first runner for (mode, root) and waits for it. A host
    * that comes up proves the runner as the probe would (the probe is then not run), and the
    * command goes through it; otherwise nothing changes and `runner()` probes as before.
    */
-  prepare?(mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): Promise<void>
+  prepare?(mode: ConfinedMode, root: string, options: HostOptions): Promise<void>
 }
 
 interface HostSlot {
@@ -90,12 +121,28 @@ declare module 'cordis' {
   }
 }
 
+/** One log event per connection a confined command tried under `allowlist` (`./proxy.ts`). */
+export const CONNECTION_EVENT = 'sandbox/connection'
+
+function validateConnection(data: unknown): string | null {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return 'data must be an object'
+  const record = data as Record<string, unknown>
+  if (typeof record.host !== 'string' || record.host === '') return 'host must be a non-empty string'
+  if (!Number.isInteger(record.port) || (record.port as number) < 1 || (record.port as number) > 65535) return 'port must be an integer 1..65535'
+  if (record.kind !== 'connect' && record.kind !== 'http') return 'kind must be connect or http'
+  if (record.outcome !== 'allowed' && record.outcome !== 'refused') return 'outcome must be allowed or refused'
+  for (const key of ['reason', 'address', 'callId']) if (record[key] !== undefined && typeof record[key] !== 'string') return `${key} must be a string when present`
+  return null
+}
+
 export class SandboxPlugin extends Service implements SandboxService {
   readonly fallbackMode: SandboxMode
   readonly protectedPaths: readonly string[]
   private readonly chain: readonly SandboxRunner[]
   private readonly key: string
   private readonly hosts = new Map<string, HostSlot>()
+  private readonly gates = new Map<string, Promise<NetworkGate>>()
+  private readonly allowedHosts: readonly string[]
   private disposed = false
 
   constructor(ctx: Context, private readonly config: SandboxConfig = {}) {
@@ -108,6 +155,9 @@ export class SandboxPlugin extends Service implements SandboxService {
       throw new TypeError(`sandbox: config.protectedPaths must be a list of absolute paths, got ${JSON.stringify(config.protectedPaths)}`)
     }
     this.protectedPaths = config.protectedPaths ?? []
+    // Checked here, so a bad list in settings is a clear error at start, not at the first command.
+    parseAllowedHosts(config.allowedHosts ?? DEFAULT_ALLOWED_HOSTS)
+    this.allowedHosts = config.allowedHosts ?? DEFAULT_ALLOWED_HOSTS
     const chain: SandboxRunner[] = []
     if (config.runner !== undefined) chain.push(config.runner)
     if (config.runnerCommand !== undefined && config.runnerCommand.length > 0) {
@@ -123,11 +173,56 @@ export class SandboxPlugin extends Service implements SandboxService {
     this.chain = chain
     // A programmatic runner is an object: it gets a probe of its own.
     this.key = config.runner !== undefined ? `custom:${Math.random()}` : JSON.stringify([config.runnerCommand, config.runners, config.bwrapCommand, config.landlockCommand])
+    ctx.inject(['sessions'], (ctx) => {
+      const sessions = ctx.get('sessions') as { registerEventType(definition: { type: string; validate: (data: unknown) => string | null; owner: string }): () => void }
+      sessions.registerEventType({ type: CONNECTION_EVENT, validate: validateConnection, owner: 'sandbox' })
+    })
+    // A session's gate (and the hosts bound to its socket) ends with its agent.
+    ctx.on('agent/disposed' as never, ((agent: { session: GateOwner }) => { void this.closeGate(agent.session.id) }) as never)
     ctx.effect(() => () => {
       this.disposed = true
       for (const slot of this.hosts.values()) slot.host?.close()
       this.hosts.clear()
+      for (const gate of this.gates.values()) void gate.then(g => g.close(), () => undefined)
+      this.gates.clear()
     })
+  }
+
+  get perl(): string {
+    return this.config.perlCommand ?? 'perl'
+  }
+
+  gate(owner: GateOwner, hooks: GateHooks): Promise<NetworkGate> {
+    if (this.disposed) return Promise.reject(new Error('sandbox: the service was stopped'))
+    let gate = this.gates.get(owner.id)
+    if (gate === undefined) {
+      const remember = this.config.rememberHost
+      gate = NetworkGate.open({ allowedHosts: this.allowedHosts, ...(this.config.resolve !== undefined ? { lookup: this.config.resolve } : {}), hooks: { ...hooks, ...(remember ? { remember: (host: string, port: number) => remember(port === 443 || port === 80 ? host : `${host}:${port}`) } : {}) } })
+      this.gates.set(owner.id, gate)
+      // A gate that could not start is tried again by the next command.
+      gate.catch(() => { if (this.gates.get(owner.id) === gate) this.gates.delete(owner.id) })
+    }
+    return gate
+  }
+
+  private async closeGate(id: string): Promise<void> {
+    const gate = this.gates.get(id)
+    if (gate === undefined) return
+    this.gates.delete(id)
+    let socket: string | undefined
+    try {
+      const open = await gate
+      socket = open.socketPath
+      await open.close()
+    } catch {
+      return
+    }
+    for (const [key, slot] of this.hosts) {
+      if (key.includes(`\0allowlist:${socket}`)) {
+        slot.host?.close()
+        this.hosts.delete(key)
+      }
+    }
   }
 
   /** The protected paths of `root` that exist now (none under read-only: nothing there is writable). */
@@ -135,15 +230,15 @@ export class SandboxPlugin extends Service implements SandboxService {
     return mode === 'workspace-write' ? protectedMounts(root, this.protectedPaths) : undefined
   }
 
-  prefix(runner: SandboxRunner, mode: ConfinedMode, root: string): readonly string[] {
-    return runner.argv(mode, root, this.mounts(mode, root))
+  prefix(runner: SandboxRunner, mode: ConfinedMode, root: string, network?: NetworkPlan): readonly string[] {
+    return runner.argv(mode, root, this.mounts(mode, root), network)
   }
 
-  shellHost(runner: SandboxRunner, mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): ShellHost | undefined {
+  shellHost(runner: SandboxRunner, mode: ConfinedMode, root: string, options: HostOptions): ShellHost | undefined {
     if (this.config.shellHost === false || runner.hostable === undefined || this.disposed) return undefined
     // A host's sandbox has the protected paths of its start: a `.git` made since gets a new host.
     const mounts = this.mounts(mode, root)
-    const key = this.hostKey(runner, mode, root, options.shell, mounts)
+    const key = this.hostKey(runner, mode, root, options.shell, mounts, options.network)
     let slot = this.hosts.get(key)
     if (slot?.host?.alive === true) {
       // Most recently used last.
@@ -153,7 +248,7 @@ export class SandboxPlugin extends Service implements SandboxService {
     }
     if (slot === undefined) {
       // The same root's idle host of an older protected set is not used again: it ends.
-      const same = this.hostKey(runner, mode, root, options.shell, undefined)
+      const same = this.hostKey(runner, mode, root, options.shell, undefined, options.network)
       for (const [other, kept] of this.hosts) {
         if (other.startsWith(`${same}\0`) && kept.host?.alive === true && !kept.host.busy) {
           kept.host.close()
@@ -170,7 +265,7 @@ export class SandboxPlugin extends Service implements SandboxService {
       const started = slot
       started.starts++
       started.host = undefined
-      started.starting = ShellHost.start(runner.argv(mode, root, mounts), {
+      started.starting = ShellHost.start(runner.argv(mode, root, mounts, options.network), {
         shell: options.shell,
         ...(this.config.perlCommand !== undefined ? { perl: this.config.perlCommand } : {}),
         cwd: root,
@@ -188,8 +283,8 @@ export class SandboxPlugin extends Service implements SandboxService {
     return undefined
   }
 
-  private hostKey(runner: SandboxRunner, mode: ConfinedMode, root: string, shell: string, mounts: ProtectedMounts | undefined): string {
-    return `${runner.name}\0${mode}\0${root}\0${shell}${mounts === undefined ? '' : `\0${mountsKey(mounts)}`}`
+  private hostKey(runner: SandboxRunner, mode: ConfinedMode, root: string, shell: string, mounts: ProtectedMounts | undefined, network: NetworkPlan | undefined): string {
+    return `${runner.name}\0${mode}\0${root}\0${shell}\0${planKey(network)}${mounts === undefined ? '' : `\0${mountsKey(mounts)}`}`
   }
 
   /** Ends the least recently used idle host when MAX_HOSTS are running; false when all are busy. */
@@ -222,10 +317,11 @@ export class SandboxPlugin extends Service implements SandboxService {
     await Promise.all([...this.hosts.values()].map(slot => slot.starting))
   }
 
-  async prepare(mode: ConfinedMode, root: string, options: { shell: string; env: NodeJS.ProcessEnv }): Promise<void> {
+  async prepare(mode: ConfinedMode, root: string, options: HostOptions): Promise<void> {
     const runner = this.chain[0]
     if (runner?.hostable === undefined || probed(this.key)) return
-    const key = this.hostKey(runner, mode, root, options.shell, this.mounts(mode, root))
+    if (options.network !== undefined && runner.confinesNetwork !== true) return
+    const key = this.hostKey(runner, mode, root, options.shell, this.mounts(mode, root), options.network)
     if (this.shellHost(runner, mode, root, options) === undefined) {
       const starting = this.hosts.get(key)?.starting
       if (starting === undefined) return

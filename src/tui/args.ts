@@ -22,7 +22,8 @@ export interface InteractiveArgs {
   readonly interactiveOnly: boolean
 }
 
-const VALUE_FLAGS = new Set(['--session', '--model', '--cwd', '--output', '--permission-mode'])
+// `--network` is read by the approval row (the deployment's network mode).
+const VALUE_FLAGS = new Set(['--session', '--model', '--cwd', '--output', '--permission-mode', '--network'])
 
 export function parseInteractiveArgs(args: readonly string[]): InteractiveArgs {
   let continueLatest = false

@@ -34,6 +34,7 @@ import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { spillOutput, StreamingSpill, type SpillPlace } from './spill.js'
 import { newRunMarker, RUN_MARKER, sweepMarked, type DetachedProcess } from './detached.js'
 import type { JsonValue } from '../../session/types.js'
+import { callNetwork, type CallNetwork } from './network.js'
 import { scrubbedEnvironment } from '../../config/credentials.js'
 import { editorTerminal, type EditorTerminal } from '../editor-terminal.js'
 import type { JobEnd, JobsService } from '../jobs.js'
@@ -464,18 +465,27 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       let prefix: readonly string[] | undefined
       let runner: import('../../sandbox/runner.js').SandboxRunner | undefined
       // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
-      const env = scrubbedEnvironment(process.env, resolved.env)
+      let env: Readonly<Record<string, string>> = scrubbedEnvironment(process.env, resolved.env)
       // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
       const terminal = editorTerminal(context.scope)
+      let network: CallNetwork | undefined
       if (box !== undefined && box.mode !== 'danger-full-access') {
-        // The first confined command of a process: a shell host that comes up stands for the probe.
-        if (terminal === undefined && args.run_in_background !== true) await box.sandbox.prepare?.(box.mode, box.root, { shell: resolved.shell, env })
+        const background = args.run_in_background === true
+        const knob = context.session !== undefined ? sandboxing!.knobs()?.network(context.session) ?? 'full' : 'full'
+        // The first confined command of a process: a shell host that comes up stands for the probe
+        // (under allowlist the probe runs: the gate is opened once a runner is known).
+        if (terminal === undefined && !background && knob !== 'allowlist') {
+          await box.sandbox.prepare?.(box.mode, box.root, { shell: resolved.shell, env, ...(knob === 'none' ? { network: { mode: 'none' as const } } : {}) })
+        }
         const probe = await box.sandbox.runner()
         // SB-3: no working runner: refuse, never run unconfined.
         if (probe.runner === undefined) throw new BashError(`sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the command was not run`, SandboxErrorCode.unavailable)
         runner = probe.runner
-        prefix = box.sandbox.prefix?.(runner, box.mode, box.root) ?? runner.argv(box.mode, box.root)
+        network = await callNetwork(sandboxing!, box, runner, context, { enter: !background })
+        if (network.env !== undefined) env = { ...env, ...network.env }
+        prefix = box.sandbox.prefix?.(runner, box.mode, box.root, network.plan) ?? runner.argv(box.mode, box.root, undefined, network.plan)
       }
+      try {
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
       // `meta.sandbox`: the mode and runner the command ran under, plus what a foreground run adds.
       const sandboxMeta = (extra: Readonly<Record<string, true>> = {}): Record<string, JsonValue> => box === undefined ? {}
@@ -505,7 +515,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       // Otherwise a running shell host of this runner, mode and root starts the command without a
       // new sandbox; while there is none, the command gets its own and a host starts meanwhile.
       const host = runner !== undefined && box !== undefined && box.mode !== 'danger-full-access' && terminal === undefined
-        ? box.sandbox.shellHost?.(runner, box.mode, box.root, { shell: resolved.shell, env })
+        ? box.sandbox.shellHost?.(runner, box.mode, box.root, { shell: resolved.shell, env, ...(network?.plan !== undefined ? { network: network.plan } : {}) })
         : undefined
       const run = terminal !== undefined
         ? await runInEditorTerminal(terminal, args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, callId: context.callId, env, ...(prefix !== undefined ? { prefix } : {}) })
@@ -534,6 +544,9 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         },
       }
       return spillOutput(output, 'bash', { place: context })
+      } finally {
+        network?.leave()
+      }
     },
   }
 }

@@ -7,6 +7,9 @@ import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { BuiltinErrorCode, WebFetchError } from './errors.js'
 import { htmlToMarkdown } from './html.js'
+import { requestNetwork } from './network.js'
+import { proxiedFetch, ProxyRefused } from './proxied-fetch.js'
+import { sandboxingOf, type Sandboxing } from './sandboxing.js'
 import { withSpill } from './spill.js'
 
 export interface WebFetchToolConfig {
@@ -68,9 +71,13 @@ function decode(bytes: Uint8Array, contentType: string): string {
   }
 }
 
-export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<WebFetchArgs> {
+/**
+ * `sandboxing`: with a sandbox mounted, the session's network mode applies (docs/security.md,
+ * "Network"): `none` refuses, `allowlist` fetches through the session's gate.
+ */
+export function createWebFetchTool(config: WebFetchToolConfig = {}, sandboxing?: Sandboxing): Tool<WebFetchArgs> {
   const settings = { ...WEB_FETCH_DEFAULTS, ...config }
-  const request = config.fetch ?? globalThis.fetch
+  const direct = config.fetch ?? globalThis.fetch
   return {
     name: 'web_fetch',
     description: `Fetch a web page or other text resource over http(s) and return its content; HTML is converted to markdown-style text (links kept as [text](url)). At most ${settings.maxChars} characters; times out after ${settings.timeoutMs / 1000} s.`,
@@ -87,6 +94,9 @@ export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<WebFet
       if (url.protocol !== 'http:' && url.protocol !== 'https:') {
         throw new WebFetchError(`only http and https URLs can be fetched, not ${url.protocol}`, BuiltinErrorCode.fetchFailed)
       }
+      const network = sandboxing !== undefined ? await requestNetwork(sandboxing, context) : undefined
+      if (network?.mode === 'none') throw new WebFetchError(`the network is off for this session (network mode none): ${url.href} was not fetched. The user can allow it with /network or --network`, BuiltinErrorCode.fetchFailed)
+      const request = network?.socket !== undefined ? proxiedFetch(network.socket) : direct
       const timeout = AbortSignal.timeout(settings.timeoutMs)
       const signal = AbortSignal.any([context.signal, timeout])
       let response: Response
@@ -98,12 +108,15 @@ export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<WebFet
         })
         body = await readBody(response, settings.maxBodyBytes)
       } catch (error) {
+        if (error instanceof ProxyRefused) throw new WebFetchError(`${url.href} was not fetched: ${error.message}`, BuiltinErrorCode.fetchFailed)
         if (timeout.aborted && !context.signal.aborted) {
           throw new WebFetchError(`fetching ${url.href} timed out after ${settings.timeoutMs} ms`, 'TIMEOUT')
         }
         if (context.signal.aborted) throw new WebFetchError(`fetching ${url.href} was aborted`, BuiltinErrorCode.aborted)
         const cause = (error as { cause?: { message?: string } }).cause?.message
         throw new WebFetchError(`fetching ${url.href} failed: ${(error as Error).message}${cause ? ` (${cause})` : ''}`, BuiltinErrorCode.fetchFailed)
+      } finally {
+        network?.leave()
       }
       const contentType = response.headers.get('content-type') ?? ''
       if (contentType !== '' && !TEXTUAL.test(contentType)) {
@@ -131,7 +144,7 @@ export function createWebFetchTool(config: WebFetchToolConfig = {}): Tool<WebFet
 export class WebFetchToolPlugin {
   static readonly inject = ['tools']
   constructor(ctx: Context, config: WebFetchToolConfig = {}) {
-    const tool = createWebFetchTool(config)
+    const tool = createWebFetchTool(config, sandboxingOf(ctx))
     ctx.effect(() => ctx.tools.register(tool))
   }
 }
