@@ -13,7 +13,7 @@
  * - `ReadCheck`: the tools' side, the same list checked on the path as given and the real path
  *   it reaches, plus `.env*` files outside the workspace (refused by name).
  */
-import { realpathSync, statSync } from 'node:fs'
+import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs'
 import { basename, dirname, join, relative, resolve, sep } from 'node:path'
 
 /** Under the user's home: credentials of the usual tools. */
@@ -36,6 +36,8 @@ export interface ReadRule {
 }
 
 export interface ReadPolicy {
+  /** The user's home (absolute), where most entries lie. */
+  readonly home: string
   readonly deny: readonly ReadRule[]
   /** Absolute paths readable inside a denied entry; also lift the `.env` rule at and below them. */
   readonly allow: readonly string[]
@@ -93,14 +95,75 @@ export function readPolicy(options: { home: string; dshHome: string; denyRead?: 
   for (const entry of denyRead) add(expand(entry, home))
   for (const path of deny.keys()) if (allowRead.some(allowed => isUnderOrAt(path, allowed))) deny.delete(path)
   const allow = [...new Set([...DSH_HOME_READABLE.map(name => join(resolve(options.dshHome), name)), ...allowRead])]
-  return { deny: [...deny.values()], allow }
+  return { home: resolve(home), deny: [...deny.values()], allow }
 }
 
+/**
+ * The real path of `path` when it exists. A `stat` first: most entries do not exist, and a failing
+ * `realpath` costs an exception (three times a `stat`).
+ */
 function real(path: string): string | undefined {
   try {
-    return realpathSync.native(path)
+    return statSync(path, { throwIfNoEntry: false }) === undefined ? undefined : realpathSync.native(path)
   } catch {
     return undefined
+  }
+}
+
+function info(path: string, follow: boolean): Stats | undefined {
+  try {
+    return (follow ? statSync : lstatSync)(path, { throwIfNoEntry: false })
+  } catch {
+    // ENOTDIR and the like: nothing there.
+    return undefined
+  }
+}
+
+interface Found {
+  readonly real: string
+  readonly dir: boolean
+}
+
+/**
+ * Real paths for one computation, without a cache that could go stale: below the home, one
+ * `lstat` per path component from the home's real path on (shared parents such as `~/.config`
+ * once), and a `realpath` only past a symlink; elsewhere `stat` and `realpath`.
+ */
+class RealPaths {
+  private readonly seen = new Map<string, Found | null>()
+  private readonly below: string
+  constructor(private readonly home: string) {
+    this.below = home.endsWith(sep) ? home : home + sep
+  }
+
+  of(path: string): Found | undefined {
+    const known = this.seen.get(path)
+    if (known !== undefined) return known ?? undefined
+    const found = this.find(path)
+    this.seen.set(path, found ?? null)
+    return found
+  }
+
+  private find(path: string): Found | undefined {
+    // All paths here are absolute and resolved: string operations, no path.relative.
+    if (!path.startsWith(this.below)) return this.slow(path)
+    const cut = path.lastIndexOf(sep)
+    const parent = this.of(cut <= 0 ? sep : path.slice(0, cut))
+    if (parent === undefined || !parent.dir) return undefined
+    const candidate = `${parent.real.endsWith(sep) ? parent.real : parent.real + sep}${path.slice(cut + 1)}`
+    const entry = info(candidate, false)
+    if (entry === undefined) return undefined
+    return entry.isSymbolicLink() ? this.slow(candidate) : { real: candidate, dir: entry.isDirectory() }
+  }
+
+  private slow(path: string): Found | undefined {
+    const entry = info(path, true)
+    if (entry === undefined) return undefined
+    try {
+      return { real: realpathSync.native(path), dir: entry.isDirectory() }
+    } catch {
+      return undefined
+    }
   }
 }
 
@@ -109,20 +172,14 @@ function real(path: string): string | undefined {
  * (unless inside one of its kept paths). A missing entry is skipped: its parent shows nothing of it.
  */
 export function hiddenPaths(policy: ReadPolicy): readonly HiddenPath[] {
+  const paths = new RealPaths(policy.home)
   const found = new Map<string, { dir: boolean; rule: string }>()
   for (const { path, rule } of policy.deny) {
-    const target = real(path)
-    if (target === undefined || found.has(target)) continue
-    let dir: boolean
-    try {
-      dir = statSync(target).isDirectory()
-    } catch {
-      continue
-    }
-    found.set(target, { dir, rule })
+    const entry = paths.of(path)
+    if (entry !== undefined && !found.has(entry.real)) found.set(entry.real, { dir: entry.dir, rule })
   }
   if (found.size === 0) return []
-  const keeps = policy.allow.map(real).filter((path): path is string => path !== undefined)
+  const keeps = policy.allow.map(path => paths.of(path)?.real).filter((path): path is string => path !== undefined)
   const sorted = [...found].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   const hidden: HiddenPath[] = []
   for (const [path, { dir, rule }] of sorted) {
@@ -185,25 +242,42 @@ export function realOf(path: string): string {
  * read. `root`: the workspace (a real path), where `.env*` files are readable.
  */
 export class ReadCheck {
-  constructor(private readonly policy: ReadPolicy, private readonly hidden: readonly HiddenPath[], private readonly root?: string) {}
+  private readonly deny: readonly { readonly path: string; readonly below: string; readonly rule: string }[]
+  private readonly allow: readonly { readonly path: string; readonly below: string }[]
+  private readonly masks: readonly { readonly path: string; readonly below: string; readonly rule: string; readonly keep: readonly { readonly path: string; readonly below: string }[] }[]
+  private readonly root: { readonly path: string; readonly below: string } | undefined
 
-  /** Whether nothing is hidden at all (no rule exists and no workspace to keep `.env` files in). */
-  get empty(): boolean {
-    return this.policy.deny.length === 0 && this.root === undefined
+  constructor(policy: ReadPolicy, hidden: readonly HiddenPath[], root?: string) {
+    // Prefixes made once: a search checks every file it reads.
+    this.deny = policy.deny.map(rule => ({ ...prefix(rule.path), rule: rule.rule }))
+    this.allow = policy.allow.map(prefix)
+    this.masks = hidden.map(entry => ({ ...prefix(entry.path), rule: entry.rule, keep: entry.keep.map(prefix) }))
+    this.root = root === undefined ? undefined : prefix(root)
   }
 
   denied(path: string, real?: string): string | undefined {
     const given = resolve(path)
     const target = real ?? realOf(given)
-    const allowed = (candidate: string) => this.policy.allow.some(kept => isUnderOrAt(candidate, kept))
-    for (const rule of this.policy.deny) {
-      if (isUnderOrAt(given, rule.path) && !allowed(given)) return rule.rule
-      if (isUnderOrAt(target, rule.path) && !allowed(target)) return rule.rule
+    for (const rule of this.deny) {
+      if (at(given, rule) && !this.allowed(given)) return rule.rule
+      if (at(target, rule) && !this.allowed(target)) return rule.rule
     }
-    for (const entry of this.hidden) {
-      if (isUnderOrAt(target, entry.path) && !entry.keep.some(kept => isUnderOrAt(target, kept))) return entry.rule
+    for (const mask of this.masks) {
+      if (at(target, mask) && !mask.keep.some(kept => at(target, kept))) return mask.rule
     }
-    if (this.root !== undefined && basename(target).startsWith('.env') && !isUnderOrAt(target, this.root) && !allowed(target)) return ENV_FILE_RULE
+    if (this.root !== undefined && basename(target).startsWith('.env') && !at(target, this.root) && !this.allowed(target)) return ENV_FILE_RULE
     return undefined
   }
+
+  private allowed(path: string): boolean {
+    return this.allow.some(kept => at(path, kept))
+  }
+}
+
+function prefix(path: string): { path: string; below: string } {
+  return { path, below: path.endsWith(sep) ? path : path + sep }
+}
+
+function at(path: string, root: { path: string; below: string }): boolean {
+  return path === root.path || path.startsWith(root.below)
 }
