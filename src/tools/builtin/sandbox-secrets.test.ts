@@ -37,6 +37,7 @@ beforeEach(() => {
   ws = join(home, 'project')
   const files: Record<string, string> = {
     '.ssh/id_rsa': 'TOPSECRET ssh key\n',
+    '.ssh/known_hosts': 'example.com ssh-ed25519 AAAA\n',
     '.aws/credentials': '[default]\naws_secret_access_key = TOPSECRET-aws\n',
     '.netrc': 'machine example.com password TOPSECRET-netrc\n',
     '.dsh/credentials.yaml': 'DEEPSEEK_API_KEY: TOPSECRET-dsh\n',
@@ -116,11 +117,12 @@ describe.skipIf(bwrapProblem !== undefined)('secret reads under real bubblewrap 
     expect(await bash(`cat ${home}/.pypirc`, home)).not.toContain('TOPSECRET')
   })
 
-  it('allowRead lifts one entry; danger-full-access lifts all', async () => {
-    const { bash } = await agent({ mode: 'read-only', allowRead: ['~/.netrc'] })
-    const text = await bash(`cat ${home}/.netrc; cat ${home}/.ssh/id_rsa`)
+  it('allowRead lifts one entry, or keeps one readable inside a hidden folder; danger-full-access lifts all', async () => {
+    const { bash } = await agent({ mode: 'read-only', allowRead: ['~/.netrc', '~/.ssh/known_hosts'] })
+    const text = await bash(`cat ${home}/.netrc; cat ${home}/.ssh/id_rsa; cat ${home}/.ssh/known_hosts; ls -A ${home}/.ssh`)
     expect(text).toContain('TOPSECRET-netrc')
     expect(text).not.toContain('TOPSECRET ssh key')
+    expect(text).toContain('example.com ssh-ed25519 AAAA\nknown_hosts\n')
     const free = await agent({ mode: 'danger-full-access' })
     expect(await free.bash(`cat ${home}/.ssh/id_rsa`)).toBe('TOPSECRET ssh key\n')
   })
@@ -194,8 +196,9 @@ describe('secret reads and the read/grep/glob tools (security #40.3)', () => {
   })
 
   it('allowRead lifts one entry; danger-full-access reads anything; without a sandbox nothing is hidden', async () => {
-    const lifted = await agent({ mode: 'read-only', allowRead: [join(home, '.netrc')] })
+    const lifted = await agent({ mode: 'read-only', allowRead: [join(home, '.netrc'), '~/.ssh/known_hosts'] })
     expect(resultText(await lifted.call('read', { file_path: join(home, '.netrc') }))).toContain('TOPSECRET-netrc')
+    expect(resultText(await lifted.call('read', { file_path: join(home, '.ssh', 'known_hosts') }))).toContain('example.com')
     expect((await lifted.call('read', { file_path: join(home, '.ssh', 'id_rsa') })).isError).toBe(true)
     const free = await agent({ mode: 'danger-full-access' })
     expect(resultText(await free.call('read', { file_path: join(home, '.ssh', 'id_rsa') }))).toContain('TOPSECRET ssh key')
