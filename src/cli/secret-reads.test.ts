@@ -3,7 +3,7 @@
  * user's HOME and dsh's home, and takes settings.yaml `sandbox: {denyRead, allowRead}`. Whole
  * processes against a fake model that asks for the files with the read tool.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -11,14 +11,19 @@ import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.j
 import { runDsh, tempHome } from '../../test-support/run-dsh.js'
 
 let server: FakeDeepSeek
+const userHomes: string[] = []
 beforeAll(async () => { server = await FakeDeepSeek.start() })
-afterAll(async () => { await server.close() })
+afterAll(async () => {
+  await server.close()
+  for (const home of userHomes) rmSync(home, { recursive: true, force: true })
+})
 
 const usage = { prompt_tokens: 10, completion_tokens: 3 }
 
 function setUp(settings: string) {
   const { home: dshHome, cwd } = tempHome()
   const userHome = mkdtempSync(join(tmpdir(), 'dsh-user-home-'))
+  userHomes.push(userHome)
   mkdirSync(join(userHome, '.ssh'))
   mkdirSync(join(userHome, 'notes'))
   writeFileSync(join(userHome, '.ssh', 'id_rsa'), 'TOPSECRET ssh key\n')
