@@ -4,7 +4,7 @@
  * 127.0.0.1. Every frame the agent writes is validated against the library's protocol schemas.
  */
 import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -840,7 +840,10 @@ describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (cli
       streamResponse([{ text: 'done' }, { finish: 'stop', usage }]),
     )
     const terminals = new FakeTerminals()
-    const editor = openEditor({ home, cwd, terminals, env: { MY_SERVICE_TOKEN: 'secret-token' } })
+    // A user home of the test's own (not the real one), outside /tmp, with one secret to hide.
+    const userHome = realpathSync(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : homedir(), 'dsh-acp-term-home-')))
+    writeFileSync(join(userHome, '.netrc'), 'machine example.com password p\n')
+    const editor = openEditor({ home, cwd, terminals, env: { MY_SERVICE_TOKEN: 'secret-token', HOME: userHome } })
     try {
       await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
       const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })
@@ -849,7 +852,9 @@ describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (cli
 
       const creates = terminals.calls.filter(c => c.method === 'terminal/create').map(c => c.params as CreateTerminalRequest & { terminalId: string })
       expect(creates).toHaveLength(3)
-      const expectedArgv = (command: string) => [...bwrapRunner().argv('workspace-write', realpathSync(cwd)), 'bash', '-c', command]
+      // The deny-read masks too: the editor gets exactly what a local run would.
+      const hidden = [{ path: join(userHome, '.netrc'), dir: false, rule: '~/.netrc', keep: [] }]
+      const expectedArgv = (command: string) => [...bwrapRunner().argv('workspace-write', realpathSync(cwd), { readOnly: [], pinned: [], hidden }), 'bash', '-c', command]
       expect([creates[0]!.command, ...creates[0]!.args!]).toEqual(expectedArgv(hello))
       expect([creates[1]!.command, ...creates[1]!.args!]).toEqual(expectedArgv(`touch ${outside}`))
       expect(creates[0]).toMatchObject({ sessionId, cwd, outputByteLimit: 64 * 1024 })
@@ -887,6 +892,7 @@ describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (cli
       expect(editor.invalidFrames()).toEqual([])
     } finally {
       expect(await editor.close()).toBe(0)
+      rmSync(userHome, { recursive: true, force: true })
     }
     expect(editor.stderr()).toBe('')
   })

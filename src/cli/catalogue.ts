@@ -112,6 +112,21 @@ const sandboxNetwork = (host: Host) => {
     },
   }
 }
+/**
+ * The sandbox's deny-read list (docs/security.md, "Secret reads"): the homes it lies in and the
+ * user's edits, settings.yaml `sandbox: {denyRead: [...], allowRead: [...]}` (the plugin checks
+ * them). Trust rule: a project's own .env may not move the home whose secrets are hidden.
+ */
+const secretReads = (host: Host) => {
+  const entry = host.env.get('HOME')
+  const home = entry === undefined || !entry.value.startsWith('/') || entry.source === join(host.cwd, '.env') ? homedir() : entry.value
+  const settings = host.settings.sandbox ?? {}
+  return {
+    home, dshHome: host.home,
+    ...(settings.denyRead !== undefined ? { denyRead: settings.denyRead } : {}),
+    ...(settings.allowRead !== undefined ? { allowRead: settings.allowRead } : {}),
+  }
+}
 const credentials = (host: Host) => ({ credentials: (name: string) => host.env.value(name) })
 const deepseek = (host: Host) => {
   const baseUrl = host.env.value('DEEPSEEK_BASE_URL')
@@ -174,8 +189,8 @@ registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session fold
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await base()).ApprovalPlugin, permissionDefaults))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
-  // dsh's home (sessions, credentials, the trust list) is protected wherever it lies.
-  async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd, protectedPaths: [host.home], ...sandboxNetwork(host) })))
+  // dsh's home (sessions, credentials, the trust list) is protected wherever it lies, and hidden.
+  async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd, protectedPaths: [host.home], ...secretReads(host), ...sandboxNetwork(host) })))
 registerBuiltinPlugin('agent-loop', 'the default loop driver (ctx.agentLoop)',
   async () => (await base()).ReactLoopPlugin)
 registerBuiltinPlugin('agents', 'the live agent registry (ctx.agents)',

@@ -37,6 +37,8 @@ export function escalationHint(kind: 'command' | 'operation'): string {
 export const SandboxErrorCode = {
   /** write/edit outside the writable roots of the effective mode. */
   fsDenied: 'FS_SANDBOX_DENIED',
+  /** read/grep/glob (and write/edit) of a path on the deny-read list (docs/security.md, "Secret reads"). */
+  readDenied: 'FS_READ_DENIED',
   /** No OS runner works on this machine: a confined command is refused, never run unconfined (SB-3). */
   unavailable: 'SANDBOX_UNAVAILABLE',
   /** `sandbox_permissions` / `justification` used against SB-5. */

@@ -12,6 +12,7 @@
  */
 import { lstatSync, readFileSync, realpathSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { hiddenKey, type HiddenPath } from './secrets.js'
 
 /** Why a path is protected, in the words the model and the user see. */
 export type ProtectedKind = 'agent configuration' | 'git configuration and hooks' | 'dsh home'
@@ -82,6 +83,8 @@ export interface ProtectedMounts {
    * be renamed or removed, so `mv .git elsewhere && git init` cannot swap in another repository.
    */
   readonly pinned: readonly string[]
+  /** Secrets hidden from the command in every confined mode (`./secrets.ts`), mounted after the rest. */
+  readonly hidden?: readonly HiddenPath[]
 }
 
 function real(path: string): string | undefined {
@@ -162,5 +165,5 @@ export function protectedMounts(root: string, extra: readonly string[] = []): Pr
 
 /** A stable key of a mount set (shell hosts are kept per set). */
 export function mountsKey(mounts: ProtectedMounts): string {
-  return `${mounts.pinned.join('\0')}\u0001${mounts.readOnly.join('\0')}`
+  return `${mounts.pinned.join('\0')}\u0001${mounts.readOnly.join('\0')}${mounts.hidden === undefined || mounts.hidden.length === 0 ? '' : `\u0001${hiddenKey(mounts.hidden)}`}`
 }

@@ -14,6 +14,7 @@ import { constants as fsConstants } from 'node:fs'
 import { NET_BRIDGE_PROGRAM } from './net-bridge.pl.js'
 import { INSIDE_SOCKET, PROXY_PORT, type NetworkPlan } from './network.js'
 import { KERNEL_READ_ONLY, type ProtectedMounts } from './protected.js'
+import { hiddenArgs } from './secrets.js'
 
 export type ConfinedMode = Exclude<SandboxMode, 'danger-full-access'>
 
@@ -57,7 +58,8 @@ function realTmp(): string {
 /**
  * bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root, with
  * the protected paths inside it mounted over themselves (`.git` writable, so it cannot be renamed
- * away; `.git/config`, `.git/hooks`, `.claude`... read-only). /dev and /proc come after the root, so
+ * away; `.git/config`, `.git/hooks`, `.claude`... read-only); in every confined mode the secrets of
+ * the deny-read list are covered after those binds (`./secrets.ts`). /dev and /proc come after the root, so
  * a root that covers them (`/`) cannot bring the host's; then the kernel's settings go read-only:
  * root may write `/proc/sys` by ownership alone, capabilities dropped or not.
  * Run by root, bwrap keeps root's capabilities in the sandbox unless told to drop them, and
@@ -66,13 +68,14 @@ function realTmp(): string {
  */
 export function bwrapRunner(command = 'bwrap'): SandboxRunner {
   const asRoot = process.getuid?.() === 0
+  const privateTmp = (mode: ConfinedMode, root: string) => mode === 'workspace-write' && !isUnder('/tmp', [root]) && !isUnder(realTmp(), [root])
   return {
     name: 'bwrap',
     enforcement: 'full',
     confinesNetwork: true,
     // workspace-write mounts a fresh tmpfs on /tmp, unless the writable root covers /tmp: then
     // /tmp is the real one, seen through the root's bind, and must never be emptied.
-    hostable: { privateTmp: (mode, root) => mode === 'workspace-write' && !isUnder('/tmp', [root]) && !isUnder(realTmp(), [root]) },
+    hostable: { privateTmp },
     argv: (mode, root, mounts, network) => [
       command, '--ro-bind', '/', '/',
       ...(mode === 'workspace-write' ? [
@@ -80,6 +83,8 @@ export function bwrapRunner(command = 'bwrap'): SandboxRunner {
         ...(mounts?.pinned ?? []).flatMap(path => ['--bind-try', path, path]),
         ...(mounts?.readOnly ?? []).flatMap(path => ['--ro-bind-try', path, path]),
       ] : []),
+      // Secrets, after every bind that would show them; a private /tmp shows nothing of the real one.
+      ...hiddenArgs(mounts?.hidden, path => privateTmp(mode, root) && isUnder(path, ['/tmp', realTmp()]) && !isUnder(path, [root])),
       '--dev', '/dev',
       // A network namespace of its own (loopback only); under allowlist the gate's socket and
       // the bridge as pid 1 (`./net-bridge.pl.ts`).

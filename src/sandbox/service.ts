@@ -12,14 +12,19 @@
  * - `shellHost(...)`: the running shell host of a (runner, mode, root), or undefined while there
  *   is none, one being started then in the background (`./shell-host.ts`); off with
  *   `shellHost: false`.
+ * - `readCheck(root)` / `readDenied(path, root)`: the deny-read list (`./secrets.ts`) as the
+ *   read/grep/glob tools apply it; confined commands get it as masks in their argv.
  */
 import { realpathSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { Service, type Context } from 'cordis'
 import { isSandboxMode, type SandboxMode } from './modes.js'
 import { bwrapRunner, commandRunner, landlockRunner, probeChain, probed, provenRunner, type ConfinedMode, type ProbeResult, type SandboxRunner } from './runner.js'
 import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './hosts.js'
 import { NetworkGate, planKey, type GateHooks, type NetworkPlan } from './network.js'
 import { mountsKey, protectedMounts, type ProtectedMounts } from './protected.js'
+import { hiddenPaths, ReadCheck, readPolicy, type ReadPolicy } from './secrets.js'
 import { ShellHost } from './shell-host.js'
 
 /** Starts of a host per (runner, mode, root, shell) in a service's life: a command that keeps killing its host falls back to a sandbox per command. */
@@ -55,6 +60,14 @@ export interface SandboxConfig {
    * (`./protected.ts`): the launcher adds dsh's home (sessions, credentials, the trust list).
    */
   readonly protectedPaths?: readonly string[]
+  /** The user's home, where the default deny-read entries lie (default `os.homedir()`). */
+  readonly home?: string
+  /** dsh's home, hidden but for its spill folder and skills (default `$DSH_HOME`, else `<home>/.dsh`). */
+  readonly dshHome?: string
+  /** Absolute or `~/` paths hidden besides the defaults (settings.yaml `sandbox.denyRead`). */
+  readonly denyRead?: readonly string[]
+  /** Absolute or `~/` paths taken off the list, or kept readable inside a hidden folder (`sandbox.allowRead`). */
+  readonly allowRead?: readonly string[]
   /**
    * Hosts confined commands may reach under the `allowlist` network mode (`./hosts.ts` syntax;
    * default `DEFAULT_ALLOWED_HOSTS`: common package registries and code hosts).
@@ -105,6 +118,13 @@ export interface SandboxService {
    * command goes through it; otherwise nothing changes and `runner()` probes as before.
    */
   prepare?(mode: ConfinedMode, root: string, options: HostOptions): Promise<void>
+  /**
+   * The deny-read list as it stands now, for one tool call in workspace `root` (a real path,
+   * where `.env*` files stay readable). Without it nothing is hidden from the tools.
+   */
+  readCheck?(root?: string): ReadCheck
+  /** The deny-read rule `path` falls under (after `..` and symlinks), or undefined when it may be read. */
+  readDenied?(path: string, root?: string): string | undefined
 }
 
 interface HostSlot {
@@ -138,6 +158,7 @@ function validateConnection(data: unknown): string | null {
 export class SandboxPlugin extends Service implements SandboxService {
   readonly fallbackMode: SandboxMode
   readonly protectedPaths: readonly string[]
+  readonly readPolicy: ReadPolicy
   private readonly chain: readonly SandboxRunner[]
   private readonly key: string
   private readonly hosts = new Map<string, HostSlot>()
@@ -158,6 +179,13 @@ export class SandboxPlugin extends Service implements SandboxService {
     // Checked here, so a bad list in settings is a clear error at start, not at the first command.
     parseAllowedHosts(config.allowedHosts ?? DEFAULT_ALLOWED_HOSTS)
     this.allowedHosts = config.allowedHosts ?? DEFAULT_ALLOWED_HOSTS
+    for (const key of ['home', 'dshHome'] as const) {
+      const value = config[key]
+      if (value !== undefined && !(typeof value === 'string' && value.startsWith('/'))) throw new TypeError(`sandbox: config.${key} must be an absolute path, got ${JSON.stringify(value)}`)
+    }
+    const home = config.home ?? homedir()
+    const dshHome = config.dshHome ?? (process.env.DSH_HOME !== undefined && process.env.DSH_HOME !== '' ? resolve(process.env.DSH_HOME) : join(home, '.dsh'))
+    this.readPolicy = readPolicy({ home, dshHome, denyRead: config.denyRead, allowRead: config.allowRead })
     const chain: SandboxRunner[] = []
     if (config.runner !== undefined) chain.push(config.runner)
     if (config.runnerCommand !== undefined && config.runnerCommand.length > 0) {
@@ -225,9 +253,22 @@ export class SandboxPlugin extends Service implements SandboxService {
     }
   }
 
-  /** The protected paths of `root` that exist now (none under read-only: nothing there is writable). */
+  /**
+   * The protected paths of `root` that exist now (none under read-only: nothing there is
+   * writable), and in both modes the secrets that exist now.
+   */
   private mounts(mode: ConfinedMode, root: string): ProtectedMounts | undefined {
-    return mode === 'workspace-write' ? protectedMounts(root, this.protectedPaths) : undefined
+    const hidden = hiddenPaths(this.readPolicy)
+    if (mode === 'workspace-write') return { ...protectedMounts(root, this.protectedPaths), hidden }
+    return hidden.length === 0 ? undefined : { readOnly: [], pinned: [], hidden }
+  }
+
+  readCheck(root?: string): ReadCheck {
+    return new ReadCheck(this.readPolicy, hiddenPaths(this.readPolicy), root)
+  }
+
+  readDenied(path: string, root?: string): string | undefined {
+    return this.readCheck(root).denied(path)
   }
 
   prefix(runner: SandboxRunner, mode: ConfinedMode, root: string, network?: NetworkPlan): readonly string[] {

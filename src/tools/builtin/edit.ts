@@ -10,6 +10,7 @@ import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, writeFileFenced, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { withSpill } from './spill.js'
+import { refuseHiddenWrite } from './hidden.js'
 import { unifiedDiff } from './write.js'
 
 export interface EditToolConfig {
@@ -84,6 +85,8 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
     execute: withSpill('edit', async (args, context): Promise<ToolOutput> => {
       const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'edit', 'operation', args, context)
       const path = resolvePath(context.cwd, args.file_path)
+      // A secret inside the workspace is neither shown nor changed (bubblewrap hides it the same way).
+      refuseHiddenWrite(box, 'edit', args.file_path, path)
       const key = ledgerKey(context)
       const files = editorFiles(context.scope)
       const before = await readSessionFile(path, files).catch((error) => {

@@ -1,15 +1,19 @@
 /**
  * `grep`: lines matching a JavaScript regular expression, as `path:line: text`. Pure Node: files
  * come from tinyglobby, binary files (a NUL byte in the first 8 KB) and very large files are
- * skipped, and node_modules and .git are never searched.
+ * skipped, and node_modules and .git are never searched. Files on the sandbox's deny-read list are
+ * skipped silently (`./hidden.ts`); a search path that is itself on it is refused.
  */
 import { stat } from 'node:fs/promises'
 import { Context } from 'cordis'
 import type { Tool, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
-import { BuiltinErrorCode, FsError, fsFailure, readRegularFile } from './errors.js'
+import type { ReadCheck } from '../../sandbox/secrets.js'
+import { BuiltinErrorCode, FsError, fsFailure, openRegularFile } from './errors.js'
 import { IGNORED_DIRECTORIES } from './glob.js'
+import { openedPath, readGuard, refuseHidden } from './hidden.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
+import { sandboxingOf, type Sandboxing } from './sandboxing.js'
 import { withSpill } from './spill.js'
 
 export interface GrepToolConfig {
@@ -71,19 +75,29 @@ async function candidateFiles(base: string, include: string | undefined): Promis
   return files.sort()
 }
 
-/** A file's bytes, or why it is not searched. */
-async function load(file: string, maxFileBytes: number): Promise<Buffer | 'large' | undefined> {
+/** A file's bytes, or why it is not searched (a hidden file is not searched, and not counted). */
+async function load(file: string, maxFileBytes: number, hidden: ReadCheck | undefined): Promise<Buffer | 'large' | undefined> {
   const info = await stat(file).catch(() => undefined)
   // FIFOs, sockets and devices are never searched: reading one could block or never end.
   if (info === undefined || !info.isFile()) return undefined
   if (info.size > maxFileBytes) return 'large'
-  return readRegularFile(file).catch(() => undefined)
+  const handle = await openRegularFile(file).catch(() => undefined)
+  if (handle === undefined) return undefined
+  try {
+    // Checked by what was opened: the real path, whatever links led there.
+    if (hidden?.denied(file, openedPath(handle.fd)) !== undefined) return undefined
+    return await handle.readFile()
+  } catch {
+    return undefined
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
 }
 
 /** Files are read a batch at a time (I/O overlaps) and scanned in path order. */
 const READ_BATCH = 16
 
-export async function grepFiles(regex: RegExp, base: string, include: string | undefined, limits: Required<Omit<GrepToolConfig, 'timeoutMs'>>, signal: AbortSignal): Promise<GrepResult> {
+export async function grepFiles(regex: RegExp, base: string, include: string | undefined, limits: Required<Omit<GrepToolConfig, 'timeoutMs'>>, signal: AbortSignal, hidden?: ReadCheck): Promise<GrepResult> {
   const files = await candidateFiles(base, include)
   const matches: GrepMatch[] = []
   let filesSearched = 0
@@ -91,7 +105,7 @@ export async function grepFiles(regex: RegExp, base: string, include: string | u
   for (let start = 0; start < files.length; start += READ_BATCH) {
     signal.throwIfAborted()
     const batch = files.slice(start, start + READ_BATCH)
-    const buffers = await Promise.all(batch.map((file) => load(file, limits.maxFileBytes)))
+    const buffers = await Promise.all(batch.map((file) => load(file, limits.maxFileBytes, hidden)))
     for (let f = 0; f < batch.length; f++) {
       const buffer = buffers[f]
       if (buffer === 'large') { skippedLarge++; continue }
@@ -111,7 +125,7 @@ export async function grepFiles(regex: RegExp, base: string, include: string | u
   return { matches, limitReached: false, filesSearched, skippedLarge }
 }
 
-export function createGrepTool(config: GrepToolConfig = {}): Tool<GrepArgs> {
+export function createGrepTool(config: GrepToolConfig = {}, sandboxing?: Sandboxing): Tool<GrepArgs> {
   const limits = {
     maxMatches: config.maxMatches ?? GREP_DEFAULTS.maxMatches,
     maxLineChars: config.maxLineChars ?? GREP_DEFAULTS.maxLineChars,
@@ -126,7 +140,9 @@ export function createGrepTool(config: GrepToolConfig = {}): Tool<GrepArgs> {
     execute: withSpill('grep', async (args, context): Promise<ToolOutput> => {
       const regex = compilePattern(args.pattern)
       const base = resolvePath(context.cwd, args.path ?? '.')
-      const result = await grepFiles(regex, base, args.include, limits, context.signal)
+      const hidden = await readGuard(sandboxing, context)
+      refuseHidden(hidden, 'grep', args.path ?? '.', base)
+      const result = await grepFiles(regex, base, args.include, limits, context.signal, hidden)
       const meta = { matches: result.matches.length, limitReached: result.limitReached, filesSearched: result.filesSearched, skippedLarge: result.skippedLarge }
       const notes: string[] = []
       if (result.limitReached) notes.push(`[match limit of ${limits.maxMatches} reached; narrow the pattern, path or include to see the rest]`)
@@ -142,7 +158,7 @@ export function createGrepTool(config: GrepToolConfig = {}): Tool<GrepArgs> {
 export class GrepToolPlugin {
   static readonly inject = ['tools']
   constructor(ctx: Context, config: GrepToolConfig = {}) {
-    const tool = createGrepTool(config)
+    const tool = createGrepTool(config, sandboxingOf(ctx))
     ctx.effect(() => ctx.tools.register(tool))
   }
 }

@@ -1,6 +1,7 @@
 /**
  * `read`: a text file as numbered lines (`cat -n` style, 1-based), a page at a time.
- * Not spilled: its own limits keep a page under the spill threshold.
+ * Not spilled: its own limits keep a page under the spill threshold. A path on the sandbox's
+ * deny-read list is refused (`./hidden.ts`), by its name and by what was opened.
  */
 import { createHash } from 'node:crypto'
 import { readSync } from 'node:fs'
@@ -13,6 +14,8 @@ import { BuiltinErrorCode, FsError, fsFailure, openRegularFile } from './errors.
 import { ledgerKey, type FileObservations, type FileVersion } from './ledger.js'
 import { editorFiles } from '../editor-files.js'
 import { looksBinary, resolvePath } from './paths.js'
+import { openedPath, readGuard, refuseHidden } from './hidden.js'
+import { sandboxingOf, type Sandboxing } from './sandboxing.js'
 
 export interface ReadToolConfig {
   /** Lines per call when `limit` is not given, and the most `limit` may ask for. */
@@ -59,7 +62,7 @@ export interface ReadPage {
  * Streams the file once: hashes every byte (for the ledger), counts all lines, and keeps only
  * the requested page, so memory stays bounded by the page size for any file size.
  */
-export async function readPage(path: string, offset: number, limit: number, limits: Required<Omit<ReadToolConfig, 'timeoutMs'>>, signal?: AbortSignal, editorText?: string): Promise<ReadPage> {
+export async function readPage(path: string, offset: number, limit: number, limits: Required<Omit<ReadToolConfig, 'timeoutMs'>>, signal?: AbortSignal, editorText?: string, opened?: (fd: number) => void): Promise<ReadPage> {
   const hash = createHash('sha256')
   const decoder = new StringDecoder('utf8')
   const lines: string[] = []
@@ -94,6 +97,14 @@ export async function readPage(path: string, offset: number, limit: number, limi
   // KB takes microseconds, where the stream costs a pool round trip (an event-loop turn) per
   // read plus one for the end of file. Larger files, and a call already cancelled, stream.
   let small: Buffer[] | undefined
+  if (handle !== undefined && opened !== undefined) {
+    try {
+      opened(handle.fd)
+    } catch (error) {
+      void handle.close().catch(() => undefined)
+      throw error
+    }
+  }
   if (handle !== undefined && !(signal?.aborted ?? false)) {
     try {
       small = readSmall(handle.fd)
@@ -155,7 +166,7 @@ function readSmall(fd: number): Buffer[] | undefined {
   return undefined
 }
 
-export function createReadTool(ledger: FileObservations, config: ReadToolConfig = {}): Tool<ReadArgs> {
+export function createReadTool(ledger: FileObservations, config: ReadToolConfig = {}, sandboxing?: Sandboxing): Tool<ReadArgs> {
   const limits = {
     maxLines: config.maxLines ?? READ_DEFAULTS.maxLines,
     maxLineChars: config.maxLineChars ?? READ_DEFAULTS.maxLineChars,
@@ -169,12 +180,16 @@ export function createReadTool(ledger: FileObservations, config: ReadToolConfig 
     isConcurrencySafe: () => true,
     async execute(args, context): Promise<ToolOutput> {
       const path = resolvePath(context.cwd, args.file_path)
+      const hidden = await readGuard(sandboxing, context)
+      refuseHidden(hidden, 'read', args.file_path, path)
       const offset = args.offset ?? 1
       const limit = Math.min(args.limit ?? limits.maxLines, limits.maxLines)
       // An editor that holds the session's files answers with what it shows (unsaved edits too).
       const files = editorFiles(context.scope)
       const editorText = files?.readText === undefined ? undefined : await files.readText(path).catch((error) => fsFailure(error, path))
-      const page = await readPage(path, offset, limit, limits, context.signal, editorText).catch((error) => fsFailure(error, path))
+      // What was opened is checked again: a link swapped in since the check above is caught.
+      const reopened = hidden === undefined ? undefined : (fd: number) => refuseHidden(hidden, 'read', args.file_path, path, openedPath(fd))
+      const page = await readPage(path, offset, limit, limits, context.signal, editorText, reopened).catch((error) => fsFailure(error, path))
       ledger.record(ledgerKey(context), path, page.version)
       if (page.totalLines === 0) {
         return { content: [{ type: 'text', text: '(empty file)' }], meta: { path, firstLine: 0, lastLine: 0, totalLines: 0 } }
@@ -204,7 +219,7 @@ export class ReadToolPlugin {
   constructor(ctx: Context, config: ReadToolPluginConfig = {}) {
     // Untraced: `record` runs on every read and does not use the caller's context. The plugin
     // injects `readLedger`, so a new ledger reloads it.
-    const tool = createReadTool(untraced(ctx.readLedger), config)
+    const tool = createReadTool(untraced(ctx.readLedger), config, sandboxingOf(ctx))
     ctx.effect(() => ctx.tools.register(tool))
   }
 }

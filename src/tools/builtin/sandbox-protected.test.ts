@@ -31,7 +31,8 @@ afterEach(() => { rmSync(root, { recursive: true, force: true }) })
 async function agent(config: SandboxConfig = {}) {
   const ctx = new Context()
   await ctx.plugin(ToolsPlugin)
-  await ctx.plugin(SandboxPlugin, { workspaceRoot: root, mode: 'workspace-write', ...config })
+  // A home of the test's own: the deny-read masks of the real one are not this test's business.
+  await ctx.plugin(SandboxPlugin, { workspaceRoot: root, mode: 'workspace-write', home: root, dshHome: join(root, 'no-dsh-home'), ...config })
   await ctx.plugin(BuiltinToolsPlugin)
   let n = 0
   const bash = async (command: string) => resultText(await ctx.tools.execute(

@@ -12,6 +12,7 @@ import { ledgerKey, versionOf, type FileObservations } from './ledger.js'
 import { displayPath, looksBinary, resolvePath } from './paths.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, writeFileFenced, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { withSpill } from './spill.js'
+import { refuseHiddenWrite } from './hidden.js'
 import { plural } from '../../host/numbers.js'
 
 export interface WriteToolConfig {
@@ -75,6 +76,8 @@ export function createWriteTool(ledger: FileObservations, config: WriteToolConfi
     execute: withSpill('write', async (args, context): Promise<ToolOutput> => {
       const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'write', 'operation', args, context)
       const path = resolvePath(context.cwd, args.file_path)
+      // A secret inside the workspace is neither shown nor changed (bubblewrap hides it the same way).
+      refuseHiddenWrite(box, 'write', args.file_path, path)
       const key = ledgerKey(context)
       const files = editorFiles(context.scope)
       const before = await readExisting(path, files)
