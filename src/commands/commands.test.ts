@@ -109,14 +109,14 @@ describe('/network (security #40.1)', () => {
     expect(shown).toEqual({
       kind: 'success',
       text: [
-        'Network: allowlist',
-        "  full       confined commands share this machine's network",
-        "* allowlist  confined commands reach only the hosts in sandbox.allowedHosts, through dsh's proxy (others are asked about)",
-        '  none       confined commands have no network at all',
+        'Network of sandboxed commands: allowlist',
+        "  full       share this machine's network",
+        '* allowlist  only hosts in sandbox.allowedHosts (a proxy asks about others)',
+        '  none       no network at all',
         'Switch with /network full|allowlist|none',
       ].join('\n'),
     })
-    expect(await h.ctx.commands.execute(h.agent, '/network none')).toEqual({ kind: 'success', text: 'Network: none (confined commands have no network at all)' })
+    expect(await h.ctx.commands.execute(h.agent, '/network none')).toEqual({ kind: 'success', text: 'Network of sandboxed commands: none — no network at all' })
     expect(h.ctx.approval.network(h.session)).toBe('none')
     await h.ctx.commands.execute(h.agent, '/network none')
     expect(h.of('sandbox/network').map(e => e.data)).toEqual([{ network: 'none' }])
@@ -130,7 +130,7 @@ describe('/network (security #40.1)', () => {
     const h = await loopHarness({ setup: async (ctx) => { await ctx.plugin(ApprovalPlugin).await(); await ctx.plugin(CommandsPlugin).await() } })
     h.ctx.approval.selectPreset(h.session, 'danger-full-access')
     const shown = await h.ctx.commands.execute(h.agent, '/network')
-    expect(shown?.text).toMatch(/^Network: full\n/)
+    expect(shown?.text).toMatch(/^Network of sandboxed commands: full\n/)
     expect(shown?.text).toContain('The sandbox is danger-full-access: commands run unconfined')
     expect((await h.ctx.commands.execute(h.agent, '/network allowlist'))?.text).toContain('commands run unconfined')
     await h.dispose()

@@ -138,15 +138,15 @@ function permissionCommand(ctx: Context): SlashCommand {
   }
 }
 
-/** What each network mode means for confined commands (`/network` lists them). */
+/** What each network mode means for sandboxed commands (`/network` lists them). */
 export const NETWORK_TEXT: Readonly<Record<NetworkMode, string>> = {
-  full: "confined commands share this machine's network",
-  allowlist: 'confined commands reach only the hosts in sandbox.allowedHosts, through dsh\'s proxy (others are asked about)',
-  none: 'confined commands have no network at all',
+  full: "share this machine's network",
+  allowlist: 'only hosts in sandbox.allowedHosts (a proxy asks about others)',
+  none: 'no network at all',
 }
 
 /**
- * `/network [full|allowlist|none]`: show the network mode of confined commands and what each
+ * `/network [full|allowlist|none]`: show the network mode of sandboxed commands and what each
  * means, or switch it (logged as `sandbox/network` only when it changes).
  */
 function networkCommand(ctx: Context): SlashCommand {
@@ -164,12 +164,12 @@ function networkCommand(ctx: Context): SlashCommand {
         const current = approval.network(session)
         const width = Math.max(...NETWORK_MODES.map(mode => mode.length))
         const rows = NETWORK_MODES.map(mode => `${mode === current ? '*' : ' '} ${mode.padEnd(width)}  ${NETWORK_TEXT[mode]}`)
-        return { kind: 'success', text: [`Network: ${current}`, ...rows, ...unconfined(), `Switch with /network ${NETWORK_MODES.join('|')}`].join('\n') }
+        return { kind: 'success', text: [`Network of sandboxed commands: ${current}`, ...rows, ...unconfined(), `Switch with /network ${NETWORK_MODES.join('|')}`].join('\n') }
       }
       const mode = NETWORK_MODES.find(name => name === wanted)
       if (mode === undefined) return { kind: 'error', text: `Unknown network mode ${JSON.stringify(wanted)}. Modes: ${NETWORK_MODES.join(', ')}` }
       approval.setNetwork(session, mode)
-      return { kind: 'success', text: [`Network: ${mode} (${NETWORK_TEXT[mode]})`, ...unconfined()].join('\n') }
+      return { kind: 'success', text: [`Network of sandboxed commands: ${mode} — ${NETWORK_TEXT[mode]}`, ...unconfined()].join('\n') }
     },
   }
 }
