@@ -23,12 +23,12 @@ export function askBashPatch(): string {
 export const NETWORK_REASON = (host: string) => `connect to ${host}:443 (not in sandbox.allowedHosts)`
 
 /**
- * A patch inserting a plugin with a `fetch_host {host}` tool that asks approval as the network
- * proxy does (`toolName: 'network'`, `scopes: ['session', 'always']`) and answers the model with
- * the outcome (`network approval: allowed-session`): a stand-in for the proxy, so surfaces can be
- * driven with wider grants before it exists. Returns the patch's path.
+ * A plugin file with a `fetch_host {host}` tool that asks approval as the network proxy does
+ * (`toolName: 'network'`, `scopes: ['session', 'always']`) and answers the model with the outcome
+ * (`network approval: allowed-session`): a stand-in for the proxy, so surfaces can be driven with
+ * wider grants before it exists. Returns the plugin's path (`askNetworkPatch` wraps it in a patch).
  */
-export function askNetworkPatch(): string {
+export function askNetworkPlugin(): string {
   const folder = mkdtempSync(join(tmpdir(), 'dsh-ask-network-plugin-'))
   const plugin = join(folder, 'ask-network.mjs')
   writeFileSync(plugin, `export default {
@@ -51,7 +51,13 @@ export function askNetworkPatch(): string {
   },
 }
 `)
-  const patch = join(folder, 'patch.yml')
+  return plugin
+}
+
+/** A patch inserting `askNetworkPlugin()`; returns the patch's path. */
+export function askNetworkPatch(): string {
+  const plugin = askNetworkPlugin()
+  const patch = join(plugin, '..', 'patch.yml')
   writeFileSync(patch, JSON.stringify([{ insert: [{ id: 'ask-network', name: plugin }] }]))
   return patch
 }
