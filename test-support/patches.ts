@@ -24,7 +24,7 @@ export const NETWORK_REASON = (host: string) => `connect to ${host}:443 (not in 
 
 /**
  * A plugin file with a `fetch_host {host}` tool that asks approval as the network proxy does
- * (`toolName: 'network'`, `scopes: ['session', 'always']`) and answers the model with the outcome
+ * (`toolName: 'network'`, `scopes: ['session', 'always']`; none with `scoped: false`) and answers the model with the outcome
  * (`network approval: allowed-session`): a stand-in for the proxy, so surfaces can be driven with
  * wider grants before it exists. Returns the plugin's path (`askNetworkPatch` wraps it in a patch).
  */
@@ -38,11 +38,11 @@ export function askNetworkPlugin(): string {
       ctx.tools.register({
         name: 'fetch_host',
         description: 'Connect to a host (asks as the network proxy does)',
-        parameters: { type: 'object', properties: { host: { type: 'string' } }, required: ['host'] },
+        parameters: { type: 'object', properties: { host: { type: 'string' }, scoped: { type: 'boolean' } }, required: ['host'] },
         async execute(args, context) {
           const outcome = await ctx.approval.request({
             session: context.session, toolName: 'network', callId: context.callId, signal: context.signal,
-            reason: ${JSON.stringify(NETWORK_REASON('HOST'))}.replace('HOST', args.host), scopes: ['session', 'always'],
+            reason: ${JSON.stringify(NETWORK_REASON('HOST'))}.replace('HOST', args.host), ...(args.scoped === false ? {} : { scopes: ['session', 'always'] }),
           })
           return { content: [{ type: 'text', text: 'network approval: ' + outcome }] }
         },
