@@ -13,7 +13,7 @@ import { dshBin, tempHome } from '../../test-support/run-dsh.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
 import { ErrorCodes, JsonRpcPeer, LineSplitter, method, type NotificationFrame } from '../sdk/jsonrpc.js'
 import { askBashPatch, askNetworkPatch } from '../../test-support/patches.js'
-import { PERMISSION_OPTIONS, permissionAnswer, permissionOptions } from './server.js'
+import { PERMISSION_OPTIONS, permissionAnswer, permissionOptions } from './permissions.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
