@@ -88,3 +88,41 @@ export function apiClient(port: () => number, token: string) {
   }
   return { call, ok }
 }
+
+/** An open SSE stream: parsed events and a way to wait for one. */
+export function openEventStream(port: number, path: string, token: string, headers: Record<string, string> = {}) {
+  const events: { event: string; id?: string; data: any }[] = []
+  const waiters: { test: (e: { event: string; data: any }) => boolean; resolve: (e: any) => void }[] = []
+  let close = () => {}
+  const ready = new Promise<number>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: { Host: `localhost:${port}`, 'X-Dsh-Token': token, ...headers } }, res => {
+      resolve(res.statusCode ?? 0)
+      let buffer = ''
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        buffer += chunk
+        let end: number
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end)
+          buffer = buffer.slice(end + 2)
+          const fields: Record<string, string> = {}
+          for (const line of block.split('\n')) {
+            const index = line.indexOf(': ')
+            if (index > 0) fields[line.slice(0, index)] = line.slice(index + 2)
+          }
+          if (fields.event === undefined) continue
+          const parsed = { event: fields.event, id: fields.id, data: JSON.parse(fields.data) }
+          events.push(parsed)
+          for (const waiter of [...waiters]) if (waiter.test(parsed)) { waiters.splice(waiters.indexOf(waiter), 1); waiter.resolve(parsed) }
+        }
+      })
+    })
+    req.on('error', reject)
+    req.end()
+    close = () => req.destroy()
+  })
+  const waitFor = (test: (e: { event: string; data: any }) => boolean) => {
+    const found = events.find(test)
+    return found ? Promise.resolve(found) : new Promise<any>(resolve => waiters.push({ test, resolve }))
+  }
+  return { events, ready, waitFor, close: () => close() }
+}

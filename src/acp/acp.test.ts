@@ -12,7 +12,8 @@ import { errorResponse, FakeDeepSeek, streamResponse } from '../../test-support/
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
 import { ErrorCodes, JsonRpcPeer, LineSplitter, method, type NotificationFrame } from '../sdk/jsonrpc.js'
-import { askBashPatch } from '../../test-support/patches.js'
+import { askBashPatch, askNetworkPatch } from '../../test-support/patches.js'
+import { PERMISSION_OPTIONS, permissionAnswer, permissionOptions } from './permissions.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
@@ -246,6 +247,42 @@ describe('ACP server', () => {
     } finally {
       await connection.close()
     }
+  })
+
+  it('a request with scopes also offers allow_always options for the session and for settings, mapped to allowed-session and allowed-always', async () => {
+    const { home, cwd } = tempHome()
+    const fetch = (id: string, host: string) => streamResponse([{ toolCall: { id, name: 'fetch_host', arguments: JSON.stringify({ host }) } }, { finish: 'tool_calls', usage }])
+    server.enqueue(fetch('n1', 'registry.example.org'), fetch('n2', 'pypi.example.org'), streamResponse([{ text: 'both' }, { finish: 'stop', usage }]))
+    const before = server.requests.length
+    const choices = ['allow-session', 'allow-settings']
+    const connection = connect({ home, cwd, patches: [askNetworkPatch()], answer: () => ({ outcome: { outcome: 'selected', optionId: choices.shift() } }) })
+    try {
+      const sessionId = await openSession(connection, cwd)
+      expect(await connection.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'reach two hosts' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(connection.permissionRequests.map(request => request.options)).toEqual([0, 1].map(() => [
+        { optionId: 'allow-once', name: 'Allow once', kind: 'allow_once' },
+        { optionId: 'allow-session', name: 'Allow for this session', kind: 'allow_always' },
+        { optionId: 'allow-settings', name: 'Always allow (add to settings)', kind: 'allow_always' },
+        { optionId: 'reject-once', name: 'Reject', kind: 'reject_once' },
+      ]))
+      expect(connection.permissionRequests[0].toolCall.title).toContain('connect to registry.example.org:443 (not in sandbox.allowedHosts)')
+      const tools = server.requests.slice(before + 1, before + 3).map(request => request.body.messages.filter((m: { role: string }) => m.role === 'tool').at(-1).content)
+      expect(tools).toEqual(['network approval: allowed-session', 'network approval: allowed-always'])
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('without scopes the options are exactly the two once-options; an option the request did not offer rejects', () => {
+    expect(permissionOptions(undefined)).toBe(PERMISSION_OPTIONS)
+    expect(permissionOptions([])).toBe(PERMISSION_OPTIONS)
+    expect(permissionOptions(['always']).map(option => option.optionId)).toEqual(['allow-once', 'allow-settings', 'reject-once'])
+    expect(permissionAnswer('allow-once', undefined)).toBe('allowed-once')
+    expect(permissionAnswer('allow-session', undefined)).toBe('rejected')
+    expect(permissionAnswer('allow-settings', ['session'])).toBe('rejected')
+    expect(permissionAnswer('allow-settings', ['session', 'always'])).toBe('allowed-always')
+    expect(permissionAnswer('reject-once', ['session'])).toBe('rejected')
+    expect(permissionAnswer('something-else', ['session', 'always'])).toBe('rejected')
   })
 
   it('recorded mode sends no elicitation/create even to a client that advertises forms: ask_user_question fails closed (UNAVAILABLE) as the original does', async () => {

@@ -25,6 +25,7 @@ import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { ApprovalAnswer, ApprovalService, PendingApproval, PendingQuestion, QuestionAnswer } from '../approval/api.js'
+import { permissionAnswer, permissionOptions } from './permissions.js'
 import type { ToolContext, ToolExecution, ToolOutputChunk, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
 import { editorFiles, provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
@@ -85,11 +86,7 @@ const MAX_DIFF_BYTES = 1 << 20
 
 export type StopReason = 'end_turn' | 'cancelled'
 
-/** The options offered with every permission request (as the original offers them). */
-export const PERMISSION_OPTIONS = [
-  { optionId: 'allow-once', name: 'Allow once', kind: 'allow_once' },
-  { optionId: 'reject-once', name: 'Reject', kind: 'reject_once' },
-] as const
+export { PERMISSION_OPTIONS } from './permissions.js'
 
 const textBlock = z.object({ type: z.literal('text'), text: z.string() }).loose()
 const imageBlock = z.object({ type: z.literal('image'), data: z.string().min(1), mimeType: z.string() }).loose()
@@ -647,14 +644,14 @@ export class AcpServerApp extends Service {
     const answer = await peer.request('session/request_permission', {
       sessionId: request.sessionId,
       toolCall,
-      options: PERMISSION_OPTIONS,
+      options: permissionOptions(request.scopes),
     })
     if (signal.aborted) return 'cancelled'
     const parsed = permissionOutcome.safeParse(answer)
     if (!parsed.success) throw new Error(`the client answered session/request_permission with ${JSON.stringify(answer)}`)
     const outcome = parsed.data.outcome
     if (outcome.outcome === 'cancelled') return 'cancelled'
-    return outcome.optionId === 'allow-once' ? 'allowed-once' : 'rejected'
+    return permissionAnswer(outcome.optionId, request.scopes)
   }
 
   /**

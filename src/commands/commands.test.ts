@@ -102,6 +102,44 @@ describe('/permission (AP-5)', () => {
   })
 })
 
+describe('/network (security #40.1)', () => {
+  it('shows the network mode and what each means, switches through ctx.approval.setNetwork (logged once), refuses unknown modes', async () => {
+    const h = await loopHarness({ setup: async (ctx) => { await ctx.plugin(ApprovalPlugin, { network: 'allowlist' }).await(); await ctx.plugin(CommandsPlugin).await() } })
+    const shown = await h.ctx.commands.execute(h.agent, '/network')
+    expect(shown).toEqual({
+      kind: 'success',
+      text: [
+        'Network of sandboxed commands: allowlist',
+        "  full       share this machine's network",
+        '* allowlist  only hosts in sandbox.allowedHosts (a proxy asks about others)',
+        '  none       no network at all',
+        'Switch with /network full|allowlist|none',
+      ].join('\n'),
+    })
+    expect(await h.ctx.commands.execute(h.agent, '/network none')).toEqual({ kind: 'success', text: 'Network of sandboxed commands: none — no network at all' })
+    expect(h.ctx.approval.network(h.session)).toBe('none')
+    await h.ctx.commands.execute(h.agent, '/network none')
+    expect(h.of('sandbox/network').map(e => e.data)).toEqual([{ network: 'none' }])
+    const bad = await h.ctx.commands.execute(h.agent, '/network open')
+    expect(bad).toEqual({ kind: 'error', text: 'Unknown network mode "open". Modes: full, allowlist, none' })
+    expect(h.of('sandbox/network')).toHaveLength(1)
+    await h.dispose()
+  })
+
+  it('says that danger-full-access runs commands unconfined, and is not registered without ctx.approval', async () => {
+    const h = await loopHarness({ setup: async (ctx) => { await ctx.plugin(ApprovalPlugin).await(); await ctx.plugin(CommandsPlugin).await() } })
+    h.ctx.approval.selectPreset(h.session, 'danger-full-access')
+    const shown = await h.ctx.commands.execute(h.agent, '/network')
+    expect(shown?.text).toMatch(/^Network of sandboxed commands: full\n/)
+    expect(shown?.text).toContain('The sandbox is danger-full-access: commands run unconfined')
+    expect((await h.ctx.commands.execute(h.agent, '/network allowlist'))?.text).toContain('commands run unconfined')
+    await h.dispose()
+    const bare = await loopHarness({ setup: async (ctx) => { await ctx.plugin(CommandsPlugin).await() } })
+    expect(bare.ctx.commands.get('network')).toBeUndefined()
+    await bare.dispose()
+  })
+})
+
 describe('slash commands in a real headless run', () => {
   it('`dsh --profile headless /model` runs the command (no model request) and prints its text', async () => {
     const { runDsh, tempHome, withoutSessionHint } = await import('../../test-support/run-dsh.js')

@@ -13,6 +13,7 @@ import { compactNumber } from '../host/numbers.js'
 import '../llm/api.js'
 import type { Agent } from '../agent/api.js'
 import '../approval/api.js'
+import { NETWORK_MODES, type NetworkMode } from '../sandbox/modes.js'
 import type { CommandOutcome, CommandsService, ExecuteOptions, SlashCommand } from './api.js'
 
 export * from './api.js'
@@ -52,7 +53,10 @@ export class CommandsPlugin extends Service implements CommandsService {
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'command/done', owner: 'commands', validate: validateDone }))
     this.register(modelCommand(ctx))
     this.register(statusCommand(ctx, config.prices ?? {}))
-    ctx.inject(['approval'], (inner) => { inner.effect(() => this.register(permissionCommand(inner))) })
+    ctx.inject(['approval'], (inner) => {
+      inner.effect(() => this.register(permissionCommand(inner)))
+      inner.effect(() => this.register(networkCommand(inner)))
+    })
   }
 
   register(command: SlashCommand, scope: ScopeKey | undefined = contextScope(this.ctx)): () => void {
@@ -130,6 +134,42 @@ function permissionCommand(ctx: Context): SlashCommand {
       if (preset === undefined) return { kind: 'error', text: `Unknown permission preset ${JSON.stringify(wanted)}. Presets: ${names.join(', ')}` }
       approval.selectPreset(session, preset)
       return { kind: 'success', text: current() }
+    },
+  }
+}
+
+/** What each network mode means for sandboxed commands (`/network` lists them). */
+export const NETWORK_TEXT: Readonly<Record<NetworkMode, string>> = {
+  full: "share this machine's network",
+  allowlist: 'only hosts in sandbox.allowedHosts (a proxy asks about others)',
+  none: 'no network at all',
+}
+
+/**
+ * `/network [full|allowlist|none]`: show the network mode of sandboxed commands and what each
+ * means, or switch it (logged as `sandbox/network` only when it changes).
+ */
+function networkCommand(ctx: Context): SlashCommand {
+  return {
+    name: 'network',
+    description: 'Show the network mode of sandboxed commands, or switch to full, allowlist or none',
+    argumentHint: '[full|allowlist|none]',
+    run({ agent, args }) {
+      const approval = ctx.approval
+      const session = agent.session
+      const wanted = args.trim()
+      const unconfined = () => approval.mode(session) === 'danger-full-access'
+        ? ['The sandbox is danger-full-access: commands run unconfined, so this applies once the sandbox confines them again.'] : []
+      if (wanted === '') {
+        const current = approval.network(session)
+        const width = Math.max(...NETWORK_MODES.map(mode => mode.length))
+        const rows = NETWORK_MODES.map(mode => `${mode === current ? '*' : ' '} ${mode.padEnd(width)}  ${NETWORK_TEXT[mode]}`)
+        return { kind: 'success', text: [`Network of sandboxed commands: ${current}`, ...rows, ...unconfined(), `Switch with /network ${NETWORK_MODES.join('|')}`].join('\n') }
+      }
+      const mode = NETWORK_MODES.find(name => name === wanted)
+      if (mode === undefined) return { kind: 'error', text: `Unknown network mode ${JSON.stringify(wanted)}. Modes: ${NETWORK_MODES.join(', ')}` }
+      approval.setNetwork(session, mode)
+      return { kind: 'success', text: [`Network of sandboxed commands: ${mode} — ${NETWORK_TEXT[mode]}`, ...unconfined()].join('\n') }
     },
   }
 }

@@ -22,6 +22,7 @@ const questionRequestParams = z.object({
 
 const approvalRequestParams = z.object({
   sessionId: z.string(), id: z.string(), toolName: z.string(), callId: z.string(), reason: z.string(), arguments: z.string().optional(),
+  scopes: z.array(z.enum(['session', 'always'])).optional(),
 }).loose()
 
 export { RpcError, ErrorCodes } from './jsonrpc.js'
@@ -90,7 +91,12 @@ export interface QuestionRequestParams {
 /** One answer per question: chosen option labels and/or free text; or `cancelled`. */
 export type QuestionReply = readonly { readonly id: string; readonly selected?: readonly string[]; readonly text?: string }[] | 'cancelled'
 
-export type ApprovalAnswer = 'allowed-once' | 'rejected' | 'cancelled'
+/**
+ * `allowed-session` (for the rest of the session) and `allowed-always` (added to the settings)
+ * only for a request whose `scopes` offer `session` / `always`; for any other the server logs
+ * the answer on stderr and the request fails closed (`unavailable`).
+ */
+export type ApprovalAnswer = 'allowed-once' | 'allowed-session' | 'allowed-always' | 'rejected' | 'cancelled'
 
 /** `approval/request` params: what the server asks the user to approve. */
 export interface ApprovalRequestParams {
@@ -101,6 +107,8 @@ export interface ApprovalRequestParams {
   readonly reason: string
   /** The call's raw JSON arguments (what will run). */
   readonly arguments?: string
+  /** Wider grants the answer may name: `session` (`allowed-session`), `always` (`allowed-always`). */
+  readonly scopes?: readonly ('session' | 'always')[]
 }
 
 export interface Notification {

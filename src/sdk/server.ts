@@ -7,8 +7,9 @@
  * every appended event of every live session, `session.status {sessionId, status}`, and with
  * `initialize {output: true}` `session.output {sessionId, callId, toolName, stream, text}` (a
  * running call's output, not in the log). Requests to
- * the client: `approval/request {sessionId, id, toolName, callId, reason, arguments?}`, answered
- * `{outcome: "allowed-once" | "rejected" | "cancelled"}`, and `question/request {sessionId, id,
+ * the client: `approval/request {sessionId, id, toolName, callId, reason, arguments?, scopes?}`,
+ * answered `{outcome: "allowed-once" | "rejected" | "cancelled"}` or, for a scope in `scopes`,
+ * `"allowed-session"` / `"allowed-always"`, and `question/request {sessionId, id,
  * callId, questions}` (`ask_user_question`), answered `{answers}` or `{outcome: "cancelled"}`; an
  * error answer fails closed.
  *
@@ -186,10 +187,14 @@ export class SdkServerApp extends Service {
       const answer = await peer.request('approval/request', {
         sessionId: request.sessionId, id: request.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
         ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
+        ...(request.scopes !== undefined ? { scopes: request.scopes } : {}),
       })
       if (signal.aborted) return 'cancelled'
       const outcome = (answer as { outcome?: unknown } | null)?.outcome
       if (outcome === 'allowed-once' || outcome === 'rejected' || outcome === 'cancelled') return outcome
+      const scope = outcome === 'allowed-session' ? 'session' : outcome === 'allowed-always' ? 'always' : undefined
+      if (scope !== undefined && request.scopes?.includes(scope) === true) return outcome as 'allowed-session' | 'allowed-always'
+      if (scope !== undefined) log(`the client answered approval/request ${request.id} with ${outcome}, which it does not offer (scopes: ${JSON.stringify(request.scopes ?? [])}); it fails closed`)
       throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}`)
     })
     // ask_user_question goes to the client as `question/request`; a client without `onQuestion`

@@ -19,7 +19,8 @@ import type { McpService } from '../mcp/api.js'
 import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
 import { parseInteractiveArgs, type InteractiveArgs } from './args.js'
 import { pickRoute } from '../host/route.js'
-import { TuiStore } from './store.js'
+import { TuiStore, type TuiApprovalAnswer } from './store.js'
+import { permissionLabel } from './status.js'
 import { BUILTIN_COMMANDS, resumeChoice, type TuiCommand, type TuiCommandContext } from './commands.js'
 import { age } from '../host/age.js'
 import { FileIndex } from './files.js'
@@ -353,11 +354,7 @@ export class TuiApp extends Service {
       model: route.model,
       folder: displayFolder(cwd),
       ...model === undefined ? {} : { contextWindow: model.contextWindow },
-      permission: () => {
-        if (approval === undefined) return 'auto-run tools'
-        const preset = approval.preset(store.agent.session)
-        return preset === 'custom' ? `${approval.mode(store.agent.session)}, ${approval.policy(store.agent.session)}` : preset
-      },
+      permission: () => approval === undefined ? 'auto-run tools' : permissionLabel(approval, store.agent.session),
       sessionId: () => store.agent.id,
       runningJobs: () => this.ctx.get('jobs')?.list(store.agent.id).filter(isRunning).length ?? 0,
       cost: (usage: TokenUsage) => {
@@ -480,12 +477,15 @@ export class TuiApp extends Service {
     return approval.questioner(questionAnswerer(store))
   }
 
-  /** Approval requests of this app's session are asked inline: y allows once, n rejects. */
+  /**
+   * Approval requests of this app's session are asked inline (approval-box.tsx): y allows once,
+   * n rejects; s and a grant for the session or always when the request offers those scopes.
+   */
   private answerApprovals(approval: ApprovalService, store: TuiStore): () => void {
     return approval.answerer((request, signal) => {
       if (request.sessionId !== store.agent.id) return undefined
       return new Promise(resolve => {
-        const settle = (outcome: 'allowed-once' | 'rejected' | 'cancelled') => {
+        const settle = (outcome: TuiApprovalAnswer | 'cancelled') => {
           signal.removeEventListener('abort', onAbort)
           store.removeApproval(request.id)
           resolve(outcome)
@@ -495,6 +495,7 @@ export class TuiApp extends Service {
         store.addApproval({
           id: request.id, toolName: request.toolName, reason: request.reason,
           ...request.arguments === undefined ? {} : { arguments: request.arguments },
+          ...request.scopes === undefined ? {} : { scopes: request.scopes },
           answer: outcome => settle(outcome),
         })
       })

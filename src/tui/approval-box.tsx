@@ -1,22 +1,61 @@
 /**
- * The approval box: a request of this session (a sandbox escalation, a hook that asks) with the
- * tool, the reason and the arguments. All three come from the model or a hook: shown made safe
- * for the terminal (security #42.6), so what is asked about is what shows, with no escape acting
- * on the terminal and no override reordering the command.
+ * The approval box: a request of this session (a sandbox escalation, a hook that asks, a host the
+ * network proxy was asked for) with the tool, the reason and the arguments. All three come from
+ * the model or a hook: shown made safe for the terminal (security #42.6), so what is asked about
+ * is what shows, with no escape acting on the terminal and no override reordering the command.
+ *
+ * Keys: `y` (or Enter) allows once, `n` (or Esc, Ctrl-C) rejects. A request that offers wider
+ * grants (`scopes`) also takes `s` (allow for the rest of this session) and `a` (always: added to
+ * the settings); a key for a scope it does not offer does nothing.
  */
 import type { ReactNode } from 'react'
 import { Box, Text } from 'ink'
-import type { ApprovalPrompt } from './store.js'
+import type { ApprovalScope } from '../approval/api.js'
+import type { ApprovalPrompt, TuiApprovalAnswer } from './store.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { c } from './theme.js'
 
+/** The keys a prompt takes, in the order the box shows them. */
+interface Choice {
+  readonly key: string
+  readonly label: string
+  readonly answer: TuiApprovalAnswer
+  readonly color: 'green' | 'cyan' | 'red'
+}
+
+const ONCE: Choice = { key: 'y', label: 'allow once', answer: 'allowed-once', color: 'green' }
+const SCOPED: Readonly<Record<ApprovalScope, Choice>> = {
+  session: { key: 's', label: 'for this session', answer: 'allowed-session', color: 'cyan' },
+  always: { key: 'a', label: 'always (add to settings)', answer: 'allowed-always', color: 'cyan' },
+}
+const REJECT: Choice = { key: 'n', label: 'reject', answer: 'rejected', color: 'red' }
+
+/** The choices of one request: once, the scopes it offers (session before always), reject. */
+export function approvalChoices(scopes: readonly ApprovalScope[] | undefined): readonly Choice[] {
+  const offered = (['session', 'always'] as const).filter(scope => scopes?.includes(scope) === true)
+  return [ONCE, ...offered.map(scope => SCOPED[scope]), REJECT]
+}
+
+/** The answer a key press gives the pending request, or undefined (the key does nothing). */
+export function approvalKey(approval: Pick<ApprovalPrompt, 'scopes'>, input: string, key: { return?: boolean; escape?: boolean; ctrl?: boolean }): TuiApprovalAnswer | undefined {
+  if (key.ctrl) return input === 'c' ? 'rejected' : undefined
+  if (key.return) return 'allowed-once'
+  if (key.escape) return 'rejected'
+  return approvalChoices(approval.scopes).find(choice => choice.key === input.toLowerCase())?.answer
+}
+
 export function ApprovalBox({ approval }: { approval: ApprovalPrompt }): ReactNode {
+  const choices = approvalChoices(approval.scopes)
   return (
     <Box flexDirection="column" borderStyle="round" borderColor={c('yellow')} paddingX={1}>
       <Text bold>Allow {terminalSafe(approval.toolName)}?</Text>
       <Text wrap="truncate-end">{terminalSafe(approval.reason)}</Text>
       {approval.arguments ? <Text dimColor wrap="truncate-end">{terminalSafe(approval.arguments)}</Text> : null}
-      <Text><Text color={c('green')} bold>y</Text> allow once · <Text color={c('red')} bold>n</Text> reject</Text>
+      <Text>
+        {choices.map((choice, index) => (
+          <Text key={choice.key}>{index > 0 ? ' · ' : ''}<Text color={c(choice.color)} bold>{choice.key}</Text> {choice.label}</Text>
+        ))}
+      </Text>
     </Box>
   )
 }

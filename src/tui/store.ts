@@ -11,6 +11,7 @@ import type { UserMessage } from '../llm/types.js'
 import { ConversationFold, foldTail, settled, type Item } from './fold.js'
 import { plural } from '../host/numbers.js'
 import type { QuestionPrompt } from './question.js'
+import type { ApprovalScope } from '../approval/api.js'
 import { rewindPoints, type RewindPoint } from '../host/rewind.js'
 import { fileChangesAfter, type FileChanges } from '../tools/file-changes.js'
 
@@ -18,12 +19,17 @@ export type Printed =
   | { readonly key: string; readonly kind: 'item'; readonly item: Item }
   | { readonly key: string; readonly kind: 'banner'; readonly lines: readonly string[] }
 
+/** What the approval box may answer: once, a wider grant the request offered, or no. */
+export type TuiApprovalAnswer = 'allowed-once' | 'allowed-session' | 'allowed-always' | 'rejected'
+
 export interface ApprovalPrompt {
   readonly id: string
   readonly toolName: string
   readonly reason: string
   readonly arguments?: string
-  answer(outcome: 'allowed-once' | 'rejected'): void
+  /** Wider grants the request offers (`s` this session, `a` always); absent: once or not at all. */
+  readonly scopes?: readonly ApprovalScope[]
+  answer(outcome: TuiApprovalAnswer): void
 }
 
 /** A running subagent of this app's session, drawn as a nested live card. */

@@ -26,7 +26,7 @@ import type { RewindPoint } from '../host/rewind.js'
 import type { FileChange } from '../tools/file-changes.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { RewindFiles, RewindList } from './rewind-view.js'
-import { ApprovalBox } from './approval-box.js'
+import { ApprovalBox, approvalKey } from './approval-box.js'
 
 export interface ViewActions {
   send(text: string): void
@@ -398,9 +398,8 @@ export function ConversationView(props: ViewProps): ReactNode {
     // Read the store, not the render: a key can arrive between a frame and the next handler.
     const approval = store.approvals[0]
     if (approval !== undefined) {
-      if (input === 'y' || input === 'Y' || key.return) approval.answer('allowed-once')
-      else if (input === 'n' || input === 'N' || key.escape) approval.answer('rejected')
-      else if (key.ctrl && input === 'c') approval.answer('rejected')
+      const answer = approvalKey(approval, input, key)
+      if (answer !== undefined) approval.answer(answer)
       return
     }
     // A pending question takes the keys (question.tsx).

@@ -73,7 +73,7 @@ describe.skipIf(chromium.path === undefined)('conversation layout in the web UI'
     expect(overflow).toEqual({ page: 0, conversation: 0, tableScrolls: true, numberOnOneLine: true, proseLines: true })
   })
 
-  it('at 390 px the header keeps the model and permission pickers and the folder on screen (they wrap, none is cut off)', async () => {
+  it('at 390 px the header keeps the model, permission and network pickers and the folder on screen (they wrap, none is cut off)', async () => {
     await page.setViewportSize({ width: 390, height: 820 })
     const placement = await page.evaluate(() => {
       const shown = (element: Element | null) => {
@@ -90,9 +90,10 @@ describe.skipIf(chromium.path === undefined)('conversation layout in the web UI'
       return {
         model: shown(document.querySelector('[data-testid="model-picker"]')),
         preset: shown(document.querySelector('[data-testid="preset-picker"]')),
+        network: shown(document.querySelector('[data-testid="network-picker"]')),
         status: shown(document.querySelector('[data-testid="status"]')),
       }
     })
-    expect(placement).toEqual({ model: 'shown', preset: 'shown', status: 'shown' })
+    expect(placement).toEqual({ model: 'shown', preset: 'shown', network: 'shown', status: 'shown' })
   })
 })

@@ -21,7 +21,8 @@ import { rewindPoints, type RewindPoint } from '../host/rewind.js'
 import { fileChangesAfter, restoreFiles, restoreLines } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
 import { emitContained } from '../kernel/index.js'
-import type { ApprovalAnswer, ApprovalService, PendingQuestion, PresetName, QuestionAnswer } from '../approval/api.js'
+import type { ApprovalService, PendingQuestion, QuestionAnswer } from '../approval/api.js'
+import { registerApprovalMethods } from './approval-methods.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
 import type { McpService } from '../mcp/api.js'
 import type { ProjectTrustStatus } from '../trust/plugin.js'
@@ -175,63 +176,10 @@ export class WebApiPlugin extends Service implements WebApiService {
       changed(info.childSessionId)
     })
     this.registerCore()
-    this.registerApprovals(ctx)
+    registerApprovalMethods(ctx, (name, method) => this.register(name, method))
     this.registerQuestions(ctx)
     registerWorkspaceMethods(this.workspaceHost)
     registerFolderMethods(ctx, this, () => this.config.cwd)
-  }
-
-  /**
-   * The web UI answers approval requests: a pending request is in the log (`approval/asked`), the
-   * page draws a card, and `approval.answer` settles it. `permission.get` / `permission.set` are
-   * the header's preset picker (AP-5).
-   */
-  private registerApprovals(ctx: Context): void {
-    const waiting = new Map<string, (answer: ApprovalAnswer) => void>()
-    ctx.inject(['approval'], (ctx) => {
-      ctx.approval.answerer((request, signal) => new Promise<ApprovalAnswer>(resolve => {
-        waiting.set(request.id, resolve)
-        signal.addEventListener('abort', () => { waiting.delete(request.id); resolve('cancelled') }, { once: true })
-      }))
-    })
-    const approval = () => {
-      const service = this.root.get('approval') as ApprovalService | undefined
-      if (service === undefined) throw new WebApiError(501, 'NO_APPROVAL', 'this profile has no approval row')
-      return service
-    }
-    const live = (id: string) => {
-      const session = this.root.sessions.get(id)
-      if (session === undefined) throw new WebApiError(404, 'NO_SESSION', `no live session "${id}"`)
-      return session
-    }
-    this.register('approval.answer', params => {
-      const id = str(params, 'approvalId')
-      const outcome = str(params, 'outcome')
-      if (outcome !== 'allowed-once' && outcome !== 'rejected') throw new WebApiError(400, 'BAD_PARAMS', '"outcome" must be allowed-once or rejected')
-      const resolve = waiting.get(id)
-      if (resolve === undefined) throw new WebApiError(404, 'NO_APPROVAL', `no pending approval "${id}" (already answered or cancelled)`)
-      waiting.delete(id)
-      resolve(outcome)
-      return { ok: true }
-    })
-    const view = (id: string) => {
-      const session = live(id)
-      const service = approval()
-      return { preset: service.preset(session), mode: service.mode(session), policy: service.policy(session), presets: service.presets().map(p => p.name) }
-    }
-    // A stored session that is not open has no preset in force yet: null, not an error (looking never loads it).
-    this.register('permission.get', params => {
-      const id = str(params, 'id')
-      return this.root.sessions.get(id) === undefined ? null : view(id)
-    })
-    this.register('permission.set', params => {
-      const id = str(params, 'id')
-      const preset = str(params, 'preset')
-      const service = approval()
-      if (!service.presets().some(p => p.name === preset)) throw new WebApiError(400, 'BAD_PARAMS', `unknown preset "${preset}" (expected ${service.presets().map(p => p.name).join(', ')})`)
-      service.selectPreset(live(id), preset as PresetName)
-      return view(id)
-    })
   }
 
   /**

@@ -3,7 +3,6 @@ import fc from 'fast-check'
  * The web server over real HTTP on 127.0.0.1: the Host and token guards, and every core API
  * method against the scripted model with JSONL persistence in a temporary home.
  */
-import { request } from 'node:http'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,7 +13,7 @@ import { JsonlPersistencePlugin } from '../persistence/plugins.js'
 import type { JsonlBackend } from '../persistence/jsonl/backend.js'
 import type { SessionEvent } from '../session/types.js'
 import { SCRIPTED_MODEL, SCRIPTED_MODEL_INFO, ScriptedModel, hang, text } from '../../test-support/scripted-model.js'
-import { apiClient, httpRequest, startWebApi, type WebApiHarness } from '../../test-support/web-api.js'
+import { apiClient, httpRequest, openEventStream, startWebApi, type WebApiHarness } from '../../test-support/web-api.js'
 import { WebServer } from './server.js'
 import { hostAllowed, isLoopbackHost } from './security.js'
 import { parseWebArgs } from './app.js'
@@ -27,43 +26,7 @@ async function http(port: number, path: string, options: { method?: string; head
   return { ...reply, body: reply.body.toString('utf8') }
 }
 
-/** An open SSE stream: parsed events and a way to wait for one. */
-function openStream(port: number, path: string, headers: Record<string, string> = {}) {
-  const events: { event: string; id?: string; data: any }[] = []
-  const waiters: { test: (e: { event: string; data: any }) => boolean; resolve: (e: any) => void }[] = []
-  let close = () => {}
-  const ready = new Promise<number>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { Host: `localhost:${port}`, 'X-Dsh-Token': TOKEN, ...headers } }, res => {
-      resolve(res.statusCode ?? 0)
-      let buffer = ''
-      res.setEncoding('utf8').on('data', (chunk: string) => {
-        buffer += chunk
-        let end: number
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end)
-          buffer = buffer.slice(end + 2)
-          const fields: Record<string, string> = {}
-          for (const line of block.split('\n')) {
-            const index = line.indexOf(': ')
-            if (index > 0) fields[line.slice(0, index)] = line.slice(index + 2)
-          }
-          if (fields.event === undefined) continue
-          const parsed = { event: fields.event, id: fields.id, data: JSON.parse(fields.data) }
-          events.push(parsed)
-          for (const waiter of [...waiters]) if (waiter.test(parsed)) { waiters.splice(waiters.indexOf(waiter), 1); waiter.resolve(parsed) }
-        }
-      })
-    })
-    req.on('error', reject)
-    req.end()
-    close = () => req.destroy()
-  })
-  const waitFor = (test: (e: { event: string; data: any }) => boolean) => {
-    const found = events.find(test)
-    return found ? Promise.resolve(found) : new Promise<any>(resolve => waiters.push({ test, resolve }))
-  }
-  return { events, ready, waitFor, close: () => close() }
-}
+const openStream = (port: number, path: string, headers: Record<string, string> = {}) => openEventStream(port, path, TOKEN, headers)
 
 describe('dsh web server', () => {
   let ctx: Context

@@ -311,6 +311,12 @@ export class WebServer {
       questions()
       disposers.push(this.ctx.on('approval/question', question => { if (question.sessionId === sessionId) questions() }))
       disposers.push(this.ctx.on('approval/question-settled', question => { if (question.sessionId === sessionId) queueMicrotask(questions) }))
+      // Approval requests waiting for an answer, with the wider grants each offers (the log's
+      // `approval/asked` has no scopes): now (a late page) and whenever one is asked or settled.
+      const approvals = () => send('approvals', { id: sessionId, approvals: this.ctx.get('approval')?.pending(sessionId) ?? [] })
+      approvals()
+      disposers.push(this.ctx.on('approval/pending', request => { if (request.sessionId === sessionId) approvals() }))
+      disposers.push(this.ctx.on('approval/settled', request => { if (request.sessionId === sessionId) queueMicrotask(approvals) }))
       // Background jobs of the session (docs/jobs.md): on connect and whenever one starts or ends.
       const jobs = () => send('jobs', { id: sessionId, jobs: this.ctx.get('jobs')?.list(sessionId) ?? [] })
       jobs()

@@ -17,6 +17,7 @@ import { QuestionCards, type PendingQuestion } from './question'
 import { useBottomPin, type ViewAnchor } from './pin'
 import { appendLiveOutput, clearLiveOutput } from './live-output'
 import { EditMessage, takeDraft, takeNotices } from './rewind'
+import { ApprovalCard, ApprovalScopes, KNOB_EVENTS, PermissionPickers, scopesOf, type PendingApproval } from './permissions'
 
 type Theme = 'light' | 'dark'
 
@@ -471,6 +472,9 @@ function Chat(props: {
   const [loaded, setLoaded] = useState(false)
   const [shown, setShown] = useState(PAGE)
   const [questions, setQuestions] = useState<PendingQuestion[]>([])
+  /** Pending approvals' wider grants (the stream's `approvals`), and how many knob events came (the pickers read again). */
+  const [approvals, setApprovals] = useState<ReadonlyMap<string, readonly ('session' | 'always')[]>>(() => new Map())
+  const [knobs, setKnobs] = useState(0)
   const [jobs, setJobs] = useState<JobSummary[]>([])
   /** History pages (docs/web.md): the first loaded seq, and whether the server has earlier ones. */
   const [from, setFrom] = useState(0)
@@ -523,6 +527,7 @@ function Chat(props: {
         log(event) {
           // A step's calls all have their results by its end: their live output is done with.
           if (event.type === 'step/end' || event.type === 'turn/end') clearLiveOutput()
+          if (KNOB_EVENTS.has(event.type)) setKnobs(count => count + 1)
           pending.push(event)
           if (frame === 0) frame = requestAnimationFrame(() => {
             frame = 0
@@ -535,6 +540,7 @@ function Chat(props: {
         summary: onSummary,
         connection: onConnection,
         questions: pending => setQuestions(pending.questions),
+        approvals: pending => setApprovals(scopesOf(pending.approvals as PendingApproval[])),
         jobs: list => setJobs(list.jobs),
         output: chunk => appendLiveOutput(chunk.callId, chunk.text),
       })
@@ -638,7 +644,7 @@ function Chat(props: {
   const title = props.summary?.title ?? 'Untitled session'
   return (
     <div className="chat">
-      <ChatHeader id={id} title={title} summary={props.summary} status={status} jobs={jobs} model={model} onModel={setModel} onSelect={props.onSelect} onSummary={onSummary} onError={report} />
+      <ChatHeader id={id} title={title} summary={props.summary} status={status} knobs={knobs} jobs={jobs} model={model} onModel={setModel} onSelect={props.onSelect} onSummary={onSummary} onError={report} />
       <div className="conversation" ref={scroller} onScroll={onScroll} onClick={copyCode} data-testid="conversation">
         <div className="conversation-inner" ref={inner}>
           {items.length > shown ? <button className="link-button earlier" onClick={() => setShown(shown + PAGE)}>Show earlier messages ({items.length - shown})</button>
@@ -647,7 +653,9 @@ function Chat(props: {
               : loaded && items.length > 0 && from === 0 && props.summary && props.summary.length > HISTORY_PAGE ? <div className="session-start" data-testid="session-start">Beginning of the session</div> : null}
           {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
-          {visible.map((item, index) => <div key={item.key} className="item-anchor" data-seq={item.seq}><Row item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} /></div>)}
+          <ApprovalScopes.Provider value={approvals}>
+            {visible.map((item, index) => <div key={item.key} className="item-anchor" data-seq={item.seq}><Row item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} /></div>)}
+          </ApprovalScopes.Provider>
           <QuestionCards questions={questions} onError={report} />
           {status === 'running' && !items.some(item => item.kind === 'assistant' && item.streaming) ? <div className="thinking" data-testid="thinking"><span className="spinner" /> Working…</div> : null}
         </div>
@@ -695,7 +703,7 @@ function JobsPill({ jobs }: { jobs: readonly JobSummary[] }) {
   )
 }
 
-function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; jobs: readonly JobSummary[]; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onSummary(summary: SessionSummary): void; onError(error: unknown): void }) {
+function ChatHeader(props: { id: string; title: string; summary?: SessionSummary; status: string; knobs: number; jobs: readonly JobSummary[]; model: string | null; onModel(model: string): void; onSelect(id: string | null): void; onSummary(summary: SessionSummary): void; onError(error: unknown): void }) {
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(props.title)
   const rename = async () => {
@@ -746,7 +754,7 @@ function ChatHeader(props: { id: string; title: string; summary?: SessionSummary
           <JobsPill jobs={props.jobs} />
           <SessionTotals id={props.id} status={props.status} length={props.summary?.length} />
           <ModelPicker id={props.id} model={props.model} running={props.status === 'running'} onModel={props.onModel} onError={props.onError} />
-          <PresetPicker id={props.id} status={props.status} onError={props.onError} />
+          <PermissionPickers id={props.id} status={props.status} knobs={props.knobs} onError={props.onError} />
           {props.summary?.cwd ? <span className="muted mono" title={props.summary.cwd}>{props.summary.cwd}</span> : null}
         </div>
       </div>
@@ -848,94 +856,35 @@ const Row = memo(function Row({ item, sessionId, isLast, onSelect, onError }: { 
     case 'retry':
       return <RetryLine item={item} />
     case 'approval':
-      return <ApprovalCard item={item} onError={onError} />
+      return item.toolName === 'exit_plan_mode' ? <PlanCard item={item} onError={onError} /> : <ApprovalCard item={item} onError={onError} />
     case 'goal':
       return <GoalLine item={item} />
   }
 })
 
-/** What a pending approval would run: the command, or the file a write/edit touches. */
-function approvalSubject(toolName: string, raw: string): string {
-  try {
-    const args = JSON.parse(raw)
-    if (typeof args?.command === 'string') return args.command
-    if (typeof args?.file_path === 'string') return `${toolName} ${args.file_path}`
-  } catch { /* shown raw */ }
-  return raw === '' ? toolName : `${toolName} ${raw}`
-}
-
-const OUTCOME_TEXT: Record<string, string> = {
-  'allowed-once': 'Allowed once', rejected: 'Rejected', cancelled: 'Cancelled', unavailable: 'No one could answer: refused',
-}
-
 const PLAN_OUTCOME_TEXT: Record<string, string> = {
   'allowed-once': 'Plan approved', rejected: 'Kept planning', cancelled: 'Review cancelled', unavailable: 'No one could review the plan',
 }
 
-/** AP-3: an approval request in the conversation; Allow once / Reject while it is pending. */
-function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval' }>; onError(error: unknown): void }) {
+/** PM-2: a plan presented for review (docs/plan.md). Approve leaves plan mode; Keep planning rejects. */
+function PlanCard({ item, onError }: { item: Extract<Item, { kind: 'approval' }>; onError(error: unknown): void }) {
   const [sent, setSent] = useState(false)
   const answer = async (outcome: 'allowed-once' | 'rejected') => {
     setSent(true)
     try { await call('approval.answer', { approvalId: item.id, outcome }) } catch (error) { setSent(false); onError(error) }
   }
   const pending = item.outcome === undefined
-  if (item.toolName === 'exit_plan_mode') {
-    // PM-2: a plan presented for review (docs/plan.md). Approve leaves plan mode; Keep planning rejects.
-    return (
-      <div className={`approval-card plan-card ${pending ? 'pending' : item.outcome}`} data-testid="plan-card" role="group" aria-label="Plan for review">
-        <div className="approval-title">{pending ? 'Plan ready for review' : PLAN_OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>
-        <Markdown text={item.reason} />
-        {pending ? (
-          <div className="approval-actions">
-            <button className="primary" autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="plan-approve">Approve</button>
-            <button className="ghost" disabled={sent} onClick={() => void answer('rejected')} data-testid="plan-keep-planning">Keep planning</button>
-          </div>
-        ) : <div className="approval-outcome" data-testid="plan-outcome">{PLAN_OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>}
-      </div>
-    )
-  }
   return (
-    <div className={`approval-card ${pending ? 'pending' : item.outcome}`} data-testid="approval-card" role="group" aria-label={`Approval for ${item.toolName}`}>
-      <div className="approval-title">{pending ? 'Approval needed' : OUTCOME_TEXT[item.outcome!] ?? item.outcome}<span className="muted"> · {item.toolName}</span></div>
-      <pre className="approval-subject" data-testid="approval-subject">{approvalSubject(item.toolName, item.arguments)}</pre>
-      <div className="approval-reason" data-testid="approval-reason">{item.reason}</div>
+    <div className={`approval-card plan-card ${pending ? 'pending' : item.outcome}`} data-testid="plan-card" role="group" aria-label="Plan for review">
+      <div className="approval-title">{pending ? 'Plan ready for review' : PLAN_OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>
+      <Markdown text={item.reason} />
       {pending ? (
         <div className="approval-actions">
-          <button className="primary" autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="approval-allow">Allow once</button>
-          <button className="ghost danger" disabled={sent} onClick={() => void answer('rejected')} data-testid="approval-reject">Reject</button>
+          <button className="primary" autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="plan-approve">Approve</button>
+          <button className="ghost" disabled={sent} onClick={() => void answer('rejected')} data-testid="plan-keep-planning">Keep planning</button>
         </div>
-      ) : <div className="approval-outcome" data-testid="approval-outcome">{OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>}
+      ) : <div className="approval-outcome" data-testid="plan-outcome">{PLAN_OUTCOME_TEXT[item.outcome!] ?? item.outcome}</div>}
     </div>
-  )
-}
-
-/** AP-5: the session's permission preset (sandbox mode + approval policy). */
-function PresetPicker(props: { id: string; status: string; onError(error: unknown): void }) {
-  const [view, setView] = useState<{ preset: string; mode: string; presets: string[] } | undefined>()
-  // Reads and changes can answer out of order (each its own request): only the answer to the
-  // latest one is shown, so a read answered before a change never puts the old preset back.
-  const latest = useRef(0)
-  useEffect(() => setView(undefined), [props.id])
-  // A stored session has no preset until it is opened (null); a status change may have opened it.
-  useEffect(() => {
-    const ticket = ++latest.current
-    call('permission.get', { id: props.id }).then(result => { if (ticket === latest.current) setView(result ?? undefined) }, () => { if (ticket === latest.current) setView(undefined) })
-  }, [props.id, props.status])
-  if (view === undefined) return null
-  const choose = async (preset: string) => {
-    const ticket = ++latest.current
-    try {
-      const next = await call('permission.set', { id: props.id, preset })
-      if (ticket === latest.current) setView(next)
-    } catch (error) { props.onError(error) }
-  }
-  return (
-    <select className="preset-picker" aria-label="Permission preset" title="Permission preset: what the agent may change without asking" data-testid="preset-picker"
-      data-mode={view.mode} value={view.preset} onChange={event => void choose(event.target.value)}>
-      {view.preset === 'custom' ? <option value="custom" disabled>custom</option> : null}
-      {view.presets.map(name => <option key={name} value={name}>{name}</option>)}
-    </select>
   )
 }
 

@@ -40,6 +40,8 @@ export interface StreamHandlers {
   connection(state: 'open' | 'retrying' | 'closed'): void
   /** The session's pending `ask_user_question` calls (sent on connect and on every change). */
   questions?(pending: { id: string; questions: any[] }): void
+  /** The session's pending approval requests with the wider grants each offers (sent on connect and on every change). */
+  approvals?(pending: { id: string; approvals: any[] }): void
   /** Live output of a running call (bash): the text since the last such event. */
   output?(chunk: { callId: string; text: string }): void
   /** The session's background jobs (sent on connect and whenever one starts, is stopped or ends). */
@@ -85,6 +87,7 @@ export class SessionStream {
     source.addEventListener('status', message => this.handlers.status(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('summary', message => this.handlers.summary(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('questions', message => this.handlers.questions?.(JSON.parse((message as MessageEvent).data)))
+    source.addEventListener('approvals', message => this.handlers.approvals?.(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('output', message => this.handlers.output?.(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('jobs', message => this.handlers.jobs?.(JSON.parse((message as MessageEvent).data)))
     source.addEventListener('ready', () => this.handlers.connection('open'))

@@ -1,0 +1,74 @@
+/**
+ * The terminal approval box (approval-box.tsx) and the status bar's permission part (status.ts),
+ * without a terminal: what the box shows, which keys answer what, and what the status says.
+ */
+import { createElement as h } from 'react'
+import { renderToString } from 'ink'
+import { describe, expect, it } from 'vitest'
+import { loopHarness } from '../../test-support/agent-harness.js'
+import { ApprovalPlugin } from '../approval/service.js'
+import { ApprovalBox, approvalChoices, approvalKey } from './approval-box.js'
+import { permissionLabel } from './status.js'
+import type { ApprovalPrompt } from './store.js'
+
+const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '')
+const draw = (approval: ApprovalPrompt, columns = 80) => plain(renderToString(h(ApprovalBox, { approval }), { columns }))
+const none = { return: false, escape: false, ctrl: false }
+
+const escalation: ApprovalPrompt = { id: 'a1', toolName: 'bash', reason: 'escalate sandbox to danger-full-access: needs the network', arguments: '{"command":"curl x"}', answer() {} }
+const host: ApprovalPrompt = { id: 'a2', toolName: 'network', reason: 'connect to registry.example.org:443 (not in sandbox.allowedHosts)', scopes: ['session', 'always'], answer() {} }
+
+describe('terminal approval box', () => {
+  it('without scopes shows exactly today\'s choices, and only y, Enter, n, Esc and Ctrl-C answer', () => {
+    const box = draw(escalation)
+    expect(box).toContain('Allow bash?')
+    expect(box).toContain('│ y allow once · n reject')
+    expect(box).not.toMatch(/this session|always/)
+    expect(approvalKey(escalation, 'y', none)).toBe('allowed-once')
+    expect(approvalKey(escalation, 'Y', none)).toBe('allowed-once')
+    expect(approvalKey(escalation, '', { ...none, return: true })).toBe('allowed-once')
+    expect(approvalKey(escalation, 'n', none)).toBe('rejected')
+    expect(approvalKey(escalation, '', { ...none, escape: true })).toBe('rejected')
+    expect(approvalKey(escalation, 'c', { ...none, ctrl: true })).toBe('rejected')
+    // The wider grants are not on offer: their keys do nothing (the seam would fail them closed).
+    expect(approvalKey(escalation, 's', none)).toBeUndefined()
+    expect(approvalKey(escalation, 'a', none)).toBeUndefined()
+    expect(approvalKey(escalation, 'x', none)).toBeUndefined()
+  })
+
+  it('with scopes offers s for this session and a always (add to settings), on one line at 80 columns', () => {
+    const box = draw(host)
+    expect(box).toContain('Allow network?')
+    expect(box).toContain('connect to registry.example.org:443 (not in sandbox.allowedHosts)')
+    const keys = box.split('\n').find(line => line.includes('allow once'))
+    expect(keys).toBe('│ y allow once · s for this session · a always (add to settings) · n reject    │')
+    expect(approvalKey(host, 's', none)).toBe('allowed-session')
+    expect(approvalKey(host, 'S', none)).toBe('allowed-session')
+    expect(approvalKey(host, 'a', none)).toBe('allowed-always')
+    expect(approvalKey(host, 'y', none)).toBe('allowed-once')
+    expect(approvalKey(host, 'n', none)).toBe('rejected')
+  })
+
+  it('offers only the scopes the request names, session before always', () => {
+    expect(approvalChoices(['always']).map(choice => choice.key)).toEqual(['y', 'a', 'n'])
+    expect(approvalChoices(['always', 'session']).map(choice => choice.key)).toEqual(['y', 's', 'a', 'n'])
+    expect(approvalKey({ scopes: ['session'] }, 'a', none)).toBeUndefined()
+    expect(draw({ ...host, scopes: ['session'] })).toContain('y allow once · s for this session · n reject')
+  })
+})
+
+describe('status bar permission part', () => {
+  it('shows the network mode after the preset when it is not full, and none under danger-full-access', async () => {
+    const h = await loopHarness({ setup: async (ctx) => { await ctx.plugin(ApprovalPlugin).await() } })
+    const { approval } = h.ctx
+    expect(permissionLabel(approval, h.session)).toBe('workspace-write')
+    approval.setNetwork(h.session, 'allowlist')
+    expect(permissionLabel(approval, h.session)).toBe('workspace-write · net allowlist')
+    approval.setNetwork(h.session, 'none')
+    approval.setPolicy(h.session, 'never')
+    expect(permissionLabel(approval, h.session)).toBe('workspace-write, never · net none')
+    approval.selectPreset(h.session, 'danger-full-access')
+    expect(permissionLabel(approval, h.session)).toBe('danger-full-access')
+    await h.dispose()
+  })
+})
