@@ -37,13 +37,14 @@ const usage = { prompt_tokens: 100, completion_tokens: 5 }
 async function task(command: string, args: readonly string[] = [], setup?: (home: string) => void) {
   const { home, cwd } = tempHome()
   setup?.(home)
+  const first = model.requests.length
   model.enqueue(
     streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command, description: 'net' }) } }, { finish: 'tool_calls', usage }]),
     streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
   )
   const result = await runDsh([...args, 'go'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'k', DSH_NETWORK: undefined } })
-  const system = JSON.stringify(model.requests[0]?.body?.messages ?? [])
-  const toolResult = (model.requests[1]?.body?.messages as { role: string; content: string }[] | undefined)?.find(m => m.role === 'tool')?.content ?? ''
+  const system = JSON.stringify(model.requests[first]?.body?.messages ?? [])
+  const toolResult = (model.requests[first + 1]?.body?.messages as { role: string; content: string }[] | undefined)?.find(m => m.role === 'tool')?.content ?? ''
   return { result, system, toolResult }
 }
 
