@@ -52,7 +52,7 @@ export async function openBrowserWorkspace(options: BrowserWorkspaceOptions): Pr
     web = await startDshWeb({
       cwd: work,
       args: ['--patch', join(home, 'test.patch.yml'), '--port', '0', '--token', `${options.name}-token-0123456789abcdef`],
-      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key', ...options.env },
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: fake.url, DEEPSEEK_API_KEY: 'test-key', DSH_NETWORK: 'full', ...options.env },
     })
     const { chromium: launcher } = await import('playwright-core')
     browser = await launcher.launch({ executablePath: chromium.path, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })

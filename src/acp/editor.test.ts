@@ -843,7 +843,7 @@ describe.skipIf(bwrapProblem !== undefined)('bash in the editor\'s terminal (cli
     // A user home of the test's own (not the real one), outside /tmp, with one secret to hide.
     const userHome = realpathSync(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : homedir(), 'dsh-acp-term-home-')))
     writeFileSync(join(userHome, '.netrc'), 'machine example.com password p\n')
-    const editor = openEditor({ home, cwd, terminals, env: { MY_SERVICE_TOKEN: 'secret-token', HOME: userHome } })
+    const editor = openEditor({ home, cwd, terminals, env: { MY_SERVICE_TOKEN: 'secret-token', HOME: userHome, DSH_NETWORK: 'full' } })
     try {
       await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { terminal: true } })
       const { sessionId } = await editor.agent.request('session/new', { cwd, mcpServers: [] })

@@ -59,7 +59,7 @@ describe.skipIf(!tmux)('terminal app: /network and wider approval grants (tmux)'
       toolCall('n2', 'fetch_host', { host: 'pypi.example.org' }),
       streamResponse([{ text: 'Both hosts answered.' }, { finish: 'stop', usage }]),
     )
-    const terminal = Terminal.shell({ cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color' } })
+    const terminal = Terminal.shell({ cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', DSH_NETWORK: 'full' } })
     terminals.push(terminal)
     await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
     terminal.type(`clear; ${DSH}`)

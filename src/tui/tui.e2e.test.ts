@@ -32,7 +32,7 @@ writeFileSync(patch, '- id: session-title\n  config:\n    llm: false\n')
 const DSH = `${process.execPath} ${dshBin} --patch ${patch}`
 
 function env(home: string, extra: Record<string, string> = {}): Record<string, string | undefined> {
-  return { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', ...extra }
+  return { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', DSH_NETWORK: 'full', ...extra }
 }
 
 /** A shell in a fresh terminal, in `cwd`, with the fake server configured. */

@@ -161,7 +161,9 @@ describe.skipIf(bwrapProblem !== undefined || !curl)('the network of confined co
   })
 
   it.skipIf(own === undefined || !asRoot || !setpriv)('the same argv holds for an ordinary user (setpriv to uid 65534): none has no route, allowlist goes through the bridge', async () => {
-    const { h } = await agent('allowlist', ['true'])
+    // A home of its own: the real one (/root) has secrets an ordinary user cannot even look at.
+    const home = mkdtempSync(join(tmpdir(), 'dsh-net-home-'))
+    const { h } = await agent('allowlist', ['true'], { sandbox: { home, dshHome: join(home, '.dsh') } })
     const runner = (await h.ctx.sandbox.runner()).runner!
     const none = h.ctx.sandbox.prefix!(runner, 'workspace-write', root, { mode: 'none' })
     const cut = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...none, 'bash', '-c', get(`http://127.0.0.1:${port}/`)], { encoding: 'utf8' })
