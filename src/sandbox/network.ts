@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { hostAllowed, parseAllowedHosts, type HostRule } from './hosts.js'
-import { FilteringProxy, type ProxyConnection } from './proxy.js'
+import type { FilteringProxy, ProxyConnection } from './proxy.js'
 
 /** The port of the bridge inside a sandbox (the conventional proxy port). */
 export const PROXY_PORT = 3128
@@ -77,6 +77,8 @@ export class NetworkGate {
     const dir = mkdtempSync(join(options.dir ?? tmpdir(), 'dsh-net-'))
     let gate: NetworkGate | undefined
     try {
+      // Loaded with the first gate: a run that never opens one pays nothing for node:http.
+      const { FilteringProxy } = await import('./proxy.js')
       const proxy = await FilteringProxy.start({
         socketPath: join(dir, 'proxy.sock'),
         allowed: (host, port) => gate!.allowed(host, port),
