@@ -61,3 +61,13 @@ export function askNetworkPatch(): string {
   writeFileSync(patch, JSON.stringify([{ insert: [{ id: 'ask-network', name: plugin }] }]))
   return patch
 }
+
+/**
+ * A patch turning model-written session titles off: titles then come from the first message,
+ * and a title request cannot take the next scripted answer. Returns the patch's path.
+ */
+export function noTitlePatch(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'dsh-tui-patch-')), 'no-title.yml')
+  writeFileSync(path, '- id: session-title\n  config:\n    llm: false\n')
+  return path
+}

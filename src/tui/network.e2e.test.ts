@@ -5,14 +5,13 @@
  * request that offers scopes (a stand-in for the network proxy, test-support/patches.ts) takes
  * `s` for this session and `a` always besides `y` and `n`. Every wait polls with a deadline.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse, type FakeResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
 import { hasTmux, Terminal } from '../../test-support/tmux.js'
-import { askNetworkPatch } from '../../test-support/patches.js'
+import { askNetworkPatch, noTitlePatch } from '../../test-support/patches.js'
 
 const tmux = hasTmux()
 if (!tmux) console.warn('skipping terminal network tests: tmux is missing (apt-get install -y tmux)')
@@ -26,8 +25,7 @@ afterEach(async () => {
 })
 
 const usage = { prompt_tokens: 1200, completion_tokens: 40 }
-const noTitle = join(mkdtempSync(join(tmpdir(), 'dsh-tui-patch-')), 'no-title.yml')
-writeFileSync(noTitle, '- id: session-title\n  config:\n    llm: false\n')
+const noTitle = noTitlePatch()
 const DSH = `${process.execPath} ${dshBin} --patch ${noTitle} --patch ${askNetworkPatch()}`
 
 function toolCall(id: string, name: string, args: unknown): FakeResponse {

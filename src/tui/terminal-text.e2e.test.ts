@@ -4,13 +4,11 @@
  * pane, do not fill the clipboard (tmux's `set-clipboard on` takes OSC 52 into a buffer), and a
  * bidirectional override shows as `<U+202E>`. Every wait polls the screen with a deadline.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
 import { hasTmux, Terminal } from '../../test-support/tmux.js'
+import { noTitlePatch } from '../../test-support/patches.js'
 
 const tmux = hasTmux()
 if (!tmux) console.warn('skipping terminal-text app tests: tmux is missing (apt-get install -y tmux)')
@@ -24,8 +22,7 @@ afterEach(async () => {
 })
 
 const usage = { prompt_tokens: 1200, completion_tokens: 40 }
-const patch = join(mkdtempSync(join(tmpdir(), 'dsh-tui-patch-')), 'no-title.yml')
-writeFileSync(patch, '- id: session-title\n  config:\n    llm: false\n')
+const patch = noTitlePatch()
 const DSH = `${process.execPath} ${dshBin} --patch ${patch}`
 
 /** A shell in a fresh terminal whose OSC 52 would fill a tmux buffer, and whose title is known. */

@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { errorResponse, FakeDeepSeek, streamResponse, type FakeResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, runDsh, tempHome } from '../../test-support/run-dsh.js'
 import { hasTmux, Terminal } from '../../test-support/tmux.js'
+import { noTitlePatch } from '../../test-support/patches.js'
 import { gate, heldCommand } from '../../test-support/gate.js'
 import { testServerEntry } from '../../test-support/mcp.js'
 import { processAlive } from '../../test-support/processes.js'
@@ -26,9 +27,7 @@ afterEach(async () => {
 })
 
 const usage = { prompt_tokens: 1200, completion_tokens: 40 }
-// Titles come from the first message here: a model title request would take the next scripted answer.
-const patch = join(mkdtempSync(join(tmpdir(), 'dsh-tui-patch-')), 'no-title.yml')
-writeFileSync(patch, '- id: session-title\n  config:\n    llm: false\n')
+const patch = noTitlePatch()
 const DSH = `${process.execPath} ${dshBin} --patch ${patch}`
 
 function env(home: string, extra: Record<string, string> = {}): Record<string, string | undefined> {
