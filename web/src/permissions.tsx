@@ -56,18 +56,30 @@ interface PermissionView {
  */
 export function PermissionPickers(props: { id: string; status: string; knobs: number; onError(error: unknown): void }) {
   const [view, setView] = useState<PermissionView | undefined>()
-  const latest = useRef(0)
+  // Every read and change takes a ticket when it is sent; an answer is shown only when no answer
+  // to a later-sent one has been shown: a read sent before a change cannot put the old preset
+  // back, and a change's answer still shows when a read the change's own events started is slow.
+  const sent = useRef(0)
+  const shown = useRef(0)
+  const session = useRef(props.id)
+  session.current = props.id
+  const show = (ticket: number, id: string, next: PermissionView | undefined) => {
+    if (ticket <= shown.current || id !== session.current) return
+    shown.current = ticket
+    setView(next)
+  }
   useEffect(() => setView(undefined), [props.id])
   useEffect(() => {
-    const ticket = ++latest.current
-    call('permission.get', { id: props.id }).then(result => { if (ticket === latest.current) setView(result ?? undefined) }, () => { if (ticket === latest.current) setView(undefined) })
+    const ticket = ++sent.current
+    const id = props.id
+    call('permission.get', { id }).then(result => show(ticket, id, result ?? undefined), () => show(ticket, id, undefined))
   }, [props.id, props.status, props.knobs])
   if (view === undefined) return null
   const change = async (method: 'permission.set' | 'permission.setNetwork', params: Record<string, string>) => {
-    const ticket = ++latest.current
+    const ticket = ++sent.current
+    const id = props.id
     try {
-      const next = await call(method, { id: props.id, ...params })
-      if (ticket === latest.current) setView(next)
+      show(ticket, id, await call(method, { id, ...params }))
     } catch (error) { props.onError(error) }
   }
   const unconfined = view.mode === 'danger-full-access'
