@@ -13,6 +13,7 @@ import { homePaths, readSettings, writeSettings, type Settings } from '../config
 import { firstUseOfKeyWith } from '../config/key-endpoints.js'
 import { DEFAULT_ALLOWED_HOSTS } from '../sandbox/hosts.js'
 import { isNetworkMode, NETWORK_MODES, type NetworkMode } from '../sandbox/modes.js'
+import { UsageError } from './usage-error.js'
 
 type Loader = () => Promise<unknown>
 
@@ -94,7 +95,11 @@ function networkDefault(host: Host): NetworkMode {
     : host.env.value('DSH_NETWORK') ? ['DSH_NETWORK', host.env.value('DSH_NETWORK')]
     : host.settings.sandbox?.network !== undefined ? ['sandbox.network in settings.yaml', host.settings.sandbox.network] : undefined
   if (chosen === undefined) return 'allowlist'
-  if (!isNetworkMode(chosen[1])) throw new Error(`${chosen[0]} must be ${NETWORK_MODES.join(', ')}, not ${JSON.stringify(chosen[1])}`)
+  if (!isNetworkMode(chosen[1])) {
+    const message = `${chosen[0]} must be ${NETWORK_MODES.join(', ')}, not ${JSON.stringify(chosen[1])}`
+    // On the command line it is a usage mistake (exit 2); elsewhere, configuration (exit 1).
+    throw chosen[0] === NETWORK_FLAG ? new UsageError(message) : new Error(message)
+  }
   return chosen[1]
 }
 

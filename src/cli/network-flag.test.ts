@@ -69,11 +69,14 @@ describe.skipIf(bwrapProblem !== undefined || !curl)('--network in whole process
     expect(none.toolResult).not.toContain('host service answered')
   })
 
-  it('a bad value names its source and the modes', async () => {
+  it('a bad value names its source and the modes; on the command line it is a usage mistake (exit 2), in the environment a configuration one (exit 1)', async () => {
     const { home, cwd } = tempHome()
     const bad = await runDsh(['--network', 'open', 'go'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'k' } })
-    expect(bad.code).not.toBe(0)
+    expect(bad.code).toBe(2)
     expect(bad.stderr).toContain('--network must be full, allowlist, none, not "open"')
+    const env = await runDsh(['go'], { cwd, env: { DSH_HOME: home, DSH_NETWORK: 'open', DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'k' } })
+    expect(env.code).toBe(1)
+    expect(env.stderr).toContain('DSH_NETWORK must be full, allowlist, none, not "open"')
     writeFileSync(join(home, 'settings.yaml'), 'sandbox:\n  allowedHosts: ["https://x.org"]\n')
     const list = await runDsh(['go'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'k' } })
     expect(list.code).not.toBe(0)

@@ -14,15 +14,16 @@ import type { Host } from '../host/index.js'
 import type { LauncherOptions } from './main.js'
 import type { LoadedRow } from './loader.js'
 import { isTrusted, readTrustedProjects } from '../trust/index.js'
+import { UsageError } from './usage-error.js'
 
 const EXIT_SIGHUP = 129
 const EXIT_SIGINT = 130
 const EXIT_SIGTERM = 143
 const TERM_DRAIN_MS = 5_000
 
-function fail(message: string): number {
+function fail(message: string, code = 1): number {
   process.stderr.write(`dsh: ${message}\n`)
-  return 1
+  return code
 }
 
 export async function runProfile(options: LauncherOptions): Promise<number> {
@@ -132,6 +133,7 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     code = await app.run()
   } catch (error) {
     if (error instanceof ConfigError) return fail(error.message)
+    if (error instanceof UsageError) return fail(error.message, 2)
     return fail(error instanceof Error ? error.message : String(error))
   } finally {
     await disposeForExit(root, loaded)
