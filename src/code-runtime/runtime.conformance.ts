@@ -125,7 +125,7 @@ export function describeCodeRuntime(name: string, make: () => CodeRuntime): void
         return { seen, escapes }`)
       const ended = await result
       expect(ended).toMatchObject({ ok: true })
-      const value = (ended as { value: { seen: string[]; escapes: string[] } }).value
+      const value = (ended as unknown as { value: { seen: string[]; escapes: string[] } }).value
       expect(value.seen.slice(0, 6)).toEqual(['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'])
       expect(value.escapes).toEqual(['EvalError', 'EvalError', 'EvalError', 'EvalError', 'EvalError'])
     })
