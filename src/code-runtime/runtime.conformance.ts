@@ -165,8 +165,9 @@ export function describeCodeRuntime(name: string, make: () => CodeRuntime): void
     })
 
     it('the wall-clock ceiling ends a waiting run, aborts its call and waits for it to settle', async () => {
-      const { host, result } = run('await tools.hold({})', { limits: { maxWallMs: 300 } })
-      expect(await result).toMatchObject({ ok: false, kind: 'timeout', message: 'wall-clock ceiling reached (300ms)' })
+      // Long enough for a provider's thread to start and make the call under load.
+      const { host, result } = run('await tools.hold({})', { limits: { maxWallMs: 3000 } })
+      expect(await result).toMatchObject({ ok: false, kind: 'timeout', message: 'wall-clock ceiling reached (3000ms)' })
       expect(host.held).toHaveLength(1)
       expect(host.held[0]!.signal.aborted).toBe(true)
     })
