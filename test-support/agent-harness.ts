@@ -6,6 +6,7 @@ import { Context } from 'cordis'
 import { AgentsServicePlugin, LoopInvariantPlugin, ReactLoopPlugin } from '../src/agent/index.js'
 import type { Agent, AgentLoopConfig } from '../src/agent/api.js'
 import { LlmServicePlugin } from '../src/llm/index.js'
+import type { ModelInfo } from '../src/llm/types.js'
 import { SessionsServicePlugin } from '../src/session/index.js'
 import type { Session } from '../src/session/api.js'
 import type { SessionEvent } from '../src/session/types.js'
@@ -22,6 +23,8 @@ export interface LoopHarnessOptions {
   readonly setup?: (ctx: Context) => void | Promise<void>
   /** The A-11 invariant is on unless a benchmark turns it off to measure it. */
   readonly invariant?: boolean
+  /** The scripted model's catalogue entries (default: one model without reasoning efforts). */
+  readonly models?: readonly ModelInfo[]
 }
 
 export interface LoopHarness {
@@ -52,7 +55,7 @@ export async function loopHarness(options: LoopHarnessOptions = {}): Promise<Loo
   await startCore(ctx)
   if (options.invariant !== false) await ctx.plugin(LoopInvariantPlugin).await()
   const model = new ScriptedModel(options.responses ?? [])
-  model.register(ctx)
+  model.register(ctx, options.models)
   for (const tool of options.tools ?? []) ctx.tools.register(tool)
   await options.setup?.(ctx)
   const agent = ctx.agents.create({ cwd: options.cwd ?? process.cwd(), ...(options.loop !== undefined ? { loop: options.loop } : {}) })

@@ -1,9 +1,12 @@
 /**
- * The loop invariant (A-11) as a plugin: before every model request the loop marks
- * (`meta.agentLoop`), the messages sent must be frozen and equal `deriveMessages()` of the log,
- * and system/tools/model/maxTokens/temperature/stop must equal the folded `request/header`. A mismatch is a loop
- * bug: the request is vetoed with a loud error instead of letting the model see a history the
- * log cannot reproduce.
+ * The loop invariant (A-11) as a plugin: every model request the loop marks (`meta.agentLoop`)
+ * is checked as it leaves for the adapter (`llm/send`, after every `llm/stream` listener had its
+ * turn), not where the loop built it: its messages must be frozen and equal `deriveMessages()` of
+ * the log, its system prompt and tools must equal the folded `request/header`, and so must every
+ * request setting the header's config records (provider, model, maxTokens, temperature, stop,
+ * thinking, reasoningEffort). A mismatch is a loop bug (or a plugin rewriting what the log says
+ * was sent): the request is vetoed with a loud error instead of letting the model see a history
+ * or settings the log cannot reproduce.
  *
  * Cost per request is O(messages) pointer comparisons: elements identical to the derived ones
  * are only checked for being frozen; JSON comparison runs only for elements that differ, and the
@@ -26,6 +29,17 @@ export class LoopInvariantError extends Error {
   }
 }
 
+type HeaderConfig = EpochHeader['config']
+/** The request settings the header records besides the route; the map makes a new one a compile error until it is listed. */
+const SETTINGS: { readonly [K in Exclude<keyof HeaderConfig, 'provider' | 'model'>]: true } = {
+  maxTokens: true, temperature: true, stop: true, thinking: true, reasoningEffort: true,
+}
+const CONFIG_SETTINGS = Object.keys(SETTINGS) as (keyof typeof SETTINGS)[]
+/** Every request option is either checked above or carries no content the model sees. */
+type Unchecked = Exclude<keyof LlmCallOptions, keyof HeaderConfig | 'system' | 'messages' | 'tools' | 'signal' | 'meta' | 'attachments'>
+const allChecked: [Unchecked] extends [never] ? true : Unchecked = true
+void allChecked
+
 interface Fold { scanned: number; header: EpochHeader | undefined; verifiedTools: unknown; verifiedFor: EpochHeader | undefined }
 
 export const LoopInvariantPlugin = {
@@ -33,7 +47,7 @@ export const LoopInvariantPlugin = {
   apply(ctx: Context) {
     const folds = new WeakMap<Session, Fold>()
     const lookup = serviceLookup(ctx, 'sessions')
-    ctx.on('llm/stream', (options, next) => {
+    ctx.on('llm/send', (options) => {
       const meta = options.meta
       if (meta?.agentLoop === true) {
         const sessions = lookup()
@@ -45,7 +59,6 @@ export const LoopInvariantPlugin = {
         if (fold === undefined) folds.set(session, fold = { scanned: 0, header: undefined, verifiedTools: undefined, verifiedFor: undefined })
         check(session, options, fold)
       }
-      return next()
     }, { prepend: true, global: true })
   },
 }
@@ -74,9 +87,10 @@ function check(session: Session, options: LlmCallOptions, fold: Fold): void {
   if (options.provider !== config.provider || options.model !== config.model) {
     fail(`route ${options.provider}/${options.model} differs from the header's ${config.provider}/${config.model}`)
   }
-  if (options.maxTokens !== config.maxTokens) fail(`maxTokens ${String(options.maxTokens)} differs from the header's ${String(config.maxTokens)}`)
-  if (options.temperature !== config.temperature) fail(`temperature ${String(options.temperature)} differs from the header's ${String(config.temperature)}`)
-  if (!sameStops(options.stop, config.stop)) fail(`stop ${JSON.stringify(options.stop ?? [])} differs from the header's ${JSON.stringify(config.stop ?? [])}`)
+  for (const key of CONFIG_SETTINGS) {
+    const same = key === 'stop' ? sameStops(options.stop, config.stop) : options[key] === config[key]
+    if (!same) fail(`${key} ${JSON.stringify(options[key]) ?? 'unset'} differs from the header's ${JSON.stringify(config[key]) ?? 'unset'}`)
+  }
   if ((options.system ?? '') !== header.system) fail('the system prompt differs from the folded request/header')
   // Tools are compared once per (tool list, header) pair: the loop reuses one array per assembly.
   if (fold.verifiedTools !== options.tools || fold.verifiedFor !== header) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { loopHarness } from '../../test-support/agent-harness.js'
-import { errorFinish, hang, text, toolCalls } from '../../test-support/scripted-model.js'
+import { SCRIPTED_MODEL_INFO, errorFinish, hang, text, toolCalls } from '../../test-support/scripted-model.js'
 import type { StreamChunk } from '../llm/types.js'
 import { SystemPromptPlugin } from '../prompt/index.js'
 import type { Tool } from '../tools/api.js'
@@ -729,6 +729,47 @@ describe('agent invariant (A-11)', () => {
     for await (const chunk of request) chunks.push(chunk.type)
     expect(chunks).toContain('finish')
   })
+
+  /** The scripted model with thinking and two reasoning efforts, so the loop's request carries both. */
+  const reasoning = { loop: { thinking: true, reasoningEffort: 'high' as const }, models: [{ ...SCRIPTED_MODEL_INFO, reasoningEfforts: ['low', 'high'] as const }] }
+
+  it('A-11: a request whose thinking or reasoningEffort differs from the folded header is vetoed', async () => {
+    const h = await loopHarness({ responses: [text('1'), text('2')], ...reasoning })
+    h.agent.followup('t1')
+    await h.agent.whenIdle()
+    const header = h.of('request/header')[0]!.data.header
+    expect(header.config).toMatchObject({ thinking: true, reasoningEffort: 'high' })
+    const drain = async (stream: AsyncIterable<unknown>) => { for await (const _ of stream) { /* drain */ } }
+    const ask = (extra: { thinking?: boolean; reasoningEffort?: 'low' | 'high' }) => h.ctx.llm.stream({
+      provider: 'scripted', model: 'scripted-1', system: header.system, tools: [], maxTokens: header.config.maxTokens,
+      messages: h.session.deriveMessages(), meta: { sessionId: h.session.id, agentLoop: true }, thinking: true, reasoningEffort: 'high', ...extra,
+    })
+    await expect(drain(ask({ thinking: false }))).rejects.toThrow(/thinking/)
+    await expect(drain(ask({ reasoningEffort: 'low' }))).rejects.toThrow(/reasoningEffort/)
+    // The same request with the header's values passes.
+    await drain(ask({}))
+    expect(h.model.requests).toHaveLength(2)
+  })
+
+  for (const [field, change] of [
+    ['thinking', (o: Record<string, unknown>) => { o.thinking = false }],
+    ['reasoningEffort', (o: Record<string, unknown>) => { o.reasoningEffort = 'low' }],
+    ['maxTokens', (o: Record<string, unknown>) => { o.maxTokens = 7 }],
+    ['messages', (o: Record<string, unknown>) => { (o.messages as unknown[]).pop() }],
+  ] as const) {
+    it(`A-11: a plugin that changes ${field} after the loop built the request is caught as the request leaves for the adapter`, async () => {
+      const h = await loopHarness({ responses: [text('1')], ...reasoning })
+      // Registered without prepend: it runs inside every prepended listener, after their checks.
+      h.ctx.on('llm/stream', (options, next) => {
+        change(options as unknown as Record<string, unknown>)
+        return next()
+      })
+      h.agent.followup('t1')
+      await expect(h.agent.whenIdle()).rejects.toThrow(LoopInvariantError)
+      // Vetoed before the adapter saw it.
+      expect(h.model.requests).toHaveLength(0)
+    })
+  }
 
   it('A-11: a loop whose request breaks the invariant stops and whenIdle rejects', async () => {
     const h = await loopHarness({ responses: [text('1')] })

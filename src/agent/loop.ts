@@ -5,11 +5,10 @@
  * Every durable fact is appended to the session log before the live state changes.
  */
 import type { Context } from 'cordis'
-import { BlockAssembler } from '../llm/assembler.js'
 import { toFailure } from '../llm/errors.js'
 import type { LlmService } from '../llm/api.js'
 import type {
-  FinishReason, LlmCallOptions, LlmFailure, StreamChunk, ToolCallBlock, UserMessage,
+  FinishReason, LlmCallOptions, LlmFailure, ToolCallBlock, UserMessage,
 } from '../llm/types.js'
 import type { PromptAssembly, SystemPromptService } from '../prompt/api.js'
 import type { Session } from '../session/api.js'
@@ -19,8 +18,6 @@ import type {
 } from '../session/types.js'
 import { scopeTarget } from '../scope/index.js'
 import { emitContainedVia, eventsOf, serviceLookup, type EventDispatch } from '../kernel/index.js'
-import { SessionRuleError } from '../session/types.js'
-import { LoopInvariantError } from './invariant.js'
 import type { ToolsService } from '../tools/api.js'
 import type {
   Agent, AgentLoop, AgentStatus, CancelOptions, PreStepDecision, PreStepPayload, TurnStoppingPayload,
@@ -30,6 +27,7 @@ import type { RequestErrorDecision } from './events.js'
 import { Inbox } from './inbox.js'
 import { RuntimeContextTracker } from './runtime-context.js'
 import { runStepTools } from './step-tools.js'
+import { isFatal, streamAttempt } from './model-stream.js'
 import { toUserMessage } from './messages.js'
 import { frozenJson } from './frozen-json.js'
 
@@ -47,13 +45,6 @@ type StepEnd =
   | { readonly kind: 'max-tokens' }
   | { readonly kind: 'aborted' }
   | { readonly kind: 'error'; readonly error: LlmFailure }
-
-interface Streamed {
-  readonly assembler: BlockAssembler
-  readonly chunkSeqs: number[]
-  /** Consumption stopped because the activity was cancelled. */
-  readonly cancelled: boolean
-}
 
 interface PreStep {
   readonly claimed: readonly UserMessage[]
@@ -305,7 +296,7 @@ export class ReactLoop implements AgentLoop {
         if (end === 'retry') continue
         return end
       }
-      const streamed = await this.stream(turn, step, options, signal)
+      const streamed = await streamAttempt(this.llm(), this.session, turn, step, options, signal)
       if ('failure' in streamed) {
         if (signal.aborted) return { kind: 'aborted' }
         const end = await this.requestError(turn, step, streamed.failure, signal)
@@ -437,58 +428,6 @@ export class ReactLoop implements AgentLoop {
     this.headerSent = true
   }
 
-  /**
-   * Streams one attempt, appending every chunk. Cancellation stops consumption at once (an
-   * adapter that ignores the signal cannot hold the loop) and the aborted tail is not logged.
-   */
-  private async stream(turn: number, step: number, options: LlmCallOptions, signal: AbortSignal): Promise<Streamed | { readonly failure: LlmFailure }> {
-    const assembler = new BlockAssembler()
-    const chunkSeqs: number[] = []
-    let cancelled = false
-    let iterator: AsyncIterator<StreamChunk>
-    try {
-      iterator = this.llm().stream(options)[Symbol.asyncIterator]()
-    } catch (error) {
-      return { failure: listenerFailure(error) }
-    }
-    let onAbort: (() => void) | undefined
-    const aborted = new Promise<'aborted'>(resolve => {
-      onAbort = () => resolve('aborted')
-      if (signal.aborted) resolve('aborted')
-      else signal.addEventListener('abort', onAbort, { once: true })
-    })
-    try {
-      while (true) {
-        let next: IteratorResult<StreamChunk> | 'aborted'
-        try {
-          next = await Promise.race([iterator.next(), aborted])
-        } catch (error) {
-          // An `llm/stream` listener threw (adapter throws are finish chunks already, L-4).
-          return { failure: listenerFailure(error) }
-        }
-        if (next === 'aborted' || signal.aborted) {
-          cancelled = true
-          // Close the stream without waiting for a misbehaving adapter.
-          void Promise.resolve().then(() => iterator.return?.()).catch(() => undefined)
-          break
-        }
-        if (next.done === true) break
-        const chunk: StreamChunk = next.value
-        chunkSeqs.push(this.session.append('assistant/chunk', { turn, step, chunk }).seq)
-        assembler.push(chunk)
-        if (chunk.type === 'finish') {
-          // Closed, not abandoned: the adapter's `finally` runs now (a transport returns its
-          // connection for the next request), without the loop waiting for it.
-          void Promise.resolve().then(() => iterator.return?.()).catch(() => undefined)
-          break
-        }
-      }
-    } finally {
-      if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)
-    }
-    return { assembler, chunkSeqs, cancelled }
-  }
-
   // ---- cancellation, maintenance, lifecycle (A-9) ----
 
   cancel(options: CancelOptions = {}): void {
@@ -564,14 +503,6 @@ export class ReactLoop implements AgentLoop {
   }
 }
 
-/**
- * A loop bug (A-11 violation, a rejected append) stops the loop loudly; anything else thrown by an
- * extension point ends the turn with an error naming the hook, so one bad plugin cannot wedge it.
- */
-function isFatal(error: unknown): boolean {
-  return error instanceof LoopInvariantError || error instanceof SessionRuleError
-}
-
 /** A hook that threw; a class so no value a listener returns can be mistaken for it. */
 class HookFailed {
   constructor(readonly failure: LlmFailure) {}
@@ -604,9 +535,4 @@ export function describeError(error: unknown): string {
   let text: string | undefined
   try { text = JSON.stringify(error) } catch { /* cyclic: fall back to String() */ }
   return `a ${typeof error} was thrown: ${text ?? String(error)}`
-}
-
-function listenerFailure(error: unknown): LlmFailure {
-  if (isFatal(error)) throw error
-  return toFailure(error, 'LLM_STREAM_FAILED')
 }

@@ -9,7 +9,6 @@
  */
 import type { Session } from '../session/api.js'
 import type { ToolExecution, ToolResultRecord, ToolsService } from '../tools/api.js'
-import { abortedBeforeDispatchRecord, cancellationResult, thrownRecord } from '../tools/errors.js'
 
 export { TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH } from '../tools/errors.js'
 
@@ -68,18 +67,12 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
   const start = async (execution: ToolExecution, settled: () => void): Promise<Slot> => {
     const callSeq = await options.startCall(execution)
     const slot: Slot = { execution, callSeq }
-    const prepared = await tools.prepare(execution, { ...options.context, signal })
-    if (prepared.kind === 'settled') {
-      slot.record = prepared.record
-    } else if (signal.aborted) {
-      // T-6: cancelled between authorization and dispatch: the body never starts.
-      slot.record = abortedBeforeDispatchRecord()
+    // The pipeline's first half (ctx.tools builds it; `execute` runs the same steps for one call).
+    const started = await tools.start(execution, { ...options.context, signal })
+    if (started.kind === 'settled') {
+      slot.record = started.record
     } else {
-      inFlight.set(slot, prepared.run().then(
-        // T-6: the body has quiesced; only now may a cancellation replace its outcome.
-        (record) => { slot.record = signal.aborted ? cancellationResult(record) : record; settled(); return slot },
-        (error: unknown) => { slot.record = thrownRecord(error); settled(); return slot },
-      ))
+      inFlight.set(slot, started.outcome.then((record) => { slot.record = record; settled(); return slot }))
     }
     return slot
   }

@@ -45,5 +45,12 @@ declare module 'cordis' {
      * Listeners may observe, replace or veto (throw) a call; a throw here propagates.
      */
     'llm/stream'(options: LlmCallOptions, next: () => AsyncIterable<StreamChunk>): AsyncIterable<StreamChunk>
+    /**
+     * @mode emit (not contained). The request as it leaves for the adapter: dispatched in the
+     * innermost step of `stream()`, after any request hold and after every `llm/stream` listener
+     * had its turn, with the very options object the adapter is called with. Listeners check it;
+     * a throw vetoes the attempt (the adapter is not called) and reaches the stream's consumer.
+     */
+    'llm/send'(options: LlmCallOptions): void
   }
 }

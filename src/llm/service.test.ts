@@ -1,6 +1,7 @@
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
 import { LlmError } from './errors.js'
+import { holdRequest } from './request-hold.js'
 import { LlmServicePlugin } from './service.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from './types.js'
 
@@ -16,6 +17,11 @@ async function collect(iterable: AsyncIterable<StreamChunk>): Promise<StreamChun
   const out: StreamChunk[] = []
   for await (const chunk of iterable) out.push(chunk)
   return out
+}
+
+/** Waits until `check` holds, one macrotask at a time (no wall-clock wait). */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise<void>((resolve) => setImmediate(resolve))
 }
 
 function adapter(provider: string, stream: (options: LlmCallOptions) => AsyncIterable<StreamChunk>): LlmAdapter {
@@ -129,6 +135,36 @@ describe('LlmServicePlugin (ctx.llm)', () => {
       for await (const chunk of next()) { yield chunk; throw new Error('listener broke mid-stream') }
     })())
     await expect(collect(ctx.llm.stream(call))).rejects.toThrow('listener broke mid-stream')
+  })
+
+  it('K-4: llm/send is emitted once per attempt, after the hold and every llm/stream listener, with the options the adapter gets; a throw vetoes it', async () => {
+    const ctx = await setup()
+    const order: string[] = []
+    const received: LlmCallOptions[] = []
+    ctx.llm.register({ adapter: adapter('fake', async function* (options) {
+      order.push('adapter')
+      received.push(options)
+      yield { type: 'finish', reason: { kind: 'stop' } }
+    }), models: [model] })
+    const sent: LlmCallOptions[] = []
+    ctx.on('llm/send', (options) => { order.push('send'); sent.push(options) })
+    ctx.on('llm/stream', (options, next) => { order.push('stream'); (options as { maxTokens?: number }).maxTokens = 9; return next() })
+    let release!: () => void
+    const options: LlmCallOptions = { ...call }
+    holdRequest(options, new Promise<void>((resolve) => { release = resolve }))
+    const iterator = ctx.llm.stream(options)[Symbol.asyncIterator]()
+    const first = iterator.next()
+    await until(() => order.includes('stream'))
+    expect(order).toEqual(['stream'])
+    release()
+    expect((await first).value).toEqual({ type: 'finish', reason: { kind: 'stop' } })
+    expect(order).toEqual(['stream', 'send', 'adapter'])
+    expect(sent[0]).toBe(received[0])
+    expect(sent[0]!.maxTokens).toBe(9)
+    const off = ctx.on('llm/send', () => { throw new Error('not this request') })
+    await expect(collect(ctx.llm.stream(call))).rejects.toThrow('not this request')
+    expect(received).toHaveLength(1)
+    off()
   })
 
   it('an unknown provider is a clear error finish', async () => {

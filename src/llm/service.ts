@@ -115,26 +115,40 @@ export class LlmServicePlugin extends Service implements LlmService {
       yield errorFinish(failure('UNKNOWN_PROVIDER', `llm: no adapter registered for provider "${options.provider}"; registered: ${known}`))
       return
     }
+    const hold = adapter.awaitsRequestHold === true ? undefined : requestHold(options)
+    if (hold !== undefined) {
+      try {
+        await hold
+      } catch (error) {
+        yield* this.failed(error, options)
+        return
+      }
+    }
+    // What is sent is checked here, not where the caller built it: a veto throws to the consumer.
+    this.events.emit('llm/send', options)
     try {
-      const hold = adapter.awaitsRequestHold === true ? undefined : requestHold(options)
-      if (hold !== undefined) await hold
       for await (const chunk of adapter.stream(options)) {
         yield chunk
         // Anything an adapter emits after its finish is ignored; leaving the loop closes it.
         if (chunk.type === 'finish') return
       }
     } catch (error) {
-      const failed = toFailure(error, 'ADAPTER_ERROR')
-      if (options.signal?.aborted === true || failed.code === 'ABORTED') {
-        yield { type: 'finish', reason: { kind: 'aborted', failure: failed.code === 'ABORTED' ? failed : failure('ABORTED', failed.message) } }
-      } else {
-        yield errorFinish(failed)
-      }
+      yield* this.failed(error, options)
       return
     }
     yield options.signal?.aborted === true
       ? { type: 'finish', reason: { kind: 'aborted', failure: failure('ABORTED', 'llm: the request was cancelled') } }
       : { type: 'finish', reason: { kind: 'stop' } }
+  }
+
+  /** L-4: an adapter throw (or a rejected hold) as the terminal finish chunk. */
+  private *failed(error: unknown, options: LlmCallOptions): Generator<StreamChunk> {
+    const failed = toFailure(error, 'ADAPTER_ERROR')
+    if (options.signal?.aborted === true || failed.code === 'ABORTED') {
+      yield { type: 'finish', reason: { kind: 'aborted', failure: failed.code === 'ABORTED' ? failed : failure('ABORTED', failed.message) } }
+    } else {
+      yield errorFinish(failed)
+    }
   }
 }
 

@@ -73,14 +73,17 @@ export interface ToolResultRecord {
 }
 
 /**
- * A call after argument validation and `tools/pre-execute`, before its body (T-3 splits these so
- * policy runs per call in model order while bodies overlap). `settled`: no body will run
- * (unknown tool, invalid arguments, denied); `ready`: `run()` invokes `tools/execute` around the
- * body with the tool's timeout and resolves to the record before `tools/post-execute`.
+ * A call through the first half of the pipeline (T-3 splits it so policy runs per call in model
+ * order while bodies overlap): argument validation, `tools/pre-execute` and approval, then, if
+ * they let it run and the caller is not cancelled, its body started. `settled`: no body runs
+ * (unknown tool, invalid arguments, denied, cancelled before dispatch); `running`: `outcome` is
+ * the body's record through `tools/execute` and the tool's timeout, with cancellation applied
+ * (T-6: a successful outcome of a body that quiesced after the caller's abort is `ABORTED`),
+ * before `tools/post-execute`. `outcome` never rejects.
  */
-export type PreparedToolCall =
+export type StartedToolCall =
   | { readonly kind: 'settled'; readonly record: ToolResultRecord }
-  | { readonly kind: 'ready'; run(): Promise<ToolResultRecord> }
+  | { readonly kind: 'running'; readonly outcome: Promise<ToolResultRecord> }
 
 export interface ToolsService {
   /** Registers a tool globally or for one scope; the disposer removes it (an effect). */
@@ -92,14 +95,14 @@ export interface ToolsService {
   /** T-2 fail-closed classification. */
   executionMode(execution: ToolExecution): ToolExecutionMode
   /**
-   * Runs one call through argument validation, `tools/pre-execute` (and approval),
-   * `tools/execute` (with the tool's timeout) and `tools/post-execute`. Never throws for tool
+   * Runs one call through the whole pipeline on its own: `start`, the body's outcome, `finish`,
+   * the same steps the scheduler (src/agent/tool-calls.ts) takes per call. Never throws for tool
    * failures: they become error records.
    */
   execute(execution: ToolExecution, context: Omit<ToolContext, 'callId' | 'scope'>): Promise<ToolResultRecord>
-  /** The first half of `execute`: parse, validate, `tools/pre-execute` and approval. Never throws. */
-  prepare(execution: ToolExecution, context: Omit<ToolContext, 'callId' | 'scope'>): Promise<PreparedToolCall>
-  /** The last half of `execute`: `tools/post-execute`. Never throws. */
+  /** The first half of the pipeline: parse, validate, `tools/pre-execute`, approval, then the body started. Never throws. */
+  start(execution: ToolExecution, context: Omit<ToolContext, 'callId' | 'scope'>): Promise<StartedToolCall>
+  /** The last half of the pipeline: `tools/post-execute`. Never throws. */
   finish(execution: ToolExecution, record: ToolResultRecord): Promise<ToolResultRecord>
   /** Announces a committed result through `tools/result` (contained emit). */
   committed(execution: ToolExecution, record: ToolResultRecord): void

@@ -6,8 +6,9 @@ import type { ApprovalOutcome, ApprovalRequest, ApprovalService } from '../appro
 import type { Session } from '../session/api.js'
 import type { PreExecuteDecision, Tool, ToolContext, ToolExecution, ToolResultRecord } from './api.js'
 import { defineTool } from './define.js'
-import { ToolError, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH } from './errors.js'
+import { abortedBeforeDispatchRecord, ToolError, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH } from './errors.js'
 import { ToolsPlugin } from './registry.js'
+import { runToolCalls } from '../agent/tool-calls.js'
 
 async function setup(): Promise<Context> {
   const ctx = new Context()
@@ -23,8 +24,26 @@ function text(record: ToolResultRecord): string {
   return record.content.map((block) => (block.type === 'text' ? block.text : `[image]`)).join('')
 }
 
-const run = (ctx: Context, execution: ToolExecution, signal = new AbortController().signal) =>
-  ctx.tools.execute(execution, { cwd: '/work', signal })
+/**
+ * One call the way the agent loop makes it: through the scheduler, which takes the pipeline's
+ * halves from ctx.tools (`start`, then `finish` at the ordered commit), with the loop's callbacks
+ * reduced to capturing what would be committed.
+ */
+async function run(ctx: Context, execution: ToolExecution, signal = new AbortController().signal, session?: Session): Promise<ToolResultRecord> {
+  let committed: ToolResultRecord | undefined
+  await runToolCalls({
+    calls: [execution],
+    tools: ctx.tools,
+    signal,
+    context: { cwd: '/work', ...(session !== undefined ? { session } : {}) },
+    startCall: async () => 0,
+    commitResult: (_execution, record) => { committed = record },
+    // As the loop does (src/agent/step-tools.ts) for a call the scheduler never started.
+    abortedBeforeDispatch: async () => { committed = abortedBeforeDispatchRecord() },
+  })
+  if (committed === undefined) throw new Error('the scheduler closed the call without a result')
+  return committed
+}
 
 function echoTool(name = 'echo', extra: Partial<Tool> = {}): Tool {
   return {
@@ -314,7 +333,7 @@ describe('T-5 pipeline events', () => {
     ctx.tools.register(echoTool())
     ctx.on('tools/pre-execute', async () => ({ kind: 'ask', reason: 'why' }))
     const session = { id: 's' } as unknown as Session
-    const go = (id: string) => ctx.tools.execute(call('echo', '{"text":"yes"}', undefined, id), { cwd: '/work', signal: new AbortController().signal, session })
+    const go = (id: string) => run(ctx, call('echo', '{"text":"yes"}', undefined, id), undefined, session)
     expect(text(await go('a'))).toBe('yes')
     answer = 'rejected'
     expect(text(await go('b'))).toBe('Error: the user rejected tool "echo"')
@@ -451,11 +470,45 @@ describe('T-6 signals', () => {
     ctx.tools.register({ ...echoTool(), execute: body })
     ctx.on('tools/pre-execute', async () => ({ kind: 'ask' }))
     const caller = new AbortController()
-    const pending = ctx.tools.execute(call('echo', '{"text":"x"}'), { cwd: '/work', signal: caller.signal, session: { id: 's' } as unknown as Session })
+    const pending = run(ctx, call('echo', '{"text":"x"}'), caller.signal, { id: 's' } as unknown as Session)
     await askedPromise
     caller.abort()
     expect((await pending).error?.code).toBe(TOOL_ABORTED_BEFORE_DISPATCH)
     expect(body).not.toHaveBeenCalled()
+  })
+})
+
+describe('ctx.tools.execute', () => {
+  it('T-5/T-6/T-7: execute runs the scheduler\'s pipeline for one call: the same record for every kind of outcome', async () => {
+    const ctx = await setup()
+    ctx.tools.register(echoTool())
+    ctx.tools.register({ ...echoTool('crash'), execute: () => { throw new ToolError('gone', 'NOT_FOUND') } })
+    let bodyStarted = (): void => {}
+    ctx.tools.register({ ...echoTool('slow'), execute: (_args, context: ToolContext) => new Promise((resolve) => {
+      context.signal.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'late' }] }))
+      bodyStarted()
+    }) })
+    ctx.on('tools/pre-execute', async (execution, next) => execution.callId === 'deny' ? { kind: 'deny', reason: 'no' } : next())
+    ctx.on('tools/post-execute', async (_execution, record, next) => { const out = await next(); return { ...out, meta: { seen: true } } })
+    const cases: [ToolExecution, boolean][] = [
+      [call('echo', '{"text":"hi"}'), false], [call('echo', '{"text":'), false], [call('ghost'), false],
+      [call('crash', '{"text":""}'), false], [call('echo', '{"text":"x"}', undefined, 'deny'), false], [call('slow', '{"text":""}'), true],
+    ]
+    for (const [execution, cancel] of cases) {
+      const outcomes: ToolResultRecord[] = []
+      for (const way of [(signal: AbortSignal) => ctx.tools.execute(execution, { cwd: '/work', signal }), (signal: AbortSignal) => run(ctx, execution, signal)]) {
+        const caller = new AbortController()
+        const started = new Promise<void>((resolve) => { bodyStarted = resolve })
+        const pending = way(caller.signal)
+        if (cancel) {
+          await started
+          caller.abort()
+        }
+        outcomes.push(await pending)
+      }
+      expect(outcomes[0], execution.name).toEqual(outcomes[1])
+      expect(outcomes[0]!.meta).toEqual({ seen: true })
+    }
   })
 })
 

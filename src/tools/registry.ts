@@ -1,6 +1,8 @@
 /**
  * `ctx.tools` (T-1, T-2, T-5, T-7): scoped registration, fail-closed classification and the
- * per-call pipeline `tools/pre-execute` -> `tools/execute` (body + timeout) -> `tools/post-execute`.
+ * per-call pipeline `tools/pre-execute` -> `tools/execute` (body + timeout) -> `tools/post-execute`,
+ * built once: `start` and `finish` are the two halves the scheduler interleaves across calls, and
+ * `execute` is the same two for one call on its own.
  * Every failure on this path becomes an error record; nothing here throws at the caller.
  */
 import { Context, Service } from 'cordis'
@@ -10,7 +12,7 @@ import { contextScope, scopeRevision, scopeTarget, ScopedLayers, type ScopeKey }
 import type { ApprovalService } from '../approval/api.js'
 import type {
   PreExecuteDecision,
-  PreparedToolCall,
+  StartedToolCall,
   Tool,
   ToolContext,
   ToolExecution,
@@ -184,13 +186,25 @@ export class ToolsPlugin extends Service implements ToolsService {
   }
 
   async execute(execution: ToolExecution, context: CallContext): Promise<ToolResultRecord> {
-    const prepared = await this.prepare(execution, context)
-    if (prepared.kind === 'settled') return this.finish(execution, prepared.record)
-    const record = await prepared.run()
-    return this.finish(execution, context.signal.aborted ? cancellationResult(record) : record)
+    const started = await this.start(execution, context)
+    return this.finish(execution, started.kind === 'settled' ? started.record : await started.outcome)
   }
 
-  async prepare(execution: ToolExecution, context: CallContext): Promise<PreparedToolCall> {
+  async start(execution: ToolExecution, context: CallContext): Promise<StartedToolCall> {
+    const prepared = await this.prepare(execution, context)
+    if (prepared.kind === 'settled') return prepared
+    // T-6: cancelled between authorization and dispatch: the body never starts.
+    if (context.signal.aborted) return settled(abortedBeforeDispatchRecord())
+    const outcome = prepared.run().then(
+      // T-6: the body has quiesced; only now may a cancellation replace its outcome.
+      (record) => context.signal.aborted ? cancellationResult(record) : record,
+      (error: unknown) => thrownRecord(error),
+    )
+    return { kind: 'running', outcome }
+  }
+
+  /** Validation and policy: a settled record, or the body ready to run. */
+  private async prepare(execution: ToolExecution, context: CallContext): Promise<PreparedCall> {
     const tool = this.layers.get(execution.name, execution.scope)
     if (tool === undefined) {
       return settled(errorRecord(`unknown tool ${JSON.stringify(execution.name)}`, 'ToolError', ToolErrorCode.unknownTool))
@@ -333,7 +347,11 @@ function sameSchemas(tools: readonly Tool[], schemas: readonly ToolSchema[]): bo
   return true
 }
 
-function settled(record: ToolResultRecord): PreparedToolCall {
+type PreparedCall =
+  | { readonly kind: 'settled'; readonly record: ToolResultRecord }
+  | { readonly kind: 'ready'; run(): Promise<ToolResultRecord> }
+
+function settled(record: ToolResultRecord): { readonly kind: 'settled'; readonly record: ToolResultRecord } {
   return { kind: 'settled', record }
 }
 
