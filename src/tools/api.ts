@@ -38,6 +38,11 @@ export interface ToolOutput {
   readonly meta?: JsonValue
   /** Ends the tool loop after this step (A-6). */
   readonly concludesTurn?: boolean
+  /**
+   * The result as a program sees it (code mode: what `await tools.<name>(args)` resolves to),
+   * typed by `Tool.outputType`. Never stored: the log keeps `content` (and `meta`).
+   */
+  readonly value?: JsonValue
 }
 
 export interface Tool<A = any> {
@@ -52,6 +57,11 @@ export interface Tool<A = any> {
   readonly timeoutMs?: number
   /** T-2: parallel only when this returns exactly `true`. */
   isConcurrencySafe?(args: A): unknown
+  /**
+   * The TypeScript type of `ToolOutput.value` (code mode declares it to the model); without it
+   * the value is `JsonValue` (the result's text when the tool gives no value).
+   */
+  readonly outputType?: string
 }
 
 export type ToolExecutionMode = { readonly kind: 'parallel' } | { readonly kind: 'exclusive' }
@@ -70,6 +80,8 @@ export interface ToolResultRecord {
   readonly error?: { readonly name: string; readonly code: string }
   readonly meta?: JsonValue
   readonly concludesTurn?: boolean
+  /** `ToolOutput.value`, carried to the caller; never stored. */
+  readonly value?: JsonValue
 }
 
 /**

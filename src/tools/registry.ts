@@ -101,6 +101,7 @@ function asRecord(value: unknown): ToolResultRecord | undefined {
     ...(isErrorInfo(output.error) ? { error: { name: output.error.name, code: output.error.code } } : {}),
     ...(output.meta !== undefined ? { meta: output.meta } : {}),
     ...(output.concludesTurn === true ? { concludesTurn: true } : {}),
+    ...(output.value !== undefined ? { value: output.value } : {}),
   }
 }
 

@@ -20,6 +20,7 @@
  * same argv runs there instead: the streams come interleaved (no `[stderr]` section) and the
  * editor keeps the last `maxOutputBytes` bytes (a note says when earlier output was dropped).
  */
+import { BASH_OUTPUT_TYPE, streamValue } from './bash-value.js'
 import { statSync, type Stats } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { Context } from 'cordis'
@@ -447,6 +448,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       return `${text} ${escalationPolicyText('command')}`
     },
     get parameters() { return parameters() },
+    outputType: BASH_OUTPUT_TYPE,
     // The tool enforces its own timeout and reports partial output; the pipeline's limit is a
     // backstop above the largest timeout a call may ask for.
     timeoutMs: resolved.maxTimeoutMs + resolved.killGraceMs + 30_000,
@@ -510,7 +512,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
             return { status: 'failed', detail: run.exitCode !== null ? `exit code ${run.exitCode}` : `killed by ${run.signal ?? 'a signal'}` }
           },
         })
-        return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, ...sandboxMeta() } as unknown as ToolOutput['meta'] }
+        return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, ...sandboxMeta() } as unknown as ToolOutput['meta'], value: { kind: 'background', jobId: job.id } }
       }
       // Otherwise a running shell host of this runner, mode and root starts the command without a
       // new sandbox; while there is none, the command gets its own and a host starts meanwhile.
@@ -541,6 +543,11 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
           ...(terminal !== undefined ? { terminal: 'editor' } : {}),
           ...sandboxMeta({ ...(host !== undefined ? { shellHost: true } : {}), ...(sandboxMarkers.length > 0 ? { denied: true } : {}) }),
           ...(spills.length > 0 ? { spilled: spills } : {}),
+        },
+        value: {
+          kind: 'foreground', exitCode: run.exitCode, signal: run.signal, timedOut: run.timedOut, aborted: run.aborted, timeoutMs,
+          stdout: streamValue(run.stdout), stderr: streamValue(run.stderr),
+          ...(box !== undefined ? { sandbox: { mode: box.mode, denied: sandboxMarkers.length > 0, ...(runner !== undefined ? { enforcement: runner.enforcement ?? 'full' } : {}) } } : {}),
         },
       }
       return spillOutput(output, 'bash', { place: context })

@@ -82,6 +82,11 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
     get description() { return sandboxed() ? `${plainDescription} ${escalationPolicyText('operation')}` : plainDescription },
     get parameters() { return sandboxed() ? sandboxedParameters : editParameters },
     timeoutMs: config.timeoutMs ?? 60_000,
+    outputType: `{
+  path: string;
+  before: string;
+  after: string;
+}`,
     execute: withSpill('edit', async (args, context): Promise<ToolOutput> => {
       const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'edit', 'operation', args, context)
       const path = resolvePath(context.cwd, args.file_path)
@@ -105,6 +110,7 @@ export function createEditTool(ledger: FileObservations, config: EditToolConfig 
       return {
         content: [{ type: 'text', text: `Edited ${path} (${what})\n\n${diff}` }],
         meta: { path, replacements: result.count, diff },
+        value: { path, before: before.toString('utf8'), after: result.text },
       }
     }),
   }

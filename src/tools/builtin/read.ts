@@ -45,6 +45,17 @@ export const readParameters = {
   required: ['file_path'],
 } as const satisfies JsonSchema
 
+/** What `read` gives a program (code mode). */
+export const READ_OUTPUT_TYPE = `{
+  path: string;
+  offset: number;
+  lines: {
+    number: number;
+    text: string;
+  }[];
+  totalLines: number;
+}`
+
 export interface ReadPage {
   /** Formatted lines `     N\ttext`. */
   readonly lines: string[]
@@ -178,6 +189,7 @@ export function createReadTool(ledger: FileObservations, config: ReadToolConfig 
     parameters: readParameters,
     timeoutMs: config.timeoutMs ?? READ_DEFAULTS.timeoutMs,
     isConcurrencySafe: () => true,
+    outputType: READ_OUTPUT_TYPE,
     async execute(args, context): Promise<ToolOutput> {
       const path = resolvePath(context.cwd, args.file_path)
       const hidden = await readGuard(sandboxing, context)
@@ -192,7 +204,7 @@ export function createReadTool(ledger: FileObservations, config: ReadToolConfig 
       const page = await readPage(path, offset, limit, limits, context.signal, editorText, reopened).catch((error) => fsFailure(error, path))
       ledger.record(ledgerKey(context), path, page.version)
       if (page.totalLines === 0) {
-        return { content: [{ type: 'text', text: '(empty file)' }], meta: { path, firstLine: 0, lastLine: 0, totalLines: 0 } }
+        return { content: [{ type: 'text', text: '(empty file)' }], meta: { path, firstLine: 0, lastLine: 0, totalLines: 0 }, value: { path, offset, lines: [], totalLines: 0 } }
       }
       if (offset > page.totalLines) {
         throw new FsError(`offset ${offset} is past the end of ${path} (${page.totalLines} lines)`, BuiltinErrorCode.offsetOutOfRange)
@@ -206,6 +218,7 @@ export function createReadTool(ledger: FileObservations, config: ReadToolConfig 
       return {
         content: [{ type: 'text', text }],
         meta: { path, firstLine: page.firstLine, lastLine: page.lastLine, totalLines: page.totalLines, cutLines: page.cutLines },
+        value: { path, offset, lines: page.lines.map((line, index) => ({ number: page.firstLine + index, text: line.slice(line.indexOf('\t') + 1) })), totalLines: page.totalLines },
       }
     },
   }

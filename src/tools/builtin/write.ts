@@ -73,6 +73,12 @@ export function createWriteTool(ledger: FileObservations, config: WriteToolConfi
     get description() { return sandboxed() ? `${plainDescription} ${escalationPolicyText('operation')}` : plainDescription },
     get parameters() { return sandboxed() ? sandboxedParameters : writeParameters },
     timeoutMs: config.timeoutMs ?? WRITE_DEFAULTS.timeoutMs,
+    outputType: `{
+  path: string;
+  operation: "create" | "update";
+  before: string | null;
+  after: string;
+}`,
     execute: withSpill('write', async (args, context): Promise<ToolOutput> => {
       const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'write', 'operation', args, context)
       const path = resolvePath(context.cwd, args.file_path)
@@ -90,6 +96,7 @@ export function createWriteTool(ledger: FileObservations, config: WriteToolConfi
         return {
           content: [{ type: 'text', text: `Created ${path} (${plural(lines, 'line')}, ${plural(size, 'byte')})` }],
           meta: { path, created: true, lines, bytes: size },
+          value: { path, operation: 'create', before: null, after: args.content },
         }
       }
       const diff = unifiedDiff(displayPath(context.cwd, path), before, args.content)
@@ -97,6 +104,7 @@ export function createWriteTool(ledger: FileObservations, config: WriteToolConfi
       return {
         content: [{ type: 'text', text: `Overwrote ${path} (${plural(lines, 'line')}, ${plural(size, 'byte')})` }],
         meta: { path, created: false, lines, bytes: size, ...diffMeta },
+        value: { path, operation: 'update', before: before.toString('utf8'), after: args.content },
       }
     }),
   }
