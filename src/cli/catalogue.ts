@@ -151,6 +151,14 @@ function sayFirstUse(host: Host, keyName: string, urlName: string, url: string):
   host.stderr.write(`dsh: the stored ${keyName} is sent to ${url} for the first time (${urlName} from ${from === 'environment' ? 'the environment' : from})\n`)
 }
 
+/** How tools are presented to the model (docs/code-mode.md): DSH_TOOLS_MODE, else `tools.mode` in settings. */
+const toolsMode = (host: Host) => {
+  const chosen = host.env.value('DSH_TOOLS_MODE') ?? host.settings.tools?.mode
+  if (chosen === undefined) return {}
+  if (chosen !== 'native' && chosen !== 'code' && chosen !== 'both') throw new Error(`${host.env.value('DSH_TOOLS_MODE') !== undefined ? 'DSH_TOOLS_MODE' : 'tools.mode in settings.yaml'} must be native, code or both, not ${JSON.stringify(chosen)}`)
+  return { mode: chosen }
+}
+
 /** The flag that trusts a project's `.mcp.json` for one run (it starts code from the repository). */
 export const TRUST_PROJECT_MCP_FLAG = '--trust-project-mcp'
 
@@ -245,6 +253,8 @@ registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, e
   async () => (await base()).PlanModePlugin)
 registerBuiltinPlugin('questions', 'ask_user_question: the model asks the user through the approval seam\'s question answerers (children are refused)',
   async () => (await base()).QuestionToolPlugin)
+registerBuiltinPlugin('code-mode', 'run_code: programs that call the tools (settings tools.mode native|code|both, DSH_TOOLS_MODE; native loads nothing)',
+  async () => withHost((await import('../code-mode/row.js')).CodeModeRow as unknown as PluginClass, toolsMode))
 registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal',
   async () => (await base()).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',

@@ -3,7 +3,7 @@
  * are registered by the session service itself; plugins add theirs through
  * `ctx.sessions.registerEventType`, which returns a disposer.
  *
- * Runtime-shipped plugin types (`llm/retry`, `compaction/*`, `session/title`, `subagent/descriptor`) are installed as
+ * Runtime-shipped plugin types (`llm/retry`, `compaction/*`, `session/title`, `subagent/descriptor`, `tool/code-dispatch*`) are installed as
  * *defaults*: loose validators that keep logs containing them loadable even when the owner
  * plugin is absent, and that an explicit registration by the owner overrides (restored when
  * the owner's registration is disposed). Explicit registrations of one type never coexist.
@@ -43,6 +43,8 @@ export const RUNTIME_EVENT_TYPES: readonly { readonly type: string; readonly own
   { type: 'session/title', owner: 'session-title' },
   { type: 'session/archived', owner: 'web-api' },
   { type: 'subagent/descriptor', owner: 'subagents' },
+  { type: 'tool/code-dispatch-start', owner: 'code-mode' },
+  { type: 'tool/code-dispatch', owner: 'code-mode' },
   { type: IMPORTED_EVENT, owner: 'persistence', validate: importedProblem },
 ]
 
