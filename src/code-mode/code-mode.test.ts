@@ -4,7 +4,8 @@ import { text, toolCalls } from '../../test-support/scripted-model.js'
 import { workerCodeRuntime } from '../code-runtime/worker.js'
 import { SystemPromptPlugin } from '../prompt/index.js'
 import type { Tool } from '../tools/api.js'
-import { CodeModePlugin, type CodeModeConfig } from './index.js'
+import { CodeModePlugin, CODE_MODE_PLUGIN, type CodeModeConfig } from './index.js'
+import { pngImage } from '../../test-support/images.js'
 import { CODE_ONLY_TEXT, SDK_HEAD } from './texts.js'
 
 /** Tools whose order of entry and exit the tests read: `look` is concurrency-safe, `change` is not. */
@@ -32,7 +33,12 @@ function recordingTools() {
       return { content: [{ type: 'text', text: `changed ${args.key}` }] }
     },
   }
-  return { trace, gates, tools: [look, change] }
+  const snap: Tool<Record<string, never>> = {
+    name: 'snap', description: 'Takes a picture.', parameters: { type: 'object', properties: {} },
+    isConcurrencySafe: () => true,
+    execute: () => ({ content: [{ type: 'text', text: 'a picture' }, { type: 'image', data: pngImage(1, 1).toString('base64'), mimeType: 'image/png' }], value: { taken: true } }),
+  }
+  return { trace, gates, tools: [look, change, snap] }
 }
 
 async function harness(code: string, config: CodeModeConfig = {}, after: string = 'done'): Promise<LoopHarness & ReturnType<typeof recordingTools>> {
@@ -144,6 +150,24 @@ describe('code mode: run_code calls the session tools through the pipeline, in t
     await h.dispose()
   })
 
+  it('an image an inner call returned joins the conversation after the outer result, for the next step, even when the program fails', async () => {
+    const h = await harness('const shot = await tools.snap({}); throw new Error("after " + JSON.stringify(shot))')
+    await h.agent.whenIdle()
+    expect(resultText(h).text).toBe('Error: code run failed (exception): Error: after {"taken":true}')
+    const types = h.types()
+    const result = types.indexOf('tool/result')
+    const splice = h.session.events.findIndex((event, index) => index > result && event.type === 'agent/inbox/spliced')
+    expect(splice).toBeGreaterThan(result)
+    expect(types.indexOf('step/end', result)).toBeGreaterThan(splice)
+    const inserted = (h.session.events[splice]!.data as { target: string; inserted: { source: unknown; content: { type: string }[] }[] })
+    expect(inserted.target).toBe('next-step')
+    expect(inserted.inserted[0]!.source).toEqual({ kind: 'plugin', plugin: CODE_MODE_PLUGIN })
+    expect(inserted.inserted[0]!.content.map((block) => block.type)).toEqual(['text', 'image'])
+    // The next request carries it.
+    expect(JSON.stringify(h.model.requests[1]!.messages)).toContain('"plugin":"tools-code-mode"')
+    await h.dispose()
+  })
+
   it('code: the model sees run_code alone, the code-only rule and the SDK; a direct call to another tool is refused', async () => {
     const recording = recordingTools()
     const h = await loopHarness({
@@ -182,7 +206,7 @@ describe('code mode: run_code calls the session tools through the pipeline, in t
       h.agent.followup('go')
       await h.agent.whenIdle()
       const request = h.model.requests[0]!
-      expect(request.tools?.map((tool) => tool.name)).toEqual(mode === 'both' ? ['change', 'look', 'run_code'] : ['change', 'look'])
+      expect(request.tools?.map((tool) => tool.name)).toEqual(mode === 'both' ? ['change', 'look', 'run_code', 'snap'] : ['change', 'look', 'snap'])
       expect(request.system?.includes(SDK_HEAD)).toBe(mode === 'both')
       expect(request.system).not.toContain(CODE_ONLY_TEXT)
       await h.dispose()

@@ -7,6 +7,7 @@
  * tool is refused before any policy runs) or `both`. The SDK section of the system prompt
  * declares the tools a program may call.
  */
+import { randomUUID } from 'node:crypto'
 import type { Context } from 'cordis'
 import { DEFAULT_CODE_RUN_LIMITS, type CodeRunLimits, type CodeRuntime } from '../code-runtime/api.js'
 import type { ToolSchema } from '../llm/types.js'
@@ -162,7 +163,7 @@ export class CodeModePlugin {
     this.pendingImages.delete(execution.callId)
     const agent = (this.ctx.get('agents') as { get(id: string): { inject(input: unknown): unknown } | undefined } | undefined)?.get(pending.session.id)
     for (const record of pending.records) {
-      agent?.inject({ role: 'user', content: record.content, source: { kind: 'plugin', plugin: CODE_MODE_PLUGIN } })
+      agent?.inject({ id: randomUUID(), role: 'user', content: record.content, source: { kind: 'plugin', plugin: CODE_MODE_PLUGIN } })
     }
   }
 }
