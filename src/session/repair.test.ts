@@ -26,6 +26,26 @@ async function rehydrate(events: readonly SessionEvent[]) {
 }
 
 describe('crash repair (C-1..C-4)', () => {
+  it('C-2: a run_code program cut mid-call: its open inner calls are closed before its result, committed ones stay (#36)', async () => {
+    const s = bareSession()
+    s.append('turn/start', { turn: 1 }, { time: 10 })
+    s.append('step/start', { turn: 1, step: 1 }, { time: 11 })
+    s.append('user/message', userMessage('go'), { surfaceOp: 'append', time: 12 })
+    s.append('assistant/message', { turn: 1, step: 1, message: assistantMessage('a1', 'working', [{ id: 'r1', name: 'run_code' }]) }, { surfaceOp: 'append', sourceEventSeqs: [], time: 13 })
+    s.append('tool/call', { turn: 1, step: 1, callId: 'r1', name: 'run_code', arguments: '{}' }, { time: 14 })
+    const ids = (n: number, name: string) => ({ rootCallId: 'r1', parentCallId: 'r1', subCallId: `r1:code:${n}`, name, arguments: { n } })
+    s.append('tool/code-dispatch-start', ids(1, 'read'), { time: 15 })
+    s.append('tool/code-dispatch', { ...ids(1, 'read'), isError: false, content: [{ type: 'text', text: 'ok' }] }, { time: 16 })
+    s.append('tool/code-dispatch-start', ids(2, 'bash'), { time: 17 })
+    const closers = interruptedTurnClosers(s.events)
+    expect(closers.map((e) => e.type)).toEqual(['tool/code-dispatch', 'tool/result', 'step/end', 'turn/end'])
+    expect(closers[0]!.data).toMatchObject({ ...ids(2, 'bash'), isError: true })
+    expect(JSON.stringify(closers[0]!.data)).toContain('outcome is unknown')
+    const repaired = await rehydrate([...s.events, ...closers])
+    expect(repaired.position.turnOpen).toBe(false)
+    expect(interruptedTurnClosers(repaired.events)).toEqual([])
+  })
+
   it('C-2/C-3/C-4: unknown-outcome and not-started results in model order, then step/end, then turn/end interrupted', () => {
     const s = crashedMidTools()
     const closers = interruptedTurnClosers(s.events)

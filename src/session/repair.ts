@@ -11,6 +11,11 @@ import type { SessionEvent } from './types.js'
 
 export const TOOL_OUTCOME_UNKNOWN = 'TOOL_OUTCOME_UNKNOWN'
 
+/** Code mode's inner-call events (docs/code-mode.md): repair closes an inner call left open. */
+const DISPATCH_START = 'tool/code-dispatch-start'
+const DISPATCH = 'tool/code-dispatch'
+interface InnerDispatch { readonly rootCallId: string; readonly parentCallId: string; readonly subCallId: string; readonly name: string; readonly arguments: unknown }
+
 export function unknownOutcomeText(name: string, callId: string): string {
   return `Tool call ${name} (${callId}) was interrupted: the process stopped before its result was durably recorded, `
     + 'so its outcome is unknown and it may or may not have taken effect. Verify the external state before retrying; '
@@ -23,8 +28,9 @@ export function notStartedText(name: string, callId: string): string {
 
 /**
  * The closers for a log ending inside an open turn, or `[]` when no turn is open (so applying
- * them and asking again yields `[]`). In order: one error `tool/result` per unpaired tool call of
- * the open step's last assistant message (C-2), `step/end` if a step is open, then
+ * them and asking again yields `[]`). In order: one error `tool/code-dispatch` per inner call of a
+ * `run_code` program that entered the pipeline and never committed, one error `tool/result` per
+ * unpaired tool call of the open step's last assistant message (C-2), `step/end` if a step is open, then
  * `turn/end {reason: {kind: 'interrupted'}}` (C-3). Repair depends on the events alone.
  */
 export function interruptedTurnClosers(events: readonly SessionEvent[]): SessionEvent[] {
@@ -51,12 +57,22 @@ export function interruptedTurnClosers(events: readonly SessionEvent[]): Session
   if (stepStart >= 0) {
     const calls = new Map<string, number>()
     const answered = new Set<string>()
+    /** A program's calls (code mode) that entered the pipeline and never committed, by subCallId. */
+    const openInner = new Map<string, InnerDispatch>()
     let assistant: SessionEvent<'assistant/message'> | undefined
     for (let i = stepStart + 1; i < events.length; i++) {
       const event = events[i]
       if (event.type === 'assistant/message') assistant = event as SessionEvent<'assistant/message'>
       else if (event.type === 'tool/call') calls.set((event.data as { callId: string }).callId, event.seq)
       else if (event.type === 'tool/result') answered.add((event.data as SessionEvent<'tool/result'>['data']).message.content[0].toolCallId)
+      else if (event.type === DISPATCH_START) openInner.set((event.data as InnerDispatch).subCallId, event.data as InnerDispatch)
+      else if (event.type === DISPATCH) openInner.delete((event.data as InnerDispatch).subCallId)
+    }
+    // Inner calls first, as they would have committed before their program's result.
+    for (const inner of openInner.values()) {
+      if (answered.has(inner.rootCallId)) continue
+      const { rootCallId, parentCallId, subCallId, name } = inner
+      close(DISPATCH, { rootCallId, parentCallId, subCallId, name, arguments: inner.arguments, isError: true, content: [{ type: 'text', text: `Error: ${unknownOutcomeText(name, subCallId)}` }] })
     }
     const toolCalls = (assistant?.data.message.content ?? []).filter((b): b is ToolCallBlock => b.type === 'tool-call')
     for (const { id: callId, name } of toolCalls) {
