@@ -3,7 +3,9 @@
  * SDK section; the program's bash calls run as the model's own would (in the sandbox), each in
  * the stored log; the program itself runs in the confined runtime when bubblewrap works.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { waitForFile } from '../../test-support/wait-for-file.js'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
@@ -42,6 +44,36 @@ describe.skipIf(bwrapProblem !== undefined)('code mode in a headless run (#36)',
     expect(dispatched.map((event) => `${event.type} ${event.data?.subCallId}`)).toEqual([
       'tool/code-dispatch-start c1:code:1', 'tool/code-dispatch c1:code:1', 'tool/code-dispatch-start c1:code:2', 'tool/code-dispatch c1:code:2'])
     expect(dispatched[1]!.data?.content?.[0]?.text).toContain('CODE_ONE')
+  })
+
+  it('SIGKILL mid-program: the resumed session shows the turn closed, no inner call left open, and goes on', async () => {
+    const { home, cwd } = tempHome()
+    const code = 'await tools.bash({ command: "touch started && sleep 60", description: "Wait a minute" })\nreturn "never"'
+    model.enqueue(streamResponse([{ toolCall: { id: 'k1', name: 'run_code', arguments: JSON.stringify({ code, description: 'Wait' }) } }, { finish: 'tool_calls', usage }]))
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'k', DSH_TOOLS_MODE: 'code' }
+    const logFile = () => {
+      const sessions = join(home, 'sessions')
+      const name = existsSync(sessions) ? readdirSync(sessions, { recursive: true }).map(String).find((entry) => entry.endsWith('.jsonl')) : undefined
+      return name === undefined ? undefined : join(sessions, name)
+    }
+    let child: ChildProcess | undefined
+    const run = runDsh(['go'], { cwd, env, onSpawn: (spawned) => { child = spawned } })
+    await waitForFile(join(cwd, 'started'))
+    // The inner call's start is durable (write-behind) before the kill.
+    await expect.poll(() => { const file = logFile(); return file !== undefined && readFileSync(file, 'utf8').includes('tool/code-dispatch-start') }, { timeout: 10_000 }).toBe(true)
+    child!.kill('SIGKILL')
+    expect((await run).signal).toBe('SIGKILL')
+    const id = (JSON.parse(readFileSync(logFile()!, 'utf8').split('\n')[0]!) as { id: string }).id
+    model.enqueue(streamResponse([{ text: 'resumed' }, { finish: 'stop', usage }]))
+    const resumed = await runDsh(['--session', id, 'again'], { cwd, env })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    const events = readFileSync(logFile()!, 'utf8').trim().split('\n').slice(1).map((line) => JSON.parse(line) as { type: string; data: { subCallId?: string; isError?: boolean; reason?: { kind: string }; callId?: string } })
+    const started = events.filter((event) => event.type === 'tool/code-dispatch-start').map((event) => event.data.subCallId)
+    const closed = events.filter((event) => event.type === 'tool/code-dispatch').map((event) => event.data.subCallId)
+    expect(started).toEqual(['k1:code:1'])
+    expect(closed).toEqual(['k1:code:1'])
+    expect(events.find((event) => event.type === 'tool/code-dispatch')!.data.isError).toBe(true)
+    expect(events.filter((event) => event.type === 'turn/end').map((event) => event.data.reason?.kind)).toEqual(['interrupted', 'completed'])
   })
 
   it('a bad DSH_TOOLS_MODE is a clear error', async () => {
