@@ -4,7 +4,9 @@
  * the stored log; the program itself runs in the confined runtime when bubblewrap works.
  */
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { stringify as stringifyYaml } from 'yaml'
+import { testServerEntry } from '../../test-support/mcp.js'
 import { waitForFile } from '../../test-support/wait-for-file.js'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -44,6 +46,28 @@ describe.skipIf(bwrapProblem !== undefined)('code mode in a headless run (#36)',
     expect(dispatched.map((event) => `${event.type} ${event.data?.subCallId}`)).toEqual([
       'tool/code-dispatch-start c1:code:1', 'tool/code-dispatch c1:code:1', 'tool/code-dispatch-start c1:code:2', 'tool/code-dispatch c1:code:2'])
     expect(dispatched[1]!.data?.content?.[0]?.text).toContain('CODE_ONE')
+  })
+
+  it('a program calls bash, read and an MCP tool (both mode) and its value reaches the next request', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(home, 'settings.yaml'), stringifyYaml({ mcpServers: { demo: testServerEntry() } }))
+    writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
+    const code = [
+      'const listed = await tools.bash({ command: "ls", description: "List files" })',
+      'const notes = await tools.read({ file_path: "notes.txt" })',
+      'const echoed = await tools.mcp__demo__echo({ text: "from mcp" })',
+      'return { files: listed.stdout.text.trim().split("\\n"), second: notes.lines[1].text, echoed }',
+    ].join('\n')
+    model.enqueue(
+      streamResponse([{ toolCall: { id: 'm1', name: 'run_code', arguments: JSON.stringify({ code, description: 'Use three tools' }) } }, { finish: 'tool_calls', usage }]),
+      streamResponse([{ text: 'done' }, { finish: 'stop', usage }]),
+    )
+    const result = await runDsh(['go'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'k', DSH_TOOLS_MODE: 'both' } })
+    expect(result.code, result.stderr).toBe(0)
+    const first = model.requests[0]!.body as { tools: { function: { name: string } }[] }
+    expect(first.tools.map((tool) => tool.function.name)).toEqual(expect.arrayContaining(['bash', 'read', 'mcp__demo__echo', 'run_code']))
+    const second = model.requests[1]!.body as { messages: { role: string; content: string }[] }
+    expect(JSON.parse(second.messages.find((message) => message.role === 'tool')!.content)).toEqual({ files: ['notes.txt'], second: 'beta', echoed: 'from mcp' })
   })
 
   it('SIGKILL mid-program: the resumed session shows the turn closed, no inner call left open, and goes on', async () => {
