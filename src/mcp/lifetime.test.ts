@@ -4,7 +4,7 @@
  * folder that ignores the end of its input and has a child of its own (`lingeringServer`); the
  * runs are real: `dsh --profile headless` and the SDK client's `dsh --profile sdk` process.
  */
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -139,6 +139,21 @@ const call = (ctx: Context, name: string, args: unknown) =>
 const MiB = 1024 * 1024
 
 describe('MCP results over the SDK read limit (#43.12)', () => {
+  it('MC-4: an 11 MiB result is spilled to a file like a built-in tool\'s; the server is not restarted and the next call works', async () => {
+    const server = serverForTest()
+    const ctx = await start({ keep: server.entry })
+    const result = await call(ctx, 'mcp__keep__big', { bytes: 11 * MiB })
+    expect(result.isError).toBe(false)
+    const text = (result.content[0] as { text: string }).text
+    expect(text.length).toBeLessThan(64 * 1024)
+    const path = /saved to (\S+) \(page/.exec(text)?.[1]
+    expect(path).toBeDefined()
+    expect(readFileSync(path!, 'utf8')).toBe('x'.repeat(11 * MiB))
+    expect(result.meta).toMatchObject({ mcp: { server: 'keep', tool: 'big' }, spilled: [path] })
+    expect(await call(ctx, 'mcp__keep__echo', { text: 'after' })).toMatchObject({ isError: false, content: [{ text: 'after' }] })
+    expect(readStarts(server.starts)).toHaveLength(1)
+  })
+
   it('MC-4: a result over maxMessageBytes is a clear "too large" error result; the server is not restarted and the next call works', async () => {
     const server = serverForTest()
     const ctx = await start({ keep: { ...server.entry, maxMessageBytes: 12 * MiB } })
