@@ -1,4 +1,5 @@
 /** Whether a process is still there, for tests that check what a run left behind. */
+import { readFileSync } from 'node:fs'
 
 /** True while `pid` names a process (signal 0 checks without sending anything). */
 export function processAlive(pid: number): boolean {
@@ -16,4 +17,26 @@ export function processGone(pid: number): Promise<void> {
     const check = () => processAlive(pid) ? setImmediate(check) : resolve()
     check()
   })
+}
+
+/**
+ * Whether every one of `pids` is gone within `ms` (checked every 25 ms). A zombie (ended, not yet
+ * reaped by whoever inherited it) counts as gone where /proc shows it.
+ */
+export async function allGoneWithin(pids: readonly number[], ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  const gone = (pid: number) => !processAlive(pid) || zombie(pid)
+  while (!pids.every(gone)) {
+    if (Date.now() >= deadline) return false
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+  return true
+}
+
+function zombie(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('Z')
+  } catch {
+    return false
+  }
 }

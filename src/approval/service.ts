@@ -14,6 +14,7 @@ import type {
   QuestionOutcome, QuestionRequest, UserQuestion,
 } from './api.js'
 import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, NETWORK_POLICY_CONTEXT, networkPolicyText, SANDBOX_POLICY_CONTEXT, sandboxPolicyText } from './texts.js'
+import { PendingRequests } from './pending.js'
 
 /**
  * After `session/imported` (the log before it came from another home's file) the knobs fold
@@ -77,10 +78,6 @@ interface Fold {
   network?: NetworkMode
 }
 
-interface Pending extends PendingApproval {
-  readonly controller: AbortController
-}
-
 /** Minimal views of optional services (this seam imports no other folder's code). */
 interface PromptContexts {
   context(context: { name: string; order?: number; render(): string | undefined }, scope?: unknown): () => void
@@ -93,14 +90,14 @@ interface SessionsLike {
 
 export class ApprovalPlugin extends Service implements ApprovalService {
   private readonly folds = new WeakMap<object, Fold>()
-  private readonly answerers: ApprovalAnswerer[] = []
-  private readonly waiting = new Map<string, Pending>()
-  private readonly questioners: QuestionAnswerer[] = []
-  private readonly asking = new Map<string, PendingQuestion & { readonly controller: AbortController }>()
+  private readonly approvals: PendingRequests<ApprovalAnswerer, PendingApproval>
+  private readonly questions: PendingRequests<QuestionAnswerer, PendingQuestion>
   private readonly deployment: { mode: SandboxMode; policy: ApprovalPolicy; network: NetworkMode }
 
   constructor(ctx: Context, config: ApprovalConfig = {}) {
     super(ctx, 'approval')
+    this.approvals = new PendingRequests(ctx, 'an answerer')
+    this.questions = new PendingRequests(ctx, 'a question answerer')
     if (config.mode !== undefined && !isSandboxMode(config.mode)) throw new TypeError(`approval: config.mode must be read-only, workspace-write or danger-full-access, got ${JSON.stringify(config.mode)}`)
     if (config.policy !== undefined && config.policy !== 'ask' && config.policy !== 'never') throw new TypeError(`approval: config.policy must be ask or never, got ${JSON.stringify(config.policy)}`)
     if (config.network !== undefined && !isNetworkMode(config.network)) throw new TypeError(`approval: config.network must be full, allowlist or none, got ${JSON.stringify(config.network)}`)
@@ -113,8 +110,8 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     if (config.runtimeContexts !== false) this.installContexts(ctx)
     ctx.effect(() => () => {
       // Unloading: nobody will answer any more.
-      for (const pending of this.waiting.values()) pending.controller.abort()
-      for (const question of this.asking.values()) question.controller.abort()
+      this.approvals.cancelAll()
+      this.questions.cancelAll()
     }, 'approval: settle pending requests')
   }
 
@@ -243,19 +240,11 @@ export class ApprovalPlugin extends Service implements ApprovalService {
   }
 
   answerer(answerer: ApprovalAnswerer): () => void {
-    if (typeof answerer !== 'function') throw new TypeError('approval: an answerer must be a function')
-    const dispose = this.ctx.effect(() => {
-      this.answerers.push(answerer)
-      return () => {
-        const i = this.answerers.indexOf(answerer)
-        if (i >= 0) this.answerers.splice(i, 1)
-      }
-    }, 'approval: answerer')
-    return () => { void dispose() }
+    return this.approvals.register(answerer)
   }
 
   pending(sessionId?: string): readonly PendingApproval[] {
-    return [...this.waiting.values()].filter(p => sessionId === undefined || p.sessionId === sessionId).map(publicView)
+    return this.approvals.list(sessionId)
   }
 
   async request(request: ApprovalRequest): Promise<ApprovalOutcome> {
@@ -277,78 +266,49 @@ export class ApprovalPlugin extends Service implements ApprovalService {
   private async decide(id: string, request: ApprovalRequest): Promise<ApprovalOutcome> {
     if (this.policy(request.session) === 'never') return 'rejected'
     if (request.signal?.aborted) return 'cancelled'
-    const controller = new AbortController()
-    const pending: Pending = {
+    const view: PendingApproval = {
       id, sessionId: request.session.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
       ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
-      ...(request.scopes !== undefined && request.scopes.length > 0 ? { scopes: [...new Set(request.scopes)] } : {}), controller,
+      ...(request.scopes !== undefined && request.scopes.length > 0 ? { scopes: [...new Set(request.scopes)] } : {}),
     }
-    const onAbort = () => controller.abort()
-    request.signal?.addEventListener('abort', onAbort, { once: true })
-    this.waiting.set(id, pending)
-    const view = publicView(pending)
-    this.emit('approval/pending', [view])
-    let outcome: ApprovalOutcome = 'unavailable'
-    try {
-      const cancelled = new Promise<'cancelled'>(resolve => {
-        if (controller.signal.aborted) resolve('cancelled')
-        controller.signal.addEventListener('abort', () => resolve('cancelled'), { once: true })
-      })
-      outcome = await Promise.race([this.askAnswerers(view, controller.signal), cancelled])
-    } finally {
-      request.signal?.removeEventListener('abort', onAbort)
-      this.waiting.delete(id)
-      controller.abort()
-      this.emit('approval/settled', [view, outcome])
-    }
-    return outcome
+    return this.approvals.settle<ApprovalOutcome>({
+      view,
+      signal: request.signal,
+      ask: signal => this.askAnswerers(view, signal),
+      cancelled: () => 'cancelled',
+      otherwise: 'unavailable',
+      // Contained: an observer's failure does not decide the request.
+      opened: pending => emitContained(this.ctx, 'approval/pending', [pending]),
+      settled: (pending, outcome) => emitContained(this.ctx, 'approval/settled', [pending, outcome]),
+    })
   }
 
   // ---- questions for the user (ask_user_question) ----
 
   questioner(answerer: QuestionAnswerer): () => void {
-    if (typeof answerer !== 'function') throw new TypeError('approval: a question answerer must be a function')
-    const dispose = this.ctx.effect(() => {
-      this.questioners.push(answerer)
-      return () => {
-        const i = this.questioners.indexOf(answerer)
-        if (i >= 0) this.questioners.splice(i, 1)
-      }
-    }, 'approval: question answerer')
-    return () => { void dispose() }
+    return this.questions.register(answerer)
   }
 
   pendingQuestions(sessionId?: string): readonly PendingQuestion[] {
-    return [...this.asking.values()].filter(q => sessionId === undefined || q.sessionId === sessionId)
-      .map(({ controller: _controller, ...question }) => question)
+    return this.questions.list(sessionId)
   }
 
   async ask(request: QuestionRequest): Promise<QuestionOutcome> {
     if (request.signal?.aborted) return { kind: 'cancelled' }
     const question: PendingQuestion = { id: randomUUID(), sessionId: request.session.id, callId: request.callId, questions: request.questions }
-    const controller = new AbortController()
-    const onAbort = () => controller.abort()
-    request.signal?.addEventListener('abort', onAbort, { once: true })
-    this.asking.set(question.id, { ...question, controller })
-    emitContained(this.ctx, 'approval/question', [question])
-    let outcome: QuestionOutcome = { kind: 'unavailable' }
-    try {
-      const cancelled = new Promise<QuestionOutcome>(resolve => {
-        if (controller.signal.aborted) resolve({ kind: 'cancelled' })
-        controller.signal.addEventListener('abort', () => resolve({ kind: 'cancelled' }), { once: true })
-      })
-      outcome = await Promise.race([this.askQuestioners(question, controller.signal), cancelled])
-    } finally {
-      request.signal?.removeEventListener('abort', onAbort)
-      this.asking.delete(question.id)
-      controller.abort()
-      emitContained(this.ctx, 'approval/question-settled', [question, outcome])
-    }
-    return outcome
+    return this.questions.settle<QuestionOutcome>({
+      view: question,
+      signal: request.signal,
+      ask: signal => this.askQuestioners(question, signal),
+      cancelled: () => ({ kind: 'cancelled' }),
+      otherwise: { kind: 'unavailable' },
+      opened: asked => emitContained(this.ctx, 'approval/question', [asked]),
+      settled: (asked, outcome) => emitContained(this.ctx, 'approval/question-settled', [asked, outcome]),
+    })
   }
 
   private async askQuestioners(question: PendingQuestion, signal: AbortSignal): Promise<QuestionOutcome> {
-    for (const answerer of [...this.questioners]) {
+    for (const answerer of [...this.questions.answerers]) {
       let answer: readonly QuestionAnswer[] | 'cancelled' | undefined
       try {
         answer = await answerer(question, signal)
@@ -365,7 +325,7 @@ export class ApprovalPlugin extends Service implements ApprovalService {
 
   /** The composed answerers, in registration order; the first answer wins. */
   private async askAnswerers(request: PendingApproval, signal: AbortSignal): Promise<ApprovalOutcome> {
-    for (const answerer of [...this.answerers]) {
+    for (const answerer of [...this.approvals.answerers]) {
       let answer: ApprovalAnswer | undefined
       try {
         answer = await answerer(request, signal)
@@ -378,11 +338,6 @@ export class ApprovalPlugin extends Service implements ApprovalService {
       return scope !== undefined && request.scopes?.includes(scope) === true ? answer : 'unavailable'
     }
     return 'unavailable'
-  }
-
-  private emit(name: 'approval/pending' | 'approval/settled', args: unknown[]): void {
-    // Contained: an observer's failure does not decide the request.
-    emitContained(this.ctx, name, args)
   }
 }
 
@@ -409,9 +364,4 @@ function validAnswers(questions: readonly UserQuestion[], answers: unknown): rea
     out.push({ id: answer.id, ...(selected !== undefined ? { selected: selected as string[] } : {}), ...(text !== undefined ? { text: text as string } : {}) })
   }
   return out
-}
-
-function publicView(pending: PendingApproval & { controller?: unknown }): PendingApproval {
-  const { controller: _controller, ...view } = pending
-  return view
 }

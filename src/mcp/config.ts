@@ -3,7 +3,7 @@
  * (`command`/`args`/`env`/`cwd`, or `type: http|sse` + `url`/`headers`), the plugin-row shape
  * (`serverName`, `transport: stdio|streamable-http|sse`) and dsh's own keys (`enabled`,
  * `enabledTools`, `disabledTools`, `toolCallTimeoutMs`, `startupTimeoutMs`,
- * `failOnStartupError`, `reconnect`). `${VAR}` and `${VAR:-default}` expand in command, args,
+ * `failOnStartupError`, `reconnect`, and for stdio `maxMessageBytes`). `${VAR}` and `${VAR:-default}` expand in command, args,
  * env, url and headers, as in Claude Code. Bad input is a `McpConfigError` naming the server
  * and the key.
  */
@@ -35,6 +35,8 @@ export interface McpServerConfig {
   readonly startupTimeoutMs: number
   readonly failOnStartupError: boolean
   readonly reconnect: ReconnectConfig
+  /** stdio: a message from the server over this many bytes is dropped (default 64 MiB, `./stdio.ts`). */
+  readonly maxMessageBytes?: number
 }
 
 export const DEFAULT_RECONNECT: ReconnectConfig = Object.freeze({ enabled: true, initialDelayMs: 500, maxDelayMs: 30_000, maxAttempts: 10 })
@@ -51,6 +53,7 @@ export class McpConfigError extends Error {
 const KEYS = new Set([
   'type', 'transport', 'serverName', 'name', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'enabled',
   'enabledTools', 'disabledTools', 'toolCallTimeoutMs', 'startupTimeoutMs', 'failOnStartupError', 'reconnect',
+  'maxMessageBytes',
   // Claude Code keys that need nothing from us.
   'description', 'oauth',
 ])
@@ -153,8 +156,13 @@ export function parseServerConfig(name: string | undefined, raw: unknown, option
     const args = strings('args')
     const env = map('env')
     const cwd = string('cwd')
+    const maxMessageBytes = raw.maxMessageBytes
+    if (maxMessageBytes !== undefined && (typeof maxMessageBytes !== 'number' || !Number.isSafeInteger(maxMessageBytes) || maxMessageBytes <= 0)) {
+      fail('maxMessageBytes', 'must be a positive whole number of bytes')
+    }
     return {
       ...base,
+      ...(maxMessageBytes !== undefined ? { maxMessageBytes: maxMessageBytes as number } : {}),
       command: expand('command', command),
       ...(args !== undefined ? { args: args.map(arg => expand('args', arg)) } : {}),
       ...(env !== undefined ? { env } : {}),
@@ -163,6 +171,7 @@ export function parseServerConfig(name: string | undefined, raw: unknown, option
   }
   const url = string('url') ?? fail('url', `a ${transport} server needs a url`)
   if (raw.command !== undefined) fail('command', `a ${transport} server takes url/headers, not command`)
+  if (raw.maxMessageBytes !== undefined) fail('maxMessageBytes', 'applies to stdio servers only')
   const expanded = expand('url', url)
   try {
     const parsed = new URL(expanded)

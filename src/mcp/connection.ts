@@ -6,7 +6,6 @@
  */
 import type { Readable } from 'node:stream'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
@@ -14,7 +13,8 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool as Mc
 import { z } from 'zod'
 import type { McpServerConfig } from './config.js'
 import { scrubbedEnvironment } from './env.js'
-import { McpCallError } from './results.js'
+import { MCP_RESULT_TOO_LARGE, McpCallError } from './results.js'
+import { droppedMessage, GroupStdioTransport } from './stdio.js'
 
 export type McpConnectionState = 'starting' | 'connected' | 'reconnecting' | 'failed' | 'closed'
 
@@ -35,9 +35,6 @@ const LOOSE_TOOL_LIST = z.object({
   tools: z.array(z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.unknown().optional() }).loose()),
   nextCursor: z.string().optional(),
 }).loose()
-
-/** Kills a stdio server that ignores EOF: SIGTERM, then SIGKILL after this long. */
-const KILL_GRACE_MS = 2_000
 
 export class McpConnection {
   private client: Client | undefined
@@ -78,14 +75,14 @@ export class McpConnection {
   private createTransport(): Transport {
     const { config } = this.options
     if (config.transport === 'stdio') {
-      const transport = new StdioClientTransport({
+      const transport = new GroupStdioTransport({
         command: config.command!,
         args: [...(config.args ?? [])],
         env: scrubbedEnvironment(this.options.parentEnv ?? process.env, config.env),
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
-        stderr: 'pipe',
+        ...(config.maxMessageBytes !== undefined ? { maxMessageBytes: config.maxMessageBytes } : {}),
       })
-      this.pipeStderr(transport.stderr as Readable | null)
+      this.pipeStderr(transport.stderr)
       return transport
     }
     const url = new URL(config.url!)
@@ -225,6 +222,9 @@ export class McpConnection {
       return await client.callTool({ name: rawName, arguments: args }, undefined, { signal, timeout: this.options.config.toolCallTimeoutMs })
     } catch (error) {
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new McpCallError('tool call aborted', 'ABORTED')
+      if (error instanceof McpError && droppedMessage(error)) {
+        throw new McpCallError(`MCP server "${this.options.config.name}" answered with a result too large to read: ${error.message.replace(/^MCP error -?\d+: /, '')}`, MCP_RESULT_TOO_LARGE)
+      }
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         throw new McpCallError(`MCP server "${this.options.config.name}" did not answer within ${this.options.config.toolCallTimeoutMs} ms`, 'TIMEOUT')
       }
@@ -237,15 +237,13 @@ export class McpConnection {
     this.disposed = true
     if (this.timer !== undefined) clearTimeout(this.timer)
     const client = this.client
-    const transport = this.transport
     this.client = undefined
     this.transport = undefined
     this.state = 'closed'
     this.resolveStarted()
     if (client === undefined) return
-    const pid = transport instanceof StdioClientTransport ? transport.pid : null
+    // A stdio transport's close stops the server's whole process group (./stdio.ts).
     await client.close().catch(() => {})
-    if (pid !== null && pid !== undefined) await killIfAlive(pid)
   }
 }
 
@@ -260,22 +258,4 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
     promise,
     new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms) }),
   ]).finally(() => clearTimeout(timer))
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** SIGTERM then SIGKILL for a server that outlives its closed stdin. */
-async function killIfAlive(pid: number): Promise<void> {
-  if (!alive(pid)) return
-  try { process.kill(pid, 'SIGTERM') } catch { return }
-  const deadline = Date.now() + KILL_GRACE_MS
-  while (alive(pid) && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 50))
-  if (alive(pid)) try { process.kill(pid, 'SIGKILL') } catch { /* gone */ }
 }

@@ -130,7 +130,8 @@ export class McpPlugin extends Service implements McpService {
 
   constructor(ctx: Context, private readonly config: McpPluginConfig = {}) {
     super(ctx, 'mcp')
-    ctx.effect(() => () => { void this.stopAll() }, 'mcp servers')
+    // Returned, so unloading waits until every server process (and its group) is gone.
+    ctx.effect(() => () => this.stopAll(), 'mcp servers')
     // `/mcp [tools]`: the servers this session sees, their state, and why one is not connected.
     ctx.inject(['commands'], (inner) => {
       inner.commands.register({
@@ -330,7 +331,7 @@ export class McpServerPlugin {
     const { log, lookup, ...rest } = raw ?? {}
     const config = parseServerConfig(undefined, rest, { source: 'plugin row mcp-server', ...(lookup ? { lookup } : {}) })
     const server = new McpServer(ctx, { config, source: 'row', clientVersion: clientVersion(), stderr: log ?? defaultLog })
-    ctx.effect(() => () => { void server.dispose() }, `mcp server ${config.name}`)
+    ctx.effect(() => () => server.dispose(), `mcp server ${config.name}`)
     // Optional: listed by `ctx.mcp` (dsh mcp list, web settings) when the `mcp` row is loaded.
     const mcp = ctx.get('mcp') as McpPlugin | undefined
     if (mcp !== undefined) ctx.effect(() => mcp.attach(server), `mcp listing ${config.name}`)

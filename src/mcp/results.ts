@@ -9,6 +9,8 @@ import type { ToolOutput } from '../tools/api.js'
 
 export const MCP_SERVER_ERROR = 'MCP_SERVER_ERROR'
 export const MCP_TOOL_ERROR = 'MCP_TOOL_ERROR'
+/** The server's answer was over the stdio message limit (`maxMessageBytes`) and was dropped. */
+export const MCP_RESULT_TOO_LARGE = 'MCP_RESULT_TOO_LARGE'
 
 /** A call that did not reach an answer (server gone, timeout, transport failure): an error result. */
 export class McpCallError extends Error {

@@ -10,6 +10,7 @@ import { emitContained } from '../kernel/index.js'
 import type { ScopeKey } from '../scope/index.js'
 import type { Tool, ToolsService } from '../tools/api.js'
 import { ToolError, ToolErrorCode } from '../tools/errors.js'
+import { spillOutput } from '../tools/builtin/spill.js'
 import type { McpServerState, McpServerStatus, McpToolStatus } from './api.js'
 import { toolAllowed, type McpServerConfig, type McpServerSource } from './config.js'
 // The SDK (and zod) load with the first server, not with the row: an empty `mcpServers` costs nothing at start-up.
@@ -183,7 +184,8 @@ export class McpServer {
         if (needsTask) throw new ToolError(`MCP tool ${rawName} requires task execution, which dsh does not support`, 'MCP_UNSUPPORTED')
         const connection = this.connection
         if (connection === undefined) throw new McpCallError(`MCP server "${server}" is not running`)
-        return mapCallResult(await connection.call(rawName, args, context.signal), { server, tool: rawName })
+        // Like a built-in tool's: a large result is saved to a file and the model gets a preview.
+        return spillOutput(mapCallResult(await connection.call(rawName, args, context.signal), { server, tool: rawName }), name, { place: context })
       },
     }
     return { tool, status: { name, rawName, readOnly, notes } }
