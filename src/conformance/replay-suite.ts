@@ -34,6 +34,7 @@ import { SystemPromptPlugin } from '../prompt/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
+import { BUILTIN_TOOLS, CAPABILITIES, COMPACTION_PLUGINS, COMPARED, DELEGATION_SOURCES, HOOK_PLUGINS, MASKED, SUPPORTED_OPS } from './replay-rules.js'
 import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { QuestionToolPlugin } from '../questions/index.js'
@@ -42,11 +43,6 @@ import { WebFetchToolPlugin } from '../tools/builtin/web-fetch.js'
 import { SessionEventReadToolPlugin } from '../tools/builtin/session-event-read.js'
 import { fetchedOrigins, startPageServer, type PageServer } from './page-server.js'
 import { AGENT_INSTRUCTIONS_SOURCE, WorkspaceInstructionsPlugin, type InstructionsSource } from '../instructions/index.js'
-
-/** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
-  'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
-  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image'])
 
 /**
  * Delegation tool rows per scenario: the shipped rows (continuable `subagent`, foreground
@@ -59,42 +55,6 @@ const DELEGATION_ROWS: Readonly<Record<string, readonly SubagentToolRow[]>> = {
 
 /** The SDK composition delegates in the foreground (its recorded child is one-shot). */
 const SDK_TOOL_ROWS: readonly SubagentToolRow[] = DEFAULT_TOOL_ROWS.map(row => ({ ...row, backgroundMode: 'one-shot' as const }))
-
-/** Message sources of delegation (notices, reports, relayed send_message turns), compared with ids masked. */
-const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
-
-/** Events compared on the core projection. */
-const COMPARED = new Set([
-  'turn/start', 'turn/end', 'step/start', 'step/end', 'user/message', 'assistant/chunk', 'assistant/message',
-  'tool/call', 'tool/result', 'todo/write', 'request/header', 'request/context', 'agent/inbox/spliced',
-  'llm/retry', 'llm/retry-started',
-  'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
-  'hook/invoked', 'hook/result',
-  'approval/asked', 'approval/decided', 'sandbox/mode', 'permission/preset',
-  'subagent/descriptor', 'goal/change',
-])
-
-/** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
-const COMPACTION_PLUGINS = new Set(['compact', 'compaction'])
-
-/** Plugin-authored messages whose text comes from the scenario itself (hook output): compared in full. */
-const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
-
-/** Product-only events, dropped from both sides. */
-const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
-
-/** Event-type prefixes that name a capability dsh lacks (the scenario is skipped). */
-const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['tool/code-dispatch', 'code mode'],
-  ['job/', 'background jobs'],
-  ['workspace/', 'workspace instructions'],
-]
-
-const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
-  // Delegation waits: the driver waits for the whole agent tree to be quiet after every prompt.
-  'waitForSubagentTurnEnd', 'waitForTurnStart', 'promptAndWaitForAgentMessage',
-  // Goal rounds: a cancel of whatever turn hangs after the last prompt; the goal event lands before quiet.
-  'cancel', 'waitForEventAfterTurnEnd'])
 
 export interface ReplaySuiteOptions {
   /** Only scenario directories whose path contains this string. */

@@ -1,0 +1,46 @@
+/**
+ * What the replay suite (`./replay-suite.ts`) compares, masks and can replay: the tools it
+ * loads, the events on the core projection, the plugin-authored message sources it knows, and
+ * the driver operations it runs (docs/conformance.md, "Replay suite").
+ */
+
+/** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
+export const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
+  'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
+  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image'])
+
+/** Message sources of delegation (notices, reports, relayed send_message turns), compared with ids masked. */
+export const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
+
+/** Events compared on the core projection. */
+export const COMPARED = new Set([
+  'turn/start', 'turn/end', 'step/start', 'step/end', 'user/message', 'assistant/chunk', 'assistant/message',
+  'tool/call', 'tool/result', 'todo/write', 'request/header', 'request/context', 'agent/inbox/spliced',
+  'llm/retry', 'llm/retry-started',
+  'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
+  'hook/invoked', 'hook/result',
+  'approval/asked', 'approval/decided', 'sandbox/mode', 'permission/preset',
+  'subagent/descriptor', 'goal/change',
+])
+
+/** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
+export const COMPACTION_PLUGINS = new Set(['compact', 'compaction'])
+
+/** Plugin-authored messages whose text comes from the scenario itself (hook output): compared in full. */
+export const HOOK_PLUGINS = new Set(['hooks-claude-code', 'hooks-codex'])
+
+/** Product-only events, dropped from both sides. */
+export const MASKED = new Set(['session/title', 'approval/policy', 'session/end-seed'])
+
+/** Event-type prefixes that name a capability dsh lacks (the scenario is skipped). */
+export const CAPABILITIES: readonly [prefix: string, capability: string][] = [
+  ['tool/code-dispatch', 'code mode'],
+  ['job/', 'background jobs'],
+  ['workspace/', 'workspace instructions'],
+]
+
+export const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
+  // Delegation waits: the driver waits for the whole agent tree to be quiet after every prompt.
+  'waitForSubagentTurnEnd', 'waitForTurnStart', 'promptAndWaitForAgentMessage',
+  // Goal rounds: a cancel of whatever turn hangs after the last prompt; the goal event lands before quiet.
+  'cancel', 'waitForEventAfterTurnEnd'])
