@@ -4,7 +4,10 @@
  * and the SHA-256 of the canonical lines of events 0..seq. The parent SIGKILLs it at a random
  * point and checks the store against the last report.
  *
- * argv: <workload|loop> <jsonl|sqlite> <store path> <session id> <seed> <write-behind window ms>
+ * argv: <workload|loop> <jsonl|sqlite> <store path> <session id> <seed> <write-behind window ms> [hold-after]
+ * - hold-after N: after its Nth report, at the first completed write that leaves the stored log
+ *   inside an open turn, the child prints `held` and writes nothing more (the write never
+ *   returns), so the parent's kill lands at a known point: mid-turn, with nothing after it stored.
  * - workload: realistic turns appended through the session core, flushing at the D-3 points;
  *   the clock is a counter, so the parent can also regenerate the exact events.
  * - loop: the real agent loop with the checkpoint policy, a scripted model streaming reasoning,
@@ -26,21 +29,33 @@ import { loopHarness } from './agent-harness.js'
 
 /** Safety net: a child nobody kills stops on its own. */
 const MAX_TURNS = 400
-const [mode, kind, store, id, seedText, windowText] = process.argv.slice(2)
+const [mode, kind, store, id, seedText, windowText, holdText] = process.argv.slice(2)
+const holdAfter = holdText === undefined ? undefined : Number(holdText)
 const rng = prng(Number(seedText))
 const inner: PersistenceBackend = kind === 'sqlite' ? new SqliteBackend({ file: store }) : new JsonlBackend({ root: store })
 
 // Report every completed write: what it covered is durable from then on.
 const hash = createHash('sha256')
 let written = -1
-const report = (events: readonly SessionEvent[]) => {
-  for (const event of events) hash.update(`${encodeEvent(event)}\n`)
+let reports = 0
+let turnOpen = false
+const report = async (events: readonly SessionEvent[]) => {
+  for (const event of events) {
+    hash.update(`${encodeEvent(event)}\n`)
+    if (event.type === 'turn/start') turnOpen = true
+    else if (event.type === 'turn/end') turnOpen = false
+  }
   written += events.length
   process.stdout.write(`flushed ${written} ${hash.copy().digest('hex')}\n`)
+  if (holdAfter !== undefined && ++reports >= holdAfter && turnOpen) {
+    process.stdout.write('held\n')
+    // This write never returns, so nothing more is stored; the timer keeps the process alive for the kill.
+    await new Promise<never>(() => { setInterval(() => undefined, 1 << 30) })
+  }
 }
 const backend: PersistenceBackend = Object.create(inner)
-backend.create = async (header, events) => { await inner.create(header, events); report(events) }
-backend.appendBatch = async (header, events) => { await inner.appendBatch(header, events); report(events) }
+backend.create = async (header, events) => { await inner.create(header, events); await report(events) }
+backend.appendBatch = async (header, events) => { await inner.appendBatch(header, events); await report(events) }
 const persistence = { backend, maxDelayMs: Number(windowText) }
 
 if (mode === 'loop') {

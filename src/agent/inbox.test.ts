@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { UserMessage } from '../llm/types.js'
 import { SessionsServicePlugin } from '../session/index.js'
-import { Inbox, InboxError } from './inbox.js'
+import { Inbox, InboxError, type InboxClaim } from './inbox.js'
 
 const msg = (text: string): UserMessage => ({ id: text, role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } })
 
@@ -30,18 +30,41 @@ describe('inbox (A-1, A-2)', () => {
     expect(inbox.nextTurn.map(m => m.id)).toEqual(['a'])
   })
 
-  it('A-3: claim takes all of next-step and, at a turn boundary, only the first next-turn message', async () => {
+  const ids = (claim: InboxClaim) => ({ step: claim.step.map(m => m.id), turn: claim.turn.map(m => m.id) })
+
+  it('A-3: claimFrom takes all of next-step and, at a turn boundary, only the first next-turn message, each by its list', async () => {
     const s = await session()
     const inbox = Inbox.fromLog(s)
     inbox.push('next-turn', msg('t1'))
     inbox.push('next-turn', msg('t2'))
     inbox.push('next-step', msg('s1'))
     inbox.push('next-step', msg('s2'))
-    expect(inbox.claim('next-step').map(m => m.id)).toEqual(['s1', 's2'])
+    expect(ids(inbox.claimFrom('next-step'))).toEqual({ step: ['s1', 's2'], turn: [] })
     inbox.push('next-step', msg('s3'))
-    expect(inbox.claim('next-turn').map(m => m.id)).toEqual(['s3', 't1'])
+    expect(ids(inbox.claimFrom('next-turn'))).toEqual({ step: ['s3'], turn: ['t1'] })
     expect(inbox.nextTurn.map(m => m.id)).toEqual(['t2'])
+    expect(inbox.nextStep).toEqual([])
     expect(Inbox.fromLog(s).nextTurn.map(m => m.id)).toEqual(['t2'])
+    // An empty inbox claims nothing and logs nothing.
+    const length = s.events.length
+    expect(ids(inbox.claimFrom('next-step'))).toEqual({ step: [], turn: [] })
+    expect(s.events.length).toBe(length)
+  })
+
+  it('A-3: unclaim puts each claimed message back at the front of the list it came from, in the log too', async () => {
+    const s = await session()
+    const inbox = Inbox.fromLog(s)
+    inbox.push('next-turn', msg('t1'))
+    inbox.push('next-turn', msg('t2'))
+    inbox.push('next-step', msg('s1'))
+    const claim = inbox.claimFrom('next-turn')
+    inbox.push('next-step', msg('s2'))
+    inbox.unclaim(claim)
+    expect(inbox.nextTurn.map(m => m.id)).toEqual(['t1', 't2'])
+    expect(inbox.nextStep.map(m => m.id)).toEqual(['s1', 's2'])
+    const rebuilt = Inbox.fromLog(s)
+    expect(rebuilt.nextTurn).toEqual(inbox.nextTurn)
+    expect(rebuilt.nextStep).toEqual(inbox.nextStep)
   })
 
   it('bad splices are refused with a message naming the list; a corrupt log names the seq', async () => {
@@ -81,7 +104,7 @@ describe('inbox property (A-1)', () => {
       let n = 0
       for (const o of ops) {
         if (o.kind === 'push') inbox.push(o.target, msg(`m${n++}`))
-        else if (o.kind === 'claim') inbox.claim(o.target)
+        else if (o.kind === 'claim') inbox.claimFrom(o.target)
         else if (o.kind === 'clear') inbox.clear()
         else {
           const list = o.target === 'next-turn' ? inbox.nextTurn : inbox.nextStep

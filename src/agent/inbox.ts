@@ -63,13 +63,10 @@ export class Inbox implements InboxView {
     return this.apply(event.data as InboxSplice, event.seq)
   }
 
-  /** A-3: all of next-step, plus the first next-turn message at a turn boundary. */
-  claim(target: InboxTarget): UserMessage[] {
-    const { step, turn } = this.claimFrom(target)
-    return [...step, ...turn]
-  }
-
-  /** `claim`, keeping apart what came from each list (so it can be put back where it was). */
+  /**
+   * A-3: all of next-step, plus the first next-turn message at a turn boundary (`target`
+   * 'next-turn'), kept apart by the list each came from so `unclaim` can put them back.
+   */
   claimFrom(target: InboxTarget): InboxClaim {
     const step = this.splice('next-step', 0, this.lists['next-step'].length, [])
     const turn = target === 'next-turn' && this.lists['next-turn'].length > 0 ? this.splice('next-turn', 0, 1, []) : []

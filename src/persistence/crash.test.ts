@@ -37,8 +37,13 @@ const SEED = Number(process.env.DSH_CRASH_SEED ?? 20261202)
 const CONCURRENCY = 6
 const CLOCK_START = 1_750_000_000_000
 
-interface Run { index: number; mode: 'workload' | 'loop'; kind: 'jsonl' | 'sqlite'; seed: number; windowMs: number; killAfterFlushes: number; killDelayMs: number }
-interface Crash { id: string; lastFlushed: number; hash: string }
+/**
+ * `held`: the child stops writing at its first write inside an open turn after `killAfterFlushes`
+ * reports and is killed there, a crash point known in advance; otherwise the kill lands after a
+ * random delay, wherever the child has got to.
+ */
+interface Run { index: number; mode: 'workload' | 'loop'; kind: 'jsonl' | 'sqlite'; seed: number; windowMs: number; killAfterFlushes: number; killDelayMs: number; held: boolean }
+interface Crash { id: string; lastFlushed: number; hash: string; held?: boolean }
 
 let work: string
 let child: string
@@ -62,7 +67,8 @@ afterAll(async () => {
 /** Spawns one child, kills it after its Nth durable-write report (plus a short random delay). */
 function crashOnce(run: Run, store: string, id: string): Promise<Crash> {
   return new Promise((resolvePromise, reject) => {
-    const proc = spawn(process.execPath, [child, run.mode, run.kind, store, id, String(run.seed), String(run.windowMs)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const args = [child, run.mode, run.kind, store, id, String(run.seed), String(run.windowMs), ...run.held ? [String(run.killAfterFlushes)] : []]
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     let buffered = ''
     let flushes = 0
     const crash: Crash = { id, lastFlushed: -2, hash: '' }
@@ -75,11 +81,17 @@ function crashOnce(run: Run, store: string, id: string): Promise<Crash> {
       while ((newline = buffered.indexOf('\n')) >= 0) {
         const line = buffered.slice(0, newline)
         buffered = buffered.slice(newline + 1)
+        if (line === 'held' && !killing) {
+          killing = true
+          crash.held = true
+          proc.kill('SIGKILL')
+          continue
+        }
         const match = /^flushed (-?\d+) ([0-9a-f]{64})$/.exec(line)
         if (!match || killing) continue
         crash.lastFlushed = Number(match[1])
         crash.hash = match[2]
-        if (++flushes >= run.killAfterFlushes) {
+        if (!run.held && ++flushes >= run.killAfterFlushes) {
           killing = true
           setTimeout(() => proc.kill('SIGKILL'), run.killDelayMs)
         }
@@ -153,6 +165,12 @@ async function verify(run: Run, store: string, crash: Crash): Promise<{ recovere
   // C-2/C-3: the closers are exactly those of the kept prefix.
   expect(repaired.map(encodeEvent)).toEqual(interruptedTurnClosers(before!.events).map(encodeEvent))
   if (repaired.length) expect(repaired.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'interrupted' } } })
+  if (run.held) {
+    // Killed where it held: exactly what it reported is stored, and that ends inside a turn.
+    expect(crash.held, `run ${run.index}: the child held before the kill`).toBe(true)
+    expect(kept, `run ${run.index}: nothing stored after the held write`).toBe(lastFlushed + 1)
+    expect(repaired.length, `run ${run.index}: a turn cut open is closed`).toBeGreaterThan(0)
+  }
   const position = checkLogInvariants(session.events, createEventTypeRegistry())
   expect(position.turnOpen).toBe(false)
   // The session is live again: the real loop takes a new prompt (A-11 checks the request
@@ -180,8 +198,10 @@ describe('persistence crash test (SIGKILL)', () => {
       windowMs: [0, 1, 5, 200][Math.floor(rng() * 4)],
       killAfterFlushes: 1 + Math.floor(rng() * 16),
       killDelayMs: Math.floor(rng() * 4),
+      // Every fifth run, each kind and mode in turn, crashes at a known point inside a turn.
+      held: index % 5 === 0,
     }))
-    const totals = { kills: 0, recovered: 0, repaired: 0, jsonl: 0, sqlite: 0, workload: 0, loop: 0, childMs: 0, verifyMs: 0 }
+    const totals = { kills: 0, held: 0, recovered: 0, repaired: 0, jsonl: 0, sqlite: 0, workload: 0, loop: 0, childMs: 0, verifyMs: 0 }
     const started = performance.now()
     let next = 0
     const worker = async () => {
@@ -200,13 +220,16 @@ describe('persistence crash test (SIGKILL)', () => {
         totals[run.mode]++
         totals.recovered += recovered
         if (repaired) totals.repaired++
+        if (run.held) totals.held++
       }
     }
     await Promise.all(Array.from({ length: CONCURRENCY }, worker))
     console.log(`crash test (seed ${SEED}): ${totals.kills} kills (${totals.jsonl} jsonl, ${totals.sqlite} sqlite; ${totals.workload} workload, ${totals.loop} real loop), ` +
-      `${totals.recovered} events recovered, ${totals.repaired} interrupted turns closed, ${Math.round(performance.now() - started)} ms (children ${Math.round(totals.childMs)} ms, verification ${Math.round(totals.verifyMs)} ms summed over workers)`)
+      `${totals.recovered} events recovered, ${totals.repaired} interrupted turns closed (${totals.held} at a held crash point), ${Math.round(performance.now() - started)} ms (children ${Math.round(totals.childMs)} ms, verification ${Math.round(totals.verifyMs)} ms summed over workers)`)
     expect(totals.kills).toBe(KILLS)
-    expect(totals.repaired).toBeGreaterThan(0)
+    // At least the held runs, whatever the timing of the others.
+    expect(totals.repaired).toBeGreaterThanOrEqual(totals.held)
+    expect(totals.held).toBe(Math.ceil(KILLS / 5))
     expect(existsSync(child)).toBe(true)
   }, 600_000)
 })

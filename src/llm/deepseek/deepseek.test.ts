@@ -79,20 +79,31 @@ describe('DeepSeek adapter over HTTP', () => {
     const ctx = await setup()
     let release!: () => void
     const gate = new Promise<void>(resolve => { release = resolve })
-    server.enqueue(streamResponse([{ text: 'a' }, { finish: 'stop', usage: { prompt_tokens: 3, completion_tokens: 1 } }, { until: gate }]))
+    // The finish chunk, a trailing usage chunk, then one more delta (which the translator still
+    // streams). Events are parsed in order, so once that delta is out, anything the finish or the
+    // usage would have finalised is out too. The server holds [DONE] until the test releases it.
+    server.enqueue(streamResponse([{ text: 'a' }, { finish: 'stop' }, { usage: { prompt_tokens: 3, completion_tokens: 2 } }, { text: 'b' }, { until: gate }]))
     const iterator = ctx.llm.stream(call())[Symbol.asyncIterator]()
     const early: StreamChunk[] = []
-    while (early.length < 2) early.push((await iterator.next()).value as StreamChunk)
-    expect(early).toEqual([{ type: 'block-start', index: 0, blockType: 'text' }, { type: 'text-delta', index: 0, text: 'a' }])
-    const next = iterator.next()
-    // The next chunk is still pending: the translator waits for [DONE].
-    const raced = await Promise.race([next.then(() => 'chunk'), server.waitForRequests(1).then(() => new Promise(r => setImmediate(() => r('pending'))))])
-    expect(raced).toBe('pending')
+    for (;;) {
+      const next = await iterator.next()
+      if (next.done === true) break
+      early.push(next.value)
+      if (next.value.type === 'text-delta' && next.value.text === 'b') break
+    }
+    expect(early).toEqual([
+      { type: 'block-start', index: 0, blockType: 'text' },
+      { type: 'text-delta', index: 0, text: 'a' },
+      { type: 'text-delta', index: 0, text: 'b' },
+    ])
     release()
-    expect((await next).value).toEqual({ type: 'block-end', index: 0, block: { type: 'text', text: 'a' } })
-    expect((await iterator.next()).value).toEqual({ type: 'usage', usage: { inputTokens: 3, outputTokens: 1 } })
-    expect((await iterator.next()).value).toEqual({ type: 'finish', reason: { kind: 'stop' } })
-    expect((await iterator.next()).done).toBe(true)
+    const rest: StreamChunk[] = []
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) rest.push(next.value)
+    expect(rest).toEqual([
+      { type: 'block-end', index: 0, block: { type: 'text', text: 'ab' } },
+      { type: 'usage', usage: { inputTokens: 3, outputTokens: 2 } },
+      { type: 'finish', reason: { kind: 'stop' } },
+    ])
   })
 
   it('L-7: no empty delta of any kind opens a block (the empty first reasoning chunk)', async () => {

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { mkdir, readFile, realpath } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -24,6 +24,9 @@ async function gone(pid: number, deadlineMs = 5000): Promise<boolean> {
   }
   return true
 }
+
+/** Runs one bash tool call in a child process whose stdin the test holds (over dist/). */
+const stdinChild = new URL('../../../test-support/bash-stdin-child.mjs', import.meta.url).pathname
 
 let h: ToolsHarness
 beforeEach(async () => { h = await toolsHarness({ bash: { killGraceMs: 500 } }) })
@@ -70,7 +73,18 @@ describe('bash output format', () => {
   })
 
   it('stdin is closed, so a command reading it sees end of input instead of hanging', async () => {
-    expect(resultText(await bash({ command: 'cat; echo done' }))).toBe('done\n')
+    // Run where the tool's own stdin is a pipe holding a line and never closed: a command given
+    // that stdin would read the line, one given a pipe of its own would wait for it until the timeout.
+    const child = spawn(process.execPath, [stdinChild, h.cwd, 'if read -r line; then echo "read: $line"; else echo "end of input"; fi'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    child.stdin.write('a line for whoever reads this stdin\n')
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (data: Buffer) => { stdout += data.toString() })
+    child.stderr.on('data', (data: Buffer) => { stderr += data.toString() })
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+    child.stdin.end()
+    expect(code, stderr).toBe(0)
+    expect(JSON.parse(stdout)).toBe('end of input\n')
   })
 
   it('bad arguments are a validation error naming the field', async () => {
