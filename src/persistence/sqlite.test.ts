@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +11,7 @@ import { FormatVersionError } from './api.js'
 import { describeBackendConformance, realisticLog } from './backend.conformance.js'
 import { RENDERED_RECORD, SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION, SqliteBackend } from './sqlite/backend.js'
 import { rowRecord, type StoredEventRow } from './records.js'
+import { repoRoot } from '../../test-support/run-dsh.js'
 
 const sqlite = (backend: PersistenceBackend) => backend as SqliteBackend
 
@@ -132,6 +135,38 @@ describe('SQLite store (D-6)', () => {
     const trashed = backend.db.prepare('SELECT count(*) AS n FROM trash_events WHERE incarnation = ?').get(incarnation) as { n: number }
     expect(trashed.n).toBeGreaterThan(0)
     await backend.close()
+  }))
+
+  it('D-6: a write waiting for another process\'s lock leaves the event loop running, and lands once the lock is let go', () => withDir(async (dir) => {
+    const file = join(dir, 's.db')
+    const backend = new SqliteBackend({ file })
+    const { header, events } = await realisticLog(1, 6)
+    await backend.create(header, events.slice(0, 5))
+    const locker = spawn(process.execPath, [join(repoRoot, 'test-support', 'sqlite-locker.mjs'), file], { stdio: ['pipe', 'pipe', 'inherit'] })
+    const lines = createInterface({ input: locker.stdout! })
+    const said = (word: string) => new Promise<void>((resolve) => lines.on('line', (line) => { if (line === word) resolve() }))
+    const released = said('released')
+    await said('locked')
+    try {
+      let settled = false
+      const append = backend.appendBatch(header, events.slice(5)).finally(() => { settled = true })
+      // Fires only if the event loop runs while the write waits; it lets the lock go, which is
+      // what the write waits for (a busy wait on the loop would fail the write instead).
+      let firedWhileWaiting = false
+      const timer = new Promise<void>((resolve) => setTimeout(() => {
+        firedWhileWaiting = !settled
+        locker.stdin!.end('release\n')
+        resolve()
+      }, 1))
+      await timer
+      await released
+      await append
+      expect(firedWhileWaiting).toBe(true)
+      expect((await backend.loadStored(header.id))!.events).toHaveLength(events.length)
+    } finally {
+      locker.kill()
+      await backend.close()
+    }
   }))
 
   it('D-6: a batch that fails inside its transaction leaves no rows (no torn writes)', () => withDir(async (dir) => {

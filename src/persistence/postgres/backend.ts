@@ -486,10 +486,10 @@ export class PostgresBackend implements PersistenceBackend {
   /** Gives the lease back (only if still ours). */
   releaseWriter(id: string): Promise<void> {
     return this.chains.run(id, async () => {
-      const wasHeld = this.held.delete(id)
       this.lost.delete(id)
-      if (!wasHeld || this.closed) return
+      if (!this.held.has(id) || this.closed) return void this.held.delete(id) // held until the row is gone: close retries
       await this.pool.query('DELETE FROM leases WHERE session_id = $1 AND holder = $2', [id, this.holder])
+      this.held.delete(id)
     })
   }
 
