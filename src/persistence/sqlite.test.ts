@@ -10,7 +10,8 @@ import type { PersistenceBackend } from './api.js'
 import { FormatVersionError } from './api.js'
 import { describeBackendConformance, realisticLog } from './backend.conformance.js'
 import { RENDERED_RECORD, SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION, SqliteBackend } from './sqlite/backend.js'
-import { rowRecord, type StoredEventRow } from './records.js'
+import { eventRowValues, rowRecord, type StoredEventRow } from './records.js'
+import { EVENT_COLUMNS } from './event-columns.js'
 import { repoRoot } from '../../test-support/run-dsh.js'
 
 const sqlite = (backend: PersistenceBackend) => backend as SqliteBackend
@@ -167,6 +168,20 @@ describe('SQLite store (D-6)', () => {
       locker.kill()
       await backend.close()
     }
+  }))
+
+  it('D-6: events and trash_events have the one shared column list (event-columns.ts), in order, with its types', () => withDir(async (dir) => {
+    const backend = new SqliteBackend({ file: join(dir, 's.db') })
+    for (const table of ['events', 'trash_events']) {
+      const columns = backend.db.prepare<[], { name: string; type: string; notnull: number }>(`SELECT name, type, "notnull" FROM pragma_table_info('${table}') ORDER BY cid`).all()
+      expect(columns.slice(1).map((c) => `${c.name} ${c.type}${c.notnull ? ' NOT NULL' : ''}`)).toEqual(EVENT_COLUMNS.map((c) => `${c.name} ${c.sqlite}`))
+    }
+    const { header, events } = await realisticLog(1, 4)
+    for (const row of eventRowValues(events, true)) expect(row).toHaveLength(EVENT_COLUMNS.length)
+    await backend.create(header, events)
+    expect(await backend.trash(header.id)).toBe(true)
+    expect(backend.db.prepare<[], { n: number }>('SELECT count(*) AS n FROM trash_events').get()!.n).toBeGreaterThan(0)
+    await backend.close()
   }))
 
   it('D-6: a batch that fails inside its transaction leaves no rows (no torn writes)', () => withDir(async (dir) => {

@@ -16,6 +16,7 @@ import {
 } from '../api.js'
 import { batchBookkeeping, checkHeader, encodeHeader, eventRowValues, firstRowAfter, headerProblem, lastTurnOf, renderedRowRecord, rowRecord, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 import { currentHolder, holderIsStale } from '../writer-lock.js'
+import { EVENT_COLUMN_LIST, EVENT_COLUMNS, eventColumnDefinitions } from '../event-columns.js'
 import type { StoredAttachment } from '../../session/attachments.js'
 
 /** 'DSHP' */
@@ -63,14 +64,7 @@ CREATE TABLE sessions (
 ) STRICT;
 CREATE TABLE events (
   session_id TEXT NOT NULL REFERENCES sessions(id),
-  seq INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  time INTEGER NOT NULL,
-  data TEXT NOT NULL,
-  ignorable INTEGER,
-  surface_op TEXT,
-  source_event_seqs TEXT,
+${eventColumnDefinitions('sqlite')}
   PRIMARY KEY (session_id, seq)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE trash_sessions (
@@ -82,14 +76,7 @@ CREATE TABLE trash_sessions (
 ) STRICT;
 CREATE TABLE trash_events (
   incarnation TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  time INTEGER NOT NULL,
-  data TEXT NOT NULL,
-  ignorable INTEGER,
-  surface_op TEXT,
-  source_event_seqs TEXT,
+${eventColumnDefinitions('sqlite')}
   PRIMARY KEY (incarnation, seq)
 ) STRICT, WITHOUT ROWID;
 `
@@ -203,20 +190,20 @@ export class SqliteBackend implements PersistenceBackend {
       revision: db.prepare<[string], Pick<SessionRow, 'incarnation' | 'revision'>>('SELECT incarnation, revision FROM sessions WHERE id = ?'),
       insertSession: db.prepare('INSERT INTO sessions (id, incarnation, revision, header, cwd, parent_session, created_at, updated_at, next_seq, turns, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       updateSession: db.prepare('UPDATE sessions SET revision = revision + 1, updated_at = ?, next_seq = ?, turns = turns + ?, title = coalesce(?, title) WHERE id = ?'),
-      insertEvent: db.prepare('INSERT INTO events (session_id, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-      events: db.prepare<[string], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? ORDER BY seq'),
+      insertEvent: db.prepare(`INSERT INTO events (session_id, ${EVENT_COLUMN_LIST}) VALUES (?, ${EVENT_COLUMNS.map(() => '?').join(', ')})`),
+      events: db.prepare<[string], EventRow>(`SELECT ${EVENT_COLUMN_LIST} FROM events WHERE session_id = ? ORDER BY seq`),
       // A cold load: the rows as record texts rendered by SQLite (see RENDERED_RECORD), and
       // their seqs, in two one-column reads (a row object of eight columns costs several times more).
       eventTexts: db.prepare<[string], string>(`SELECT ${RENDERED_RECORD} FROM events WHERE session_id = ? ORDER BY seq`).pluck(true),
       eventSeqs: db.prepare<[string], number>('SELECT seq FROM events WHERE session_id = ? ORDER BY seq').pluck(true),
       rowStart: db.prepare<[string, number], { start: number | null }>('SELECT max(seq) AS start FROM events WHERE session_id = ? AND seq <= ?'),
-      eventsFrom: db.prepare<[string, number], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq'),
+      eventsFrom: db.prepare<[string, number], EventRow>(`SELECT ${EVENT_COLUMN_LIST} FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq`),
       deleteFrom: db.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?'),
       list: db.prepare<[], SessionRow>('SELECT * FROM sessions ORDER BY updated_at DESC, id'),
       // Walks the (session_id, seq) key backwards: only the rows after the last turn event.
       lastTurn: db.prepare<[string], Pick<EventRow, 'type' | 'data'>>("SELECT type, data FROM events WHERE session_id = ? AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1"),
       trashSession: db.prepare('INSERT INTO trash_sessions (incarnation, id, trashed_at, revision, header) SELECT incarnation, id, ?, revision, header FROM sessions WHERE id = ?'),
-      trashEvents: db.prepare('INSERT INTO trash_events (incarnation, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) SELECT ?, seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ?'),
+      trashEvents: db.prepare(`INSERT INTO trash_events (incarnation, ${EVENT_COLUMN_LIST}) SELECT ?, ${EVENT_COLUMN_LIST} FROM events WHERE session_id = ?`),
       deleteEvents: db.prepare('DELETE FROM events WHERE session_id = ?'),
       deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
       putAttachment: db.prepare('INSERT OR IGNORE INTO attachments (session_id, attachment_id, media_type, data) VALUES (?, ?, ?, ?)'),
