@@ -98,6 +98,26 @@ describe.skipIf(unavailable !== undefined)('PostgreSQL backend', () => {
       await backend.close()
     })
 
+    it('the schema is chosen when each connection starts, not by a query racing the first one (no concurrent-query warning; every connection on it)', async () => {
+      const warnings: string[] = []
+      const onWarning = (warning: Error) => { warnings.push(warning.message) }
+      process.on('warning', onWarning)
+      const schema = freshSchema()
+      const backend = open(schema, { poolSize: 3 })
+      try {
+        const { header, events } = await realisticLog(1, 3)
+        await backend.create(header, events)
+        const paths = await Promise.all([0, 1, 2].map(() => backend.pool.query<{ search_path: string }>('SHOW search_path')))
+        for (const result of paths) expect(result.rows[0].search_path.replace(/"/g, "")).toBe(schema)
+        expect((await backend.loadStored(header.id))!.events).toHaveLength(events.length)
+        await new Promise((resolve) => setImmediate(resolve))
+        expect(warnings.filter((message) => /already executing a query/.test(message))).toEqual([])
+      } finally {
+        process.off('warning', onWarning)
+        await backend.close()
+      }
+    })
+
     it('D-6: packed chunk rows are stored as single rows spanning their seqs', async () => {
       const backend = open(freshSchema())
       const { header, events } = await realisticLog(1, 8)

@@ -165,6 +165,15 @@ export function parseStoreUrl(url: string): { connectionString: string; schema?:
   return { connectionString: parsed.toString(), schema }
 }
 
+/** The connection string with `-c search_path=SCHEMA` added to its start-up `options`. */
+function withSearchPath(connectionString: string, schema: string): string {
+  const url = new URL(connectionString)
+  const own = url.searchParams.get('options')
+  // In `options`, a backslash keeps a space or a backslash inside one argument.
+  url.searchParams.set('options', `${own ? `${own} ` : ''}-c search_path=${quoteIdent(schema).replace(/[\\\s]/g, (c) => `\\${c}`)}`)
+  return url.toString()
+}
+
 /** A URL with its password masked, for messages. */
 export function redactStoreUrl(url: string): string {
   try {
@@ -206,11 +215,11 @@ export class PostgresBackend implements PersistenceBackend {
     this.packed = options.packed ?? true
     this.leaseTtlMs = options.leaseTtlMs ?? 30_000
     this.owner = options.owner ?? { pid: process.pid, host: hostname() }
-    this.pool = new pg.Pool({ connectionString, max: options.poolSize ?? 4 })
+    // The schema is set by each connection's start-up options: no query of its own that could
+    // race the first one, and a connection that cannot take it fails instead of using another.
+    this.pool = new pg.Pool({ connectionString: withSearchPath(connectionString, this.schema), max: options.poolSize ?? 4 })
     // An idle client's error (server restart) must not crash the process; the next query fails.
     this.pool.on('error', () => undefined)
-    const searchPath = `SET search_path TO ${quoteIdent(this.schema)}`
-    this.pool.on('connect', (client) => { client.query(searchPath).catch(() => undefined) })
     this.ready = this.openSchema()
     this.ready.catch(() => undefined)
   }
