@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -182,6 +182,31 @@ describe('SQLite store (D-6)', () => {
     expect(await backend.trash(header.id)).toBe(true)
     expect(backend.db.prepare<[], { n: number }>('SELECT count(*) AS n FROM trash_events').get()!.n).toBeGreaterThan(0)
     await backend.close()
+  }))
+
+  it('D-5/D-6: a damaged database file fails a load naming the file, the session and the repair command', () => withDir(async (dir) => {
+    const file = join(dir, 's.db')
+    const backend = new SqliteBackend({ file })
+    const { header, events } = await realisticLog(40, 7)
+    await backend.create(header, events)
+    const pages = backend.db.prepare<[], { pageno: number }>("SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno").all()
+    const pageSize = backend.db.pragma('page_size', { simple: true }) as number
+    backend.db.pragma('wal_checkpoint(TRUNCATE)')
+    await backend.close()
+    expect(pages.length).toBeGreaterThan(2)
+    // A leaf page of the events table overwritten (a bad disk sector, a torn copy).
+    const damaged = readFileSync(file)
+    damaged.fill(0x5a, (pages[1].pageno - 1) * pageSize, pages[1].pageno * pageSize)
+    writeFileSync(file, damaged)
+    const reopened = new SqliteBackend({ file })
+    try {
+      const failure = await reopened.loadStored(header.id).then(() => undefined, (error: Error) => error)
+      expect(failure?.message).toContain(file)
+      expect(failure?.message).toContain(`session ${JSON.stringify(header.id)} cannot be read, the database file is damaged (database disk image is malformed)`)
+      expect(failure?.message).toContain(`dsh sessions repair ${header.id}`)
+    } finally {
+      await reopened.close()
+    }
   }))
 
   it('D-6: a batch that fails inside its transaction leaves no rows (no torn writes)', () => withDir(async (dir) => {

@@ -437,7 +437,15 @@ export class SqliteBackend implements PersistenceBackend {
 
   /** One operation on a session, in order with the others on it, waiting out another process's lock. */
   private locked<T>(id: string, operation: () => T): Promise<Awaited<T>> {
-    return this.chains.run(id, () => this.unbusy(operation))
+    return this.chains.run(id, () => this.unbusy(operation).catch((error: unknown) => { throw this.damaged(id, error) }))
+  }
+
+  /** SQLite's bare "database disk image is malformed", said with the file, the session and what to do. */
+  private damaged(id: string, error: unknown): unknown {
+    const code = (error as { code?: unknown } | null)?.code
+    if (typeof code !== 'string' || !/^SQLITE_(CORRUPT|NOTADB)/.test(code)) return error
+    return new PersistenceError(`${this.file}: session ${JSON.stringify(id)} cannot be read, the database file is damaged (${(error as Error).message}); ` +
+      `\`dsh sessions repair ${id}\` copies what can still be read into a new session, and a backup of the file can replace it`, id, { cause: error })
   }
 
   /**
