@@ -20,6 +20,10 @@ export interface PostgresServer {
   readonly dataDir: string
   /** Fast shutdown, then the temp folder is removed. */
   stop(): Promise<void>
+  /** Fast shutdown keeping the cluster (an outage): `restart` brings the same server back. */
+  halt(): Promise<void>
+  /** Starts the halted server again on the same socket; resolves once it accepts connections. */
+  restart(): Promise<void>
 }
 
 function binFolder(): { bin?: string; reason?: string } {
@@ -65,34 +69,50 @@ export async function startPostgres(options: { fsync?: boolean } = {}): Promise<
     rmSync(root, { recursive: true, force: true })
     throw new Error(`initdb failed (exit ${init.status}): ${init.stderr}`)
   }
-  const server: ChildProcess = spawn(join(bin, 'postgres'), [
-    '-D', dataDir, '-k', root, '-c', 'listen_addresses=', '-c', `fsync=${options.fsync ? 'on' : 'off'}`,
-    '-c', 'max_connections=200', '-c', 'shared_buffers=32MB',
-  ], { ...ids, cwd: root, stdio: ['ignore', 'ignore', 'pipe'] })
-  const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)))
-  let log = ''
-  await new Promise<void>((resolve, reject) => {
-    server.stderr!.setEncoding('utf8')
-    server.stderr!.on('data', (chunk: string) => {
-      log += chunk
-      if (/ready to accept connections/.test(log)) resolve()
+  const launch = async (): Promise<{ server: ChildProcess; exited: Promise<number | null> }> => {
+    const server: ChildProcess = spawn(join(bin, 'postgres'), [
+      '-D', dataDir, '-k', root, '-c', 'listen_addresses=', '-c', `fsync=${options.fsync ? 'on' : 'off'}`,
+      '-c', 'max_connections=200', '-c', 'shared_buffers=32MB',
+    ], { ...ids, cwd: root, stdio: ['ignore', 'ignore', 'pipe'] })
+    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)))
+    let log = ''
+    await new Promise<void>((resolve, reject) => {
+      server.stderr!.setEncoding('utf8')
+      server.stderr!.on('data', (chunk: string) => {
+        log += chunk
+        if (/ready to accept connections/.test(log)) resolve()
+      })
+      void exited.then((code) => reject(new Error(`postgres exited (${code}) before it was ready:\n${log}`)))
     })
-    void exited.then((code) => reject(new Error(`postgres exited (${code}) before it was ready:\n${log}`)))
-  }).catch((error) => {
+    server.stderr!.resume()
+    return { server, exited }
+  }
+  let running: { server: ChildProcess; exited: Promise<number | null> } | undefined
+  try {
+    running = await launch()
+  } catch (error) {
     rmSync(root, { recursive: true, force: true })
     throw error
-  })
-  server.stderr!.resume()
+  }
+  const halt = async () => {
+    const current = running
+    running = undefined
+    if (current !== undefined && current.server.exitCode === null && current.server.signalCode === null) {
+      current.server.kill('SIGINT')
+      await current.exited
+    }
+  }
   let stopped: Promise<void> | undefined
   return {
     url: `postgres://dsh@localhost/postgres?host=${encodeURIComponent(root)}`,
     dataDir,
     stop: () => stopped ??= (async () => {
-      if (server.exitCode === null && server.signalCode === null) {
-        server.kill('SIGINT')
-        await exited
-      }
+      await halt()
       rmSync(root, { recursive: true, force: true })
     })(),
+    halt,
+    restart: async () => {
+      if (running === undefined) running = await launch()
+    },
   }
 }

@@ -24,6 +24,7 @@ import '../agent/api.js'
 import { isRunning } from '../tools/jobs.js'
 import '../llm/api.js'
 import '../persistence/api.js'
+import type { FinalSave } from '../persistence/final-save.js'
 import { byIdOrPrefix } from '../persistence/lookup.js'
 import '../subagents/api.js'
 
@@ -279,7 +280,10 @@ export class HeadlessApp extends Service {
         if (args.output === 'text') host.stderr.write(`dsh: session ${session.id}; continue with: dsh --session ${session.id} "..."\n`)
       }
       if (readerGone) return EXIT_SIGPIPE
-      const code = this.report(session, start, args.output, command)
+      // Nothing is reported done that the store does not hold: the last events are saved first,
+      // retried while the store is away for a while (docs/persistence.md, "When the store fails").
+      const saved = await this.ctx.get('sessionPersistence')?.finalSave(session)
+      const code = this.report(session, start, args.output, command, saved?.stored === false ? notStored(session, saved) : undefined)
       // The answer has left the process before the code is final: a reader that left while it
       // was going out cut the run short too.
       const cut = await Promise.all([delivered(host.stdout), delivered(host.stderr)])
@@ -291,22 +295,32 @@ export class HeadlessApp extends Service {
   }
 
   /** Prints the run's outcome (the answer, or the slash command's text) and gives the exit code. */
-  private report(session: Session, start: number, output: HeadlessArgs['output'], command: CommandOutcome | undefined): number {
+  private report(session: Session, start: number, output: HeadlessArgs['output'], command: CommandOutcome | undefined, unstored: string | undefined): number {
     const { host } = this.ctx
-    // stream-json's last line is the recorded `result` shape; json (ours) adds how the run ended.
+    // A run whose session the store does not fully hold ended in error, whatever its turn said.
+    const storeError = unstored === undefined ? undefined : { code: 'SESSION_NOT_STORED', message: unstored }
+    // stream-json's last line is the recorded `result` shape (with `error` when not stored); json
+    // (ours) adds how the run ended.
     const result = (text: string, reason: unknown) => host.stdout.write(`${JSON.stringify({
-      type: 'result', sessionId: session.id, output: text, usage: usageSince(session, start), ...output === 'json' ? { reason } : {},
+      type: 'result', sessionId: session.id, output: text, usage: usageSince(session, start),
+      ...output === 'json' ? { reason: storeError === undefined ? reason : { kind: 'error', error: storeError } } : storeError === undefined ? {} : { error: storeError },
     })}\n`)
+    const failed = () => {
+      host.stderr.write(`dsh: ${terminalSafe(unstored!)}\n`)
+      return 1
+    }
     if (command !== undefined && command.kind !== 'prompt') {
       const shown = command.text ?? ''
       if (output !== 'text') result(shown, { kind: 'command', outcome: command.kind })
       else if (shown !== '') (command.kind === 'error' ? host.stderr : host.stdout).write(terminalSafe(shown.endsWith('\n') ? shown : `${shown}\n`))
+      if (unstored !== undefined) return failed()
       return command.kind === 'success' ? 0 : 1
     }
     const { text, reason } = finalAnswer(session)
     // json and stream-json keep the exact text (JSON escapes it); text output goes to a terminal.
     if (output !== 'text') result(text, reason ?? null)
     else if (text !== '') host.stdout.write(terminalSafe(text.endsWith('\n') ? text : `${text}\n`))
+    if (unstored !== undefined) return failed()
     if (reason?.kind === 'completed') return 0
     host.stderr.write(`dsh: ${terminalSafe(describeFailure(reason))}\n`)
     return 1
@@ -327,6 +341,15 @@ export class HeadlessApp extends Service {
     await followSessionCwd(this.ctx, agent)
     return agent
   }
+}
+
+/** The one line of a run whose final save gave up: what the store lacks, and why. */
+function notStored(session: Session, saved: Extract<FinalSave, { stored: false }>): string {
+  const cause = saved.error instanceof Error ? saved.error.message : String(saved.error)
+  const what = saved.whole
+    ? `session ${session.id} is not stored: none of its ${saved.pending} events could be written`
+    : `session ${session.id} is not fully stored: its last ${saved.pending} of ${session.length} events could not be written, so a later --session ${session.id} finds its last turn interrupted`
+  return `${what} (gave up after ${saved.attempts} attempts: ${cause.split('\n')[0]})`
 }
 
 interface RetryLine {

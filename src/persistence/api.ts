@@ -8,6 +8,7 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import type { StoredAttachment } from '../session/attachments.js'
 import type { SessionExchange } from './exchange.js'
+import type { FinalSave } from './final-save.js'
 
 /** What a bad stored line or row was (D-5). */
 export type BadRecordReason = 'unparsable' | 'wrong-seq' | 'no-newline' | 'invalid-envelope'
@@ -170,8 +171,8 @@ export interface WriterInfo {
 }
 
 export class PersistenceError extends Error {
-  constructor(message: string, readonly sessionId?: string) {
-    super(message)
+  constructor(message: string, readonly sessionId?: string, options?: ErrorOptions) {
+    super(message, options)
     this.name = new.target.name
   }
 }
@@ -272,6 +273,11 @@ export interface SessionPersistenceService {
   /** D-2 barrier: resolves once every event of the session appended so far is stored. */
   flush(session: Session | string): Promise<void>
   flushAll(): Promise<void>
+  /**
+   * The last save before a run is reported done: `flush` retried for a bounded time while the
+   * store fails; says what was not stored when it gave up (docs/persistence.md).
+   */
+  finalSave(session: Session | string): Promise<FinalSave>
   /** Stored and write-behind state of an id; never writes, never hydrates. */
   inspect(id: string): Promise<SessionInspection>
   /** Cold load (C-1..C-5), repair, hydrate into `ctx.sessions`. */

@@ -11,6 +11,8 @@ export interface JsonlPersistenceConfig {
   readonly root: string
   readonly maxDelayMs?: number
   readonly packed?: boolean
+  /** How long the final save of a run retries a failing store (default 15 s). */
+  readonly retryMs?: number
 }
 
 export const JsonlPersistencePlugin = {
@@ -19,7 +21,7 @@ export const JsonlPersistencePlugin = {
   apply(ctx: Context, config: JsonlPersistenceConfig) {
     if (typeof config?.root !== 'string' || config.root === '') throw new TypeError('persistence-jsonl: config.root must name the sessions folder')
     const backend = new JsonlBackend({ root: config.root, ...(config.packed !== undefined ? { packed: config.packed } : {}) })
-    ctx.plugin(SessionPersistence, { backend, ...(config.maxDelayMs !== undefined ? { maxDelayMs: config.maxDelayMs } : {}) })
+    ctx.plugin(SessionPersistence, { backend, ...serviceConfig(config) })
   },
 }
 
@@ -28,6 +30,10 @@ export interface SqlitePersistenceConfig {
   readonly file: string
   readonly maxDelayMs?: number
   readonly packed?: boolean
+  /** How long the final save of a run retries a failing store (default 15 s). */
+  readonly retryMs?: number
+  /** How long one operation waits for another process's lock on the file (default 5 s). */
+  readonly busyTimeoutMs?: number
 }
 
 export const SqlitePersistencePlugin = {
@@ -37,8 +43,12 @@ export const SqlitePersistencePlugin = {
     if (typeof config?.file !== 'string' || config.file === '') throw new TypeError('persistence-sqlite: config.file must name the database file')
     // better-sqlite3 is a native module: import it only when a profile chooses SQLite.
     const { SqliteBackend } = await import('./sqlite/backend.js')
-    const backend = new SqliteBackend({ file: config.file, ...(config.packed !== undefined ? { packed: config.packed } : {}) })
-    ctx.plugin(SessionPersistence, { backend, ...(config.maxDelayMs !== undefined ? { maxDelayMs: config.maxDelayMs } : {}) })
+    const backend = new SqliteBackend({
+      file: config.file,
+      ...(config.packed !== undefined ? { packed: config.packed } : {}),
+      ...(config.busyTimeoutMs !== undefined ? { busyTimeoutMs: config.busyTimeoutMs } : {}),
+    })
+    ctx.plugin(SessionPersistence, { backend, ...serviceConfig(config) })
   },
 }
 
@@ -51,6 +61,8 @@ export interface PostgresPersistenceConfig {
   /** Writer lease time to live (default 30 s). */
   readonly leaseTtlMs?: number
   readonly poolSize?: number
+  /** How long the final save of a run retries a failing store (default 15 s). */
+  readonly retryMs?: number
 }
 
 export const PostgresPersistencePlugin = {
@@ -73,6 +85,14 @@ export const PostgresPersistencePlugin = {
       await backend.close().catch(() => undefined)
       throw error
     }
-    ctx.plugin(SessionPersistence, { backend, ...(config.maxDelayMs !== undefined ? { maxDelayMs: config.maxDelayMs } : {}) })
+    ctx.plugin(SessionPersistence, { backend, ...serviceConfig(config) })
   },
+}
+
+/** What every persistence row passes on to the service. */
+function serviceConfig(config: { readonly maxDelayMs?: number; readonly retryMs?: number }): { maxDelayMs?: number; retryMs?: number } {
+  return {
+    ...(config.maxDelayMs !== undefined ? { maxDelayMs: config.maxDelayMs } : {}),
+    ...(config.retryMs !== undefined ? { retryMs: config.retryMs } : {}),
+  }
 }

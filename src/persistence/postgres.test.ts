@@ -11,6 +11,8 @@ import type { PersistenceBackend } from './api.js'
 import { FormatVersionError, SessionInUseError, WriterLeaseLostError } from './api.js'
 import { canonical, describeBackendConformance, realisticLog } from './backend.conformance.js'
 import { POSTGRES_SCHEMA_VERSION, PostgresBackend } from './postgres/backend.js'
+import { EVENT_COLUMNS } from './event-columns.js'
+import { eventRowValues } from './records.js'
 
 const unavailable = postgresUnavailable()
 if (unavailable) console.warn(`skipping PostgreSQL backend tests: ${unavailable}`)
@@ -77,6 +79,43 @@ describe.skipIf(unavailable !== undefined)('PostgreSQL backend', () => {
       await backend.close()
       const tables = await sql('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [schema])
       expect(tables.rows.map((r) => r.table_name)).toEqual(['notes'])
+    })
+
+    it('D-6: events and trash_events have the one shared column list (event-columns.ts), in order, with its types', async () => {
+      const schema = freshSchema()
+      const backend = open(schema)
+      await backend.open()
+      for (const table of ['events', 'trash_events']) {
+        const columns = (await sql('SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position', [schema, table])).rows
+        expect(columns.slice(1).map((c) => [c.column_name, c.data_type, c.is_nullable === 'NO'])).toEqual(
+          EVENT_COLUMNS.map((c) => [c.name, c.array.slice(0, -2), c.postgres.endsWith('NOT NULL')]))
+      }
+      const { header, events } = await realisticLog(1, 4)
+      for (const row of eventRowValues(events, true)) expect(row).toHaveLength(EVENT_COLUMNS.length)
+      await backend.create(header, events)
+      expect(await backend.trash(header.id)).toBe(true)
+      expect((await sql(`SELECT count(*)::int AS n FROM ${schema}.trash_events`)).rows[0].n).toBeGreaterThan(0)
+      await backend.close()
+    })
+
+    it('the schema is chosen when each connection starts, not by a query racing the first one (no concurrent-query warning; every connection on it)', async () => {
+      const warnings: string[] = []
+      const onWarning = (warning: Error) => { warnings.push(warning.message) }
+      process.on('warning', onWarning)
+      const schema = freshSchema()
+      const backend = open(schema, { poolSize: 3 })
+      try {
+        const { header, events } = await realisticLog(1, 3)
+        await backend.create(header, events)
+        const paths = await Promise.all([0, 1, 2].map(() => backend.pool.query<{ search_path: string }>('SHOW search_path')))
+        for (const result of paths) expect(result.rows[0].search_path.replace(/"/g, "")).toBe(schema)
+        expect((await backend.loadStored(header.id))!.events).toHaveLength(events.length)
+        await new Promise((resolve) => setImmediate(resolve))
+        expect(warnings.filter((message) => /already executing a query/.test(message))).toEqual([])
+      } finally {
+        process.off('warning', onWarning)
+        await backend.close()
+      }
     })
 
     it('D-6: packed chunk rows are stored as single rows spanning their seqs', async () => {

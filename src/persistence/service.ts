@@ -16,6 +16,7 @@ import {
   type ImportResult, type LoadResult, type PersistenceBackend, type SalvageResult, type WriterLease, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
 } from './api.js'
 import { encodeEvent, encodeHeader } from './records.js'
+import { retryFlush, type FinalSave } from './final-save.js'
 import { ImportError, loggedAttachments, type ExchangedAttachment, type SessionExchange } from './exchange.js'
 
 export interface SessionPersistenceConfig {
@@ -26,6 +27,8 @@ export interface SessionPersistenceConfig {
   readonly closeBackend?: boolean
   /** Where failed background writes are reported (default: stderr). */
   readonly report?: ListenerErrorReporter
+  /** How long `finalSave` retries a store that fails (default 15 s). */
+  readonly retryMs?: number
 }
 
 /** Per live session write-behind state. */
@@ -54,6 +57,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
 
   readonly backend: PersistenceBackend
   private readonly maxDelayMs: number
+  private readonly retryMs: number
   private readonly report: ListenerErrorReporter
   private readonly tracked = new Map<string, Tracked>()
   /** Cold loads in progress by id: concurrent loads of one id share one. */
@@ -71,6 +75,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     this.root = ctx
     this.backend = config.backend
     this.maxDelayMs = config.maxDelayMs ?? 200
+    this.retryMs = config.retryMs ?? 15_000
     this.report = config.report ?? defaultReporter
     ctx.on('session/created', (session) => this.onCreated(session))
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
@@ -85,7 +90,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     }
     ctx.effect(() => () => {
       for (const tracked of this.tracked.values()) if (tracked.timer) clearTimeout(tracked.timer)
-      const pending = this.flushAll().catch((error) => this.report('session persistence (unload)', error))
+      // Each failed write was reported where it failed (writeOnce): not again here.
+      const pending = this.flushAll().catch(() => undefined)
         .then(() => this.releaseAll())
       // Returned so unloading waits: nothing appended before teardown may be lost.
       return (config.closeBackend ?? true) ? pending.then(() => this.backend.close?.()) : pending
@@ -203,9 +209,11 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
         this.tracked.delete(tracked.session.id)
       }
     }, (error: unknown) => {
+      // Once per run of failures: a flush retried while the store is away says it once.
+      const first = !tracked.paused
       tracked.error = error
       tracked.paused = true
-      this.report(`session persistence (${tracked.session.id})`, error)
+      if (first) this.report(`session persistence (${tracked.session.id})`, error)
       throw error
     }).finally(() => {
       tracked.writing = undefined
@@ -257,6 +265,20 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       tracked.flushing = flushing
     }
     return tracked.flushing
+  }
+
+  /**
+   * The last save of a session before it is reported done: `flush`, retried while the store
+   * fails (not when another writer holds the session) for up to `retryMs`; what it could not
+   * store when it gave up.
+   */
+  finalSave(target: Session | string): Promise<FinalSave> {
+    const id = typeof target === 'string' ? target : target.id
+    const pending = () => {
+      const tracked = this.tracked.get(id)
+      return { events: tracked?.queue.length ?? 0, whole: tracked?.stored === false }
+    }
+    return retryFlush({ flush: () => this.flush(id), pending, retryMs: this.retryMs })
   }
 
   async flushAll(): Promise<void> {

@@ -1,4 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,7 +10,9 @@ import type { PersistenceBackend } from './api.js'
 import { FormatVersionError } from './api.js'
 import { describeBackendConformance, realisticLog } from './backend.conformance.js'
 import { RENDERED_RECORD, SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION, SqliteBackend } from './sqlite/backend.js'
-import { rowRecord, type StoredEventRow } from './records.js'
+import { eventRowValues, rowRecord, type StoredEventRow } from './records.js'
+import { EVENT_COLUMNS } from './event-columns.js'
+import { repoRoot } from '../../test-support/run-dsh.js'
 
 const sqlite = (backend: PersistenceBackend) => backend as SqliteBackend
 
@@ -132,6 +136,77 @@ describe('SQLite store (D-6)', () => {
     const trashed = backend.db.prepare('SELECT count(*) AS n FROM trash_events WHERE incarnation = ?').get(incarnation) as { n: number }
     expect(trashed.n).toBeGreaterThan(0)
     await backend.close()
+  }))
+
+  it('D-6: a write waiting for another process\'s lock leaves the event loop running, and lands once the lock is let go', () => withDir(async (dir) => {
+    const file = join(dir, 's.db')
+    const backend = new SqliteBackend({ file })
+    const { header, events } = await realisticLog(1, 6)
+    await backend.create(header, events.slice(0, 5))
+    const locker = spawn(process.execPath, [join(repoRoot, 'test-support', 'sqlite-locker.mjs'), file], { stdio: ['pipe', 'pipe', 'inherit'] })
+    const lines = createInterface({ input: locker.stdout! })
+    const said = (word: string) => new Promise<void>((resolve) => lines.on('line', (line) => { if (line === word) resolve() }))
+    const released = said('released')
+    await said('locked')
+    try {
+      let settled = false
+      const append = backend.appendBatch(header, events.slice(5)).finally(() => { settled = true })
+      // Fires only if the event loop runs while the write waits; it lets the lock go, which is
+      // what the write waits for (a busy wait on the loop would fail the write instead).
+      let firedWhileWaiting = false
+      const timer = new Promise<void>((resolve) => setTimeout(() => {
+        firedWhileWaiting = !settled
+        locker.stdin!.end('release\n')
+        resolve()
+      }, 1))
+      await timer
+      await released
+      await append
+      expect(firedWhileWaiting).toBe(true)
+      expect((await backend.loadStored(header.id))!.events).toHaveLength(events.length)
+    } finally {
+      locker.kill()
+      await backend.close()
+    }
+  }))
+
+  it('D-6: events and trash_events have the one shared column list (event-columns.ts), in order, with its types', () => withDir(async (dir) => {
+    const backend = new SqliteBackend({ file: join(dir, 's.db') })
+    for (const table of ['events', 'trash_events']) {
+      const columns = backend.db.prepare<[], { name: string; type: string; notnull: number }>(`SELECT name, type, "notnull" FROM pragma_table_info('${table}') ORDER BY cid`).all()
+      expect(columns.slice(1).map((c) => `${c.name} ${c.type}${c.notnull ? ' NOT NULL' : ''}`)).toEqual(EVENT_COLUMNS.map((c) => `${c.name} ${c.sqlite}`))
+    }
+    const { header, events } = await realisticLog(1, 4)
+    for (const row of eventRowValues(events, true)) expect(row).toHaveLength(EVENT_COLUMNS.length)
+    await backend.create(header, events)
+    expect(await backend.trash(header.id)).toBe(true)
+    expect(backend.db.prepare<[], { n: number }>('SELECT count(*) AS n FROM trash_events').get()!.n).toBeGreaterThan(0)
+    await backend.close()
+  }))
+
+  it('D-5/D-6: a damaged database file fails a load naming the file, the session and the repair command', () => withDir(async (dir) => {
+    const file = join(dir, 's.db')
+    const backend = new SqliteBackend({ file })
+    const { header, events } = await realisticLog(40, 7)
+    await backend.create(header, events)
+    const pages = backend.db.prepare<[], { pageno: number }>("SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno").all()
+    const pageSize = backend.db.pragma('page_size', { simple: true }) as number
+    backend.db.pragma('wal_checkpoint(TRUNCATE)')
+    await backend.close()
+    expect(pages.length).toBeGreaterThan(2)
+    // A leaf page of the events table overwritten (a bad disk sector, a torn copy).
+    const damaged = readFileSync(file)
+    damaged.fill(0x5a, (pages[1].pageno - 1) * pageSize, pages[1].pageno * pageSize)
+    writeFileSync(file, damaged)
+    const reopened = new SqliteBackend({ file })
+    try {
+      const failure = await reopened.loadStored(header.id).then(() => undefined, (error: Error) => error)
+      expect(failure?.message).toContain(file)
+      expect(failure?.message).toContain(`session ${JSON.stringify(header.id)} cannot be read, the database file is damaged (database disk image is malformed)`)
+      expect(failure?.message).toContain(`dsh sessions repair ${header.id}`)
+    } finally {
+      await reopened.close()
+    }
   }))
 
   it('D-6: a batch that fails inside its transaction leaves no rows (no torn writes)', () => withDir(async (dir) => {

@@ -15,6 +15,7 @@ import {
   type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type WriterInfo, type WriterLease,
 } from '../api.js'
 import { holderIsStale } from '../writer-lock.js'
+import { EVENT_COLUMN_LIST, EVENT_COLUMNS, eventColumnArrays, eventColumnDefinitions } from '../event-columns.js'
 import { batchBookkeeping, checkHeader, encodeHeader, eventRowValues, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
 import type { StoredAttachment } from '../../session/attachments.js'
 
@@ -83,14 +84,7 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_updated ON sessions (updated_at DESC, id);
 CREATE TABLE events (
   session_id text NOT NULL REFERENCES sessions(id),
-  seq integer NOT NULL,
-  count integer NOT NULL,
-  type text NOT NULL,
-  time bigint NOT NULL,
-  data text NOT NULL,
-  ignorable smallint,
-  surface_op text,
-  source_event_seqs text,
+${eventColumnDefinitions('postgres')}
   PRIMARY KEY (session_id, seq)
 );
 CREATE TABLE trash_sessions (
@@ -102,14 +96,7 @@ CREATE TABLE trash_sessions (
 );
 CREATE TABLE trash_events (
   incarnation uuid NOT NULL,
-  seq integer NOT NULL,
-  count integer NOT NULL,
-  type text NOT NULL,
-  time bigint NOT NULL,
-  data text NOT NULL,
-  ignorable smallint,
-  surface_op text,
-  source_event_seqs text,
+${eventColumnDefinitions('postgres')}
   PRIMARY KEY (incarnation, seq)
 );
 CREATE SEQUENCE lease_tokens;
@@ -158,8 +145,6 @@ interface LeaseRow {
   expired: boolean
 }
 
-const EVENT_COLUMNS = 'seq, count, type, time, data, ignorable, surface_op, source_event_seqs'
-
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`
 }
@@ -178,6 +163,15 @@ export function parseStoreUrl(url: string): { connectionString: string; schema?:
   const schema = parsed.searchParams.get('schema') ?? undefined
   parsed.searchParams.delete('schema')
   return { connectionString: parsed.toString(), schema }
+}
+
+/** The connection string with `-c search_path=SCHEMA` added to its start-up `options`. */
+function withSearchPath(connectionString: string, schema: string): string {
+  const url = new URL(connectionString)
+  const own = url.searchParams.get('options')
+  // In `options`, a backslash keeps a space or a backslash inside one argument.
+  url.searchParams.set('options', `${own ? `${own} ` : ''}-c search_path=${quoteIdent(schema).replace(/[\\\s]/g, (c) => `\\${c}`)}`)
+  return url.toString()
 }
 
 /** A URL with its password masked, for messages. */
@@ -221,11 +215,11 @@ export class PostgresBackend implements PersistenceBackend {
     this.packed = options.packed ?? true
     this.leaseTtlMs = options.leaseTtlMs ?? 30_000
     this.owner = options.owner ?? { pid: process.pid, host: hostname() }
-    this.pool = new pg.Pool({ connectionString, max: options.poolSize ?? 4 })
+    // The schema is set by each connection's start-up options: no query of its own that could
+    // race the first one, and a connection that cannot take it fails instead of using another.
+    this.pool = new pg.Pool({ connectionString: withSearchPath(connectionString, this.schema), max: options.poolSize ?? 4 })
     // An idle client's error (server restart) must not crash the process; the next query fails.
     this.pool.on('error', () => undefined)
-    const searchPath = `SET search_path TO ${quoteIdent(this.schema)}`
-    this.pool.on('connect', (client) => { client.query(searchPath).catch(() => undefined) })
     this.ready = this.openSchema()
     this.ready.catch(() => undefined)
   }
@@ -319,7 +313,7 @@ export class PostgresBackend implements PersistenceBackend {
     return this.chains.run(id, async () => {
       const { row, rows } = await this.tx(async (client) => {
         const row = (await client.query<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id])).rows[0]
-        const rows = row === undefined ? [] : (await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
+        const rows = row === undefined ? [] : (await client.query<EventRow>(`SELECT ${EVENT_COLUMN_LIST} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
         return { row, rows }
       }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
       if (row === undefined) return undefined
@@ -334,7 +328,7 @@ export class PostgresBackend implements PersistenceBackend {
     return this.chains.run(id, async () => {
       const { row, rows } = await this.tx(async (client) => {
         const row = (await client.query<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id])).rows[0]
-        const rows = row === undefined ? [] : (await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
+        const rows = row === undefined ? [] : (await client.query<EventRow>(`SELECT ${EVENT_COLUMN_LIST} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
         return { row, rows }
       }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
       if (row === undefined) return undefined
@@ -356,7 +350,7 @@ export class PostgresBackend implements PersistenceBackend {
     return this.chains.run(id, async () => {
       await this.ready
       const rows = (await this.pool.query<EventRow>(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1
+        `SELECT ${EVENT_COLUMN_LIST} FROM events WHERE session_id = $1
            AND seq >= coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND seq <= $2), $2) ORDER BY seq`, [id, seq])).rows
       if (rows.length === 0) return []
       const { events } = scanRecords(id, rows.map(rowRecord), rows[0].seq)
@@ -372,7 +366,7 @@ export class PostgresBackend implements PersistenceBackend {
       if (current !== expectedRevision) {
         throw new StaleRevisionError(`session ${JSON.stringify(id)}: written since it was loaded (revision ${current ?? 'none'}, expected ${expectedRevision}); repair refused`, id)
       }
-      const rows = (await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
+      const rows = (await client.query<EventRow>(`SELECT ${EVENT_COLUMN_LIST} FROM events WHERE session_id = $1 ORDER BY seq`, [id])).rows
       const { events } = scanRecords(id, rows.map(rowRecord))
       if (closers.length > 0 && closers[0].seq !== events.length) {
         throw new SeqMismatchError(`session ${JSON.stringify(id)}: closers start at seq ${closers[0].seq}, the log ends before seq ${events.length}`, id)
@@ -426,7 +420,7 @@ export class PostgresBackend implements PersistenceBackend {
       const row = (await client.query<SessionRow>('SELECT incarnation FROM sessions WHERE id = $1 FOR UPDATE', [id])).rows[0]
       if (row === undefined) return false
       await client.query('INSERT INTO trash_sessions (incarnation, id, trashed_at, revision, header) SELECT incarnation, id, $1, revision, header FROM sessions WHERE id = $2', [Date.now(), id])
-      await client.query(`INSERT INTO trash_events (incarnation, ${EVENT_COLUMNS}) SELECT $1, ${EVENT_COLUMNS} FROM events WHERE session_id = $2`, [row.incarnation, id])
+      await client.query(`INSERT INTO trash_events (incarnation, ${EVENT_COLUMN_LIST}) SELECT $1, ${EVENT_COLUMN_LIST} FROM events WHERE session_id = $2`, [row.incarnation, id])
       await client.query('INSERT INTO trash_attachments (incarnation, attachment_id, media_type, data) SELECT $1, attachment_id, media_type, data FROM attachments WHERE session_id = $2 ON CONFLICT DO NOTHING', [row.incarnation, id])
       await client.query('DELETE FROM attachments WHERE session_id = $1', [id])
       await client.query('DELETE FROM session_archived WHERE session_id = $1', [id])
@@ -486,10 +480,10 @@ export class PostgresBackend implements PersistenceBackend {
   /** Gives the lease back (only if still ours). */
   releaseWriter(id: string): Promise<void> {
     return this.chains.run(id, async () => {
-      const wasHeld = this.held.delete(id)
       this.lost.delete(id)
-      if (!wasHeld || this.closed) return
+      if (!this.held.has(id) || this.closed) return void this.held.delete(id) // held until the row is gone: close retries
       await this.pool.query('DELETE FROM leases WHERE session_id = $1 AND holder = $2', [id, this.holder])
+      this.held.delete(id)
     })
   }
 
@@ -626,11 +620,11 @@ export class PostgresBackend implements PersistenceBackend {
     if (archived !== undefined) {
       await client.query('INSERT INTO session_archived (session_id, archived) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET archived = excluded.archived', [id, archived])
     }
-    const columns: unknown[][] = [[], [], [], [], [], [], [], []]
+    const columns: unknown[][] = EVENT_COLUMNS.map(() => [])
     for (const row of eventRowValues(events, this.packed)) row.forEach((value, i) => columns[i].push(value))
     await client.query(
-      `INSERT INTO events (session_id, ${EVENT_COLUMNS})
-       SELECT $1, * FROM unnest($2::integer[], $3::integer[], $4::text[], $5::bigint[], $6::text[], $7::smallint[], $8::text[], $9::text[])`,
+      `INSERT INTO events (session_id, ${EVENT_COLUMN_LIST})
+       SELECT $1, * FROM ${eventColumnArrays(2)}`,
       [id, ...columns])
     const next = events[events.length - 1].seq + 1
     await client.query('UPDATE sessions SET revision = revision + 1, updated_at = $1, next_seq = $2, turns = turns + $3, title = coalesce($4, title) WHERE id = $5',

@@ -16,6 +16,7 @@ import {
 } from '../api.js'
 import { batchBookkeeping, checkHeader, encodeHeader, eventRowValues, firstRowAfter, headerProblem, lastTurnOf, renderedRowRecord, rowRecord, salvageRecords, scanRecords, type RawRecord } from '../records.js'
 import { currentHolder, holderIsStale } from '../writer-lock.js'
+import { EVENT_COLUMN_LIST, EVENT_COLUMNS, eventColumnDefinitions } from '../event-columns.js'
 import type { StoredAttachment } from '../../session/attachments.js'
 
 /** 'DSHP' */
@@ -27,6 +28,20 @@ export interface SqliteBackendOptions {
   readonly file: string
   /** Pack chunk runs into rows (R-1..R-4). Default true. */
   readonly packed?: boolean
+  /**
+   * How long an operation waits for a lock another process holds before it fails (default
+   * 5000 ms). The wait is asynchronous: the event loop runs on meanwhile.
+   */
+  readonly busyTimeoutMs?: number
+}
+
+/** The first and the longest pause between two attempts on a locked database. */
+const BUSY_FIRST_PAUSE_MS = 5
+const BUSY_MAX_PAUSE_MS = 100
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'))
 }
 
 const SCHEMA = `
@@ -49,14 +64,7 @@ CREATE TABLE sessions (
 ) STRICT;
 CREATE TABLE events (
   session_id TEXT NOT NULL REFERENCES sessions(id),
-  seq INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  time INTEGER NOT NULL,
-  data TEXT NOT NULL,
-  ignorable INTEGER,
-  surface_op TEXT,
-  source_event_seqs TEXT,
+${eventColumnDefinitions('sqlite')}
   PRIMARY KEY (session_id, seq)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE trash_sessions (
@@ -68,14 +76,7 @@ CREATE TABLE trash_sessions (
 ) STRICT;
 CREATE TABLE trash_events (
   incarnation TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  time INTEGER NOT NULL,
-  data TEXT NOT NULL,
-  ignorable INTEGER,
-  surface_op TEXT,
-  source_event_seqs TEXT,
+${eventColumnDefinitions('sqlite')}
   PRIMARY KEY (incarnation, seq)
 ) STRICT, WITHOUT ROWID;
 `
@@ -161,6 +162,7 @@ export class SqliteBackend implements PersistenceBackend {
   readonly file: string
   readonly db: Database.Database
   private readonly packed: boolean
+  private readonly busyTimeoutMs: number
   private readonly storeId: string
   private readonly chains = new OperationChains()
   private readonly statements
@@ -168,6 +170,7 @@ export class SqliteBackend implements PersistenceBackend {
   constructor(options: SqliteBackendOptions) {
     this.file = options.file
     this.packed = options.packed ?? true
+    this.busyTimeoutMs = options.busyTimeoutMs ?? 5000
     mkdirSync(dirname(options.file), { recursive: true, mode: 0o700 })
     // Create the file 0600 ourselves: SQLite gives the -wal/-shm files the same mode.
     closeSync(openSync(options.file, 'a', 0o600))
@@ -178,26 +181,29 @@ export class SqliteBackend implements PersistenceBackend {
       this.db.close()
       throw error
     }
+    // From here on SQLite never waits for a lock itself (its busy handler sleeps on the calling
+    // thread, which is the event loop's): `locked` retries a busy operation after async pauses.
+    this.db.pragma('busy_timeout = 0')
     const db = this.db
     this.statements = {
       session: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
       revision: db.prepare<[string], Pick<SessionRow, 'incarnation' | 'revision'>>('SELECT incarnation, revision FROM sessions WHERE id = ?'),
       insertSession: db.prepare('INSERT INTO sessions (id, incarnation, revision, header, cwd, parent_session, created_at, updated_at, next_seq, turns, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       updateSession: db.prepare('UPDATE sessions SET revision = revision + 1, updated_at = ?, next_seq = ?, turns = turns + ?, title = coalesce(?, title) WHERE id = ?'),
-      insertEvent: db.prepare('INSERT INTO events (session_id, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-      events: db.prepare<[string], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? ORDER BY seq'),
+      insertEvent: db.prepare(`INSERT INTO events (session_id, ${EVENT_COLUMN_LIST}) VALUES (?, ${EVENT_COLUMNS.map(() => '?').join(', ')})`),
+      events: db.prepare<[string], EventRow>(`SELECT ${EVENT_COLUMN_LIST} FROM events WHERE session_id = ? ORDER BY seq`),
       // A cold load: the rows as record texts rendered by SQLite (see RENDERED_RECORD), and
       // their seqs, in two one-column reads (a row object of eight columns costs several times more).
       eventTexts: db.prepare<[string], string>(`SELECT ${RENDERED_RECORD} FROM events WHERE session_id = ? ORDER BY seq`).pluck(true),
       eventSeqs: db.prepare<[string], number>('SELECT seq FROM events WHERE session_id = ? ORDER BY seq').pluck(true),
       rowStart: db.prepare<[string, number], { start: number | null }>('SELECT max(seq) AS start FROM events WHERE session_id = ? AND seq <= ?'),
-      eventsFrom: db.prepare<[string, number], EventRow>('SELECT seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq'),
+      eventsFrom: db.prepare<[string, number], EventRow>(`SELECT ${EVENT_COLUMN_LIST} FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq`),
       deleteFrom: db.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?'),
       list: db.prepare<[], SessionRow>('SELECT * FROM sessions ORDER BY updated_at DESC, id'),
       // Walks the (session_id, seq) key backwards: only the rows after the last turn event.
       lastTurn: db.prepare<[string], Pick<EventRow, 'type' | 'data'>>("SELECT type, data FROM events WHERE session_id = ? AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1"),
       trashSession: db.prepare('INSERT INTO trash_sessions (incarnation, id, trashed_at, revision, header) SELECT incarnation, id, ?, revision, header FROM sessions WHERE id = ?'),
-      trashEvents: db.prepare('INSERT INTO trash_events (incarnation, seq, count, type, time, data, ignorable, surface_op, source_event_seqs) SELECT ?, seq, count, type, time, data, ignorable, surface_op, source_event_seqs FROM events WHERE session_id = ?'),
+      trashEvents: db.prepare(`INSERT INTO trash_events (incarnation, ${EVENT_COLUMN_LIST}) SELECT ?, ${EVENT_COLUMN_LIST} FROM events WHERE session_id = ?`),
       deleteEvents: db.prepare('DELETE FROM events WHERE session_id = ?'),
       deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
       putAttachment: db.prepare('INSERT OR IGNORE INTO attachments (session_id, attachment_id, media_type, data) VALUES (?, ?, ?, ?)'),
@@ -215,7 +221,7 @@ export class SqliteBackend implements PersistenceBackend {
    * two racing processes exactly one inserts); a row of a dead pid on this host is replaced.
    */
   acquireWriter(id: string): Promise<WriterLease> {
-    return this.chains.run(id, () => {
+    return this.locked(id, () => {
       const holder = currentHolder()
       const token = randomUUID()
       this.db.transaction(() => {
@@ -228,8 +234,9 @@ export class SqliteBackend implements PersistenceBackend {
         holder,
         release: async () => {
           if (released || !this.db.open) return
+          await this.unbusy(() => this.db.prepare('DELETE FROM session_writers WHERE session_id = ? AND token = ?').run(id, token))
+          // Only once the row is gone: a release that failed (the file locked) may be tried again.
           released = true
-          this.db.prepare('DELETE FROM session_writers WHERE session_id = ? AND token = ?').run(id, token)
         },
       }
     })
@@ -273,7 +280,7 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   create(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
-    return this.chains.run(header.id, () => {
+    return this.locked(header.id, () => {
       this.db.transaction(() => {
         if (this.statements.session.get(header.id) !== undefined) {
           throw new SessionExistsError(`session ${JSON.stringify(header.id)} is already stored`, header.id)
@@ -284,7 +291,7 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   appendBatch(header: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
-    return this.chains.run(header.id, () => {
+    return this.locked(header.id, () => {
       this.db.transaction(() => {
         const row = this.statements.session.get(header.id)
         if (row === undefined) return this.materialise(header, events)
@@ -298,7 +305,7 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   loadStored(id: string): Promise<StoredSession | undefined> {
-    return this.chains.run(id, () => {
+    return this.locked(id, () => {
       const { row, seqs, texts } = this.mapped(() => this.db.transaction(() => {
         const row = this.statements.session.get(id)
         if (row === undefined) return { row, seqs: [], texts: [] }
@@ -314,7 +321,7 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   salvageStored(id: string): Promise<SalvagedSession | undefined> {
-    return this.chains.run(id, () => {
+    return this.locked(id, () => {
       const { row, rows } = this.mapped(() => this.db.transaction(() => {
         const row = this.statements.session.get(id)
         return { row, rows: row === undefined ? [] : this.statements.events.all(id) }
@@ -343,7 +350,7 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   readStoredRevision(id: string): Promise<string | undefined> {
-    return this.chains.run(id, () => {
+    return this.locked(id, () => {
       const row = this.statements.revision.get(id)
       return row === undefined ? undefined : this.token(row)
     })
@@ -351,7 +358,7 @@ export class SqliteBackend implements PersistenceBackend {
 
   /** Seek read (D-6): starts at the row holding `seq`, never reads earlier rows. */
   loadStoredFrom(id: string, seq: number): Promise<readonly SessionEvent[]> {
-    return this.chains.run(id, () => {
+    return this.locked(id, () => {
       const rows = this.db.transaction(() => {
         const start = this.statements.rowStart.get(id, seq)?.start ?? seq
         return this.statements.eventsFrom.all(id, start)
@@ -363,7 +370,7 @@ export class SqliteBackend implements PersistenceBackend {
   }
 
   commitRepair(id: string, closers: readonly SessionEvent[], expectedRevision: string): Promise<string> {
-    return this.chains.run(id, () => this.db.transaction(() => {
+    return this.locked(id, () => this.db.transaction(() => {
       const row = this.statements.session.get(id)
       const current = row === undefined ? undefined : this.token(row)
       if (current !== expectedRevision) {
@@ -381,8 +388,8 @@ export class SqliteBackend implements PersistenceBackend {
     }).immediate())
   }
 
-  async list(): Promise<readonly StoredSessionSummary[]> {
-    return this.db.transaction(() => {
+  list(): Promise<readonly StoredSessionSummary[]> {
+    return this.unbusy(() => this.db.transaction(() => {
       const archived = new Set(this.statements.archived.all().map(row => row.session_id))
       return this.statements.list.all().map((row): StoredSessionSummary => {
       const base = { id: row.id, cwd: row.cwd ?? undefined, parentSession: row.parent_session ?? undefined, createdAt: row.created_at, updatedAt: row.updated_at, ...archived.has(row.id) ? { archived: true } : {} }
@@ -392,24 +399,24 @@ export class SqliteBackend implements PersistenceBackend {
       const lastTurn = lastTurnOf(this.statements.lastTurn.get(row.id))
       return { ...base, title: row.title, turns: row.turns, length: row.next_seq, ...(lastTurn !== undefined ? { lastTurn } : {}) }
       })
-    }).deferred()
+    }).deferred())
   }
 
   putAttachment(header: SessionHeader, attachmentId: string, attachment: StoredAttachment): Promise<void> {
-    return this.chains.run(header.id, () => {
+    return this.locked(header.id, () => {
       this.statements.putAttachment.run(header.id, attachmentId, attachment.mediaType, Buffer.from(attachment.data))
     })
   }
 
   getAttachment(sessionId: string, attachmentId: string): Promise<StoredAttachment | undefined> {
-    return this.chains.run(sessionId, () => {
+    return this.locked(sessionId, () => {
       const row = this.statements.getAttachment.get(sessionId, attachmentId)
       return row === undefined ? undefined : { data: row.data, mediaType: row.media_type }
     })
   }
 
   trash(id: string): Promise<boolean> {
-    return this.chains.run(id, () => this.db.transaction(() => {
+    return this.locked(id, () => this.db.transaction(() => {
       const row = this.statements.session.get(id)
       if (row === undefined) return false
       this.statements.trashSession.run(Date.now(), id)
@@ -426,6 +433,39 @@ export class SqliteBackend implements PersistenceBackend {
   async close(): Promise<void> {
     await this.chains.idle()
     if (this.db.open) this.db.close()
+  }
+
+  /** One operation on a session, in order with the others on it, waiting out another process's lock. */
+  private locked<T>(id: string, operation: () => T): Promise<Awaited<T>> {
+    return this.chains.run(id, () => this.unbusy(operation).catch((error: unknown) => { throw this.damaged(id, error) }))
+  }
+
+  /** SQLite's bare "database disk image is malformed", said with the file, the session and what to do. */
+  private damaged(id: string, error: unknown): unknown {
+    const code = (error as { code?: unknown } | null)?.code
+    if (typeof code !== 'string' || !/^SQLITE_(CORRUPT|NOTADB)/.test(code)) return error
+    return new PersistenceError(`${this.file}: session ${JSON.stringify(id)} cannot be read, the database file is damaged (${(error as Error).message}); ` +
+      `\`dsh sessions repair ${id}\` copies what can still be read into a new session, and a backup of the file can replace it`, id, { cause: error })
+  }
+
+  /**
+   * Runs `operation` (synchronous, usually one transaction) and, while another process holds the
+   * lock it needs, runs it again after a pause that doubles up to 100 ms, for up to
+   * `busyTimeoutMs`; then fails naming the file. Nothing was written by a busy attempt.
+   */
+  private async unbusy<T>(operation: () => T): Promise<Awaited<T>> {
+    const deadline = Date.now() + this.busyTimeoutMs
+    for (let pause = BUSY_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BUSY_MAX_PAUSE_MS)) {
+      try {
+        return await operation()
+      } catch (error) {
+        if (!isBusy(error)) throw error
+        if (Date.now() >= deadline) {
+          throw new PersistenceError(`${this.file}: the database is locked by another process (waited ${this.busyTimeoutMs} ms): ${(error as Error).message}`, undefined, { cause: error })
+        }
+        await new Promise((resolve) => setTimeout(resolve, pause))
+      }
+    }
   }
 
   private token(row: Pick<SessionRow, 'incarnation' | 'revision'>): string {
