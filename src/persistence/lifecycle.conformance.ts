@@ -82,10 +82,13 @@ export function describeLifecycleConformance(harness: BackendHarness): void {
       const dir = await store()
       const ctx = await boot(open(dir))
       const session = ctx.sessions.create({ id: 'closing', cwd: '/project' })
+      // Materialised: this instance holds the lock from here on (a new session takes it at its first write).
+      await ctx.sessionPersistence.flush(session)
       turn(session, 1)
+      const second = open(dir)
+      await expect(second.acquireWriter!('closing')).rejects.toBeInstanceOf(SessionInUseError)
       ctx.sessions.close('closing')
       expect(ctx.sessions.get('closing')).toBeUndefined()
-      const second = open(dir)
       // Waits on the condition (the lock is free), not on time.
       const lease = await vi.waitFor(() => second.acquireWriter!('closing'), { timeout: 5_000, interval: 20 })
       expect((await second.loadStored('closing'))!.events.map((e) => e.type)).toEqual(['turn/start', 'turn/end'])
