@@ -1,4 +1,4 @@
-// Writer-lock child (src/persistence/writer-lock.test.ts): a separate dsh process acting on one
+// Writer-lock child (test-support/writer-lock.ts): a separate dsh process acting on one
 // session through ctx.sessionPersistence over the built dist/ tree.
 //   argv: <jsonl|sqlite|postgres> <store path or URL> <session id> <create|load|read>
 // Prints `held <pid>` once it is the session's writer (create: a new session with an open turn,

@@ -586,14 +586,14 @@ describe('ACP through the official client library', () => {
     expect(today.stderr()).toBe('')
   })
 
-  it('session/close lets a session go (it can be resumed), session/delete moves it to the trash', async () => {
+  it('#43.2: session/close lets a session go (out of memory, its writer lock given back; it can be resumed), session/delete moves it to the trash', async () => {
     const { home, cwd } = tempHome()
     server.enqueue(streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]))
     const editor = openEditor({ home, cwd })
     try {
       const sessionId = await start(editor, cwd)
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] })
-      expect(await editor.agent.request('session/close', { sessionId })).toEqual({})
+      expect([await editor.agent.request('session/close', { sessionId }), readdirSync(join(home, 'sessions', '.locks')).filter(name => name.endsWith('.lock'))]).toEqual([{}, []])
       await expect(editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'x' }] })).rejects.toMatchObject({ message: expect.stringContaining('session/load') })
       expect(await editor.agent.request('session/resume', { sessionId, cwd })).toMatchObject({ modes: { currentModeId: 'workspace-write' } })
       expect(kinds(editor, sessionId).filter(u => u.sessionUpdate === 'user_message_chunk')).toEqual([])

@@ -473,9 +473,9 @@ export class AcpServerApp extends Service {
     if (agent !== undefined) {
       agent.cancel()
       await agent.whenIdle()
-      await this.ctx.get('sessionPersistence')?.flush(sessionId)
       await this.ctx.agents.dispose(sessionId)
     }
+    await (this.ctx.get('sessionPersistence')?.unload(sessionId) ?? this.ctx.sessions.close(sessionId))
     return {}
   }
 

@@ -11,8 +11,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context, type Fiber } from 'cordis'
 import fc from 'fast-check'
-import { spawn } from 'node:child_process'
-import { createInterface } from 'node:readline'
 import { hostname } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SessionsServicePlugin } from '../session/service.js'
@@ -29,6 +27,8 @@ import { interruptedTurnClosers } from '../session/repair.js'
 import { PackedRun, slotsOf } from '../session/packed-run.js'
 import { isDeepFrozen } from '../session/snapshot.js'
 import { appendTurn, prng } from './testing/workload.js'
+import { spawnWriter } from '../../test-support/writer-lock.js'
+import { describeLifecycleConformance } from './lifecycle.conformance.js'
 
 export interface BackendHarness {
   readonly name: string
@@ -86,34 +86,8 @@ export async function realisticLog(turns: number, seed = 1, openTail = 0, chunks
   return { header: session.header, events: [...session.events] }
 }
 
-const writerChild = new URL('../../test-support/writer-lock-child.mjs', import.meta.url).pathname
-
-/** A separate process acting on one session (see test-support/writer-lock-child.mjs). */
-function spawnWriter(kind: string, store: string, id: string, mode: 'create' | 'load' | 'read') {
-  const child = spawn(process.execPath, [writerChild, kind, store, id, mode], { stdio: ['pipe', 'pipe', 'inherit'] })
-  const lines: string[] = []
-  const waiting: ((line: string) => void)[] = []
-  const deliver = (line: string) => {
-    const next = waiting.shift()
-    if (next) next(line)
-    else lines.push(line)
-  }
-  let closed = false
-  createInterface({ input: child.stdout! }).on('line', deliver).on('close', () => {
-    closed = true
-    while (waiting.length > 0) deliver('(exited)')
-  })
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  return {
-    pid: child.pid!,
-    exit,
-    line: () => lines.length > 0 ? Promise.resolve(lines.shift()!) : closed ? Promise.resolve('(exited)') : new Promise<string>((resolve) => waiting.push(resolve)),
-    send: (text: string) => child.stdin!.write(`${text}\n`),
-    kill: () => child.kill('SIGKILL'),
-  }
-}
-
 export function describeBackendConformance(harness: BackendHarness): void {
+  describeLifecycleConformance(harness)
   describe(`${harness.name} backend conformance (D-1)`, () => {
     const dirs: string[] = []
     const backends: PersistenceBackend[] = []

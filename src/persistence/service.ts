@@ -69,6 +69,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   private readonly copying = new Map<string, Promise<void>>()
   /** One writer per session: the writer locks this process holds (or is taking), by id. */
   private readonly leases = new Map<string, Promise<WriterLease | undefined>>()
+  /** Closed sessions whose last writes and lock release are under way, by id. */
+  private readonly retiring = new Map<string, Promise<void>>()
 
   constructor(ctx: Context, config: SessionPersistenceConfig) {
     super(ctx, 'sessionPersistence')
@@ -80,6 +82,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     ctx.on('session/created', (session) => this.onCreated(session))
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
     ctx.on('session/flush', (session) => this.flush(session))
+    ctx.on('session/closed', (session) => { this.retire(session.id).catch(() => undefined) })
     // Attachments are kept by the backend, with the session (docs/session-format.md).
     const { putAttachment, getAttachment } = this.backend
     if (putAttachment !== undefined && getAttachment !== undefined) {
@@ -120,6 +123,45 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
 
   private async releaseAll(): Promise<void> {
     await Promise.all([...this.leases.keys()].map((id) => this.release(id).catch((error) => this.report(`session persistence (${id})`, error))))
+  }
+
+  /**
+   * The end of a closed session (docs/persistence.md, "Session lifecycle"): write what is still
+   * queued (a write in flight is awaited, never lost), then drop the tracking and give the
+   * writer lock back. A failed write is reported by the write itself and rejects this: the queue
+   * and the lock stay (nothing is lost and no other writer can diverge from it) until a later
+   * `unload`, `load` or `delete` of the id retries, or the process ends.
+   */
+  private retire(id: string): Promise<void> {
+    const under = this.retiring.get(id)
+    if (under !== undefined) return under
+    const retiring = (async () => {
+      await this.flush(id)
+      // A session with this id live again (loaded anew) owns the tracking and the lock now.
+      if (this.sessions.get(id) !== undefined) return
+      const tracked = this.tracked.get(id)
+      if (tracked !== undefined && !tracked.session.live) this.tracked.delete(id)
+      await this.release(id)
+    })()
+    this.retiring.set(id, retiring)
+    retiring.catch(() => undefined).finally(() => { if (this.retiring.get(id) === retiring) this.retiring.delete(id) })
+    return retiring
+  }
+
+  /** Waits for the end of a closed session's close (retried after a failed write); rejects as a failed write does. */
+  private closing(id: string): Promise<void> {
+    if (this.retiring.has(id) || (this.sessions.get(id) === undefined && this.tracked.has(id))) return this.retire(id)
+    return Promise.resolve()
+  }
+
+  /** Ends a live session without writing what it still queues (a load or import that failed after it went live). */
+  private async discard(id: string): Promise<void> {
+    const tracked = this.tracked.get(id)
+    if (tracked?.timer) clearTimeout(tracked.timer)
+    this.tracked.delete(id)
+    this.sessions.close(id)
+    await this.closing(id).catch(() => undefined)
+    await this.release(id)
   }
 
   private get sessions() {
@@ -322,6 +364,9 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       }
       return { session: live, repaired: [], wasLive: true }
     }
+    // A session closed in this process is read only once its last writes are durable; if they
+    // failed, they are retried now and their error refuses the load (they are still queued).
+    await this.closing(id)
     // Concurrent first uses of a stored session (two prompts at once) share one cold load; the
     // later callers get the same live session, already repaired.
     const pending = this.loading.get(id)
@@ -360,29 +405,26 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     }
     const { header, events, torn } = stored
     const closers = interruptedTurnClosers(events)
-    // Hydrate first: the session registry checks every event (unknown types, data, invariants)
-    // before anything is written back.
-    this.hydrating.add(id)
-    let session: Session
+    // The session registry checks every event (unknown types, data, invariants) before anything
+    // is written back; the session goes live (session/created) only once its repair committed,
+    // so no listener sees a session whose load then fails.
+    let prepared
     try {
       // The backend parsed these objects (JSON.parse) for this load alone: frozen in place, not
       // copied; the closers are frozen JSON snapshots already.
-      session = this.sessions.hydrate(header, concatEvents(events, closers), { adopt: 'parsed' })
+      prepared = this.sessions.prepare(header, concatEvents(events, closers), { adopt: 'parsed' })
+      // D-7: a stale revision (someone wrote since our read) rejects here; nothing went live.
+      if (torn !== undefined || closers.length > 0) await this.backend.commitRepair(id, closers, stored.revision)
     } catch (error) {
       await this.release(id)
       throw error
+    }
+    this.hydrating.add(id)
+    let session: Session
+    try {
+      session = prepared.publish()
     } finally {
       this.hydrating.delete(id)
-    }
-    if (torn !== undefined || closers.length > 0) {
-      try {
-        await this.backend.commitRepair(id, closers, stored.revision)
-      } catch (error) {
-        // D-7: someone wrote it since our read; drop our copy so nothing stale stays live.
-        this.sessions.close(id)
-        this.tracked.delete(id)
-        throw error
-      }
     }
     return { session, repaired: closers, torn, wasLive: false }
   }
@@ -482,11 +524,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       session = this.sessions.hydrate(header, concatEvents(exchange.events, closers))
       session.append(IMPORTED_EVENT, { from })
     } catch (error) {
-      if (session !== undefined) {
-        this.sessions.close(id)
-        this.tracked.delete(id)
-      }
-      await this.release(id)
+      if (session !== undefined) await this.discard(id)
+      else await this.release(id)
       throw new ImportError(`the log cannot be imported: ${error instanceof Error ? error.message : String(error)}`, id)
     }
     try {
@@ -495,9 +534,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       }
       await this.flush(session)
     } catch (error) {
-      this.sessions.close(id)
-      this.tracked.delete(id)
-      await this.release(id)
+      await this.discard(id)
       throw error
     }
     await this.unload(id)
@@ -513,6 +550,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       await this.flush(live)
       this.sessions.close(id)
     }
+    // The stored copy goes to the trash: a closed session's write that failed is not retried.
+    await this.closing(id).catch(() => undefined)
     this.tracked.delete(id)
     await this.lease(id)
     let deleted: boolean
@@ -526,8 +565,9 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   }
 
   /**
-   * Flushes a live session, closes it and gives its writer lock back, so another process can
-   * take it; it stays stored and a later `load` brings it back. Refuses an open turn.
+   * Flushes a live session, closes it and waits until its writer lock is given back, so another
+   * process can take it; it stays stored and a later `load` brings it back. Refuses an open turn.
+   * For a session already closed it waits for (or retries) the end of that close.
    */
   async unload(id: string): Promise<void> {
     const live = this.sessions.get(id)
@@ -535,11 +575,11 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       if (live.position.turnOpen) {
         throw new PersistenceError(`session ${JSON.stringify(id)} is live with turn ${live.position.turn} open; it cannot be unloaded until the turn ends`, id)
       }
+      // A failed write leaves the session live, as it was.
       await this.flush(live)
       this.sessions.close(id)
     }
-    const tracked = this.tracked.get(id)
-    if (tracked !== undefined && tracked.queue.length === 0) this.tracked.delete(id)
-    await this.release(id)
+    await this.closing(id)
+    if (this.sessions.get(id) === undefined) await this.release(id)
   }
 }

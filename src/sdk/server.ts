@@ -269,10 +269,7 @@ export class SdkServerApp extends Service {
     try {
       checkReadiness(this.ctx, agent)
     } catch (error) {
-      if (created) {
-        await agent.dispose()
-        this.ctx.sessions.close(agent.id)
-      }
+      if (created) await this.discardCreated(agent)
       throw error
     }
     // Images are stored with the session and referenced by hash; a text-only route refuses them.
@@ -283,15 +280,23 @@ export class SdkServerApp extends Service {
       if (refusal !== undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${refusal}`)
       stored = await storeInlineImages(this.ctx, agent.id, content)
     } catch (error) {
-      if (created) {
-        await agent.dispose()
-        this.ctx.sessions.close(agent.id)
-      }
+      if (created) await this.discardCreated(agent)
       if (error instanceof AttachmentError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${error.message}`)
       throw error
     }
     const message = agent.followup(stored)
     return { messageId: message.id, sessionId: agent.id }
+  }
+
+  /**
+   * A session this request created and then refused leaves nothing behind: not live, not
+   * stored (listed), no writer lock (docs/persistence.md, "Session lifecycle").
+   */
+  private async discardCreated(agent: Agent): Promise<void> {
+    await agent.dispose()
+    const persistence = this.ctx.get('sessionPersistence')
+    if (persistence !== undefined) await persistence.delete(agent.id)
+    else this.ctx.sessions.close(agent.id)
   }
 
   private registry(): CommandsService {
@@ -314,10 +319,7 @@ export class SdkServerApp extends Service {
     const loop = resolveRoute(this.ctx, this.route)
     const { agent, created } = await openAgent(this.ctx, { sessionId: params.sessionId, cwd: this.cwd, loop })
     if (commands.get(parsed.name, agent.scope) === undefined) {
-      if (created) {
-        await agent.dispose()
-        this.ctx.sessions.close(agent.id)
-      }
+      if (created) await this.discardCreated(agent)
       throw new RpcError(ErrorCodes.invalidParams, `invalid params: no command /${clip(parsed.name)} (session/commands lists them)`)
     }
     const outcome = (await commands.execute(agent, params.text, { queue: false }))!

@@ -74,6 +74,17 @@ export interface SessionAttachments {
   useStore(store: AttachmentStore): () => void
 }
 
+/** A session rebuilt and checked but not live yet (`SessionsService.prepare`). */
+export interface PreparedSession {
+  /** Not in the live set and not announced: nobody else sees it before `publish()`. */
+  readonly session: Session
+  /**
+   * Makes it live and fires `session/created`. Throws `ALREADY_EXISTS` if the id became live
+   * meanwhile, and on a second call.
+   */
+  publish(): Session
+}
+
 export interface SessionsService {
   readonly attachments: SessionAttachments
   /** S-2: extend the vocabulary. Returns the disposer (the registration is an effect). */
@@ -91,11 +102,22 @@ export interface SessionsService {
    * (`session/packed-run.ts`); they are admitted as runs, not one event per delta.
    */
   hydrate(header: SessionHeader, events: readonly SessionEvent[], options?: { readonly adopt?: boolean | 'parsed' }): Session
+  /**
+   * `hydrate` in two steps: every check now, going live (and `session/created`) only at
+   * `publish()`. A cold load commits its crash repair in between, so listeners never see a
+   * session whose load then fails. An unpublished session is simply dropped.
+   */
+  prepare(header: SessionHeader, events: readonly SessionEvent[], options?: { readonly adopt?: boolean | 'parsed' }): PreparedSession
   get(id: string): Session | undefined
   list(): readonly Session[]
   /** S-14 */
   fork(sourceId: string, boundary?: number, childId?: string): Session
-  /** Drops a session from the live set (after its persistence is flushed). */
+  /**
+   * Ends a live session: later appends throw, it leaves the live set and `session/closed` fires.
+   * The one way a session stops being live (docs/persistence.md, "Session lifecycle"):
+   * persistence then writes what is still queued and gives the writer lock back. A no-op for an
+   * id that is not live.
+   */
   close(id: string): void
 }
 
@@ -108,6 +130,11 @@ declare module 'cordis' {
     'session/event'(session: Session, event: SessionEvent): void
     /** @mode emit (contained). A session became live (created, hydrated or forked). */
     'session/created'(session: Session): void
+    /**
+     * @mode emit (contained). A session stopped being live (`close`): nothing more is appended to
+     * it. Persistence drops its tracking and writer lock once its queued events are durable.
+     */
+    'session/closed'(session: Session): void
     /** @mode parallel. Durability barrier: resolves once every event so far is on disk. */
     'session/flush'(session: Session): Promise<void>
     /**

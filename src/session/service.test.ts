@@ -1,6 +1,7 @@
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
 import { SessionsServicePlugin, SessionsError, type Session, type SessionEvent } from './index.js'
+import { RECENTLY_CLOSED } from './service.js'
 import { assistantMessage, userMessage } from './testing/fixtures.js'
 import { isDeepFrozen } from './snapshot.js'
 
@@ -47,6 +48,62 @@ describe('SessionsServicePlugin (ctx.sessions)', () => {
     expect(seen).toEqual(['s1'])
     expect(errors).toHaveLength(1)
     expect(ctx.sessions.get('s1')).toBe(session)
+  })
+
+  it('K-4 #43.2: session/closed is a contained emit, fired once the session left the live set; an id that is not live fires nothing', async () => {
+    const errors: unknown[] = []
+    const ctx = await boot({ report: (_name, error) => errors.push(error) })
+    const seen: [string, boolean, boolean][] = []
+    ctx.on('session/closed', () => { throw new Error('observer broke') })
+    ctx.on('session/closed', (session) => { seen.push([session.id, session.live, ctx.sessions.get(session.id) !== undefined]) })
+    const session = ctx.sessions.create({ id: 's1' })
+    ctx.sessions.close('s1')
+    ctx.sessions.close('s1')
+    ctx.sessions.close('never')
+    expect(seen).toEqual([['s1', false, false]])
+    expect(errors).toHaveLength(1)
+    expect(() => session.append('turn/start', { turn: 1 })).toThrow()
+  })
+
+  it('#43.9: only the last RECENTLY_CLOSED closed ids are remembered: older ones are "not found", recent ones "not live", a reopened id is forgotten', async () => {
+    const ctx = await boot()
+    const code = (id: string) => { try { ctx.sessions.fork(id); return 'no error' } catch (e) { return (e as SessionsError).code } }
+    for (let i = 0; i <= RECENTLY_CLOSED; i++) {
+      ctx.sessions.create({ id: `c${i}` })
+      ctx.sessions.close(`c${i}`)
+    }
+    expect(code('c0')).toBe('NOT_FOUND')
+    expect(code('c1')).toBe('NOT_LIVE')
+    expect(code(`c${RECENTLY_CLOSED}`)).toBe('NOT_LIVE')
+    // Closing an id again moves it to the newest end: it outlives ids closed before it.
+    ctx.sessions.create({ id: 'c1' })
+    expect(code('c1')).toBe('no error')
+    ctx.sessions.close('c1')
+    ctx.sessions.create({ id: 'extra' })
+    ctx.sessions.close('extra')
+    expect(code('c1')).toBe('NOT_LIVE')
+    expect(code('c2')).toBe('NOT_FOUND')
+  })
+
+  it('#43.4: prepare checks everything at once but goes live (session/created) only at publish; a publish after the id became live is refused', async () => {
+    const ctx = await boot()
+    const created: string[] = []
+    ctx.on('session/created', (session) => { created.push(session.id) })
+    const header = { type: 'session', version: 0, id: 'p', createdAt: 1, delegationDepth: 0 } as const
+    const events = [{ type: 'turn/start', seq: 0, time: 1, data: { turn: 1 } }]
+    expect(() => ctx.sessions.prepare(header, [{ type: 'turn/end', seq: 0, time: 1, data: { turn: 1, reason: { kind: 'completed' } } }])).toThrow()
+    const prepared = ctx.sessions.prepare(header, events)
+    expect(prepared.session.length).toBe(1)
+    expect(created).toEqual([])
+    expect(ctx.sessions.get('p')).toBeUndefined()
+    expect(prepared.publish()).toBe(prepared.session)
+    expect(created).toEqual(['p'])
+    expect(ctx.sessions.get('p')).toBe(prepared.session)
+    expect(() => prepared.publish()).toThrow(/already published/)
+    const late = ctx.sessions.prepare({ ...header, id: 'q' }, events)
+    ctx.sessions.create({ id: 'q' })
+    expect(() => late.publish()).toThrow(/already exists/)
+    expect(created).toEqual(['p', 'q'])
   })
 
   it('K-4/S-5: session/event is a contained emit fired after the push; an observer failure never undoes the append', async () => {

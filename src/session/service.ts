@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { Context, Service } from 'cordis'
 import { emitContained, type ListenerErrorReporter } from '../kernel/index.js'
-import type { CreateSessionOptions, Session, SessionAttachments, SessionsService } from './api.js'
+import type { CreateSessionOptions, PreparedSession, Session, SessionAttachments, SessionsService } from './api.js'
 import { describeImage, MemoryAttachmentStore, type AttachmentStore, type StoredAttachment } from './attachments.js'
 import type { AttachedImageBlock } from '../llm/types.js'
 import { checkHeader } from './header.js'
@@ -24,6 +24,13 @@ export interface SessionsServiceConfig {
   readonly report?: ListenerErrorReporter
 }
 
+/**
+ * How many recently closed ids are remembered so fork and attachments can say "not live" rather
+ * than "not found". Only a diagnostic: bounded so a long-running process does not grow with
+ * every session it ever closed.
+ */
+export const RECENTLY_CLOSED = 1024
+
 /** Errors from fork/create/hydrate that are not log-rule violations. */
 export class SessionsError extends Error {
   constructor(readonly code: 'NOT_FOUND' | 'NOT_LIVE' | 'ALREADY_EXISTS' | 'INVALID_BOUNDARY' | 'OPEN_TURN', message: string) {
@@ -35,7 +42,7 @@ export class SessionsError extends Error {
 export class SessionsServicePlugin extends Service implements SessionsService {
   readonly registry: EventTypeRegistry
   private readonly sessions = new Map<string, SessionLog>()
-  /** Ids closed in this process, so fork can tell "not live" from "not found". */
+  /** The last RECENTLY_CLOSED ids closed in this process, oldest first (fork: "not live" vs "not found"). */
   private readonly closed = new Set<string>()
   private readonly now: () => number
   private readonly root: Context
@@ -87,6 +94,10 @@ export class SessionsServicePlugin extends Service implements SessionsService {
   }
 
   hydrate(header: SessionHeader, events: readonly SessionEvent[], options: { readonly adopt?: boolean | 'parsed' } = {}): Session {
+    return this.prepare(header, events, options).publish()
+  }
+
+  prepare(header: SessionHeader, events: readonly SessionEvent[], options: { readonly adopt?: boolean | 'parsed' } = {}): PreparedSession {
     const checked = checkHeader(header)
     if (!Array.isArray(events)) throw new TypeError(`hydrate: events of session ${checked.id} must be an array`)
     this.assertFree(checked.id)
@@ -104,7 +115,16 @@ export class SessionsServicePlugin extends Service implements SessionsService {
         i++
       }
     }
-    return this.publish(session)
+    let published = false
+    return {
+      session,
+      publish: () => {
+        if (published) throw new Error(`hydrate: session ${checked.id} is already published`)
+        this.assertFree(checked.id)
+        published = true
+        return this.publish(session)
+      },
+    }
   }
 
   get(id: string): Session | undefined {
@@ -120,7 +140,10 @@ export class SessionsServicePlugin extends Service implements SessionsService {
     if (!session) return
     session.markClosed()
     this.sessions.delete(id)
+    this.closed.delete(id)
     this.closed.add(id)
+    if (this.closed.size > RECENTLY_CLOSED) this.closed.delete(this.closed.values().next().value!)
+    emitContained(this.root, 'session/closed', [session], this.options.report)
   }
 
   /** S-14 */

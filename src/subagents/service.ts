@@ -320,11 +320,14 @@ export class SubagentsPlugin extends Service implements SubagentsService {
     return { childSessionId: session.id, reason, text, ...resultOutput(reason, text, runError, disposeError) }
   }
 
-  /** Flush and drop a finished child's session from the live set. */
+  /**
+   * Closes a finished child: it leaves memory, and with persistence this resolves once its log
+   * is durable and its writer lock is given back, so another process can open it (it stays
+   * stored; `list_agents` and `load` find it there).
+   */
   private async release(session: Session): Promise<void> {
-    const persistence = this.ctx.get('sessionPersistence')
-    if (persistence !== undefined) await persistence.flush(session)
     this.ctx.sessions.close(session.id)
+    await this.ctx.get('sessionPersistence')?.unload(session.id)
   }
 
   private finished(provider: string, parentId: string, session: Session, reason: TurnEndReason | undefined, from: number): void {

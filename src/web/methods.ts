@@ -530,10 +530,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       const agent = root.agents.get(id)
       if (agent?.status === 'running') throw new WebApiError(409, 'RUNNING', 'stop the running turn before deleting the session')
       if (agent !== undefined) await root.agents.dispose(id)
-      if (root.sessions.get(id) !== undefined) {
-        await root.sessionPersistence.flush(id)
-        root.sessions.close(id)
-      }
+      // Flushes and closes a live session first, then trashes it.
       const deleted = await root.sessionPersistence.delete(id)
       emitContained(root, 'web/session-changed', [id])
       return { deleted }
