@@ -87,7 +87,9 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
       'acp-agent/tests/snapshots/subagent-report', 'acp-agent/tests/snapshots/subagent-continuable', 'acp-agent/tests/snapshots/subagent-continuable-inheritance',
       'acp-agent/tests/snapshots/subagent-child-question-rejection', 'jsonrpc-agent/tests/snapshots/subagent-spawn-in-process',
       // GL-2 GL-3 over ACP; the override-only headless stream.
-      'acp-agent/tests/goal-snapshots/goal-round-driver']) {
+      'acp-agent/tests/goal-snapshots/goal-round-driver',
+      // Code mode (DSH_TOOLS_MODE=code): inner bash calls, an inner read_image, an inner read reaching a nested AGENTS.md.
+      'acp-agent/tests/snapshots/code-mode-turn', 'acp-agent/tests/snapshots/code-mode-read-image', 'acp-agent/tests/snapshots/code-mode-workspace-context']) {
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)

@@ -24,10 +24,13 @@ import { isRuntimeContextSnapshot, recordedPermissions, recordedRunner } from '.
 import type { HookFileSource } from '../hooks/api.js'
 import { fetchedOrigins, startRecordedPageServers } from './page-server.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
+import { recordedPresentation, RUN_CODE } from './replay-rules.js'
+import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
+import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
   // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
   'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
@@ -38,13 +41,12 @@ const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash', 'to
 /** Event-type prefixes of a recorded log that name a capability dsh lacks. */
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [
   ['subagent/', 'subagents'],
-  ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions'])
 
 /** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
 const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -119,6 +121,8 @@ interface Plan {
   readonly fetched: readonly string[]
   /** The recorded deployment's sandbox mode (from its snapshot), passed as DSH_PERMISSION_MODE. */
   readonly permissionMode?: string
+  /** How the recording presented tools where it ran programs (`run_code`), passed as DSH_TOOLS_MODE. */
+  readonly toolsMode?: 'code' | 'both'
   /** A test-only runner command for a runner this machine cannot reproduce. */
   readonly runnerCommand?: readonly string[]
   /** Recorded child sessions (ids and model scripts), in creation order. */
@@ -174,14 +178,14 @@ function plan(scenario: Scenario): string | Plan {
   for (const event of events) {
     const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
     if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
-    if (event.type === 'tool/call') {
+    if (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') {
       const name = (event.data as { name: string }).name
       if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
     }
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
       const source = message.source as { kind: string; plugin?: string }
-      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin))) {
+      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && (HOOK_PLUGINS.has(source.plugin) || source.plugin === CODE_MODE_PLUGIN)) && source.kind !== AGENT_INSTRUCTIONS_SOURCE) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -219,6 +223,7 @@ function plan(scenario: Scenario): string | Plan {
   return {
     events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren, fetched: fetchedOrigins(events),
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
+    ...(events.some(event => event.type === 'tool/call' && (event.data as { name: string }).name === RUN_CODE) ? { toolsMode: recordedPresentation(dir) } : {}),
     ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
     ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
   }
@@ -329,6 +334,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined,
       // The recorded deployment's permission mode (danger-full-access implies policy never).
       DSH_PERMISSION_MODE: planned.permissionMode,
+      DSH_TOOLS_MODE: planned.toolsMode,
       // The original's network: confined commands share the host's (recorded prompts stay equal).
       DSH_NETWORK: 'full',
     }

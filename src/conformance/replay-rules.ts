@@ -3,11 +3,16 @@
  * loads, the events on the core projection, the plugin-authored message sources it knows, and
  * the driver operations it runs (docs/conformance.md, "Replay suite").
  */
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { RUN_CODE } from '../code-mode/texts.js'
+
+export { RUN_CODE }
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 export const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
-  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image'])
+  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code'])
 
 /** Message sources of delegation (notices, reports, relayed send_message turns), compared with ids masked. */
 export const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -21,6 +26,7 @@ export const COMPARED = new Set([
   'hook/invoked', 'hook/result',
   'approval/asked', 'approval/decided', 'sandbox/mode', 'permission/preset',
   'subagent/descriptor', 'goal/change',
+  'tool/code-dispatch-start', 'tool/code-dispatch',
 ])
 
 /** Plugin-authored messages dsh produces itself (compared by surface op only: their text is product wording). */
@@ -34,7 +40,6 @@ export const MASKED = new Set(['session/title', 'approval/policy', 'session/end-
 
 /** Event-type prefixes that name a capability dsh lacks (the scenario is skipped). */
 export const CAPABILITIES: readonly [prefix: string, capability: string][] = [
-  ['tool/code-dispatch', 'code mode'],
   ['job/', 'background jobs'],
   ['workspace/', 'workspace instructions'],
 ]
@@ -44,3 +49,15 @@ export const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'pro
   'waitForSubagentTurnEnd', 'waitForTurnStart', 'promptAndWaitForAgentMessage',
   // Goal rounds: a cancel of whatever turn hangs after the last prompt; the goal event lands before quiet.
   'cancel', 'waitForEventAfterTurnEnd'])
+
+/**
+ * How a recording presented tools (code mode): `both` where its tool schemas list `run_code`
+ * beside other tools, else `code` (the code-mode scenarios share the sidecar of code-mode-turn,
+ * which lists `run_code` alone).
+ */
+export function recordedPresentation(dir: string): 'code' | 'both' {
+  const path = join(dir, 'tool-schemas.expected.json')
+  if (!existsSync(path)) return 'code'
+  const schemas = JSON.parse(readFileSync(path, 'utf8')) as { initial?: { name: string }[] }
+  return (schemas.initial ?? []).some(tool => tool.name !== RUN_CODE) ? 'both' : 'code'
+}

@@ -160,9 +160,11 @@ describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has
   it('Y-1: agent-instructions (baseline, symlinked files, nested files after a read, a delimiter in the path, a baseline again after compaction) is replayed and passes', async () => {
     expect(await one('agent-instructions')).toEqual([['pass', undefined]])
   }, 60_000)
-  it('code-mode-workspace-context stays skipped for run_code (code mode is out of scope)', async () => {
-    expect(await one('code-mode-workspace-context')).toEqual([['skip', 'missing capability: tool run_code']])
-  }, 60_000)
+  it('code mode: a program\'s inner calls (tool/code-dispatch*), the image a read_image inner call returned and the nested AGENTS.md an inner read reached replay exactly', async () => {
+    for (const name of ['code-mode-turn', 'code-mode-read-image', 'code-mode-workspace-context']) {
+      expect([name, ...await one(name)]).toEqual([name, ['pass', undefined]])
+    }
+  }, 120_000)
   it('Y-1: offline-edit (AGENTS.md edited while the session was closed) is replayed: the resumed turn records the replacement, not a second baseline', async () => {
     expect(await one('offline-edit', 'examples/headless-agent')).toEqual([['pass', undefined]])
   }, 60_000)

@@ -34,7 +34,7 @@ import { SystemPromptPlugin } from '../prompt/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { BUILTIN_TOOLS, CAPABILITIES, COMPACTION_PLUGINS, COMPARED, DELEGATION_SOURCES, HOOK_PLUGINS, MASKED, SUPPORTED_OPS } from './replay-rules.js'
+import { BUILTIN_TOOLS, CAPABILITIES, COMPACTION_PLUGINS, COMPARED, DELEGATION_SOURCES, HOOK_PLUGINS, MASKED, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
 import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { QuestionToolPlugin } from '../questions/index.js'
@@ -42,6 +42,7 @@ import { GoalsPlugin } from '../goals/index.js'
 import { WebFetchToolPlugin } from '../tools/builtin/web-fetch.js'
 import { SessionEventReadToolPlugin } from '../tools/builtin/session-event-read.js'
 import { fetchedOrigins, startPageServer, type PageServer } from './page-server.js'
+import { CODE_MODE_PLUGIN, CodeModePlugin } from '../code-mode/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE, WorkspaceInstructionsPlugin, type InstructionsSource } from '../instructions/index.js'
 
 /**
@@ -137,6 +138,8 @@ interface Plan {
   readonly skills: boolean
   /** The recording has goal events or goal tools. */
   readonly goals: boolean
+  /** How the recording presented tools, where it ran programs (`run_code`). */
+  readonly codeMode?: 'code' | 'both'
   /** Origins the recorded `web_fetch` calls fetch from: a local page server answers for them. */
   readonly fetched: readonly string[]
   /**
@@ -332,7 +335,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, inlineContent, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, hooks, skills, goals, fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, goals, ...(calls(events, RUN_CODE) ? { codeMode: recordedPresentation(dir) } : {}), fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -358,12 +361,12 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
     const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
     if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
     if (!COMPARED.has(event.type) && !MASKED.has(event.type)) return `missing capability: event ${event.type}`
-    if (event.type === 'tool/call') {
+    if (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') {
       const name = (event.data as { name: string }).name
       if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
     }
     if (event.type === 'user/message' && isInstructionsMessage(event.data as UserMessage)) continue
-    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage) && !isGoalMessage(event.data as UserMessage)) {
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage) && !isGoalMessage(event.data as UserMessage) && !isCodeModeMessage(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
@@ -447,6 +450,12 @@ function isHookMessage(message: UserMessage): boolean {
   return source.kind === 'plugin' && source.plugin !== undefined && HOOK_PLUGINS.has(source.plugin)
 }
 
+/** Images a program's inner calls returned, joining the conversation (compared in full). */
+function isCodeModeMessage(message: UserMessage): boolean {
+  const source = message.source as { kind: string; plugin?: string }
+  return source.kind === 'plugin' && source.plugin === CODE_MODE_PLUGIN
+}
+
 function isCompactionMessage(message: UserMessage): boolean {
   const source = message.source as { kind: string; plugin?: string }
   return source.kind === 'plugin' && source.plugin !== undefined && COMPACTION_PLUGINS.has(source.plugin)
@@ -508,10 +517,11 @@ interface Replayed {
   readonly leftover: { remaining: number }[]
 }
 
-/** The recording calls the tool `name` (its composition loaded it). */
+/** The recording calls the tool `name`, directly or from a program (its composition loaded it). */
 function calls(events: readonly SessionEvent[], name: string): boolean {
-  return events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === name)
+  return events.some(e => (e.type === 'tool/call' || e.type === 'tool/code-dispatch-start') && (e.data as { name: string }).name === name)
 }
+
 
 async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> {
   let hung: (() => void) | undefined
@@ -558,6 +568,8 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ctx.plugin(SubagentToolsPlugin, { tools: plan.delegationRows }),
     ctx.plugin(QuestionToolPlugin),
     ...(plan.goals ? [ctx.plugin(GoalsPlugin)] : []),
+    // Code mode as recorded; programs run in a worker (the recordings ran unconfined).
+    ...(plan.codeMode !== undefined ? [ctx.plugin(CodeModePlugin, { mode: plan.codeMode, runtime: 'worker' })] : []),
   ]
   const children: { events: readonly SessionEvent[] }[] = []
   ctx.on('session/created', (session) => {
@@ -769,6 +781,10 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
           out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'skill-catalog', entries: (message.source as { entries?: unknown }).entries })
           continue
         }
+        if (isCodeModeMessage(message)) {
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: CODE_MODE_PLUGIN, content: uncwd(JSON.stringify(message.content)) })
+          continue
+        }
         if (isHookMessage(message)) {
           out.push({ type: event.type, surfaceOp: event.surfaceOp, source: (message.source as { plugin: string }).plugin, content: message.content })
           continue
@@ -825,6 +841,15 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
         out.push({ type: event.type, ...rest })
         break
       }
+      // A program's inner calls: which tool, with what, and whether it failed (its output text,
+      // like a tool result's, is the tool's wording).
+      case 'tool/code-dispatch-start':
+      case 'tool/code-dispatch':
+        out.push({
+          type: event.type, rootCallId: data.rootCallId, parentCallId: data.parentCallId, subCallId: data.subCallId, name: data.name,
+          arguments: uncwd(JSON.stringify(data.arguments)), ...(event.type === 'tool/code-dispatch' ? { isError: data.isError } : {}),
+        })
+        break
       case 'request/header':
         out.push({ type: event.type, reason: data.reason })
         break

@@ -18,7 +18,7 @@ import { scanEvents } from '../session/packed-run.js'
 import '../agent/api.js'
 
 /** The event types the session fold reads (`foldInstruction`, `touchFolders`). */
-const INSTRUCTION_EVENTS: ReadonlySet<string> = new Set(['user/message', 'tool/call'])
+const INSTRUCTION_EVENTS: ReadonlySet<string> = new Set(['user/message', 'tool/call', 'tool/code-dispatch-start'])
 
 export const AGENT_INSTRUCTIONS_SOURCE = 'agent-instructions'
 export const INSTRUCTION_CANDIDATES = ['AGENTS.md', 'CLAUDE.md'] as const
@@ -177,14 +177,21 @@ export function touchedFolders(cwd: string, events: readonly SessionEvent[]): st
   return [...folders]
 }
 
-/** `touchedFolders` one event further: adds the folders a recorded tool call reached. */
+/**
+ * `touchedFolders` one event further: adds the folders a recorded tool call reached, a direct
+ * call (`tool/call`, arguments as JSON text) or a code-mode program's inner call
+ * (`tool/code-dispatch-start`, arguments as an object).
+ */
 function touchFolders(base: string, folders: Set<string>, event: SessionEvent): void {
-  if (event.type !== 'tool/call') return
   let args: unknown
-  try {
-    args = JSON.parse((event.data as { arguments: string }).arguments)
-  } catch {
-    return
+  if (event.type === 'tool/code-dispatch-start') args = (event.data as { arguments?: unknown }).arguments
+  else if (event.type !== 'tool/call') return
+  else {
+    try {
+      args = JSON.parse((event.data as { arguments: string }).arguments)
+    } catch {
+      return
+    }
   }
   if (typeof args !== 'object' || args === null) return
   const { file_path: file, path } = args as { file_path?: unknown; path?: unknown }

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { loopHarness, type LoopHarness, type LoopHarnessOptions } from '../../test-support/agent-harness.js'
+import { CodeModePlugin } from '../code-mode/index.js'
 import { CommandsPlugin } from '../commands/index.js'
 import { text, toolCalls } from '../../test-support/scripted-model.js'
 import type { UserMessage } from '../llm/types.js'
@@ -124,6 +125,36 @@ describe('workspace instructions in the log', () => {
       expect(messages[1]!.source).toMatchObject({ changes: [{ action: 'set', scope: 'nested\u0000AGENTS.md', digest: sha1('NESTED_RULE') }] })
       expect(messages[1]!.source.baseline).toBeUndefined()
       // It reached the model at step 2, not step 1.
+      expect(JSON.stringify(h.model.requests[0])).not.toContain('NESTED_RULE')
+      expect(JSON.stringify(h.model.requests[1])).toContain('NESTED_RULE')
+    } finally {
+      await h.dispose()
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('Y-1: a code-mode program\'s inner read below the working folder adds that folder\'s AGENTS.md at the next step', async () => {
+    const root = workspace()
+    mkdirSync(join(root, 'nested'), { recursive: true })
+    writeFileSync(join(root, 'AGENTS.md'), 'ROOT_RULE')
+    writeFileSync(join(root, 'nested', 'AGENTS.md'), 'NESTED_RULE')
+    writeFileSync(join(root, 'nested', 'task.txt'), 'task')
+    const read = { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] }
+    const program = JSON.stringify({ code: "return await tools.read({ file_path: 'nested/task.txt' })", description: 'read' })
+    const h = await loopHarness({
+      cwd: root,
+      tools: [{ name: 'read', description: 'read', parameters: read, execute: () => ({ content: [{ type: 'text', text: 'task' }] }) }],
+      responses: [toolCalls([{ id: 'c1', name: 'run_code', arguments: program }]), text('done')],
+      setup: async (ctx) => {
+        await ctx.plugin(WorkspaceInstructionsPlugin, {}).await()
+        await ctx.plugin(CodeModePlugin, { mode: 'code', runtime: 'worker' }).await()
+      },
+    })
+    try {
+      h.agent.followup('go')
+      await h.agent.whenIdle()
+      expect(h.session.events.filter(e => e.type === 'tool/code-dispatch').map(e => (e.data as { isError: boolean }).isError)).toEqual([false])
+      expect(instructionMessages(h.session.events).map(m => m.source.changes.map(c => c.path))).toEqual([['AGENTS.md'], ['nested/AGENTS.md']])
       expect(JSON.stringify(h.model.requests[0])).not.toContain('NESTED_RULE')
       expect(JSON.stringify(h.model.requests[1])).toContain('NESTED_RULE')
     } finally {

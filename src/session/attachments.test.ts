@@ -30,6 +30,12 @@ describe('image checks', () => {
     expect(describeImage(png).name).toBeUndefined()
   })
 
+  it('S-1: a reference keeps the recorded key order (a named file: size first; a prompt image: size last)', () => {
+    const png = pngImage(4, 3)
+    expect(Object.keys(describeImage(png, undefined, 'shot.png'))).toEqual(['attachmentId', 'mediaType', 'bytes', 'width', 'height', 'name'])
+    expect(Object.keys(describeImage(png))).toEqual(['attachmentId', 'mediaType', 'width', 'height', 'bytes'])
+  })
+
   it('refuses empty, oversized, non-image and mislabelled data with one line', () => {
     expect(() => describeImage(Buffer.alloc(0))).toThrow(AttachmentError)
     expect(() => describeImage(Buffer.from('hello'), undefined, 'notes.txt')).toThrow('"notes.txt" is not a PNG, JPEG, GIF or WebP image')

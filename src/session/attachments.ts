@@ -106,14 +106,13 @@ export function describeImage(data: Uint8Array, declared?: string, name?: string
   if (declared !== undefined && declared !== '' && declared.toLowerCase() !== sniffed.mediaType) {
     throw new AttachmentError(`the image was declared ${declared} but its bytes are ${sniffed.mediaType}`)
   }
-  return {
-    attachmentId: attachmentIdOf(data),
-    mediaType: sniffed.mediaType,
-    width: sniffed.width,
-    height: sniffed.height,
-    bytes: data.length,
-    ...name !== undefined && name !== '' ? { name: name.slice(0, 200) } : {},
-  }
+  const attachmentId = attachmentIdOf(data)
+  const { mediaType, width, height } = sniffed
+  // Key order as the recorded logs have it: a named image (a file the model read) gives its size
+  // first, an unnamed one (a prompt's) last.
+  return name !== undefined && name !== ''
+    ? { attachmentId, mediaType, bytes: data.length, width, height, name: name.slice(0, 200) }
+    : { attachmentId, mediaType, width, height, bytes: data.length }
 }
 
 /** The default store: bytes in memory, per session; gone with the process. */
