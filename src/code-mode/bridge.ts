@@ -55,7 +55,7 @@ export class InnerCalls {
   call(name: string, args: JsonValue, signal: AbortSignal): Promise<ToolCallAnswer> {
     const { tools, callId, session, scope } = this.options
     const subCallId = `${callId}:code:${++this.count}`
-    const execution: ToolExecution = Object.freeze({ callId: subCallId, name, arguments: JSON.stringify(args), ...(scope !== undefined ? { scope } : {}) })
+    const execution: ToolExecution = Object.freeze({ callId: subCallId, name, arguments: JSON.stringify(args), parentCallId: callId, ...(scope !== undefined ? { scope } : {}) })
     this.options.inner.add(execution)
     const exclusive = tools.executionMode(execution).kind !== 'parallel'
     const gate = exclusive ? this.commitTail : this.barrier

@@ -46,6 +46,12 @@ export interface StartOptions {
   readonly maxDepth: number
   /** The parent's tool call that starts the child (for surfaces). */
   readonly callId?: string
+  /** The child's model route instead of the parent's (either part alone). */
+  readonly route?: { readonly provider?: string; readonly model?: string }
+  /** Called once the child's session is published, before its agent exists (workflows record it). */
+  onPublished?(childSessionId: string): void
+  /** Equips the child's agent before its first turn (scoped tools, sections: a workflow's `structured_output`). */
+  setup?(child: Agent): void
 }
 
 /** How a one-shot child run ended (SA-5, SA-6). */

@@ -229,8 +229,12 @@ export class SubagentsPlugin extends Service implements SubagentsService {
       ...options.label !== undefined && { label: options.label },
       ...options.callId !== undefined && { callId: options.callId },
     }])
-    const agent = this.ctx.agents.create({ sessionId: session.id, loop: parent.config })
+    options.onPublished?.(session.id)
+    const route = options.route
+    const loop = route === undefined ? parent.config : { ...parent.config, ...route.provider !== undefined && { provider: route.provider }, ...route.model !== undefined && { model: route.model } }
+    const agent = this.ctx.agents.create({ sessionId: session.id, loop })
     this.equip(agent, mode === 'continuable')
+    options.setup?.(agent)
     return { session, agent, depth }
   }
 

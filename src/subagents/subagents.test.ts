@@ -6,37 +6,13 @@ import { JsonlPersistencePlugin } from '../persistence/plugins.js'
 import type { Context } from 'cordis'
 import { loopHarness, type LoopHarness } from '../../test-support/agent-harness.js'
 import { hang, text, toolCalls, type ScriptedResponse } from '../../test-support/scripted-model.js'
+import { Router } from '../../test-support/model-router.js'
 import type { LlmCallOptions, StreamChunk, TextBlock, ToolResultMessage, UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { SystemPromptPlugin } from '../prompt/index.js'
 import { ApprovalPlugin } from '../approval/index.js'
 import { SubagentsPlugin, SubagentToolsPlugin, type SubagentFinished, type SubagentStarted, type SubagentToolRow } from './index.js'
-
-/** Model scripts keyed by the first user text of the requesting session (children run concurrently). */
-class Router {
-  private readonly scripts = new Map<string, ScriptedResponse[]>()
-  script(firstUserText: string, ...responses: ScriptedResponse[]): this {
-    this.scripts.set(firstUserText, [...this.scripts.get(firstUserText) ?? [], ...responses])
-    return this
-  }
-
-  private readonly fallbacks = new Map<string, ScriptedResponse>()
-  /** The response once the key's script is used up (input whose timing varies). */
-  fallback(firstUserText: string, response: ScriptedResponse): this {
-    this.fallbacks.set(firstUserText, response)
-    return this
-  }
-
-  readonly respond: ScriptedResponse = (request: LlmCallOptions, signal) => {
-    const first = request.messages.find(m => m.role === 'user' && m.source.kind === 'user')
-    const key = (first?.content.find(b => b.type === 'text') as TextBlock | undefined)?.text ?? ''
-    const queue = this.scripts.get(key)
-    const next = queue?.shift() ?? this.fallbacks.get(key)
-    if (next === undefined) throw new Error(`router: no response left for "${key}"`)
-    return typeof next === 'function' ? next(request, signal) : next
-  }
-}
 
 let harness: LoopHarness | undefined
 afterEach(async () => {

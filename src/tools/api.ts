@@ -14,6 +14,8 @@ export interface ToolContext {
   readonly signal: AbortSignal
   readonly session?: Session
   readonly scope?: ScopeKey
+  /** `ToolExecution.parentCallId`: set when a program, not the model, made the call. */
+  readonly parentCallId?: string
   /**
    * Live output while the body runs (bash's stdout and stderr as they arrive), for surfaces that
    * show progress: emitted as `tools/output`, never stored (the result is what the log keeps).
@@ -72,6 +74,8 @@ export interface ToolExecution {
   /** Raw argument string from the model. */
   readonly arguments: string
   readonly scope?: ScopeKey
+  /** The call whose program made this one (code mode's inner calls); absent for the model's own. */
+  readonly parentCallId?: string
 }
 
 export interface ToolResultRecord {

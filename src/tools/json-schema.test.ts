@@ -29,4 +29,13 @@ describe('schemaProblems (the JSON Schema subset the registry checks)', () => {
     expect(schemaProblems({ type: 'string', maxLength: 2 }, '😀😀')).toEqual([])
     expect(schemaProblems({ type: 'string', maxLength: 2 }, 'abc')).toEqual(['(arguments): must not be longer than 2 characters'])
   })
+
+  it('checks const (as JSON) and oneOf (exactly one alternative)', () => {
+    expect(schemaProblems({ const: { a: 1 } }, { a: 1 })).toEqual([])
+    expect(schemaProblems({ const: 'x' }, 'y')).toEqual(['(arguments): expected "x"'])
+    const schema = { oneOf: [{ type: 'string' }, { type: 'number' }] }
+    expect(schemaProblems(schema, 'a')).toEqual([])
+    expect(schemaProblems(schema, true)).toEqual(['(arguments): must match exactly one of 2 alternatives (matches 0)'])
+    expect(schemaProblems({ oneOf: [{ type: 'number' }, { type: 'integer' }] }, 3)).toEqual(['(arguments): must match exactly one of 2 alternatives (matches 2)'])
+  })
 })

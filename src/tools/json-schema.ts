@@ -2,7 +2,8 @@
  * The JSON Schema subset dsh checks arguments against without a validator library (so start-up
  * loads none): `type` (one or a list; `integer` is a whole number), `enum`, `required`,
  * `properties`, `items`, `minLength`/`maxLength`, `minimum`/`maximum`/`exclusiveMinimum`/
- * `exclusiveMaximum`, `minItems`/`maxItems`, `additionalProperties: false`. Other keywords are sent to the model but not
+ * `exclusiveMaximum`, `minItems`/`maxItems`, `additionalProperties: false`, `const` (compared as
+ * JSON) and `oneOf` (exactly one alternative). Other keywords are sent to the model but not
  * checked; tools needing more define `parse` (see defineTool).
  */
 import { plural } from '../host/numbers.js'
@@ -50,6 +51,11 @@ export function schemaProblems(schema: unknown, value: unknown, path = ''): stri
   }
   if (Array.isArray(s.enum) && !s.enum.some((option) => option === value)) {
     return [`${where}: expected one of ${s.enum.map((option) => JSON.stringify(option)).join(', ')}`]
+  }
+  if (Object.hasOwn(s, 'const') && JSON.stringify(s.const) !== JSON.stringify(value)) return [`${where}: expected ${JSON.stringify(s.const)}`]
+  if (Array.isArray(s.oneOf)) {
+    const matching = s.oneOf.filter((option) => schemaProblems(option, value, path).length === 0).length
+    if (matching !== 1) return [`${where}: must match exactly one of ${s.oneOf.length} alternatives (matches ${matching})`]
   }
   const problems: string[] = []
   if (typeof value === 'string') {

@@ -293,6 +293,7 @@ export class ToolsPlugin extends Service implements ToolsService {
       signal: call.controller.signal,
       ...(context.session !== undefined ? { session: context.session } : {}),
       ...(execution.scope !== undefined ? { scope: execution.scope } : {}),
+      ...(execution.parentCallId !== undefined ? { parentCallId: execution.parentCallId } : {}),
       output: (stream, text) => {
         if (text === '') return
         emitContainedVia(this.events, 'tools/output', [{ ...(context.session !== undefined ? { session: context.session } : {}), callId: execution.callId, toolName: execution.name, stream, text }], undefined, target(execution))
