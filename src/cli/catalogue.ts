@@ -255,6 +255,8 @@ registerBuiltinPlugin('questions', 'ask_user_question: the model asks the user t
   async () => (await base()).QuestionToolPlugin)
 registerBuiltinPlugin('code-mode', 'run_code: programs that call the tools (settings tools.mode native|code|both, DSH_TOOLS_MODE; native loads nothing)',
   async () => withHost((await import('../code-mode/row.js')).CodeModeRow as unknown as PluginClass, toolsMode))
+registerBuiltinPlugin('workflow', 'workflow and ralph: orchestration scripts over one-shot children, and the fresh-agent Ralph loop',
+  async () => (await base()).WorkflowPlugin)
 registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal',
   async () => (await base()).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',

@@ -69,6 +69,11 @@ describe.skipIf(!existsSync(examples))('headless stream-json scenarios recorded 
     for await (const result of protocolSuite({ filter: 'snapshots/goal-tools' }).run([resolve(examples, 'headless-agent')])) results.push(result)
     expect(results.map(result => [result.status, result.path.split(/[\\/]/).slice(-2).join('/'), result.detail])).toEqual([['pass', 'goal-tools/stream-json.expected.jsonl', undefined]])
   }, 60_000)
+  it('ralph-loop (a header-only parent log; the rounds\' scripts in session.N.jsonl) runs the real ralph tool over two children and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/ralph-loop' }).run([resolve(examples, 'headless-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
 })
 
 describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and SDK transcripts', () => {

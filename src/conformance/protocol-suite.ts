@@ -30,7 +30,7 @@ import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph'])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
   // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
   'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
@@ -63,12 +63,18 @@ interface Scenario {
   readonly kind: Kind
 }
 
+/** A session log holding its header line alone. */
+function headerOnly(path: string): boolean {
+  return readFileSync(path, 'utf8').trim().split('\n').length === 1
+}
+
 /** ACP scenarios record `stdout.expected.jsonl`; SDK scenarios `notifications.expected.jsonl`. */
 function findScenarios(root: string): Scenario[] {
   return findScenarioDirs<Scenario>(root, (dir, has) =>
     has('stdout.expected.jsonl') ? { dir, kind: 'acp' } : has('notifications.expected.jsonl') ? { dir, kind: 'sdk' }
       // Headless runs recorded only as their stream (override-driven, no session log): run from input.json.
-      : has('stream-json.expected.jsonl') && has('input.json') && has('replay.override.json') && !has('session.jsonl') && !has('parent.override.json') ? { dir, kind: 'headless' }
+      // A header-only session.jsonl beside it (a Ralph run: the children's scripts are session.N.jsonl) counts as none.
+      : has('stream-json.expected.jsonl') && has('input.json') && has('replay.override.json') && (!has('session.jsonl') || headerOnly(join(dir, 'session.jsonl'))) && !has('parent.override.json') ? { dir, kind: 'headless' }
         : undefined,
   { descend: true })
 }
@@ -844,11 +850,18 @@ async function runHeadlessScenario(scenario: Scenario, path: string): Promise<Co
   const header = events.find(event => event.type === 'request/header')?.data as { header: { config: { provider: string; model: string } } } | undefined
   const route = header?.header.config ?? { provider: 'replay', model: 'replay' }
   const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
+  // Children's model calls, in creation order, from their logs (session.N.jsonl).
+  const children = readdirSync(dir).filter(name => /^session\.\d+\.jsonl$/.test(name))
+    .sort((x, y) => Number(x.split('.')[1]) - Number(y.split('.')[1]))
+    .map(file => {
+      const child = parseSessionFile(readFileSync(join(dir, file), 'utf8'))
+      return { id: child.header.id, script: scriptFromEvents(child.events) }
+    })
   const { work, cwd, home } = scenarioFolders('dsh-headless-', dir)
   try {
     const plan = {
       events, header: { id: '' }, steps, permissionAnswers: [], script, route: { provider: route.provider, model: route.model }, runtimeContext,
-      hooks: [], children: [], fenceChildren: false, fetched: [],
+      hooks: [], children, fenceChildren: false, fetched: [],
     } satisfies Plan
     const patch = writePatch(plan, work, 'headless')
     const [command, ...args] = dshCommand()

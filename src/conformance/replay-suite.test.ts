@@ -165,6 +165,9 @@ describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has
       expect([name, ...await one(name)]).toEqual([name, ['pass', undefined]])
     }
   }, 120_000)
+  it('ralph-loop (two fresh rounds, continue then complete, from the children\'s recorded scripts) is replayed from its stream and passes', async () => {
+    expect(await one('ralph-loop', 'examples/headless-agent')).toEqual([['pass', undefined]])
+  }, 60_000)
   it('Y-1: offline-edit (AGENTS.md edited while the session was closed) is replayed: the resumed turn records the replacement, not a second baseline', async () => {
     expect(await one('offline-edit', 'examples/headless-agent')).toEqual([['pass', undefined]])
   }, 60_000)

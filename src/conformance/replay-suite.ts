@@ -43,6 +43,7 @@ import { WebFetchToolPlugin } from '../tools/builtin/web-fetch.js'
 import { SessionEventReadToolPlugin } from '../tools/builtin/session-event-read.js'
 import { fetchedOrigins, startPageServer, type PageServer } from './page-server.js'
 import { CODE_MODE_PLUGIN, CodeModePlugin } from '../code-mode/index.js'
+import { WorkflowPlugin } from '../workflow/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE, WorkspaceInstructionsPlugin, type InstructionsSource } from '../instructions/index.js'
 
 /**
@@ -74,6 +75,8 @@ interface ChildPlan {
   readonly script: readonly ReplayEntry[]
   readonly failTurns: ReadonlyMap<number, string>
   readonly failPublished: boolean
+  /** Model chunks alone (a Ralph round's script): its session is not compared. */
+  readonly scriptOnly: boolean
 }
 
 interface Scenario {
@@ -227,8 +230,10 @@ function plan(scenario: Scenario): string | Plan {
         if (ended.reason.kind === 'error' && ended.reason.error !== undefined) failTurns.set(ended.turn, ended.reason.error.message)
       }
     }
-    const failPublished = !own.some(event => event.type === 'turn/start')
-    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished })
+    // A child log of model chunks alone is a replay script (a Ralph round's), not a causal log: nothing to compare.
+    const scriptOnly = !own.some(event => event.type === 'turn/start') && own.some(event => event.type === 'assistant/chunk')
+    const failPublished = !scriptOnly && !own.some(event => event.type === 'turn/start')
+    children.push({ file, header: child.header, events: child.events, script: scriptFromEvents(own), failTurns, failPublished, scriptOnly })
   }
   let log = scenario.log
   let parsed = parseSessionFile(readFileSync(log, 'utf8'))
@@ -236,6 +241,14 @@ function plan(scenario: Scenario): string | Plan {
   if (!parsed.events.some(e => e.type === 'turn/start') && files.includes('session.expected.jsonl') && files.includes('replay.override.json')) {
     log = join(dir, 'session.expected.jsonl')
     parsed = parseSessionFile(readFileSync(log, 'utf8'))
+  }
+  // A header-only session.jsonl of a headless run recorded as its stream: the stream's events are compared.
+  let streamRoute: { provider: string; model: string } | undefined
+  if (!parsed.events.some(e => e.type === 'turn/start') && files.includes('stream-json.expected.jsonl') && files.includes('replay.override.json')) {
+    const lines = readFileSync(join(dir, 'stream-json.expected.jsonl'), 'utf8').split('\n').filter(line => line.trim() !== '').map(line => JSON.parse(line) as { type?: string; event?: SessionEvent })
+    parsed = { ...parsed, events: lines.filter(line => line.type === 'session_event' && line.event !== undefined).map(line => line.event!) }
+    const header = parsed.events.find(e => e.type === 'request/header')?.data as { header?: { config?: { provider: string; model: string } } } | undefined
+    streamRoute = header?.header?.config
   }
   const events = parsed.events
   if (!events.some(e => e.type === 'turn/start')) return 'no recorded turn (header-only or protocol-only log)'
@@ -304,7 +317,7 @@ function plan(scenario: Scenario): string | Plan {
     script = script.map((entry, i) => entry.kind === 'hang' && entry.chunks === undefined && derived[i] !== undefined
       ? { ...entry, chunks: derived[i]!.kind === 'throw' ? [] : derived[i]!.chunks ?? [] } : entry)
   }
-  const route = recordedRoute(readFileSync(log, 'utf8')) ?? { provider: 'replay', model: 'replay' }
+  const route = streamRoute ?? recordedRoute(readFileSync(log, 'utf8')) ?? { provider: 'replay', model: 'replay' }
   const auxiliary: ReplayEntry[] = []
   for (const event of events) {
     if (event.type !== 'compaction/summary') continue
@@ -495,6 +508,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       return { suite: 'replay', status: 'fail', path, detail: `${planned.children.length} child log(s) recorded, ${events.children.length} child session(s) created` }
     }
     for (const [i, child] of planned.children.entries()) {
+      if (child.scriptOnly) continue
       const childDifference = firstDifference(project(child.events), project(unwrapInjected(events.children[i]!, child.failTurns)))
       if (childDifference !== undefined) return { suite: 'replay', status: 'fail', path, detail: `${child.file}: ${childDifference}` }
     }
@@ -568,6 +582,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ctx.plugin(SubagentToolsPlugin, { tools: plan.delegationRows }),
     ctx.plugin(QuestionToolPlugin),
     ...(plan.goals ? [ctx.plugin(GoalsPlugin)] : []),
+    ...(calls(plan.events, 'workflow') || calls(plan.events, 'ralph') ? [ctx.plugin(WorkflowPlugin)] : []),
     // Code mode as recorded; programs run in a worker (the recordings ran unconfined).
     ...(plan.codeMode !== undefined ? [ctx.plugin(CodeModePlugin, { mode: plan.codeMode, runtime: 'worker' })] : []),
   ]
@@ -850,6 +865,15 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
           arguments: uncwd(JSON.stringify(data.arguments)), ...(event.type === 'tool/code-dispatch' ? { isError: data.isError } : {}),
         })
         break
+      // A workflow run's records; the run id is random (the child ids are the recorded ones).
+      case 'tool-workflow/run-start':
+      case 'tool-workflow/agent-start':
+      case 'tool-workflow/agent-end':
+      case 'tool-workflow/run-end': {
+        const { runId: _run, ...rest } = data
+        out.push({ type: event.type, ...rest })
+        break
+      }
       case 'request/header':
         out.push({ type: event.type, reason: data.reason })
         break
