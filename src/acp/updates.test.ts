@@ -1,6 +1,6 @@
 import { createTwoFilesPatch } from 'diff'
 import { describe, expect, it } from 'vitest'
-import { storedChanges } from './updates.js'
+import { liveUpdates, replayUpdates, storedChanges } from './updates.js'
 
 const patch = (before: string, after: string) => createTwoFilesPatch('f.txt', 'f.txt', before, after, '', '', { context: 3 })
 
@@ -23,5 +23,21 @@ describe('storedChanges: the diffs of a stored write or edit (session/load)', ()
     expect(storedChanges({ name: 'write', arguments: '{}' }, { path: '/w/f.txt', created: false, diffOmitted: true }, '/w')).toEqual([])
     expect(storedChanges({ name: 'bash', arguments: '{}' }, { exitCode: 0 }, '/w')).toEqual([])
     expect(storedChanges({ name: 'edit', arguments: '{}' }, undefined, '/w')).toEqual([])
+  })
+})
+
+describe('code mode over ACP: a program\'s inner calls nest under their run_code call', () => {
+  const ev = (type: string, data: unknown) => ({ type, seq: 0, time: 0, data }) as never
+  const start = { rootCallId: 'c1', parentCallId: 'c1', subCallId: 'c1:code:1', name: 'read', arguments: { file_path: 'a.txt' } }
+  it('dispatch-start is a tool_call in progress with _meta.parentToolCallId; dispatch finishes it (live and on session/load alike)', () => {
+    const live = [...liveUpdates(ev('tool/code-dispatch-start', start), 'full', '/w'), ...liveUpdates(ev('tool/code-dispatch', { ...start, isError: true, content: [{ type: 'text', text: 'no such file' }] }), 'full', '/w')]
+    expect(live).toEqual([
+      expect.objectContaining({ sessionUpdate: 'tool_call', toolCallId: 'c1:code:1', status: 'in_progress', kind: 'read', _meta: { parentToolCallId: 'c1' }, rawInput: { file_path: 'a.txt' } }),
+      { sessionUpdate: 'tool_call_update', toolCallId: 'c1:code:1', status: 'failed', content: [{ type: 'content', content: { type: 'text', text: 'no such file' } }], _meta: { parentToolCallId: 'c1' } },
+    ])
+    const replayed = replayUpdates([ev('tool/code-dispatch-start', start), ev('tool/code-dispatch', { ...start, isError: true, content: [{ type: 'text', text: 'no such file' }] })], '/w')
+    expect(replayed).toEqual(live)
+    // The recorded mode sends none of it (the original's frames).
+    expect(liveUpdates(ev('tool/code-dispatch-start', start), 'recorded', '/w')).toEqual([])
   })
 })

@@ -175,6 +175,28 @@ export function toolResultUpdate(message: ToolResultMessage, failed: boolean, ch
   return { sessionUpdate: 'tool_call_update', toolCallId: result.toolCallId, status: failed ? 'failed' : 'completed', content }
 }
 
+interface DispatchData { readonly parentCallId: string; readonly subCallId: string; readonly name: string; readonly arguments: unknown; readonly content?: readonly ContentBlock[]; readonly isError?: boolean }
+
+/**
+ * A program's inner call (code mode) as a tool call of its own, nested under the `run_code`
+ * call through `_meta.parentToolCallId` (ACP has no nesting field): `tool_call` in progress when
+ * it starts, the finishing `tool_call_update` when it ends.
+ */
+export function dispatchUpdate(type: string, data: DispatchData, cwd: string | undefined, images?: ReplayImages): SessionUpdate | undefined {
+  const _meta = { parentToolCallId: data.parentCallId }
+  if (type === 'tool/code-dispatch-start') {
+    const call = toolCallUpdate({ callId: data.subCallId, name: data.name, arguments: JSON.stringify(data.arguments ?? {}) }, cwd, 'pending')
+    return { ...call, status: 'in_progress', _meta }
+  }
+  if (type !== 'tool/code-dispatch') return undefined
+  const content: unknown[] = []
+  for (const block of data.content ?? []) {
+    if (block.type === 'text' && block.text !== '') content.push({ type: 'content', content: { type: 'text', text: block.text } })
+    else if (block.type === 'image') content.push({ type: 'content', content: imageContent(block, images) })
+  }
+  return { sessionUpdate: 'tool_call_update', toolCallId: data.subCallId, status: data.isError === true ? 'failed' : 'completed', content, _meta }
+}
+
 function planUpdate(todos: readonly { content: string; status: string }[]): SessionUpdate {
   return { sessionUpdate: 'plan', entries: todos.map(todo => ({ content: todo.content, priority: 'medium', status: todo.status })) }
 }
@@ -209,6 +231,11 @@ export function liveUpdates(event: SessionEvent, mode: UpdateMode, cwd: string |
     }
     case 'todo/write':
       return [planUpdate((event.data as { todos: { content: string; status: string }[] }).todos)]
+    case 'tool/code-dispatch-start':
+    case 'tool/code-dispatch': {
+      const update = dispatchUpdate(event.type, event.data as DispatchData, cwd)
+      return update === undefined ? [] : [update]
+    }
     default:
       return []
   }
@@ -300,6 +327,12 @@ export function replayUpdates(events: readonly SessionEvent[], cwd: string | und
       case 'todo/write':
         out.push(planUpdate((event.data as { todos: { content: string; status: string }[] }).todos))
         break
+      case 'tool/code-dispatch-start':
+      case 'tool/code-dispatch': {
+        const update = dispatchUpdate(event.type, event.data as DispatchData, cwd, images)
+        if (update !== undefined) out.push(update)
+        break
+      }
       default:
         break
     }
