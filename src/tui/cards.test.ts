@@ -75,3 +75,22 @@ describe('the model\'s and the tool\'s escapes in a card (security #42.6)', () =
     expect(edit).not.toMatch(active)
   })
 })
+
+describe('run_code card', () => {
+  it('the program\'s calls nest under it as they start and finish, folded from tool/code-dispatch events', async () => {
+    const { ConversationFold } = await import('./fold.js')
+    const fold = new ConversationFold()
+    const ev = (type: string, data: unknown, seq: number) => ({ type, seq, time: 0, data }) as never
+    const program = JSON.stringify({ code: 'await tools.bash({ command: "echo A" })', description: 'Print two markers' })
+    fold.apply(ev('assistant/message', { turn: 1, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: 'c1', name: 'run_code', arguments: program }] } }, 1))
+    const ids = { rootCallId: 'c1', parentCallId: 'c1' }
+    fold.apply(ev('tool/code-dispatch-start', { ...ids, subCallId: 'c1:code:1', name: 'bash', arguments: { command: 'echo A' } }, 2))
+    fold.apply(ev('tool/code-dispatch', { ...ids, subCallId: 'c1:code:1', name: 'bash', arguments: { command: 'echo A' }, isError: false, content: [{ type: 'text', text: 'A\n' }] }, 3))
+    fold.apply(ev('tool/code-dispatch-start', { ...ids, subCallId: 'c1:code:2', name: 'read', arguments: { file_path: 'missing.txt' } }, 4))
+    const call = () => (fold.items[0] as { calls: ToolCallView[] }).calls[0]!
+    const live = plain(renderToString(h(ToolCardView, { call: call(), running: true }), { columns: 80 })).split('\n').map(line => line.trimEnd())
+    expect(live).toEqual(['… code Print two markers · 2 calls', '  ✓ $ echo A', '    A', '  … read missing.txt'])
+    fold.apply(ev('tool/code-dispatch', { ...ids, subCallId: 'c1:code:2', name: 'read', arguments: { file_path: 'missing.txt' }, isError: true, content: [{ type: 'text', text: 'Error: no such file' }] }, 5))
+    expect(plain(renderToString(h(ToolCardView, { call: call(), running: true }), { columns: 80 })).split('\n').at(-1)!.trimEnd()).toBe('  ✗ read missing.txt · Error: no such file')
+  })
+})

@@ -199,6 +199,21 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean; live
       const running = jobs?.filter(job => job.status === 'running' || job.status === 'stopping').length
       return <Header call={call} running={props.running} title="jobs" outcome={error ?? (jobs === undefined ? undefined : `${jobs.length} job${jobs.length === 1 ? '' : 's'}, ${running} running`)} />
     }
+    case 'run_code': {
+      // The program's calls nest under it, live, each drawn as its own card.
+      const inner = call.inner ?? []
+      const outcome = error ?? (inner.length > 0 ? `${inner.length} call${inner.length === 1 ? '' : 's'}` : undefined)
+      return (
+        <Box flexDirection="column">
+          <Header call={call} running={running} title="code" detail={oneLine(str(args.description)) || '…'} outcome={outcome} />
+          {inner.length > 0 ? (
+            <Box flexDirection="column" paddingLeft={2}>
+              {inner.map(one => <ToolCardView key={one.id} call={one} running={running && one.result === undefined} />)}
+            </Box>
+          ) : null}
+        </Box>
+      )
+    }
     default:
       return <Header call={call} running={running} title={call.name} detail={oneLine(call.arguments, 80)} outcome={error ?? (result === undefined ? undefined : firstLine(result.text))} />
   }

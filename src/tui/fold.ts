@@ -18,7 +18,11 @@ export interface ToolCallView {
   readonly name: string
   readonly arguments: string
   readonly result?: { readonly text: string; readonly isError: boolean; readonly meta?: unknown; readonly code?: string }
+  /** The calls a `run_code` program made, in order (`tool/code-dispatch*`). */
+  readonly inner?: readonly ToolCallView[]
 }
+
+interface Dispatch { readonly parentCallId: string; readonly subCallId: string; readonly name: string; readonly arguments: unknown; readonly content?: readonly ContentBlock[]; readonly isError?: boolean }
 
 export type Item =
   | { readonly kind: 'user'; readonly key: string; readonly text: string }
@@ -151,6 +155,17 @@ export class ConversationFold {
           ...call,
           result: { text: textOf(block.content), isError: block.isError, meta: data.meta, ...data.error === undefined ? {} : { code: data.error.code } },
         }))
+        return
+      }
+      case 'tool/code-dispatch-start': {
+        const data = event.data as Dispatch
+        this.updateCall(data.parentCallId, call => ({ ...call, inner: [...call.inner ?? [], { id: data.subCallId, name: data.name, arguments: JSON.stringify(data.arguments ?? {}) }] }))
+        return
+      }
+      case 'tool/code-dispatch': {
+        const data = event.data as Dispatch
+        const result = { text: textOf(data.content), isError: data.isError === true }
+        this.updateCall(data.parentCallId, call => ({ ...call, inner: (call.inner ?? []).map(inner => inner.id === data.subCallId ? { ...inner, result } : inner) }))
         return
       }
       case 'turn/end': {

@@ -301,6 +301,18 @@ const ReadImageCard: ToolCard = (props) => {
   )
 }
 
+/** A run_code program: its description, the calls it made nested as their own cards, then what it printed and returned. */
+const CodeCard: ToolCard = (props) => {
+  const inner = props.call.inner ?? []
+  return (
+    <ToolShell icon="{}" title={props.args?.description ?? 'code'} meta={inner.length > 0 ? `${inner.length} call${inner.length === 1 ? '' : 's'}` : undefined} state={state(props)} testId="code-card">
+      {inner.length > 0 ? <div className="tool-inner">{inner.map(call => <ToolCallCard key={call.id} call={call} />)}</div> : null}
+      {props.call.result ? <Output text={props.call.result.text} /> : null}
+    </ToolShell>
+  )
+}
+
+registerToolCard('run_code', CodeCard)
 registerToolCard('read_image', ReadImageCard)
 registerToolCard('job_output', JobOutputCard)
 registerToolCard('subagent', SubagentCard)

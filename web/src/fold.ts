@@ -16,6 +16,8 @@ export interface ToolCallView {
   readonly arguments: string
   readonly startedAt?: number
   readonly result?: { text: string; isError: boolean; meta?: any; error?: { name: string; code: string }; time: number; images?: readonly MessageImage[] }
+  /** The calls a `run_code` program made, in order (`tool/code-dispatch*`). */
+  readonly inner?: readonly ToolCallView[]
 }
 
 /** An image of a user message: a stored attachment (by id) or inline data. */
@@ -297,6 +299,16 @@ export class LogFold {
         }))
         break
       }
+      // A program's calls nest under its run_code call, live.
+      case 'tool/code-dispatch-start':
+        this.updateCall(data.parentCallId, call => ({ ...call, inner: [...call.inner ?? [], { id: data.subCallId, name: data.name, arguments: JSON.stringify(data.arguments ?? {}), startedAt: event.time }] }))
+        break
+      case 'tool/code-dispatch':
+        this.updateCall(data.parentCallId, call => ({
+          ...call,
+          inner: (call.inner ?? []).map(inner => inner.id === data.subCallId ? { ...inner, result: { text: textOf(data.content), isError: data.isError === true, time: event.time, ...resultImages(data.content) } } : inner),
+        }))
+        break
       case 'todo/write':
         this.todos = data.todos ?? []
         break
