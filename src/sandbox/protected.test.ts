@@ -100,7 +100,7 @@ describe('protectedMounts: what the runner mounts read-only (security #42.4)', (
     })
   })
 
-  it('a .git file (a worktree) protects the folder it names when that is in the workspace, and its common folder', () => {
+  it('a .git file (a worktree) is read-only and protects the folder it names when that is in the workspace, and its common folder', () => {
     const main = join(root, 'main.git')
     mkdirSync(join(main, 'worktrees', 'w'), { recursive: true })
     mkdirSync(join(main, 'hooks'))
@@ -108,8 +108,9 @@ describe('protectedMounts: what the runner mounts read-only (security #42.4)', (
     writeFileSync(join(main, 'worktrees', 'w', 'commondir'), '../..\n')
     writeFileSync(join(root, '.git'), `gitdir: ${join(main, 'worktrees', 'w')}\n`)
     const mounts = protectedMounts(root)
-    expect(mounts.readOnly).toEqual([join(main, 'config'), join(main, 'hooks')])
-    expect(mounts.pinned).toEqual([join(root, '.git'), main, join(main, 'worktrees', 'w')].sort())
+    // The .git file itself is read-only: rewritten, it would point git at another repository.
+    expect(mounts.readOnly).toEqual([join(root, '.git'), join(main, 'config'), join(main, 'hooks')])
+    expect(mounts.pinned).toEqual([main, join(main, 'worktrees', 'w')].sort())
   })
 
   it('paths outside the root are left alone (already read-only)', () => {

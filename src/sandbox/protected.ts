@@ -104,6 +104,14 @@ function exists(path: string): boolean {
   }
 }
 
+function isFolder(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
+
 /** The git folders a `.git` entry stands for: itself, or the `gitdir:` a `.git` file names, and its common folder. */
 function gitFolders(entry: string): string[] {
   let folder: string | undefined
@@ -145,7 +153,9 @@ export function protectedMounts(root: string, extra: readonly string[] = []): Pr
   const git = join(root, '.git')
   if (exists(git)) {
     const entry = real(git)
-    if (inside(entry)) pinned.add(entry)
+    // A `.git` folder stays writable (git writes objects and refs in it), pinned so it cannot be
+    // renamed away; a `.git` file names the repository git uses, and git itself never rewrites it.
+    if (inside(entry)) (isFolder(entry) ? pinned : readOnly).add(entry)
     for (const folder of gitFolders(git)) {
       const base = real(folder)
       if (base === undefined) continue

@@ -98,6 +98,22 @@ describe.skipIf(bwrapProblem !== undefined)('protected paths under real bubblewr
     expect(existsSync(join(root, '.git', 'hooks', 'pre-commit'))).toBe(false)
   })
 
+  it.skipIf(!git)('security #42.4: a .git file (a separate git folder) cannot be pointed at another repository; git work goes on', async () => {
+    execFileSync('git', ['init', '-q', `--separate-git-dir=${join(root, 'repo.git')}`, root])
+    execFileSync('git', ['-C', root, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '--allow-empty', '-m', 'init'])
+    const before = readFileSync(join(root, '.git'), 'utf8')
+    const { bash } = await agent()
+    for (let i = 0; i < 2; i++) {
+      // A planted repository of the command's own, and the .git file pointed at it.
+      const text = await bash('git init -q --bare planted && git --git-dir=planted config core.fsmonitor "touch pwned"; echo "gitdir: $PWD/planted" > .git; mv .git .git-away')
+      expect(text).toMatch(/Read-only file system/)
+      expect(readFileSync(join(root, '.git'), 'utf8')).toBe(before)
+      expect(existsSync(join(root, '.git-away'))).toBe(false)
+    }
+    const work = await bash('rm -rf planted && echo hi > a.txt && git add a.txt && git -c user.email=t@t -c user.name=t commit -q -m a && git log --oneline | wc -l')
+    expect(work.trim()).toBe('2')
+  })
+
   it('security #42.1: the kernel settings are read-only in every confined mode (root writes them by ownership, not capability)', async () => {
     for (const mode of ['read-only', 'workspace-write'] as const) {
       const { bash } = await agent({ mode })
