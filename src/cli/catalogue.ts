@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import type { Context } from 'cordis'
 import type { Host } from '../host/index.js'
 import { homePaths, readSettings, writeSettings, type Settings } from '../config/home.js'
-import { firstUseOfKeyWith } from '../config/key-endpoints.js'
+import { keyPaired, pairKey } from '../config/key-endpoints.js'
+import type { KeyUseGate } from '../llm/key-use.js'
 import { DEFAULT_ALLOWED_HOSTS } from '../sandbox/hosts.js'
 import { isNetworkMode, NETWORK_MODES, type NetworkMode } from '../sandbox/modes.js'
 import { UsageError } from './usage-error.js'
@@ -135,20 +136,40 @@ const secretReads = (host: Host) => {
 const credentials = (host: Host) => ({ credentials: (name: string) => host.env.value(name) })
 const deepseek = (host: Host) => {
   const baseUrl = host.env.value('DEEPSEEK_BASE_URL')
-  if (baseUrl !== undefined) sayFirstUse(host, 'DEEPSEEK_API_KEY', 'DEEPSEEK_BASE_URL', baseUrl)
-  return { ...credentials(host), ...baseUrl === undefined ? {} : { baseUrl } }
+  return { ...credentials(host), ...baseUrl === undefined ? {} : { baseUrl, keyUse: storedKeyUse(host, 'DEEPSEEK_API_KEY', 'DEEPSEEK_BASE_URL') } }
 }
 
 /**
  * A stored key (the credentials file) sent to an endpoint another layer chose, for the first
- * time: one line says where it goes and who chose it (docs/security.md, "The project .env").
+ * time (docs/security.md, "The project .env"): checked before each request (`../llm/key-use.ts`),
+ * asked where a surface asks, else said in one line naming where it goes and who chose it.
  */
-function sayFirstUse(host: Host, keyName: string, urlName: string, url: string): void {
-  const key = host.env.get(keyName)
-  if (key === undefined || key.source !== homePaths(host.home).credentials) return
-  if (!firstUseOfKeyWith(host.home, key.value, url)) return
-  const from = host.env.get(urlName)?.source ?? 'environment'
-  host.stderr.write(`dsh: the stored ${keyName} is sent to ${url} for the first time (${urlName} from ${from === 'environment' ? 'the environment' : from})\n`)
+function storedKeyUse(host: Host, keyName: string, urlName: string): KeyUseGate {
+  const stored = () => {
+    const key = host.env.get(keyName)
+    return key !== undefined && key.source === homePaths(host.home).credentials ? key.value : undefined
+  }
+  // Known pairings are not read from the file again.
+  const known = new Set<string>()
+  return {
+    firstUse: endpoint => {
+      const key = stored()
+      if (key === undefined || known.has(`${key}\0${endpoint}`)) return undefined
+      if (keyPaired(host.home, key, endpoint)) {
+        known.add(`${key}\0${endpoint}`)
+        return undefined
+      }
+      const from = host.env.get(urlName)?.source ?? 'environment'
+      return { keyName, endpoint, chosenBy: `${urlName} from ${from === 'environment' ? 'the environment' : from}` }
+    },
+    allowed: (use, asked) => {
+      const key = stored()
+      if (key === undefined) return
+      pairKey(host.home, key, use.endpoint)
+      known.add(`${key}\0${use.endpoint}`)
+      if (!asked) host.stderr.write(`dsh: the stored ${use.keyName} is sent to ${use.endpoint} for the first time (${use.chosenBy})\n`)
+    },
+  }
 }
 
 /** How tools are presented to the model (docs/code-mode.md): DSH_TOOLS_MODE, else `tools.mode` in settings. */

@@ -1,6 +1,7 @@
 /**
  * Which endpoints each stored key has been sent to, so the first use of a stored key with a new
- * endpoint is said, not silent (docs/security.md, "The project .env"). Kept in
+ * endpoint is asked (the terminal app) or said (one line), never silent (docs/security.md, "The
+ * project .env"). Kept in
  * `$DSH_HOME/key-endpoints.json` (0600) as `{"<first 16 hex of the key's SHA-256>": [url, ...]}`:
  * never the key itself.
  */
@@ -36,20 +37,24 @@ function normalise(url: string): string {
   }
 }
 
+/** Whether `key` has been sent to `endpoint` before (the pairing is recorded). */
+export function keyPaired(home: string, key: string, endpoint: string): boolean {
+  return read(join(home, KEY_ENDPOINTS_FILE))[keyId(key)]?.includes(normalise(endpoint)) === true
+}
+
 /**
- * Records that `key` goes to `endpoint`; true when it had not been sent there before (the caller
- * says so). An unwritable home records nothing and still reports the first use.
+ * Records that `key` goes to `endpoint` (the user allowed it, or no surface asks). An unwritable
+ * home records nothing: its first use is said again next time.
  */
-export function firstUseOfKeyWith(home: string, key: string, endpoint: string): boolean {
+export function pairKey(home: string, key: string, endpoint: string): void {
   const file = join(home, KEY_ENDPOINTS_FILE)
   const known = read(file)
   const id = keyId(key)
   const url = normalise(endpoint)
-  if (known[id]?.includes(url) === true) return false
+  if (known[id]?.includes(url) === true) return
   try {
     writeFileAtomic(file, `${JSON.stringify({ ...known, [id]: [...known[id] ?? [], url] }, null, 2)}\n`, 0o600)
   } catch {
     // Said again next time.
   }
-  return true
 }

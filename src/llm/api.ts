@@ -2,6 +2,7 @@
  * `ctx.llm`: the adapter registry, the model catalogue and the `llm/stream` waterfall (L-4, L-5).
  */
 import type {} from 'cordis'
+import type { KeyFirstUse, KeyUseAnswer } from './key-use.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from './types.js'
 
 /** Retry policy that comes with a provider's registration (L-10). */
@@ -52,5 +53,11 @@ declare module 'cordis' {
      * a throw vetoes the attempt (the adapter is not called) and reaches the stream's consumer.
      */
     'llm/send'(options: LlmCallOptions): void
+    /**
+     * @mode serial. A stored key is about to go to an endpoint it has not been sent to
+     * (./key-use.ts): the first listener that answers `send` or `refuse` decides; one that asks a
+     * person gives `refuse` when `signal` aborts. No answer: the host says it in one line and sends.
+     */
+    'llm/key-first-use'(use: KeyFirstUse, signal?: AbortSignal): KeyUseAnswer | undefined | Promise<KeyUseAnswer | undefined>
   }
 }

@@ -5,13 +5,15 @@
  *
  * - the write fence (`./fence.ts`) refuses a target whose path, relative to the writable root
  *   holding it, matches a rule at any depth (`sub/.git/hooks/x`, a `.claude` folder not yet made);
- * - the bubblewrap runner (`./runner.ts`) mounts what exists of them read-only at the writable
- *   roots' top level (`protectedMounts`), and the kernel's settings in every confined mode.
+ * - the bubblewrap runner (`./runner.ts`) mounts what exists of them read-only in the folders of
+ *   the writable root a bounded scan finds (`protectedMounts`, `./protected-scan.ts`), and the
+ *   kernel's settings in every confined mode.
  *
  * Only `danger-full-access`, or an approved escalation to it, lifts them.
  */
 import { lstatSync, readFileSync, realpathSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { ProtectedScan, type ScanLimits } from './protected-scan.js'
 import { hiddenKey, type HiddenPath } from './secrets.js'
 
 /** Why a path is protected, in the words the model and the user see. */
@@ -104,6 +106,14 @@ function exists(path: string): boolean {
   }
 }
 
+function isFolder(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
+
 /** The git folders a `.git` entry stands for: itself, or the `gitdir:` a `.git` file names, and its common folder. */
 function gitFolders(entry: string): string[] {
   let folder: string | undefined
@@ -128,39 +138,59 @@ function gitFolders(entry: string): string[] {
   return folders
 }
 
+/** The names that make a folder's protected paths worth a look (`./protected-scan.ts`). */
+const PROTECTED_NAMES: ReadonlySet<string> = new Set([...AGENT_CONFIG, MCP_FILE, '.git'])
+
+/** A scan of the folders holding protected names, with its cache (one per sandbox service). */
+export function protectedScan(limits?: ScanLimits): ProtectedScan {
+  return new ProtectedScan(PROTECTED_NAMES, limits)
+}
+
 /**
- * The protected paths that exist now at the top of writable root `root` (and its repository's git
- * folder), as real paths inside `root`; plus `extra` paths that lie inside it. Paths outside the
- * root are read-only already. A few `lstat`s: computed for every confined command, so a `.git`
- * or `.claude` made by one command is protected from the next.
+ * The protected paths that exist now in writable root `root` (a real path), as real paths inside
+ * it: those of every folder the bounded scan finds holding a protected name (`./protected-scan.ts`),
+ * the top and the folders below it alike, and their repositories' git folders; plus `extra` paths
+ * that lie inside it. A folder below the top that holds one is pinned with the folders between it
+ * and the top, so neither it nor a folder above it can be renamed away and replaced by a planted
+ * one. Paths outside the root are read-only already. Computed for every confined command, so a
+ * `.git` or `.claude` made by one command is protected from the next.
  */
-export function protectedMounts(root: string, extra: readonly string[] = []): ProtectedMounts {
+export function protectedMounts(root: string, extra: readonly string[] = [], scan: ProtectedScan = protectedScan()): ProtectedMounts {
   const readOnly = new Set<string>()
   const pinned = new Set<string>()
   const inside = (path: string | undefined): path is string => path !== undefined && path !== root && isUnderOrAt(path, root)
+  const extraInside = extra.map(real).filter(inside)
+  // An extra path is read-only whole: nothing in it needs a look.
+  const { folders } = scan.scan(root, folder => extraInside.some(path => isUnderOrAt(folder, path)))
+  for (const folder of folders) {
+    for (let at = folder; inside(at); at = dirname(at)) pinned.add(at)
+    folderMounts(folder, inside, readOnly, pinned)
+  }
+  for (const path of extraInside) readOnly.add(path)
+  return { readOnly: [...readOnly].sort(), pinned: [...pinned].sort() }
+}
+
+/** The protected paths of one folder: its agent configuration, its `.git` and the git folders it names. */
+function folderMounts(folder: string, inside: (path: string | undefined) => path is string, readOnly: Set<string>, pinned: Set<string>): void {
   for (const name of [...AGENT_CONFIG, MCP_FILE]) {
-    const path = real(join(root, name))
+    const path = real(join(folder, name))
     if (inside(path)) readOnly.add(path)
   }
-  const git = join(root, '.git')
-  if (exists(git)) {
-    const entry = real(git)
-    if (inside(entry)) pinned.add(entry)
-    for (const folder of gitFolders(git)) {
-      const base = real(folder)
-      if (base === undefined) continue
-      if (inside(base) && base !== entry) pinned.add(base)
-      for (const name of [...GIT_CONFIG_FILES, ...GIT_CODE_DIRS]) {
-        const path = real(join(base, name))
-        if (inside(path)) readOnly.add(path)
-      }
+  const git = join(folder, '.git')
+  if (!exists(git)) return
+  const entry = real(git)
+  // A `.git` folder stays writable (git writes objects and refs in it), pinned so it cannot be
+  // renamed away; a `.git` file names the repository git uses, and git itself never rewrites it.
+  if (inside(entry)) (isFolder(entry) ? pinned : readOnly).add(entry)
+  for (const gitFolder of gitFolders(git)) {
+    const base = real(gitFolder)
+    if (base === undefined) continue
+    if (inside(base) && base !== entry) pinned.add(base)
+    for (const name of [...GIT_CONFIG_FILES, ...GIT_CODE_DIRS]) {
+      const path = real(join(base, name))
+      if (inside(path)) readOnly.add(path)
     }
   }
-  for (const path of extra) {
-    const resolved = real(path)
-    if (inside(resolved)) readOnly.add(resolved)
-  }
-  return { readOnly: [...readOnly].sort(), pinned: [...pinned].sort() }
 }
 
 /** A stable key of a mount set (shell hosts are kept per set). */

@@ -57,8 +57,9 @@ function realTmp(): string {
 
 /**
  * bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root, with
- * the protected paths inside it mounted over themselves (`.git` writable, so it cannot be renamed
- * away; `.git/config`, `.git/hooks`, `.claude`... read-only); in every confined mode the secrets of
+ * the protected paths inside it mounted over themselves (`.git` folders, and the folders that hold
+ * nested ones, writable first, so they cannot be renamed away; `.git/config`, `.git/hooks`,
+ * `.claude`, a `.git` file... read-only, at any depth the scan reaches); in every confined mode the secrets of
  * the deny-read list are covered after those binds (`./secrets.ts`). /dev and /proc come after the root, so
  * a root that covers them (`/`) cannot bring the host's; then the kernel's settings go read-only:
  * root may write `/proc/sys` by ownership alone, capabilities dropped or not.

@@ -23,7 +23,7 @@ import { isSandboxMode, type SandboxMode } from './modes.js'
 import { bwrapRunner, commandRunner, landlockRunner, probeChain, probed, provenRunner, type ConfinedMode, type ProbeResult, type SandboxRunner } from './runner.js'
 import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './hosts.js'
 import { NetworkGate, planKey, type GateHooks, type NetworkPlan } from './network.js'
-import { mountsKey, protectedMounts, type ProtectedMounts } from './protected.js'
+import { mountsKey, protectedMounts, protectedScan, type ProtectedMounts } from './protected.js'
 import { hiddenPaths, ReadCheck, readPolicy, type ReadPolicy } from './secrets.js'
 import { ShellHost } from './shell-host.js'
 
@@ -162,6 +162,8 @@ export class SandboxPlugin extends Service implements SandboxService {
   private readonly chain: readonly SandboxRunner[]
   private readonly key: string
   private readonly hosts = new Map<string, HostSlot>()
+  /** The folders of the workspace that hold protected names, kept per folder while unchanged. */
+  private readonly scan = protectedScan()
   private readonly gates = new Map<string, Promise<NetworkGate>>()
   private readonly allowedHosts: readonly string[]
   private disposed = false
@@ -259,7 +261,7 @@ export class SandboxPlugin extends Service implements SandboxService {
    */
   private mounts(mode: ConfinedMode, root: string): ProtectedMounts | undefined {
     const hidden = hiddenPaths(this.readPolicy)
-    if (mode === 'workspace-write') return { ...protectedMounts(root, this.protectedPaths), hidden }
+    if (mode === 'workspace-write') return { ...protectedMounts(root, this.protectedPaths, this.scan), hidden }
     return hidden.length === 0 ? undefined : { readOnly: [], pinned: [], hidden }
   }
 

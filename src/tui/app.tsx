@@ -26,6 +26,7 @@ import { age } from '../host/age.js'
 import { FileIndex } from './files.js'
 import { routeStderr } from './stderr.js'
 import { runShell, shellInput } from './shell.js'
+import { keyUseAnswerer } from './key-use.js'
 import { costOf, priceOf, readPriceTable, trajectoryUsage } from '../session/trajectory.js'
 import type { TokenUsage } from '../llm/types.js'
 import { colorWanted, setColorEnabled } from './theme.js'
@@ -176,6 +177,8 @@ export class TuiApp extends Service {
     }
     applyPermission(agent.session)
     if (approval !== undefined) disposers.push(this.answerApprovals(approval, store), this.answerQuestions(approval, store))
+    // A stored key's first use with an endpoint is asked here before the request leaves (key-use.ts).
+    disposers.push(this.ctx.on('llm/key-first-use', keyUseAnswerer(store)))
 
     let finish!: () => void
     const finished = new Promise<void>(resolve => { finish = resolve })

@@ -7,6 +7,10 @@
  * Keys: `y` (or Enter) allows once, `n` (or Esc, Ctrl-C) rejects. A request that offers wider
  * grants (`scopes`) also takes `s` (allow for the rest of this session) and `a` (always: added to
  * the settings); a key for a scope it does not offer does nothing.
+ *
+ * A stored key's first use with an endpoint (`keyUse`, key-use.ts) is asked in the same box, with
+ * the endpoint in full (wrapped, never cut) and who chose it: `y` sends it, `n` (Esc, Ctrl-C) does
+ * not; Enter does nothing, so the Enter that sent a prompt, pressed twice, sends no key.
  */
 import type { ReactNode } from 'react'
 import { Box, Text } from 'ink'
@@ -37,14 +41,15 @@ export function approvalChoices(scopes: readonly ApprovalScope[] | undefined): r
 }
 
 /** The answer a key press gives the pending request, or undefined (the key does nothing). */
-export function approvalKey(approval: Pick<ApprovalPrompt, 'scopes'>, input: string, key: { return?: boolean; escape?: boolean; ctrl?: boolean }): TuiApprovalAnswer | undefined {
+export function approvalKey(approval: Pick<ApprovalPrompt, 'scopes' | 'keyUse'>, input: string, key: { return?: boolean; escape?: boolean; ctrl?: boolean }): TuiApprovalAnswer | undefined {
   if (key.ctrl) return input === 'c' ? 'rejected' : undefined
-  if (key.return) return 'allowed-once'
+  if (key.return) return approval.keyUse === undefined ? 'allowed-once' : undefined
   if (key.escape) return 'rejected'
   return approvalChoices(approval.scopes).find(choice => choice.key === input.toLowerCase())?.answer
 }
 
 export function ApprovalBox({ approval }: { approval: ApprovalPrompt }): ReactNode {
+  if (approval.keyUse !== undefined) return <KeyUseBox use={approval.keyUse} />
   const choices = approvalChoices(approval.scopes)
   return (
     <Box flexDirection="column" borderStyle="round" borderColor={c('yellow')} paddingX={1}>
@@ -55,6 +60,19 @@ export function ApprovalBox({ approval }: { approval: ApprovalPrompt }): ReactNo
         {choices.map((choice, index) => (
           <Text key={choice.key}>{index > 0 ? ' · ' : ''}<Text color={c(choice.color)} bold>{choice.key}</Text> {choice.label}</Text>
         ))}
+      </Text>
+    </Box>
+  )
+}
+
+function KeyUseBox({ use }: { use: NonNullable<ApprovalPrompt['keyUse']> }): ReactNode {
+  return (
+    <Box flexDirection="column" borderStyle="round" borderColor={c('yellow')} paddingX={1}>
+      <Text bold>Send your stored {terminalSafe(use.keyName)} to a new endpoint?</Text>
+      <Text color={c('cyan')}>{terminalSafe(use.endpoint)}</Text>
+      <Text>It has not been sent there before. {terminalSafe(use.chosenBy)} chose it.</Text>
+      <Text>
+        <Text color={c('green')} bold>y</Text> send it, and remember this endpoint · <Text color={c('red')} bold>n</Text> do not send (nothing leaves)
       </Text>
     </Box>
   )

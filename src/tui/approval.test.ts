@@ -18,7 +18,24 @@ const none = { return: false, escape: false, ctrl: false }
 const escalation: ApprovalPrompt = { id: 'a1', toolName: 'bash', reason: 'escalate sandbox to danger-full-access: needs the network', arguments: '{"command":"curl x"}', answer() {} }
 const host: ApprovalPrompt = { id: 'a2', toolName: 'network', reason: 'connect to registry.example.org:443 (not in sandbox.allowedHosts)', scopes: ['session', 'always'], answer() {} }
 
+const keyUse: ApprovalPrompt = {
+  id: 'k1', toolName: 'DEEPSEEK_API_KEY', reason: 'the stored DEEPSEEK_API_KEY is sent to a new endpoint',
+  keyUse: { keyName: 'DEEPSEEK_API_KEY', endpoint: 'https://gateway.example.org/a/very/long/path/that/does/not/fit/on/one/line/of/eighty/columns', chosenBy: 'DEEPSEEK_BASE_URL from /repo/.env' },
+  answer() {},
+}
+
 describe('terminal approval box', () => {
+  it('a stored key\'s first use: the endpoint in full and who chose it; y sends, n, Esc and Ctrl-C do not, Enter does nothing', () => {
+    const box = draw(keyUse)
+    expect(box).toContain('Send your stored DEEPSEEK_API_KEY to a new endpoint?')
+    expect(box.replace(/[│\s]+/g, '')).toContain(keyUse.keyUse!.endpoint)
+    expect(box.replace(/[│\s]+/g, ' ')).toContain('It has not been sent there before. DEEPSEEK_BASE_URL from /repo/.env chose it.')
+    expect(approvalKey(keyUse, 'y', none)).toBe('allowed-once')
+    for (const [input, key] of [['n', none], ['', { ...none, escape: true }], ['c', { ...none, ctrl: true }]] as const) expect(approvalKey(keyUse, input, key)).toBe('rejected')
+    expect(approvalKey(keyUse, '', { ...none, return: true })).toBeUndefined()
+    expect(approvalKey(keyUse, 'a', none)).toBeUndefined()
+  })
+
   it('without scopes shows exactly today\'s choices, and only y, Enter, n, Esc and Ctrl-C answer', () => {
     const box = draw(escalation)
     expect(box).toContain('Allow bash?')

@@ -29,6 +29,11 @@ export interface ApprovalPrompt {
   readonly arguments?: string
   /** Wider grants the request offers (`s` this session, `a` always); absent: once or not at all. */
   readonly scopes?: readonly ApprovalScope[]
+  /**
+   * A stored key's first use with an endpoint (key-use.ts), asked in the same box: `y` sends it
+   * (allowed-once), `n` does not (rejected); Enter does nothing.
+   */
+  readonly keyUse?: { readonly keyName: string; readonly endpoint: string; readonly chosenBy: string }
   answer(outcome: TuiApprovalAnswer): void
 }
 

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process'
 import { Service, type Context } from 'cordis'
 import { WebServer } from './server.js'
+import { keyUseQuestion } from './key-use.js'
 import { isLoopbackHost, newToken } from './security.js'
 import '../host/index.js'
 import './api.js'
@@ -89,17 +90,21 @@ export class WebApp extends Service {
       token: args.token ?? host.env.value('DSH_WEB_TOKEN') ?? newToken(),
       trustedHosts: args.trustHost ? args.allowHosts : [],
     })
+    // A stored key's first use with an endpoint is asked on the page (key-use.ts).
+    const offKeyUse = this.ctx.on('llm/key-first-use', keyUseQuestion(this.ctx))
     try {
       await server.listen()
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       host.stderr.write(`dsh: cannot listen on ${args.host}:${args.port}: ${code === 'EADDRINUSE' ? 'the port is in use (try --port 0)' : (error as Error).message}\n`)
+      offKeyUse()
       return 1
     }
     host.stdout.write(`dsh web: ${server.url}\n`)
     if (args.open) openBrowser(server.url)
     if (!host.signal.aborted) await new Promise(resolve => host.signal.addEventListener('abort', resolve, { once: true }))
     await server.close()
+    offKeyUse()
     return 0
   }
 }

@@ -10,6 +10,7 @@ import type { RetryMode } from '../api.js'
 import { warmConnection } from '../connections.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
+import { askSurfaces, KeyUseConsent, type KeyUseGate } from '../key-use.js'
 import { encodeRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
 import { requestHold } from '../request-hold.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from '../types.js'
@@ -38,6 +39,11 @@ export interface DeepSeekConfig {
   idleTimeoutMs?: number
   /** Retry policy registered with the route (L-10); default `normal`. */
   retry?: RetryMode
+  /**
+   * A stored key's first use with the endpoint is asked or said before the request leaves
+   * (`../key-use.ts`); the launcher sets it when another layer chose the endpoint.
+   */
+  keyUse?: KeyUseGate
 }
 
 export const DEEPSEEK_DIALECT: WireDialect = {
@@ -56,7 +62,7 @@ export class DeepSeekAdapter implements LlmAdapter {
   /** The transport waits for the request's hold itself, after building the request. */
   readonly awaitsRequestHold = true
 
-  constructor(private readonly config: DeepSeekConfig = {}) {}
+  constructor(private readonly config: DeepSeekConfig = {}, private readonly consent?: KeyUseConsent) {}
 
   /** A missing key is reported before any work starts (the headless CLI checks this). */
   readiness(): string | undefined {
@@ -80,6 +86,7 @@ export class DeepSeekAdapter implements LlmAdapter {
   /** The transport's own stream, built at the first `next()` (no generator level per chunk here). */
   stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
     return streamChatCompletion(async () => {
+      await this.consent?.check(this.baseUrl(), options, DEEPSEEK_PROVIDER)
       const apiKey = await this.apiKey()
       return {
         url: this.url(),
@@ -93,8 +100,12 @@ export class DeepSeekAdapter implements LlmAdapter {
     })
   }
 
+  private baseUrl(): string {
+    return this.config.baseUrl ?? process.env.DEEPSEEK_BASE_URL ?? DEEPSEEK_DEFAULT_BASE_URL
+  }
+
   private url(): string {
-    return `${(this.config.baseUrl ?? process.env.DEEPSEEK_BASE_URL ?? DEEPSEEK_DEFAULT_BASE_URL).replace(/\/+$/, '')}/chat/completions`
+    return `${this.baseUrl().replace(/\/+$/, '')}/chat/completions`
   }
 
   private async apiKey(): Promise<string> {
@@ -118,7 +129,10 @@ export class DeepSeekPlugin {
     if (config?.credentials !== undefined && typeof config.credentials !== 'function') {
       throw new LlmError('INVALID_CONFIG', `${DEEPSEEK_PROVIDER}: credentials must be a function (name) => secret`)
     }
-    const adapter = new DeepSeekAdapter(config ?? {})
+    if (config?.keyUse !== undefined && (typeof config.keyUse.firstUse !== 'function' || typeof config.keyUse.allowed !== 'function')) {
+      throw new LlmError('INVALID_CONFIG', `${DEEPSEEK_PROVIDER}: keyUse must be {firstUse, allowed}`)
+    }
+    const adapter = new DeepSeekAdapter(config ?? {}, config?.keyUse === undefined ? undefined : new KeyUseConsent(config.keyUse, askSurfaces(ctx)))
     ctx.effect(() => ctx.llm.register({ adapter, models: DEEPSEEK_MODELS, retry: config?.retry ?? 'normal' }))
   }
 }

@@ -42,12 +42,13 @@ async function agent(config: SandboxConfig = {}) {
   return { ctx, bash }
 }
 
-function gitRepo(): void {
-  execFileSync('git', ['init', '-q', root])
-  execFileSync('git', ['-C', root, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '--allow-empty', '-m', 'init'])
-  mkdirSync(join(root, '.claude'))
-  writeFileSync(join(root, '.claude', 'settings.json'), '{}\n')
-  writeFileSync(join(root, '.mcp.json'), '{}\n')
+/** A repository with agent configuration at `at` (the top of the workspace unless said). */
+function gitRepo(at = root): void {
+  execFileSync('git', ['init', '-q', at])
+  execFileSync('git', ['-C', at, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '--allow-empty', '-m', 'init'])
+  mkdirSync(join(at, '.claude'))
+  writeFileSync(join(at, '.claude', 'settings.json'), '{}\n')
+  writeFileSync(join(at, '.mcp.json'), '{}\n')
 }
 
 /** The planted things a hostile command tries; none may land. */
@@ -61,14 +62,14 @@ const PLANT = [
   'mv .git .git-away', 'mv .claude .claude-away', 'rm -f .mcp.json',
 ].join('; ')
 
-function assertUntouched(): void {
-  expect(existsSync(join(root, '.git', 'hooks', 'pre-commit'))).toBe(false)
-  expect(readFileSync(join(root, '.git', 'config'), 'utf8')).not.toContain('fsmonitor')
-  expect(existsSync(join(root, '.git', 'info', 'attributes'))).toBe(false)
-  expect(readFileSync(join(root, '.claude', 'settings.json'), 'utf8')).toBe('{}\n')
-  expect(readFileSync(join(root, '.mcp.json'), 'utf8')).toBe('{}\n')
-  expect(existsSync(join(root, '.git-away'))).toBe(false)
-  expect(existsSync(join(root, '.claude-away'))).toBe(false)
+function assertUntouched(at = root): void {
+  expect(existsSync(join(at, '.git', 'hooks', 'pre-commit'))).toBe(false)
+  expect(readFileSync(join(at, '.git', 'config'), 'utf8')).not.toContain('fsmonitor')
+  expect(existsSync(join(at, '.git', 'info', 'attributes'))).toBe(false)
+  expect(readFileSync(join(at, '.claude', 'settings.json'), 'utf8')).toBe('{}\n')
+  expect(readFileSync(join(at, '.mcp.json'), 'utf8')).toBe('{}\n')
+  expect(existsSync(join(at, '.git-away'))).toBe(false)
+  expect(existsSync(join(at, '.claude-away'))).toBe(false)
 }
 
 describe.skipIf(bwrapProblem !== undefined)('protected paths under real bubblewrap', () => {
@@ -88,6 +89,41 @@ describe.skipIf(bwrapProblem !== undefined)('protected paths under real bubblewr
     }
   })
 
+  it.skipIf(!git)('security #42.4: a repository and agent configuration in folders below the top are protected as at the top; git work in them goes on', async () => {
+    gitRepo()
+    const nested = join(root, 'libs', 'pkg')
+    mkdirSync(join(root, 'libs'))
+    gitRepo(nested)
+    const { bash } = await agent()
+    // Twice: a sandbox of its own, then the shell host.
+    for (let i = 0; i < 2; i++) {
+      const text = await bash(`cd libs/pkg && { ${PLANT}; }`)
+      expect(text).toContain('Read-only file system')
+      assertUntouched(nested)
+      // Swapping the repository's folder, or a folder above it, for a planted one.
+      const swap = await bash('mv libs/pkg libs/pkg-away; mv libs libs-away; mkdir -p libs/pkg/.git/hooks 2>/dev/null; echo evil > libs/pkg/.git/hooks/pre-commit')
+      expect(swap).toContain('Device or resource busy')
+      expect(existsSync(join(root, 'libs-away'))).toBe(false)
+      expect(existsSync(join(root, 'libs', 'pkg-away'))).toBe(false)
+      assertUntouched(nested)
+    }
+    assertUntouched()
+    const work = await bash('cd libs/pkg && echo hi > a.txt && git add a.txt && git -c user.email=t@t -c user.name=t commit -q -m a && git branch feature && git checkout -q -b topic && git log --oneline | wc -l')
+    expect(work.trim()).toBe('2')
+    expect(execFileSync('git', ['-C', nested, 'branch', '--list'], { encoding: 'utf8' })).toContain('feature')
+  })
+
+  it.skipIf(!git)('security #42.4: a nested repository made by one command is protected from the next', async () => {
+    const { bash } = await agent()
+    await bash('true')
+    await bash('mkdir -p tools/gen && git init -q tools/gen && mkdir -p sub/.claude && echo {} > sub/.claude/settings.json')
+    const text = await bash('echo evil > tools/gen/.git/hooks/pre-commit; git -C tools/gen config core.fsmonitor "touch pwned"; echo planted > sub/.claude/settings.json')
+    expect(text).toContain('Read-only file system')
+    expect(existsSync(join(root, 'tools', 'gen', '.git', 'hooks', 'pre-commit'))).toBe(false)
+    expect(readFileSync(join(root, 'tools', 'gen', '.git', 'config'), 'utf8')).not.toContain('fsmonitor')
+    expect(readFileSync(join(root, 'sub', '.claude', 'settings.json'), 'utf8')).toBe('{}\n')
+  })
+
   it.skipIf(!git)('security #42.4: a .git made by one command is protected from the next (the shell host of the old set is not used)', async () => {
     const { bash } = await agent()
     await bash('true')
@@ -96,6 +132,22 @@ describe.skipIf(bwrapProblem !== undefined)('protected paths under real bubblewr
     const text = await bash('echo evil > .git/hooks/pre-commit')
     expect(text).toContain('Read-only file system')
     expect(existsSync(join(root, '.git', 'hooks', 'pre-commit'))).toBe(false)
+  })
+
+  it.skipIf(!git)('security #42.4: a .git file (a separate git folder) cannot be pointed at another repository; git work goes on', async () => {
+    execFileSync('git', ['init', '-q', `--separate-git-dir=${join(root, 'repo.git')}`, root])
+    execFileSync('git', ['-C', root, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '--allow-empty', '-m', 'init'])
+    const before = readFileSync(join(root, '.git'), 'utf8')
+    const { bash } = await agent()
+    for (let i = 0; i < 2; i++) {
+      // A planted repository of the command's own, and the .git file pointed at it.
+      const text = await bash('git init -q --bare planted && git --git-dir=planted config core.fsmonitor "touch pwned"; echo "gitdir: $PWD/planted" > .git; mv .git .git-away')
+      expect(text).toMatch(/Read-only file system/)
+      expect(readFileSync(join(root, '.git'), 'utf8')).toBe(before)
+      expect(existsSync(join(root, '.git-away'))).toBe(false)
+    }
+    const work = await bash('rm -rf planted && echo hi > a.txt && git add a.txt && git -c user.email=t@t -c user.name=t commit -q -m a && git log --oneline | wc -l')
+    expect(work.trim()).toBe('2')
   })
 
   it('security #42.1: the kernel settings are read-only in every confined mode (root writes them by ownership, not capability)', async () => {
