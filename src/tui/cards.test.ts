@@ -87,7 +87,7 @@ describe('run_code card', () => {
     fold.apply(ev('tool/code-dispatch-start', { ...ids, subCallId: 'c1:code:1', name: 'bash', arguments: { command: 'echo A' } }, 2))
     fold.apply(ev('tool/code-dispatch', { ...ids, subCallId: 'c1:code:1', name: 'bash', arguments: { command: 'echo A' }, isError: false, content: [{ type: 'text', text: 'A\n' }] }, 3))
     fold.apply(ev('tool/code-dispatch-start', { ...ids, subCallId: 'c1:code:2', name: 'read', arguments: { file_path: 'missing.txt' } }, 4))
-    const call = () => (fold.items[0] as { calls: ToolCallView[] }).calls[0]!
+    const call = () => (fold.items[0] as unknown as { calls: ToolCallView[] }).calls[0]!
     const live = plain(renderToString(h(ToolCardView, { call: call(), running: true }), { columns: 80 })).split('\n').map(line => line.trimEnd())
     expect(live).toEqual(['… code Print two markers · 2 calls', '  ✓ $ echo A', '    A', '  … read missing.txt'])
     fold.apply(ev('tool/code-dispatch', { ...ids, subCallId: 'c1:code:2', name: 'read', arguments: { file_path: 'missing.txt' }, isError: true, content: [{ type: 'text', text: 'Error: no such file' }] }, 5))

@@ -32,13 +32,13 @@ describe.skipIf(chromium.path === undefined)('code mode in the web UI', () => {
   })
 
   it('a run_code card holds the program\'s two bash calls, each its own card, and the program\'s output', async () => {
-    const code = 'const a = await tools.bash({ command: "echo CODE_ONE" })\nconst b = await tools.bash({ command: "echo CODE_TWO" })\nconsole.log("captured output")\nreturn [a.stdout.text.trim(), b.stdout.text.trim()].join("+")'
+    const code = 'const a = await tools.bash({ command: "echo CODE_ONE", description: "first" })\nconst b = await tools.bash({ command: "echo CODE_TWO", description: "second" })\nconsole.log("captured output")\nreturn [a.stdout.text.trim(), b.stdout.text.trim()].join("+")'
     fake.enqueue(
       streamResponse([{ toolCall: { id: 'rc1', name: 'run_code', arguments: JSON.stringify({ code, description: 'Print two markers' }) } }, { finish: 'tool_calls', usage }]),
-      streamResponse([{ text: 'CODE_ONE+CODE_TWO' }, { finish: 'stop', usage }]),
+      streamResponse([{ text: 'PROGRAM_ANSWERED' }, { finish: 'stop', usage }]),
     )
     await sendFromComposer(page, 'run the program')
-    await page.getByTestId('assistant-message').filter({ hasText: 'CODE_ONE+CODE_TWO' }).waitFor()
+    await page.getByTestId('assistant-message').filter({ hasText: 'PROGRAM_ANSWERED' }).waitFor()
     const card = page.getByTestId('code-card')
     expect(await card.count()).toBe(1)
     expect(await card.locator('.tool-head').first().textContent()).toContain('Print two markers')
