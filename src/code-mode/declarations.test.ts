@@ -5,6 +5,7 @@ import { schemaType, toolDeclarations } from './declarations.js'
 import { CODE_ONLY_TEXT, RUN_CODE_DESCRIPTION, RUN_CODE_PARAMETERS, SDK_HEAD } from './texts.js'
 import { BASH_OUTPUT_TYPE } from '../tools/builtin/bash-value.js'
 import { READ_OUTPUT_TYPE } from '../tools/builtin/read.js'
+import { RUN_OUTPUT_TYPE } from '../workflow/api.js'
 
 const snapshots = resolve(import.meta.dirname, '../../../shared/fixtures/dsh/examples/acp-agent/tests/snapshots')
 const recorded = existsSync(join(snapshots, 'code-mode-turn'))
@@ -33,6 +34,8 @@ describe('the SDK declarations of code mode (#36)', () => {
     }
     expect(outputTypes.get('bash')).toBe(BASH_OUTPUT_TYPE)
     expect(outputTypes.get('read')).toBe(READ_OUTPUT_TYPE)
+    expect(outputTypes.get('workflow')).toBe(RUN_OUTPUT_TYPE)
+    expect(outputTypes.get('ralph')).toBe(RUN_OUTPUT_TYPE)
     const declared = schemas.filter((schema) => outputTypes.has(schema.name)).map((schema) => ({ schema, outputType: outputTypes.get(schema.name) }))
     expect(declared.length).toBeGreaterThan(15)
     expect(toolDeclarations(declared)).toBe(block)

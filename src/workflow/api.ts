@@ -57,5 +57,12 @@ export const WORKFLOW_DEFAULTS = Object.freeze({
   maxRalphResultChars: 16_384,
 })
 
+/** What a program's `await tools.workflow(...)` / `tools.ralph(...)` resolves to (code mode), as recorded. */
+export const RUN_OUTPUT_TYPE = `{
+  runId: string;
+  agentsStarted: number;
+  result: JsonValue;
+}`
+
 /** The script's thread: its own busy time is short; the run waits on children for as long as they take. */
 export const WORKFLOW_RUN_LIMITS: Partial<CodeRunLimits> = Object.freeze({ computeMs: 60_000, maxWallMs: 6 * 3600_000 })

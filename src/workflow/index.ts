@@ -13,7 +13,7 @@ import type { Session } from '../session/api.js'
 import type { JsonValue } from '../session/types.js'
 import type { ToolContext, ToolOutput } from '../tools/api.js'
 import { ToolError } from '../tools/errors.js'
-import { AGENT_END_EVENT, AGENT_START_EVENT, RUN_END_EVENT, RUN_START_EVENT, WORKFLOW_DEFAULTS, WORKFLOW_RUN_LIMITS, type AgentEndData, type WorkflowConfig } from './api.js'
+import { AGENT_END_EVENT, AGENT_START_EVENT, RUN_END_EVENT, RUN_OUTPUT_TYPE, RUN_START_EVENT, WORKFLOW_DEFAULTS, WORKFLOW_RUN_LIMITS, type AgentEndData, type WorkflowConfig } from './api.js'
 import { runChild } from './children.js'
 import { runWorkflow, scriptProblem } from './engine.js'
 import { ralphTool } from './ralph.js'
@@ -74,6 +74,7 @@ export class WorkflowPlugin {
       description: WORKFLOW_DESCRIPTION,
       parameters: WORKFLOW_PARAMETERS,
       parse: parseArgs,
+      outputType: RUN_OUTPUT_TYPE,
       // Its children overlap with nothing else the step runs: one exclusive call.
       isConcurrencySafe: () => false,
       execute: (args: WorkflowArgs, context) => this.run(args, context),
@@ -142,6 +143,6 @@ export class WorkflowPlugin {
     if (outcome.kind === 'error') return { content: [{ type: 'text', text: `Error: workflow run failed: ${outcome.message}` }], isError: true }
     const value = outcome.value ?? null
     const text = `workflow "${name}" completed (${outcome.agents} agent${outcome.agents === 1 ? '' : 's'}).\nReturn value:\n${JSON.stringify(value, null, 2)}`
-    return { content: [{ type: 'text', text: capText(text, config.maxResultChars) }], value }
+    return { content: [{ type: 'text', text: capText(text, config.maxResultChars) }], value: { runId, agentsStarted: outcome.agents, result: value } }
   }
 }

@@ -5,11 +5,12 @@
  * when a child fails, or at the round cap. Foreground only; nothing of it is in the parent's log
  * but the call and its result (each round's child has its own log).
  */
+import { randomUUID } from 'node:crypto'
 import type { Context } from 'cordis'
 import type { Agent } from '../agent/api.js'
 import type { JsonValue } from '../session/types.js'
 import type { Tool, ToolContext } from '../tools/api.js'
-import { WORKFLOW_DEFAULTS, type WorkflowConfig } from './api.js'
+import { RUN_OUTPUT_TYPE, WORKFLOW_DEFAULTS, type WorkflowConfig } from './api.js'
 import { runChild } from './children.js'
 import { RALPH, RALPH_DESCRIPTION, RALPH_PARAMETERS } from './texts.js'
 
@@ -75,6 +76,7 @@ export function ralphTool(ctx: Context, config: WorkflowConfig, parentOf: (conte
     name: RALPH,
     description: RALPH_DESCRIPTION,
     parameters: RALPH_PARAMETERS,
+    outputType: RUN_OUTPUT_TYPE,
     parse(value) {
       const { objective, maxRounds } = (value ?? {}) as { objective?: unknown; maxRounds?: unknown }
       if (typeof objective !== 'string' || objective.trim() === '') throw new Error('objective must be a non-empty string')
@@ -87,8 +89,14 @@ export function ralphTool(ctx: Context, config: WorkflowConfig, parentOf: (conte
       const max = Math.min(maxRounds ?? ceiling, ceiling)
       let handoff: string | undefined
       let last: RalphReport | undefined
-      const result = (text: string, isError = false) => ({ content: [{ type: 'text' as const, text: cut(text, settings.maxRalphResultChars) }], ...isError && { isError }, ...last !== undefined && { value: last as unknown as JsonValue } })
+      const runId = randomUUID()
+      let started = 0
+      const result = (text: string, isError = false) => ({
+        content: [{ type: 'text' as const, text: cut(text, settings.maxRalphResultChars) }], ...isError && { isError },
+        value: { runId, agentsStarted: started, result: (last ?? null) as unknown as JsonValue },
+      })
       for (let round = 1; round <= max; round++) {
+        started = round
         const child = await runChild(ctx, {
           parent, prompt: roundPrompt(objective, round, max, handoff), provider: settings.provider, maxDepth: settings.maxDepth,
           callId: context.callId, label: `Ralph round ${round}`, schema: REPORT_SCHEMA,

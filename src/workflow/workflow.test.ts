@@ -147,7 +147,7 @@ return { a, b, piped }`
   })
 
   it('a workflow a run_code program starts records no tool-workflow events (root calls only)', async () => {
-    const program = JSON.stringify({ code: "return await tools.workflow({ script: \"return await agent('inner child')\", meta: { name: 'inner', description: 'd' } })", description: 'wf' })
+    const program = JSON.stringify({ code: "const run = await tools.workflow({ script: \"return await agent('inner child')\", meta: { name: 'inner', description: 'd' } })\nreturn [run.agentsStarted, run.result, typeof run.runId]", description: 'wf' })
     const router = new Router()
       .script('go', toolCalls([{ id: 'c1', name: 'run_code', arguments: program }]), text('DONE'))
       .script('inner child', text('INNER_OK'))
@@ -155,7 +155,8 @@ return { a, b, piped }`
     h.agent.followup('go')
     await h.agent.whenIdle()
     expect(workflowEvents(h.session.events)).toEqual([])
-    expect(result(h).text).toContain('INNER_OK')
+    // The program got the recorded value shape: {runId, agentsStarted, result}.
+    expect(result(h).text).toContain('[\n  1,\n  "INNER_OK",\n  "string"\n]')
   })
 
   it('labels default to the first line of the prompt, cut to 48 characters', () => {
