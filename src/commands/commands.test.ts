@@ -4,6 +4,7 @@ import { SCRIPTED_MODEL } from '../../test-support/scripted-model.js'
 import { text } from '../../test-support/scripted-model.js'
 import { CommandsPlugin } from './index.js'
 import { ApprovalPlugin } from '../approval/service.js'
+import { compactNumber as compact } from '../host/numbers.js'
 
 async function harness(responses: Parameters<typeof text>[0][] = []) {
   return loopHarness({
@@ -57,8 +58,8 @@ describe('slash commands: one registry (ctx.commands)', () => {
     h.ctx.on('commands/changed', () => { changes++ })
     const off = h.ctx.commands.register({ name: 'zeta', description: 'z', run: () => ({ kind: 'success' }) }, h.agent.scope)
     h.ctx.commands.register({ name: 'alpha', description: 'a', run: () => ({ kind: 'success' }) })
-    expect(h.ctx.commands.list(h.agent.scope).map(c => c.name)).toEqual(['alpha', 'model', 'status', 'zeta'])
-    expect(h.ctx.commands.list().map(c => c.name)).toEqual(['alpha', 'model', 'status'])
+    expect(h.ctx.commands.list(h.agent.scope).map(c => c.name)).toEqual(['alpha', 'context', 'cost', 'model', 'status', 'zeta'])
+    expect(h.ctx.commands.list().map(c => c.name)).toEqual(['alpha', 'context', 'cost', 'model', 'status'])
     off()
     expect(changes).toBe(3)
     expect(() => h.ctx.commands.register({ name: 'bad name', description: '', run: () => ({ kind: 'success' }) })).toThrow(/must match/)
@@ -205,6 +206,45 @@ describe('/status', () => {
       'Tokens      none yet',
       `Cost        unknown: no price for ${SCRIPTED_MODEL} (add model.prices to settings.yaml)`,
     ])
+    await h.dispose()
+  })
+})
+
+describe('/cost and /context', () => {
+  const usage = { inputTokens: 800, cacheReadTokens: 1200, outputTokens: 40, reasoningTokens: 10 }
+  it('/cost: the total, by model, the tokens and the last turn; /context: the window as the last answer left it, split into system, tools and messages', async () => {
+    const h = await loopHarness({
+      responses: [text('one', { usage }), text('two', { usage })],
+      setup: async (ctx) => { await ctx.plugin(CommandsPlugin, { prices: { [SCRIPTED_MODEL]: { input: 2, output: 8, cacheRead: 0.5 } } }).await() },
+    })
+    h.agent.followup('first')
+    await h.agent.whenIdle()
+    h.agent.followup('second')
+    await h.agent.whenIdle()
+    const cost = await h.ctx.commands.execute(h.agent, '/cost')
+    expect(cost!.text!.split('\n')).toEqual([
+      'Total         $0.0050 (2 turns, 2 steps)',
+      `Model         ${SCRIPTED_MODEL}: $0.0050 · 2 steps`,
+      'Tokens        4.0k in (2.4k cached) · 80 out (20 reasoning)',
+      'Last turn     $0.0025',
+    ])
+    const header = (h.session.events.findLast(e => e.type === 'request/header')!.data as { header: { system: string; tools: unknown[] } }).header
+    const system = Math.round(header.system.length / 4)
+    const tools = Math.round(JSON.stringify(header.tools).length / 4)
+    const context = await h.ctx.commands.execute(h.agent, '/context')
+    const lines = context!.text!.split('\n')
+    expect(lines[0]).toBe('Context       2.0k of 128k (2%), as of the last answer')
+    expect(lines[1]).toBe(`  System      ~${system} (estimated)`)
+    expect(lines[2]).toMatch(new RegExp(`^  Tools       ~${tools} \\(\\d+ tools?, estimated\\)$`))
+    expect(lines[3]).toBe(`  Messages    ~${compact(2040 - system - tools)} (the rest)`)
+    expect(lines[4]).toMatch(/^Free          12[56]k \(98%\)$/)
+    await h.dispose()
+  })
+
+  it('before any request: nothing spent and no context yet; without a price /cost says how to add one', async () => {
+    const h = await harness()
+    expect((await h.ctx.commands.execute(h.agent, '/cost'))!.text).toBe(`Nothing spent yet; no price for ${SCRIPTED_MODEL} (add model.prices to settings.yaml).`)
+    expect((await h.ctx.commands.execute(h.agent, '/context'))!.text).toBe(`No request answered yet; ${SCRIPTED_MODEL} has a window of 128k tokens.`)
     await h.dispose()
   })
 })

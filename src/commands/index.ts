@@ -15,6 +15,7 @@ import type { Agent } from '../agent/api.js'
 import '../approval/api.js'
 import { NETWORK_MODES, type NetworkMode } from '../sandbox/modes.js'
 import type { CommandOutcome, CommandsService, ExecuteOptions, SlashCommand } from './api.js'
+import { contextCommand, costCommand } from './usage.js'
 
 export * from './api.js'
 
@@ -53,6 +54,8 @@ export class CommandsPlugin extends Service implements CommandsService {
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'command/done', owner: 'commands', validate: validateDone }))
     this.register(modelCommand(ctx))
     this.register(statusCommand(ctx, config.prices ?? {}))
+    this.register(costCommand(config.prices ?? {}))
+    this.register(contextCommand(ctx))
     ctx.inject(['approval'], (inner) => {
       inner.effect(() => this.register(permissionCommand(inner)))
       inner.effect(() => this.register(networkCommand(inner)))
