@@ -16,6 +16,9 @@ import type { ApprovalService, PendingApproval, PendingQuestion, QuestionOutcome
 import { isSandboxMode, SANDBOX_MODES, type SandboxMode } from '../sandbox/modes.js'
 import { Progress } from './progress.js'
 import { UsageError } from './usage-error.js'
+import { failureCode, failureLine, jsonOutputOf } from './early-failure.js'
+import { unknownOption } from './suggest.js'
+import { SessionNotStoredError } from '../persistence/api.js'
 import { pickRoute } from '../host/route.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { followSessionCwd } from '../sdk/agents.js'
@@ -38,6 +41,9 @@ export interface HeadlessArgs {
   /** `--permission-mode`: the session's sandbox mode (danger-full-access also disables approvals). */
   permissionMode?: SandboxMode
 }
+
+/** The headless app's options and the launcher's, for a mistyped one's suggestion. */
+const HEADLESS_OPTIONS = ['--output', '--session', '--model', '--cwd', '--trust-project-mcp', '--network', '--permission-mode', '--profile', '--patch', '--store', '--help', '--version']
 
 export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
   const parsed: HeadlessArgs = { task: '', output: 'text' }
@@ -67,7 +73,7 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
       parsed.permissionMode = mode
     }
     else if (arg === '--') words.push(...args.slice(index + 1)), index = args.length
-    else if (arg.startsWith('--')) throw new UsageError(`unknown option ${arg}`)
+    else if (arg.startsWith('--')) throw new UsageError(unknownOption(arg, HEADLESS_OPTIONS))
     else words.push(arg)
   }
   parsed.task = words.join(' ').trim()
@@ -174,6 +180,13 @@ export class HeadlessApp extends Service {
 
   async run(): Promise<number> {
     const { host } = this.ctx
+    const json = jsonOutputOf(host.args)
+    // A failure before the first turn: one stderr line, and the result object under JSON output.
+    const early = (message: string, exit: number, error?: unknown) => {
+      host.stderr.write(`dsh: ${terminalSafe(message)}\n`)
+      if (json !== undefined) host.stdout.write(failureLine(json, error instanceof SessionNotStoredError ? 'SESSION_NOT_FOUND' : failureCode(error, exit, message, 'RUN_FAILED'), message))
+      return exit
+    }
     let args: HeadlessArgs
     let route: { provider: string; model: string }
     try {
@@ -183,29 +196,21 @@ export class HeadlessApp extends Service {
       if (args.cwd !== undefined) args = { ...args, cwd: checkedFolder(resolve(args.cwd)) }
       route = this.route(args.model)
     } catch (error) {
-      host.stderr.write(`dsh: ${terminalSafe((error as Error).message)}\n`)
-      return 2
+      return early((error as Error).message, 2, error)
     }
     const problem = this.ctx.llm.adapter(route.provider)?.readiness?.()
-    if (problem !== undefined) {
-      host.stderr.write(`dsh: ${terminalSafe(problem)}\n`)
-      return 1
-    }
+    if (problem !== undefined) return early(problem, 1)
 
     let agent: Agent
     try {
       agent = await this.openAgent(args, route)
     } catch (error) {
-      host.stderr.write(`dsh: ${terminalSafe((error as Error).message)}\n`)
-      return 1
+      return early((error as Error).message, 1, error)
     }
     const session = agent.session
     const approval = this.ctx.get('approval') as ApprovalService | undefined
     if (args.permissionMode !== undefined) {
-      if (approval === undefined) {
-        host.stderr.write('dsh: --permission-mode needs the approval row in the profile\n')
-        return 2
-      }
+      if (approval === undefined) return early('--permission-mode needs the approval row in the profile', 2)
       approval.setMode(session, args.permissionMode)
       approval.setPolicy(session, args.permissionMode === 'danger-full-access' ? 'never' : 'ask')
     }

@@ -25,6 +25,9 @@ export interface LauncherOptions {
 
 export { UsageError }
 
+/** First words that name a profile (`dsh web` is `dsh --profile web`). */
+const SUBCOMMANDS: ReadonlySet<string> = new Set(['web', 'sessions', 'tui'])
+
 export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
   const options: LauncherOptions = { profile: 'headless', patches: [], appArgs: [] }
   let index = 0
@@ -34,15 +37,16 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
     index += 1
     return next
   }
-  if (argv[0] === 'web' || argv[0] === 'sessions' || argv[0] === 'tui') {
+  const subcommand = () => {
     // Subcommands are profiles whose app reads the remaining arguments.
-    options.profile = argv[0]
+    options.profile = argv[index]!
     options.profileGiven = true
-    index = 1
     // An import is checked against the whole vocabulary (hooks, goals, plan... event types),
     // which the lean listing profile does not load.
-    if (argv[0] === 'sessions' && argv[1] === 'import') options.profile = 'sessions-import'
+    if (argv[index] === 'sessions' && argv[index + 1] === 'import') options.profile = 'sessions-import'
+    index += 1
   }
+  if (SUBCOMMANDS.has(argv[0]!)) subcommand()
   for (; index < argv.length; index += 1) {
     const arg = argv[index]
     if (arg === '--profile') options.profile = value(arg), options.profileGiven = true
@@ -55,7 +59,11 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
     else if (arg === '--dump-default-config') options.dump = 'default-config'
     else if (arg === '--version' || arg === '-V') options.version = true
     else if (arg === '--help' || arg === '-h') options.help = true
-    else break
+    // Launcher flags before a subcommand (`dsh --patch FILE sessions export ID`): still the subcommand.
+    else if (SUBCOMMANDS.has(arg) && !options.profileGiven) {
+      subcommand()
+      index -= 1
+    } else break
   }
   options.appArgs = argv.slice(index)
   return options

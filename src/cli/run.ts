@@ -15,18 +15,25 @@ import type { LauncherOptions } from './main.js'
 import type { LoadedRow } from './loader.js'
 import { isTrusted, readTrustedProjects } from '../trust/index.js'
 import { UsageError } from './usage-error.js'
+import { failureCode, failureLine, jsonOutputOf, type JsonOutput } from './early-failure.js'
 
 const EXIT_SIGHUP = 129
 const EXIT_SIGINT = 130
 const EXIT_SIGTERM = 143
 const TERM_DRAIN_MS = 5_000
 
-function fail(message: string, code = 1): number {
+/** `--output json|stream-json` of a headless run: a failure before the run still prints its result line. */
+let jsonOutput: JsonOutput | undefined
+
+/** A failure before the app ran: one stderr line, and under JSON output one result object (./early-failure.ts). */
+function fail(message: string, code = 1, error?: unknown): number {
   process.stderr.write(`dsh: ${message}\n`)
+  if (jsonOutput !== undefined) process.stdout.write(failureLine(jsonOutput, failureCode(error, code, message, error instanceof ConfigError ? 'CONFIG' : 'STARTUP_FAILED'), message))
   return code
 }
 
 export async function runProfile(options: LauncherOptions): Promise<number> {
+  jsonOutput = options.profile === 'headless' ? jsonOutputOf(options.appArgs) : undefined
   const home = resolveHome()
   const loose = tightenHome(home)
   if (loose !== undefined) process.stderr.write(`dsh: ${loose}\n`)
@@ -132,9 +139,9 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     if (longRun === 'task') await setLongRunFlags()
     code = await app.run()
   } catch (error) {
-    if (error instanceof ConfigError) return fail(error.message)
-    if (error instanceof UsageError) return fail(error.message, 2)
-    return fail(error instanceof Error ? error.message : String(error))
+    if (error instanceof ConfigError) return fail(error.message, 1, error)
+    if (error instanceof UsageError) return fail(error.message, 2, error)
+    return fail(error instanceof Error ? error.message : String(error), 1, error)
   } finally {
     await disposeForExit(root, loaded)
   }

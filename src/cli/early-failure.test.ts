@@ -1,0 +1,48 @@
+/**
+ * Rough edges of the launcher (#44.6), whole processes: a JSON run that fails before its first
+ * turn still prints its one result object; a mistyped option names the nearest; launcher flags
+ * before a subcommand keep it a subcommand instead of a task for the model.
+ */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { runDsh, tempHome } from '../../test-support/run-dsh.js'
+import { nearest } from './suggest.js'
+
+describe('a headless run that fails before its first turn (#44.6)', () => {
+  it('--output json without a key prints one result object naming MISSING_API_KEY; stream-json with an unknown session SESSION_NOT_FOUND', async () => {
+    const { home, cwd } = tempHome()
+    const noKey = await runDsh(['--output', 'json', 'hello'], { env: { DSH_HOME: home }, cwd })
+    expect(noKey.code).toBe(1)
+    expect(noKey.stdout.trim().split('\n').map(line => JSON.parse(line))).toEqual([
+      { type: 'result', sessionId: null, output: '', reason: { kind: 'error', error: { code: 'MISSING_API_KEY', message: expect.stringContaining('DEEPSEEK_API_KEY is not set') } } },
+    ])
+    const unknown = await runDsh(['--output', 'stream-json', '--session', 'nope', 'hello'], { env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'k' }, cwd })
+    expect(unknown.code).toBe(1)
+    expect(JSON.parse(unknown.stdout)).toEqual({ type: 'result', sessionId: null, output: '', error: { code: 'SESSION_NOT_FOUND', message: 'session "nope" is not stored (jsonl backend)' } })
+    // Text output keeps stdout empty: the line is on stderr.
+    const text = await runDsh(['--session', 'nope', 'hello'], { env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'k' }, cwd })
+    expect(text.stdout).toBe('')
+    expect(text.stderr).toContain('session "nope" is not stored')
+  })
+
+  it('a mistyped option suggests the nearest and --help; one that is nothing like an option only points at --help', async () => {
+    const { home, cwd } = tempHome()
+    const typo = await runDsh(['--outptu', 'json', 'hello'], { env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'k' }, cwd })
+    expect(typo.code).toBe(2)
+    expect(typo.stderr).toContain('dsh: unknown option --outptu (did you mean --output?); see dsh --help')
+    expect(nearest('--sesion', ['--output', '--session'])).toBe('--session')
+    expect(nearest('--frobnicate', ['--output', '--session'])).toBeUndefined()
+  })
+
+  it('launcher flags before a subcommand keep it a subcommand: `dsh --patch FILE sessions` lists, nothing goes to a model', async () => {
+    const { home, cwd } = tempHome()
+    const patch = join(home, 'empty.patch.yml')
+    writeFileSync(patch, '[]\n')
+    // A model at a closed port: a task would fail with a transport error after retries.
+    const listed = await runDsh(['--patch', patch, 'sessions'], { env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'k', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' }, cwd })
+    expect(listed.stderr).not.toContain('model request')
+    expect(listed.stdout).toBe('no stored sessions\n')
+    expect(listed.code).toBe(0)
+  })
+})
