@@ -46,3 +46,18 @@ describe('a headless run that fails before its first turn (#44.6)', () => {
     expect(listed.code).toBe(0)
   })
 })
+
+describe('a bad model.default in settings (#44.6)', () => {
+  it('names the settings file and the key and exits 1, a configuration error; --output json says CONFIG', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(home, 'settings.yaml'), 'model:\n  default: nosuch-model\n')
+    const run = await runDsh(['--output', 'json', 'hello'], { env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'k' }, cwd })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain(`dsh: ${join(home, 'settings.yaml')}, key "model.default": unknown model "nosuch-model" (available: `)
+    expect(JSON.parse(run.stdout).reason.error.code).toBe('CONFIG')
+    // A name given on the command line is a usage error (exit 2), as before.
+    const flag = await runDsh(['--model', 'nosuch-model', 'hello'], { env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'k' }, cwd })
+    expect(flag.code).toBe(2)
+    expect(flag.stderr).toContain('unknown model "nosuch-model"')
+  })
+})

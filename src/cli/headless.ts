@@ -19,6 +19,7 @@ import { UsageError } from './usage-error.js'
 import { failureCode, failureLine, jsonOutputOf } from './early-failure.js'
 import { unknownOption } from './suggest.js'
 import { SessionNotStoredError } from '../persistence/api.js'
+import { ConfigError } from '../config/rows.js'
 import { pickRoute } from '../host/route.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { followSessionCwd } from '../sdk/agents.js'
@@ -174,6 +175,7 @@ export class HeadlessApp extends Service {
     try {
       return pickRoute(this.ctx, requested, this.config.model)
     } catch (error) {
+      if (error instanceof ConfigError) throw error
       throw new UsageError((error as Error).message)
     }
   }
@@ -184,7 +186,8 @@ export class HeadlessApp extends Service {
     // A failure before the first turn: one stderr line, and the result object under JSON output.
     const early = (message: string, exit: number, error?: unknown) => {
       host.stderr.write(`dsh: ${terminalSafe(message)}\n`)
-      if (json !== undefined) host.stdout.write(failureLine(json, error instanceof SessionNotStoredError ? 'SESSION_NOT_FOUND' : failureCode(error, exit, message, 'RUN_FAILED'), message))
+      const code = error instanceof SessionNotStoredError ? 'SESSION_NOT_FOUND' : error instanceof ConfigError ? 'CONFIG' : failureCode(error, exit, message, 'RUN_FAILED')
+      if (json !== undefined) host.stdout.write(failureLine(json, code, message))
       return exit
     }
     let args: HeadlessArgs
@@ -196,7 +199,8 @@ export class HeadlessApp extends Service {
       if (args.cwd !== undefined) args = { ...args, cwd: checkedFolder(resolve(args.cwd)) }
       route = this.route(args.model)
     } catch (error) {
-      return early((error as Error).message, 2, error)
+      // A bad settings file is a configuration error (exit 1); everything else here is usage.
+      return early((error as Error).message, error instanceof ConfigError ? 1 : 2, error)
     }
     const problem = this.ctx.llm.adapter(route.provider)?.readiness?.()
     if (problem !== undefined) return early(problem, 1)

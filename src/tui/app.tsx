@@ -19,6 +19,7 @@ import type { McpService } from '../mcp/api.js'
 import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
 import { parseInteractiveArgs, type InteractiveArgs } from './args.js'
 import { pickRoute } from '../host/route.js'
+import { ConfigError } from '../config/rows.js'
 import { TuiStore, type TuiApprovalAnswer } from './store.js'
 import { permissionLabel } from './status.js'
 import { BUILTIN_COMMANDS, resumeChoice, type TuiCommand, type TuiCommandContext } from './commands.js'
@@ -82,7 +83,8 @@ export class TuiApp extends Service {
       }
     } catch (error) {
       host.stderr.write(`dsh: ${terminalSafe((error as Error).message)}\n`)
-      return 2
+      // A bad settings file is a configuration error (exit 1), the rest usage (2).
+      return error instanceof ConfigError ? 1 : 2
     }
     const stdin = process.stdin
     const stdout = host.stdout as NodeJS.WriteStream
