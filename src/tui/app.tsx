@@ -396,7 +396,12 @@ export class TuiApp extends Service {
       stdin.pause()
     }
     const id = store.agent.id
-    host.stdout.write(`\nSession ${id} is stored.\nResume: dsh -c   (the latest session in this folder)\n    or: dsh --session ${id}\n`)
+    // `dsh -c` passes over a session with nothing to go back to (no turn, no name, as after going
+    // back to the first prompt): then only its id brings it back.
+    const stored = persistence === undefined ? undefined : await persistence.list().then(list => list.find(one => one.id === id), () => undefined)
+    host.stdout.write(stored === undefined || hasConversation(stored)
+      ? `\nSession ${id} is stored.\nResume: dsh -c   (the latest session in this folder)\n    or: dsh --session ${id}\n`
+      : `\nSession ${id} is stored.\nResume: dsh --session ${id}\n`)
     return 0
   }
 
