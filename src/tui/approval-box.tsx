@@ -48,14 +48,42 @@ export function approvalKey(approval: Pick<ApprovalPrompt, 'scopes' | 'keyUse'>,
   return approvalChoices(approval.scopes).find(choice => choice.key === input.toLowerCase())?.answer
 }
 
-export function ApprovalBox({ approval }: { approval: ApprovalPrompt }): ReactNode {
+/**
+ * What will run, in full (#44.2): a `command` argument as `$ command` with its own line breaks,
+ * then every other argument as `name: value`, each wrapped at the box's width and never cut, so
+ * the end of a long command (a `touch` outside the folder after `&&`) is on screen when the user
+ * decides. Arguments that are not a JSON object show as they are.
+ */
+export function argumentLines(raw: string | undefined): { readonly kind: 'command' | 'field'; readonly text: string }[] {
+  if (raw === undefined || raw === '') return []
+  let value: unknown
+  try {
+    value = JSON.parse(raw)
+  } catch {
+    return [{ kind: 'field', text: raw }]
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return [{ kind: 'field', text: raw }]
+  const lines: { kind: 'command' | 'field'; text: string }[] = []
+  const record = value as Record<string, unknown>
+  if (typeof record.command === 'string') lines.push({ kind: 'command', text: `$ ${record.command}` })
+  for (const [name, field] of Object.entries(record)) {
+    if (name === 'command' && typeof field === 'string') continue
+    lines.push({ kind: 'field', text: `${name}: ${typeof field === 'string' ? field : JSON.stringify(field)}` })
+  }
+  return lines
+}
+
+export function ApprovalBox({ approval, folder }: { approval: ApprovalPrompt; folder?: string }): ReactNode {
   if (approval.keyUse !== undefined) return <KeyUseBox use={approval.keyUse} />
   const choices = approvalChoices(approval.scopes)
+  const lines = argumentLines(approval.arguments)
   return (
     <Box flexDirection="column" borderStyle="round" borderColor={c('yellow')} paddingX={1}>
-      <Text bold>Allow {terminalSafe(approval.toolName)}?</Text>
-      <Text wrap="truncate-end">{terminalSafe(approval.reason)}</Text>
-      {approval.arguments ? <Text dimColor wrap="truncate-end">{terminalSafe(approval.arguments)}</Text> : null}
+      <Text bold>Allow {terminalSafe(approval.toolName)}?{folder !== undefined ? <Text dimColor> in {terminalSafe(folder)}</Text> : null}</Text>
+      <Text wrap="wrap">{terminalSafe(approval.reason)}</Text>
+      {lines.map((line, index) => line.kind === 'command'
+        ? <Text key={index} wrap="wrap" color={c('cyan')}>{terminalSafe(line.text)}</Text>
+        : <Text key={index} wrap="wrap" dimColor>{terminalSafe(line.text)}</Text>)}
       <Text>
         {choices.map((choice, index) => (
           <Text key={choice.key}>{index > 0 ? ' · ' : ''}<Text color={c(choice.color)} bold>{choice.key}</Text> {choice.label}</Text>

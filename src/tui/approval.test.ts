@@ -12,7 +12,7 @@ import { permissionLabel } from './status.js'
 import type { ApprovalPrompt } from './store.js'
 
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '')
-const draw = (approval: ApprovalPrompt, columns = 80) => plain(renderToString(h(ApprovalBox, { approval }), { columns }))
+const draw = (approval: ApprovalPrompt, columns = 80, folder = '/work/project') => plain(renderToString(h(ApprovalBox, { approval, folder }), { columns }))
 const none = { return: false, escape: false, ctrl: false }
 
 const escalation: ApprovalPrompt = { id: 'a1', toolName: 'bash', reason: 'escalate sandbox to danger-full-access: needs the network', arguments: '{"command":"curl x"}', answer() {} }
@@ -87,5 +87,22 @@ describe('status bar permission part', () => {
     approval.selectPreset(h.session, 'danger-full-access')
     expect(permissionLabel(approval, h.session)).toBe('danger-full-access')
     await h.dispose()
+  })
+})
+
+describe('the whole command before approval (#44.2)', () => {
+  it('a long escalated command shows in full, wrapped at 80 columns, its end included; other arguments one per line; the folder in the title', () => {
+    const command = 'cd /work/project && python3 -c \'import sys; print(sys.version)\' && npm run build --workspaces --if-present && touch /etc/outside-the-workspace'
+    const approval: ApprovalPrompt = { id: 'a3', toolName: 'bash', reason: 'escalate sandbox to danger-full-access: needs to write outside the workspace', arguments: JSON.stringify({ command, description: 'build', sandbox_permissions: 'require_escalated' }), answer() {} }
+    const box = draw(approval, 80)
+    expect(box.split('\n')[1]).toContain('Allow bash? in /work/project')
+    // Joined back across the wrapped rows, the command is all there, the touch at its end too.
+    const body = box.split('\n').map(line => line.replace(/^│ ?|\s*│$/g, '')).join(' ').replace(/\s+/g, ' ')
+    expect(body).toContain(`$ ${command}`)
+    expect(body).toContain('description: build')
+    expect(body).toContain('sandbox_permissions: require_escalated')
+    // No line is cut with an ellipsis, and no row is wider than the terminal.
+    expect(box).not.toContain('…')
+    expect(Math.max(...box.split('\n').map(line => line.length))).toBeLessThanOrEqual(80)
   })
 })

@@ -794,6 +794,31 @@ describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
   })
 })
 
+describe.skipIf(!tmux)('dsh terminal app: the whole command before approval (#44.2)', () => {
+  it('at 80x24 a long escalated command shows in full, wrapped, the touch outside the folder at its end included', async () => {
+    const { home, cwd } = tempHome()
+    const command = 'cd /tmp && python3 -c \'import sys; print(sys.version)\' && echo building the project now && touch /tmp/outside-the-workspace-marker'
+    server.enqueue(
+      toolCall('b1', 'bash', { command, description: 'build', sandbox_permissions: 'danger-full-access', justification: 'needs to write outside' }),
+      streamResponse([{ text: 'Refused, as asked.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'run the long command')
+    const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
+    if (process.env.DSH_CAPTURES !== undefined) console.log(ask)
+    // The box's rows, from its title to its keys.
+    const lines = ask.split('\n')
+    const box = lines.slice(lines.findIndex(line => line.includes('Allow bash?')), lines.findIndex(line => line.includes('y allow once')) + 1)
+    const rows = box.map(line => line.replace(/^│ ?|\s*│$/g, '').trim())
+    expect(rows.join(' ').replace(/\s+/g, ' ')).toContain(`$ ${command}`)
+    expect(box.join('\n')).not.toContain('…')
+    terminal.keys('n')
+    await terminal.waitFor('Refused, as asked.', { history: true })
+    await quit(terminal)
+  })
+})
+
 describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
   it('!command runs in the folder, shows its output, and reaches the model with the next prompt; Esc stops one; dsh -c shows them again', async () => {
     const { home, cwd } = tempHome()

@@ -562,7 +562,7 @@ export function ConversationView(props: ViewProps): ReactNode {
           {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {terminalSafe(text).replace(/\n/g, ' ')}</Text>)}
         </Box>
       ) : null}
-      {approval !== undefined ? <ApprovalBox approval={approval} /> : null}
+      {approval !== undefined ? <ApprovalBox approval={approval} {...store.agent.session.header.cwd !== undefined && { folder: store.agent.session.header.cwd }} /> : null}
       {question !== undefined ? <QuestionView key={question.id} prompt={question} active={approval === undefined} /> : null}
       {store.rewind?.files !== undefined
         ? <RewindFiles point={store.rewind.files.point} changes={store.rewind.files.changes} choice={store.rewind.files.choice} folder={store.agent.session.header.cwd} />
