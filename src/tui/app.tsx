@@ -399,7 +399,10 @@ export class TuiApp extends Service {
     // `dsh -c` passes over a session with nothing to go back to (no turn, no name, as after going
     // back to the first prompt): then only its id brings it back.
     const stored = persistence === undefined ? undefined : await persistence.list().then(list => list.find(one => one.id === id), () => undefined)
-    host.stdout.write(stored === undefined || hasConversation(stored)
+    // Not listed yet (left before anything was written): what the live log holds decides.
+    const events = store.agent.session.events
+    const live = { turns: events.some(event => event.type === 'turn/end') ? 1 : 0, title: events.some(event => event.type === 'session/title') ? '' : null }
+    host.stdout.write(hasConversation(stored ?? live)
       ? `\nSession ${id} is stored.\nResume: dsh -c   (the latest session in this folder)\n    or: dsh --session ${id}\n`
       : `\nSession ${id} is stored.\nResume: dsh --session ${id}\n`)
     return 0
