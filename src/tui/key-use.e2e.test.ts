@@ -54,7 +54,7 @@ async function quit(terminal: Terminal): Promise<void> {
   terminal.keys('C-c')
   await terminal.waitFor('Press Ctrl-C again to exit')
   terminal.keys('C-c')
-  await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
+  await terminal.waitFor(screen => /(or|Resume): dsh --session/.test(screen) && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
 }
 
 describe.skipIf(!tmux)('terminal app: a stored key\'s first use with an endpoint (tmux)', () => {

@@ -95,7 +95,7 @@ describe.skipIf(!tmux)('terminal app: /network and wider approval grants (tmux)'
     terminal.keys('C-c')
     await terminal.waitFor('Press Ctrl-C again to exit')
     terminal.keys('C-c')
-    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
+    await terminal.waitFor(screen => /(or|Resume): dsh --session/.test(screen) && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
 
     const log = sessionLog(home)
     expect(log.filter(event => event.type === 'sandbox/network').map(event => event.data)).toEqual([{ network: 'allowlist' }])

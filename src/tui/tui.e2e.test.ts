@@ -66,7 +66,7 @@ async function quit(terminal: Terminal): Promise<string> {
 
 /** Waits for the app to have exited: its resume hint, then the shell prompt. */
 function exited(terminal: Terminal): Promise<string> {
-  return terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
+  return terminal.waitFor(screen => /(or|Resume): dsh --session/.test(screen) && /\n\$$/.test(screen), { what: 'the resume hint and the prompt', history: true })
 }
 
 function sessionLog(home: string): { type: string; data: any }[] {
@@ -542,7 +542,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await terminal.waitFor(/New session [0-9a-f-]{36}/, { history: true })
     terminal.type('/exit')
     terminal.keys('Enter')
-    await terminal.waitFor(/or: dsh --session/, { history: true })
+    await terminal.waitFor(/(or|Resume): dsh --session/, { history: true })
   })
 })
 
@@ -857,7 +857,7 @@ describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
     await terminal.waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', { what: 'the command\'s pid file' })
     const pid = Number(readFileSync(pidFile, 'utf8'))
     await send(terminal, '/exit')
-    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt' })
+    await terminal.waitFor(screen => /(or|Resume): dsh --session/.test(screen) && /\n\$$/.test(screen), { what: 'the resume hint and the prompt' })
     await terminal.waitFor(() => !processAlive(pid), { what: `the shell command (pid ${pid}) gone` })
   })
 })
@@ -1010,7 +1010,7 @@ describe.skipIf(!tmux)('dsh terminal app: background jobs (tmux)', () => {
     })
     expect(alive()).toBe(true)
     await send(terminal, '/exit')
-    await terminal.waitFor(screen => screen.includes('or: dsh --session') && /\n\$$/.test(screen), { what: 'the resume hint and the prompt' })
+    await terminal.waitFor(screen => /(or|Resume): dsh --session/.test(screen) && /\n\$$/.test(screen), { what: 'the resume hint and the prompt' })
     await terminal.waitFor(() => !alive(), { what: 'the job\'s process (sleep 6123) gone' })
   })
 })
