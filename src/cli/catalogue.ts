@@ -123,9 +123,14 @@ const sandboxNetwork = (host: Host) => {
  * user's edits, settings.yaml `sandbox: {denyRead: [...], allowRead: [...]}` (the plugin checks
  * them). Trust rule: a project's own .env may not move the home whose secrets are hidden.
  */
-const secretReads = (host: Host) => {
+/** The user's home folder: HOME, unless the project's own .env set it (a project may not move it). */
+const userHome = (host: Host): string => {
   const entry = host.env.get('HOME')
-  const home = entry === undefined || !entry.value.startsWith('/') || entry.source === join(host.cwd, '.env') ? homedir() : entry.value
+  return entry === undefined || !entry.value.startsWith('/') || entry.source === join(host.cwd, '.env') ? homedir() : entry.value
+}
+
+const secretReads = (host: Host) => {
+  const home = userHome(host)
   const settings = host.settings.sandbox ?? {}
   return {
     home, dshHome: host.home,
@@ -219,7 +224,7 @@ registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and ru
 registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime contexts',
   async () => withHost((await base()).RuntimeContextsPlugin, host => ({ cwd: host.cwd })))
 registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session folder, its project and the home folder, recorded in the log',
-  async () => withHost((await base()).WorkspaceInstructionsPlugin, host => ({ home: host.home })))
+  async () => withHost((await base()).WorkspaceInstructionsPlugin, host => ({ home: host.home, claudeHome: join(userHome(host), '.claude') })))
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await base()).ApprovalPlugin, permissionDefaults))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
@@ -269,7 +274,7 @@ registerBuiltinPlugin('commands', 'the slash-command registry every surface uses
     return withHost(CommandsPlugin, host => ({ prices: readPriceTable(host.settings.model?.prices) }))
   })
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
-  async () => withHost((await base()).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home })))
+  async () => withHost((await base()).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home, claudeHome: join(userHome(host), '.claude') })))
 registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, exit_plan_mode reviewed through approvals (guidance, not enforcement)',
   async () => (await base()).PlanModePlugin)
 registerBuiltinPlugin('questions', 'ask_user_question: the model asks the user through the approval seam\'s question answerers (children are refused)',

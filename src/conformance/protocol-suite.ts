@@ -296,7 +296,9 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   // The recorded composition's hook files (the launch folder is the scenario workspace).
   rows.push({ id: 'hooks', config: { files: plan.hooks, discover: false } })
   // Only the workspace's skills (no `~/.agents/skills` of whoever runs the suite).
-  rows.push({ id: 'skills', config: { agentsHome: join(folder, 'no-agents-home') } })
+  rows.push({ id: 'skills', config: { agentsHome: join(folder, 'no-agents-home'), claudeHome: join(folder, 'no-claude-home') } })
+  // Nor whoever runs the suite's ~/.claude/CLAUDE.md.
+  rows.push({ id: 'instructions', config: { claudeHome: join(folder, 'no-claude-home') } })
   // The recording's composition had web_fetch (off in the shipped profiles).
   if (plan.fetched.length > 0) rows.push({ insert: [{ id: 'replay-web-fetch', name: 'tool-web-fetch' }] })
   if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'session_event_read')) {

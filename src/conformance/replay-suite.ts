@@ -577,7 +577,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ...(plan.compaction ? [ctx.plugin(CompactionPlugin)] : []),
     ...(plan.hooks.length > 0 ? [ctx.plugin(HooksPlugin, { cwd, files: plan.hooks, discover: false })] : []),
     // Only the workspace's skills: no user or home roots.
-    ...(plan.skills ? [ctx.plugin(SkillsPlugin, { cwd, agentsHome: join(cwd, '.no-agents-home') })] : []),
+    ...(plan.skills ? [ctx.plugin(SkillsPlugin, { cwd, agentsHome: join(cwd, '.no-agents-home'), claudeHome: join(cwd, '.no-claude-home') })] : []),
     ctx.plugin(SubagentsPlugin),
     ctx.plugin(SubagentToolsPlugin, { tools: plan.delegationRows }),
     ctx.plugin(QuestionToolPlugin),

@@ -28,6 +28,8 @@ export const DEFAULT_MAX_FILE_BYTES = 64 * 1024
 export interface WorkspaceInstructionsConfig {
   /** The dsh home folder: its instruction file is the user-wide one, given first. */
   readonly home?: string
+  /** Claude Code's home folder (`~/.claude`): its `CLAUDE.md` is user-wide too, after dsh's own (#44.3). */
+  readonly claudeHome?: string
   /**
    * Entries whose presence marks the project root; the files of every folder from the root down
    * to the session's folder are read. No marker above the folder: only the folder itself.
@@ -130,8 +132,8 @@ function fileSignature(info: BigIntStats, now: number): string | undefined {
 }
 
 /** The first candidate that is a regular file (a FIFO named AGENTS.md must not block the step). */
-async function readFirst(folder: string, cache?: InstructionFileCache): Promise<{ name: string; bytes: Buffer } | undefined> {
-  for (const name of INSTRUCTION_CANDIDATES) {
+async function readFirst(folder: string, cache?: InstructionFileCache, candidates: readonly string[] = INSTRUCTION_CANDIDATES): Promise<{ name: string; bytes: Buffer } | undefined> {
+  for (const name of candidates) {
     const path = join(folder, name)
     // A missing candidate (the usual case) costs a stat, not an open through the pool.
     const info = statOrUndefined(path)
@@ -247,6 +249,10 @@ export async function currentInstructionFiles(cwd: string, config: WorkspaceInst
   if (config.home !== undefined) {
     const found = await readFirst(resolve(config.home), cache)
     if (found !== undefined) take(`~\u0000${found.name}`, join(resolve(config.home), found.name), found.bytes)
+  }
+  if (config.claudeHome !== undefined) {
+    const found = await readFirst(resolve(config.claudeHome), cache, ['CLAUDE.md'])
+    if (found !== undefined) take(`~claude\u0000${found.name}`, join(resolve(config.claudeHome), found.name), found.bytes)
   }
   const { root, folders } = projectFolders(cwd, config.projectMarkers ?? DEFAULT_PROJECT_MARKERS)
   for (const folder of [...folders, ...touched.filter(folder => !folders.includes(folder))]) {

@@ -179,6 +179,25 @@ describe('workspace instructions in the log', () => {
   })
 })
 
+describe('Claude Code\'s user CLAUDE.md (#44.3)', () => {
+  it('Y-1: ~/.claude/CLAUDE.md is a user-wide file after dsh\'s own home file, before the project\'s; its AGENTS.md is not read', async () => {
+    const root = workspace()
+    const home = mkdtempSync(join(tmpdir(), 'dsh-home-'))
+    const claudeHome = mkdtempSync(join(tmpdir(), 'dsh-claude-'))
+    writeFileSync(join(home, 'AGENTS.md'), 'DSH_HOME_RULE')
+    writeFileSync(join(claudeHome, 'CLAUDE.md'), 'CLAUDE_USER_RULE')
+    writeFileSync(join(claudeHome, 'AGENTS.md'), 'NOT_READ')
+    writeFileSync(join(root, 'AGENTS.md'), 'PROJECT_RULE')
+    try {
+      const files = await currentInstructionFiles(root, { home, claudeHome }, [])
+      expect(files.map(file => [file.scope, file.text])).toEqual([['~\u0000AGENTS.md', 'DSH_HOME_RULE'], ['~claude\u0000CLAUDE.md', 'CLAUDE_USER_RULE'], ['.\u0000AGENTS.md', 'PROJECT_RULE']])
+      expect(files[1]!.path).toBe(join(claudeHome, 'CLAUDE.md'))
+    } finally {
+      for (const dir of [root, home, claudeHome]) rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
 describe('instruction files read through the cache', () => {
   it('Y-1: with the cache, an edit that keeps the size, an added file and a removed one give what a fresh read gives', async () => {
     const root = workspace()

@@ -33,6 +33,8 @@ export interface SkillRootsOptions {
   readonly dshHome?: string
   /** Folder holding the user's `skills` shared across agents (`~/.agents`). */
   readonly agentsHome?: string
+  /** Claude Code's home (`~/.claude`): its `skills` are the user's too (#44.3). */
+  readonly claudeHome?: string
   readonly customSkillDirs?: readonly string[]
   readonly bundledSkillDir?: string
 }
@@ -53,10 +55,13 @@ export function skillRoots(options: SkillRootsOptions): SkillRoot[] {
   const roots: SkillRoot[] = [
     { dir: join(root, '.dsh', 'skills'), rank: 100 },
     { dir: join(root, '.agents', 'skills'), rank: 200 },
+    // A Claude Code project's skills, as it keeps them.
+    { dir: join(root, '.claude', 'skills'), rank: 250 },
     ...(options.customSkillDirs ?? []).map(dir => ({ dir: resolve(options.cwd, dir), rank: 300 })),
   ]
   if (options.dshHome !== undefined) roots.push({ dir: join(options.dshHome, 'skills'), rank: 400, skip: ['.system'] })
   if (options.agentsHome !== undefined) roots.push({ dir: join(options.agentsHome, 'skills'), rank: 500 })
+  if (options.claudeHome !== undefined) roots.push({ dir: join(options.claudeHome, 'skills'), rank: 550 })
   if (options.bundledSkillDir !== undefined) roots.push({ dir: resolve(options.bundledSkillDir), rank: 600 })
   return roots
 }

@@ -29,6 +29,8 @@ export interface SkillsConfig {
   /** Fallback cwd for agents whose session names none. */
   readonly cwd?: string
   readonly dshHome?: string
+  /** `~/.claude` by default: Claude Code's user skills (each `skills/NAME/SKILL.md`). */
+  readonly claudeHome?: string
   /** `~/.agents` by default. */
   readonly agentsHome?: string
   readonly customSkillDirs?: readonly string[]
@@ -137,6 +139,7 @@ export class SkillsPlugin {
       cwd: cwd ?? this.config.cwd ?? process.cwd(),
       ...(this.config.dshHome !== undefined ? { dshHome: this.config.dshHome } : {}),
       agentsHome: this.config.agentsHome ?? join(homedir(), '.agents'),
+      claudeHome: this.config.claudeHome ?? join(homedir(), '.claude'),
       ...(this.config.customSkillDirs !== undefined ? { customSkillDirs: this.config.customSkillDirs } : {}),
       ...((this.config.bundledSkillDir ?? process.env.DSH_BUNDLED_SKILL_DIR) ? { bundledSkillDir: this.config.bundledSkillDir ?? process.env.DSH_BUNDLED_SKILL_DIR } : {}),
     }

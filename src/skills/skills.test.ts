@@ -41,6 +41,20 @@ describe('skills: discovery (SK-3)', () => {
   })
 })
 
+describe('skills: Claude Code setups as they are (#44.3)', () => {
+  it('SK-3: a project\'s .claude/skills and ~/.claude/skills are found; .agents wins a duplicate over .claude, the project over the user', () => {
+    const { cwd, home } = project()
+    const claudeHome = join(home, 'claude-home')
+    skill(join(cwd, '.claude', 'skills'), 'deploy', { name: 'deploy', description: 'project claude' }, 'x')
+    skill(join(cwd, '.claude', 'skills'), 'shared', { name: 'shared', description: 'project claude copy' }, 'x')
+    skill(join(cwd, '.agents', 'skills'), 'shared', { name: 'shared', description: 'agents copy' }, 'x')
+    skill(join(claudeHome, 'skills'), 'personal', { name: 'personal', description: 'user claude' }, 'x')
+    skill(join(claudeHome, 'skills'), 'deploy', { name: 'deploy', description: 'user claude copy' }, 'x')
+    const found = discoverSkills(skillRoots({ cwd, dshHome: home, claudeHome }))
+    expect(found.map(s => [s.name, s.description])).toEqual([['deploy', 'project claude'], ['personal', 'user claude'], ['shared', 'agents copy']])
+  })
+})
+
 describe('skills: discovery cache (SK-2, SK-3)', () => {
   // Each change gets its own explicit mtime (as edits at different moments would); changes inside
   // one clock tick are what the racy window covers (last test).
