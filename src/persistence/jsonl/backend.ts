@@ -77,6 +77,8 @@ export class JsonlBackend implements PersistenceBackend {
   private readonly states = new Map<string, FileState>()
   /** id -> open append handle, in least-recently-used order. */
   private readonly handles = new Map<string, OpenHandle>()
+  /** The listing in progress (settled): the next one starts after it. */
+  private listing: Promise<unknown> = Promise.resolve()
 
   constructor(options: JsonlBackendOptions) {
     this.root = options.root
@@ -165,9 +167,14 @@ export class JsonlBackend implements PersistenceBackend {
   }
 
 
-  /** Every stored session's summary (listing.ts). */
+  /**
+   * Every stored session's summary (listing.ts). Listings of one backend run one after another,
+   * so two never work on one session's summary cache at once.
+   */
   list(): Promise<readonly StoredSessionSummary[]> {
-    return listStore(this.root, (id, dir) => this.index.set(id, dir))
+    const listing = this.listing.then(() => listStore(this.root, (id, dir) => this.index.set(id, dir)))
+    this.listing = listing.catch(() => undefined)
+    return listing
   }
 
   trash(id: string): Promise<boolean> {

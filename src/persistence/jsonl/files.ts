@@ -3,7 +3,7 @@
  * closes and unlinks, folder listings that treat a missing folder as empty, the fsyncs that go to
  * the libuv pool, and the D-4 revision of a stat.
  */
-import { closeSync, fdatasync, fsync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs'
+import { closeSync, fdatasync, fsync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { readdir, stat, type FileHandle } from 'node:fs/promises'
 
 export const DIR_MODE = 0o700
@@ -14,17 +14,6 @@ export async function readRange(handle: FileHandle, start: number, end: number):
   let filled = 0
   while (filled < buffer.length) {
     const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, start + filled)
-    if (bytesRead === 0) break
-    filled += bytesRead
-  }
-  return buffer.subarray(0, filled)
-}
-
-export function readRangeSync(fd: number, start: number, end: number): Buffer {
-  const buffer = Buffer.allocUnsafe(Math.max(0, end - start))
-  let filled = 0
-  while (filled < buffer.length) {
-    const bytesRead = readSync(fd, buffer, filled, buffer.length - filled, start + filled)
     if (bytesRead === 0) break
     filled += bytesRead
   }

@@ -3,6 +3,7 @@
  * open descriptor a chunk at a time.
  */
 import { readSync } from 'node:fs'
+import type { FileHandle } from 'node:fs/promises'
 import type { RawRecord } from '../records.js'
 
 export const NEWLINE = 0x0a
@@ -80,5 +81,56 @@ export class ChunkedLines implements IterableIterator<RawRecord> {
       this.offset = 0
       this.bytesRead += filled
     }
+  }
+}
+
+/** A line of a file read by `readLines`: its text, whether a newline ended it, where and how long. */
+export interface LinePiece {
+  readonly text: string
+  readonly complete: boolean
+  /** File offset of its first byte. */
+  readonly position: number
+  /** Its length in bytes, the newline included. */
+  readonly bytes: number
+}
+
+/**
+ * The lines of an open file from offset `start` up to `end`, read asynchronously `chunk` bytes at
+ * a time and handed out a read's worth at once; the last piece is incomplete when the range does
+ * not end with a newline. A line longer than a chunk doubles the next read instead of copying
+ * itself once per chunk. Stops early when the file turns out shorter than `end`.
+ */
+export async function* readLines(handle: FileHandle, start: number, end: number, chunk = 1 << 16): AsyncGenerator<LinePiece[]> {
+  let buffer = Buffer.alloc(0)
+  /** File offset of `buffer[0]`, and of the next byte to read. */
+  let base = start
+  let read = start
+  for (;;) {
+    const piece: LinePiece[] = []
+    let offset = 0
+    for (let newline = buffer.indexOf(NEWLINE); newline >= 0; newline = buffer.indexOf(NEWLINE, offset)) {
+      piece.push({ text: buffer.toString('utf8', offset, newline), complete: true, position: base + offset, bytes: newline + 1 - offset })
+      offset = newline + 1
+    }
+    const rest = buffer.length - offset
+    if (read >= end) {
+      if (rest > 0) piece.push({ text: buffer.toString('utf8', offset), complete: false, position: base + offset, bytes: rest })
+      if (piece.length > 0) yield piece
+      return
+    }
+    if (piece.length > 0) yield piece
+    const want = Math.min(Math.max(chunk, rest), end - read)
+    const next = Buffer.allocUnsafe(rest + want)
+    buffer.copy(next, 0, offset)
+    let filled = 0
+    while (filled < want) {
+      const { bytesRead } = await handle.read(next, rest + filled, want - filled, read + filled)
+      if (bytesRead === 0) break
+      filled += bytesRead
+    }
+    if (filled < want) end = read + filled
+    base += offset
+    buffer = next.subarray(0, rest + filled)
+    read += filled
   }
 }
