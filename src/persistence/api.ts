@@ -82,6 +82,12 @@ export interface StoredSessionSummary {
    * reason. The counts are then 0.
    */
   readonly unreadable?: string
+  /**
+   * Set (with `unreadable`) when what the store holds of the session is damaged, such as a bad
+   * page of a SQLite file: `unreadable` then is the message a load fails with, naming the file,
+   * the session and the repair command.
+   */
+  readonly damaged?: true
 }
 
 /** Who holds a session's writer lock. */
