@@ -14,6 +14,7 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { hasConversation, type StoredSessionSummary } from '../persistence/api.js'
 import { byIdOrPrefix } from '../persistence/lookup.js'
+import { notStoredLines } from '../persistence/final-save.js'
 import type { ApprovalService, QuestionAnswer, QuestionAnswerer } from '../approval/api.js'
 import type { McpService } from '../mcp/api.js'
 import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
@@ -391,8 +392,15 @@ export class TuiApp extends Service {
       stdin.pause()
     }
     const id = store.agent.id
+    // Nothing is said stored that the store does not hold: every live session (the ones left by
+    // /new, /resume or /fork too) gets the final save, retried for a bounded time while the store
+    // fails (docs/persistence.md, "When the store fails").
+    const saves = await persistence?.finalSaveAll() ?? []
+    const unstored = notStoredLines(saves)
+    for (const line of unstored) host.stderr.write(`dsh: ${terminalSafe(line)}\n`)
+    if (saves.find(save => save.id === id)?.saved.stored === false) return 1
     host.stdout.write(`\nSession ${id} is stored.\nResume: dsh -c   (the latest session in this folder)\n    or: dsh --session ${id}\n`)
-    return 0
+    return unstored.length > 0 ? 1 : 0
   }
 
   private async openAgent(sessionId: string | undefined, cwd: string, route: { provider: string; model: string }): Promise<Agent> {
