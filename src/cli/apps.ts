@@ -9,6 +9,7 @@ import { Service, type Context } from 'cordis'
 import '../host/index.js'
 import { age } from '../host/age.js'
 import { terminalSafe } from '../host/terminal-text.js'
+import type { StoredSessionSummary } from '../persistence/api.js'
 import '../persistence/api.js'
 import { storedId } from '../persistence/lookup.js'
 import type { SessionExchange } from '../persistence/exchange.js'
@@ -178,7 +179,7 @@ export class SessionsListApp extends Service {
       host.stdout.write('no stored sessions\n')
       return 0
     }
-    const rows = sessions.map(s => [s.id, s.title ?? '(untitled)', s.cwd ?? '-', age(s.updatedAt), String(s.turns), s.unreadable !== undefined ? `unreadable: ${s.unreadable.replace(/^\S+: /, '')}` : s.lastTurn ?? '-']
+    const rows = sessions.map(s => [s.id, s.title ?? '(untitled)', s.cwd ?? '-', age(s.updatedAt), String(s.turns), lastTurnCell(s)]
       // A control character in a title or a path would break the line or move the cursor: a
       // space; a bidirectional control (which reorders the line) is named (security #42.6).
       .map(cell => terminalSafe(cell.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' '))))
@@ -190,8 +191,18 @@ export class SessionsListApp extends Service {
     const widths = header.map((h, i) => Math.min(MAX_COLUMN, Math.max(h.length, ...rows.map(r => width(r[i])))))
     const line = (cells: string[]) => cells.map((c, i) => fit(c, widths[i], width)).join('  ').trimEnd()
     host.stdout.write(`${[header, ...rows].map(line).join('\n')}\n`)
+    // A damaged session's whole message (the file, the session, the repair command) does not fit
+    // its cell: one line each on stderr, as a load of it would say.
+    for (const s of sessions) if (s.damaged === true) host.stderr.write(`dsh: ${terminalSafe(s.unreadable!.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' '))}\n`)
     return 0
   }
+}
+
+/** The LAST TURN column: how it ended, or why the session cannot be loaded. */
+function lastTurnCell(s: StoredSessionSummary): string {
+  if (s.damaged === true) return 'damaged: cannot be loaded (see below)'
+  if (s.unreadable !== undefined) return `unreadable: ${s.unreadable.replace(/^\S+: /, '')}`
+  return s.lastTurn ?? '-'
 }
 
 /**

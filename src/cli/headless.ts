@@ -28,7 +28,7 @@ import '../agent/api.js'
 import { isRunning } from '../tools/jobs.js'
 import '../llm/api.js'
 import '../persistence/api.js'
-import type { FinalSave } from '../persistence/final-save.js'
+import { notStoredMessage } from '../persistence/final-save.js'
 import { byIdOrPrefix } from '../persistence/lookup.js'
 import '../subagents/api.js'
 
@@ -292,7 +292,7 @@ export class HeadlessApp extends Service {
       // Nothing is reported done that the store does not hold: the last events are saved first,
       // retried while the store is away for a while (docs/persistence.md, "When the store fails").
       const saved = await this.ctx.get('sessionPersistence')?.finalSave(session)
-      const code = this.report(session, start, args.output, command, saved?.stored === false ? notStored(session, saved) : undefined)
+      const code = this.report(session, start, args.output, command, saved?.stored === false ? notStoredMessage(session.id, session.length, saved) : undefined)
       // The answer has left the process before the code is final: a reader that left while it
       // was going out cut the run short too.
       const cut = await Promise.all([delivered(host.stdout), delivered(host.stderr)])
@@ -350,15 +350,6 @@ export class HeadlessApp extends Service {
     await followSessionCwd(this.ctx, agent)
     return agent
   }
-}
-
-/** The one line of a run whose final save gave up: what the store lacks, and why. */
-function notStored(session: Session, saved: Extract<FinalSave, { stored: false }>): string {
-  const cause = saved.error instanceof Error ? saved.error.message : String(saved.error)
-  const what = saved.whole
-    ? `session ${session.id} is not stored: none of its ${saved.pending} events could be written`
-    : `session ${session.id} is not fully stored: its last ${saved.pending} of ${session.length} events could not be written, so a later --session ${session.id} finds its last turn interrupted`
-  return `${what} (gave up after ${saved.attempts} attempts: ${cause.split('\n')[0]})`
 }
 
 interface RetryLine {

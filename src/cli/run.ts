@@ -13,6 +13,7 @@ import { ConfigError, stripTracking, type Row } from '../config/rows.js'
 import type { Host } from '../host/index.js'
 import type { LauncherOptions } from './main.js'
 import type { LoadedRow } from './loader.js'
+import type { SessionPersistenceService } from '../persistence/api.js'
 import { isTrusted, readTrustedProjects } from '../trust/index.js'
 import { UsageError } from './usage-error.js'
 import { failureCode, failureLine, jsonOutputOf, type JsonOutput } from './early-failure.js'
@@ -121,6 +122,7 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   root.provide('host', host)
   let code: number
   let loaded: LoadedRow[] | undefined
+  let persistence: SessionPersistenceService | undefined
   try {
     const frames = shortStacks()
     let reasons: string[]
@@ -134,6 +136,7 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
     }
     const problems = checkLoaded(loaded, root)
     if (problems.length > 0) return fail([...problems, ...reasons].join('; '))
+    persistence = root.get('sessionPersistence')
     const app = root.get('app')
     if (app === undefined) return fail(`profile "${profile.name}" has no app row: nothing to run`)
     if (longRun === 'task') await setLongRunFlags()
@@ -145,6 +148,10 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   } finally {
     await disposeForExit(root, loaded)
   }
+  // A session the store still lacks events of (its final save gave up, and the final flush of
+  // the unload did not store them either) is exit 1 after a signal too: `dsh web` ends by one,
+  // and a stop that lost events must not read as a plain stop (docs/persistence.md).
+  if (exitCode !== undefined && (persistence?.unstored().length ?? 0) > 0) return 1
   return exitCode ?? code
 }
 

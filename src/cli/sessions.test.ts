@@ -5,6 +5,7 @@ import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.j
 import { runDsh, tempHome, withoutSessionHint } from '../../test-support/run-dsh.js'
 import { realisticLog } from '../persistence/backend.conformance.js'
 import { JsonlBackend } from '../persistence/jsonl/backend.js'
+import { SqliteBackend } from '../persistence/sqlite/backend.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
@@ -205,6 +206,43 @@ describe('dsh sessions', () => {
     expect(row).toMatch(/unreadable/)
     const json = JSON.parse((await runDsh(['sessions', '--json'], { cwd, env: { DSH_HOME: home } })).stdout) as { id: string; unreadable?: string }[]
     expect(json.find(s => s.id === newer.id)?.unreadable).toMatch(/newer than this runtime supports/)
+  })
+
+  it('#43 item 13: `dsh sessions` over a damaged SQLite file lists the session it cannot load as damaged, with the load\'s own message on stderr (file, session, repair command); the intact one stays healthy', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+    const patch = join(home, 'sqlite.yml')
+    writeFileSync(patch, '- id: persistence\n  name: persistence-sqlite\n')
+    const file = join(home, 'sessions.db')
+    const backend = new SqliteBackend({ file })
+    const { header, events } = await realisticLog(40, 7)
+    await backend.create({ ...header, cwd }, events)
+    const small = await realisticLog(1, 8)
+    await backend.create({ ...small.header, id: 'zz-intact', cwd }, small.events)
+    const pages = backend.db.prepare<[], { pageno: number }>("SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno").all()
+    const pageSize = backend.db.pragma('page_size', { simple: true }) as number
+    backend.db.pragma('wal_checkpoint(TRUNCATE)')
+    await backend.close()
+    // As in the SQLite store's load test: a leaf page of the first session's events overwritten.
+    const bytes = readFileSync(file)
+    bytes.fill(0x5a, (pages[1]!.pageno - 1) * pageSize, pages[1]!.pageno * pageSize)
+    writeFileSync(file, bytes)
+
+    const listed = await runDsh(['sessions', '--patch', patch], { cwd, env })
+    expect(listed.code).toBe(0)
+    const rows = listed.stdout.split('\n')
+    expect(rows.find(line => line.startsWith(header.id))).toMatch(/damaged: cannot be loaded/)
+    expect(rows.find(line => line.startsWith('zz-intact'))).toMatch(/completed$/)
+    const said = listed.stderr.trim().split('\n')
+    expect(said).toHaveLength(1)
+    expect(said[0]).toContain(`${file}: session ${JSON.stringify(header.id)} cannot be read, the database file is damaged`)
+    expect(said[0]).toContain(`dsh sessions repair ${header.id}`)
+    const json = JSON.parse((await runDsh(['sessions', '--patch', patch, '--json'], { cwd, env })).stdout) as { id: string; damaged?: boolean; unreadable?: string }[]
+    expect(json.find(s => s.id === header.id)).toMatchObject({ damaged: true, unreadable: said[0]!.replace(/^dsh: /, '') })
+
+    const resumed = await runDsh(['--patch', patch, '--session', header.id, 'go on'], { cwd, env })
+    expect(resumed.code).toBe(1)
+    expect(resumed.stderr).toContain(said[0]!.replace(/^dsh: /, ''))
   })
 
   it('`dsh sessions delete ID` moves a session to the store\'s trash (no longer listed or resumable, its files kept); an unknown id is exit 1, a missing one a usage error', async () => {

@@ -8,7 +8,7 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import type { StoredAttachment } from '../session/attachments.js'
 import type { SessionExchange } from './exchange.js'
-import type { FinalSave } from './final-save.js'
+import type { FinalSave, SessionFinalSave } from './final-save.js'
 
 /** What a bad stored line or row was (D-5). */
 export type BadRecordReason = 'unparsable' | 'wrong-seq' | 'no-newline' | 'invalid-envelope'
@@ -82,6 +82,12 @@ export interface StoredSessionSummary {
    * reason. The counts are then 0.
    */
   readonly unreadable?: string
+  /**
+   * Set (with `unreadable`) when what the store holds of the session is damaged, such as a bad
+   * page of a SQLite file: `unreadable` then is the message a load fails with, naming the file,
+   * the session and the repair command.
+   */
+  readonly damaged?: true
 }
 
 /** Who holds a session's writer lock. */
@@ -278,6 +284,13 @@ export interface SessionPersistenceService {
    * store fails; says what was not stored when it gave up (docs/persistence.md).
    */
   finalSave(session: Session | string): Promise<FinalSave>
+  /**
+   * `finalSave` of every live session at once (an app's exit: the terminal app, `dsh web`), so
+   * the whole exit waits at most one retry window.
+   */
+  finalSaveAll(): Promise<readonly SessionFinalSave[]>
+  /** Sessions whose last final save gave up and whose events the store still lacks (the exit code says so). */
+  unstored(): readonly string[]
   /** Stored and write-behind state of an id; never writes, never hydrates. */
   inspect(id: string): Promise<SessionInspection>
   /** Cold load (C-1..C-5), repair, hydrate into `ctx.sessions`. */

@@ -2,7 +2,9 @@
  * The final save of a session (docs/persistence.md, "When the store fails"): a flush retried
  * while the store fails, for a bounded time, so a store that is back a few seconds later (a
  * restarted server, a lock another process let go) still gets every event, and a caller that
- * gives up knows how much it could not store.
+ * gives up knows how much it could not store. Headless saves its one session so; the terminal
+ * app and `dsh web` save every live session so at exit (`finalSaveAll`), and all three say the
+ * same line for a session they could not store and exit 1.
  */
 import { SeqMismatchError, SessionExistsError, SessionInUseError, WriterLeaseLostError } from './api.js'
 
@@ -56,4 +58,26 @@ export async function retryFlush({ flush, pending, retryMs }: RetriedFlush): Pro
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)))
     }
   }
+}
+
+/** The final save of one of the live sessions at an app's exit. */
+export interface SessionFinalSave {
+  readonly id: string
+  /** Events the session holds (stored or not). */
+  readonly length: number
+  readonly saved: FinalSave
+}
+
+/** The one line of a session whose final save gave up: what the store lacks, and why. */
+export function notStoredMessage(id: string, length: number, saved: Extract<FinalSave, { stored: false }>): string {
+  const cause = saved.error instanceof Error ? saved.error.message : String(saved.error)
+  const what = saved.whole
+    ? `session ${id} is not stored: none of its ${saved.pending} events could be written`
+    : `session ${id} is not fully stored: its last ${saved.pending} of ${length} events could not be written, so a later --session ${id} finds its last turn interrupted`
+  return `${what} (gave up after ${saved.attempts} attempts: ${cause.split('\n')[0]})`
+}
+
+/** The lines of the sessions an app's final saves could not store (none when all are stored). */
+export function notStoredLines(saves: readonly SessionFinalSave[]): string[] {
+  return saves.flatMap(({ id, length, saved }) => saved.stored ? [] : [notStoredMessage(id, length, saved)])
 }

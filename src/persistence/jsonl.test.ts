@@ -266,7 +266,14 @@ describe('JSONL layout (D-4)', () => {
 
 describe('JSONL list index (D-4)', () => {
   const indexPath = (root: string) => join(root, '.cache', 'list-index.json')
-  const readIndex = async (root: string) => JSON.parse(await readFile(indexPath(root), 'utf8')) as { entries: Record<string, { revision: string; summary: { id: string; title: string | null; turns: number } }> }
+  type IndexLine = [key: string, revision: string, summary: { id: string; title: string | null; turns: number }]
+  /** The index's lines after its version line, one `[key, revision, summary]` each. */
+  const readIndex = async (root: string) => {
+    const [version, ...lines] = (await readFile(indexPath(root), 'utf8')).trimEnd().split('\n')
+    expect(JSON.parse(version!)).toEqual({ version: 2 })
+    return lines.map((line) => JSON.parse(line) as IndexLine)
+  }
+  const writeIndex = (root: string, lines: readonly IndexLine[]) => writeFile(indexPath(root), [JSON.stringify({ version: 2 }), ...lines.map((line) => JSON.stringify(line))].join('\n') + '\n')
 
   it('D-4: a listing answers unchanged sessions from the index (a summary kept there is what it returns) and re-reads a session whose log moved', () => withRoot(async (root) => {
     const backend = new JsonlBackend({ root })
@@ -278,8 +285,8 @@ describe('JSONL list index (D-4)', () => {
     expect(first.map((s) => s.id).sort()).toEqual([one.header.id, two.header.id].sort())
     // A title only the index holds: the next listing must take it from there (the log is unchanged).
     const index = await readIndex(root)
-    for (const entry of Object.values(index.entries)) entry.summary.title = `indexed ${entry.summary.id}`
-    await writeFile(indexPath(root), JSON.stringify(index))
+    for (const [, , summary] of index) summary.title = `indexed ${summary.id}`
+    await writeIndex(root, index)
     const second = await new JsonlBackend({ root }).list()
     expect(second.map((s) => s.title).sort()).toEqual([`indexed ${one.header.id}`, `indexed ${two.header.id}`].sort())
     // An append moves the log's revision: that session is read again, the other still comes from the index.
@@ -298,14 +305,81 @@ describe('JSONL list index (D-4)', () => {
     await backend.create(one.header, one.events)
     await backend.create(two.header, two.events)
     await backend.list()
-    await writeFile(indexPath(root), '{"version":1,"entries":')
-    const listed = await new JsonlBackend({ root }).list()
-    expect(listed.map((s) => [s.id, s.turns]).sort()).toEqual([[one.header.id, 1], [two.header.id, 2]].sort())
-    expect(Object.keys((await readIndex(root)).entries)).toHaveLength(2)
+    const expected = [[one.header.id, 1], [two.header.id, 2]].sort()
+    // Cut short, a line that is not an entry, and an index of the first version (one JSON object).
+    const good = await readFile(indexPath(root), 'utf8')
+    for (const damaged of [good.slice(0, -5), good.replace(/\n\[/, '\n{"not":"an entry"}\n['), `{"version":1,"entries":{}}\n`]) {
+      await writeFile(indexPath(root), damaged)
+      const listed = await new JsonlBackend({ root }).list()
+      expect(listed.map((s) => [s.id, s.turns]).sort()).toEqual(expected)
+      expect(await readIndex(root)).toHaveLength(2)
+    }
     expect(await backend.trash(one.header.id)).toBe(true)
     expect((await new JsonlBackend({ root }).list()).map((s) => s.id)).toEqual([two.header.id])
-    expect(Object.values((await readIndex(root)).entries).map((e) => e.summary.id)).toEqual([two.header.id])
+    expect((await readIndex(root)).map(([, , summary]) => summary.id)).toEqual([two.header.id])
     await backend.close()
+  }))
+})
+
+describe('JSONL listing leaves the event loop free (#43 item 6)', () => {
+  /**
+   * How many times a self-rescheduling immediate runs while `list()` is pending: each run is one
+   * turn of the event loop that the listing let other work (an agent's stream) have.
+   */
+  async function loopTurnsDuring(list: () => Promise<readonly unknown[]>): Promise<{ turns: number; listed: number }> {
+    let turns = 0
+    let pending = true
+    const tick = () => {
+      if (!pending) return
+      turns++
+      setImmediate(tick)
+    }
+    setImmediate(tick)
+    const listed = (await list()).length
+    pending = false
+    return { turns, listed }
+  }
+
+  it('a listing of many sessions yields to the event loop as it goes, cold (every log read) and warm (every log stat-ed), and lists the same', () => withRoot(async (root) => {
+    const writer = new JsonlBackend({ root, fsync: false })
+    const log = await realisticLog(1, 61)
+    const count = 600 // more than one slice of the list index (500 lines)
+    for (let i = 0; i < count; i++) await writer.create({ ...log.header, id: `many-${i}`, cwd: `/work/project-${i % 4}` }, log.events)
+    await writer.close()
+    const cold = await loopTurnsDuring(() => new JsonlBackend({ root }).list())
+    const warm = await loopTurnsDuring(() => new JsonlBackend({ root }).list())
+    expect([cold.listed, warm.listed]).toEqual([count, count])
+    // Not a single blocking pass: the loop turned at least once per 64 sessions listed.
+    expect(cold.turns).toBeGreaterThanOrEqual(count / 64)
+    expect(warm.turns).toBeGreaterThanOrEqual(count / 64)
+    const again = await new JsonlBackend({ root }).list()
+    const byId = (a: readonly unknown[], b: readonly unknown[]) => (String(a[0]) < String(b[0]) ? -1 : 1)
+    expect(again.map((s) => [s.id, s.turns, s.length]).sort(byId)).toEqual(Array.from({ length: count }, (_, i) => [`many-${i}`, 1, log.events.length]).sort(byId))
+  }))
+
+  it('the summary of a long log is read a piece at a time (the loop turns while it is read) and counts every event', () => withRoot(async (root) => {
+    const writer = new JsonlBackend({ root, fsync: false, packed: false })
+    const log = await realisticLog(400, 62)
+    await writer.create(log.header, log.events)
+    await writer.close()
+    expect((await stat(await writer.pathOf(log.header.id) ?? '')).size).toBeGreaterThan(1 << 20)
+    const backend = new JsonlBackend({ root })
+    const { turns } = await loopTurnsDuring(() => backend.list())
+    expect(turns).toBeGreaterThanOrEqual(4)
+    expect(await new JsonlBackend({ root }).list()).toEqual([expect.objectContaining({ id: log.header.id, turns: 400, length: log.events.length, lastTurn: 'completed' })])
+  }))
+
+  it('two listings at once answer the same as one after the other', () => withRoot(async (root) => {
+    const writer = new JsonlBackend({ root, fsync: false })
+    for (let i = 0; i < 30; i++) {
+      const log = await realisticLog(1 + (i % 3), 70 + i)
+      await writer.create({ ...log.header, id: `both-${i}` }, log.events)
+    }
+    await writer.close()
+    const backend = new JsonlBackend({ root })
+    const [a, b] = await Promise.all([backend.list(), backend.list()])
+    expect(a).toEqual(b)
+    expect(await new JsonlBackend({ root }).list()).toEqual(a)
   }))
 })
 

@@ -16,7 +16,7 @@ import {
   type ImportResult, type LoadResult, type PersistenceBackend, type SalvageResult, type WriterLease, type SessionInspection, type SessionPersistenceService, type StoredSessionSummary,
 } from './api.js'
 import { encodeEvent, encodeHeader } from './records.js'
-import { retryFlush, type FinalSave } from './final-save.js'
+import { retryFlush, type FinalSave, type SessionFinalSave } from './final-save.js'
 import { ImportError, loggedAttachments, type ExchangedAttachment, type SessionExchange } from './exchange.js'
 
 export interface SessionPersistenceConfig {
@@ -71,6 +71,8 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   private readonly leases = new Map<string, Promise<WriterLease | undefined>>()
   /** Closed sessions whose last writes and lock release are under way, by id. */
   private readonly retiring = new Map<string, Promise<void>>()
+  /** Sessions whose last final save gave up (`unstored`). */
+  private readonly gaveUp = new Set<string>()
 
   constructor(ctx: Context, config: SessionPersistenceConfig) {
     super(ctx, 'sessionPersistence')
@@ -320,7 +322,22 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       const tracked = this.tracked.get(id)
       return { events: tracked?.queue.length ?? 0, whole: tracked?.stored === false }
     }
-    return retryFlush({ flush: () => this.flush(id), pending, retryMs: this.retryMs })
+    return retryFlush({ flush: () => this.flush(id), pending, retryMs: this.retryMs }).then((saved) => {
+      if (saved.stored) this.gaveUp.delete(id)
+      else this.gaveUp.add(id)
+      return saved
+    })
+  }
+
+  unstored(): readonly string[] {
+    return [...this.gaveUp].filter((id) => {
+      const tracked = this.tracked.get(id)
+      return tracked !== undefined && (tracked.queue.length > 0 || tracked.stored === false)
+    })
+  }
+
+  finalSaveAll(): Promise<readonly SessionFinalSave[]> {
+    return Promise.all([...this.tracked.values()].map(async ({ session }) => ({ id: session.id, saved: await this.finalSave(session.id), length: session.length })))
   }
 
   async flushAll(): Promise<void> {

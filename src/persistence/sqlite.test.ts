@@ -209,6 +209,45 @@ describe('SQLite store (D-6)', () => {
     }
   }))
 
+  it('#43 item 13: a listing of a damaged database file lists the session it cannot read as damaged (file, session, repair command); an intact one beside it stays healthy', () => withDir(async (dir) => {
+    const file = join(dir, 's.db')
+    const backend = new SqliteBackend({ file })
+    const { header, events } = await realisticLog(40, 7)
+    await backend.create(header, events)
+    const small = await realisticLog(1, 8)
+    const intact = { ...small.header, id: 'zz-intact' }
+    await backend.create(intact, small.events)
+    const pages = backend.db.prepare<[], { pageno: number }>("SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno").all()
+    const pageSize = backend.db.pragma('page_size', { simple: true }) as number
+    backend.db.pragma('wal_checkpoint(TRUNCATE)')
+    const healthy = await backend.list()
+    await backend.close()
+    expect(healthy.filter((s) => s.unreadable !== undefined || s.damaged !== undefined)).toEqual([])
+    // The same damage as the load test above: a leaf page of the first session's events overwritten.
+    const damaged = readFileSync(file)
+    damaged.fill(0x5a, (pages[1].pageno - 1) * pageSize, pages[1].pageno * pageSize)
+    writeFileSync(file, damaged)
+    const reopened = new SqliteBackend({ file })
+    try {
+      const loadFailure = await reopened.loadStored(header.id).then(() => undefined, (error: Error) => error)
+      expect(loadFailure?.message).toContain('the database file is damaged')
+      expect((await reopened.loadStored(intact.id))?.events).toHaveLength(small.events.length)
+      const listed = await reopened.list()
+      const broken = listed.find((s) => s.id === header.id)
+      expect(broken).toMatchObject({ damaged: true, turns: 0, length: 0, unreadable: loadFailure!.message })
+      expect(broken?.unreadable).toContain(file)
+      expect(broken?.unreadable).toContain(`dsh sessions repair ${header.id}`)
+      const other = listed.find((s) => s.id === intact.id)
+      expect(other).toMatchObject({ turns: 1, length: small.events.length, lastTurn: 'completed' })
+      expect(other?.unreadable).toBeUndefined()
+      expect(other?.damaged).toBeUndefined()
+      // A second listing of the unchanged file answers the same.
+      expect(await reopened.list()).toEqual(listed)
+    } finally {
+      await reopened.close()
+    }
+  }))
+
   it('D-6: a batch that fails inside its transaction leaves no rows (no torn writes)', () => withDir(async (dir) => {
     const backend = new SqliteBackend({ file: join(dir, 's.db') })
     const { header, events } = await realisticLog(1, 6)

@@ -5,7 +5,6 @@
  * stored and exit 0, or exit 1 saying what was not stored: never a reported success the store
  * does not hold.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -13,7 +12,10 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { postgresUnavailable, startPostgres, type PostgresServer } from '../../test-support/postgres.js'
-import { repoRoot, runDsh, tempHome, type DshResult } from '../../test-support/run-dsh.js'
+import { runDsh, tempHome, type DshResult } from '../../test-support/run-dsh.js'
+import { lockSqlite, type SqliteLock } from '../../test-support/sqlite-lock.js'
+import { apiClient } from '../../test-support/web-api.js'
+import { startDshWeb } from '../../test-support/web-process.js'
 import { PostgresBackend } from './postgres/backend.js'
 import { SqliteBackend } from './sqlite/backend.js'
 import type { StoredSession } from './api.js'
@@ -94,33 +96,25 @@ function expectStored(run: DshResult & { result: any }, stored: StoredSession): 
   expect(JSON.stringify(stored.events.filter((event) => event.type === 'assistant/message'))).toContain('the answer, in full')
 }
 
+async function storedInSqlite(file: string, id: string): Promise<StoredSession> {
+  const backend = new SqliteBackend({ file })
+  try {
+    return (await backend.loadStored(id))!
+  } finally {
+    await backend.close()
+  }
+}
+
 describe('the final save when SQLite is locked by another process (binary)', () => {
-  /** Another process holding the database's write lock until `release`. */
-  async function lockFile(file: string): Promise<{ child: ChildProcess; release: () => Promise<void> }> {
-    const child = spawn(process.execPath, [join(repoRoot, 'test-support', 'sqlite-locker.mjs'), file], { stdio: ['pipe', 'pipe', 'inherit'] })
-    const released = lineMatching(child.stdout!, /^released$/)
-    await lineMatching(child.stdout!, /^locked$/)
-    return { child, release: async () => { child.stdin!.end('release\n'); await released } }
-  }
-
-  async function stored(file: string, id: string): Promise<StoredSession> {
-    const backend = new SqliteBackend({ file })
-    try {
-      return (await backend.loadStored(id))!
-    } finally {
-      await backend.close()
-    }
-  }
-
   it('D-2: locked for longer than the retry window: exit 1 with one line saying how many events are not stored, never `completed`', async () => {
     const { home, cwd } = tempHome()
     const file = join(home, 'sessions.db')
     const patch = patchFile(home, '  name: persistence-sqlite\n  config:\n    retryMs: 600\n    busyTimeoutMs: 100\n')
-    let lock: Awaited<ReturnType<typeof lockFile>> | undefined
+    let lock: SqliteLock | undefined
     try {
-      const run = await runAcross(['--patch', patch], { DSH_HOME: home }, cwd, async () => { lock = await lockFile(file) })
+      const run = await runAcross(['--patch', patch], { DSH_HOME: home }, cwd, async () => { lock = await lockSqlite(file) })
       await lock!.release()
-      expectNotStored(run, await stored(file, run.result.sessionId))
+      expectNotStored(run, await storedInSqlite(file, run.result.sessionId))
       expect(run.stderr.match(/not fully stored/g)).toHaveLength(1)
     } finally {
       lock?.child.kill()
@@ -131,14 +125,74 @@ describe('the final save when SQLite is locked by another process (binary)', () 
     const { home, cwd } = tempHome()
     const file = join(home, 'sessions.db')
     const patch = patchFile(home, '  name: persistence-sqlite\n  config:\n    retryMs: 60000\n    busyTimeoutMs: 100\n')
-    let lock: Awaited<ReturnType<typeof lockFile>> | undefined
+    let lock: SqliteLock | undefined
     try {
       const run = await runAcross(['--patch', patch], { DSH_HOME: home }, cwd,
-        async () => { lock = await lockFile(file) }, async () => { await lock!.release() })
-      expectStored(run, await stored(file, run.result.sessionId))
+        async () => { lock = await lockSqlite(file) }, async () => { await lock!.release() })
+      expectStored(run, await storedInSqlite(file, run.result.sessionId))
     } finally {
       lock?.child.kill()
     }
+  }, 60_000)
+})
+
+describe('the final save of `dsh web` at exit when SQLite is locked by another process (binary)', () => {
+  const token = 'final-save-web-token-0123456789'
+
+  /**
+   * A `dsh web` over SQLite whose session answers one question while another process takes the
+   * database's lock (after the model request, so the session and its writer lock are stored);
+   * the server is stopped (SIGTERM) once a write has failed, and `whileStopping` runs meanwhile.
+   */
+  async function webAcross(retryMs: number, whileStopping: (lock: SqliteLock) => Promise<void>) {
+    const { home, cwd } = tempHome()
+    const file = join(home, 'sessions.db')
+    const patch = patchFile(home, `  name: persistence-sqlite\n  config:\n    retryMs: ${retryMs}\n    busyTimeoutMs: 100\n`)
+    const web = await startDshWeb({ cwd, args: ['--patch', patch, '--port', '0'], env: { DSH_HOME: home, DSH_WEB_TOKEN: token, DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'test-key' } })
+    let lock: SqliteLock | undefined
+    try {
+      const api = apiClient(() => web.port, token)
+      let open!: () => void
+      const gate = new Promise<void>((resolve) => { open = resolve })
+      model.enqueue(streamResponse([{ text: 'the answer' }, { until: gate }, { text: ', in full' }, { finish: 'stop', usage }]))
+      const requests = model.requests.length
+      const { id } = await api.ok('sessions.create', {}) as { id: string }
+      const failed = lineMatching(web.child.stderr!, /^dsh: session persistence \(/)
+      await api.ok('prompt', { id, text: 'question' })
+      await model.waitForRequests(requests + 1)
+      lock = await lockSqlite(file)
+      open()
+      await failed
+      const stopping = web.stop()
+      await whileStopping(lock)
+      await stopping
+      await lock.release()
+      return { id, code: web.child.exitCode, output: web.output(), stored: await storedInSqlite(file, id) }
+    } finally {
+      lock?.child.kill()
+      await web.stop()
+    }
+  }
+
+  it('D-2: locked for longer than the retry window: exit 1 (not the 143 of a plain stop) with one line naming the session and how many events are not stored', async () => {
+    const run = await webAcross(600, async () => {})
+    expect(run.code, run.output).toBe(1)
+    const line = NOT_STORED.exec(run.output)
+    expect(line, run.output).not.toBeNull()
+    const [, id, lost, total] = line!
+    expect(id).toBe(run.id)
+    expect(Number(lost)).toBeGreaterThan(0)
+    expect(run.stored.events.length + Number(lost)).toBe(Number(total))
+    expect(run.stored.events.some((event) => event.type === 'turn/end')).toBe(false)
+    expect(run.output.match(/not fully stored/g)).toHaveLength(1)
+  }, 60_000)
+
+  it('D-2: a lock let go while the final save retries: every event is stored, and the exit is that of any stop by SIGTERM (143)', async () => {
+    const run = await webAcross(60_000, (lock) => lock.release())
+    expect(run.output).not.toMatch(/not fully stored/)
+    expect(run.code, run.output).toBe(143)
+    expect(run.stored.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'completed' } } })
+    expect(JSON.stringify(run.stored.events.filter((event) => event.type === 'assistant/message'))).toContain('the answer, in full')
   }, 60_000)
 })
 

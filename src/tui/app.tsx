@@ -14,6 +14,7 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent } from '../session/types.js'
 import { hasConversation, type StoredSessionSummary } from '../persistence/api.js'
 import { byIdOrPrefix } from '../persistence/lookup.js'
+import { notStoredLines } from '../persistence/final-save.js'
 import type { ApprovalService, QuestionAnswer, QuestionAnswerer } from '../approval/api.js'
 import type { McpService } from '../mcp/api.js'
 import { isSandboxMode, SANDBOX_MODES } from '../sandbox/modes.js'
@@ -396,16 +397,23 @@ export class TuiApp extends Service {
       stdin.pause()
     }
     const id = store.agent.id
+    // Nothing is said stored that the store does not hold: every live session (the ones left by
+    // /new, /resume or /fork too) gets the final save, retried for a bounded time while the store
+    // fails (docs/persistence.md, "When the store fails").
+    const saves = await persistence?.finalSaveAll() ?? []
+    const unstored = notStoredLines(saves)
+    for (const line of unstored) host.stderr.write(`dsh: ${terminalSafe(line)}\n`)
+    if (saves.find(save => save.id === id)?.saved.stored === false) return 1
     // `dsh -c` passes over a session with nothing to go back to (no turn, no name, as after going
     // back to the first prompt): then only its id brings it back.
     const stored = persistence === undefined ? undefined : await persistence.list().then(list => list.find(one => one.id === id), () => undefined)
-    // Not listed yet (left before anything was written): what the live log holds decides.
+    // Not listed (left before anything was written): what the live log holds decides.
     const events = store.agent.session.events
     const live = { turns: events.some(event => event.type === 'turn/end') ? 1 : 0, title: events.some(event => event.type === 'session/title') ? '' : null }
     host.stdout.write(hasConversation(stored ?? live)
       ? `\nSession ${id} is stored.\nResume: dsh -c   (the latest session in this folder)\n    or: dsh --session ${id}\n`
       : `\nSession ${id} is stored.\nResume: dsh --session ${id}\n`)
-    return 0
+    return unstored.length > 0 ? 1 : 0
   }
 
   private async openAgent(sessionId: string | undefined, cwd: string, route: { provider: string; model: string }): Promise<Agent> {

@@ -10,6 +10,8 @@ import { keyUseQuestion } from './key-use.js'
 import { isLoopbackHost, newToken } from './security.js'
 import '../host/index.js'
 import './api.js'
+import '../persistence/api.js'
+import { notStoredLines } from '../persistence/final-save.js'
 
 export interface WebArgs {
   host: string
@@ -105,6 +107,23 @@ export class WebApp extends Service {
     if (!host.signal.aborted) await new Promise(resolve => host.signal.addEventListener('abort', resolve, { once: true }))
     await server.close()
     offKeyUse()
-    return 0
+    return this.finalSave()
+  }
+
+  /**
+   * The exit's last word (docs/persistence.md, "When the store fails"): running turns are
+   * stopped (their ends are part of what is saved), then every live session gets the final save,
+   * retried for a bounded time while the store fails. A session it could not store is named on
+   * stderr with how many events the store lacks, and the exit is 1.
+   */
+  private async finalSave(): Promise<number> {
+    const { agents, host } = this.ctx
+    const running = agents.list().filter(agent => agent.status === 'running')
+    for (const agent of running) agent.cancel({ reason: { kind: 'user' } })
+    await Promise.all(running.map(agent => agent.whenIdle()))
+    const saves = await this.ctx.get('sessionPersistence')?.finalSaveAll() ?? []
+    const unstored = notStoredLines(saves)
+    for (const line of unstored) host.stderr.write(`dsh: ${line}\n`)
+    return unstored.length > 0 ? 1 : 0
   }
 }

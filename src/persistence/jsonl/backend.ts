@@ -5,21 +5,25 @@
  * against the path's inode on every append so a replaced or moved file is never written.
  */
 import { randomUUID } from 'node:crypto'
-import { closeSync, constants as fsConstants, existsSync, fdatasync, fstatSync, fsync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, constants as fsConstants, existsSync, fstatSync, fsync, fdatasync, ftruncateSync, linkSync, mkdirSync, openSync, statSync, writeFileSync } from 'node:fs'
 import type { BigIntStats } from 'node:fs'
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises'
-import { dirname, join, sep } from 'node:path'
+import { link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../../session/types.js'
-import { lineEventCount, type StoredLine } from '../../session/chunk-rows.js'
 import {
   OperationChains, PersistenceError, SeqMismatchError, SessionExistsError, StaleRevisionError,
   SessionInUseError, type PersistenceBackend, type SalvagedSession, type WriterLease, type StoredSession, type StoredSessionSummary, type TornTail,
 } from '../api.js'
-import { checkHeader, encodeHeader, encodeRecords, salvageRecords, scanRecords, type RawRecord } from '../records.js'
-import { isPlainObject } from '../../session/validators.js'
+import { checkHeader, encodeHeader, encodeRecords, salvageRecords, scanRecords } from '../records.js'
 import { currentHolder, holderIsStale, parseHolder } from '../writer-lock.js'
-import { CACHE_DIR, encodeSessionId, LIST_INDEX_FILE, LOCKS_DIR, projectKey, SESSION_FILE, SUMMARY_FILE, TRASH_DIR } from './paths.js'
+import { encodeSessionId, LOCKS_DIR, projectKey, SESSION_FILE, TRASH_DIR } from './paths.js'
 import { isAttachmentId, sniffImage, type StoredAttachment } from '../../session/attachments.js'
+import {
+  closeQuietly, DIR_MODE, exists, FILE_MODE, onPool, readdirOrEmpty, readdirOrEmptySync, readRange, readTextOrUndefined,
+  revisionOf, syncDir, unlinkQuietly, writeAllAt, writeAllSync,
+} from './files.js'
+import { ChunkedLines, lines, NEWLINE } from './lines.js'
+import { listStore } from './listing.js'
 
 /** Attachments of a session: `<session folder>/attachments/<sha256 hex>`. */
 export const ATTACHMENTS_DIR = 'attachments'
@@ -49,18 +53,6 @@ interface FileState {
   torn?: TornTail
 }
 
-/** Cache written by `list()` so later listings read only bytes appended since. */
-interface SummaryCache {
-  readonly size: number
-  /** The 64 bytes before `size`, to notice a truncate-and-rewrite (repair) behind the cache. */
-  readonly tail: string
-  readonly length: number
-  readonly turns: number
-  readonly title: string | null
-  readonly lastTurn?: string
-  readonly archived?: boolean
-}
-
 /** An append handle (a file descriptor) kept open, with the inode it was opened on. */
 interface OpenHandle {
   readonly fd: number
@@ -73,9 +65,6 @@ const MAX_APPEND_RESCANS = 3
 
 /** Open append handles kept at most; the least recently used is closed beyond that. */
 const MAX_OPEN_HANDLES = 16
-const DIR_MODE = 0o700
-const FILE_MODE = 0o600
-const NEWLINE = 0x0a
 
 export class JsonlBackend implements PersistenceBackend {
   readonly kind = 'jsonl'
@@ -88,6 +77,8 @@ export class JsonlBackend implements PersistenceBackend {
   private readonly states = new Map<string, FileState>()
   /** id -> open append handle, in least-recently-used order. */
   private readonly handles = new Map<string, OpenHandle>()
+  /** The listing in progress (settled): the next one starts after it. */
+  private listing: Promise<unknown> = Promise.resolve()
 
   constructor(options: JsonlBackendOptions) {
     this.root = options.root
@@ -175,55 +166,15 @@ export class JsonlBackend implements PersistenceBackend {
     })
   }
 
+
   /**
-   * Every stored session's summary. The store keeps a list index (`.cache/list-index.json`: per
-   * session folder, the D-4 revision of its log and the summary made from it), so a listing
-   * stats each log once and reads only those whose revision moved since the last listing
-   * (those go through `summarise`, which itself reads only the bytes appended since).
+   * Every stored session's summary (listing.ts). Listings of one backend run one after another,
+   * so two never work on one session's summary cache at once.
    */
-  async list(): Promise<readonly StoredSessionSummary[]> {
-    const out: StoredSessionSummary[] = []
-    const indexFile = join(this.root, CACHE_DIR, LIST_INDEX_FILE)
-    const previous = readListIndex(indexFile)
-    const next: ListIndex = { version: LIST_INDEX_VERSION, entries: {} }
-    let changed = previous === undefined
-    for (const project of readdirOrEmptySync(this.root)) {
-      if (project.startsWith('.')) continue
-      const projectDir = join(this.root, project)
-      for (const entry of readdirOrEmptySync(projectDir)) {
-        const key = `${project}/${entry}`
-        // Plain names from readdir under a joined folder: concatenated, not normalised again
-        // (two path.join calls per session were ~5 ms of listing 1,000).
-        const dir = `${projectDir}${sep}${entry}`
-        // Taken before the read: a write racing the listing leaves a revision that is already
-        // old, so the next listing reads the session again.
-        const info = statSync(`${dir}${sep}${SESSION_FILE}`, { bigint: true, throwIfNoEntry: false })
-        const revision = info === undefined ? undefined : revisionOf(info)
-        const known = previous?.entries[key]
-        let summary: StoredSessionSummary | undefined
-        if (revision !== undefined && known !== undefined && known.revision === revision) {
-          summary = known.summary
-        } else {
-          changed = true
-          // summarise is synchronous, so two lists never interleave on one summary cache.
-          try {
-            summary = this.summarise(dir)
-          } catch (error) {
-            summary = await unreadableSummary(dir, error)
-          }
-        }
-        if (summary === undefined) continue
-        if (summary.unreadable === undefined) {
-          this.index.set(summary.id, dir)
-          if (revision !== undefined) next.entries[key] = { revision, summary }
-        }
-        out.push(summary)
-      }
-    }
-    if (!changed && previous !== undefined && Object.keys(previous.entries).length !== Object.keys(next.entries).length) changed = true
-    if (changed) writeListIndex(indexFile, next)
-    // Ties by id in code-unit order: localeCompare's first call loads ICU collation (~20 ms).
-    return out.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  list(): Promise<readonly StoredSessionSummary[]> {
+    const listing = this.listing.then(() => listStore(this.root, (id, dir) => this.index.set(id, dir)))
+    this.listing = listing.catch(() => undefined)
+    return listing
   }
 
   trash(id: string): Promise<boolean> {
@@ -581,258 +532,6 @@ export class JsonlBackend implements PersistenceBackend {
     const header = this.checkHeaderLine(id, file, buffer.toString('utf8', 0, headerEnd))
     return { file, buffer, headerEnd, header, revision }
   }
-
-  /**
-   * Reads the header plus only the bytes appended since the cached summary. Synchronous: each
-   * call is a handful of page-cache reads of a few hundred bytes, where a trip through the
-   * libuv pool per read cost more than the read itself (a list of 1,000 sessions made ~10,000).
-   */
-  private summarise(dir: string): StoredSessionSummary | undefined {
-    const file = join(dir, SESSION_FILE)
-    let fd: number
-    try {
-      fd = openSync(file, 'r')
-    } catch {
-      return undefined
-    }
-    try {
-      const info = fstatSync(fd)
-      let head = readRangeSync(fd, 0, Math.min(info.size, 4096))
-      let headerEnd = head.indexOf(NEWLINE)
-      while (headerEnd < 0 && head.length < info.size) {
-        const more = readRangeSync(fd, head.length, Math.min(info.size, head.length + 65536))
-        if (more.length === 0) break
-        head = Buffer.concat([head, more])
-        headerEnd = head.indexOf(NEWLINE)
-      }
-      if (headerEnd < 0) return undefined
-      const header = checkHeader(JSON.parse(head.toString('utf8', 0, headerEnd)), file)
-      const cache = readSummaryCacheSync(join(dir, SUMMARY_FILE), fd, info.size)
-      let { length, turns, title } = cache ?? { length: 0, turns: 0, title: null as string | null }
-      let lastTurn = cache?.lastTurn
-      let archived = cache?.archived === true
-      const from = cache?.size ?? headerEnd + 1
-      const buffer = readRangeSync(fd, from, info.size)
-      let end = 0
-      for (const line of lines(buffer, 0, 1)) {
-        if (!line.complete) break
-        end = line.position + line.bytes
-        let value: unknown
-        try {
-          value = JSON.parse(line.text)
-        } catch {
-          continue
-        }
-        if (!isPlainObject(value)) continue
-        length += lineEventCount(value as unknown as StoredLine)
-        if (value.type === 'turn/start') turns++, lastTurn = 'open'
-        if (value.type === 'turn/end' && isPlainObject(value.data) && isPlainObject(value.data.reason) && typeof value.data.reason.kind === 'string') lastTurn = value.data.reason.kind
-        if (value.type === 'session/title' && isPlainObject(value.data) && typeof value.data.title === 'string') title = value.data.title
-        if (value.type === 'session/archived' && isPlainObject(value.data)) archived = value.data.archived === true
-      }
-      if (end > 0 || cache === undefined) {
-        const size = from + end
-        const tail = readRangeSync(fd, Math.max(0, size - 64), size).toString('base64')
-        const next: SummaryCache = { size, tail, length, turns, title, ...(lastTurn !== undefined ? { lastTurn } : {}), ...(archived ? { archived } : {}) }
-        try {
-          writeFileSync(join(dir, SUMMARY_FILE), JSON.stringify(next), { mode: FILE_MODE })
-        } catch {
-          // The cache is optional: the next list rescans.
-        }
-      }
-      return {
-        id: header.id, title, cwd: header.cwd, parentSession: header.parentSession,
-        createdAt: header.createdAt, updatedAt: Math.floor(info.mtimeMs), turns, length,
-        ...(lastTurn !== undefined ? { lastTurn } : {}),
-        ...(archived ? { archived } : {}),
-      }
-    } finally {
-      closeSync(fd)
-    }
-  }
-}
-
-/**
- * A stored session this runtime cannot read (a newer format version, a damaged header) is still
- * listed, with why, as long as its header names an id: it must not vanish from lists.
- */
-async function unreadableSummary(dir: string, error: unknown): Promise<StoredSessionSummary | undefined> {
-  try {
-    const file = join(dir, SESSION_FILE)
-    const handle = await open(file, 'r')
-    try {
-      const info = await handle.stat()
-      const head = await readRange(handle, 0, Math.min(info.size, 65536))
-      const end = head.indexOf(NEWLINE)
-      const header: unknown = JSON.parse(head.toString('utf8', 0, end < 0 ? head.length : end))
-      if (!isPlainObject(header) || typeof header.id !== 'string' || header.id === '') return undefined
-      return {
-        id: header.id, title: null,
-        ...(typeof header.cwd === 'string' ? { cwd: header.cwd } : {}),
-        // A damaged child stays attached to its parent (list_agents reports it, SA-16).
-        ...(typeof header.parentSession === 'string' ? { parentSession: header.parentSession } : {}),
-        createdAt: typeof header.createdAt === 'number' ? header.createdAt : Math.floor(info.mtimeMs),
-        updatedAt: Math.floor(info.mtimeMs), turns: 0, length: 0,
-        unreadable: error instanceof Error ? error.message : String(error),
-      }
-    } finally {
-      await handle.close()
-    }
-  } catch {
-    return undefined
-  }
-}
-
-async function readRange(handle: FileHandle, start: number, end: number): Promise<Buffer> {
-  const buffer = Buffer.alloc(Math.max(0, end - start))
-  let filled = 0
-  while (filled < buffer.length) {
-    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, start + filled)
-    if (bytesRead === 0) break
-    filled += bytesRead
-  }
-  return buffer.subarray(0, filled)
-}
-
-/** A JSONL line; `where` is worded only when a message needs it (a load reads 100k lines). */
-class LineRecord implements RawRecord {
-  constructor(readonly text: string, readonly complete: boolean, readonly position: number, readonly bytes: number, private readonly lineNo: number) {}
-  get where(): string {
-    return `line ${this.lineNo}`
-  }
-}
-
-function* lines(buffer: Buffer, start: number, firstLine: number): Generator<RawRecord> {
-  let position = start
-  let lineNo = firstLine
-  while (position < buffer.length) {
-    const newline = buffer.indexOf(NEWLINE, position)
-    const end = newline < 0 ? buffer.length : newline
-    const bytes = (newline < 0 ? end : end + 1) - position
-    yield new LineRecord(buffer.toString('utf8', position, end), newline >= 0, position, bytes, lineNo)
-    position += bytes
-    lineNo++
-  }
-}
-
-/**
- * The lines of a file from offset 0 up to `end` (its size when stat'ed), read `chunk` bytes at a
- * time with synchronous reads of the open descriptor: the same records as `lines()` over the
- * whole file, without holding it whole. `bytesRead` is how far it got (less than `end` if the
- * file shrank meanwhile).
- */
-class ChunkedLines implements IterableIterator<RawRecord> {
-  private buffer = Buffer.alloc(0)
-  /** File offset of `buffer[0]`. */
-  private base = 0
-  private offset = 0
-  private lineNo = 1
-  bytesRead = 0
-
-  constructor(private readonly fd: number, private end: number, private readonly chunk = 1 << 16) {}
-
-  [Symbol.iterator](): IterableIterator<RawRecord> {
-    return this
-  }
-
-  next(): IteratorResult<RawRecord> {
-    for (;;) {
-      const newline = this.buffer.indexOf(NEWLINE, this.offset)
-      if (newline >= 0) {
-        const start = this.offset
-        this.offset = newline + 1
-        return { done: false, value: new LineRecord(this.buffer.toString('utf8', start, newline), true, this.base + start, newline + 1 - start, this.lineNo++) }
-      }
-      if (this.bytesRead >= this.end) {
-        if (this.offset >= this.buffer.length) return { done: true, value: undefined }
-        const start = this.offset
-        this.offset = this.buffer.length
-        return { done: false, value: new LineRecord(this.buffer.toString('utf8', start), false, this.base + start, this.buffer.length - start, this.lineNo++) }
-      }
-      // Refill, keeping the partial line at the front; a line longer than a chunk doubles the
-      // read instead of copying itself once per chunk.
-      const rest = this.buffer.length - this.offset
-      const want = Math.min(Math.max(this.chunk, rest), this.end - this.bytesRead)
-      const next = Buffer.allocUnsafe(rest + want)
-      this.buffer.copy(next, 0, this.offset)
-      let filled = 0
-      while (filled < want) {
-        const got = readSync(this.fd, next, rest + filled, want - filled, this.bytesRead + filled)
-        if (got === 0) break
-        filled += got
-      }
-      if (filled < want) this.end = this.bytesRead + filled
-      this.base += this.offset
-      this.buffer = next.subarray(0, rest + filled)
-      this.offset = 0
-      this.bytesRead += filled
-    }
-  }
-}
-
-function readSummaryCacheSync(path: string, fd: number, fileSize: number): SummaryCache | undefined {
-  try {
-    const cache = JSON.parse(readFileSync(path, 'utf8')) as SummaryCache
-    if (!Number.isSafeInteger(cache.size) || cache.size > fileSize) return undefined
-    const tail = readRangeSync(fd, Math.max(0, cache.size - 64), cache.size)
-    return tail.toString('base64') === cache.tail ? cache : undefined
-  } catch {
-    return undefined
-  }
-}
-
-const LIST_INDEX_VERSION = 1
-
-/** The store's list index: per `<project>/<session folder>`, the log's revision and its summary. */
-interface ListIndex {
-  readonly version: number
-  readonly entries: Record<string, { readonly revision: string; readonly summary: StoredSessionSummary }>
-}
-
-function readListIndex(path: string): ListIndex | undefined {
-  try {
-    const index = JSON.parse(readFileSync(path, 'utf8')) as ListIndex
-    return index.version === LIST_INDEX_VERSION && isPlainObject(index.entries) ? index : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** Written whole under a temporary name, then renamed: a reader sees the old index or the new one. */
-function writeListIndex(path: string, index: ListIndex): void {
-  const temporary = `${path}.${process.pid}.${randomUUID()}.tmp`
-  try {
-    mkdirSync(dirname(path), { recursive: true, mode: DIR_MODE })
-    writeFileSync(temporary, JSON.stringify(index), { mode: FILE_MODE })
-    renameSync(temporary, path)
-  } catch {
-    // The index is optional (a read-only store, a full disk): the next listing reads the logs.
-    try {
-      unlinkSync(temporary)
-    } catch {
-      // Never written.
-    }
-  }
-}
-
-function readRangeSync(fd: number, start: number, end: number): Buffer {
-  const buffer = Buffer.allocUnsafe(Math.max(0, end - start))
-  let filled = 0
-  while (filled < buffer.length) {
-    const bytesRead = readSync(fd, buffer, filled, buffer.length - filled, start + filled)
-    if (bytesRead === 0) break
-    filled += bytesRead
-  }
-  return buffer.subarray(0, filled)
-}
-
-function readdirOrEmptySync(dir: string): string[] {
-  try {
-    return readdirSync(dir)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return []
-    throw error
-  }
 }
 
 function checkContiguous(id: string, events: readonly SessionEvent[]): void {
@@ -843,74 +542,3 @@ function checkContiguous(id: string, events: readonly SessionEvent[]): void {
   }
 }
 
-function writeAllAt(fd: number, bytes: Buffer, position: number): void {
-  let written = 0
-  while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written, position + written)
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd)
-  } catch {
-    // Closed already, or the close failed: nothing more to do with it.
-  }
-}
-
-/** fsync of a folder: the open and close are synchronous, the fsync goes to the pool. */
-async function syncDir(dir: string): Promise<void> {
-  const fd = openSync(dir, 'r')
-  try {
-    await onPool(fsync, fd)
-  } finally {
-    closeSync(fd)
-  }
-}
-
-/** `fsync` or `fdatasync` of a descriptor on the libuv pool: the only calls here that wait for the disk. */
-function onPool(sync: typeof fsync | typeof fdatasync, fd: number): Promise<void> {
-  return new Promise((resolve, reject) => { sync(fd, error => { if (error === null) resolve(); else reject(error) }) })
-}
-
-function writeAllSync(fd: number, bytes: Buffer): void {
-  let written = 0
-  while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written)
-}
-
-function unlinkQuietly(path: string): void {
-  try {
-    unlinkSync(path)
-  } catch {
-    // Gone already.
-  }
-}
-
-function readTextOrUndefined(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8')
-  } catch {
-    return undefined
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path)
-    return true
-  } catch {
-    return false
-  }
-}
-
-async function readdirOrEmpty(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return []
-    throw error
-  }
-}
-
-/** D-4 revision: the stat quintuple dev:ino:size:mtimeNs:ctimeNs. */
-function revisionOf(info: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string {
-  return `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`
-}

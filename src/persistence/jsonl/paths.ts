@@ -10,7 +10,7 @@ export const SESSION_FILE = 'session.jsonl'
 export const SUMMARY_FILE = 'summary.json'
 /** Caches of the store (a folder, like the other bookkeeping entries at the root). */
 export const CACHE_DIR = '.cache'
-/** The store's list index, in CACHE_DIR (backend.ts `list`). */
+/** The store's list index, in CACHE_DIR (listing.ts `listStore`). */
 export const LIST_INDEX_FILE = 'list-index.json'
 export const TRASH_DIR = '.trash'
 /** Writer locks, one file per session: `<encoded id>.lock`. */
