@@ -6,13 +6,17 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { RUN_CODE } from '../code-mode/texts.js'
+import { CORDIS_TOOL_NAMES } from '../cordis-dynamic/texts.js'
 
 export { RUN_CODE }
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 export const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
-  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code'])
+  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', ...CORDIS_TOOL_NAMES])
+
+/** Self-extension (`cordis_*`): loaded where the recording calls one of its tools, directly or from a program. */
+export { CORDIS_TOOL_NAMES }
 
 /** Message sources of delegation (notices, reports, relayed send_message turns), compared with ids masked. */
 export const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])

@@ -31,6 +31,8 @@ const MUST_PASS = [
   // Approvals and the sandbox (AP-1..AP-4, SB-1..SB-5): knob sections byte-exact, approval events compared.
   'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
   'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure',
+  // Self-extension: cordis_inspect_query over the host providers.
+  'acp-agent/tests/snapshots/cordis-inspect-jsdoc',
 ]
 
 describe('replay suite projection', () => {
@@ -165,6 +167,10 @@ describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has
       expect([name, ...await one(name)]).toEqual([name, ['pass', undefined]])
     }
   }, 120_000)
+  it('self-extension: cordis-inspect-jsdoc (two cordis_inspect_query calls) replays and passes; advanced-toolchain waits only for the workflow tool', async () => {
+    expect(await one('cordis-inspect-jsdoc')).toEqual([['pass', undefined]])
+    expect(await one('advanced-toolchain')).toEqual([['skip', 'missing capability: tool workflow']])
+  }, 60_000)
   it('Y-1: offline-edit (AGENTS.md edited while the session was closed) is replayed: the resumed turn records the replacement, not a second baseline', async () => {
     expect(await one('offline-edit', 'examples/headless-agent')).toEqual([['pass', undefined]])
   }, 60_000)
