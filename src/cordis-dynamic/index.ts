@@ -20,7 +20,7 @@ import { CLIENT_ABSENT, InspectError, inspectList, inspectQuery } from './inspec
 import {
   approvalReason, awaitingText, CORDIS_OUTPUT_TYPES, CORDIS_SECTION, CORDIS_SECTION_ORDER, CORDIS_SECTION_TEXT, CORDIS_TOOL_NAMES, CORDIS_TOOLS,
   definedText, differsFromCurrent, lostNotice, packageWithoutPlugin, rejectedText, removedText, runningText, stoppedText,
-  unknownPackage, unknownPlugin, updateWithoutCurrent, type CordisToolName,
+  unavailableText, unknownPackage, unknownPlugin, updateWithoutCurrent, type CordisToolName,
 } from './texts.js'
 
 export interface CordisDynamicConfig {
@@ -248,7 +248,7 @@ export class CordisDynamicPlugin {
         if (outcome !== 'allowed-once' && outcome !== 'allowed-session' && outcome !== 'allowed-always') {
           run.status = 'rejected'
           plugin.lastRun = run
-          fail(rejectedText(plugin.pluginId, packageId), 'APPROVAL_REJECTED')
+          fail(outcome === 'unavailable' ? unavailableText(plugin.pluginId, packageId) : rejectedText(plugin.pluginId, packageId), 'APPROVAL_REJECTED')
         }
       }
     }

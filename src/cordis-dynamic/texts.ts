@@ -82,6 +82,8 @@ export const packageWithoutPlugin = 'packageId cannot be supplied alone: pass pl
 export const updateWithoutCurrent = (pluginId: string) => `dynamic plugin "${pluginId}" has no current package yet; use mode "run" for its first activation`
 export const rejectedText = (pluginId: string, packageId: string) =>
   `the user did not allow ${pluginId}/${packageId} to run its host code in the dsh process; it is not running. Do not request approval again.`
+export const unavailableText = (pluginId: string, packageId: string) =>
+  `${pluginId}/${packageId} needs approval to run its host code in the dsh process, and no one can answer here (this surface shows no approval prompts); it is not running. Tell the user: an approval policy of never (e.g. the danger-full-access preset) runs it without asking.`
 /** Why the approval prompt asks (what the user is allowing). */
 export const approvalReason = (pluginId: string, packageId: string, name: string) =>
   `run model-written plugin code in the dsh process (not sandboxed): ${pluginId}/${packageId} (${name})`
