@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -6,13 +6,15 @@ import { loopHarness, type LoopHarness } from '../../test-support/agent-harness.
 import { text, toolCalls, type ScriptedCall } from '../../test-support/scripted-model.js'
 import { ApprovalPlugin, type ApprovalConfig } from '../approval/service.js'
 import { CodeModePlugin } from '../code-mode/index.js'
+import { toolDeclarations } from '../code-mode/declarations.js'
 import { workerCodeRuntime } from '../code-runtime/worker.js'
 import { SystemPromptPlugin } from '../prompt/index.js'
 import { EVENTS } from './api.js'
 import { CordisDynamicPlugin, type CordisDynamicConfig } from './index.js'
-import { CORDIS_SECTION_TEXT, CORDIS_TOOL_NAMES } from './texts.js'
+import { CORDIS_OUTPUT_TYPES, CORDIS_SECTION_TEXT, CORDIS_TOOL_NAMES, CORDIS_TOOLS } from './texts.js'
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '..')
+const ADVANCED = join(SRC, '../../shared/fixtures/dsh/examples/acp-agent/tests/snapshots/advanced-toolchain')
 
 interface Options {
   readonly config?: CordisDynamicConfig
@@ -284,6 +286,18 @@ describe('cordis_* self-extension (#36)', () => {
     expect(JSON.parse(result(h, 'l').text).providers.map((p: { provider: string }) => p.provider)).toEqual(['Service', 'Event', 'Builtin', 'Tool'])
     expect(result(h, 'x')).toMatchObject({ isError: true, text: expect.stringContaining('no service "sessions"') })
     await h.dispose()
+  })
+
+  it.skipIf(!existsSync(ADVANCED))('the schemas, section and SDK declarations are the recorded ones (advanced-toolchain)', () => {
+    const recorded = JSON.parse(readFileSync(join(ADVANCED, 'tool-schemas.expected.json'), 'utf8')).initial as { name: string }[]
+    for (const name of CORDIS_TOOL_NAMES) expect({ name, ...CORDIS_TOOLS[name] }).toEqual(recorded.find((tool) => tool.name === name))
+    const prompt = readFileSync(join(ADVANCED, 'system-prompt.expected.md'), 'utf8')
+    expect(prompt).toContain(`\n\n${CORDIS_SECTION_TEXT}\n\n`)
+    const block = prompt.slice(prompt.indexOf('```ts\n') + 6, prompt.lastIndexOf('\n```'))
+    const ours = toolDeclarations(CORDIS_TOOL_NAMES.map((name) => ({ schema: { name, ...CORDIS_TOOLS[name] }, outputType: CORDIS_OUTPUT_TYPES[name] })))
+    const entries = [...`${ours}\n`.matchAll(/^ {2}(?:\/\*\*[\s\S]*?\n {2})?cordis_[a-z_]+: [\s\S]*?;\n(?= {2}|\})/gm)].map((match) => match[0])
+    expect(entries).toHaveLength(14)
+    for (const entry of entries) expect(block).toContain(entry)
   })
 
   it('every tool has the recorded name set; event modes match the @mode of their declarations', () => {
