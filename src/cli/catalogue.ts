@@ -185,6 +185,19 @@ const toolsMode = (host: Host) => {
   return { mode: chosen }
 }
 
+/** Self-extension (docs/extensions.md): DSH_CORDIS_TOOLS (1/0), else `tools.cordis` in settings; off by default. */
+const cordisTools = (host: Host) => {
+  const env = host.env.value('DSH_CORDIS_TOOLS')
+  if (env !== undefined) {
+    if (env !== '1' && env !== '0') throw new Error(`DSH_CORDIS_TOOLS must be 1 or 0, not ${JSON.stringify(env)}`)
+    return { enabled: env === '1' }
+  }
+  const chosen = host.settings.tools?.cordis
+  if (chosen === undefined) return {}
+  if (typeof chosen !== 'boolean') throw new Error(`tools.cordis in settings.yaml must be true or false, not ${JSON.stringify(chosen)}`)
+  return { enabled: chosen }
+}
+
 /** The flag that trusts a project's `.mcp.json` for one run (it starts code from the repository). */
 export const TRUST_PROJECT_MCP_FLAG = '--trust-project-mcp'
 
@@ -283,6 +296,8 @@ registerBuiltinPlugin('code-mode', 'run_code: programs that call the tools (sett
   async () => withHost((await import('../code-mode/row.js')).CodeModeRow as unknown as PluginClass, toolsMode))
 registerBuiltinPlugin('workflow', 'workflow and ralph: orchestration scripts over one-shot children, and the fresh-agent Ralph loop',
   async () => (await base()).WorkflowPlugin)
+registerBuiltinPlugin('cordis-dynamic', 'cordis_* self-extension: the model defines and runs plugins in the dsh process (settings tools.cordis, DSH_CORDIS_TOOLS=1; off loads nothing)',
+  async () => withHost((await import('../cordis-dynamic/row.js')).CordisDynamicRow as unknown as PluginClass, cordisTools))
 registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal',
   async () => (await base()).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',

@@ -56,6 +56,12 @@ describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh h
     expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
   }, 60_000)
 
+  it('the cordis-inspect-jsdoc ACP transcript is run with the cordis row on (DSH_CORDIS_TOOLS=1) and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/cordis-inspect-jsdoc' }).run([resolve(examples, 'acp-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
+
   it('the web-fetch ACP transcript is run against a local page server (not skipped) and passes', async () => {
     const results: ConformanceResult[] = []
     for await (const result of protocolSuite({ filter: 'snapshots/web-fetch' }).run([resolve(examples, 'acp-agent')])) results.push(result)
@@ -94,7 +100,9 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
       // GL-2 GL-3 over ACP; the override-only headless stream.
       'acp-agent/tests/goal-snapshots/goal-round-driver',
       // Code mode (DSH_TOOLS_MODE=code): inner bash calls, an inner read_image, an inner read reaching a nested AGENTS.md.
-      'acp-agent/tests/snapshots/code-mode-turn', 'acp-agent/tests/snapshots/code-mode-read-image', 'acp-agent/tests/snapshots/code-mode-workspace-context']) {
+      'acp-agent/tests/snapshots/code-mode-turn', 'acp-agent/tests/snapshots/code-mode-read-image', 'acp-agent/tests/snapshots/code-mode-workspace-context',
+      // Self-extension (DSH_CORDIS_TOOLS=1): cordis_inspect_query in the dsh process.
+      'acp-agent/tests/snapshots/cordis-inspect-jsdoc']) {
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)

@@ -24,13 +24,13 @@ import { isRuntimeContextSnapshot, recordedPermissions, recordedRunner } from '.
 import type { HookFileSource } from '../hooks/api.js'
 import { fetchedOrigins, startRecordedPageServers } from './page-server.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { recordedPresentation, RUN_CODE } from './replay-rules.js'
+import { CORDIS_TOOL_NAMES, recordedPresentation, RUN_CODE } from './replay-rules.js'
 import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph'])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', ...CORDIS_TOOL_NAMES])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
   // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
   'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
@@ -46,7 +46,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis'])
 
 /** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
 const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -129,6 +129,8 @@ interface Plan {
   readonly permissionMode?: string
   /** How the recording presented tools where it ran programs (`run_code`), passed as DSH_TOOLS_MODE. */
   readonly toolsMode?: 'code' | 'both'
+  /** The recording called a `cordis_*` tool (directly or from a program): DSH_CORDIS_TOOLS=1. */
+  readonly cordis?: boolean
   /** A test-only runner command for a runner this machine cannot reproduce. */
   readonly runnerCommand?: readonly string[]
   /** Recorded child sessions (ids and model scripts), in creation order. */
@@ -228,8 +230,9 @@ function plan(scenario: Scenario): string | Plan {
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => (message.source.kind as string) === 'subagent-settled'))
   return {
     events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren, fetched: fetchedOrigins(events),
+    cordis: events.some(event => (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') && (CORDIS_TOOL_NAMES as readonly string[]).includes((event.data as { name: string }).name)),
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
-    ...(events.some(event => event.type === 'tool/call' && (event.data as { name: string }).name === RUN_CODE) ? { toolsMode: recordedPresentation(dir) } : {}),
+    ...(events.some(event => event.type === 'tool/call' && (event.data as { name: string }).name === RUN_CODE) ? { toolsMode: recordedPresentation(dir, events) } : {}),
     ...(runner !== undefined ? { runnerCommand: runner.command } : {}),
     ...(basename(dir) === 'subagent-depth-two-rejection' ? { maxDepth: 2 } : {}),
   }
@@ -343,6 +346,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
       // The recorded deployment's permission mode (danger-full-access implies policy never).
       DSH_PERMISSION_MODE: planned.permissionMode,
       DSH_TOOLS_MODE: planned.toolsMode,
+      DSH_CORDIS_TOOLS: planned.cordis === true ? '1' : undefined,
       // The original's network: confined commands share the host's (recorded prompts stay equal).
       DSH_NETWORK: 'full',
     }

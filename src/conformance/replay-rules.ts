@@ -6,13 +6,17 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { RUN_CODE } from '../code-mode/texts.js'
+import { CORDIS_TOOL_NAMES } from '../cordis-dynamic/texts.js'
 
 export { RUN_CODE }
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 export const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
-  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph'])
+  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', ...CORDIS_TOOL_NAMES])
+
+/** Self-extension (`cordis_*`): loaded where the recording calls one of its tools, directly or from a program. */
+export { CORDIS_TOOL_NAMES }
 
 /** Message sources of delegation (notices, reports, relayed send_message turns), compared with ids masked. */
 export const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -52,13 +56,19 @@ export const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'pro
   'cancel', 'waitForEventAfterTurnEnd'])
 
 /**
- * How a recording presented tools (code mode): `both` where its tool schemas list `run_code`
- * beside other tools, else `code` (the code-mode scenarios share the sidecar of code-mode-turn,
- * which lists `run_code` alone).
+ * How a recording presented tools (code mode): `both` where its tool schemas (the sidecar, else
+ * the log's first request header) list `run_code` beside other tools, else `code` (the code-mode
+ * scenarios share the sidecar of code-mode-turn, which lists `run_code` alone).
  */
-export function recordedPresentation(dir: string): 'code' | 'both' {
+export function recordedPresentation(dir: string, events: readonly { type: string; data: unknown }[] = []): 'code' | 'both' {
   const path = join(dir, 'tool-schemas.expected.json')
-  if (!existsSync(path)) return 'code'
-  const schemas = JSON.parse(readFileSync(path, 'utf8')) as { initial?: { name: string }[] }
-  return (schemas.initial ?? []).some(tool => tool.name !== RUN_CODE) ? 'both' : 'code'
+  let names: readonly string[] | undefined
+  if (existsSync(path)) names = ((JSON.parse(readFileSync(path, 'utf8')) as { initial?: { name: string }[] }).initial ?? []).map(tool => tool.name)
+  else {
+    // Logs that keep the tool list (headless): the first request's tools, as schemas or names.
+    const header = events.find(event => event.type === 'request/header')?.data as { header?: { tools?: unknown } } | undefined
+    const tools = header?.header?.tools
+    if (Array.isArray(tools)) names = tools.map(tool => typeof tool === 'string' ? tool : (tool as { name?: string }).name ?? '')
+  }
+  return (names ?? []).some(name => name !== RUN_CODE) ? 'both' : 'code'
 }

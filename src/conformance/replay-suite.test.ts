@@ -31,6 +31,8 @@ const MUST_PASS = [
   // Approvals and the sandbox (AP-1..AP-4, SB-1..SB-5): knob sections byte-exact, approval events compared.
   'acp-agent/tests/snapshots/escalation-approved', 'acp-agent/tests/snapshots/fs-escalation-approved',
   'acp-agent/tests/snapshots/session-sandbox-root', 'acp-agent/tests/snapshots/partial-landlock-child-failure',
+  // Self-extension: cordis_inspect_query over the host providers.
+  'acp-agent/tests/snapshots/cordis-inspect-jsdoc',
 ]
 
 describe('replay suite projection', () => {
@@ -167,6 +169,10 @@ describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has
   }, 120_000)
   it('ralph-loop (two fresh rounds, continue then complete, from the children\'s recorded scripts) is replayed from its stream and passes', async () => {
     expect(await one('ralph-loop', 'examples/headless-agent')).toEqual([['pass', undefined]])
+  }, 60_000)
+  it('self-extension: cordis-inspect-jsdoc (two cordis_inspect_query calls) and advanced-toolchain (cordis, run_code, a subagent and a workflow) replay and pass', async () => {
+    expect(await one('cordis-inspect-jsdoc')).toEqual([['pass', undefined]])
+    expect(await one('advanced-toolchain')).toEqual([['pass', undefined]])
   }, 60_000)
   it('Y-1: offline-edit (AGENTS.md edited while the session was closed) is replayed: the resumed turn records the replacement, not a second baseline', async () => {
     expect(await one('offline-edit', 'examples/headless-agent')).toEqual([['pass', undefined]])

@@ -34,7 +34,7 @@ import { SystemPromptPlugin } from '../prompt/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { BUILTIN_TOOLS, CAPABILITIES, COMPACTION_PLUGINS, COMPARED, DELEGATION_SOURCES, HOOK_PLUGINS, MASKED, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
+import { BUILTIN_TOOLS, CAPABILITIES, COMPACTION_PLUGINS, COMPARED, CORDIS_TOOL_NAMES, DELEGATION_SOURCES, HOOK_PLUGINS, MASKED, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
 import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { QuestionToolPlugin } from '../questions/index.js'
@@ -44,6 +44,7 @@ import { SessionEventReadToolPlugin } from '../tools/builtin/session-event-read.
 import { fetchedOrigins, startPageServer, type PageServer } from './page-server.js'
 import { CODE_MODE_PLUGIN, CodeModePlugin } from '../code-mode/index.js'
 import { WorkflowPlugin } from '../workflow/index.js'
+import { CordisDynamicPlugin } from '../cordis-dynamic/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE, WorkspaceInstructionsPlugin, type InstructionsSource } from '../instructions/index.js'
 
 /**
@@ -348,7 +349,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, inlineContent, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, hooks, skills, goals, ...(calls(events, RUN_CODE) ? { codeMode: recordedPresentation(dir) } : {}), fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, goals, ...(calls(events, RUN_CODE) ? { codeMode: recordedPresentation(dir, events) } : {}), fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -585,6 +586,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ...(calls(plan.events, 'workflow') || calls(plan.events, 'ralph') ? [ctx.plugin(WorkflowPlugin)] : []),
     // Code mode as recorded; programs run in a worker (the recordings ran unconfined).
     ...(plan.codeMode !== undefined ? [ctx.plugin(CodeModePlugin, { mode: plan.codeMode, runtime: 'worker' })] : []),
+    ...(CORDIS_TOOL_NAMES.some(name => calls(plan.events, name)) ? [ctx.plugin(CordisDynamicPlugin)] : []),
   ]
   const children: { events: readonly SessionEvent[] }[] = []
   ctx.on('session/created', (session) => {
