@@ -102,7 +102,9 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
       // Code mode (DSH_TOOLS_MODE=code): inner bash calls, an inner read_image, an inner read reaching a nested AGENTS.md.
       'acp-agent/tests/snapshots/code-mode-turn', 'acp-agent/tests/snapshots/code-mode-read-image', 'acp-agent/tests/snapshots/code-mode-workspace-context',
       // Self-extension (DSH_CORDIS_TOOLS=1): cordis_inspect_query in the dsh process.
-      'acp-agent/tests/snapshots/cordis-inspect-jsdoc']) {
+      'acp-agent/tests/snapshots/cordis-inspect-jsdoc',
+      // cordis, run_code, a subagent and a workflow in one turn.
+      'acp-agent/tests/snapshots/advanced-toolchain']) {
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)
