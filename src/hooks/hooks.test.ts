@@ -84,7 +84,10 @@ describe('hooks: output protocol (HK-4) and merging', () => {
     // Output naming another event is ignored.
     expect(decodeHookRun({ exitCode: 0, stdout: ask, stderr: '' }, 'PostToolUse', 'claude-code')).toEqual({ decision: 'pass' })
     expect(decodeHookRun({ exitCode: 0, stdout: 'plain', stderr: '' }, 'UserPromptSubmit', 'codex')).toEqual({ decision: 'pass', context: 'plain' })
-    expect(decodeHookRun({ exitCode: 0, stdout: 'plain', stderr: '' }, 'UserPromptSubmit', 'claude-code')).toEqual({ decision: 'pass' })
+    // Claude Code adds a UserPromptSubmit or SessionStart hook's plain stdout to the context too (#44.3); other points drop it.
+    expect(decodeHookRun({ exitCode: 0, stdout: 'plain', stderr: '' }, 'UserPromptSubmit', 'claude-code')).toEqual({ decision: 'pass', context: 'plain' })
+    expect(decodeHookRun({ exitCode: 0, stdout: 'plain', stderr: '' }, 'SessionStart', 'claude-code')).toEqual({ decision: 'pass', context: 'plain' })
+    expect(decodeHookRun({ exitCode: 0, stdout: 'plain', stderr: '' }, 'PreToolUse', 'claude-code')).toEqual({ decision: 'pass' })
   })
 
   it('most restrictive wins: deny > ask > allow; reasons and contexts joined in order', () => {

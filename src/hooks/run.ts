@@ -108,8 +108,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Exit 2: block with stderr. Exit 0: the JSON protocol on stdout (Codex also takes plain stdout
- * as context for SessionStart/UserPromptSubmit). Anything else: pass, never block.
+ * Exit 2: block with stderr. Exit 0: the JSON protocol on stdout (both dialects also take plain
+ * stdout as context for SessionStart/UserPromptSubmit). Anything else: pass, never block.
  */
 export function decodeHookRun(run: HookRun, point: HookPoint, dialect: 'claude-code' | 'codex'): DecodedHook {
   if (run.exitCode === 2) {
@@ -126,7 +126,8 @@ export function decodeHookRun(run: HookRun, point: HookPoint, dialect: 'claude-c
     json = undefined
   }
   if (!isRecord(json)) {
-    if (dialect === 'codex' && (point === 'SessionStart' || point === 'UserPromptSubmit')) return { decision: 'pass', context: text }
+    // Plain stdout of these two is context, in both dialects (Claude Code adds it as Codex does, #44.3).
+    if (point === 'SessionStart' || point === 'UserPromptSubmit') return { decision: 'pass', context: text }
     return { decision: 'pass' }
   }
   let decision: HookDecision = 'pass'
