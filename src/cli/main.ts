@@ -34,18 +34,19 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
     index += 1
     return next
   }
-  if (argv[0] === 'web' || argv[0] === 'sessions' || argv[0] === 'tui') {
-    // Subcommands are profiles whose app reads the remaining arguments.
-    options.profile = argv[0]
-    options.profileGiven = true
-    index = 1
-    // An import is checked against the whole vocabulary (hooks, goals, plan... event types),
-    // which the lean listing profile does not load.
-    if (argv[0] === 'sessions' && argv[1] === 'import') options.profile = 'sessions-import'
-  }
+  let subcommand = false
   for (; index < argv.length; index += 1) {
     const arg = argv[index]
-    if (arg === '--profile') options.profile = value(arg), options.profileGiven = true
+    if (!subcommand && !options.profileGiven && (arg === 'web' || arg === 'sessions' || arg === 'tui')) {
+      // Subcommands are profiles whose app reads the remaining arguments; launcher flags may come
+      // before them (`dsh --store URL sessions`) or after them.
+      options.profile = arg
+      options.profileGiven = true
+      subcommand = true
+      // An import is checked against the whole vocabulary (hooks, goals, plan... event types),
+      // which the lean listing profile does not load.
+      if (arg === 'sessions' && argv[index + 1] === 'import') options.profile = 'sessions-import'
+    } else if (arg === '--profile') options.profile = value(arg), options.profileGiven = true
     else if (arg.startsWith('--profile=')) options.profile = arg.slice('--profile='.length), options.profileGiven = true
     else if (arg === '--patch') options.patches.push(value(arg))
     else if (arg.startsWith('--patch=')) options.patches.push(arg.slice('--patch='.length))
