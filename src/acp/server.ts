@@ -38,7 +38,7 @@ import { AttachmentError } from '../session/attachments.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
 import { clip, ErrorCodes, JsonRpcPeer, method, RpcError, type MethodSpec } from '../sdk/jsonrpc.js'
 import type { CommandsService } from '../commands/api.js'
-import { McpConfigError, parseSessionServers, type McpServerConfig } from '../mcp/config.js'
+import { AcpSessionServers } from './session-servers.js'
 import '../mcp/api.js'
 import '../host/index.js'
 import '../tools/api.js'
@@ -59,7 +59,7 @@ export interface AcpServerConfig {
   /** Overrides `promptCapabilities.image` (default: from the model catalogue). */
   readonly imageInput?: boolean
   /**
-   * `session/new.mcpServers` (MC-10): `accept` starts them for that session only (needs the `mcp`
+   * `mcpServers` of session/new, /load and /resume (MC-10): `accept` starts them for that session only (needs the `mcp`
    * row); `refuse` answers -32602 `mcpServers is not supported`, as the original does.
    */
   readonly mcpServers?: 'accept' | 'refuse'
@@ -148,7 +148,7 @@ export class AcpServerApp extends Service {
   private readonly opened = new Set<string>()
   private readonly prompts = new Map<string, PendingPrompt>()
   /** Per-session MCP servers (MC-10), stopped when their agent goes away or the server ends. */
-  private readonly stopServers = new Map<string, () => Promise<void>>()
+  private readonly servers: AcpSessionServers
   /** File changes captured around write/edit bodies, until their result is sent (by call id). */
   private readonly changes = new Map<string, FileChange>()
   private readonly mode: UpdateMode
@@ -173,6 +173,7 @@ export class AcpServerApp extends Service {
     const mode = config.updates ?? 'full'
     if (mode !== 'full' && mode !== 'recorded') throw new Error(`acp-server: config.updates must be "full" or "recorded", got ${JSON.stringify(mode)}`)
     this.mode = mode
+    this.servers = new AcpSessionServers(ctx, config.mcpServers)
     // Answers approval requests of the sessions opened here; without `ctx.approval` asks fail closed.
     ctx.inject(['approval'], (ctx) => { ctx.approval.answerer((request, signal) => this.requestPermission(request, signal)) })
     // ask_user_question of the sessions opened here, for a client that renders forms (`full` only).
@@ -185,8 +186,8 @@ export class AcpServerApp extends Service {
     const full = this.mode === 'full'
     const sessionMethods: Readonly<Record<string, MethodSpec<z.ZodType>>> = full
       ? {
-          'session/load': method(loadParams, params => this.loadSession(params.sessionId, true)),
-          'session/resume': method(loadParams, params => this.loadSession(params.sessionId, false)),
+          'session/load': method(loadParams, params => this.loadSession(params.sessionId, true, params.mcpServers ?? [])),
+          'session/resume': method(loadParams, params => this.loadSession(params.sessionId, false, params.mcpServers ?? [])),
           'session/list': method(listParams, params => this.listSessions(params.cwd ?? undefined, params.cursor ?? undefined)),
           'session/close': method(sessionParams, params => this.closeSession(params.sessionId)),
           'session/delete': method(sessionParams, params => this.deleteSession(params.sessionId)),
@@ -228,9 +229,7 @@ export class AcpServerApp extends Service {
     const offDisposed = this.ctx.on('agent/disposed', (agent: Agent) => {
       this.editorRouting.get(agent.id)?.()
       this.editorRouting.delete(agent.id)
-      const stop = this.stopServers.get(agent.id)
-      this.stopServers.delete(agent.id)
-      void stop?.()
+      void this.servers.stop(agent.id)
     })
     const onSignal = () => { for (const id of this.opened) this.ctx.agents.get(id)?.cancel({ reason: { kind: 'disposed' } }) }
     host.signal.addEventListener('abort', onSignal, { once: true })
@@ -252,8 +251,7 @@ export class AcpServerApp extends Service {
       this.liveOutput.clear()
       offTurnEnd()
       offDisposed()
-      await Promise.all([...this.stopServers.values()].map(stop => stop()))
-      this.stopServers.clear()
+      await this.servers.stopAll()
       await peer.drain()
     }
     return 0
@@ -308,7 +306,7 @@ export class AcpServerApp extends Service {
   private async newSession(cwd: string, mcpServers: readonly unknown[]) {
     if (!isAbsolute(cwd)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: cwd must be an absolute path, got ${clip(JSON.stringify(cwd))}`)
     checkFolder(cwd)
-    const servers = this.sessionServers(mcpServers)
+    const servers = this.servers.check(mcpServers)
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { cwd, loop })
     this.open(agent)
@@ -317,33 +315,17 @@ export class AcpServerApp extends Service {
       this.advertiseCommands(agent.id)
       void this.trustNotice(agent.id)
     })
-    if (servers.length > 0) {
-      // MC-10: tools visible to this session's agent only; the servers stop with the agent.
-      const stop = await this.ctx.get('mcp')!.startSessionServers(agent.scope, agent.id, servers)
-      this.stopServers.set(agent.id, stop)
-    }
+    await this.servers.start(agent, servers)
     return { sessionId: agent.id, ...this.modes(agent.id) }
   }
 
-  /** Checks `session/new.mcpServers` before anything starts; an empty list is always fine. */
-  private sessionServers(list: readonly unknown[]): McpServerConfig[] {
-    if (list.length === 0) return []
-    if (this.config.mcpServers === 'refuse' || this.ctx.get('mcp') === undefined) {
-      throw new RpcError(ErrorCodes.invalidParams, 'mcpServers is not supported')
-    }
-    try {
-      return parseSessionServers(list)
-    } catch (error) {
-      if (error instanceof McpConfigError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${error.message}`)
-      throw error
-    }
-  }
-
   /** `session/load` (replay: the stored conversation is streamed first) and `session/resume`. */
-  private async loadSession(sessionId: string, replay: boolean): Promise<Record<string, unknown>> {
+  private async loadSession(sessionId: string, replay: boolean, mcpServers: readonly unknown[]): Promise<Record<string, unknown>> {
+    const servers = this.servers.check(mcpServers)
     const loop = resolveRoute(this.ctx, { provider: this.config.provider, model: this.config.model })
     const { agent } = await openAgent(this.ctx, { sessionId, cwd: this.ctx.host.cwd, loop, create: false })
     this.open(agent)
+    await this.servers.start(agent, servers)
     if (replay) {
       // Stored images go back as images: their bytes are read from the session's attachments.
       const images = new Map<string, { data: string; mimeType: string }>()

@@ -37,19 +37,19 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
     index += 1
     return next
   }
-  const subcommand = () => {
-    // Subcommands are profiles whose app reads the remaining arguments.
-    options.profile = argv[index]!
-    options.profileGiven = true
-    // An import is checked against the whole vocabulary (hooks, goals, plan... event types),
-    // which the lean listing profile does not load.
-    if (argv[index] === 'sessions' && argv[index + 1] === 'import') options.profile = 'sessions-import'
-    index += 1
-  }
-  if (SUBCOMMANDS.has(argv[0]!)) subcommand()
+  let subcommand = false
   for (; index < argv.length; index += 1) {
     const arg = argv[index]
-    if (arg === '--profile') options.profile = value(arg), options.profileGiven = true
+    if (!subcommand && !options.profileGiven && SUBCOMMANDS.has(arg)) {
+      // Subcommands are profiles whose app reads the remaining arguments; launcher flags may come
+      // before them (`dsh --store URL sessions`) or after them.
+      options.profile = arg
+      options.profileGiven = true
+      subcommand = true
+      // An import is checked against the whole vocabulary (hooks, goals, plan... event types),
+      // which the lean listing profile does not load.
+      if (arg === 'sessions' && argv[index + 1] === 'import') options.profile = 'sessions-import'
+    } else if (arg === '--profile') options.profile = value(arg), options.profileGiven = true
     else if (arg.startsWith('--profile=')) options.profile = arg.slice('--profile='.length), options.profileGiven = true
     else if (arg === '--patch') options.patches.push(value(arg))
     else if (arg.startsWith('--patch=')) options.patches.push(arg.slice('--patch='.length))
@@ -59,11 +59,7 @@ export function parseLauncherArgs(argv: readonly string[]): LauncherOptions {
     else if (arg === '--dump-default-config') options.dump = 'default-config'
     else if (arg === '--version' || arg === '-V') options.version = true
     else if (arg === '--help' || arg === '-h') options.help = true
-    // Launcher flags before a subcommand (`dsh --patch FILE sessions export ID`): still the subcommand.
-    else if (SUBCOMMANDS.has(arg) && !options.profileGiven) {
-      subcommand()
-      index -= 1
-    } else break
+    else break
   }
   options.appArgs = argv.slice(index)
   return options

@@ -29,7 +29,7 @@ export const COMPARED = new Set([
   'compaction/start', 'compaction/summary', 'compaction/end', 'compaction/prune',
   'hook/invoked', 'hook/result',
   'approval/asked', 'approval/decided', 'sandbox/mode', 'permission/preset',
-  'subagent/descriptor', 'goal/change',
+  'subagent/descriptor', 'goal/change', 'session/title-llm-request',
   'tool/code-dispatch-start', 'tool/code-dispatch',
   'tool-workflow/run-start', 'tool-workflow/agent-start', 'tool-workflow/agent-end', 'tool-workflow/run-end',
 ])

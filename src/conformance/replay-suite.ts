@@ -15,6 +15,7 @@ import { Context } from 'cordis'
 import { AgentsServicePlugin, LoopInvariantPlugin, ReactLoopPlugin } from '../agent/index.js'
 import { LlmServicePlugin } from '../llm/index.js'
 import { LlmRetryPlugin } from '../retry/index.js'
+import { SessionTitlePlugin, TITLE_REQUEST_EVENT } from '../title/index.js'
 import { applyOverride, recordedRoute, ReplayAdapter, replayModelInfo, scriptFromEvents, type ReplayEntry } from '../replay/index.js'
 import type { ContentBlock, TokenUsage, UserMessage } from '../llm/types.js'
 import { storeInlineImages } from '../sdk/images.js'
@@ -94,7 +95,9 @@ function findScenarios(root: string): Scenario[] {
   return findScenarioDirs<Scenario>(root, (dir, has) =>
     has('session.jsonl') ? { dir, log: join(dir, 'session.jsonl') }
       : has('session.expected.jsonl') && has('replay.jsonl') ? { dir, log: join(dir, 'session.expected.jsonl') }
-        : undefined)
+        // A compared log alone (headless-profile): it is its own replay script.
+        : has('session.expected.jsonl') ? { dir, log: join(dir, 'session.expected.jsonl') }
+          : undefined)
 }
 
 export function replaySuite(options: ReplaySuiteOptions = {}): ConformanceSuite {
@@ -264,6 +267,16 @@ function plan(scenario: Scenario): string | Plan {
   }
   const problem = unsupported(events.slice(seedLength))
   if (problem !== undefined) return problem
+  // headless-profile: the product route switches reasoning effort from step to step (high, then
+  // off after the tool result), a policy of the original's product composition dsh does not have.
+  let effort: { value: string | undefined } | undefined
+  for (const event of events) {
+    if (event.type === 'turn/start') effort = undefined
+    if (event.type !== 'request/header') continue
+    const value = (event.data as { header?: { config?: { reasoningEffort?: string } } }).header?.config?.reasoningEffort
+    if (effort !== undefined && effort.value !== value) return 'missing capability: reasoning effort changed between steps of a turn (request/header change)'
+    effort = { value }
+  }
   let ops: DriverStep[] = []
   let answers: { kind: string }[] = []
   if (files.includes('input.json')) {
@@ -320,7 +333,17 @@ function plan(scenario: Scenario): string | Plan {
   }
   const route = streamRoute ?? recordedRoute(readFileSync(log, 'utf8')) ?? { provider: 'replay', model: 'replay' }
   const auxiliary: ReplayEntry[] = []
-  for (const event of events) {
+  for (const [index, event] of events.entries()) {
+    if (event.type === TITLE_REQUEST_EVENT) {
+      // The title call's answer: the model title recorded after it, else (no title: the call
+      // failed) the recorded mock's answer to every call, its first response (a tool call).
+      const titled = events.slice(index).find(later => later.type === 'session/title' && (later.data as { source: { kind: string } }).source.kind === 'provider')
+      const title = (titled?.data as { title?: string } | undefined)?.title
+      auxiliary.push(title !== undefined
+        ? { kind: 'chunks', chunks: [{ type: 'text-delta', index: 0, text: title }, { type: 'finish', reason: { kind: 'stop' } }] }
+        : script[0] ?? { kind: 'chunks', chunks: [{ type: 'finish', reason: { kind: 'error', message: 'no recorded title' } as never }] })
+      continue
+    }
     if (event.type !== 'compaction/summary') continue
     const data = event.data as { summary: { type: string; text?: string }[]; rawOutput?: { type: string; text?: string }[]; usage?: TokenUsage }
     const text = (data.rawOutput ?? data.summary).map(block => block.text ?? '').join('')
@@ -583,6 +606,8 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ctx.plugin(SubagentToolsPlugin, { tools: plan.delegationRows }),
     ctx.plugin(QuestionToolPlugin),
     ...(plan.goals ? [ctx.plugin(GoalsPlugin)] : []),
+    // Model titles where the recording asked for one (the original's base bundle, headless-profile).
+    ...(plan.events.some(event => event.type === TITLE_REQUEST_EVENT) ? [ctx.plugin(SessionTitlePlugin)] : []),
     ...(calls(plan.events, 'workflow') || calls(plan.events, 'ralph') ? [ctx.plugin(WorkflowPlugin)] : []),
     // Code mode as recorded; programs run in a worker (the recordings ran unconfined).
     ...(plan.codeMode !== undefined ? [ctx.plugin(CodeModePlugin, { mode: plan.codeMode, runtime: 'worker' })] : []),
@@ -879,6 +904,12 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
       case 'request/header':
         out.push({ type: event.type, reason: data.reason })
         break
+      // The title request as sent (message ids masked, keys in one order).
+      case TITLE_REQUEST_EVENT: {
+        const messages = (data.messages as UserMessage[]).map(message => ({ role: message.role, source: message.source, content: message.content }))
+        out.push({ type: event.type, titleProvider: data.titleProvider, messageSeqs: data.messageSeqs, route: data.route, system: data.system, messages, maxTokens: data.maxTokens })
+        break
+      }
       case 'request/context':
         out.push({ type: event.type, provider: data.provider, model: data.model })
         break

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { loopHarness } from '../../test-support/agent-harness.js'
 import { text, toolCalls } from '../../test-support/scripted-model.js'
 import { GoalsPlugin, type GoalChange } from './index.js'
+import type { UserMessage } from '../llm/types.js'
 
 describe('goals: the round driver (GL-1..GL-3)', () => {
   it('GL-1, GL-2: a goal runs two automatic rounds and completes; the closing step ends the run', async () => {
@@ -141,13 +142,69 @@ describe('goals: the round driver (GL-1..GL-3)', () => {
     off()
     const results = h.of('tool/result').map(e => e.data.message.content[0] as unknown as { isError?: boolean; content: { text: string }[] })
     expect(results[1]?.isError).toBe(true)
-    expect(results[1]!.content[0]!.text).toMatch(/only after 3 consecutive rounds without the user \(1 so far\)/)
+    // The original's text and code (deepseek-harness tool-goal): the rounds the goal has started.
+    expect(results[1]!.content[0]!.text).toBe('Error: blocked requires at least 3 consecutive goal rounds; current round is 1')
+    expect((h.of('tool/result')[1]!.data as { error?: { code: string } }).error?.code).toBe('GOAL_TOOL_BLOCK_THRESHOLD')
     expect(results[2]?.isError).not.toBe(true)
     const changes = h.of('goal/change').map(e => e.data as GoalChange)
     expect(changes.map(c => c.operation)).toEqual(['create', 'blocked'])
     expect(changes[1]!.goal).toMatchObject({ phase: 'blocked', blockedReason: 'no key' })
     expect(changes[1]!.roundsStarted).toBe(3)
     expect(h.of('turn/start')).toHaveLength(4)
+    await h.dispose()
+  })
+
+  it('GL-1 activation: a fork the user made of a session with an armed goal, and a copy loaded from its log, start no round until a human resumes the goal there (GL-4: not in a subagent)', async () => {
+    let goalId = ''
+    const h = await loopHarness({
+      responses: [
+        toolCalls([{ id: 'c1', name: 'create_goal', arguments: { objective: 'two rounds', max_goal_rounds: 2 } }]), text('set'),
+        text('round one'), text('round two'),
+        // The fork: a human turn runs no round; a human asking to continue rearms the goal.
+        text('hello from the fork'),
+        () => toolCalls([{ id: 'r1', name: 'update_goal', arguments: { goal_id: goalId, revision: 1, action: 'resume' } }]), text('resumed'),
+        text('fork round one'), text('fork round two'),
+        // The loaded copy: no round either.
+        text('hello from the copy'),
+        // A subagent's copy (GL-4): resume is refused there.
+        () => toolCalls([{ id: 'r2', name: 'update_goal', arguments: { goal_id: goalId, revision: 1, action: 'resume' } }]), text('refused'),
+      ],
+      setup: async (ctx) => { await ctx.plugin(GoalsPlugin).await() },
+    })
+    const off = h.ctx.on('session/event', (_s, event) => { if (event.type === 'goal/change') goalId = (event.data as GoalChange).goal.id })
+    h.agent.followup('work on it as a goal')
+    await h.agent.whenIdle()
+    expect(h.of('turn/start')).toHaveLength(3)
+    // Right after the turn that created the goal, before its first round was queued.
+    const boundary = h.of('turn/end')[0]!.seq
+    const roundsOf = (events: readonly { type: string; data: unknown }[]) => events.filter(e => e.type === 'user/message' && ((e.data as UserMessage).source as { kind: string }).kind === 'goal').length
+    const turnsOf = (events: readonly { type: string }[]) => events.filter(e => e.type === 'turn/start').length
+
+    const fork = h.ctx.agents.create({ sessionId: h.ctx.sessions.fork(h.session.id, boundary).id })
+    fork.followup('hello')
+    await fork.whenIdle()
+    expect([turnsOf(fork.session.events), roundsOf(fork.session.events)]).toEqual([2, 0])
+    fork.followup('please continue')
+    await fork.whenIdle()
+    expect([turnsOf(fork.session.events), roundsOf(fork.session.events)]).toEqual([5, 2])
+
+    const copy = h.ctx.sessions.hydrate({ ...h.session.header, id: 'loaded-copy' }, h.session.events.slice(0, boundary + 1))
+    const loaded = h.ctx.agents.create({ sessionId: copy.id })
+    loaded.followup('hello')
+    await loaded.whenIdle()
+    expect([turnsOf(loaded.session.events), roundsOf(loaded.session.events)]).toEqual([2, 0])
+
+    const delegated = h.ctx.sessions.hydrate({ ...h.session.header, id: 'subagent-copy', parentSession: h.session.id, origin: 'subagent', delegationDepth: 1 }, h.session.events.slice(0, boundary + 1))
+    const child = h.ctx.agents.create({ sessionId: delegated.id })
+    child.followup('please continue')
+    await child.whenIdle()
+    const refused = child.session.events.filter(e => e.type === 'tool/result').at(-1)!.data as { error?: { code: string } }
+    expect(refused.error?.code).toBe('GOAL_NOT_ALLOWED')
+    expect([turnsOf(child.session.events), roundsOf(child.session.events)]).toEqual([2, 0])
+    off()
+    await fork.dispose()
+    await loaded.dispose()
+    await child.dispose()
     await h.dispose()
   })
 })

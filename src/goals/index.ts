@@ -213,9 +213,11 @@ export class GoalsPlugin {
     const notFound = () => ({ content: [{ type: 'text' as const, text: 'Error: no current goal' }], isError: true, error: { name: 'GoalError', code: 'GOAL_NOT_FOUND' } })
     const fail = (text: string, code: string) => ({ content: [{ type: 'text' as const, text: `Error: ${text}` }], isError: true, error: { name: 'GoalError', code } })
     const sessionOf = (context: ToolContext) => context.session
-    // GL-4: a direct human turn in a root agent.
+    // GL-4: a direct human turn, not in a subagent. A fork the user made (the web's or the
+    // terminal's /fork) names its parent too, but is the user's own session: its goal, disarmed
+    // by the fork, is rearmed there by update_goal resume.
     const humanTurn = (session: Session) => {
-      if (session.header.parentSession !== undefined) return false
+      if (isSubagent(session)) return false
       const events = session.events
       for (let seq = events.length - 1; seq >= 0; seq--) {
         const event = events[seq]!
@@ -227,7 +229,7 @@ export class GoalsPlugin {
     // complete / blocked: also from the current goal's own round.
     const goalRound = (session: Session, goal: Goal) => {
       const source = turnStartedBy(session)
-      return session.header.parentSession === undefined && source.kind === 'goal' && source.goalId === goal.id
+      return !isSubagent(session) && source.kind === 'goal' && source.goalId === goal.id
     }
     const filler = <T>(value: T | '' | 0 | undefined): T | undefined => (value === '' || value === 0 ? undefined : value ?? undefined)
     return [
@@ -272,9 +274,11 @@ export class GoalsPlugin {
           if ((args.action === 'complete' || args.action === 'blocked') && !humanTurn(session) && !goalRound(session, current.goal)) {
             return fail(`${args.action} needs a turn started by the user or one of this goal's rounds`, 'GOAL_NOT_ALLOWED')
           }
+          // The anti-flapping gate of the original (tool-goal): a round may report its goal blocked
+          // only once the goal has started `blockedAfterConsecutiveRounds` rounds; a human may at once.
           if (args.action === 'blocked' && !humanTurn(session)) {
-            const rounds = consecutiveRounds(session, current.goal.id)
-            if (rounds < this.blockedAfter) return fail(`a goal can be marked blocked only after ${this.blockedAfter} consecutive rounds without the user (${rounds} so far): keep working, or explain what is missing`, 'GOAL_NOT_BLOCKED_YET')
+            const rounds = this.state(session).rounds
+            if (rounds < this.blockedAfter) return fail(`blocked requires at least ${this.blockedAfter} consecutive goal rounds; current round is ${rounds}`, 'GOAL_TOOL_BLOCK_THRESHOLD')
           }
           const phase: GoalPhase = args.action === 'complete' ? 'complete' : args.action === 'blocked' ? 'blocked' : args.action === 'pause' ? 'paused' : 'active'
           const reason = filler(args.blocked_reason)
@@ -311,18 +315,9 @@ function turnStartedBy(session: Session): { kind: string; goalId?: string } {
   return first
 }
 
-/** Rounds of goal `goalId` entered since the user last wrote. */
-function consecutiveRounds(session: Session, goalId: string): number {
-  const events = session.events
-  let rounds = 0
-  for (let seq = events.length - 1; seq >= 0; seq--) {
-    const event = events[seq]!
-    if (event.type !== 'user/message') continue
-    const source = (event.data as UserMessage).source as { kind: string; goalId?: string }
-    if (source.kind === 'user') break
-    if (source.kind === 'goal' && source.goalId === goalId) rounds++
-  }
-  return rounds
+/** A delegated child (spawned or forked by the subagent tools), as against a fork the user made. */
+function isSubagent(session: Session): boolean {
+  return session.header.origin === 'subagent'
 }
 
 function describe(change: GoalChange): string {

@@ -1,5 +1,6 @@
 /**
- * MC-10 through real protocol server processes: ACP `session/new.mcpServers` and the SDK's
+ * MC-10 through real protocol server processes: ACP `session/new.mcpServers` (and those of
+ * `session/load` and `session/resume`) and the SDK's
  * `session/create` start servers whose tools only that session sees; the ACP row's
  * `mcpServers: refuse` answers -32602 as the original does.
  */
@@ -83,6 +84,42 @@ describe('ACP session/new.mcpServers', () => {
       expect(await connection.peer.request('session/new', { cwd, mcpServers: [] })).toMatchObject({ sessionId: expect.any(String) })
     } finally {
       expect(await connection.close()).toBe(0)
+    }
+  })
+})
+
+describe('ACP session/load and session/resume mcpServers', () => {
+  it.each(['session/load', 'session/resume'])('MC-10: %s starts the given servers for that session, as session/new does', async (method) => {
+    const { home, cwd } = tempHome()
+    // A stored session, made by another connection without servers.
+    const first = connect(home, cwd)
+    let sessionId: string
+    try {
+      await first.peer.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      ;({ sessionId } = await first.peer.request<{ sessionId: string }>('session/new', { cwd, mcpServers: [] }))
+      server.enqueue(streamResponse([{ text: 'hello' }, { finish: 'stop', usage }]))
+      expect(await first.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] })).toEqual({ stopReason: 'end_turn' })
+    } finally {
+      expect(await first.close()).toBe(0)
+    }
+    const second = connect(home, cwd)
+    try {
+      await second.peer.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      await second.peer.request(method, { sessionId, cwd, mcpServers: [acpServer] })
+      server.enqueue(
+        streamResponse([{ toolCall: { id: 'call-1', name: 'mcp__sess__echo', arguments: '{"text":"after load"}' } }, { finish: 'tool_calls', usage }]),
+        streamResponse([{ text: 'ok' }, { finish: 'stop', usage }]),
+      )
+      const before = server.requests.length
+      expect(await second.peer.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'echo' }] })).toEqual({ stopReason: 'end_turn' })
+      expect(toolNames(server.requests[before].body)).toContain('mcp__sess__echo')
+      expect(server.requests[before + 1].body.messages.find((message: { role: string }) => message.role === 'tool')).toMatchObject({ tool_call_id: 'call-1', content: 'after load' })
+      expect(second.stderr()).toContain('[mcp sess] test server basic started')
+      // Checked as session/new checks them, before anything is opened.
+      await expect(second.peer.request(method, { sessionId, cwd, mcpServers: [{ name: 'bad', type: 'http', url: 'ftp://x' }] }))
+        .rejects.toMatchObject({ code: ErrorCodes.invalidParams, message: expect.stringContaining('http(s) URL') })
+    } finally {
+      expect(await second.close()).toBe(0)
     }
   })
 })

@@ -42,13 +42,20 @@ export interface SessionExchange {
 /** A file that is not a session export; the message names what and where. */
 export class ImportError extends PersistenceError {}
 
-/** Attachment ids referenced by user messages and tool results, in order of first use, once each. */
+/**
+ * Attachment ids referenced by user messages, tool results and messages queued in the agent
+ * inbox (`agent/inbox/spliced`: sent while the agent was busy, delivered when the session goes
+ * on), in order of first use, once each.
+ */
 export function loggedAttachments(events: readonly SessionEvent[]): string[] {
   const ids = new Set<string>()
-  for (const event of events) {
-    const content = event.type === 'user/message' ? (event.data as UserMessage).content
-      : event.type === 'tool/result' ? (event.data as { message?: UserMessage }).message?.content : undefined
+  const add = (content: unknown) => {
     if (Array.isArray(content)) for (const id of referencedAttachments(content)) if (isAttachmentId(id)) ids.add(id)
+  }
+  for (const event of events) {
+    if (event.type === 'user/message') add((event.data as UserMessage).content)
+    else if (event.type === 'tool/result') add((event.data as { message?: UserMessage }).message?.content)
+    else if (event.type === 'agent/inbox/spliced') for (const message of (event.data as { inserted?: UserMessage[] }).inserted ?? []) add(message?.content)
   }
   return [...ids]
 }

@@ -41,6 +41,7 @@ export const RUNTIME_EVENT_TYPES: readonly { readonly type: string; readonly own
   { type: 'compaction/end', owner: 'compaction' },
   { type: 'compaction/prune', owner: 'compaction' },
   { type: 'session/title', owner: 'session-title' },
+  { type: 'session/title-llm-request', owner: 'session-title' },
   { type: 'session/archived', owner: 'web-api' },
   { type: 'subagent/descriptor', owner: 'subagents' },
   { type: 'tool/code-dispatch-start', owner: 'code-mode' },

@@ -1,9 +1,15 @@
 /**
  * Session titles as a plugin. A fallback title (the first prompt's first words) lands as soon
- * as the first user prompt is on the log; after the first turn, when a model is available, one
- * short model call proposes a better title. Both are `session/title` events, so titles are
- * derived from the log like everything else (`titleOf`).
+ * as the first user prompt is on the log. When a model is available, a fresh session (not a
+ * fork) asks it once for a better title, as the original's `session-title-first-prompt-llm`
+ * provider does: the request is logged as `session/title-llm-request` right after the loop's
+ * first `request/context` (the original's place, before the main call's first chunk), and sent
+ * when that first turn ends (one call at a time per session); its answer lands as a provider
+ * `session/title`. Both titles are `session/title` events, so titles are derived from the log
+ * like everything else (`titleOf`). A title call that fails keeps the fallback and never touches
+ * the turn.
  */
+import { randomUUID } from 'node:crypto'
 import type { Context } from 'cordis'
 import type { LlmCallOptions, Message, TextBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
@@ -12,26 +18,70 @@ import type { SessionEvent } from '../session/types.js'
 import '../llm/api.js'
 import '../session/api.js'
 
-const SESSION_TITLE: ReadonlySet<string> = new Set(['session/title'])
+/** The log-only record of a model title request (docs/compaction.md). */
+export const TITLE_REQUEST_EVENT = 'session/title-llm-request'
+/** The original's name for the first-prompt model title provider, logged with the request and the title. */
+export const TITLE_PROVIDER = 'session-title-first-prompt-llm'
+
+const TITLE_EVENTS: ReadonlySet<string> = new Set(['session/title', TITLE_REQUEST_EVENT])
 
 export interface SessionTitleData {
   readonly title: string
   readonly messageSeqs: readonly number[]
   /** `user`: a rename (e.g. from the web UI); no automatic title replaces it. */
-  readonly source: { readonly kind: 'fallback' } | { readonly kind: 'llm'; readonly provider: string; readonly model: string } | { readonly kind: 'user' }
+  readonly source:
+    | { readonly kind: 'fallback' }
+    | { readonly kind: 'provider'; readonly provider: string; readonly model: { readonly provider: string; readonly model: string } }
+    /** Written by earlier dsh versions (read, not written). */
+    | { readonly kind: 'llm'; readonly provider: string; readonly model: string }
+    | { readonly kind: 'user' }
+}
+
+/** `session/title-llm-request`: what the title call sends, logged before it is sent. */
+export interface TitleRequestData {
+  readonly titleProvider: string
+  readonly messageSeqs: readonly number[]
+  readonly route: { readonly provider: string; readonly model: string }
+  readonly system: string
+  readonly messages: readonly Message[]
+  readonly maxTokens: number
 }
 
 export interface SessionTitleConfig {
-  /** Ask the model for a title after the first turn (default true). */
+  /** Ask the model for a title once per fresh session (default true). */
   readonly llm?: boolean
   /** Words kept by the fallback title (default 5). */
   readonly fallbackWords?: number
-  /** Model route for the title call; defaults to the route of the session's last request. */
+  /** Model route for the title call (both or neither); defaults to the route of the first request. */
   readonly provider?: string
   readonly model?: string
+  /** The title the model is asked for: about this many words (default 5)... */
+  readonly targetWords?: number
+  /** ...or this many CJK characters (default 10). */
+  readonly targetCjkCharacters?: number
+  /** Human messages over this many bytes (as framed JSON) get no model title (default 4096). */
+  readonly maxInputBytes?: number
+  /** The title call's output limit (default 64). */
+  readonly maxOutputTokens?: number
+  /** The title call is given up after this long (default 60 000 ms). */
+  readonly timeoutMs?: number
 }
 
-const TITLE_SYSTEM = 'You name coding-assistant sessions. Reply with a title of at most five words that says what the user wants. No quotes, no trailing punctuation, one line.'
+/** The original's title instruction (products-titles spec, "LLM session titles"). */
+export function titleSystem(targetWords = 5, targetCjkCharacters = 10): string {
+  return [
+    'Create a concise title for an AI coding-assistant session from the supplied human messages.',
+    'Return only the title on one line, **in plain text of natural language**, with no quotes, prefix, explanation, Markdown, XML, or terminal control codes. No code is allowed.',
+    'Use the language of the messages.',
+    `Aim for about ${targetWords} words in non-CJK languages or ${targetCjkCharacters} CJK characters.`,
+  ].join('\n')
+}
+
+/** The one user message of a title call: the human messages as a JSON array of `{seq, text}`. */
+export function titleFrame(messages: readonly { readonly seq: number; readonly text: string }[]): string {
+  return `Generate the session title from this JSON array of human messages:\n${JSON.stringify(messages.map(({ seq, text }) => ({ seq, text })))}`
+}
+
 const MAX_TITLE_CHARS = 80
 
 /** A file attached by an `@` mention (`<file path="…">…</file>`, docs/web.md): not what the user asked. */
@@ -83,8 +133,8 @@ function cleanTitle(raw: string): string {
 export class SessionTitlePlugin {
   static readonly inject = ['sessions']
 
-  /** Sessions that already have a title of each kind (rebuilt from the log on hydrate). */
-  private readonly titled = new WeakMap<Session, { fallback: boolean; llm: boolean }>()
+  /** What each session's log already holds (rebuilt from the log on hydrate). */
+  private readonly titled = new WeakMap<Session, TitleState>()
   private readonly pending = new Set<Promise<void>>()
 
   constructor(private readonly ctx: Context, private readonly config: SessionTitleConfig = {}) {
@@ -94,17 +144,22 @@ export class SessionTitlePlugin {
     ctx.effect(() => () => Promise.all(this.pending).then(() => undefined))
   }
 
-  private scan(session: Session) {
-    const state = { fallback: false, llm: false }
-    scanEvents(session.events, 0, SESSION_TITLE, (event) => {
+  private scan(session: Session): TitleState {
+    // A fork (the user's or a subagent's) is titled from its source, never by a model call.
+    const state: TitleState = { fallback: false, asked: session.header.parentSession !== undefined }
+    scanEvents(session.events, 0, TITLE_EVENTS, (event) => {
+      if (event.type === TITLE_REQUEST_EVENT) {
+        state.asked = true
+        return
+      }
       state.fallback = true
       const kind = (event.data as SessionTitleData).source.kind
-      if (kind === 'llm' || kind === 'user') state.llm = true
+      if (kind !== 'fallback') state.asked = true
     })
     return state
   }
 
-  private state(session: Session) {
+  private state(session: Session): TitleState {
     let state = this.titled.get(session)
     if (!state) this.titled.set(session, state = this.scan(session))
     return state
@@ -113,7 +168,9 @@ export class SessionTitlePlugin {
   private observe(session: Session, event: SessionEvent): void {
     const state = this.state(session)
     if (event.type === 'session/title' && (event.data as SessionTitleData).source.kind === 'user') {
-      state.fallback = state.llm = true
+      // A rename pins the title: a request logged but not sent yet is not sent.
+      state.fallback = state.asked = true
+      state.request = undefined
       return
     }
     if (!state.fallback && event.type === 'user/message') {
@@ -127,9 +184,51 @@ export class SessionTitlePlugin {
       this.track(Promise.resolve().then(() => this.append(session, { title, messageSeqs: [event.seq], source: { kind: 'fallback' } })))
       return
     }
-    if (!state.llm && event.type === 'turn/end' && this.config.llm !== false && this.ctx.get('llm') !== undefined) {
-      state.llm = true
-      this.track(this.requestTitle(session))
+    if (!state.asked && event.type === 'request/context' && this.config.llm !== false && this.ctx.get('llm') !== undefined) {
+      const request = this.request(session, event.data as { provider: string; model: string })
+      if (request === undefined) return
+      state.asked = true
+      state.request = request
+      // Logged where the original logs it: right after the first request/context, before the
+      // main call's first chunk (one microtask later, S-5).
+      this.track(Promise.resolve().then(() => { if (session.live && state.request === request) session.append(TITLE_REQUEST_EVENT, request) }))
+      return
+    }
+    if (state.request !== undefined && event.type === 'turn/end') {
+      const request = state.request
+      state.request = undefined
+      this.track(this.requestTitle(session, request))
+    }
+  }
+
+  /**
+   * The title request of the loop's first request (`context`), or undefined when there is none
+   * to make: the route differs from the logged header's, no human message, or too much text.
+   */
+  private request(session: Session, context: { provider: string; model: string }): TitleRequestData | undefined {
+    const header = lastOf(session, 'request/header')?.data as { header?: { config?: { provider?: string; model?: string } } } | undefined
+    const config = header?.header?.config
+    if (config === undefined || config.provider !== context.provider || config.model !== context.model) return undefined
+    const humans: { seq: number; text: string }[] = []
+    for (const event of session.events) {
+      if (event.type !== 'user/message' || (event.data as Message).source.kind !== 'user') continue
+      const text = promptText(event.data as Message)
+      if (text !== '') humans.push({ seq: event.seq, text })
+    }
+    if (humans.length === 0) return undefined
+    if (Buffer.byteLength(JSON.stringify(humans)) > (this.config.maxInputBytes ?? 4096)) return undefined
+    const route = this.config.provider && this.config.model ? { provider: this.config.provider, model: this.config.model } : { provider: context.provider, model: context.model }
+    const message: Message = {
+      id: randomUUID(), role: 'user', source: { kind: 'plugin', plugin: 'dsh-session-title-llm' },
+      content: [{ type: 'text', text: titleFrame(humans) }],
+    }
+    return {
+      titleProvider: TITLE_PROVIDER,
+      messageSeqs: humans.map(human => human.seq),
+      route,
+      system: titleSystem(this.config.targetWords, this.config.targetCjkCharacters),
+      messages: [message],
+      maxTokens: this.config.maxOutputTokens ?? 64,
     }
   }
 
@@ -147,42 +246,45 @@ export class SessionTitlePlugin {
     if (session.live) session.append('session/title', data)
   }
 
-  private route(session: Session): { provider: string; model: string } | undefined {
-    if (this.config.provider && this.config.model) return { provider: this.config.provider, model: this.config.model }
-    for (let index = session.events.length - 1; index >= 0; index -= 1) {
-      const event = session.events[index]
-      if (event.type === 'request/context') {
-        const { provider, model } = event.data as { provider: string; model: string }
-        return { provider, model }
-      }
-    }
-    return undefined
-  }
-
-  private async requestTitle(session: Session): Promise<void> {
-    const route = this.route(session)
-    const prompts = session.events.filter(event => event.type === 'user/message' && (event.data as Message).source.kind === 'user')
-    if (route === undefined || prompts.length === 0) return
-    const text = prompts.map(event => promptText(event.data as Message)).join('\n\n').slice(0, 4000)
-    const options: LlmCallOptions = {
-      ...route,
-      system: TITLE_SYSTEM,
-      messages: [Object.freeze<Message>({ id: `title-${session.id}`, role: 'user', source: { kind: 'plugin', plugin: 'session-title' }, content: [{ type: 'text', text }] })],
-      maxTokens: 32,
-      thinking: false,
-      meta: { purpose: 'session-title', sessionId: session.id },
-    }
+  /** Sends a logged request; tool calls, empty text, a finish other than `stop` or a timeout give no title. */
+  private async requestTitle(session: Session, request: TitleRequestData): Promise<void> {
     const llm = this.ctx.get('llm')
     if (llm === undefined) return
+    const options: LlmCallOptions = {
+      ...request.route,
+      system: request.system,
+      messages: request.messages,
+      maxTokens: request.maxTokens,
+      thinking: false,
+      signal: AbortSignal.timeout(this.config.timeoutMs ?? 60_000),
+      meta: { purpose: 'session-title', sessionId: session.id },
+    }
     let raw = ''
     for await (const chunk of llm.stream(llm.prepareCall(options))) {
       if (chunk.type === 'text-delta') raw += chunk.text
-      if (chunk.type === 'finish' && chunk.reason.kind !== 'stop') return
+      else if (chunk.type === 'tool-call-delta' || (chunk.type === 'block-start' && chunk.blockType === 'tool-call')) return
+      else if (chunk.type === 'finish' && chunk.reason.kind !== 'stop') return
     }
     const title = cleanTitle(raw)
     if (title === '') return
     // A rename that landed while the model was answering wins.
     if (lastTitle(session)?.source.kind === 'user') return
-    this.append(session, { title, messageSeqs: prompts.map(event => event.seq), source: { kind: 'llm', ...route } })
+    this.append(session, { title, messageSeqs: request.messageSeqs, source: { kind: 'provider', provider: TITLE_PROVIDER, model: request.route } })
   }
+}
+
+interface TitleState {
+  /** A title of any kind is on the log (no fallback is needed). */
+  fallback: boolean
+  /** The model was asked, or need not be (a fork, a rename, a model title on the log). */
+  asked: boolean
+  /** Logged and not sent yet: sent when the turn ends. */
+  request?: TitleRequestData
+}
+
+function lastOf(session: Pick<Session, 'events'>, type: string): SessionEvent | undefined {
+  for (let index = session.events.length - 1; index >= 0; index -= 1) {
+    if (session.events[index]!.type === type) return session.events[index]
+  }
+  return undefined
 }
