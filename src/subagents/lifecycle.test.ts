@@ -75,6 +75,8 @@ describe.each(stores)('subagents over $name: a finished child is closed (#43.2)'
     const child = spawnWriter(store.kind, store.store(dir), started[0]!.childSessionId, 'load')
     cleanups.push(async () => { child.kill(); await child.exit })
     expect(await child.line()).toBe(`held ${child.pid}`)
+    // The parent's lock is taken with its first write: once what it logged is out, it is held.
+    await h.ctx.sessionPersistence.flushAll()
     await expect(second.acquireWriter!(h.session.id)).rejects.toMatchObject({ name: 'SessionInUseError' })
   })
 })
