@@ -62,7 +62,9 @@ export function findScenarioDirs<T extends { readonly dir: string }>(
   const walk = (dir: string): void => {
     const entries = readdirSync(dir, { withFileTypes: true })
     const has = (name: string) => entries.some(entry => entry.isFile() && entry.name === name)
-    const scenario = dir.split(/[\\/]/).includes('examples') ? classify(dir, has) : undefined
+    const parts = dir.split(/[\\/]/)
+    // Scenario folders live under `examples/`; the packaged Python SDK's runs are scenarios too.
+    const scenario = parts.includes('examples') || parts.includes('python-sdk-single-exe') ? classify(dir, has) : undefined
     if (scenario !== undefined) {
       out.push(scenario)
       if (!options.descend) return

@@ -167,6 +167,11 @@ describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has
       expect([name, ...await one(name)]).toEqual([name, ['pass', undefined]])
     }
   }, 120_000)
+  it('the packaged Python SDK\'s advanced run (a plugin tool the model defined, called from run_code; a foreground child; a workflow child; undefine) replays and passes', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of replaySuite({ filter: 'python-sdk-single-exe/advanced' }).run([resolve(corpus, 'scripts')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
+  }, 60_000)
   it('ralph-loop (two fresh rounds, continue then complete, from the children\'s recorded scripts) is replayed from its stream and passes', async () => {
     expect(await one('ralph-loop', 'examples/headless-agent')).toEqual([['pass', undefined]])
   }, 60_000)

@@ -360,7 +360,7 @@ function plan(scenario: Scenario): string | Plan {
   const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
     && (event.data as { target: string; inserted: UserMessage[] }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => message.source.kind === ('subagent-settled' as never)))
-  const delegationRows = DELEGATION_ROWS[basename(dir)] ?? (dir.includes('jsonrpc-agent') ? SDK_TOOL_ROWS : DEFAULT_TOOL_ROWS)
+  const delegationRows = DELEGATION_ROWS[basename(dir)] ?? (dir.includes('jsonrpc-agent') || dir.includes('python-sdk-single-exe') ? SDK_TOOL_ROWS : DEFAULT_TOOL_ROWS)
   // The permission plugins run where the recording depends on them: a confining or asking
   // default, or knob events in the log. A danger-full-access + never recording (most of the
   // corpus) behaves as if they were absent and is replayed without them.
@@ -393,14 +393,16 @@ function unwrapInjected(events: readonly SessionEvent[], failTurns: ReadonlyMap<
 
 /** The first recorded event naming something the suite cannot replay, as a SKIP reason. */
 function unsupported(events: readonly SessionEvent[]): string | undefined {
-  for (const event of events) {
+  const dynamic = calls(events, 'cordis_run')
+  for (const [index, event] of events.entries()) {
     if (MASKED.has(event.type)) continue
     const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
     if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
     if (!COMPARED.has(event.type) && !MASKED.has(event.type)) return `missing capability: event ${event.type}`
     if (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') {
       const name = (event.data as { name: string }).name
-      if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
+      // A tool a running model-written plugin registered (cordis_run before it) is the recording's own.
+      if (!BUILTIN_TOOLS.has(name) && !(dynamic && calls(events.slice(0, index), 'cordis_run'))) return `missing capability: tool ${name}`
     }
     if (event.type === 'user/message' && isInstructionsMessage(event.data as UserMessage)) continue
     if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage) && !isGoalMessage(event.data as UserMessage) && !isCodeModeMessage(event.data as UserMessage)) {
