@@ -14,7 +14,7 @@
  * line or the attachment.
  */
 import { SessionFileError, encodeHeader, parseSessionFile } from '../session/codec.js'
-import { IMAGE_MEDIA_TYPES, attachmentIdOf, isAttachmentId, referencedAttachments } from '../session/attachments.js'
+import { IMAGE_MEDIA_TYPES, attachmentIdOf, isAttachmentId, referencedAttachments, type StoredAttachment } from '../session/attachments.js'
 import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import { isPlainObject } from '../session/validators.js'
@@ -148,4 +148,16 @@ function readAttachment(entry: unknown, index: number): ExchangedAttachment {
   const bytes = new Uint8Array(Buffer.from(data, 'base64'))
   if (attachmentIdOf(bytes) !== attachmentId) throw new ImportError(`${where}: its bytes do not hash to ${attachmentId} (damaged in transit?)`)
   return { attachmentId, mediaType, data: bytes }
+}
+
+/** The images a log references, read through `read`; the ones not found are named in `missing`. */
+export async function gatherAttachments(events: readonly SessionEvent[], read: (attachmentId: string) => Promise<StoredAttachment | undefined>): Promise<{ attachments: ExchangedAttachment[]; missing: string[] }> {
+  const attachments: ExchangedAttachment[] = []
+  const missing: string[] = []
+  for (const attachmentId of loggedAttachments(events)) {
+    const found = await read(attachmentId)
+    if (found === undefined) missing.push(attachmentId)
+    else attachments.push({ attachmentId, mediaType: found.mediaType, data: found.data })
+  }
+  return { attachments, missing }
 }

@@ -17,7 +17,7 @@ import {
 } from './api.js'
 import { encodeEvent, encodeHeader } from './records.js'
 import { retryFlush, type FinalSave, type SessionFinalSave } from './final-save.js'
-import { ImportError, loggedAttachments, type ExchangedAttachment, type SessionExchange } from './exchange.js'
+import { gatherAttachments, ImportError, loggedAttachments, type SessionExchange } from './exchange.js'
 
 export interface SessionPersistenceConfig {
   readonly backend: PersistenceBackend
@@ -418,7 +418,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
     }
     if (stored === undefined) {
       await this.release(id)
-      throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+      throw this.notStored(id)
     }
     const { header, events, torn } = stored
     const closers = interruptedTurnClosers(events)
@@ -463,7 +463,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
   async salvage(id: string, copyId?: string): Promise<SalvageResult> {
     if (this.backend.salvageStored === undefined) throw new PersistenceError(`the ${this.backend.kind} backend cannot salvage sessions`, id)
     const found = await this.backend.salvageStored(id)
-    if (found === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+    if (found === undefined) throw this.notStored(id)
     const closers = interruptedTurnClosers(found.events)
     for (let n = 1; ; n++) {
       const target = copyId ?? `${id}-salvaged${n === 1 ? '' : `-${n}`}`
@@ -490,17 +490,15 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
       ;({ header, events } = { header: live.header, events: live.events.slice() })
     } else {
       const stored = await this.backend.loadStored(id)
-      if (stored === undefined) throw new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
+      if (stored === undefined) throw this.notStored(id)
       ;({ header, events } = stored)
     }
-    const attachments: ExchangedAttachment[] = []
-    const missing: string[] = []
-    for (const attachmentId of loggedAttachments(events)) {
-      const found = live !== undefined ? await this.sessions.attachments.read(id, attachmentId) : await this.backend.getAttachment?.(id, attachmentId)
-      if (found === undefined) missing.push(attachmentId)
-      else attachments.push({ attachmentId, mediaType: found.mediaType, data: found.data })
-    }
-    return { header, events, attachments, missing }
+    const read = (attachmentId: string) => live !== undefined ? this.sessions.attachments.read(id, attachmentId) : this.backend.getAttachment?.(id, attachmentId) ?? Promise.resolve(undefined)
+    return { header, events, ...await gatherAttachments(events, read) }
+  }
+
+  private notStored(id: string): SessionNotStoredError {
+    return new SessionNotStoredError(`session ${JSON.stringify(id)} is not stored (${this.backend.kind} backend)`, id)
   }
 
   /**
@@ -510,8 +508,7 @@ export class SessionPersistence extends Service implements SessionPersistenceSer
    * is checked as a cold load checks it, an open turn is closed as interrupted (C-2), the images
    * are stored first, and the session is durable when this resolves. Nothing is written when
    * the id is taken or a check fails.
-   */
-  /**
+   *
    * The file's header `cwd` is never kept: the session runs in `options.cwd`, a folder of this
    * machine the caller chose. After the file's events (and the closers of an open turn) comes
    * `session/imported {from: {id, cwd?}}`, where every permission knob fold starts again, so the
