@@ -64,5 +64,10 @@ export const RUN_OUTPUT_TYPE = `{
   result: JsonValue;
 }`
 
+/** A tool result cut to `max` characters, saying how much was left out. */
+export function capText(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}\n… [truncated: ${text.length - max} more characters]`
+}
+
 /** The script's thread: its own busy time is short; the run waits on children for as long as they take. */
 export const WORKFLOW_RUN_LIMITS: Partial<CodeRunLimits> = Object.freeze({ computeMs: 60_000, maxWallMs: 6 * 3600_000 })

@@ -13,7 +13,7 @@ import type { Session } from '../session/api.js'
 import type { JsonValue } from '../session/types.js'
 import type { ToolContext, ToolOutput } from '../tools/api.js'
 import { ToolError } from '../tools/errors.js'
-import { AGENT_END_EVENT, AGENT_START_EVENT, RUN_END_EVENT, RUN_OUTPUT_TYPE, RUN_START_EVENT, WORKFLOW_DEFAULTS, WORKFLOW_RUN_LIMITS, type AgentEndData, type WorkflowConfig } from './api.js'
+import { AGENT_END_EVENT, AGENT_START_EVENT, capText, RUN_END_EVENT, RUN_OUTPUT_TYPE, RUN_START_EVENT, WORKFLOW_DEFAULTS, WORKFLOW_RUN_LIMITS, type AgentEndData, type WorkflowConfig } from './api.js'
 import { runChild } from './children.js'
 import { runWorkflow, scriptProblem } from './engine.js'
 import { ralphTool } from './ralph.js'
@@ -25,11 +25,6 @@ interface WorkflowArgs {
   readonly script: string
   readonly meta: { readonly name: string; readonly description: string }
   readonly args?: Record<string, JsonValue>
-}
-
-/** A tool result cut to `max` characters, saying how much was left out. */
-export function capText(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}\n… [truncated: ${text.length - max} more characters]`
 }
 
 function metaProblem(meta: unknown): string | undefined {

@@ -10,7 +10,7 @@ import type { Context } from 'cordis'
 import type { Agent } from '../agent/api.js'
 import type { JsonValue } from '../session/types.js'
 import type { Tool, ToolContext } from '../tools/api.js'
-import { RUN_OUTPUT_TYPE, WORKFLOW_DEFAULTS, type WorkflowConfig } from './api.js'
+import { capText as cut, RUN_OUTPUT_TYPE, WORKFLOW_DEFAULTS, type WorkflowConfig } from './api.js'
 import { runChild } from './children.js'
 import { RALPH, RALPH_DESCRIPTION, RALPH_PARAMETERS } from './texts.js'
 
@@ -52,10 +52,6 @@ export function reportProblem(report: RalphReport): string | undefined {
 
 const rounds = (n: number) => `${n} round${n === 1 ? '' : 's'}`
 const json = (value: unknown) => JSON.stringify(value, null, 2)
-
-function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}\n… [truncated: ${text.length - max} more characters]`
-}
 
 /** The prompt of round `round`: six paragraphs, the objective verbatim. */
 export function roundPrompt(objective: string, round: number, max: number, handoff: string | undefined): string {
