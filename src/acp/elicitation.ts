@@ -12,7 +12,8 @@
  * The property of the choice (or the free answer) is keyed by the question id; the companion
  * free-text property by `<id>.text` (made unique should another question use that id).
  */
-import type { QuestionAnswer, UserQuestion } from '../approval/api.js'
+import type { PendingQuestion, QuestionAnswer, UserQuestion } from '../approval/api.js'
+import type { JsonRpcPeer } from '../sdk/jsonrpc.js'
 
 export type ElicitationProperty =
   | { type: 'string'; title: string; description?: string; minLength?: number; oneOf?: { const: string; title: string }[] }
@@ -102,4 +103,35 @@ export function formAnswers(questions: readonly UserQuestion[], form: Elicitatio
     }
   }
   return answers
+}
+
+/**
+ * Asks the client with `elicitation/create` (form mode, tied to the session and the tool call);
+ * an abort while the form is open withdraws it (`$/cancel_request`). A JSON-RPC error or an
+ * answer that does not fit the form is reported on `stderr` and fails closed (throws).
+ */
+export async function askForm(peer: JsonRpcPeer, question: PendingQuestion, signal: AbortSignal, stderr: { write(text: string): unknown }): Promise<readonly QuestionAnswer[] | 'cancelled'> {
+  const form = questionForm(question.questions)
+  let result: unknown
+  try {
+    result = await peer.request('elicitation/create', {
+      sessionId: question.sessionId,
+      toolCallId: question.callId,
+      mode: 'form',
+      message: form.message,
+      requestedSchema: form.requestedSchema,
+    }, { signal, cancelNotification: '$/cancel_request' })
+  } catch (error) {
+    if (signal.aborted) return 'cancelled'
+    const message = error instanceof Error ? error.message : String(error)
+    stderr.write(`dsh acp: the client answered elicitation/create with an error (${message}); the question fails closed\n`)
+    throw error
+  }
+  if (signal.aborted) return 'cancelled'
+  try {
+    return formAnswers(question.questions, form, result)
+  } catch (error) {
+    if (error instanceof ElicitationAnswerError) stderr.write(`dsh acp: the client's answer to elicitation/create does not fit the form: ${error.message}; the question fails closed\n`)
+    throw error
+  }
 }

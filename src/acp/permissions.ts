@@ -3,6 +3,9 @@
  * selected one answers the approval seam.
  */
 import type { ApprovalAnswer, PendingApproval } from '../approval/api.js'
+import type { JsonRpcPeer } from '../sdk/jsonrpc.js'
+import { permissionOutcome } from './params.js'
+import { parseArguments, toolKind, toolPath, toolTitle } from './updates.js'
 
 /** The options offered with every permission request (as the original offers them). */
 export const PERMISSION_OPTIONS = [
@@ -33,4 +36,37 @@ export function permissionAnswer(optionId: string, scopes: PendingApproval['scop
     if (SCOPE_OPTIONS[scope].option.optionId === optionId && scopes?.includes(scope) === true) return SCOPE_OPTIONS[scope].answer
   }
   return 'rejected'
+}
+
+/**
+ * Asks the client with `session/request_permission`: in `full` mode the tool call carries its
+ * title, kind, raw input and the file touched; otherwise only its id (AP-4). A cancelled request
+ * or outcome is `'cancelled'`; an answer that is not an outcome is an error.
+ */
+export async function askPermission(peer: JsonRpcPeer, request: PendingApproval, full: boolean, cwd: string | undefined, signal: AbortSignal): Promise<ApprovalAnswer> {
+  const toolCall = full ? permissionToolCall(request, cwd) : { toolCallId: request.callId }
+  const answer = await peer.request('session/request_permission', {
+    sessionId: request.sessionId,
+    toolCall,
+    options: permissionOptions(request.scopes),
+  })
+  if (signal.aborted) return 'cancelled'
+  const parsed = permissionOutcome.safeParse(answer)
+  if (!parsed.success) throw new Error(`the client answered session/request_permission with ${JSON.stringify(answer)}`)
+  const outcome = parsed.data.outcome
+  if (outcome.outcome === 'cancelled') return 'cancelled'
+  return permissionAnswer(outcome.optionId, request.scopes)
+}
+
+/** The tool call a `full`-mode permission request shows: title, kind, raw input, the file touched. */
+function permissionToolCall(request: PendingApproval, cwd: string | undefined) {
+  const rawInput = parseArguments(request.arguments ?? '')
+  const path = toolPath(request.toolName, rawInput, cwd)
+  return {
+    toolCallId: request.callId,
+    title: request.reason === '' ? toolTitle(request.toolName, rawInput, cwd) : `${toolTitle(request.toolName, rawInput, cwd)}: ${request.reason}`,
+    kind: toolKind(request.toolName),
+    rawInput,
+    ...(path === undefined ? {} : { locations: [{ path }] }),
+  }
 }

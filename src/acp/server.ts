@@ -16,23 +16,23 @@
  * `elicitation/create` (./elicitation.ts), withdrawn with `$/cancel_request` on `session/cancel`.
  */
 import { readFileSync } from 'node:fs'
-import { readFile, stat } from 'node:fs/promises'
 import { isAbsolute } from 'node:path'
 import { Service, type Context } from 'cordis'
 import { z } from 'zod'
+import { cancelParams, initializeParams, listParams, loadParams, newSessionParams, promptParams, sessionParams, setModeParams, toContentBlocks } from './params.js'
 import type { Agent } from '../agent/api.js'
 import type { AssistantMessage, ContentBlock } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import type { SessionEvent, TurnEndReason } from '../session/types.js'
 import type { ApprovalAnswer, ApprovalService, PendingApproval, PendingQuestion, QuestionAnswer } from '../approval/api.js'
-import { permissionAnswer, permissionOptions } from './permissions.js'
+import { askPermission } from './permissions.js'
 import type { ToolContext, ToolExecution, ToolOutputChunk, ToolResultRecord } from '../tools/api.js'
 import type { ScopeKey } from '../scope/index.js'
 import { editorFiles, provideEditorFiles, type EditorFiles } from '../tools/editor-files.js'
 import { provideEditorTerminal } from '../tools/editor-terminal.js'
 import { acpTerminal } from './terminal.js'
-import { ElicitationAnswerError, formAnswers, questionForm } from './elicitation.js'
-import { liveUpdates, parseArguments, replayUpdates, replayedAttachments, toolKind, toolPath, toolTitle, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
+import { askForm } from './elicitation.js'
+import { liveUpdates, parseArguments, readSmallText, replayUpdates, replayedAttachments, toolPath, type FileChange, type SessionUpdate, type UpdateMode } from './updates.js'
 import { imageRefusal, storeInlineImages } from '../sdk/images.js'
 import { AttachmentError } from '../session/attachments.js'
 import { checkFolder, checkReadiness, messageText, openAgent, resolveRoute } from '../sdk/agents.js'
@@ -82,39 +82,10 @@ const MODE_TEXT: Readonly<Record<string, { name: string; description: string }>>
 /** Sessions per `session/list` page. */
 const LIST_PAGE = 100
 /** Files larger than this get no `diff` block (the editor reads them itself). */
-const MAX_DIFF_BYTES = 1 << 20
-
 export type StopReason = 'end_turn' | 'cancelled'
 
 export { PERMISSION_OPTIONS } from './permissions.js'
-
-const textBlock = z.object({ type: z.literal('text'), text: z.string() }).loose()
-const imageBlock = z.object({ type: z.literal('image'), data: z.string().min(1), mimeType: z.string() }).loose()
-const resourceLink = z.object({ type: z.literal('resource_link'), uri: z.string(), name: z.string().optional() }).loose()
-const resource = z.object({ type: z.literal('resource'), resource: z.object({ uri: z.string(), text: z.string().optional() }).loose() }).loose()
-const promptBlock = z.discriminatedUnion('type', [textBlock, imageBlock, resourceLink, resource])
-
-const initializeParams = z.object({
-  protocolVersion: z.number().int().nonnegative(),
-  clientCapabilities: z.object({
-    fs: z.object({ readTextFile: z.boolean().optional(), writeTextFile: z.boolean().optional() }).loose().optional(),
-    terminal: z.boolean().optional(),
-    elicitation: z.object({ form: z.object({}).loose().nullish() }).loose().nullish(),
-  }).loose().optional(),
-}).loose()
-const newSessionParams = z.object({ cwd: z.string(), mcpServers: z.array(z.unknown()).optional() }).loose()
-const promptParams = z.object({ sessionId: z.string().min(1), prompt: z.array(promptBlock).min(1, 'needs at least one content block') }).loose()
-const cancelParams = z.object({ sessionId: z.string().min(1) }).loose()
-const sessionParams = z.object({ sessionId: z.string().min(1) }).loose()
-const loadParams = z.object({ sessionId: z.string().min(1), cwd: z.string().optional(), mcpServers: z.array(z.unknown()).optional() }).loose()
-const setModeParams = z.object({ sessionId: z.string().min(1), modeId: z.string().min(1) }).loose()
-const listParams = z.object({ cwd: z.string().nullish(), cursor: z.string().nullish() }).loose()
-const permissionOutcome = z.object({
-  outcome: z.discriminatedUnion('outcome', [
-    z.object({ outcome: z.literal('cancelled') }).loose(),
-    z.object({ outcome: z.literal('selected'), optionId: z.string() }).loose(),
-  ]),
-}).loose()
+export { toContentBlocks } from './params.js'
 
 function packageVersion(): string {
   try {
@@ -122,18 +93,6 @@ function packageVersion(): string {
   } catch {
     return '0.0.0'
   }
-}
-
-/** ACP content blocks -> dsh content: text and images as such, resources as text. */
-export function toContentBlocks(prompt: readonly z.output<typeof promptBlock>[]): ContentBlock[] {
-  return prompt.map((block): ContentBlock => {
-    switch (block.type) {
-      case 'text': return { type: 'text', text: block.text }
-      case 'image': return { type: 'image', data: block.data, mimeType: block.mimeType }
-      case 'resource_link': return { type: 'text', text: `[resource ${block.name ?? block.uri}](${block.uri})` }
-      case 'resource': return { type: 'text', text: block.resource.text ?? `[resource ${block.resource.uri}]` }
-    }
-  })
 }
 
 interface PendingPrompt {
@@ -620,84 +579,17 @@ export class AcpServerApp extends Service {
   private async requestPermission(request: PendingApproval, signal: AbortSignal): Promise<ApprovalAnswer | undefined> {
     const peer = this.peer
     if (peer === undefined || !this.opened.has(request.sessionId)) return undefined
-    const toolCall = this.mode === 'full'
-      ? permissionToolCall(request, this.ctx.agents.get(request.sessionId)?.session.header.cwd)
-      : { toolCallId: request.callId }
-    const answer = await peer.request('session/request_permission', {
-      sessionId: request.sessionId,
-      toolCall,
-      options: permissionOptions(request.scopes),
-    })
-    if (signal.aborted) return 'cancelled'
-    const parsed = permissionOutcome.safeParse(answer)
-    if (!parsed.success) throw new Error(`the client answered session/request_permission with ${JSON.stringify(answer)}`)
-    const outcome = parsed.data.outcome
-    if (outcome.outcome === 'cancelled') return 'cancelled'
-    return permissionAnswer(outcome.optionId, request.scopes)
+    const cwd = this.mode === 'full' ? this.ctx.agents.get(request.sessionId)?.session.header.cwd : undefined
+    return askPermission(peer, request, this.mode === 'full', cwd, signal)
   }
 
   /**
-   * `ask_user_question` as an `elicitation/create` form tied to the session and the tool call
-   * (./elicitation.ts). Only for a client that advertised form elicitation; `session/cancel`
-   * while the form is open withdraws it (`$/cancel_request`). A JSON-RPC error or an answer that
-   * does not fit the form is reported on stderr and fails closed.
+   * `ask_user_question` as an `elicitation/create` form (./elicitation.ts), only for a client
+   * that advertised form elicitation.
    */
   private async elicit(question: PendingQuestion, signal: AbortSignal): Promise<readonly QuestionAnswer[] | 'cancelled' | undefined> {
     const peer = this.peer
     if (peer === undefined || !this.clientForms || !this.opened.has(question.sessionId)) return undefined
-    const form = questionForm(question.questions)
-    let result: unknown
-    try {
-      result = await peer.request('elicitation/create', {
-        sessionId: question.sessionId,
-        toolCallId: question.callId,
-        mode: 'form',
-        message: form.message,
-        requestedSchema: form.requestedSchema,
-      }, { signal, cancelNotification: '$/cancel_request' })
-    } catch (error) {
-      if (signal.aborted) return 'cancelled'
-      const message = error instanceof Error ? error.message : String(error)
-      this.ctx.host.stderr.write(`dsh acp: the client answered elicitation/create with an error (${message}); the question fails closed\n`)
-      throw error
-    }
-    if (signal.aborted) return 'cancelled'
-    try {
-      return formAnswers(question.questions, form, result)
-    } catch (error) {
-      if (error instanceof ElicitationAnswerError) this.ctx.host.stderr.write(`dsh acp: the client's answer to elicitation/create does not fit the form: ${error.message}; the question fails closed\n`)
-      throw error
-    }
-  }
-}
-
-/** The tool call a `full`-mode permission request shows: title, kind, raw input, the file touched. */
-function permissionToolCall(request: PendingApproval, cwd: string | undefined) {
-  const rawInput = parseArguments(request.arguments ?? '')
-  const path = toolPath(request.toolName, rawInput, cwd)
-  return {
-    toolCallId: request.callId,
-    title: request.reason === '' ? toolTitle(request.toolName, rawInput, cwd) : `${toolTitle(request.toolName, rawInput, cwd)}: ${request.reason}`,
-    kind: toolKind(request.toolName),
-    rawInput,
-    ...(path === undefined ? {} : { locations: [{ path }] }),
-  }
-}
-
-/**
- * A regular file's text when it is at most MAX_DIFF_BYTES; null when missing, large or not a
- * file. Read through the editor when it holds the session's files.
- */
-async function readSmallText(path: string, files?: EditorFiles): Promise<string | null> {
-  try {
-    if (files?.readText !== undefined) {
-      const text = await files.readText(path)
-      return Buffer.byteLength(text) > MAX_DIFF_BYTES ? null : text
-    }
-    const info = await stat(path)
-    if (!info.isFile() || info.size > MAX_DIFF_BYTES) return null
-    return await readFile(path, 'utf8')
-  } catch {
-    return null
+    return askForm(peer, question, signal, this.ctx.host.stderr)
   }
 }

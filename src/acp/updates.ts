@@ -12,10 +12,12 @@
  * `replayUpdates` turns a stored log into the updates a client needs to rebuild the conversation
  * on `session/load`: committed messages rather than deltas, and every tool call with its outcome.
  */
+import { readFile, stat } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { isAbsolute, resolve } from 'node:path'
 import type { AssistantMessage, ContentBlock, ImageBlock, StreamChunk, ToolResultMessage, UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
+import type { EditorFiles } from '../tools/editor-files.js'
 
 export type UpdateMode = 'full' | 'recorded'
 
@@ -338,4 +340,25 @@ export function replayUpdates(events: readonly SessionEvent[], cwd: string | und
     }
   }
   return out
+}
+
+/** The largest file whose text a write/edit diff carries. */
+const MAX_DIFF_BYTES = 1 << 20
+
+/**
+ * A regular file's text when it is at most MAX_DIFF_BYTES; null when missing, large or not a
+ * file. Read through the editor when it holds the session's files.
+ */
+export async function readSmallText(path: string, files?: EditorFiles): Promise<string | null> {
+  try {
+    if (files?.readText !== undefined) {
+      const text = await files.readText(path)
+      return Buffer.byteLength(text) > MAX_DIFF_BYTES ? null : text
+    }
+    const info = await stat(path)
+    if (!info.isFile() || info.size > MAX_DIFF_BYTES) return null
+    return await readFile(path, 'utf8')
+  } catch {
+    return null
+  }
 }
