@@ -16,16 +16,11 @@ import type { Context } from 'cordis'
 import type { ApprovalAnswer, ApprovalScope, ApprovalService, PendingApproval, PresetName } from '../approval/api.js'
 import { isNetworkMode, NETWORK_MODES } from '../sandbox/modes.js'
 import { WebApiError, type WebMethod } from './api.js'
+import { str } from './params.js'
 import '../session/api.js'
 
 const SCOPE_OF: Readonly<Record<string, ApprovalScope>> = { 'allowed-session': 'session', 'allowed-always': 'always' }
 const OUTCOMES = ['allowed-once', 'allowed-session', 'allowed-always', 'rejected']
-
-function str(params: Record<string, unknown>, key: string): string {
-  const value = params[key]
-  if (typeof value !== 'string' || value === '') throw new WebApiError(400, 'BAD_PARAMS', `"${key}" must be a non-empty string`)
-  return value
-}
 
 export function registerApprovalMethods(ctx: Context, register: (name: string, method: WebMethod) => void): void {
   const waiting = new Map<string, { request: PendingApproval; resolve(answer: ApprovalAnswer): void }>()

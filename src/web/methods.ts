@@ -14,18 +14,19 @@ import type { InboxTarget, SessionEvent, SessionHeader } from '../session/types.
 import { historyWindow } from './history-page.js'
 import { scanEvents } from '../session/packed-run.js'
 import type { StoredSessionSummary } from '../persistence/api.js'
-import { readCredentials, readSettings, writeCredential, writeSettings, type Settings } from '../config/home.js'
-import { isCredentialName } from '../config/credentials.js'
+import { readSettings } from '../config/home.js'
 import { forkTitled, titleOf } from '../title/index.js'
 import { rewindPoints, type RewindPoint } from '../host/rewind.js'
 import { fileChangesAfter, restoreFiles, restoreLines } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
 import { emitContained } from '../kernel/index.js'
-import type { ApprovalService, PendingQuestion, QuestionAnswer } from '../approval/api.js'
+import type { ApprovalService } from '../approval/api.js'
 import { registerApprovalMethods } from './approval-methods.js'
+import { registerQuestionMethods } from './question-methods.js'
+import { registerExchangeMethods } from './exchange-methods.js'
+import { registerSettingsMethods } from './settings-methods.js'
+import { int, str } from './params.js'
 import { WebApiError, type WebApiService, type WebAsset, type WebMethod } from './api.js'
-import type { McpService } from '../mcp/api.js'
-import type { ProjectTrustStatus } from '../trust/plugin.js'
 import { promptInput, registerWorkspaceMethods, sessionWorkspace } from './workspace-methods.js'
 import type { PriceTable } from '../session/trajectory.js'
 import { isMentionBlock, mentionBlocks } from './files.js'
@@ -35,8 +36,7 @@ import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
-import { hasConversation, SessionExistsError, SessionNotStoredError } from '../persistence/api.js'
-import { ImportError, exchangeLog, parseSessionExport } from '../persistence/exchange.js'
+import { hasConversation } from '../persistence/api.js'
 import '../session/api.js'
 import '../subagents/api.js'
 
@@ -113,44 +113,6 @@ const SUMMARY_TYPES: ReadonlySet<string> = new Set(['turn/start', 'session/title
 /** How many stored logs `view` keeps read (a few: each may hold a long session). */
 const STORED_VIEWS = 3
 
-function str(params: Record<string, unknown>, key: string, optional = false): string {
-  const value = params[key]
-  if (value === undefined && optional) return ''
-  if (typeof value !== 'string' || (value === '' && !optional)) throw new WebApiError(400, 'BAD_PARAMS', `"${key}" must be a non-empty string`)
-  return value
-}
-
-function int(params: Record<string, unknown>, key: string, fallback?: number): number {
-  const value = params[key] ?? fallback
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new WebApiError(400, 'BAD_PARAMS', `"${key}" must be a non-negative integer`)
-  return value
-}
-
-/** `question.answer`'s answers, checked against what was asked; a 400 naming the problem otherwise. */
-function checkedAnswers(pending: PendingQuestion, answers: unknown): QuestionAnswer[] {
-  const bad = (message: string) => new WebApiError(400, 'BAD_PARAMS', message)
-  if (!Array.isArray(answers) || answers.length === 0) throw bad('"answers" must be a non-empty array of {id, selected?, text?} (or pass dismissed: true)')
-  const seen = new Set<string>()
-  return answers.map((answer: unknown, i): QuestionAnswer => {
-    const a = answer as Record<string, unknown> | null
-    if (typeof a !== 'object' || a === null || typeof a.id !== 'string') throw bad(`answers[${i}].id must be a string`)
-    const question = pending.questions.find(q => q.id === a.id)
-    if (question === undefined) throw bad(`answers[${i}].id "${a.id}" was not asked`)
-    if (seen.has(a.id)) throw bad(`answers[${i}].id "${a.id}" is answered twice`)
-    seen.add(a.id)
-    if (a.text !== undefined && typeof a.text !== 'string') throw bad(`answers[${i}].text must be a string`)
-    if (a.selected !== undefined) {
-      if (!Array.isArray(a.selected) || !a.selected.every(label => typeof label === 'string')) throw bad(`answers[${i}].selected must be an array of option labels`)
-      const offered = new Set((question.options ?? []).map(option => option.label))
-      const unknown = a.selected.find(label => !offered.has(label as string))
-      if (unknown !== undefined) throw bad(`answers[${i}].selected: "${String(unknown)}" is not an option of "${a.id}"`)
-      if (a.selected.length > 1 && question.multiSelect !== true) throw bad(`answers[${i}].selected: "${a.id}" takes one option`)
-    }
-    if (a.selected === undefined && a.text === undefined) throw bad(`answers[${i}] needs selected or text`)
-    return { id: a.id, ...(a.selected !== undefined ? { selected: a.selected as string[] } : {}), ...(a.text !== undefined ? { text: a.text as string } : {}) }
-  })
-}
-
 export class WebApiPlugin extends Service implements WebApiService {
   static readonly inject = ['sessions', 'agents', 'llm', 'sessionPersistence']
 
@@ -177,43 +139,11 @@ export class WebApiPlugin extends Service implements WebApiService {
     })
     this.registerCore()
     registerApprovalMethods(ctx, (name, method) => this.register(name, method))
-    this.registerQuestions(ctx)
+    registerQuestionMethods(ctx, (name, method) => this.register(name, method))
     registerWorkspaceMethods(this.workspaceHost)
     registerFolderMethods(ctx, this, () => this.config.cwd)
   }
 
-  /**
-   * The web UI answers `ask_user_question` (docs/questions.md): a pending question reaches the
-   * page over the session's event stream (`questions`, also on connect: `pendingQuestions`), the
-   * page draws a card, and `question.answer` settles it with answers or `{dismissed: true}`.
-   * The approval seam checks the answers (asked ids, offered labels).
-   */
-  private registerQuestions(ctx: Context): void {
-    const waiting = new Map<string, { question: PendingQuestion; resolve(answer: readonly QuestionAnswer[] | 'cancelled'): void }>()
-    ctx.inject(['approval'], (ctx) => {
-      ctx.approval.questioner((question, signal) => new Promise<readonly QuestionAnswer[] | 'cancelled'>(resolve => {
-        waiting.set(question.id, { question, resolve })
-        signal.addEventListener('abort', () => { waiting.delete(question.id); resolve('cancelled') }, { once: true })
-      }))
-    })
-    this.register('question.answer', params => {
-      const id = str(params, 'questionId')
-      const entry = waiting.get(id)
-      if (entry === undefined) throw new WebApiError(404, 'NO_QUESTION', `no pending question "${id}" (already answered or cancelled)`)
-      if (params.dismissed === true) {
-        waiting.delete(id)
-        entry.resolve('cancelled')
-        return { ok: true }
-      }
-      // A bad answer is refused here and the question stays open (the seam would fail it closed).
-      const answers = checkedAnswers(entry.question, params.answers)
-      waiting.delete(id)
-      entry.resolve(answers)
-      return { ok: true }
-    })
-  }
-
-  /** What workspace-methods.ts needs (mentions, content search, trajectory, providers). */
   /** A prompt's content: the typed text, its images (attachments.ts) and its `@` mentions' reference blocks (files.ts). */
   private async promptContent(agent: Agent, typed: string, images: ReturnType<typeof imageParams>, mentions: unknown): Promise<string | ContentBlock[]> {
     const withImages = images.length > 0 ? await promptWithImages(this.ctx.root, agent, typed, images) : undefined
@@ -536,42 +466,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       return { deleted }
     })
 
-    add('sessions.export', async params => {
-      const id = str(params, 'id')
-      // The same log and images as `dsh sessions export` (persistence/exchange.ts).
-      let exchange
-      try {
-        exchange = await root.sessionPersistence.exportSession(id)
-      } catch (error) {
-        if (error instanceof SessionNotStoredError) throw new WebApiError(404, 'NO_SESSION', `no session "${id}"`)
-        throw error
-      }
-      const exported = { filename: `${exchange.header.id}.jsonl`, jsonl: exchangeLog(exchange.header, exchange.events) }
-      // A log with images also carries their bytes (docs/web.md, "Export"); without, it is the log alone.
-      if (exchange.attachments.length === 0 && exchange.missing.length === 0) return exported
-      const attachments = exchange.attachments.map(a => ({ attachmentId: a.attachmentId, mediaType: a.mediaType, data: Buffer.from(a.data).toString('base64') }))
-      return { ...exported, attachments, ...(exchange.missing.length > 0 ? { missingAttachments: exchange.missing } : {}) }
-    })
-
-    // Import (docs/web.md): a file another home exported (`dsh sessions export`, the Export button).
-    add('sessions.import', async params => {
-      let exchange
-      try {
-        exchange = parseSessionExport(str(params, 'text'))
-      } catch (error) {
-        if (error instanceof ImportError) throw new WebApiError(400, 'BAD_IMPORT', error.message)
-        throw error
-      }
-      try {
-        // The file's folder and permission knobs are never kept: the launch folder and this home's defaults apply.
-        const result = await root.sessionPersistence.importSession(exchange, { newId: params.newId === true, cwd: this.config.cwd ?? process.cwd() })
-        return { ...result, session: (await this.view(result.id)).summary }
-      } catch (error) {
-        if (error instanceof SessionExistsError) throw new WebApiError(409, 'EXISTS', error.message)
-        if (error instanceof ImportError) throw new WebApiError(400, 'BAD_IMPORT', error.message)
-        throw error
-      }
-    })
+    registerExchangeMethods({ root, cwd: () => this.config.cwd ?? process.cwd(), view: id => this.view(id) }, add)
 
     add('sessions.setModel', async params => {
       const session = await this.session(str(params, 'id'))
@@ -656,94 +551,7 @@ export class WebApiPlugin extends Service implements WebApiService {
       scripts: [...this.assets].filter(([, asset]) => asset.script).map(([path]) => `/ext/${path}`),
     }))
 
-    add('models.list', () => {
-      const settings = this.config.home === undefined ? {} : readSettings(this.config.home)
-      const fallback = root.agents.list()[0]?.config
-      const models = root.llm.models().map(info => ({
-        ...info,
-        ready: root.llm.adapter(info.provider)?.readiness?.() ?? null,
-      }))
-      return { models, default: settings.model?.default ?? fallback?.model ?? models[0]?.model ?? null }
-    })
-
-    add('settings.get', () => {
-      const settings = readSettings(this.home)
-      const stored = readCredentials(this.home)
-      const names = new Set([...this.config.credentialNames ?? ['DEEPSEEK_API_KEY'], ...Object.keys(stored)])
-      const credentials = [...names].sort().map(name => ({
-        name,
-        set: Boolean(stored[name]) || Boolean(process.env[name]),
-        source: stored[name] ? 'credentials' : process.env[name] ? 'environment' : null,
-      }))
-      return { defaultModel: settings.model?.default ?? null, credentials }
-    })
-
-    add('settings.set', params => {
-      const settings: Settings = readSettings(this.home)
-      if (params.defaultModel !== undefined) {
-        const model = str(params, 'defaultModel')
-        const route = this.route(model)
-        settings.model = { ...settings.model, default: route?.model ?? model }
-      }
-      writeSettings(this.home, settings)
-      return { defaultModel: settings.model?.default ?? null }
-    })
-
-    // MCP servers (docs/mcp.md): state, tools and errors; trust for the project's .mcp.json; enable toggles.
-    const mcp = () => {
-      const service = this.root.get('mcp') as McpService | undefined
-      if (service === undefined) throw new WebApiError(501, 'UNSUPPORTED', 'no mcp row in this profile')
-      return service
-    }
-    const mcpList = () => {
-      const service = this.root.get('mcp') as McpService | undefined
-      const servers = service?.servers() ?? []
-      return { available: service !== undefined, servers, untrusted: servers.filter(server => server.state === 'untrusted').map(server => server.name) }
-    }
-    add('mcp.list', () => mcpList())
-    // Project trust (docs/security.md): the launch folder's hook files and .mcp.json servers.
-    const trustView = async (status?: ProjectTrustStatus) => {
-      const { describeProjectCode, needsTrust, projectTrustStatus } = await import('../trust/plugin.js')
-      const folder = this.config.cwd
-      if (folder === undefined || this.config.home === undefined) return { available: false }
-      const current = status ?? projectTrustStatus(folder, this.config.home)
-      return {
-        available: true, folder: current.folder, needsTrust: needsTrust(current), code: describeProjectCode(current),
-        ...current.trustedBy !== undefined ? { trustedBy: current.trustedBy } : {}, ...current.problem !== undefined ? { problem: current.problem } : {},
-      }
-    }
-    add('trust.status', () => trustView())
-    add('trust.on', async () => {
-      const { trustFolder } = await import('../trust/plugin.js')
-      if (this.config.cwd === undefined) throw new WebApiError(501, 'UNSUPPORTED', 'no launch folder to trust')
-      return trustView(await trustFolder(this.config.cwd, this.home, this.root.get('mcp') as McpService | undefined))
-    })
-    add('mcp.trust', async () => {
-      await mcp().trustProject()
-      return mcpList()
-    })
-    add('mcp.setEnabled', async params => {
-      if (typeof params.enabled !== 'boolean') throw new WebApiError(400, 'BAD_PARAMS', '"enabled" must be true or false')
-      try {
-        await mcp().setEnabled(str(params, 'name'), params.enabled)
-      } catch (error) {
-        if (error instanceof WebApiError) throw error
-        throw new WebApiError(400, 'BAD_PARAMS', (error as Error).message)
-      }
-      return mcpList()
-    })
-
-    add('credentials.set', params => {
-      const name = str(params, 'name')
-      if (!isCredentialName(name)) throw new WebApiError(400, 'BAD_PARAMS', `"${name}" is not a credential name: credentials are provider API keys named like DEEPSEEK_API_KEY`)
-      const value = params.value === null || params.value === '' ? undefined : str(params, 'value')
-      writeCredential(this.home, name, value)
-      // Adapters read credentials per request from the host's layers, whose first layer is the
-      // live process environment: updating it makes the new key effective without a restart.
-      if (value === undefined) delete process.env[name]
-      else process.env[name] = value
-      return { name, set: value !== undefined }
-    })
+    registerSettingsMethods({ root, config: this.config, route: name => this.route(name), home: () => this.home }, add)
   }
 
   private async spliceInbox(params: Record<string, unknown>, edit: boolean) {
