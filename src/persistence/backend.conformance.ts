@@ -9,82 +9,20 @@ import { writeFileSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context, type Fiber } from 'cordis'
 import fc from 'fast-check'
 import { hostname } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
-import { SessionsServicePlugin } from '../session/service.js'
 import { checkLogInvariants } from '../session/invariants.js'
 import { createEventTypeRegistry } from '../session/registry.js'
-import { SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from '../session/types.js'
+import { SESSION_FORMAT_VERSION, type SessionEvent } from '../session/types.js'
 import {
   CorruptSessionError, FormatVersionError, SeqMismatchError, SessionExistsError, SessionInUseError, StaleRevisionError,
   type PersistenceBackend, type WriterLease,
 } from './api.js'
-import { encodeEvent } from './records.js'
-import { SessionPersistence } from './service.js'
-import { interruptedTurnClosers } from '../session/repair.js'
-import { PackedRun, slotsOf } from '../session/packed-run.js'
-import { isDeepFrozen } from '../session/snapshot.js'
-import { appendTurn, prng } from './testing/workload.js'
 import { spawnWriter } from '../../test-support/writer-lock.js'
 import { describeLifecycleConformance } from './lifecycle.conformance.js'
-
-export interface BackendHarness {
-  readonly name: string
-  /** Opens the store kept in `dir`; a second call on the same dir acts like another process. */
-  open(dir: string, durable?: boolean): PersistenceBackend
-  /**
-   * Paths that must exist with exactly these permission bits after `id` is stored. Absent for a
-   * store that keeps nothing in `dir` (a database server): `dir` then only names the store.
-   */
-  modes?(backend: PersistenceBackend, dir: string, id: string): Promise<readonly { path: string; mode: number }[]>
-  /** Makes the stored record holding `seq` unreadable (unparsable). */
-  corrupt(backend: PersistenceBackend, id: string, seq: number): Promise<void>
-  /** Rewrites the stored header's version. */
-  setHeaderVersion(backend: PersistenceBackend, id: string, version: number): Promise<void>
-  /** How a separate process opens this store (test-support/writer-lock-child.mjs). */
-  readonly child: { readonly kind: string; store(dir: string): string }
-  /** The raw file of a store on a sequential medium (JSONL), to cut at every byte offset. */
-  readonly bytes?: {
-    file(backend: PersistenceBackend, id: string): Promise<string>
-  }
-}
-
-export const canonical = (events: readonly SessionEvent[]): string[] => events.map(encodeEvent)
-
-function header(id: string, extra: Partial<SessionHeader> = {}): SessionHeader {
-  return { type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt: 1_700_000_000_000, cwd: '/work/project', delegationDepth: 0, ...extra }
-}
-
-async function boot(backend?: PersistenceBackend, maxDelayMs = 1_000_000) {
-  const ctx = new Context()
-  let clock = 1_700_000_000_000
-  await ctx.plugin(SessionsServicePlugin, { now: () => clock++ })
-  if (backend) {
-    const fiber = ctx.plugin(SessionPersistence, { backend, maxDelayMs, closeBackend: false, report: () => undefined })
-    await fiber
-    persistenceFibers.set(ctx, fiber)
-  }
-  return ctx
-}
-
-const persistenceFibers = new WeakMap<Context, Fiber>()
-
-/** Unloads a booted context's persistence (flush, then its writer locks are released). */
-async function shutdown(ctx: Context): Promise<void> {
-  await persistenceFibers.get(ctx)?.dispose()
-}
-
-/** A live session with `turns` realistic turns (plus, optionally, an open partial turn). */
-export async function realisticLog(turns: number, seed = 1, openTail = 0, chunks?: () => number, toolRounds?: number): Promise<{ header: SessionHeader; events: SessionEvent[] }> {
-  const ctx = await boot()
-  const session = ctx.sessions.create({ id: `gen-${seed}`, cwd: '/work/project', createdAt: 1_700_000_000_000 })
-  const rng = prng(seed)
-  for (let t = 0; t < turns; t++) await appendTurn(session, { rng, chunks, toolRounds })
-  if (openTail > 0) await appendTurn(session, { rng, chunks, stopAfter: openTail, toolRounds: 1 })
-  return { header: session.header, events: [...session.events] }
-}
+import { describeServiceConformance } from './service.conformance.js'
+import { boot, canonical, realisticLog, repairClosers, testHeader as header, type BackendHarness } from './conformance-support.js'
 
 export function describeBackendConformance(harness: BackendHarness): void {
   describeLifecycleConformance(harness)
@@ -479,150 +417,9 @@ export function describeBackendConformance(harness: BackendHarness): void {
       }, 120_000)
     }
 
-    describe('through ctx.sessionPersistence', () => {
-      it('D-2: events are written behind in one batch after the window, or at once by flush()', async () => {
-        const backend = await fresh()
-        const ctx = await boot(backend)
-        const session = ctx.sessions.create({ id: 'wb', cwd: '/p' })
-        await appendTurn(session, { rng: prng(1) })
-        expect(await backend.loadStored('wb')).toBeUndefined()
-        await ctx.sessionPersistence.flush(session)
-        expect(canonical((await backend.loadStored('wb'))!.events)).toEqual(canonical(session.events))
-        await appendTurn(session, { rng: prng(2) })
-        await ctx.parallel('session/flush', session)
-        expect(canonical((await backend.loadStored('wb'))!.events)).toEqual(canonical(session.events))
-      })
+    describeServiceConformance({ fresh, open })
 
-      it('D-2: the window timer writes without a flush', async () => {
-        const observed = observeWrites(await fresh())
-        const ctx = await boot(observed.backend, 5)
-        const written = observed.nextWrite()
-        const session = ctx.sessions.create({ id: 'timer' })
-        session.append('turn/start', { turn: 1 })
-        session.append('step/start', { turn: 1, step: 1 })
-        await written
-        expect((await observed.backend.loadStored('timer'))?.events.length).toBe(2)
-      })
-
-      it('C-1..C-3: a cold load closes an interrupted turn, commits the closers, and the session takes a new turn', async () => {
-        const backend = await fresh()
-        const { header: h, events } = await realisticLog(1, 23, 60)
-        await backend.create(h, events)
-        const ctx = await boot(backend)
-        const inspected = await ctx.sessionPersistence.inspect(h.id)
-        expect(inspected).toMatchObject({ live: false, pendingEvents: 0, stored: { length: events.length } })
-        expect(inspected.stored!.pendingClosers).toBeGreaterThan(0)
-        const { session, repaired, wasLive } = await ctx.sessionPersistence.load(h.id)
-        expect(repaired).toHaveLength(inspected.stored!.pendingClosers)
-        expect(await ctx.sessionPersistence.inspect(h.id)).toMatchObject({ live: true, stored: { length: session.length, pendingClosers: 0 } })
-        expect(wasLive).toBe(false)
-        expect(repaired.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: { kind: 'interrupted' } } })
-        expect(canonical((await backend.loadStored(h.id))!.events)).toEqual(canonical(session.events))
-        await appendTurn(session, { rng: prng(3) })
-        await ctx.sessionPersistence.flush(session)
-        const stored = (await backend.loadStored(h.id))!
-        expect(canonical(stored.events)).toEqual(canonical(session.events))
-        expect(checkLogInvariants(stored.events, createEventTypeRegistry()).turnOpen).toBe(false)
-        // C-4: a second cold load (after the first writer is gone) finds nothing to repair.
-        const revision = await backend.readStoredRevision(h.id)
-        await shutdown(ctx)
-        const second = await boot(backend)
-        const again = await second.sessionPersistence.load(h.id)
-        expect(again.repaired).toEqual([])
-        expect(canonical(again.session.events)).toEqual(canonical(session.events))
-        expect(await backend.readStoredRevision(h.id)).toBe(revision)
-      })
-
-      it('R-5: a cold load keeps stored delta rows packed in memory and reads back exactly the stored events', async () => {
-        const backend = await fresh()
-        const { header: h, events } = await realisticLog(3, 29)
-        await backend.create(h, events)
-        const ctx = await boot(backend)
-        const { session } = await ctx.sessionPersistence.load(h.id)
-        const runs = new Set(slotsOf(session.events).filter(slot => slot instanceof PackedRun))
-        expect(runs.size).toBeGreaterThan(3)
-        expect(canonical(session.events)).toEqual(canonical(events))
-        expect(session.events.every(event => isDeepFrozen(event))).toBe(true)
-        await appendTurn(session, { rng: prng(4) })
-        await ctx.sessionPersistence.flush(session)
-        expect(canonical((await backend.loadStored(h.id))!.events)).toEqual(canonical(session.events))
-      })
-
-      it('C-5: loading a live id flushes it and refuses while its turn is open; a closed turn returns the live session', async () => {
-        const backend = await fresh()
-        const ctx = await boot(backend)
-        const session = ctx.sessions.create({ id: 'live' })
-        await appendTurn(session, { rng: prng(4), stopAfter: 8 })
-        await expect(ctx.sessionPersistence.load('live')).rejects.toThrow(/turn 1 open/)
-        expect((await backend.loadStored('live'))!.events.length).toBe(8)
-        session.append('step/end', { turn: 1, step: 1 })
-        session.append('turn/end', { turn: 1, reason: { kind: 'aborted', reason: { kind: 'user' } } })
-        const result = await ctx.sessionPersistence.load('live')
-        expect(result).toMatchObject({ wasLive: true, repaired: [] })
-        expect(result.session).toBe(session)
-      })
-
-      it('S-3: a cold load refuses an unknown required type and accepts an ignorable one', async () => {
-        const backend = await fresh()
-        await backend.create(header('ign'), [{ type: 'plugin/x', seq: 0, time: 1, data: {}, ignorable: true }])
-        await backend.create(header('req'), [{ type: 'plugin/x', seq: 0, time: 1, data: {} }])
-        const ctx = await boot(backend)
-        expect((await ctx.sessionPersistence.load('ign')).session.events).toHaveLength(1)
-        await expect(ctx.sessionPersistence.load('req')).rejects.toThrow(/unknown event type "plugin\/x"/)
-      })
-
-      it('list: id, title from the last session/title, cwd, created, updated, turn count', async () => {
-        const backend = await fresh()
-        const ctx = await boot(backend)
-        const session = ctx.sessions.create({ id: 'titled', cwd: '/w' })
-        await appendTurn(session, { rng: prng(5) })
-        session.append('session/title', { title: 'first', messageSeqs: [4], source: { kind: 'fallback' } })
-        await appendTurn(session, { rng: prng(6) })
-        session.append('session/title', { title: 'second', messageSeqs: [4], source: { kind: 'model' } })
-        ctx.sessions.create({ id: 'untitled' })
-        await ctx.sessionPersistence.flushAll()
-        const listed = await ctx.sessionPersistence.list()
-        expect(listed.find((s) => s.id === 'titled')).toMatchObject({ title: 'second', cwd: '/w', turns: 2, length: session.length, createdAt: session.header.createdAt })
-        expect(listed.find((s) => s.id === 'untitled')).toMatchObject({ title: null, turns: 0, length: 0 })
-        // Listing again after more appends sees them.
-        await appendTurn(session, { rng: prng(7) })
-        await ctx.sessionPersistence.flush(session)
-        expect((await backend.list()).find((s) => s.id === 'titled')).toMatchObject({ turns: 3, length: session.length })
-      })
-
-      it('S-14: fork from a boundary materialises the child; delete moves to the trash and frees the id', async () => {
-        const backend = await fresh()
-        const { header: h, events } = await realisticLog(2, 29)
-        await backend.create(h, events)
-        const ctx = await boot(backend)
-        const boundary = events.findIndex((e) => e.type === 'turn/end')
-        const child = await ctx.sessionPersistence.fork(h.id, boundary, 'child')
-        const stored = (await backend.loadStored('child'))!
-        expect(stored.header).toMatchObject({ parentSession: h.id, seedLength: boundary + 1 })
-        expect(canonical(stored.events)).toEqual(canonical(child.events))
-        expect(stored.events.at(-1)?.type).toBe('session/end-seed')
-        expect(await ctx.sessionPersistence.delete('child')).toBe(true)
-        expect(await backend.loadStored('child')).toBeUndefined()
-        expect((await backend.list()).map((s) => s.id)).toEqual([h.id])
-        expect(ctx.sessions.get('child')).toBeUndefined()
-        await backend.create(header('child'), [])
-        expect((await backend.loadStored('child'))!.events).toEqual([])
-      })
-    })
   })
 }
 
-/** Closers as the session core computes them (C-2..C-4). */
-const repairClosers = (events: readonly SessionEvent[]): SessionEvent[] => interruptedTurnClosers(events)
-
-/** Wraps a backend so a test can await its next successful write (no sleeping). */
-function observeWrites(backend: PersistenceBackend): { backend: PersistenceBackend; nextWrite(): Promise<void> } {
-  let waiters: (() => void)[] = []
-  const done = <T>(promise: Promise<T>) => promise.then((value) => { for (const w of waiters.splice(0)) w(); return value })
-  const wrapped: PersistenceBackend = Object.create(backend)
-  wrapped.create = (h, events) => done(backend.create(h, events))
-  wrapped.appendBatch = (h, events) => done(backend.appendBatch(h, events))
-  return { backend: wrapped, nextWrite: () => new Promise<void>((resolve) => waiters.push(resolve)) }
-}
-
-export { header as testHeader }
+export { canonical, realisticLog, testHeader, type BackendHarness } from './conformance-support.js'

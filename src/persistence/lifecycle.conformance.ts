@@ -14,7 +14,7 @@ import type { Session } from '../session/api.js'
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import { SessionInUseError, StaleRevisionError, type PersistenceBackend } from './api.js'
 import { SessionPersistence } from './service.js'
-import type { BackendHarness } from './backend.conformance.js'
+import type { BackendHarness } from './conformance-support.js'
 import { spawnWriter } from '../../test-support/writer-lock.js'
 
 /** `backend` with some methods replaced; every other method runs on the real backend itself. */
