@@ -3,7 +3,7 @@
  * scripts the corpus omits as code (rewritten here from their documented behaviour).
  */
 import { createHash } from 'node:crypto'
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { HookFileSource } from '../hooks/api.js'
 import type { SessionEvent } from '../session/types.js'
@@ -147,4 +147,22 @@ export function restoreInstructionSymlinks(cwd: string): void {
     }
   }
   visit(cwd)
+}
+
+/**
+ * The over-cap glob tree of fs-glob-sampling, which the original's test wrote in code (INDEX.md):
+ * eight files under `tree/` (three in `archive/`, one each in `docs/`, `src/` and `test/`, two
+ * flat: six top-level entries), oldest first one millisecond apart from 2000-01-01 local time,
+ * so an order by modification time is fixed. Written only for that scenario.
+ */
+export function recreateSampledTree(cwd: string, scenario: string): void {
+  if (scenario !== 'fs-glob-sampling') return
+  const files = ['archive/a.ts', 'archive/b.ts', 'archive/c.ts', 'docs/guide.md', 'src/index.ts', 'test/spec.ts', 'top.txt', 'notes.md']
+  files.forEach((relative, index) => {
+    const path = join(cwd, 'tree', relative)
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(path, 'fixture\n')
+    const time = new Date(2000, 0, 1, 0, 0, 0, index + 1)
+    utimesSync(path, time, time)
+  })
 }
