@@ -27,6 +27,7 @@ import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { CORDIS_TOOL_NAMES, recordedPresentation, RUN_CODE } from './replay-rules.js'
 import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
+import { fixtureCompactions, isFixtureCompaction, writeFixtureCompactionPlugin } from './fixture-compaction.js'
 import { recreateOmittedScripts, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
@@ -138,6 +139,8 @@ interface Plan {
   readonly maxDepth?: number
   /** The recording delivered a settlement notice to an idle parent: continuable children wait for it (the recorder's fence). */
   readonly fenceChildren: boolean
+  /** The recording's fixture compactions (./fixture-compaction.ts), by call id. */
+  readonly fixtureCompactions: ReadonlyMap<string, SessionEvent>
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -165,7 +168,6 @@ function plan(scenario: Scenario): string | Plan {
   const files = readdirSync(dir)
   if (files.includes('behavior.json')) return 'synthetic fake-agent self-test of the original harness (no runtime to compare)'
   const row = indexRow(dir)
-  if (basename(dir) === 'agent-instructions') return 'missing capability: the recording\'s fixture compaction (test code, not in the corpus) would have to run inside the dsh process; the replay suite runs this scenario'
   if (row?.cls === 'PRODUCT' && !row.tags.split(',').every(tag => (SUPPORTED_PRODUCT_TAGS.has(tag.trim()) || PRODUCT_TAGS.has(tag.trim())))) return `missing capability: product plugins (INDEX.md class PRODUCT, tags ${row.tags})`
   // Delegation transcripts whose driver only prompts (foreground children): each child's recorded
   // model calls are served under its recorded id, which the subagents row hands out in order.
@@ -193,7 +195,7 @@ function plan(scenario: Scenario): string | Plan {
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
       const source = message.source as { kind: string; plugin?: string }
-      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && (HOOK_PLUGINS.has(source.plugin) || source.plugin === CODE_MODE_PLUGIN)) && source.kind !== AGENT_INSTRUCTIONS_SOURCE) {
+      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && (HOOK_PLUGINS.has(source.plugin) || source.plugin === CODE_MODE_PLUGIN)) && source.kind !== AGENT_INSTRUCTIONS_SOURCE && !isFixtureCompaction(source)) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -228,7 +230,7 @@ function plan(scenario: Scenario): string | Plan {
     && (event.data as { target: string }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => (message.source.kind as string) === 'subagent-settled'))
   return {
-    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren, fetched: fetchedOrigins(events),
+    events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren, fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events),
     cordis: events.some(event => (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') && (CORDIS_TOOL_NAMES as readonly string[]).includes((event.data as { name: string }).name)),
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
     ...(events.some(event => event.type === 'tool/call' && (event.data as { name: string }).name === RUN_CODE) ? { toolsMode: recordedPresentation(dir, events) } : {}),
@@ -306,6 +308,7 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'session_event_read')) {
     rows.push({ insert: [{ id: 'replay-session-event-read', name: 'tool-session-event-read' }] })
   }
+  if (plan.fixtureCompactions.size > 0) rows.push({ insert: [{ id: 'replay-fixture-compaction', name: writeFixtureCompactionPlugin(folder, plan.fixtureCompactions) }] })
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')
@@ -867,7 +870,7 @@ async function runHeadlessScenario(scenario: Scenario, path: string): Promise<Co
   try {
     const plan = {
       events, header: { id: '' }, steps, permissionAnswers: [], script, route: { provider: route.provider, model: route.model }, runtimeContext,
-      hooks: [], children, fenceChildren: false, fetched: [],
+      hooks: [], children, fenceChildren: false, fetched: [], fixtureCompactions: fixtureCompactions(events),
     } satisfies Plan
     const patch = writePatch(plan, work, 'headless')
     const [command, ...args] = dshCommand()

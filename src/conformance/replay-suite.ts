@@ -6,7 +6,6 @@
  * (docs/conformance.md, "Replay suite"). Scenarios needing a capability dsh lacks are SKIP,
  * naming it; a mismatch prints the first difference.
  */
-import { randomUUID } from 'node:crypto'
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from 'node:fs'
 import { findScenarioDirs } from './discover.js'
 import { tmpdir } from 'node:os'
@@ -35,6 +34,7 @@ import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, 
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { BUILTIN_TOOLS, CAPABILITIES, COMPARED, CORDIS_TOOL_NAMES, MASKED, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
+import { appendArgs, fixtureCompactions } from './fixture-compaction.js'
 import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { QuestionToolPlugin } from '../questions/index.js'
@@ -406,19 +406,6 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
   return undefined
 }
 
-/** Fixture compactions (see `Plan.fixtureCompactions`), keyed by the call id of the tool/call right before. */
-function fixtureCompactions(events: readonly SessionEvent[]): Map<string, SessionEvent> {
-  const found = new Map<string, SessionEvent>()
-  if (events.some(e => e.type.startsWith('compaction/'))) return found
-  events.forEach((event, i) => {
-    const source = (event.data as { source?: { plugin?: string; compactionId?: string } }).source
-    const before = events[i - 1]
-    if (event.type !== 'user/message' || source?.compactionId !== 'workspace-context-fixture' || before?.type !== 'tool/call') return
-    found.set((before.data as { callId: string }).callId, event)
-  })
-  return found
-}
-
 /** The project markers of the recorded instructions plugin (its baseline identity), when it ran. */
 function recordedInstructions(events: readonly SessionEvent[]): { instructions?: { projectMarkers: readonly string[] } } {
   const messages = events.filter(e => e.type === 'user/message' && isInstructionsMessage(e.data as UserMessage)).map(e => e.data as UserMessage)
@@ -584,10 +571,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
       ctx.on('tools/execute', (execution, context, next) => {
         const recorded = plan.fixtureCompactions.get(execution.callId)
         if (recorded !== undefined) {
-          context.session?.append('user/message', { ...(recorded.data as object), id: randomUUID() }, {
-            ...(recorded.surfaceOp !== undefined ? { surfaceOp: recorded.surfaceOp } : {}),
-            ...(recorded.sourceEventSeqs !== undefined ? { sourceEventSeqs: recorded.sourceEventSeqs } : {}),
-          })
+          context.session?.append('user/message', ...appendArgs(recorded))
         }
         return next()
       })
