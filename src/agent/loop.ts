@@ -23,7 +23,7 @@ import type {
   Agent, AgentLoop, AgentStatus, CancelOptions, PreStepDecision, PreStepPayload, TurnStoppingPayload,
 } from './api.js'
 import { DEFAULT_MAX_PARALLEL_TOOL_CALLS } from './api.js'
-import type { RequestErrorDecision } from './events.js'
+import type { RequestConfig, RequestErrorDecision } from './events.js'
 import { Inbox } from './inbox.js'
 import { RuntimeContextTracker } from './runtime-context.js'
 import { runStepTools } from './step-tools.js'
@@ -288,7 +288,7 @@ export class ReactLoop implements AgentLoop {
     while (true) {
       let options: LlmCallOptions
       try {
-        options = this.request(pre.assembly, signal)
+        options = this.request(pre.assembly, signal, turn, step)
       } catch (error) {
         if (isFatal(error)) throw error
         // A request that cannot be built (unknown model...) fails like a provider error.
@@ -353,8 +353,11 @@ export class ReactLoop implements AgentLoop {
   }
 
   /** Builds the call and appends the header/context events it implies. */
-  private request(assembly: PromptAssembly, signal: AbortSignal): LlmCallOptions {
-    const config = this.agent.config
+  private request(assembly: PromptAssembly, signal: AbortSignal, turn: number, step: number): LlmCallOptions {
+    const own = this.agent.config
+    // A per-step policy may ask differently (agent/request-config); the route stays the agent's.
+    const config = { ...this.events.waterfall(scopeTarget(this.agent.scope), 'agent/request-config',
+      { session: this.session, turn, step, provider: own.provider, model: own.model }, (): RequestConfig => own), provider: own.provider, model: own.model }
     const llm = this.llm()
     const prepared = llm.prepareCall({
       provider: config.provider,

@@ -35,6 +35,10 @@ import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFA
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { BUILTIN_TOOLS, CAPABILITIES, COMPARED, CORDIS_TOOL_NAMES, MASKED, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
 import { appendArgs, fixtureCompactions } from './fixture-compaction.js'
+import { stepEfforts } from './step-efforts.js'
+import type { ReasoningEffort } from '../llm/types.js'
+
+const REASONING_EFFORTS: readonly ReasoningEffort[] = ['low', 'medium', 'high', 'max']
 import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { QuestionToolPlugin } from '../questions/index.js'
@@ -156,6 +160,8 @@ interface Plan {
    * compaction events): the recorded message, appended again when that call executes.
    */
   readonly fixtureCompactions: ReadonlyMap<string, SessionEvent>
+  /** The recorded effort of each step of a turn whose steps asked with different efforts (./step-efforts.ts). */
+  readonly stepEfforts: ReadonlyMap<string, string | undefined>
   /** The recording had the workspace-instructions plugin: its project markers (from the baseline identity). */
   readonly instructions?: { readonly projectMarkers: readonly string[] }
   /** Recorded child logs (`session.N.jsonl`, N = creation order) and their model scripts. */
@@ -261,16 +267,6 @@ function plan(scenario: Scenario): string | Plan {
   }
   const problem = unsupported(events.slice(seedLength))
   if (problem !== undefined) return problem
-  // headless-profile: the product route switches reasoning effort from step to step (high, then
-  // off after the tool result), a policy of the original's product composition dsh does not have.
-  let effort: { value: string | undefined } | undefined
-  for (const event of events) {
-    if (event.type === 'turn/start') effort = undefined
-    if (event.type !== 'request/header') continue
-    const value = (event.data as { header?: { config?: { reasoningEffort?: string } } }).header?.config?.reasoningEffort
-    if (effort !== undefined && effort.value !== value) return 'missing capability: reasoning effort changed between steps of a turn (request/header change)'
-    effort = { value }
-  }
   let ops: DriverStep[] = []
   let answers: { kind: string }[] = []
   if (files.includes('input.json')) {
@@ -365,7 +361,7 @@ function plan(scenario: Scenario): string | Plan {
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
   return {
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, inlineContent, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
-    children, delegationRows, fenceChildren, hooks, skills, goals, ...(calls(events, RUN_CODE) ? { codeMode: recordedPresentation(dir, events) } : {}), fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
+    children, delegationRows, fenceChildren, hooks, skills, goals, ...(calls(events, RUN_CODE) ? { codeMode: recordedPresentation(dir, events) } : {}), fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), stepEfforts: stepEfforts(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
   }
 }
 
@@ -557,13 +553,24 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
   }
   try {
     for (const fiber of fibers) await fiber.await()
-    ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model)] })
+    ctx.llm.register({ adapter, models: [replayModelInfo(plan.route.provider, plan.route.model, plan.stepEfforts.size > 0 ? { reasoningEfforts: REASONING_EFFORTS } : {})] })
     if (plan.permissions !== undefined) {
       // The recorded client's answers, in order; none left is a cancelled prompt.
       const answers = [...plan.permissions.answers]
       ctx.approval.answerer(() => {
         const answer = answers.shift()
         return answer === undefined ? 'cancelled' : answer.kind === 'allow_once' ? 'allowed-once' : 'rejected'
+      })
+    }
+    // The recording's per-step effort policy (headless-profile), as a request-config listener.
+    if (plan.stepEfforts.size > 0) {
+      ctx.on('agent/request-config', (payload, next) => {
+        const key = `${payload.turn}:${payload.step}`
+        if (!plan.stepEfforts.has(key)) return next()
+        const { reasoningEffort: _own, ...config } = next()
+        const recorded = plan.stepEfforts.get(key)
+        // `off` (or none) asks without thinking, as the recorded adapter maps it.
+        return REASONING_EFFORTS.includes(recorded as never) ? { ...config, reasoningEffort: recorded as ReasoningEffort } : { ...config, thinking: false }
       })
     }
     // Test-only: the recording's fixture compaction, appended again as its tool call executes.

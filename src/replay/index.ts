@@ -13,7 +13,7 @@ import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
 import { LlmError } from '../llm/errors.js'
 import { DEEPSEEK_MODELS } from '../llm/deepseek/index.js'
-import type { LlmAdapter, LlmCallOptions, Message, ModelInfo, StreamChunk } from '../llm/types.js'
+import type { LlmAdapter, LlmCallOptions, Message, ModelInfo, ReasoningEffort, StreamChunk } from '../llm/types.js'
 
 export type ReplayEntry =
   | { readonly kind: 'chunks'; readonly chunks: readonly StreamChunk[] }
@@ -286,9 +286,9 @@ export const ReplayPlugin = {
  * says for a model it knows (the DeepSeek V4 models are text-only, so an image is refused as it
  * was when recorded), and allowed for any other (a recorded vision route, say).
  */
-export function replayModelInfo(provider: string, model: string, limits: { contextWindow?: number; maxTokens?: number } = {}): ModelInfo {
+export function replayModelInfo(provider: string, model: string, limits: { contextWindow?: number; maxTokens?: number; reasoningEfforts?: readonly ReasoningEffort[] } = {}): ModelInfo {
   const known = DEEPSEEK_MODELS.find(info => info.provider === provider && info.model === model)
-  return { provider, model, contextWindow: limits.contextWindow ?? 1_000_000, defaultMaxTokens: limits.maxTokens ?? 32_768, reasoningEfforts: [], imageInput: known?.imageInput ?? true }
+  return { provider, model, contextWindow: limits.contextWindow ?? 1_000_000, defaultMaxTokens: limits.maxTokens ?? 32_768, reasoningEfforts: limits.reasoningEfforts ?? [], imageInput: known?.imageInput ?? true }
 }
 
 /** The first recorded `request/header` route of a log, if any. */
