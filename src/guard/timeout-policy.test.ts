@@ -91,6 +91,7 @@ describe('the tool timeout policy (guard-timeout-policy)', () => {
     expect(() => new TimeoutPolicy({ tools: [] as never })).toThrow(/tools must map tool names/)
     expect(() => new TimeoutPolicy({ defaultMs: 0 })).toThrow(/defaultMs must be a positive number/)
     expect(() => new TimeoutPolicy({ capMs: Number.NaN })).toThrow(/capMs must be a positive number/)
+    expect(() => new TimeoutPolicy({ default: 5 } as never)).toThrow(/unknown setting "default"/)
   })
 
   it('unloading the plugin removes the deadlines', async () => {

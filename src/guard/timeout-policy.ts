@@ -57,6 +57,9 @@ export class TimeoutPolicy {
   private readonly capMs: number | undefined
 
   constructor(config: TimeoutPolicyConfig = {}) {
+    for (const key of Object.keys(config)) {
+      if (key !== 'tools' && key !== 'defaultMs' && key !== 'capMs') throw new TypeError(`${WHERE}: unknown setting ${JSON.stringify(key)} (expected tools, defaultMs, capMs)`)
+    }
     const tools = config.tools ?? {}
     if (typeof tools !== 'object' || tools === null || Array.isArray(tools)) throw new TypeError(`${WHERE}: tools must map tool names or patterns to milliseconds, not ${JSON.stringify(tools)}`)
     for (const [name, ms] of Object.entries(tools)) {
