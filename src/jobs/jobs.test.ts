@@ -320,6 +320,14 @@ describe('a job notice in the conversation views', () => {
     })
   }
 
+  it('a notice written before (plugin jobs) still reaches the model as it was, under the log invariant', async () => {
+    const h = await harness([text('seen')])
+    h.agent.inject(legacy as UserMessage)
+    await prompt(h, 'next')
+    expect(JSON.stringify(h.model.requests[0]!.messages)).toContain('Background job bash-2 (serve) failed: exit code 1. Read its output with job_output.')
+    expect(h.of('user/message').map(e => (e.data as UserMessage).source)).toContainEqual(legacy.source)
+  })
+
   it('a completed job shows as information, not a warning', async () => {
     const { jobNoticeOf } = await import('../tui/fold.js')
     const { settlementNotice } = await import('./format.js')
