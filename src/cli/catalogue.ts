@@ -198,6 +198,14 @@ const cordisTools = (host: Host) => {
   return { enabled: chosen }
 }
 
+/** Per-tool deadlines (docs/guards.md): settings.yaml `toolTimeouts`, a mapping the row's config overrides. */
+const toolTimeouts = (host: Host) => {
+  const chosen: unknown = host.settings.toolTimeouts
+  if (chosen === undefined) return {}
+  if (typeof chosen !== 'object' || chosen === null || Array.isArray(chosen)) throw new Error(`toolTimeouts in settings.yaml must be a mapping (tools, defaultMs, capMs), not ${JSON.stringify(chosen)}`)
+  return { ...chosen }
+}
+
 /** The flag that trusts a project's `.mcp.json` for one run (it starts code from the repository). */
 export const TRUST_PROJECT_MCP_FLAG = '--trust-project-mcp'
 
@@ -226,6 +234,10 @@ registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, tod
   async () => withHost((await base()).BuiltinToolsPlugin, host => ({ spillRoot: join(host.home, 'tool-output') })))
 registerBuiltinPlugin('jobs', 'background jobs: bash run_in_background, job_output, job_kill, job_list and /jobs (ctx.jobs)',
   async () => (await base()).JobsPlugin)
+registerBuiltinPlugin('guard-repeat-tool', 'reminds an agent that repeats the same tool call with the same arguments (docs/guards.md)',
+  async () => (await base()).RepeatToolReminderPlugin)
+registerBuiltinPlugin('guard-timeout-policy', 'per-tool call deadlines by tool name (settings.yaml toolTimeouts; docs/guards.md)',
+  async () => withHost((await base()).TimeoutPolicyPlugin, toolTimeouts))
 registerBuiltinPlugin('tool-read-image', 'read_image: the model looks at an image file (offered when the model takes images)',
   async () => (await base()).ReadImageToolPlugin)
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',

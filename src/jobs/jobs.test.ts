@@ -65,7 +65,7 @@ function nextNotice(h: LoopHarness): Promise<UserMessage> {
     const off = h.ctx.on('session/event', (_session, event: SessionEvent) => {
       if (event.type !== 'agent/inbox/spliced') return
       const inserted = (event.data as { inserted?: UserMessage[] }).inserted ?? []
-      const notice = inserted.find(message => (message.source as { plugin?: string } | undefined)?.plugin === 'jobs')
+      const notice = inserted.find(message => (message.source as { plugin?: string } | undefined)?.plugin === 'tool-jobs')
       if (notice !== undefined) { off(); resolve(notice) }
     })
   })
@@ -170,16 +170,17 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
     const noticed = nextNotice(h)
     writeFileSync(gate, '')
     const notice = await noticed
-    expect(notice.content).toEqual([{ type: 'text', text: 'Background job bash-1 (wait for the gate) completed. Read its output with job_output.' }])
-    expect(notice.source).toMatchObject({ kind: 'plugin', plugin: 'jobs', jobId: 'bash-1', status: 'completed' })
+    expect(notice.content).toEqual([{ type: 'text', text: 'background job bash-1 (bash: wait for the gate) finished [status: completed]. Read its output with job_output.' }])
+    // The recorded shape: plugin, form and summary, nothing else.
+    expect(notice.source).toEqual({ kind: 'plugin', plugin: 'tool-jobs', form: 'notice', summary: 'bash wait for the gate [status: completed]' })
     // Queued for the next step, with no wake: the agent stays idle.
     expect(h.agent.status).toBe('idle')
     expect(h.model.requests).toHaveLength(2)
     await prompt(h, 'next')
     const last = h.model.requests.at(-1)!
     const texts = JSON.stringify(last.messages)
-    expect(texts).toContain('Background job bash-1 (wait for the gate) completed.')
-    expect(texts.indexOf('Background job bash-1')).toBeLessThan(texts.lastIndexOf('next'))
+    expect(texts).toContain('background job bash-1 (bash: wait for the gate) finished [status: completed].')
+    expect(texts.indexOf('background job bash-1')).toBeLessThan(texts.lastIndexOf('next'))
   })
 
   it('a job that ends while the agent is working is claimed at its next step', async () => {
@@ -195,7 +196,7 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
     await prompt(h, 'go')
     await noticed
     const third = h.model.requests[2]!
-    expect(JSON.stringify(third.messages)).toContain('Background job bash-1 (finish at once) completed.')
+    expect(JSON.stringify(third.messages)).toContain('background job bash-1 (bash: finish at once) finished [status: completed]. Read its output with job_output.')
   })
 
   it('closing the agent stops its jobs, and then nothing of its session is kept', async () => {
@@ -278,31 +279,114 @@ describe('background jobs (bash run_in_background, job_output, job_kill, job_lis
 })
 
 describe('a job notice in the conversation views', () => {
-  const notice = {
+  // A log written before the notices took the recorded shape (plugin `jobs`, status in the source), and one after.
+  const legacy = {
     id: 'n1', role: 'user', content: [{ type: 'text', text: 'Background job bash-2 (serve) failed: exit code 1. Read its output with job_output.' }],
     source: { kind: 'plugin', plugin: 'jobs', form: 'notice', jobId: 'bash-2', status: 'failed', summary: 'Background job bash-2 (serve) failed: exit code 1.' },
   }
-  const queued = { seq: 7, time: 1, type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [notice] } }
-  const claimed = { seq: 9, time: 2, type: 'user/message', data: notice, surfaceOp: 'append' }
+  const current = {
+    id: 'n1', role: 'user', content: [{ type: 'text', text: 'background job bash-2 (bash: serve) finished [status: failed, exit code 1]. Read its output with job_output.' }],
+    source: { kind: 'plugin', plugin: 'tool-jobs', form: 'notice', summary: 'bash serve [status: failed, exit code 1]' },
+  }
+  const cases = [
+    { name: 'written before (plugin jobs)', notice: legacy, shown: 'Background job bash-2 (serve) failed: exit code 1.' },
+    { name: 'in the recorded shape (plugin tool-jobs)', notice: current, shown: 'background job bash-2 (bash: serve) finished [status: failed, exit code 1].' },
+  ]
+  const events = (notice: object) => [
+    { seq: 7, time: 1, type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [notice] } },
+    { seq: 9, time: 2, type: 'user/message', data: notice, surfaceOp: 'append' },
+  ]
 
-  it('the terminal app shows it once, when it is queued, and again on resume from the claimed message', async () => {
-    const { ConversationFold } = await import('../tui/fold.js')
-    const live = new ConversationFold()
-    live.apply(queued as never)
-    live.apply(claimed as never)
-    expect(live.items).toEqual([{ kind: 'notice', key: 'job:n1', level: 'warning', text: 'Background job bash-2 (serve) failed: exit code 1.' }])
-    const resumed = new ConversationFold()
-    resumed.apply(claimed as never)
-    expect(resumed.items).toEqual(live.items)
+  for (const { name, notice, shown } of cases) {
+    it(`the terminal app shows one ${name} once, when it is queued, and again on resume from the claimed message`, async () => {
+      const { ConversationFold } = await import('../tui/fold.js')
+      const [queued, claimed] = events(notice)
+      const live = new ConversationFold()
+      live.apply(queued as never)
+      live.apply(claimed as never)
+      expect(live.items).toEqual([{ kind: 'notice', key: 'job:n1', level: 'warning', text: shown }])
+      const resumed = new ConversationFold()
+      resumed.apply(claimed as never)
+      expect(resumed.items).toEqual(live.items)
+    })
+
+    it(`the web view shows one ${name} once as a notice`, async () => {
+      const { LogFold } = await import('../../web/src/fold.js')
+      const fold = new LogFold()
+      fold.apply(events(notice) as never)
+      expect(fold.items.filter((item: { kind: string }) => item.kind === 'notice')).toEqual([
+        expect.objectContaining({ kind: 'notice', key: 'job:n1', level: 'warning', text: shown }),
+      ])
+    })
+  }
+
+  it('a notice written before (plugin jobs) still reaches the model as it was, under the log invariant', async () => {
+    const h = await harness([text('seen')])
+    h.agent.inject(legacy as UserMessage)
+    await prompt(h, 'next')
+    expect(JSON.stringify(h.model.requests[0]!.messages)).toContain('Background job bash-2 (serve) failed: exit code 1. Read its output with job_output.')
+    expect(h.of('user/message').map(e => (e.data as UserMessage).source)).toContainEqual(legacy.source)
   })
 
-  it('the web view shows it once as a notice', async () => {
-    const { LogFold } = await import('../../web/src/fold.js')
-    const fold = new LogFold()
-    fold.apply([queued, claimed] as never)
-    expect(fold.items.filter((item: { kind: string }) => item.kind === 'notice')).toEqual([
-      expect.objectContaining({ kind: 'notice', key: 'job:n1', level: 'warning', text: 'Background job bash-2 (serve) failed: exit code 1.' }),
-    ])
+  it('a completed job shows as information, not a warning', async () => {
+    const { jobNoticeOf } = await import('../tui/fold.js')
+    const { settlementNotice } = await import('./format.js')
+    const { text, summary } = settlementNotice({ id: 'bash-1', kind: 'bash', label: 'build', status: 'completed' })
+    const message = { id: 'n2', role: 'user' as const, content: [{ type: 'text' as const, text }], source: { kind: 'plugin' as const, plugin: 'tool-jobs', form: 'notice', summary } }
+    expect(jobNoticeOf(message)).toEqual({ level: 'info', text: 'background job bash-1 (bash: build) finished [status: completed].' })
+  })
+})
+
+describe('the settlement notice text', () => {
+  it('is the recorded one, with the summary cut to 120 characters ending in …', async () => {
+    const { settlementNotice } = await import('./format.js')
+    const notice = settlementNotice({
+      id: 'subagent-1', kind: 'subagent', label: 'Observe Claude background diagnostic', status: 'failed',
+      detail: 'error; diagnostic: Product subagent failure (product: Claude Code; stage: query-run; category: error_max_budget_usd)',
+    })
+    expect(notice.text).toBe('background job subagent-1 (subagent: Observe Claude background diagnostic) finished [status: failed, error; diagnostic: Product subagent failure (product: Claude Code; stage: query-run; category: error_max_budget_usd)]. Read its output with job_output.')
+    expect(notice.summary).toBe('subagent Observe Claude background diagnostic [status: failed, error; diagnostic: Product subagent failure (product: Cl…')
+    expect([...notice.summary]).toHaveLength(120)
+    // A short one is not cut.
+    expect(settlementNotice({ id: 'bash-3', kind: 'bash', label: 'x', status: 'killed', detail: 'killed' }).summary).toBe('bash x [status: killed, killed]')
+  })
+
+  it('a job that failed on its own reaches the model with its exit code', async () => {
+    const h = await harness([background('exit 4', 'fail fast'), text('started'), text('seen')])
+    const noticed = nextNotice(h)
+    await prompt(h, 'go')
+    const notice = await noticed
+    expect(notice.content).toEqual([{ type: 'text', text: 'background job bash-1 (bash: fail fast) finished [status: failed, exit code 4]. Read its output with job_output.' }])
+    expect(notice.source).toEqual({ kind: 'plugin', plugin: 'tool-jobs', form: 'notice', summary: 'bash fail fast [status: failed, exit code 4]' })
+  })
+})
+
+describe('a background job that cannot start for want of a sandbox runner', () => {
+  it('is a job that fails at once; the model gets the notice naming what to install, and nothing ran', async () => {
+    const { SandboxPlugin } = await import('../sandbox/service.js')
+    h = await loopHarness({
+      cwd,
+      responses: [background(`touch ${join(cwd, 'ran.txt')}`, 'confined build'), text('started'), text('seen')],
+      setup: async (ctx) => {
+        // The sandbox requires bubblewrap, and there is none where it looks.
+        await ctx.plugin(SandboxPlugin, { workspaceRoot: cwd, mode: 'workspace-write', bwrapCommand: join(cwd, 'no-such-bwrap') }).await()
+        await ctx.plugin(BuiltinToolsPlugin).await()
+        await ctx.plugin(JobsPlugin, {}).await()
+      },
+    })
+    const noticed = nextNotice(h)
+    await prompt(h, 'go')
+    const notice = await noticed
+    expect(results(h)[0]).toBe('started background job bash-1')
+    const said = (notice.content[0] as { text: string }).text
+    expect(said).toMatch(/^background job bash-1 \(bash: confined build\) finished \[status: failed, sandbox unavailable: no OS sandbox runner works here \(bwrap: .*ENOENT.*\); the command was not run; bubblewrap is not installed: install the bubblewrap package \(apt install bubblewrap/)
+    expect(said.endsWith(']. Read its output with job_output.')).toBe(true)
+    expect(notice.source).toMatchObject({ kind: 'plugin', plugin: 'tool-jobs', form: 'notice' })
+    expect(h.ctx.jobs.list(h.session.id)).toEqual([expect.objectContaining({ id: 'bash-1', status: 'failed', detail: expect.stringContaining('install the bubblewrap package') })])
+    expect(existsSync(join(cwd, 'ran.txt'))).toBe(false)
+    // The model read it: at the next step (it settled during the call) or with the next prompt.
+    await prompt(h, 'next')
+    expect(JSON.stringify(h.model.requests.map(request => request.messages))).toContain('background job bash-1 (bash: confined build) finished [status: failed, sandbox unavailable')
   })
 })
 

@@ -20,7 +20,7 @@ import type {} from '../commands/api.js'
 import type { UserMessage } from '../llm/types.js'
 import type { Session } from '../session/api.js'
 import { isRunning, JobError, type JobEnd, type JobInfo, type JobRead, type JobsService, type JobStatus, type StartJob } from '../tools/jobs.js'
-import { formatJobList, statusLine } from './format.js'
+import { formatJobList, NOTICE_PLUGIN, settlementNotice, statusLine } from './format.js'
 import { JobOutput } from './output.js'
 import { createJobTools } from './tools.js'
 
@@ -266,12 +266,11 @@ export class JobsPlugin extends Service implements JobsService {
     if (killed || job.waiting > 0) return
     const agent = this.ctx.get('agents')?.get(job.owner)
     if (agent === undefined) return
-    const pending = job.output.total > 0 ? ' Read its output with job_output.' : ' It printed nothing.'
-    const summary = `Background job ${job.id} (${job.label}) ${job.status === 'completed' ? 'completed' : `failed${job.detail !== undefined ? `: ${job.detail}` : ''}`}.`
+    const { text, summary } = settlementNotice(job)
     const notice: UserMessage = {
       id: randomUUID(), role: 'user',
-      content: [{ type: 'text', text: `${summary}${pending}` }],
-      source: { kind: 'plugin', plugin: 'jobs', form: 'notice', jobId: job.id, status: job.status, summary } as never,
+      content: [{ type: 'text', text }],
+      source: { kind: 'plugin', plugin: NOTICE_PLUGIN, form: 'notice', summary },
     }
     agent.inject(notice)
   }

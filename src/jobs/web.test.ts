@@ -44,7 +44,7 @@ describe.skipIf(chromium.path === undefined)('background jobs in the web UI', ()
     // The job ends on its own while the session is idle: the notice appears without a prompt.
     writeFileSync(join(work, 'go'), '')
     // While the agent is still busy the notice waits in the queue first: either shows it.
-    const notice = page.getByText('Background job bash-1 (Count two ticks) failed: exit code 2.').first()
+    const notice = page.getByText('background job bash-1 (bash: Count two ticks) finished [status: failed, exit code 2].').first()
     await notice.waitFor()
     await page.getByTestId('jobs-pill').waitFor({ state: 'detached' })
     await send('how did it go?')
@@ -53,6 +53,6 @@ describe.skipIf(chromium.path === undefined)('background jobs in the web UI', ()
     expect(await card.getByTestId('job-status').textContent()).toBe('failed (exit code 2)')
     expect(await card.locator('.tool-output').textContent()).toContain('tick 1\ntick 2')
     // Shown once, though the model read it again as a message of the second turn.
-    expect(await page.getByText('Background job bash-1 (Count two ticks) failed: exit code 2.').count()).toBe(1)
+    expect(await page.getByText('background job bash-1 (bash: Count two ticks) finished [status: failed, exit code 2].').count()).toBe(1)
   })
 })

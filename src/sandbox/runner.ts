@@ -155,6 +155,20 @@ export interface ProbeResult {
 }
 
 /**
+ * What would make a runner work, read from the probe's problems (shown where a job could not
+ * start for want of one): bubblewrap missing, or present but refused its namespaces.
+ */
+export function runnerRemedy(problems: readonly string[]): string {
+  if (problems.some(problem => /^bwrap: .*\bENOENT\b/.test(problem))) {
+    return 'bubblewrap is not installed: install the bubblewrap package (apt install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap)'
+  }
+  if (problems.some(problem => problem.startsWith('bwrap: '))) {
+    return 'bubblewrap cannot create its namespaces here: allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0)'
+  }
+  return 'configure a sandbox runner that works on this machine (docs/security.md)'
+}
+
+/**
  * `spawn`, with node:child_process loaded on the first process: a run that starts none does not
  * pay for it. Shared by the runner probe and the bash tool.
  */

@@ -23,6 +23,13 @@ export interface ToolContext {
   readonly output?: (stream: 'stdout' | 'stderr', text: string) => void
 }
 
+/**
+ * The tool context as `tools/execute` listeners see it: a listener may replace `signal` before
+ * it calls `next()` (a deadline fused with the caller's, say); the body gets the signal set when
+ * it starts. Put the previous one back after `next()` settles.
+ */
+export type ExecuteContext = Omit<ToolContext, 'signal'> & { signal: AbortSignal }
+
 /** A piece of a running call's live output (`tools/output`). */
 export interface ToolOutputChunk {
   readonly session?: Session
@@ -137,8 +144,8 @@ declare module 'cordis' {
   interface Events {
     /** @mode waterfall. Policy before a call; default `allow`. `ask` goes through `ctx.approval` (fails closed without it). */
     'tools/pre-execute'(execution: ToolExecution, next: () => Promise<PreExecuteDecision>): Promise<PreExecuteDecision>
-    /** @mode waterfall. Around the tool body. */
-    'tools/execute'(execution: ToolExecution, context: ToolContext, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord>
+    /** @mode waterfall. Around the tool body; a listener may swap `context.signal` for the calls downstream (`ExecuteContext`). */
+    'tools/execute'(execution: ToolExecution, context: ExecuteContext, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord>
     /** @mode waterfall. Rewrite a finished record before it is committed. */
     'tools/post-execute'(execution: ToolExecution, record: ToolResultRecord, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord>
     /** @mode emit (contained). A result was committed. */

@@ -11,6 +11,7 @@ import type { ToolSchema } from '../llm/types.js'
 import { contextScope, scopeRevision, scopeTarget, ScopedLayers, type ScopeKey } from '../scope/index.js'
 import type { ApprovalService } from '../approval/api.js'
 import type {
+  ExecuteContext,
   PreExecuteDecision,
   StartedToolCall,
   Tool,
@@ -287,7 +288,8 @@ export class ToolsPlugin extends Service implements ToolsService {
 
   private async run(tool: Tool, args: unknown, execution: ToolExecution, context: CallContext): Promise<ToolResultRecord> {
     const call = fuse(context.signal)
-    const toolContext: ToolContext = {
+    // A `tools/execute` listener may swap its signal (ExecuteContext); the body reads it when it starts.
+    const toolContext: ExecuteContext = {
       callId: execution.callId,
       cwd: context.cwd,
       signal: call.controller.signal,

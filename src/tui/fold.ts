@@ -81,9 +81,8 @@ export class ConversationFold {
 
   /** A background job's end (docs/jobs.md): shown when it is queued, once (the same key when claimed). */
   private jobNotice(message: UserMessage): void {
-    const source = message.source as { kind?: string; plugin?: unknown; summary?: unknown; status?: unknown } | undefined
-    if (source?.kind !== 'plugin' || source.plugin !== 'jobs' || typeof source.summary !== 'string') return
-    this.put({ kind: 'notice', key: `job:${message.id}`, level: source.status === 'completed' ? 'info' : 'warning', text: source.summary })
+    const notice = jobNoticeOf(message)
+    if (notice !== undefined) this.put({ kind: 'notice', key: `job:${message.id}`, ...notice })
   }
 
   private put(item: Item): void {
@@ -287,4 +286,19 @@ export function duration(ms: number): string {
   if (ms < 1000) return `${ms}ms`
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`
   return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`
+}
+
+/**
+ * A background job's settlement notice as the conversation shows it: the model's text without
+ * its closing instruction (plugin `tool-jobs`), or the summary of a log written before it
+ * (plugin `jobs`, with `status` in its source).
+ */
+export function jobNoticeOf(message: UserMessage): { level: 'info' | 'warning'; text: string } | undefined {
+  const source = message.source as { kind?: string; plugin?: unknown; summary?: unknown; status?: unknown } | undefined
+  if (source?.kind !== 'plugin' || typeof source.summary !== 'string') return undefined
+  if (source.plugin === 'jobs') return { level: source.status === 'completed' ? 'info' : 'warning', text: source.summary }
+  if (source.plugin !== 'tool-jobs') return undefined
+  const text = message.content.map(block => block.type === 'text' ? block.text : '').join('')
+  const status = / finished \[status: (\w+)/.exec(text)?.[1]
+  return { level: status === 'completed' ? 'info' : 'warning', text: text.replace(/ Read its output with job_output\.$/, '') }
 }

@@ -1000,7 +1000,7 @@ describe.skipIf(!tmux)('dsh terminal app: background jobs (tmux)', () => {
     await terminal.waitFor('Both are running.', { history: true })
     await terminal.waitFor('· 2 jobs running · ctx')
     writeFileSync(join(cwd, 'go'), '')
-    await terminal.waitFor('Background job bash-2 (run the checks) failed: exit code 3.', { history: true })
+    await terminal.waitFor('background job bash-2 (bash: run the checks) finished [status: failed, exit code 3].', { history: true })
     await terminal.waitFor('· 1 job running · ctx')
     await send(terminal, '/jobs')
     await terminal.waitFor(/bash-1 {2}running {2}serve the site {2}\d+ s\n\s*bash-2 {2}failed \(exit code 3\) {2}run the checks/, { history: true })

@@ -129,8 +129,19 @@ export class LogFold {
   /** A background job's end (docs/jobs.md): shown when it is queued, once (the same key when claimed). */
   private jobNotice(seq: number, time: number, message: any): boolean {
     const source = message?.source
-    if (source?.kind !== 'plugin' || source.plugin !== 'jobs' || typeof source.summary !== 'string') return false
-    this.put({ kind: 'notice', key: `job:${message.id}`, seq, level: source.status === 'completed' ? 'info' : 'warning', text: source.summary, time })
+    if (source?.kind !== 'plugin' || typeof source.summary !== 'string') return false
+    let level: 'info' | 'warning'
+    let text: string
+    if (source.plugin === 'jobs') {
+      // A log written before the notices took the recorded shape: its summary and status.
+      level = source.status === 'completed' ? 'info' : 'warning'
+      text = source.summary
+    } else if (source.plugin === 'tool-jobs') {
+      const full = (Array.isArray(message.content) ? message.content : []).map((block: any) => block?.type === 'text' ? block.text : '').join('')
+      level = / finished \[status: completed\b/.test(full) ? 'info' : 'warning'
+      text = full.replace(/ Read its output with job_output\.$/, '')
+    } else return false
+    this.put({ kind: 'notice', key: `job:${message.id}`, seq, level, text, time })
     return true
   }
 

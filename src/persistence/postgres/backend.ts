@@ -15,15 +15,14 @@ import {
   type PersistenceBackend, type SalvagedSession, type StoredSession, type StoredSessionSummary, type WriterInfo, type WriterLease,
 } from '../api.js'
 import { holderIsStale } from '../writer-lock.js'
-import { EVENT_COLUMN_LIST, EVENT_COLUMNS, eventColumnArrays, eventColumnDefinitions } from '../event-columns.js'
+import { EVENT_COLUMN_LIST, EVENT_COLUMNS, eventColumnArrays } from '../event-columns.js'
 import { batchBookkeeping, checkHeader, encodeHeader, eventRowValues, firstRowAfter, headerProblem, lastTurnOf, rowRecord, salvageRecords, scanRecords } from '../records.js'
 import type { StoredAttachment } from '../../session/attachments.js'
+import { ATTACHMENT_TABLES, POSTGRES_CHANNEL, POSTGRES_FORMAT, POSTGRES_SCHEMA_VERSION, SCHEMA, type EventRow, type LeaseRow, type SessionRow } from './schema.js'
+import { parseStoreUrl, quoteIdent, redactStoreUrl, withSearchPath } from './store-url.js'
 
-export const POSTGRES_SCHEMA_VERSION = 1
-/** Marks a schema as a dsh store (the `dsh_store` row `format`). */
-export const POSTGRES_FORMAT = 'dsh-session-store'
-/** NOTIFY channel prefix (plus a hash of the schema): payload `{"id","next"}` after every committed write. */
-export const POSTGRES_CHANNEL = 'dsh_session_events'
+export { POSTGRES_CHANNEL, POSTGRES_FORMAT, POSTGRES_SCHEMA_VERSION } from './schema.js'
+export { parseStoreUrl, quoteIdent, redactStoreUrl } from './store-url.js'
 
 export interface PostgresBackendOptions {
   /** `postgres://...`; a `schema=NAME` query parameter selects the schema (default `dsh`). */
@@ -45,145 +44,6 @@ export interface PostgresBackendOptions {
  * (the last `session/archived` event, kept as a row so listing never scans the events): added
  * to stores of this schema version when missing; older dsh versions ignore them.
  */
-const ATTACHMENT_TABLES = `
-CREATE TABLE IF NOT EXISTS attachments (
-  session_id text NOT NULL,
-  attachment_id text NOT NULL,
-  media_type text NOT NULL,
-  data bytea NOT NULL,
-  PRIMARY KEY (session_id, attachment_id)
-);
-CREATE TABLE IF NOT EXISTS trash_attachments (
-  incarnation uuid NOT NULL,
-  attachment_id text NOT NULL,
-  media_type text NOT NULL,
-  data bytea NOT NULL,
-  PRIMARY KEY (incarnation, attachment_id)
-);
-CREATE TABLE IF NOT EXISTS session_archived (
-  session_id text PRIMARY KEY,
-  archived boolean NOT NULL
-);
-`
-
-const SCHEMA = `
-CREATE TABLE dsh_store (key text PRIMARY KEY, value text NOT NULL);
-CREATE TABLE sessions (
-  id text PRIMARY KEY,
-  incarnation uuid NOT NULL UNIQUE,
-  revision bigint NOT NULL,
-  header text NOT NULL,
-  cwd text,
-  parent_session text,
-  created_at bigint NOT NULL,
-  updated_at bigint NOT NULL,
-  next_seq integer NOT NULL,
-  turns integer NOT NULL,
-  title text
-);
-CREATE INDEX sessions_updated ON sessions (updated_at DESC, id);
-CREATE TABLE events (
-  session_id text NOT NULL REFERENCES sessions(id),
-${eventColumnDefinitions('postgres')}
-  PRIMARY KEY (session_id, seq)
-);
-CREATE TABLE trash_sessions (
-  incarnation uuid PRIMARY KEY,
-  id text NOT NULL,
-  trashed_at bigint NOT NULL,
-  revision bigint NOT NULL,
-  header text NOT NULL
-);
-CREATE TABLE trash_events (
-  incarnation uuid NOT NULL,
-${eventColumnDefinitions('postgres')}
-  PRIMARY KEY (incarnation, seq)
-);
-CREATE SEQUENCE lease_tokens;
-CREATE TABLE leases (
-  session_id text PRIMARY KEY,
-  token bigint NOT NULL,
-  holder uuid NOT NULL,
-  pid integer NOT NULL,
-  host text NOT NULL,
-  since timestamptz NOT NULL,
-  expires_at timestamptz NOT NULL
-);
-`
-
-interface SessionRow {
-  id: string
-  incarnation: string
-  revision: string
-  header: string
-  cwd: string | null
-  parent_session: string | null
-  created_at: string
-  updated_at: string
-  next_seq: number
-  turns: number
-  title: string | null
-}
-
-interface EventRow {
-  seq: number
-  count: number
-  type: string
-  time: string
-  data: string
-  ignorable: number | null
-  surface_op: string | null
-  source_event_seqs: string | null
-}
-
-interface LeaseRow {
-  token: string
-  holder: string
-  pid: number
-  host: string
-  since: Date
-  expired: boolean
-}
-
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`
-}
-
-/** Splits `schema=` off a store URL (pg would pass unknown parameters to the server). */
-export function parseStoreUrl(url: string): { connectionString: string; schema?: string } {
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    throw new PersistenceError(`store URL ${JSON.stringify(url)} is not a URL (expected postgres://user@host/database)`)
-  }
-  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
-    throw new PersistenceError(`store URL ${JSON.stringify(url)}: only postgres:// URLs are supported`)
-  }
-  const schema = parsed.searchParams.get('schema') ?? undefined
-  parsed.searchParams.delete('schema')
-  return { connectionString: parsed.toString(), schema }
-}
-
-/** The connection string with `-c search_path=SCHEMA` added to its start-up `options`. */
-function withSearchPath(connectionString: string, schema: string): string {
-  const url = new URL(connectionString)
-  const own = url.searchParams.get('options')
-  // In `options`, a backslash keeps a space or a backslash inside one argument.
-  url.searchParams.set('options', `${own ? `${own} ` : ''}-c search_path=${quoteIdent(schema).replace(/[\\\s]/g, (c) => `\\${c}`)}`)
-  return url.toString()
-}
-
-/** A URL with its password masked, for messages. */
-export function redactStoreUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password) parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return '(unparsable URL)'
-  }
-}
 
 export class PostgresBackend implements PersistenceBackend {
   readonly kind = 'postgres'

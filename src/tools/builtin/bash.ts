@@ -27,7 +27,7 @@ import { Context } from 'cordis'
 import type { Tool, ToolContext, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { canWiden, deniedMarker, escalationHint, SandboxErrorCode } from '../../sandbox/modes.js'
-import { spawner } from '../../sandbox/runner.js'
+import { runnerRemedy, spawner } from '../../sandbox/runner.js'
 import type { ShellHost } from '../../sandbox/shell-host.js'
 import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
 import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
@@ -481,7 +481,15 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         }
         const probe = await box.sandbox.runner()
         // SB-3: no working runner: refuse, never run unconfined.
-        if (probe.runner === undefined) throw new BashError(`sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the command was not run`, SandboxErrorCode.unavailable)
+        if (probe.runner === undefined) {
+          const reason = `sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the command was not run`
+          // A background call still gets its job, failed at once: the notice says what to install.
+          const service = background && context.session !== undefined ? jobs?.() : undefined
+          if (service === undefined) throw new BashError(reason, SandboxErrorCode.unavailable)
+          const detail = `${reason}; ${runnerRemedy(probe.problems)}`
+          const job = service.start(context.session!, { kind: 'bash', label: jobLabel(args), run: async () => ({ status: 'failed', detail }) })
+          return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, sandbox: { mode: box.mode, unavailable: true } } as unknown as ToolOutput['meta'], value: { kind: 'background', jobId: job.id } }
+        }
         runner = probe.runner
         network = await callNetwork(sandboxing!, box, runner, context, { enter: !background })
         if (network.env !== undefined) env = { ...env, ...network.env }
@@ -501,7 +509,7 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
         // editor's terminal or a shell host, which belong to the calls that wait for them.
         const job = service.start(session, {
           kind: 'bash',
-          label: args.description.trim() !== '' ? args.description.trim() : args.command,
+          label: jobLabel(args),
           run: async (running): Promise<JobEnd> => {
             const run = await runBash(args.command, {
               cwd, timeoutMs: Infinity, signal: running.signal, config: resolved, env,
@@ -556,6 +564,11 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       }
     },
   }
+}
+
+/** What a background job of `args` is called: its description, else its command. */
+function jobLabel(args: { readonly description: string; readonly command: string }): string {
+  return args.description.trim() !== '' ? args.description.trim() : args.command
 }
 
 export class BashToolPlugin {
