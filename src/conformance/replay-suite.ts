@@ -35,7 +35,7 @@ import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, SandboxPlugin, 
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin, DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { BUILTIN_TOOLS, CAPABILITIES, COMPARED, CORDIS_TOOL_NAMES, MASKED, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
-import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
+import { recreateLspSubjects, recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { QuestionToolPlugin } from '../questions/index.js'
 import { GoalsPlugin } from '../goals/index.js'
@@ -45,6 +45,7 @@ import { fetchedOrigins, startPageServer, type PageServer } from './page-server.
 import { CodeModePlugin } from '../code-mode/index.js'
 import { WorkflowPlugin } from '../workflow/index.js'
 import { CordisDynamicPlugin } from '../cordis-dynamic/index.js'
+import { LspPlugin } from '../lsp/index.js'
 import { WorkspaceInstructionsPlugin } from '../instructions/index.js'
 import { firstDifference, isCodeModeMessage, isCompactionMessage, isDelegationMessage, isGoalMessage, isHookMessage, isInstructionsMessage, isRuntimeContextSnapshot, isSkillCatalog, project, snapshotSections } from './replay-project.js'
 
@@ -463,6 +464,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     restoreInstructionSymlinks(work)
     recreateOmittedInstructions(work, planned.events)
     recreateReadFiles(work, planned.events)
+    recreateLspSubjects(work, planned.events)
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events, planned.header.cwd, planned.permissions !== undefined), project(events.log, work, planned.permissions !== undefined))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
@@ -550,6 +552,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     // Code mode as recorded; programs run in a worker (the recordings ran unconfined).
     ...(plan.codeMode !== undefined ? [ctx.plugin(CodeModePlugin, { mode: plan.codeMode, runtime: 'worker' })] : []),
     ...(CORDIS_TOOL_NAMES.some(name => calls(plan.events, name)) ? [ctx.plugin(CordisDynamicPlugin)] : []),
+    ...(calls(plan.events, 'lsp') ? [ctx.plugin(LspPlugin)] : []),
   ]
   const children: { events: readonly SessionEvent[] }[] = []
   ctx.on('session/created', (session) => {

@@ -29,7 +29,7 @@ export interface LspSettings {
   readonly servers?: Readonly<Record<string, LspServerConfig | false>>
   /** Append the diagnostics of a file that write or edit changed to their result (default false). */
   readonly diagnosticsOnEdit?: boolean
-  /** Per-request deadline (default 15000 ms; `initialize` gets four times as long). */
+  /** Per-request deadline (default 30000 ms; `initialize` gets four times as long). */
   readonly requestTimeoutMs?: number
   /** How long `diagnostics` waits for the server to publish them (default 5000 ms). */
   readonly diagnosticsWaitMs?: number
@@ -41,7 +41,7 @@ export interface LspSettings {
   readonly restartDelayMs?: number
 }
 
-export const LSP_DEFAULTS = { requestTimeoutMs: 15_000, diagnosticsWaitMs: 5_000, maxLocations: 20, maxStarts: 3, restartDelayMs: 250 } as const
+export const LSP_DEFAULTS = { requestTimeoutMs: 30_000, diagnosticsWaitMs: 5_000, maxLocations: 20, maxStarts: 3, restartDelayMs: 250 } as const
 
 export const SHIPPED_SERVERS: Readonly<Record<string, LspServerConfig>> = {
   typescript: {
@@ -61,8 +61,18 @@ export interface ChosenServer {
   readonly languageId: string
 }
 
-/** Throws a readable error for a malformed `servers` entry (named by its settings path). */
-export function checkServers(servers: LspSettings['servers']): void {
+/** Throws a readable error for a malformed setting (named by its settings path). */
+export function checkSettings(settings: LspSettings): void {
+  const knobs = settings as Record<string, unknown>
+  if (knobs.diagnosticsOnEdit !== undefined && typeof knobs.diagnosticsOnEdit !== 'boolean') throw new Error(`lsp.diagnosticsOnEdit in settings.yaml must be true or false, not ${JSON.stringify(knobs.diagnosticsOnEdit)}`)
+  for (const key of ['requestTimeoutMs', 'diagnosticsWaitMs', 'maxLocations', 'maxStarts', 'restartDelayMs'] as const) {
+    const value = knobs[key]
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < (key === 'restartDelayMs' ? 0 : 1))) throw new Error(`lsp.${key} in settings.yaml must be a positive number, not ${JSON.stringify(value)}`)
+  }
+  checkServers(settings.servers)
+}
+
+function checkServers(servers: LspSettings['servers']): void {
   if (servers === undefined) return
   if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) throw new Error('lsp.servers must be a map of server names to {extensions, command, args}')
   for (const [name, entry] of Object.entries(servers)) {

@@ -113,7 +113,7 @@ describe.skipIf(!HAS_TS_SERVER)('lsp with typescript-language-server', () => {
     expect(before?.pid).toBeTypeOf('number')
     // Stopped first, so it cannot answer before the kill lands; killed once the request is written.
     process.kill(-before!.pid!, 'SIGSTOP')
-    onSent = (method, pid) => { if (method === 'textDocument/references' && pid === before!.pid) process.kill(-pid, 'SIGKILL') }
+    onSent = (method, pid) => { if (method === 'textDocument/references' && pid === before!.pid) process.kill(-pid!, 'SIGKILL') }
     const record = await h.call('lsp', { operation: 'findReferences', file_path: 'src/shapes.ts', line: 12, character: 14 })
     expect(record.isError).toBe(true)
     expect(text(record)).toMatch(/^Error: lsp: the typescript language server exited \(signal SIGKILL\) during textDocument\/references.*; the next call starts it again$/)

@@ -7,7 +7,7 @@ import type { Context } from 'cordis'
 import type { TextBlock } from '../llm/types.js'
 import type { ToolContext, ToolExecution, ToolResultRecord } from '../tools/api.js'
 import { sandboxingOf } from '../tools/builtin/sandboxing.js'
-import { checkServers, type LspSettings } from './config.js'
+import { checkSettings, type LspSettings } from './config.js'
 import type { PoolOptions } from './pool.js'
 import { LspQueries } from './queries.js'
 import { createLspTool } from './tool.js'
@@ -24,7 +24,7 @@ export class LspPlugin {
   readonly queries: LspQueries
 
   constructor(ctx: Context, config: LspPluginConfig = {}) {
-    checkServers(config.servers)
+    checkSettings(config)
     const queries = this.queries = new LspQueries(config, sandboxingOf(ctx))
     ctx.effect(() => ctx.tools.register(createLspTool(queries, config.toolTimeoutMs)))
     ctx.effect(() => () => { void queries.dispose() })
