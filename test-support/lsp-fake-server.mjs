@@ -1,7 +1,8 @@
 // A stand-in language server for the lsp tests: `node lsp-fake-server.mjs <behaviour>`.
 //   hang     answers initialize, then never answers anything else
 //   crash    exits with code 3 before answering initialize (after a line on stderr)
-//   answer   answers initialize and every definition with two locations in the queried file
+//   answer   answers initialize, a hover with whether DEEPSEEK_API_KEY reached it, and anything
+//            else with two locations in the queried file
 // Each start appends a line to $LSP_FAKE_STARTS when it is set, so a test can count starts.
 import { appendFileSync } from 'node:fs'
 
@@ -38,6 +39,8 @@ function handle(message) {
   if (message.method === 'initialize') return send({ id: message.id, result: { capabilities: { definitionProvider: true } } })
   if (message.method === 'shutdown') return send({ id: message.id, result: null })
   if (behaviour === 'hang') return
+  // The hover tells whether a credential of dsh's environment reached the server.
+  if (message.method === 'textDocument/hover') return send({ id: message.id, result: { contents: { kind: 'plaintext', value: `DEEPSEEK_API_KEY ${process.env.DEEPSEEK_API_KEY === undefined ? 'unset' : 'set'}` } } })
   const uri = message.params?.textDocument?.uri
   const at = (line, character) => ({ start: { line, character }, end: { line, character: character + 1 } })
   send({ id: message.id, result: [{ uri, range: at(0, 6) }, { uri, range: at(1, 0) }] })

@@ -33,6 +33,8 @@ export interface LspSettings {
   readonly requestTimeoutMs?: number
   /** How long `diagnostics` waits for the server to publish them (default 5000 ms). */
   readonly diagnosticsWaitMs?: number
+  /** After a diagnostics report, how long without another one ends the wait (default 500 ms). */
+  readonly diagnosticsSettleMs?: number
   /** Locations listed before the rest are counted (default 20). */
   readonly maxLocations?: number
   /** Failed starts in a row before the server is given up (default 3). */
@@ -41,7 +43,7 @@ export interface LspSettings {
   readonly restartDelayMs?: number
 }
 
-export const LSP_DEFAULTS = { requestTimeoutMs: 30_000, diagnosticsWaitMs: 5_000, maxLocations: 20, maxStarts: 3, restartDelayMs: 250 } as const
+export const LSP_DEFAULTS = { requestTimeoutMs: 30_000, diagnosticsWaitMs: 5_000, diagnosticsSettleMs: 500, maxLocations: 20, maxStarts: 3, restartDelayMs: 250 } as const
 
 export const SHIPPED_SERVERS: Readonly<Record<string, LspServerConfig>> = {
   typescript: {
@@ -65,7 +67,7 @@ export interface ChosenServer {
 export function checkSettings(settings: LspSettings): void {
   const knobs = settings as Record<string, unknown>
   if (knobs.diagnosticsOnEdit !== undefined && typeof knobs.diagnosticsOnEdit !== 'boolean') throw new Error(`lsp.diagnosticsOnEdit in settings.yaml must be true or false, not ${JSON.stringify(knobs.diagnosticsOnEdit)}`)
-  for (const key of ['requestTimeoutMs', 'diagnosticsWaitMs', 'maxLocations', 'maxStarts', 'restartDelayMs'] as const) {
+  for (const key of ['requestTimeoutMs', 'diagnosticsWaitMs', 'diagnosticsSettleMs', 'maxLocations', 'maxStarts', 'restartDelayMs'] as const) {
     const value = knobs[key]
     if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < (key === 'restartDelayMs' ? 0 : 1))) throw new Error(`lsp.${key} in settings.yaml must be a positive number, not ${JSON.stringify(value)}`)
   }

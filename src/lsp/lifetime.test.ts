@@ -93,6 +93,24 @@ describe('lsp with a fake server', () => {
     expect(readFileSync(log, 'utf8').trim().split('\n')).toContain(`read-only ${dir}`)
   })
 
+  it('the server gets no credentials of dsh\'s environment', async () => {
+    await load({ servers: fakeServer('answer') })
+    process.env.DEEPSEEK_API_KEY = 'sk-test-not-for-servers'
+    try {
+      expect(text(await call({ operation: 'hover', file_path: 'a.fake', line: 1, character: 1 }))).toBe('DEEPSEEK_API_KEY unset')
+    } finally {
+      delete process.env.DEEPSEEK_API_KEY
+    }
+  })
+
+  it('a cancelled call ends at once, without waiting for the server', async () => {
+    const controller = new AbortController()
+    await load({ servers: fakeServer('hang'), requestTimeoutMs: 60_000, sent: () => controller.abort() })
+    const record = await ctx.tools.execute({ callId: 'cancelled', name: 'lsp', arguments: JSON.stringify({ operation: 'hover', file_path: 'a.fake', line: 1, character: 1 }) }, { cwd: dir, signal: controller.signal })
+    expect(record.isError).toBe(true)
+    expect(text(record)).toMatch(/cancelled|aborted/)
+  })
+
   it('unloading the plugin stops its servers', async () => {
     await load({ servers: fakeServer('answer', join(dir, 'starts.log')) })
     await call({ operation: 'goToDefinition', file_path: 'a.fake', line: 1, character: 7 })

@@ -5,6 +5,7 @@
  * in a row; after `maxStarts` of them the server is given up with the last reason for a minute,
  * then tried again.
  */
+import { scrubbedEnvironment } from '../mcp/env.js'
 import { ToolError } from '../tools/errors.js'
 import { resolveCommand, type ChosenServer, LSP_DEFAULTS } from './config.js'
 import { LanguageServer } from './server.js'
@@ -116,7 +117,8 @@ export class ServerPool {
           argv: [...(placement.prefix?.argv ?? []), program, ...(chosen.config.args ?? [])],
           cwd: placement.root,
           root: placement.root,
-          env: { ...process.env, ...(chosen.config.env ?? {}) },
+          // As for stdio MCP servers and bash: no credentials unless the entry names them.
+          env: scrubbedEnvironment(process.env, chosen.config.env ?? {}),
           initializationOptions: chosen.config.initializationOptions,
           requestTimeoutMs: this.options.requestTimeoutMs ?? LSP_DEFAULTS.requestTimeoutMs,
           ...(this.options.sent !== undefined ? { sent: this.options.sent } : {}),

@@ -55,11 +55,13 @@ export class LspQueries {
   private readonly servers: Map<string, LspServerConfig>
   private readonly maxLocations: number
   private readonly diagnosticsWaitMs: number
+  private readonly diagnosticsSettleMs: number
 
   constructor(settings: LspSettings & PoolOptions = {}, private readonly sandboxing?: Sandboxing) {
     this.servers = mergedServers(settings.servers)
     this.maxLocations = settings.maxLocations ?? LSP_DEFAULTS.maxLocations
     this.diagnosticsWaitMs = settings.diagnosticsWaitMs ?? LSP_DEFAULTS.diagnosticsWaitMs
+    this.diagnosticsSettleMs = settings.diagnosticsSettleMs ?? LSP_DEFAULTS.diagnosticsSettleMs
     this.pool = new ServerPool(settings)
   }
 
@@ -78,7 +80,7 @@ export class LspQueries {
     const where = `${target.shown}:${line}:${character}`
     const ask = async <T>(method: string, params: unknown): Promise<T> => {
       try {
-        const answer = await server.request<T>(method, params)
+        const answer = await abortable(server.request<T>(method, params), context.signal)
         this.pool.succeeded(target.chosen, placement)
         return answer
       } catch (error) {
@@ -128,7 +130,7 @@ export class LspQueries {
       const placement = await this.placement(target.root, context)
       const server = await this.pool.server(target.chosen, placement)
       server.sync(target.path, target.chosen.languageId, target.text)
-      const found = await server.diagnostics(target.path, this.diagnosticsWaitMs)
+      const found = await server.diagnostics(target.path, this.diagnosticsWaitMs, this.diagnosticsSettleMs)
       this.pool.succeeded(target.chosen, placement)
       if (found === undefined || found.length === 0) return undefined
       return `Diagnostics (lsp):\n${formatDiagnostics(target.shown, found, this.maxLocations)}`
@@ -144,7 +146,7 @@ export class LspQueries {
   private async diagnosticsText(target: Target, server: Awaited<ReturnType<ServerPool['server']>>): Promise<string> {
     let found
     try {
-      found = await server.diagnostics(target.path, this.diagnosticsWaitMs)
+      found = await server.diagnostics(target.path, this.diagnosticsWaitMs, this.diagnosticsSettleMs)
     } catch (error) {
       throw new LspError(`lsp: ${error instanceof Error ? error.message : String(error)}`, LspErrorCode.serverFailed)
     }
@@ -215,6 +217,20 @@ export class LspQueries {
       return text === undefined ? undefined : text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text
     }
   }
+}
+
+/** `promise`, or a rejection as soon as the call is cancelled (the server's answer is dropped). */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(() => {})
+    return Promise.reject(new Error('the call was cancelled'))
+  }
+  return new Promise<T>((resolve, reject) => {
+    const cancelled = () => reject(new Error('the call was cancelled'))
+    signal.addEventListener('abort', cancelled, { once: true })
+    const done = () => signal.removeEventListener('abort', cancelled)
+    promise.then(value => { done(); resolve(value) }, (error: unknown) => { done(); reject(error) })
+  })
 }
 
 function lineTexts(text: string): string[] {

@@ -59,6 +59,7 @@ export class LanguageServer {
   private exitReason: string | undefined
   private readonly exitListeners = new Set<(reason: string) => void>()
   private stopping = false
+  private publishedAny = false
 
   constructor(readonly name: string, private readonly launch: ServerLaunch) {}
 
@@ -165,22 +166,37 @@ export class LanguageServer {
   }
 
   /**
-   * The diagnostics of `path` published after its last sync, waiting up to `waitMs` for them;
-   * when none came in that time, the last ones published (undefined when there never were any).
+   * The diagnostics of `path` published after its last sync, waiting up to `waitMs` for them (the
+   * request deadline before the server's first report); when none came in that time, the last
+   * ones published (undefined when there never were any). Servers publish a file's diagnostics
+   * in parts (typescript-language-server: syntax, then semantic, then suggestions, each a new
+   * report of all so far), so after a report the call waits until `settleMs` pass without one.
    */
-  async diagnostics(path: string, waitMs: number): Promise<readonly Diagnostic[] | undefined> {
+  async diagnostics(path: string, waitMs: number, settleMs: number): Promise<readonly Diagnostic[] | undefined> {
     const open = this.documents.get(pathToFileURL(path).href)
     if (open === undefined) return undefined
-    if (open.fresh === undefined) {
-      await new Promise<void>(resolve => {
-        const done = () => { clearTimeout(timer); open.waiters.delete(done); stop(); resolve() }
-        const timer = setTimeout(done, waitMs)
-        const stop = this.onExit(done)
-        open.waiters.add(done)
-      })
+    // Until a server has published anything it is still loading the project: that first
+    // analysis gets the request deadline, not the wait for a change's diagnostics.
+    if (!this.publishedAny) waitMs = Math.max(waitMs, this.launch.requestTimeoutMs)
+    const deadline = Date.now() + waitMs
+    if (open.fresh === undefined) await this.nextReport(open, waitMs)
+    while (open.fresh !== undefined && this.exitReason === undefined) {
+      const left = deadline + settleMs - Date.now()
+      if (left <= 0 || !(await this.nextReport(open, Math.min(settleMs, left)))) break
     }
     if (this.exitReason !== undefined && open.fresh === undefined) throw new Error(`the ${this.name} language server ${this.exitReason} while waiting for diagnostics${this.stderrNote()}`)
     return open.fresh ?? open.last
+  }
+
+  /** Whether a report for `open` arrives within `ms` (false at the deadline or the server's exit). */
+  private nextReport(open: OpenDocument, ms: number): Promise<boolean> {
+    return new Promise<boolean>(resolve => {
+      const finish = (reported: boolean) => { clearTimeout(timer); open.waiters.delete(arrived); stop(); resolve(reported) }
+      const arrived = () => finish(true)
+      const timer = setTimeout(() => finish(false), ms)
+      const stop = this.onExit(() => finish(false))
+      open.waiters.add(arrived)
+    })
   }
 
   /** Ends the server: `shutdown`/`exit` when it answers quickly, then its process group is killed. */
@@ -208,6 +224,7 @@ export class LanguageServer {
   private published(params: unknown): void {
     const { uri, diagnostics, version } = (params ?? {}) as { uri?: string; diagnostics?: Diagnostic[]; version?: number }
     if (typeof uri !== 'string' || !Array.isArray(diagnostics)) return
+    this.publishedAny = true
     const open = this.documents.get(uri)
     if (open === undefined) return
     // A report for an older version of the text says nothing about the current one.
