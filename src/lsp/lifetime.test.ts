@@ -141,6 +141,19 @@ describe('lsp refuses bad calls clearly', () => {
     }
   })
 
+  it('a file on the sandbox\'s deny-read list, as read refuses it', async () => {
+    await fiber?.dispose()
+    await load({ servers: fakeServer('answer') }, async (ctx) => {
+      // The workspace is the home folder here: its ~/.ssh is hidden.
+      await ctx.plugin(SandboxPlugin, { mode: 'workspace-write', workspaceRoot: dir, home: dir, dshHome: join(dir, '.dsh') }).await()
+    })
+    mkdirSync(join(dir, '.ssh'))
+    writeFileSync(join(dir, '.ssh', 'key.fake'), 'secret\n')
+    const record = await call({ operation: 'hover', file_path: '.ssh/key.fake', line: 1, character: 1 })
+    expect(text(record)).toBe(`Error: lsp: .ssh/key.fake is hidden from tools by the sandbox's deny-read list (rule ~/.ssh; sandbox.denyRead / sandbox.allowRead in settings.yaml; danger-full-access lifts it)`)
+    expect(record.error?.code).toBe('FS_READ_DENIED')
+  })
+
   it('a missing file, a line or character out of range', async () => {
     expect(text(await call({ operation: 'hover', file_path: 'missing.fake', line: 1, character: 1 }))).toBe(`Error: lsp: file not found: ${join(dir, 'missing.fake')}`)
     expect(text(await call({ operation: 'hover', file_path: 'a.fake', line: 9, character: 1 }))).toBe('Error: lsp: line 9 is past the end of a.fake (3 lines)')
