@@ -320,6 +320,8 @@ registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.jso
   async () => withHost((await base()).McpPlugin, mcpDefaults))
 registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',
   async () => withHost((await base()).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
+registerBuiltinPlugin('lsp', 'lsp: definitions, references, hover, symbols and diagnostics from language servers (settings lsp; servers start on first use)',
+  async () => withHost((await import('../lsp/index.js')).LspPlugin, host => ({ ...(host.settings.lsp ?? {}) })))
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
 registerBuiltinPlugin('tui', 'app: the interactive terminal conversation (dsh in a terminal with no task)',

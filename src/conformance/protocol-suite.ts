@@ -28,10 +28,10 @@ import { CORDIS_TOOL_NAMES, recordedPresentation, RUN_CODE } from './replay-rule
 import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { fixtureCompactions, isFixtureCompaction, writeFixtureCompactionPlugin } from './fixture-compaction.js'
-import { recreateOmittedScripts, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
+import { recreateLspSubjects, recreateOmittedScripts, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', ...CORDIS_TOOL_NAMES])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
   // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
   'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
@@ -47,7 +47,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp'])
 
 /** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
 const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -309,6 +309,8 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
     rows.push({ insert: [{ id: 'replay-session-event-read', name: 'tool-session-event-read' }] })
   }
   if (plan.fixtureCompactions.size > 0) rows.push({ insert: [{ id: 'replay-fixture-compaction', name: writeFixtureCompactionPlugin(folder, plan.fixtureCompactions) }] })
+  // The recording's composition had the lsp tool (its row is off in the shipped bundle).
+  if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'lsp')) rows.push({ id: 'lsp', disabled: false })
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')
@@ -343,6 +345,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     recreateOmittedScripts(cwd)
     recreateSampledTree(cwd, basename(scenario.dir))
     recreateOmittedSkills(cwd, planned.events)
+    recreateLspSubjects(cwd, planned.events)
     const patch = writePatch(planned, work, scenario.kind)
     const env: Record<string, string | undefined> = {
       DSH_HOME: home, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_MODEL: undefined,

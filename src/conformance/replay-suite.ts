@@ -39,7 +39,7 @@ import { stepEfforts } from './step-efforts.js'
 import type { ReasoningEffort } from '../llm/types.js'
 
 const REASONING_EFFORTS: readonly ReasoningEffort[] = ['low', 'medium', 'high', 'max']
-import { recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
+import { recreateLspSubjects, recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
 import { SkillsPlugin } from '../skills/index.js'
 import { QuestionToolPlugin } from '../questions/index.js'
 import { GoalsPlugin } from '../goals/index.js'
@@ -49,6 +49,7 @@ import { fetchedOrigins, startPageServer, type PageServer } from './page-server.
 import { CodeModePlugin } from '../code-mode/index.js'
 import { WorkflowPlugin } from '../workflow/index.js'
 import { CordisDynamicPlugin } from '../cordis-dynamic/index.js'
+import { LspPlugin } from '../lsp/index.js'
 import { WorkspaceInstructionsPlugin } from '../instructions/index.js'
 import { firstDifference, isCodeModeMessage, isCompactionMessage, isDelegationMessage, isGoalMessage, isHookMessage, isInstructionsMessage, isRuntimeContextSnapshot, isSkillCatalog, project, snapshotSections } from './replay-project.js'
 
@@ -446,6 +447,7 @@ async function runScenario(scenario: Scenario, path: string): Promise<Conformanc
     restoreInstructionSymlinks(work)
     recreateOmittedInstructions(work, planned.events)
     recreateReadFiles(work, planned.events)
+    recreateLspSubjects(work, planned.events)
     const events = await replay(ctx, planned, work)
     const difference = firstDifference(project(planned.events, planned.header.cwd, planned.permissions !== undefined), project(events.log, work, planned.permissions !== undefined))
     if (difference !== undefined) return { suite: 'replay', status: 'fail', path, detail: difference }
@@ -533,6 +535,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     // Code mode as recorded; programs run in a worker (the recordings ran unconfined).
     ...(plan.codeMode !== undefined ? [ctx.plugin(CodeModePlugin, { mode: plan.codeMode, runtime: 'worker' })] : []),
     ...(CORDIS_TOOL_NAMES.some(name => calls(plan.events, name)) ? [ctx.plugin(CordisDynamicPlugin)] : []),
+    ...(calls(plan.events, 'lsp') ? [ctx.plugin(LspPlugin)] : []),
   ]
   const children: { events: readonly SessionEvent[] }[] = []
   ctx.on('session/created', (session) => {

@@ -166,3 +166,26 @@ export function recreateSampledTree(cwd: string, scenario: string): void {
     utimesSync(path, time, time)
   })
 }
+
+/**
+ * The source files the recorded `lsp` calls queried, where the corpus omitted them (its
+ * workspace held them beside a fake server, code): a declaration whose name starts at the
+ * queried column of the queried line, so a real server answers the recorded query.
+ */
+export function recreateLspSubjects(cwd: string, events: readonly SessionEvent[]): void {
+  for (const event of events) {
+    if (event.type !== 'tool/call' || (event.data as { name: string }).name !== 'lsp') continue
+    let args: { file_path?: unknown; line?: unknown; character?: unknown }
+    try {
+      args = JSON.parse((event.data as { arguments: string }).arguments) as typeof args
+    } catch {
+      continue
+    }
+    const { file_path: path, line, character } = args
+    if (typeof path !== 'string' || path.startsWith('/') || path.split('/').includes('..') || existsSync(join(cwd, path))) continue
+    if (typeof line !== 'number' || typeof character !== 'number' || line < 1 || character < 1) continue
+    const declaration = character >= 7 ? `${' '.repeat(character - 7)}const subject = 1` : `${' '.repeat(character - 1)}subject`
+    mkdirSync(dirname(join(cwd, path)), { recursive: true })
+    writeFileSync(join(cwd, path), `${'\n'.repeat(line - 1)}${declaration}\nexport { subject }\n`)
+  }
+}
