@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startCore } from '../../test-support/agent-harness.js'
@@ -260,5 +260,14 @@ describe('terminals in a real PTY', () => {
     } finally {
       await resumed.dispose()
     }
+  })
+
+  it('dsh exiting with terminals open leaves none of their processes', async () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../../test-support/pty-exit-child.ts')], { cwd: join(import.meta.dirname, '../..'), encoding: 'utf8', timeout: 60_000 })
+    expect(result.status).toBe(0)
+    const pids = JSON.parse(result.stdout.trim().split('\n').pop()!) as number[]
+    // The shell, the three sleeps (one detached from the shell by a subshell).
+    expect(pids.length).toBeGreaterThanOrEqual(4)
+    expect(await allGoneWithin(pids, 5000)).toBe(true)
   })
 })
