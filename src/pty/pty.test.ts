@@ -270,4 +270,18 @@ describe('terminals in a real PTY', () => {
     expect(pids.length).toBeGreaterThanOrEqual(4)
     expect(await allGoneWithin(pids, 5000)).toBe(true)
   })
+
+  it('loading the row imports neither node-pty nor the emulator; the first open does', () => {
+    const loaded = (open: boolean) => {
+      const script = `const { builtinPlugin } = await import('./src/cli/catalogue.ts'); await builtinPlugin('pty');
+${open ? "const { Terminal } = await import('./src/pty/terminal.ts'); await Terminal.open({ id: 'pty-1', type: 'shell', argv: ['true'], runnerWords: 0, cwd: '/', env: {}, cols: 80, rows: 24, scrollback: 10 });" : ''}
+const { createRequire } = await import('node:module'); const cache = createRequire(import.meta.url).cache;
+console.log(JSON.stringify(Object.keys(cache).filter(k => /node-pty|@xterm/.test(k)).length)); process.exit(0)`
+      const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '../..'), encoding: 'utf8', timeout: 60_000 })
+      if (result.status !== 0) throw new Error(result.stderr)
+      return Number(result.stdout.trim())
+    }
+    expect(loaded(false)).toBe(0)
+    expect(loaded(true)).toBeGreaterThan(0)
+  })
 })
