@@ -254,6 +254,10 @@ describe('terminals in a real PTY', () => {
     try {
       const lost = resumed.session.events.filter(e => e.type === 'pty/lost')
       expect(lost.map(e => e.data)).toEqual([{ terminals: [{ id: 'pty-1', type: 'shell', name: 'main' }] }])
+      const notices = resumed.session.events.filter(e => e.type === 'agent/inbox/spliced')
+        .flatMap(e => ((e.data as { inserted?: { source: { plugin?: string }; content: { text: string }[] }[] }).inserted ?? []))
+        .filter(message => message.source.plugin === 'pty')
+      expect(notices.map(message => message.content[0]!.text)).toEqual(['Terminal session pty-1 (main) was lost when dsh stopped; its processes are gone and its id no longer works. Open a new terminal with terminal_open if you still need one.'])
       expect(text(await call('terminal_send', { sessionId: 'pty-1', text: 'echo x' }, { agent: resumed }))).toBe('Error: unknown PTY session pty-1')
       // The next terminal does not reuse a lost id.
       expect(text(await call('terminal_open', { type: 'shell' }, { agent: resumed }))).toMatch(/^started terminal session pty-3 /)
