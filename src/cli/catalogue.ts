@@ -310,6 +310,8 @@ registerBuiltinPlugin('workflow', 'workflow and ralph: orchestration scripts ove
   async () => (await base()).WorkflowPlugin)
 registerBuiltinPlugin('cordis-dynamic', 'cordis_* self-extension: the model defines and runs plugins in the dsh process (settings tools.cordis, DSH_CORDIS_TOOLS=1; off loads nothing)',
   async () => withHost((await import('../cordis-dynamic/row.js')).CordisDynamicRow as unknown as PluginClass, cordisTools))
+registerBuiltinPlugin('pty', 'terminal_open/send/read/signal/list/close: persistent terminals in a real PTY, sandboxed as bash (settings pty)',
+  async () => withHost((await import('../pty/index.js')).PtyPlugin as unknown as PluginClass, host => ({ ...host.settings.pty })))
 registerBuiltinPlugin('goals', 'goals: create_goal/get_goal/update_goal, automatic rounds, /goal',
   async () => (await base()).GoalsPlugin)
 registerBuiltinPlugin('hooks', 'Claude Code and Codex hook files (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart)',

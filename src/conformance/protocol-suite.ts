@@ -26,12 +26,13 @@ import { fetchedOrigins, startRecordedPageServers } from './page-server.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
 import { CORDIS_TOOL_NAMES, recordedPresentation, RUN_CODE } from './replay-rules.js'
 import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
+import { PTY_TOOL_NAMES } from '../pty/schemas.js'
 import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { fixtureCompactions, isFixtureCompaction, writeFixtureCompactionPlugin } from './fixture-compaction.js'
 import { recreateLspSubjects, recreateOmittedScripts, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
 
 const SUITE = 'protocol'
-const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES])
+const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES, ...PTY_TOOL_NAMES])
 const SUPPORTED_OPS = new Set(['initialize', 'newSession', 'prompt', 'promptExpectError', 'promptAndCancel', 'waitForTurnEnd', 'promptContent',
   // Settlement and goal timing: waits on what the process writes (its session logs, its frames), never sleeps.
   'promptAndWaitForAgentMessage', 'waitForSubagentTurnEnd', 'waitForTurnStart', 'cancel', 'waitForEventAfterTurnEnd'])
@@ -47,7 +48,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp', 'pty'])
 
 /** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
 const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])

@@ -13,7 +13,8 @@ export { RUN_CODE }
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 export const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
-  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES])
+  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES,
+  'terminal_open', 'terminal_send', 'terminal_read', 'terminal_signal', 'terminal_list', 'terminal_close'])
 
 /** Self-extension (`cordis_*`): loaded where the recording calls one of its tools, directly or from a program. */
 export { CORDIS_TOOL_NAMES }

@@ -24,6 +24,7 @@ import { interruptedTurnClosers, SessionsServicePlugin, TOOL_OUTCOME_UNKNOWN } f
 import type { SessionEvent, SessionHeader } from '../session/types.js'
 import { BuiltinToolsPlugin } from '../tools/builtin/index.js'
 import { JobsPlugin } from '../jobs/service.js'
+import { PtyPlugin, PTY_TOOL_NAMES } from '../pty/index.js'
 import { ReadImageToolPlugin } from '../images/read-image.js'
 import { CompactionPlugin } from '../compaction/index.js'
 import { ToolsPlugin } from '../tools/index.js'
@@ -518,6 +519,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ...(calls(plan.events, 'session_event_read') ? [ctx.plugin(SessionEventReadToolPlugin)] : []),
     // Background jobs only where the recording used them (the tools change every request's list).
     ...(['job_output', 'job_kill', 'job_list'].some(name => calls(plan.events, name)) ? [ctx.plugin(JobsPlugin)] : []),
+    ...(PTY_TOOL_NAMES.some(name => calls(plan.events, name)) ? [ctx.plugin(PtyPlugin)] : []),
     // Offered to every agent, as the recordings had it (a text-only route then refuses the call).
     ...(calls(plan.events, 'read_image') ? [ctx.plugin(ReadImageToolPlugin, { always: true })] : []),
     ...(plan.instructions !== undefined ? [ctx.plugin(WorkspaceInstructionsPlugin, { projectMarkers: plan.instructions.projectMarkers })] : []),

@@ -94,3 +94,21 @@ describe('run_code card', () => {
     expect(plain(renderToString(h(ToolCardView, { call: call(), running: true }), { columns: 80 })).split('\n').at(-1)!.trimEnd()).toBe('  ✗ read missing.txt · Error: no such file')
   })
 })
+
+describe('terminal cards (docs/pty-terminals.md)', () => {
+  it('a send shows the terminal, what was sent, how the wait ended and the last lines of the screen', () => {
+    const call: ToolCallView = {
+      id: 't', name: 'terminal_send', arguments: JSON.stringify({ sessionId: 'pty-1', text: "printf 'PTY_OK\\n'" }),
+      result: { text: "printf 'PTY_OK\\n'\nPTY_OK\ndsh> \n[wait: stdin_read]\n[session: running]", isError: false, meta: { viewport: "printf 'PTY_OK\\n'\nPTY_OK\ndsh> ", waitReason: 'stdin_read', sessionStatus: { kind: 'running' }, truncated: false } },
+    }
+    const drawn = draw(call).split('\n').map(line => line.trimEnd())
+    expect(drawn[0]).toBe("✓ terminal send pty-1 printf 'PTY_OK\\n' · wait: stdin_read")
+    expect(drawn.slice(1).map(line => line.trim())).toEqual(["printf 'PTY_OK\\n'", 'PTY_OK', 'dsh>'])
+  })
+
+  it('an unknown id is a failed card with the error', () => {
+    const call: ToolCallView = { id: 't', name: 'terminal_signal', arguments: JSON.stringify({ sessionId: 'pty-missing', signal: 'SIGINT' }), result: { text: 'Error: unknown PTY session pty-missing', isError: true } }
+    expect(draw(call)).toMatch(/^✗ terminal signal pty-missing SIGINT · Error: unknown PTY session pty-missing/)
+  })
+})
+

@@ -199,6 +199,13 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean; live
       const running = jobs?.filter(job => job.status === 'running' || job.status === 'stopping').length
       return <Header call={call} running={props.running} title="jobs" outcome={error ?? (jobs === undefined ? undefined : `${jobs.length} job${jobs.length === 1 ? '' : 's'}, ${running} running`)} />
     }
+    case 'terminal_open':
+    case 'terminal_send':
+    case 'terminal_read':
+    case 'terminal_signal':
+    case 'terminal_list':
+    case 'terminal_close':
+      return <TerminalCard call={call} running={running} args={args} meta={m} error={error} />
     case 'run_code': {
       // The program's calls nest under it, live, each drawn as its own card.
       const inner = call.inner ?? []
@@ -217,4 +224,33 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean; live
     default:
       return <Header call={call} running={running} title={call.name} detail={oneLine(call.arguments, 80)} outcome={error ?? (result === undefined ? undefined : firstLine(result.text))} />
   }
+}
+
+const TERMINAL_LINES = 6
+
+/**
+ * A terminal tool call (docs/pty-terminals.md): which terminal and what was sent, how the wait
+ * ended, and the last lines of the screen the result shows.
+ */
+function TerminalCard(props: { call: ToolCallView; running: boolean; args: Record<string, unknown>; meta: Record<string, unknown>; error?: string }): ReactNode {
+  const { call, running, args, meta: m } = props
+  const result = call.result
+  const id = str(args.sessionId) || str((m.terminal as { id?: unknown } | undefined)?.id)
+  const verb = call.name.slice('terminal_'.length)
+  const detail = call.name === 'terminal_send' ? `${id} ${oneLine(str(args.text), 60)}` : call.name === 'terminal_signal' ? `${id} ${str(args.signal)}` : call.name === 'terminal_open' ? str(args.type) : id
+  const status = m.sessionStatus as { kind?: string; exitCode?: number } | undefined
+  const waited = typeof m.waitReason === 'string' ? `wait: ${m.waitReason}${status?.kind === 'exited' ? `, exited ${status.exitCode ?? ''}`.trimEnd() : ''}` : undefined
+  const outcome = props.error ?? waited ?? (result === undefined ? undefined : firstLine(result.text))
+  const screen = result === undefined || result.isError ? [] : typeof m.viewport === 'string' ? m.viewport.split('\n') : []
+  const shown = screen.slice(-TERMINAL_LINES).map(terminalLine)
+  return (
+    <Box flexDirection="column">
+      <Header call={call} running={running} title={`terminal ${verb}`} detail={detail} outcome={outcome} />
+      {shown.length > 0 ? (
+        <Box flexDirection="column" paddingLeft={2}>
+          {shown.map((line, index) => <Text key={index} wrap="truncate-end" dimColor>{line}</Text>)}
+        </Box>
+      ) : null}
+    </Box>
+  )
 }
