@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync, chmodSync, mkdtempSync, rmSync
 import { mkdtemp, rm } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context, type ForkScope } from 'cordis'
+import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { resultText } from '../../test-support/builtin-tools.js'
 import type { Session } from '../session/api.js'
@@ -35,7 +35,7 @@ async function gone(pid: number, deadlineMs = 5000): Promise<boolean> {
 interface Harness {
   ctx: Context
   cwd: string
-  fork: ForkScope
+  fork: { dispose(): unknown }
   call(args: Record<string, unknown>, options?: { signal?: AbortSignal; name?: string }): Promise<ToolResultRecord>
 }
 
