@@ -244,6 +244,14 @@ registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text
   async () => (await base()).WebFetchToolPlugin)
 registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',
   async () => (await base()).SessionEventReadToolPlugin)
+registerBuiltinPlugin('tool-bash-persistent', 'bash in one persistent shell per session (in place of builtin bash: set builtin-tools config bash: false)',
+  async () => (await import('../shell/index.js')).PersistentBashPlugin)
+registerBuiltinPlugin('tool-str-replace-editor', 'str_replace_editor: view, create, str_replace, insert, undo_edit (off by default)',
+  async () => (await import('../tools/builtin/str-replace-editor.js')).StrReplaceEditorToolPlugin)
+registerBuiltinPlugin('tool-pwsh', 'pwsh: one PowerShell process per call, offered where pwsh is on PATH (off by default)',
+  async () => (await import('../shell/index.js')).PwshToolPlugin)
+registerBuiltinPlugin('tool-pwsh-persistent', 'pwsh in one persistent PowerShell session per session, offered where pwsh is on PATH (off by default)',
+  async () => (await import('../shell/index.js')).PersistentPwshPlugin)
 registerBuiltinPlugin('system-prompt', 'system prompt sections, variables and runtime contexts (ctx.systemPrompt)',
   async () => (await base()).SystemPromptPlugin)
 registerBuiltinPlugin('runtime-contexts', 'working folder and date runtime contexts',

@@ -31,6 +31,8 @@ export interface FileChanges {
 }
 
 const MARKS: ReadonlySet<string> = new Set(['tool/call', 'tool/result'])
+/** Tools whose result meta records their change (`str_replace_editor` writes it as write and edit do). */
+const WRITERS: ReadonlySet<string> = new Set(['write', 'edit', 'str_replace_editor'])
 /** Tools that only read (their calls are not counted as possible changes). */
 const READERS = new Set(['read', 'glob', 'grep', 'web_fetch', 'session_event_read', 'todo_write', 'read_image', 'job_output', 'job_list', 'ask_user_question'])
 
@@ -50,7 +52,7 @@ export function fileChangesAfter(events: readonly SessionEvent[], boundary: numb
     const block = data.message.content[0]
     const name = block === undefined ? undefined : names.get(block.toolCallId)
     if (block === undefined || block.isError || name === undefined) return
-    if (name !== 'write' && name !== 'edit') {
+    if (!WRITERS.has(name)) {
       if (!READERS.has(name)) otherCalls.set(name, (otherCalls.get(name) ?? 0) + 1)
       return
     }

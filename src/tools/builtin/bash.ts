@@ -27,10 +27,10 @@ import { Context } from 'cordis'
 import type { Tool, ToolContext, ToolOutput } from '../api.js'
 import type { JsonSchema } from '../json-schema.js'
 import { canWiden, deniedMarker, escalationHint, SandboxErrorCode } from '../../sandbox/modes.js'
-import { runnerRemedy, spawner } from '../../sandbox/runner.js'
+import { runnerRemedy, spawner, type SandboxRunner } from '../../sandbox/runner.js'
 import type { ShellHost } from '../../sandbox/shell-host.js'
 import { BashError, BuiltinErrorCode, FsError, fsFailure } from './errors.js'
-import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type EscalationArgs, type Sandboxing } from './sandboxing.js'
+import { callSandbox, escalationPolicyText, escalationProperties, sandboxingOf, withoutEscalation, type CallSandbox, type EscalationArgs, type Sandboxing } from './sandboxing.js'
 import { resolvePath, utf8Head, utf8Tail } from './paths.js'
 import { spillOutput, StreamingSpill, type SpillPlace } from './spill.js'
 import { newRunMarker, RUN_MARKER, sweepMarked, type DetachedProcess } from './detached.js'
@@ -97,14 +97,14 @@ export const bashParameters = {
   required: ['command', 'description'],
 } as const satisfies JsonSchema
 
-interface CaptureLimits {
+export interface CaptureLimits {
   readonly maxOutputBytes: number
   readonly headBytes: number
   readonly tailBytes: number
   readonly maxSpillBytes: number
 }
 
-interface Captured {
+export interface Captured {
   readonly text: string
   readonly totalBytes: number
   readonly spillPath?: string
@@ -114,7 +114,7 @@ interface Captured {
  * One output stream. Everything stays in memory up to `maxOutputBytes`; past that the buffered
  * bytes and all later ones go to a spill file, and memory keeps only a head and a tail ring.
  */
-class OutputCapture {
+export class OutputCapture {
   private chunks: Buffer[] = []
   private buffered = 0
   private total = 0
@@ -416,6 +416,73 @@ export function formatBashRun(run: BashRun, timeoutMs: number, sandboxMarkers: r
   return text
 }
 
+/** A command's confinement (`confineCommand`): what `bash` and the persistent shells start it under. */
+export interface ConfinedCommand {
+  readonly box?: CallSandbox
+  readonly runner?: SandboxRunner
+  /** The runner's argv, placed before the shell (undefined: unconfined). */
+  readonly prefix?: readonly string[]
+  /** The scrubbed environment plus what the call's network needs. */
+  readonly env: Readonly<Record<string, string>>
+  readonly terminal?: EditorTerminal
+  /** The call's network; `leave()` when the command is done. */
+  readonly network?: CallNetwork
+}
+
+/**
+ * The sandbox of one command call: the escalation asked and approved (`callSandbox`), the runner
+ * probed (refused when none works: SB-3), the network gate entered, and the runner's argv. Shared
+ * by `bash` and the persistent shells (`src/shell/`), so both confine a command the same way.
+ */
+/** SB-3: no OS sandbox runner works here; the command was not run (its problems name why). */
+export class RunnerUnavailableError extends BashError {
+  constructor(readonly problems: readonly string[], readonly mode: string) {
+    super(`sandbox unavailable: no OS sandbox runner works here (${problems.join('; ')}); the command was not run`, SandboxErrorCode.unavailable)
+  }
+}
+
+export async function confineCommand(sandboxing: Sandboxing | undefined, toolName: string, args: EscalationArgs, context: ToolContext, resolved: { shell: string; env?: Readonly<Record<string, string>> }, options: { background?: boolean; terminal?: boolean } = {}): Promise<ConfinedCommand> {
+  const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, toolName, 'command', args, context)
+  let prefix: readonly string[] | undefined
+  let runner: SandboxRunner | undefined
+  // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
+  let env: Readonly<Record<string, string>> = scrubbedEnvironment(process.env, resolved.env)
+  // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
+  const terminal = options.terminal === false ? undefined : editorTerminal(context.scope)
+  let network: CallNetwork | undefined
+  if (box !== undefined && box.mode !== 'danger-full-access') {
+    const background = options.background === true
+    const knob = context.session !== undefined ? sandboxing!.knobs()?.network(context.session) ?? 'full' : 'full'
+    // The first confined command of a process: a shell host that comes up stands for the probe
+    // (under allowlist the probe runs: the gate is opened once a runner is known).
+    if (terminal === undefined && !background && knob !== 'allowlist') {
+      await box.sandbox.prepare?.(box.mode, box.root, { shell: resolved.shell, env, ...(knob === 'none' ? { network: { mode: 'none' as const } } : {}) })
+    }
+    const probe = await box.sandbox.runner()
+    // SB-3: no working runner: refuse, never run unconfined.
+    if (probe.runner === undefined) throw new RunnerUnavailableError(probe.problems, box.mode)
+    runner = probe.runner
+    network = await callNetwork(sandboxing!, box, runner, context, { enter: !background })
+    if (network.env !== undefined) env = { ...env, ...network.env }
+    prefix = box.sandbox.prefix?.(runner, box.mode, box.root, network.plan) ?? runner.argv(box.mode, box.root, undefined, network.plan)
+  }
+  return { env, ...(box !== undefined ? { box } : {}), ...(runner !== undefined ? { runner } : {}), ...(prefix !== undefined ? { prefix } : {}), ...(terminal !== undefined ? { terminal } : {}), ...(network !== undefined ? { network } : {}) }
+}
+
+/**
+ * A confined run's verdict from the runner's stderr: throws when the runner itself failed (the
+ * command did not run confined), else the denial markers (none when the sandbox did not deny).
+ */
+export function sandboxVerdict(confined: ConfinedCommand, exitCode: number | null, stderr: string): string[] {
+  const { runner, box } = confined
+  if (runner === undefined || box === undefined) return []
+  if (runner.failed(exitCode, stderr)) {
+    throw new BashError(`sandbox runner ${runner.name} failed; the command did not run confined: ${stderr.trim().split('\n').slice(0, 3).join(' | ')}`, SandboxErrorCode.unavailable)
+  }
+  if (!runner.denied(exitCode, stderr)) return []
+  return [deniedMarker(box.mode), ...(box.canEscalate && canWiden(box.mode) ? [escalationHint('command')] : [])]
+}
+
 export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandboxing, jobs?: () => JobsService | undefined): Tool<BashArgs & EscalationArgs> {
   const resolved = { ...BASH_DEFAULTS, ...config }
   const sandboxed = () => sandboxing?.sandbox() !== undefined
@@ -463,38 +530,20 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       }
       if (!info.isDirectory()) throw new FsError(`workdir ${cwd} is not a directory`, BuiltinErrorCode.notDirectory)
       if (context.signal.aborted) throw new BashError('aborted before the command started', BuiltinErrorCode.aborted)
-      const box = sandboxing === undefined ? undefined : await callSandbox(sandboxing, 'bash', 'command', args, context)
-      let prefix: readonly string[] | undefined
-      let runner: import('../../sandbox/runner.js').SandboxRunner | undefined
-      // Secrets (API keys, tokens) never reach the command: what it prints lands in the log.
-      let env: Readonly<Record<string, string>> = scrubbedEnvironment(process.env, resolved.env)
-      // An editor's terminal (ACP) runs the very argv the local runner would: same confinement.
-      const terminal = editorTerminal(context.scope)
-      let network: CallNetwork | undefined
-      if (box !== undefined && box.mode !== 'danger-full-access') {
-        const background = args.run_in_background === true
-        const knob = context.session !== undefined ? sandboxing!.knobs()?.network(context.session) ?? 'full' : 'full'
-        // The first confined command of a process: a shell host that comes up stands for the probe
-        // (under allowlist the probe runs: the gate is opened once a runner is known).
-        if (terminal === undefined && !background && knob !== 'allowlist') {
-          await box.sandbox.prepare?.(box.mode, box.root, { shell: resolved.shell, env, ...(knob === 'none' ? { network: { mode: 'none' as const } } : {}) })
-        }
-        const probe = await box.sandbox.runner()
-        // SB-3: no working runner: refuse, never run unconfined.
-        if (probe.runner === undefined) {
-          const reason = `sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the command was not run`
-          // A background call still gets its job, failed at once: the notice says what to install.
-          const service = background && context.session !== undefined ? jobs?.() : undefined
-          if (service === undefined) throw new BashError(reason, SandboxErrorCode.unavailable)
-          const detail = `${reason}; ${runnerRemedy(probe.problems)}`
-          const job = service.start(context.session!, { kind: 'bash', label: jobLabel(args), run: async () => ({ status: 'failed', detail }) })
-          return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, sandbox: { mode: box.mode, unavailable: true } } as unknown as ToolOutput['meta'], value: { kind: 'background', jobId: job.id } }
-        }
-        runner = probe.runner
-        network = await callNetwork(sandboxing!, box, runner, context, { enter: !background })
-        if (network.env !== undefined) env = { ...env, ...network.env }
-        prefix = box.sandbox.prefix?.(runner, box.mode, box.root, network.plan) ?? runner.argv(box.mode, box.root, undefined, network.plan)
+      let confined: ConfinedCommand
+      try {
+        confined = await confineCommand(sandboxing, 'bash', args, context, resolved, { background: args.run_in_background === true })
+      } catch (error) {
+        // No working runner: a background call still gets its job, failed at once, and its notice
+        // says what to install; a foreground call is refused (SB-3).
+        const service = args.run_in_background === true && context.session !== undefined ? jobs?.() : undefined
+        if (!(error instanceof RunnerUnavailableError) || service === undefined) throw error
+        const detail = `${error.message}; ${runnerRemedy(error.problems)}`
+        const job = service.start(context.session!, { kind: 'bash', label: jobLabel(args), run: async () => ({ status: 'failed', detail }) })
+        return { content: [{ type: 'text', text: `started background job ${job.id}` }], meta: { job: { ...job }, sandbox: { mode: error.mode, unavailable: true } } as unknown as ToolOutput['meta'], value: { kind: 'background', jobId: job.id } }
       }
+      const { box, runner, prefix, terminal, network } = confined
+      const env = confined.env
       try {
       const timeoutMs = Math.min(withoutEscalation(args).timeoutMs ?? resolved.defaultTimeoutMs, resolved.maxTimeoutMs)
       // `meta.sandbox`: the mode and runner the command ran under, plus what a foreground run adds.
@@ -530,18 +579,8 @@ export function createBashTool(config: BashToolConfig = {}, sandboxing?: Sandbox
       const run = terminal !== undefined
         ? await runInEditorTerminal(terminal, args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, callId: context.callId, env, ...(prefix !== undefined ? { prefix } : {}) })
         : await runBash(args.command, { cwd, timeoutMs, signal: context.signal, config: resolved, place: context, env, ...(prefix !== undefined ? { prefix } : {}), ...(host !== undefined ? { host } : {}), ...(context.output !== undefined ? { output: context.output } : {}) })
-      const sandboxMarkers: string[] = []
-      if (runner !== undefined && box !== undefined && !run.timedOut && !run.aborted) {
-        // A terminal interleaves the streams: its whole output is read for the runner's signatures.
-        const stderr = terminal !== undefined ? run.stdout.text : run.stderr.text
-        if (runner.failed(run.exitCode, stderr)) {
-          throw new BashError(`sandbox runner ${runner.name} failed; the command did not run confined: ${stderr.trim().split('\n').slice(0, 3).join(' | ')}`, SandboxErrorCode.unavailable)
-        }
-        if (runner.denied(run.exitCode, stderr)) {
-          sandboxMarkers.push(deniedMarker(box.mode))
-          if (box.canEscalate && canWiden(box.mode)) sandboxMarkers.push(escalationHint('command'))
-        }
-      }
+      // A terminal interleaves the streams: its whole output is read for the runner's signatures.
+      const sandboxMarkers = run.timedOut || run.aborted ? [] : sandboxVerdict(confined, run.exitCode, terminal !== undefined ? run.stdout.text : run.stderr.text)
       const spills = [run.stdout.spillPath, run.stderr.spillPath].filter((p): p is string => p !== undefined)
       const output: ToolOutput = {
         content: [{ type: 'text', text: formatBashRun(run, timeoutMs, sandboxMarkers) }],

@@ -127,7 +127,7 @@ export function withoutEscalation<T extends object>(args: T): T {
   return rest as T
 }
 
-function fenceOf(box: CallSandbox): WriteFence {
+export function fenceOf(box: CallSandbox): WriteFence {
   return { mode: box.mode, root: box.root, ...(box.sandbox.protectedPaths !== undefined && box.sandbox.protectedPaths.length > 0 ? { protectedPaths: box.sandbox.protectedPaths } : {}) }
 }
 
