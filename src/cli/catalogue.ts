@@ -308,6 +308,10 @@ registerBuiltinPlugin('mcp', 'MCP servers from settings and the project .mcp.jso
   async () => withHost((await base()).McpPlugin, mcpDefaults))
 registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, streamable-http or sse) as tools',
   async () => withHost((await base()).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
+registerBuiltinPlugin('subagent-codex', 'subagent_codex: delegate a task to the Codex CLI (codex exec) as a child process (off by default)',
+  async () => (await import('../product-subagents/index.js')).CodexSubagentPlugin)
+registerBuiltinPlugin('subagent-claude-code', 'subagent_claude_code: delegate a task to the Claude Code CLI (claude -p) as a child process (off by default)',
+  async () => (await import('../product-subagents/index.js')).ClaudeCodeSubagentPlugin)
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
 registerBuiltinPlugin('tui', 'app: the interactive terminal conversation (dsh in a terminal with no task)',

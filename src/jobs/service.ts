@@ -63,6 +63,7 @@ interface Job {
   done: Promise<void>
   /** `job_output` calls waiting for the end right now. */
   waiting: number
+  readonly notice?: StartJob['notice']
 }
 
 interface SessionJobs {
@@ -141,7 +142,7 @@ export class JobsPlugin extends Service implements JobsService {
     const id = `${spec.kind}-${number}`
     const controller = new AbortController()
     const output = new JobOutput(id, { keepBytes: this.limits.keepBytes, maxFileBytes: this.limits.maxFileBytes }, { session: { id: session.id } })
-    const job: Job = { id, kind: spec.kind, label: spec.label, owner: session.id, startedAt: Date.now(), status: 'running', output, controller, done: Promise.resolve(), waiting: 0 }
+    const job: Job = { id, kind: spec.kind, label: spec.label, owner: session.id, startedAt: Date.now(), status: 'running', output, controller, done: Promise.resolve(), waiting: 0, ...(spec.notice !== undefined ? { notice: spec.notice } : {}) }
     jobs.jobs.set(id, job)
     let ran: Promise<JobEnd>
     try {
@@ -267,10 +268,11 @@ export class JobsPlugin extends Service implements JobsService {
     const agent = this.ctx.get('agents')?.get(job.owner)
     if (agent === undefined) return
     const pending = job.output.total > 0 ? ' Read its output with job_output.' : ' It printed nothing.'
-    const summary = `Background job ${job.id} (${job.label}) ${job.status === 'completed' ? 'completed' : `failed${job.detail !== undefined ? `: ${job.detail}` : ''}`}.`
+    const own = job.notice?.(this.info(job))
+    const summary = own?.summary ?? `Background job ${job.id} (${job.label}) ${job.status === 'completed' ? 'completed' : `failed${job.detail !== undefined ? `: ${job.detail}` : ''}`}.`
     const notice: UserMessage = {
       id: randomUUID(), role: 'user',
-      content: [{ type: 'text', text: `${summary}${pending}` }],
+      content: [{ type: 'text', text: own?.text ?? `${summary}${pending}` }],
       source: { kind: 'plugin', plugin: 'jobs', form: 'notice', jobId: job.id, status: job.status, summary } as never,
     }
     agent.inject(notice)
