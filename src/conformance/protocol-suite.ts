@@ -28,6 +28,7 @@ import { CORDIS_TOOL_NAMES, recordedPresentation, RUN_CODE } from './replay-rule
 import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { recreateOmittedScripts, recreateOmittedSkills, workspaceHookFiles } from './workspace.js'
+import { isJobNotice, isProductTool, productPatchRows, recordedProductRows, type ProductRows } from './product-subagents.js'
 
 const SUITE = 'protocol'
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', ...CORDIS_TOOL_NAMES])
@@ -46,7 +47,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'subagent-product'])
 
 /** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
 const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -138,6 +139,8 @@ interface Plan {
   readonly maxDepth?: number
   /** The recording delivered a settlement notice to an idle parent: continuable children wait for it (the recorder's fence). */
   readonly fenceChildren: boolean
+  /** The product-subagent tools of the recorded composition (`./product-subagents.ts`). */
+  readonly products?: ProductRows
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -188,12 +191,12 @@ function plan(scenario: Scenario): string | Plan {
     if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
     if (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') {
       const name = (event.data as { name: string }).name
-      if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
+      if (!BUILTIN_TOOLS.has(name) && !isProductTool(name)) return `missing capability: tool ${name}`
     }
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
       const source = message.source as { kind: string; plugin?: string }
-      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && (HOOK_PLUGINS.has(source.plugin) || source.plugin === CODE_MODE_PLUGIN)) && source.kind !== AGENT_INSTRUCTIONS_SOURCE) {
+      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && (HOOK_PLUGINS.has(source.plugin) || source.plugin === CODE_MODE_PLUGIN)) && source.kind !== AGENT_INSTRUCTIONS_SOURCE && !isJobNotice(message)) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -228,7 +231,9 @@ function plan(scenario: Scenario): string | Plan {
   const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
     && (event.data as { target: string }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => (message.source.kind as string) === 'subagent-settled'))
+  const products = recordedProductRows(dir, events)
   return {
+    ...(products !== undefined ? { products } : {}),
     events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren, fetched: fetchedOrigins(events),
     cordis: events.some(event => (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') && (CORDIS_TOOL_NAMES as readonly string[]).includes((event.data as { name: string }).name)),
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
@@ -307,6 +312,7 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'session_event_read')) {
     rows.push({ insert: [{ id: 'replay-session-event-read', name: 'tool-session-event-read' }] })
   }
+  if (plan.products !== undefined) rows.push(...productPatchRows(plan.products, folder))
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')
