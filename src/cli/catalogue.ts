@@ -332,6 +332,10 @@ registerBuiltinPlugin('mcp-server', 'one MCP server from a plugin row (stdio, st
   async () => withHost((await base()).McpServerPlugin, host => ({ lookup: (name: string) => host.env.value(name), log: (line: string) => { host.stderr.write(`${line}\n`) } })))
 registerBuiltinPlugin('lsp', 'lsp: definitions, references, hover, symbols and diagnostics from language servers (settings lsp; servers start on first use)',
   async () => withHost((await import('../lsp/index.js')).LspPlugin, host => ({ ...(host.settings.lsp ?? {}) })))
+registerBuiltinPlugin('subagent-codex', 'subagent_codex: delegate a task to the Codex CLI (codex exec) as a child process (off by default)',
+  async () => (await import('../product-subagents/index.js')).CodexSubagentPlugin)
+registerBuiltinPlugin('subagent-claude-code', 'subagent_claude_code: delegate a task to the Claude Code CLI (claude -p) as a child process (off by default)',
+  async () => (await import('../product-subagents/index.js')).ClaudeCodeSubagentPlugin)
 registerBuiltinPlugin('acp-server', 'app: ACP agent server over stdio, with its approval service',
   async () => (await import('../acp/server.js')).AcpServerApp)
 registerBuiltinPlugin('tui', 'app: the interactive terminal conversation (dsh in a terminal with no task)',

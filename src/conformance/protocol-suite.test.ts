@@ -62,6 +62,12 @@ describe.skipIf(!existsSync(examples))('PRODUCT scenarios whose capability dsh h
     expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined]])
   }, 60_000)
 
+  it('the product-subagent transcripts are run with the product rows (a stand-in CLI for the recorded calls) and pass', async () => {
+    const results: ConformanceResult[] = []
+    for await (const result of protocolSuite({ filter: 'snapshots/product-subagent-' }).run([resolve(examples, 'acp-agent')])) results.push(result)
+    expect(results.map(result => [result.status, result.detail])).toEqual([['pass', undefined], ['pass', undefined]])
+  }, 120_000)
+
   it('the web-fetch ACP transcript is run against a local page server (not skipped) and passes', async () => {
     const results: ConformanceResult[] = []
     for await (const result of protocolSuite({ filter: 'snapshots/web-fetch' }).run([resolve(examples, 'acp-agent')])) results.push(result)

@@ -30,6 +30,7 @@ import { PTY_TOOL_NAMES } from '../pty/schemas.js'
 import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { fixtureCompactions, isFixtureCompaction, writeFixtureCompactionPlugin } from './fixture-compaction.js'
 import { recreateLspSubjects, recreateOmittedScripts, recreateOmittedSkills, recreateSampledTree, workspaceHookFiles } from './workspace.js'
+import { isJobNotice, isProductTool, productPatchRows, recordedProductRows, type ProductRows } from './product-subagents.js'
 
 const SUITE = 'protocol'
 const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read', 'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'ask_user_question', 'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES, ...PTY_TOOL_NAMES])
@@ -48,7 +49,7 @@ const CAPABILITIES: readonly [prefix: string, capability: string][] = [
 ]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp', 'pty'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp', 'pty', 'subagent-product'])
 
 /** Messages of delegation dsh writes itself (settlement notices, reports, relayed turns). */
 const DELEGATION_SOURCES = new Set(['subagent-settled', 'subagent-report', 'coordinator'])
@@ -142,6 +143,8 @@ interface Plan {
   readonly fenceChildren: boolean
   /** The recording's fixture compactions (./fixture-compaction.ts), by call id. */
   readonly fixtureCompactions: ReadonlyMap<string, SessionEvent>
+  /** The product-subagent tools of the recorded composition (`./product-subagents.ts`). */
+  readonly products?: ProductRows
 }
 
 /** Corpus classes by scenario path (INDEX.md tables: `| \`path\` | CLASS | tags | ...`), per corpus root. */
@@ -191,12 +194,12 @@ function plan(scenario: Scenario): string | Plan {
     if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
     if (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') {
       const name = (event.data as { name: string }).name
-      if (!BUILTIN_TOOLS.has(name)) return `missing capability: tool ${name}`
+      if (!BUILTIN_TOOLS.has(name) && !isProductTool(name)) return `missing capability: tool ${name}`
     }
     if (event.type === 'user/message') {
       const message = event.data as UserMessage
       const source = message.source as { kind: string; plugin?: string }
-      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && (HOOK_PLUGINS.has(source.plugin) || source.plugin === CODE_MODE_PLUGIN)) && source.kind !== AGENT_INSTRUCTIONS_SOURCE && !isFixtureCompaction(source)) {
+      if (message.source.kind !== 'user' && source.kind !== 'skill-catalog' && !DELEGATION_SOURCES.has(source.kind) && !isRuntimeContextSnapshot(message) && !(source.plugin !== undefined && (HOOK_PLUGINS.has(source.plugin) || source.plugin === CODE_MODE_PLUGIN)) && source.kind !== AGENT_INSTRUCTIONS_SOURCE && !isFixtureCompaction(source) && !isJobNotice(message)) {
         return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
       }
     }
@@ -230,7 +233,9 @@ function plan(scenario: Scenario): string | Plan {
   const fenceChildren = events.some(event => event.type === 'agent/inbox/spliced'
     && (event.data as { target: string }).target === 'next-turn'
     && (event.data as { inserted: UserMessage[] }).inserted.some(message => (message.source.kind as string) === 'subagent-settled'))
+  const products = recordedProductRows(dir, events)
   return {
+    ...(products !== undefined ? { products } : {}),
     events, header: parsed.header, steps, permissionAnswers, script, route, runtimeContext, children, hooks, fenceChildren, fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events),
     cordis: events.some(event => (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') && (CORDIS_TOOL_NAMES as readonly string[]).includes((event.data as { name: string }).name)),
     ...(permissions !== undefined ? { permissionMode: permissions.mode } : {}),
@@ -312,6 +317,7 @@ function writePatch(plan: Plan, folder: string, kind: Kind): string {
   if (plan.fixtureCompactions.size > 0) rows.push({ insert: [{ id: 'replay-fixture-compaction', name: writeFixtureCompactionPlugin(folder, plan.fixtureCompactions) }] })
   // The recording's composition had the lsp tool (its row is off in the shipped bundle).
   if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'lsp')) rows.push({ id: 'lsp', disabled: false })
+  if (plan.products !== undefined) rows.push(...productPatchRows(plan.products, folder))
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })
   const file = join(folder, 'replay.patch.yml')

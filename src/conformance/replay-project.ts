@@ -12,6 +12,7 @@ import { APPROVAL_POLICY_CONTEXT, SANDBOX_POLICY_CONTEXT } from '../approval/ind
 import { COMPACTION_PLUGINS, COMPARED, DELEGATION_SOURCES, HOOK_PLUGINS } from './replay-rules.js'
 import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE, type InstructionsSource } from '../instructions/index.js'
+import { isJobNotice, jobNoticeProjection } from './product-subagents.js'
 
 /** The knob sections of a runtime-context snapshot, by name. */
 const KNOB_SECTIONS = new Set([SANDBOX_POLICY_CONTEXT, APPROVAL_POLICY_CONTEXT])
@@ -162,6 +163,11 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
             source: { ...source, ...typeof source.goalId === 'string' && { goalId: maskGoalId(source.goalId) }, ...typeof source.summary === 'string' && { summary: source.summary } },
             lines,
           })
+          continue
+        }
+        // A job's settlement notice: which job it names (its wording is product text).
+        if (isJobNotice(message)) {
+          out.push({ type: event.type, surfaceOp: event.surfaceOp, source: 'job-notice', ...jobNoticeProjection(message) })
           continue
         }
         if (isDelegationMessage(message)) {

@@ -190,6 +190,11 @@ describe.skipIf(!existsSync(corpus))('PRODUCT scenarios whose capability dsh has
   it('session-query-spill is replayed with session_event_read (not skipped) and passes', async () => {
     expect(await one('session-query-spill')).toEqual([['pass', undefined]])
   }, 60_000)
+
+  it('product subagents: product-subagent-codex (two named Codex tools) and product-subagent-result-diagnostic (failed foreground and background runs, notices, job_output) replay and pass', async () => {
+    expect(await one('product-subagent-codex')).toEqual([['pass', undefined]])
+    expect(await one('product-subagent-result-diagnostic')).toEqual([['pass', undefined]])
+  }, 60_000)
 })
 
 describe.skipIf(!existsSync(corpus))('replay conformance over the recorded corpus', () => {

@@ -52,6 +52,7 @@ import { WorkflowPlugin } from '../workflow/index.js'
 import { CordisDynamicPlugin } from '../cordis-dynamic/index.js'
 import { LspPlugin } from '../lsp/index.js'
 import { WorkspaceInstructionsPlugin } from '../instructions/index.js'
+import { isJobNotice, isProductTool, productPlugins, recordedProductRows, type ProductRows } from './product-subagents.js'
 import { firstDifference, isCodeModeMessage, isCompactionMessage, isDelegationMessage, isGoalMessage, isHookMessage, isInstructionsMessage, isRuntimeContextSnapshot, isSkillCatalog, project, snapshotSections } from './replay-project.js'
 
 export { isRuntimeContextSnapshot, project } from './replay-project.js'
@@ -176,6 +177,8 @@ interface Plan {
   readonly fenceChildren: boolean
   /** The recorded deployment's permission knobs (from its runtime-context sections) and approval answers. */
   readonly permissions?: Permissions
+  /** The product-subagent tools of the recorded composition (`./product-subagents.ts`). */
+  readonly products?: ProductRows
 }
 
 interface Permissions {
@@ -361,7 +364,9 @@ function plan(scenario: Scenario): string | Plan {
     ? recordedKnobs : undefined
   const runner = recordedRunner(dir)?.runner
   const permissions: Permissions | undefined = knobs === undefined ? undefined : { ...knobs, answers, ...(runner !== undefined ? { runner } : {}) }
+  const products = recordedProductRows(dir, events)
   return {
+    ...(products !== undefined ? { products } : {}),
     header: parsed.header, events, ...(seed !== undefined ? { seed } : {}), prompts, inlineContent, cancels, cancelFiles, script, auxiliary, compaction, route, cwd: parsed.header.cwd,
     children, delegationRows, fenceChildren, hooks, skills, goals, ...(calls(events, RUN_CODE) ? { codeMode: recordedPresentation(dir, events) } : {}), fetched: fetchedOrigins(events), fixtureCompactions: fixtureCompactions(events), stepEfforts: stepEfforts(events), ...recordedInstructions(events), ...(permissions !== undefined ? { permissions } : {}),
   }
@@ -393,10 +398,10 @@ function unsupported(events: readonly SessionEvent[]): string | undefined {
     if (event.type === 'tool/call' || event.type === 'tool/code-dispatch-start') {
       const name = (event.data as { name: string }).name
       // A tool a running model-written plugin registered (cordis_run before it) is the recording's own.
-      if (!BUILTIN_TOOLS.has(name) && !(dynamic && calls(events.slice(0, index), 'cordis_run'))) return `missing capability: tool ${name}`
+      if (!BUILTIN_TOOLS.has(name) && !isProductTool(name) && !(dynamic && calls(events.slice(0, index), 'cordis_run'))) return `missing capability: tool ${name}`
     }
     if (event.type === 'user/message' && isInstructionsMessage(event.data as UserMessage)) continue
-    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage) && !isGoalMessage(event.data as UserMessage) && !isCodeModeMessage(event.data as UserMessage)) {
+    if (event.type === 'user/message' && (event.data as UserMessage).source.kind !== 'user' && !isRuntimeContextSnapshot(event.data as UserMessage) && !isCompactionMessage(event.data as UserMessage) && !isDelegationMessage(event.data as UserMessage) && !isHookMessage(event.data as UserMessage) && !isSkillCatalog(event.data as UserMessage) && !isGoalMessage(event.data as UserMessage) && !isCodeModeMessage(event.data as UserMessage) && !isJobNotice(event.data as UserMessage)) {
       const source = (event.data as UserMessage).source as { kind: string; plugin?: string }
       return `missing capability: plugin-authored messages (source ${source.plugin ?? source.kind})`
     }
@@ -520,6 +525,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     // Background jobs only where the recording used them (the tools change every request's list).
     ...(['job_output', 'job_kill', 'job_list'].some(name => calls(plan.events, name)) ? [ctx.plugin(JobsPlugin)] : []),
     ...(PTY_TOOL_NAMES.some(name => calls(plan.events, name)) ? [ctx.plugin(PtyPlugin)] : []),
+    ...productPlugins(ctx, plan.products),
     // Offered to every agent, as the recordings had it (a text-only route then refuses the call).
     ...(calls(plan.events, 'read_image') ? [ctx.plugin(ReadImageToolPlugin, { always: true })] : []),
     ...(plan.instructions !== undefined ? [ctx.plugin(WorkspaceInstructionsPlugin, { projectMarkers: plan.instructions.projectMarkers })] : []),

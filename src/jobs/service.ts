@@ -63,6 +63,7 @@ interface Job {
   done: Promise<void>
   /** `job_output` calls waiting for the end right now. */
   waiting: number
+  readonly notice?: StartJob['notice']
 }
 
 interface SessionJobs {
@@ -141,7 +142,7 @@ export class JobsPlugin extends Service implements JobsService {
     const id = `${spec.kind}-${number}`
     const controller = new AbortController()
     const output = new JobOutput(id, { keepBytes: this.limits.keepBytes, maxFileBytes: this.limits.maxFileBytes }, { session: { id: session.id } })
-    const job: Job = { id, kind: spec.kind, label: spec.label, owner: session.id, startedAt: Date.now(), status: 'running', output, controller, done: Promise.resolve(), waiting: 0 }
+    const job: Job = { id, kind: spec.kind, label: spec.label, owner: session.id, startedAt: Date.now(), status: 'running', output, controller, done: Promise.resolve(), waiting: 0, ...(spec.notice !== undefined ? { notice: spec.notice } : {}) }
     jobs.jobs.set(id, job)
     let ran: Promise<JobEnd>
     try {
@@ -266,7 +267,8 @@ export class JobsPlugin extends Service implements JobsService {
     if (killed || job.waiting > 0) return
     const agent = this.ctx.get('agents')?.get(job.owner)
     if (agent === undefined) return
-    const { text, summary } = settlementNotice(job)
+    // A job may word its own notice (product subagents); else the recorded shape (./format.ts).
+    const { text, summary } = job.notice?.(this.info(job)) ?? settlementNotice(job)
     const notice: UserMessage = {
       id: randomUUID(), role: 'user',
       content: [{ type: 'text', text }],

@@ -57,6 +57,8 @@ export interface StartJob {
   readonly kind: string
   readonly label: string
   readonly run: (job: RunningJob) => Promise<JobEnd>
+  /** The notice's wording when the job ends on its own (default: the service's). */
+  readonly notice?: (job: JobInfo) => { readonly text: string; readonly summary: string }
 }
 
 export interface JobRead {
