@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
 
@@ -27,7 +27,20 @@ beforeAll(() => {
   outside = mkdtempSync(join('/var/tmp', 'dsh-pty-outside-'))
   for (const dir of [root, outside]) chmodSync(dir, 0o777)
 })
+// The child runs this checkout's sources as uid 65534: a folder above it that others may not
+// enter (a checkout in a private temp folder) is opened for the test and closed again after.
+const opened: { path: string; mode: number }[] = []
+function openCheckoutForOthers(): void {
+  for (let dir = join(import.meta.dirname, '../..'); dir !== dirname(dir); dir = dirname(dir)) {
+    const mode = statSync(dir).mode & 0o7777
+    if ((mode & 0o001) === 0) {
+      chmodSync(dir, mode | 0o001)
+      opened.push({ path: dir, mode })
+    }
+  }
+}
 afterAll(() => {
+  for (const { path, mode } of opened.splice(0)) chmodSync(path, mode)
   rmSync(root, { recursive: true, force: true })
   rmSync(outside, { recursive: true, force: true })
 })
@@ -57,6 +70,7 @@ describe.skipIf(bwrapProblem !== undefined)('terminals under real bubblewrap (wo
   })
 
   it.skipIf(!asRoot || !setpriv)('the same for an unprivileged uid (bwrap drops no capabilities it does not have)', () => {
+    openCheckoutForOthers()
     expectConfined(run(['setpriv', '--reuid', '65534', '--regid', '65534', '--clear-groups']), 65534)
   })
 })
