@@ -7,14 +7,14 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { RUN_CODE } from '../code-mode/texts.js'
 import { CORDIS_TOOL_NAMES } from '../cordis-dynamic/texts.js'
+import { PTY_TOOL_NAMES } from '../pty/schemas.js'
 
 export { RUN_CODE }
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 export const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
-  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES,
-  'terminal_open', 'terminal_send', 'terminal_read', 'terminal_signal', 'terminal_list', 'terminal_close'])
+  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES, ...PTY_TOOL_NAMES])
 
 /** Self-extension (`cordis_*`): loaded where the recording calls one of its tools, directly or from a program. */
 export { CORDIS_TOOL_NAMES }
