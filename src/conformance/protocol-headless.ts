@@ -9,7 +9,7 @@ import { applyOverride, scriptFromEvents, type ReplayEntry } from '../replay/ind
 import type { UserMessage } from '../llm/types.js'
 import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
-import { isRuntimeContextSnapshot } from './replay-suite.js'
+import { isRuntimeContextSnapshot } from './replay-project.js'
 import type { ConformanceResult } from './types.js'
 import { BUILTIN_TOOLS } from './replay-rules.js'
 import { fixtureCompactions } from './fixture-compaction.js'

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import type { UserMessage } from '../llm/types.js'
 import type { SessionEvent } from '../session/types.js'
 import { DshClient, type Notification } from '../sdk/client.js'
-import { isRuntimeContextSnapshot } from './replay-suite.js'
+import { isRuntimeContextSnapshot } from './replay-project.js'
 import { type Scenario, type Plan } from './protocol-plan.js'
 import { dshCommand, type Run, readJsonLines, placeholders, firstDifference, isRecord } from './protocol-process.js'
 
