@@ -2,7 +2,8 @@
  * The top-level folders of src/ (one per seam) import each other in one direction only: policy
  * plugins live above the seams they join, interfaces below their users. This test reads every
  * non-test module's imports (static, dynamic and re-exports, via the TypeScript pre-processor)
- * and fails naming each cycle between folders.
+ * and fails naming each cycle between folders. No source file (src/ and web/src/, tests aside)
+ * holds more than MAX_LINES lines: a file past that holds more than one idea and is split along its seams.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -72,6 +73,36 @@ function folderCycles(graph: FolderGraph): string[] {
   }
   return cycles
 }
+
+/** The most lines a source file may hold. */
+const MAX_LINES = 600
+
+/** Source files over `limit` lines, as `path (lines)` relative to `root`. */
+function oversized(root: string, dirs: readonly string[], limit = MAX_LINES): string[] {
+  return dirs.filter(dir => existsSync(dir)).flatMap(dir => sourceFiles(dir))
+    .map(file => ({ file, lines: readFileSync(file, 'utf8').split('\n').length - 1 }))
+    .filter(({ lines }) => lines > limit)
+    .map(({ file, lines }) => `${relative(root, file)} (${lines})`)
+}
+
+describe('file size', () => {
+  it(`no source file of src/ or web/src/ is over ${MAX_LINES} lines`, () => {
+    const root = resolve(SRC, '..')
+    expect(oversized(root, [SRC, join(root, 'web', 'src')])).toEqual([])
+  })
+
+  it('the check names a file one line over and passes one at the limit', () => {
+    const root = mkdtempSync(join(tmpdir(), 'dsh-sizes-'))
+    try {
+      writeFileSync(join(root, 'at.ts'), 'x\n'.repeat(MAX_LINES))
+      writeFileSync(join(root, 'over.ts'), 'x\n'.repeat(MAX_LINES + 1))
+      writeFileSync(join(root, 'over.test.ts'), 'x\n'.repeat(MAX_LINES + 1))
+      expect(oversized(root, [root])).toEqual([`over.ts (${MAX_LINES + 1})`])
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
 
 describe('folder structure', () => {
   it('the folders of src/ form no import cycle', () => {
