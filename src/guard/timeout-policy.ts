@@ -74,6 +74,12 @@ export class TimeoutPolicy {
     this.capMs = positive(config.capMs, 'capMs')
   }
 
+  /** Whether any call can get a deadline (else the plugin adds nothing to a call). */
+  get armed(): boolean {
+    return this.defaultMs !== undefined || this.capMs !== undefined
+      || [...this.exact.values()].some(ms => ms > 0) || this.patterns.some(entry => entry.ms > 0)
+  }
+
   /** The deadline of a call to `name`, or undefined when none applies. */
   budget(name: string): Budget | undefined {
     const own = this.exact.get(name)
@@ -107,7 +113,8 @@ export class TimeoutPolicyPlugin {
 
   constructor(ctx: Context, config: TimeoutPolicyConfig = {}) {
     this.policy = new TimeoutPolicy(config)
-    ctx.on('tools/execute', (execution, context, next) => this.around(execution, context, next))
+    // Nothing armed (the shipped default): no listener, so a tool call pays nothing for the row.
+    if (this.policy.armed) ctx.on('tools/execute', (execution, context, next) => this.around(execution, context, next))
   }
 
   private async around(execution: ToolExecution, context: ExecuteContext, next: () => Promise<ToolResultRecord>): Promise<ToolResultRecord> {
