@@ -19,6 +19,11 @@ export function processGone(pid: number): Promise<void> {
   })
 }
 
+/** True while `pid` runs: there, and not a zombie waiting to be reaped. */
+export function processRunning(pid: number): boolean {
+  return processAlive(pid) && !zombie(pid)
+}
+
 /**
  * Whether every one of `pids` is gone within `ms` (checked every 25 ms). A zombie (ended, not yet
  * reaped by whoever inherited it) counts as gone where /proc shows it.

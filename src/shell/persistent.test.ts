@@ -4,6 +4,7 @@ import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { allGoneWithin, processRunning } from '../../test-support/processes.js'
 import { resultText } from '../../test-support/builtin-tools.js'
 import type { Session } from '../session/api.js'
 import type { ToolResultRecord } from '../tools/api.js'
@@ -13,24 +14,6 @@ import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
 import { SandboxPlugin, type SandboxConfig } from '../sandbox/service.js'
 import { PersistentBashPlugin, PersistentPwshPlugin, PwshToolPlugin, onPath, resetLine } from './index.js'
 
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
-
-/** Waits (with a deadline) until `pid` is gone. */
-async function gone(pid: number, deadlineMs = 5000): Promise<boolean> {
-  const until = Date.now() + deadlineMs
-  while (alive(pid)) {
-    if (Date.now() > until) return false
-    await new Promise(resolve => setImmediate(resolve))
-  }
-  return true
-}
 
 interface Harness {
   ctx: Context
@@ -66,6 +49,9 @@ afterEach(async () => {
 
 const pidOf = async () => Number(resultText(await h.call({ command: 'echo $$' })))
 
+/** Whether `pid` is gone within 5 s (a killed process may need a moment to be reaped). */
+const goneSoon = (pid: number): Promise<boolean> => allGoneWithin([pid], 5000)
+
 describe('persistent bash', () => {
   it('keeps the current directory and exported variables across calls (the recorded persistent-tools calls)', async () => {
     const first = await h.call({ command: 'cd /tmp && export DSH_EXAMPLE_COUNT=1 && printf "COUNT=%s CWD=%s\\n" "$DSH_EXAMPLE_COUNT" "$PWD"' })
@@ -95,7 +81,7 @@ describe('persistent bash', () => {
     const exit = await h.call({ command: 'exit 9' })
     expect(resultText(exit)).toBe(`[shell exited: code 9]\n${resetLine('bash')}`)
     expect(exit.isError).toBe(false)
-    expect(await gone(pid)).toBe(true)
+    expect(await goneSoon(pid)).toBe(true)
     expect(resultText(await h.call({ command: 'echo "${KEPT:-unset} $PWD"' }))).toBe(`unset ${h.cwd}`)
     expect(await pidOf()).not.toBe(pid)
   })
@@ -105,7 +91,7 @@ describe('persistent bash', () => {
     const record = await h.call({ command: 'echo started; sleep 1000', timeoutMs: 300 })
     expect(record.isError).toBe(true)
     expect(resultText(record)).toBe(`started\n[timed out after 300 ms]\n${resetLine('bash')}`)
-    expect(await gone(pid)).toBe(true)
+    expect(await goneSoon(pid)).toBe(true)
     expect(resultText(await h.call({ command: 'echo again' }))).toBe('again')
   })
 
@@ -146,13 +132,13 @@ describe('persistent bash', () => {
   it('the shell dies when its session is closed and when the plugin is unloaded (no orphan)', async () => {
     const pid = await pidOf()
     h.ctx.emit('session/closed', { id: '' } as Session)
-    expect(await gone(pid)).toBe(true)
+    expect(await goneSoon(pid)).toBe(true)
     const next = await pidOf()
     const background = Number(resultText(await h.call({ command: 'sleep 1000 >/dev/null 2>&1 & echo $!' })))
-    expect(alive(background)).toBe(true)
+    expect(processRunning(background)).toBe(true)
     h.fork.dispose()
-    expect(await gone(next)).toBe(true)
-    expect(await gone(background)).toBe(true)
+    expect(await goneSoon(next)).toBe(true)
+    expect(await goneSoon(background)).toBe(true)
   })
 
   it('a workdir outside the shell runs the command there (and stays, as a cd would); a missing one is refused', async () => {

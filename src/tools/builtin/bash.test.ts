@@ -3,27 +3,10 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { mkdir, readFile, realpath } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { allGoneWithin, processRunning } from '../../../test-support/processes.js'
 import { resultText, toolsHarness, type ToolsHarness } from '../../../test-support/builtin-tools.js'
 
 /** True while `pid` is a live (non-zombie) process. Linux /proc. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
-
-/** The tool resolves once the pipes close; a killed process may need a moment to be reaped. */
-async function gone(pid: number, deadlineMs = 5000): Promise<boolean> {
-  const until = Date.now() + deadlineMs
-  while (alive(pid)) {
-    if (Date.now() > until) return false
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  return true
-}
 
 /** Runs one bash tool call in a child process whose stdin the test holds (over dist/). */
 const stdinChild = new URL('../../../test-support/bash-stdin-child.mjs', import.meta.url).pathname
@@ -34,6 +17,9 @@ afterEach(async () => { await h.cleanup() })
 
 const bash = (args: Record<string, unknown>, options?: Parameters<ToolsHarness['call']>[2]) =>
   h.call('bash', { description: 'test', ...args }, options)
+
+/** Whether `pid` is gone within 5 s (a killed process may need a moment to be reaped). */
+const goneSoon = (pid: number): Promise<boolean> => allGoneWithin([pid], 5000)
 
 describe('bash output format', () => {
   it('a successful command gives exactly its stdout', async () => {
@@ -103,7 +89,7 @@ describe('bash timeout and abort', () => {
     expect(text).toBe(`${pid}\n[timed out after 300 ms]`)
     expect(record.isError).toBe(true)
     expect(record.meta).toMatchObject({ timedOut: true })
-    expect(await gone(pid)).toBe(true)
+    expect(await goneSoon(pid)).toBe(true)
   })
 
   it('#43.1: a writer that left the group (setsid) cannot hold the call past its timeout; it is killed and named', async () => {
@@ -117,7 +103,7 @@ describe('bash timeout and abort', () => {
     // The writer, and maybe the sleep it was running at that moment.
     expect(text).toMatch(new RegExp(`\\[killed \\d+ process(es)? the command left outside its group: .*\\b${pid} \\(sh\\).*\\]$`))
     expect(record.meta).toMatchObject({ timedOut: true, exitCode: 0 })
-    expect(await gone(pid)).toBe(true)
+    expect(await goneSoon(pid)).toBe(true)
   })
 
   it('#43.1: a cancel ends the call while a detached writer keeps the pipes busy', async () => {
@@ -130,7 +116,7 @@ describe('bash timeout and abort', () => {
     const record = await pending
     expect(record.isError).toBe(true)
     expect(resultText(record)).toContain(`${pid} (sh)`)
-    expect(await gone(pid)).toBe(true)
+    expect(await goneSoon(pid)).toBe(true)
   })
 
   it('timeoutMs is capped at maxTimeoutMs', async () => {
@@ -150,11 +136,11 @@ describe('bash timeout and abort', () => {
     const pending = bash({ command: `sleep 30 & echo $! > ${fifo}; wait` }, { signal: controller.signal })
     // Opening the FIFO for reading blocks until the command has written the child's pid.
     const pid = Number((await readFile(fifo, 'utf8')).trim())
-    expect(alive(pid)).toBe(true)
+    expect(processRunning(pid)).toBe(true)
     controller.abort()
     const record = await pending
     expect(record.isError).toBe(true)
-    expect(await gone(pid)).toBe(true)
+    expect(await goneSoon(pid)).toBe(true)
   })
 
   it('an already aborted call never starts the command', async () => {
@@ -169,7 +155,7 @@ describe('bash timeout and abort', () => {
     const record = await bash({ command: 'sleep 30 & echo $!' })
     const pid = Number(resultText(record).trim())
     expect(record.isError).toBe(false)
-    expect(alive(pid)).toBe(true) // not ours to kill: the shell ended normally
+    expect(processRunning(pid)).toBe(true) // not ours to kill: the shell ended normally
     process.kill(pid, 'SIGKILL')
   })
 })
