@@ -14,7 +14,7 @@ import { isRuntimeContextSnapshot } from './replay-project.js'
 import { recordedPermissions, recordedRunner } from './replay-plan.js'
 import type { HookFileSource } from '../hooks/api.js'
 import { fetchedOrigins } from './page-server.js'
-import { BUILTIN_TOOLS, CAPABILITIES as REPLAY_CAPABILITIES, CORDIS_TOOL_NAMES, DELEGATION_SOURCES, HOOK_PLUGINS, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
+import { BUILTIN_TOOLS, CAPABILITIES as REPLAY_CAPABILITIES, CORDIS_TOOL_NAMES, DELEGATION_SOURCES, HOOK_PLUGINS, pwshMissing, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
 import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { fixtureCompactions, isFixtureCompaction } from './fixture-compaction.js'
@@ -28,7 +28,7 @@ const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash', 'to
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [['subagent/', 'subagents'], ...REPLAY_CAPABILITIES]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp', 'pty', 'subagent-product'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp', 'pty', 'subagent-product', 'pwsh'])
 
 export type Kind = 'acp' | 'sdk' | 'headless'
 
@@ -139,6 +139,8 @@ export function plan(scenario: Scenario): string | Plan {
   const text = readFileSync(join(dir, 'session.jsonl'), 'utf8')
   const parsed = parseSessionFile(text)
   const events = parsed.events
+  const noPwsh = pwshMissing(events)
+  if (noPwsh !== undefined) return noPwsh
   for (const event of events) {
     const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
     if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`

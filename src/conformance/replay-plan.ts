@@ -17,7 +17,7 @@ import { type HookFileSource } from '../hooks/index.js'
 import { APPROVAL_POLICY_CONTEXT, SANDBOX_POLICY_CONTEXT, type ApprovalPolicy } from '../approval/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
-import { BUILTIN_TOOLS, CAPABILITIES, COMPARED, MASKED, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
+import { BUILTIN_TOOLS, CAPABILITIES, COMPARED, MASKED, pwshMissing, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
 import { fixtureCompactions } from './fixture-compaction.js'
 import { stepEfforts } from './step-efforts.js'
 import { workspaceHookFiles } from './workspace.js'
@@ -337,6 +337,8 @@ export function unwrapInjected(events: readonly SessionEvent[], failTurns: Reado
 
 /** The first recorded event naming something the suite cannot replay, as a SKIP reason. */
 function unsupported(events: readonly SessionEvent[]): string | undefined {
+  const noPwsh = pwshMissing(events)
+  if (noPwsh !== undefined) return noPwsh
   const dynamic = calls(events, 'cordis_run')
   for (const [index, event] of events.entries()) {
     if (MASKED.has(event.type)) continue
