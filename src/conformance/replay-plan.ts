@@ -73,6 +73,18 @@ export function findScenarios(root: string): Scenario[] {
 }
 
 /** One step of a recorded driver script (`input.json`). */
+/**
+ * The scenario's `input.json` driver script (its steps and recorded permission answers), none
+ * when there is no such file, or the SKIP reason naming an op the suites do not play.
+ */
+export function driverScript<T extends { readonly op: string }>(dir: string, files: readonly string[]): { steps: T[]; answers: { kind: string }[] } | string | undefined {
+  if (!files.includes('input.json')) return undefined
+  const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: T[]; permissionAnswers?: { kind: string }[] }
+  const unsupported = input.steps.find(step => !SUPPORTED_OPS.has(step.op))
+  if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
+  return { steps: input.steps, answers: input.permissionAnswers ?? [] }
+}
+
 interface DriverStep { readonly op: string; readonly text?: string; readonly content?: unknown; readonly waitForFile?: { readonly path?: unknown } }
 
 export interface Plan {
@@ -220,15 +232,9 @@ export function plan(scenario: Scenario): string | Plan {
   }
   const problem = unsupported(events.slice(seedLength))
   if (problem !== undefined) return problem
-  let ops: DriverStep[] = []
-  let answers: { kind: string }[] = []
-  if (files.includes('input.json')) {
-    const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: DriverStep[]; permissionAnswers?: { kind: string }[] }
-    ops = input.steps
-    answers = input.permissionAnswers ?? []
-    const unsupported = ops.find(step => !SUPPORTED_OPS.has(step.op))
-    if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
-  }
+  const driver = driverScript<DriverStep>(dir, files)
+  if (typeof driver === 'string') return driver
+  const { steps: ops, answers } = driver ?? { steps: [], answers: [] }
   // The recorded prompts: user-sourced messages inserted into the inbox.
   const prompts: UserMessage[] = []
   for (const event of events.slice(seedLength)) {
