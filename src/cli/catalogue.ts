@@ -331,7 +331,11 @@ registerBuiltinPlugin('commands', 'the slash-command registry every surface uses
     return withHost(CommandsPlugin, host => ({ prices: readPriceTable(host.settings.model?.prices) }))
   })
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
-  async () => withHost((await base()).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home, claudeHome: join(userHome(host), '.claude') })))
+  async () => {
+    const [{ SkillsPlugin }, { trustChecker }] = await Promise.all([base(), import('../trust/index.js')])
+    // A project's .claude/skills counts in a trusted folder only, as its hook files (docs/skills.md).
+    return withHost(SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home, claudeHome: join(userHome(host), '.claude'), projectTrusted: trustChecker(host.home) }))
+  })
 registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, exit_plan_mode reviewed through approvals (guidance, not enforcement)',
   async () => (await base()).PlanModePlugin)
 registerBuiltinPlugin('questions', 'ask_user_question: the model asks the user through the approval seam\'s question answerers (children are refused)',
