@@ -53,7 +53,7 @@ export function claudeSetupNotice(options: ClaudeSetupOptions): string | undefin
   const parts: string[] = []
   if (home !== projectClaude && options.projectTrusted?.(root) === false) {
     const waiting = entries(join(projectClaude, 'skills')).length
-    if (waiting > 0) parts.push(`${waiting} project skill${waiting === 1 ? '' : 's'} in .claude/skills wait for this folder to be trusted (dsh trust on, or /trust on)`)
+    if (waiting > 0) parts.push(`${waiting} project skill${waiting === 1 ? '' : 's'} in .claude/skills wait${waiting === 1 ? 's' : ''} for this folder to be trusted (dsh trust on, or /trust on)`)
   }
   const where = (name: string) => [projectClaude, ...(home !== undefined && home !== projectClaude ? [home] : [])]
     .filter(dir => entries(join(dir, name)).length > 0)
