@@ -64,13 +64,19 @@ function sourceLine(source: SearchSource): string {
   return `- [${title}](${source.url})${snippet}${date}`
 }
 
-/** Round-robin over the queries' lists (rank 1 of each, then rank 2...), first URL wins. */
+const WEB_URL = /^https?:\/\/[^\s]+$/i
+
+/**
+ * Round-robin over the queries' lists (rank 1 of each, then rank 2...), first URL wins. Only
+ * http(s) URLs are sources: a `javascript:` or `file:` "result" is dropped, never shown as a link.
+ */
 function merge(lists: readonly (readonly SearchSource[])[]): SearchSource[] {
   const seen = new Set<string>()
   const out: SearchSource[] = []
-  const longest = Math.max(0, ...lists.map(list => list.length))
+  const usable = lists.map(list => list.filter(source => WEB_URL.test(source.url)))
+  const longest = Math.max(0, ...usable.map(list => list.length))
   for (let rank = 0; rank < longest; rank += 1) {
-    for (const list of lists) {
+    for (const list of usable) {
       const source = list[rank]
       if (source === undefined || seen.has(source.url)) continue
       seen.add(source.url)

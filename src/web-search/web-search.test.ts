@@ -148,8 +148,8 @@ describe('web_search providers over real HTTP (#44.8)', () => {
     expect(textOf(output)).toContain('- [T](https://t.example/) — desc (2d)')
   })
 
-  it('your own provider: a POST JSON body template and an answer path', async () => {
-    answers['/v1/query'] = () => ({ json: { data: { summary: 'It is.', hits: [{ link: 'https://h.example/' }] } } })
+  it('your own provider: a POST JSON body template and an answer path; only http(s) URLs are sources', async () => {
+    answers['/v1/query'] = () => ({ json: { data: { summary: 'It is.', hits: [{ link: 'https://h.example/' }, { link: 'javascript:alert(1)' }, { link: 'file:///etc/passwd' }] } } })
     const own = { url: `${origin}/v1/query`, body: { q: '{query}', n: '{count}', opts: ['{query}'] }, results: 'data.hits', fields: { url: 'link' }, answer: 'data.summary' }
     const output = await search({ provider: 'own', providers: { own }, maxResults: 3, fetch: globalThis.fetch }, ['q1'])
     expect(seen[0]!.method).toBe('POST')
