@@ -72,6 +72,16 @@ describe('web_search in whole processes (#44.8)', () => {
     expect(toolResult).toBe('Sources:\n- [The guide](https://dsh.example/guide) — How to start\n\nCite the relevant URLs above as markdown links in your answer.')
   })
 
+  it('a bad webSearch setting stops the start with one line naming it, before any request', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(home, 'settings.yaml'), 'webSearch:\n  maxResults: zero\n')
+    const before = model.requests.length
+    const result = await runDsh(['--profile', 'headless', 'go'], { cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'k' } })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toBe('dsh: webSearch.maxResults in settings.yaml must be a positive integer, not "zero"\n')
+    expect(model.requests.length).toBe(before)
+  })
+
   it('under the default network mode (allowlist) the host\'s loopback is refused: nothing reaches the service', async () => {
     const { result, toolResult } = await task(settings('mine'), [])
     expect(result.code, result.stderr).toBe(0)
