@@ -185,6 +185,28 @@ const toolsMode = (host: Host) => {
   return { mode: chosen }
 }
 
+/**
+ * web_search (docs/web-search.md): settings.yaml `webSearch`, the provider from
+ * DSH_WEB_SEARCH_PROVIDER over `webSearch.provider` (not from the project's own .env: a project
+ * does not turn on a tool for itself); keys by name from the environment and the credentials file.
+ */
+const webSearch = (host: Host) => {
+  const chosen: unknown = host.settings.webSearch
+  if (chosen !== undefined && (typeof chosen !== 'object' || chosen === null || Array.isArray(chosen))) {
+    throw new Error(`webSearch in settings.yaml must be a mapping (provider, providers, maxResults, maxQueries, timeoutMs), not ${JSON.stringify(chosen)}`)
+  }
+  const settings = (chosen ?? {}) as Record<string, unknown>
+  for (const key of ['maxResults', 'maxQueries', 'timeoutMs']) {
+    const value = settings[key]
+    if (value !== undefined && (!Number.isInteger(value) || (value as number) < 1)) throw new Error(`webSearch.${key} in settings.yaml must be a positive integer, not ${JSON.stringify(value)}`)
+  }
+  if (settings.provider !== undefined && typeof settings.provider !== 'string') throw new Error(`webSearch.provider in settings.yaml must be a provider name, not ${JSON.stringify(settings.provider)}`)
+  if (settings.providers !== undefined && (typeof settings.providers !== 'object' || settings.providers === null || Array.isArray(settings.providers))) throw new Error('webSearch.providers in settings.yaml must map provider names to their settings')
+  const env = host.env.get('DSH_WEB_SEARCH_PROVIDER')
+  const provider = env !== undefined && env.value !== '' && env.source !== join(host.cwd, '.env') ? env.value : settings.provider
+  return { ...settings, ...(provider !== undefined ? { provider } : {}), credentials: (name: string) => host.env.value(name) }
+}
+
 /** Self-extension (docs/extensions.md): DSH_CORDIS_TOOLS (1/0), else `tools.cordis` in settings; off by default. */
 const cordisTools = (host: Host) => {
   const env = host.env.value('DSH_CORDIS_TOOLS')
@@ -242,6 +264,8 @@ registerBuiltinPlugin('tool-read-image', 'read_image: the model looks at an imag
   async () => (await base()).ReadImageToolPlugin)
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
   async () => (await base()).WebFetchToolPlugin)
+registerBuiltinPlugin('web-search', 'web_search: DeepSeek, Exa, Perplexity or your own search service (settings webSearch.provider, DSH_WEB_SEARCH_PROVIDER; none chosen loads nothing)',
+  async () => withHost((await import('../web-search/row.js')).WebSearchRow as unknown as PluginClass, webSearch))
 registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',
   async () => (await base()).SessionEventReadToolPlugin)
 registerBuiltinPlugin('tool-bash-persistent', 'bash in one persistent shell per session (in place of builtin bash: set builtin-tools config bash: false)',
@@ -307,7 +331,11 @@ registerBuiltinPlugin('commands', 'the slash-command registry every surface uses
     return withHost(CommandsPlugin, host => ({ prices: readPriceTable(host.settings.model?.prices) }))
   })
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
-  async () => withHost((await base()).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home, claudeHome: join(userHome(host), '.claude') })))
+  async () => {
+    const [{ SkillsPlugin }, { trustChecker }] = await Promise.all([base(), import('../trust/index.js')])
+    // A project's .claude/skills counts in a trusted folder only, as its hook files (docs/skills.md).
+    return withHost(SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home, claudeHome: join(userHome(host), '.claude'), projectTrusted: trustChecker(host.home) }))
+  })
 registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, exit_plan_mode reviewed through approvals (guidance, not enforcement)',
   async () => (await base()).PlanModePlugin)
 registerBuiltinPlugin('questions', 'ask_user_question: the model asks the user through the approval seam\'s question answerers (children are refused)',
