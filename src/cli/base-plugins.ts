@@ -11,6 +11,7 @@
 export { LlmServicePlugin } from '../llm/service.js'
 export { DeepSeekPlugin } from '../llm/deepseek/index.js'
 export { SettingsProvidersPlugin } from '../llm/openai/providers.js'
+export { ProviderPresetsPlugin } from '../llm/presets/index.js'
 export { ToolsPlugin } from '../tools/index.js'
 export { BuiltinToolsPlugin, WebFetchToolPlugin, SessionEventReadToolPlugin } from '../tools/builtin/index.js'
 export { SystemPromptPlugin, RuntimeContextsPlugin } from '../prompt/index.js'

@@ -228,6 +228,12 @@ registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter 
   async () => withHost((await base()).OpenAiCompatiblePlugin, credentials))
 registerBuiltinPlugin('llm-providers', 'OpenAI-compatible providers added in settings (settings.yaml providers, the web UI) (ctx.llmProviders)',
   async () => withHost((await base()).SettingsProvidersPlugin, host => ({ ...credentials(host), providers: host.settings.providers })))
+registerBuiltinPlugin('llm-presets', 'provider presets: openai/, anthropic/, openrouter/, ollama/, vllm/, llamacpp/ model routes, registered and loaded on first use (ctx.llmPresets)',
+  async () => withHost((await base()).ProviderPresetsPlugin, host => ({
+    ...credentials(host),
+    variable: (name: string) => host.env.value(name),
+    keyUse: (keyName: string, urlName: string) => storedKeyUse(host, keyName, urlName),
+  })))
 registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',
   async () => (await base()).ToolsPlugin)
 registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',

@@ -57,7 +57,8 @@ export class AnthropicAdapter implements LlmAdapter {
   readonly awaitsRequestHold = true
   private readonly keyEnv: string
 
-  constructor(private readonly config: AnthropicConfig = {}, private readonly catalogue: readonly ModelInfo[] = [], private readonly consent?: KeyUseConsent) {
+  /** `maxTokensOf`: the model's default output limit, for a call that did not go through `prepareCall`. */
+  constructor(private readonly config: AnthropicConfig = {}, private readonly maxTokensOf: (model: string) => number | undefined = () => undefined, private readonly consent?: KeyUseConsent) {
     this.provider = config.provider ?? ANTHROPIC_PROVIDER
     this.keyEnv = config.apiKeyEnv ?? ANTHROPIC_API_KEY_ENV
   }
@@ -82,7 +83,7 @@ export class AnthropicAdapter implements LlmAdapter {
     return streamSse(async () => {
       await this.consent?.check(this.baseUrl(), options, this.provider)
       const apiKey = await this.apiKey()
-      const maxTokens = options.maxTokens ?? this.catalogue.find(info => info.model === options.model)?.defaultMaxTokens ?? 8192
+      const maxTokens = options.maxTokens ?? this.maxTokensOf(options.model) ?? 8192
       return {
         url: this.url(),
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-api-key': apiKey, 'anthropic-version': ANTHROPIC_VERSION },
@@ -144,7 +145,7 @@ export class AnthropicPlugin {
     if (config?.promptCaching !== undefined && typeof config.promptCaching !== 'boolean') throw new LlmError('INVALID_CONFIG', `${label}: promptCaching must be true or false`)
     const models = anthropicModels(config ?? {})
     const consent = config?.keyUse === undefined ? undefined : new KeyUseConsent(config.keyUse, askSurfaces(ctx))
-    const adapter = new AnthropicAdapter(config ?? {}, models, consent)
+    const adapter = new AnthropicAdapter(config ?? {}, model => models.find(info => info.model === model)?.defaultMaxTokens, consent)
     ctx.effect(() => ctx.llm.register({ adapter, models, retry: config?.retry ?? 'normal' }))
   }
 }

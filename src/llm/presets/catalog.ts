@@ -92,7 +92,7 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   { id: 'openai', label: 'OpenAI', wire: 'openai', baseUrl: 'https://api.openai.com/v1', baseUrlEnv: 'OPENAI_BASE_URL', keyEnv: 'OPENAI_API_KEY', models: OPENAI_MODELS, maxTokensField: 'max_completion_tokens' },
   { id: 'anthropic', label: 'Anthropic', wire: 'anthropic', baseUrl: 'https://api.anthropic.com', baseUrlEnv: 'ANTHROPIC_BASE_URL', keyEnv: 'ANTHROPIC_API_KEY', models: ANTHROPIC_MODELS },
   {
-    id: 'openrouter', label: 'OpenRouter', wire: 'openai', baseUrl: 'https://openrouter.ai/api/v1', keyEnv: 'OPENROUTER_API_KEY', models: [],
+    id: 'openrouter', label: 'OpenRouter', wire: 'openai', baseUrl: 'https://openrouter.ai/api/v1', baseUrlEnv: 'OPENROUTER_BASE_URL', keyEnv: 'OPENROUTER_API_KEY', models: [],
     anyModel: { contextWindow: 128_000, defaultMaxTokens: 16_384 }, headers: { 'x-title': 'dsh' },
   },
   { id: 'ollama', label: 'Ollama', wire: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', baseUrlEnv: 'OLLAMA_HOST', models: [], anyModel: LOCAL_LIMITS, local: true },
@@ -118,15 +118,17 @@ export function presetById(id: string): ProviderPreset | undefined {
 }
 
 /**
- * `OLLAMA_HOST` as Ollama reads it (`host`, `host:port`, or a URL; default port 11434) -> the
- * OpenAI-compatible base (`.../v1`). Other base variables are URLs already.
+ * `OLLAMA_HOST` as Ollama reads it (`host` or `host:port`, port 11434 by default; or a URL, whose
+ * scheme gives the default port) -> the OpenAI-compatible base (`.../v1`). Other base variables are
+ * URLs already.
  */
 export function presetBaseUrl(preset: ProviderPreset, value: string | undefined): string {
   if (value === undefined || value.trim() === '') return preset.baseUrl
   const trimmed = value.trim().replace(/\/+$/, '')
   if (preset.id !== 'ollama') return trimmed
-  const url = new URL(/^[a-z]+:\/\//i.test(trimmed) ? trimmed : `http://${trimmed}`)
-  if (url.port === '' && !/^[a-z]+:\/\/[^/]*:\d+/i.test(trimmed)) url.port = '11434'
+  const schemed = /^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed)
+  const url = new URL(schemed ? trimmed : `http://${trimmed}`)
+  if (!schemed && url.port === '' && !/^[^/]*:\d+/.test(trimmed)) url.port = '11434'
   // 0.0.0.0 is where a server listens, not where a client connects.
   if (url.hostname === '0.0.0.0') url.hostname = '127.0.0.1'
   const path = url.pathname.replace(/\/+$/, '')
