@@ -38,4 +38,5 @@ export { RepeatToolReminderPlugin, TimeoutPolicyPlugin } from '../guard/index.js
 export { ReadImageToolPlugin } from '../images/read-image.js'
 export { OpenAiCompatiblePlugin } from '../llm/openai/index.js'
 export { HeadlessApp } from './headless.js'
-export { readPriceTable } from '../session/trajectory.js'
+export { readPriceTable, withShippedPrices } from '../session/trajectory.js'
+export { shippedPrices } from '../llm/presets/catalog.js'

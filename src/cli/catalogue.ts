@@ -309,8 +309,8 @@ registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (sessio
   async () => (await import('../sdk/server.js')).SdkServerApp)
 registerBuiltinPlugin('commands', 'the slash-command registry every surface uses (ctx.commands; /model, /status)',
   async () => {
-    const { CommandsPlugin, readPriceTable } = await base()
-    return withHost(CommandsPlugin, host => ({ prices: readPriceTable(host.settings.model?.prices) }))
+    const { CommandsPlugin, readPriceTable, withShippedPrices, shippedPrices } = await base()
+    return withHost(CommandsPlugin, host => ({ prices: withShippedPrices(shippedPrices(), readPriceTable(host.settings.model?.prices)) }))
   })
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
   async () => withHost((await base()).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home, claudeHome: join(userHome(host), '.claude') })))

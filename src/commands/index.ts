@@ -258,9 +258,9 @@ function lastContextTokens(events: readonly SessionEvent[]): number {
   for (let index = events.length - 1; index >= 0; index -= 1) {
     const event = events[index]!
     if (event.type !== 'assistant/message') continue
-    const usage = (event.data as { usage?: { inputTokens?: number; cacheReadTokens?: number; outputTokens?: number } }).usage
+    const usage = (event.data as { usage?: { inputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; outputTokens?: number } }).usage
     if (usage?.inputTokens === undefined) continue
-    return usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0)
+    return usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0) + (usage.outputTokens ?? 0)
   }
   return 0
 }

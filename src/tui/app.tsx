@@ -29,7 +29,8 @@ import { FileIndex } from './files.js'
 import { routeStderr } from './stderr.js'
 import { runShell, shellInput } from './shell.js'
 import { keyUseAnswerer } from './key-use.js'
-import { costOf, priceOf, readPriceTable, trajectoryUsage } from '../session/trajectory.js'
+import { costOf, priceOf, readPriceTable, trajectoryUsage, withShippedPrices } from '../session/trajectory.js'
+import { shippedPrices } from '../llm/presets/catalog.js'
 import type { TokenUsage } from '../llm/types.js'
 import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
@@ -272,7 +273,7 @@ export class TuiApp extends Service {
     // already open or waiting is kept), so the handshake is not on the way to the first token.
     let warmedAt = -Infinity
     const llm = this.ctx.llm
-    const prices = readPriceTable(host.settings.model?.prices)
+    const prices = withShippedPrices(shippedPrices(), readPriceTable(host.settings.model?.prices))
     // `@path` words naming files of the workspace attach those files (as the web's mentions do),
     // so the model has them without a read; a mention that cannot be attached says why.
     const withMentions = (text: string): AgentInput | undefined => {
