@@ -205,10 +205,12 @@ export class FakeAnthropic {
     res.on('close', () => this.open.delete(res))
     res.writeHead(next.status ?? 200, next.headers)
     for (const segment of next.segments) {
+      // The client went away (cancelled, timed out): nothing more to write.
+      if (res.destroyed) return
       if (typeof segment === 'string' || segment instanceof Uint8Array) res.write(segment)
       else await new Promise(resolve => setTimeout(resolve, segment.delayMs))
     }
     if (next.end === 'destroy') res.destroy()
-    else res.end()
+    else if (!res.destroyed) res.end()
   }
 }

@@ -14,6 +14,7 @@
 import { Service, type Context } from 'cordis'
 import { LlmError } from '../errors.js'
 import { askSurfaces, KeyUseConsent, type KeyUseGate } from '../key-use.js'
+import { validateTransportConfig } from '../openai-stream.js'
 import type { CredentialLookup } from '../deepseek/index.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, StreamChunk } from '../types.js'
 import { presetBaseUrl, PROVIDER_PRESETS, type PresetModel, type ProviderPreset } from './catalog.js'
@@ -28,6 +29,8 @@ export interface PresetsConfig {
   readonly variable?: (name: string) => string | undefined
   /** The first-use gate for a preset's stored key sent to a base URL a variable chose. */
   readonly keyUse?: (keyEnv: string, urlEnv: string) => KeyUseGate | undefined
+  /** Idle watchdog of every preset's requests (L-9); default the transport's 300 000 ms. */
+  readonly idleTimeoutMs?: number
 }
 
 export type Route = { provider: string; model: string }
@@ -121,6 +124,7 @@ export class ProviderPresetsPlugin extends Service implements PresetsService {
 
   constructor(ctx: Context, private readonly config: PresetsConfig = {}) {
     super(ctx, 'llmPresets')
+    validateTransportConfig('llm-presets', { idleTimeoutMs: config?.idleTimeoutMs })
   }
 
   hint(): string {
@@ -161,6 +165,7 @@ export class ProviderPresetsPlugin extends Service implements PresetsService {
     const keyEnv = preset.keyEnv
     const key = () => keyEnv === undefined ? undefined : this.config.credentials?.(keyEnv) ?? process.env[keyEnv]
     const credentials = async (name: string) => await this.config.credentials?.(name) ?? process.env[name]
+    const idle = this.config.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: this.config.idleTimeoutMs }
     return new PresetAdapter(preset, async () => {
       const chosen = preset.baseUrlEnv === undefined ? undefined : variable(preset.baseUrlEnv)
       let baseUrl: string
@@ -176,11 +181,11 @@ export class ProviderPresetsPlugin extends Service implements PresetsService {
       if (preset.wire === 'anthropic') {
         const { AnthropicAdapter } = await import('../anthropic/index.js')
         const maxTokensOf = (model: string) => this.routes.get(preset.id)?.models.find(info => info.model === model)?.defaultMaxTokens
-        return new AnthropicAdapter({ provider: preset.id, baseUrl, ...keyEnv !== undefined ? { apiKeyEnv: keyEnv } : {}, credentials }, maxTokensOf, consent)
+        return new AnthropicAdapter({ provider: preset.id, baseUrl, ...keyEnv !== undefined ? { apiKeyEnv: keyEnv } : {}, credentials, ...idle }, maxTokensOf, consent)
       }
       const { OpenAiCompatibleAdapter } = await import('../openai/index.js')
       return new OpenAiCompatibleAdapter({
-        provider: preset.id, baseUrl, models: [], credentials,
+        provider: preset.id, baseUrl, models: [], credentials, ...idle,
         ...keyEnv !== undefined ? { apiKeyEnv: keyEnv } : {},
         ...preset.headers !== undefined ? { headers: { ...preset.headers } } : {},
         ...preset.maxTokensField !== undefined ? { maxTokensField: preset.maxTokensField } : {},
