@@ -31,6 +31,11 @@ describe('web methods and provider presets', () => {
     expect(await call('sessions.setModel', { id: session.id, model: 'gpt-5-mini' })).toEqual({ provider: 'openai', model: 'gpt-5-mini' })
   })
 
+  it('settings.get lists the presets\' key variables beside DeepSeek\'s, so the Settings page can store them', async () => {
+    const names = (await call('settings.get')).credentials.map((entry: { name: string }) => entry.name)
+    expect(names).toEqual(expect.arrayContaining(['ANTHROPIC_API_KEY', 'DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'OPENROUTER_API_KEY']))
+  })
+
   it('an unknown name is a 400 naming the presets', async () => {
     const error = await call('sessions.create', { model: 'no-such-model' }).catch((caught: unknown) => caught)
     expect(error).toBeInstanceOf(WebApiError)
