@@ -149,7 +149,6 @@ export class TuiApp extends Service {
     }
 
     const store = new TuiStore(agent)
-    const model = this.ctx.llm.models().find(info => info.provider === route.provider && info.model === route.model)
     store.banner([
       `dsh · ${route.model} · ${displayFolder(cwd)}`,
       'Enter send · \\ or Alt-Enter new line · Esc cancel · Ctrl-C twice exit · /help',
@@ -358,9 +357,13 @@ export class TuiApp extends Service {
       openRewind: () => commandUi.rewind(),
     }
     const info = {
-      model: route.model,
+      // Read at each render: `/model` replaces the agent, and the status bar follows it.
+      get model() { return store.agent.config.model },
       folder: displayFolder(cwd),
-      ...model === undefined ? {} : { contextWindow: model.contextWindow },
+      get contextWindow() {
+        const { provider, model: name } = store.agent.config
+        return llm.models().find(entry => entry.provider === provider && entry.model === name)?.contextWindow
+      },
       permission: () => approval === undefined ? 'auto-run tools' : permissionLabel(approval, store.agent.session),
       sessionId: () => store.agent.id,
       runningJobs: () => this.ctx.get('jobs')?.list(store.agent.id).filter(isRunning).length ?? 0,
