@@ -250,6 +250,12 @@ registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter 
   async () => withHost((await base()).OpenAiCompatiblePlugin, credentials))
 registerBuiltinPlugin('llm-providers', 'OpenAI-compatible providers added in settings (settings.yaml providers, the web UI) (ctx.llmProviders)',
   async () => withHost((await base()).SettingsProvidersPlugin, host => ({ ...credentials(host), providers: host.settings.providers })))
+registerBuiltinPlugin('llm-presets', 'provider presets: openai/, anthropic/, openrouter/, ollama/, vllm/, llamacpp/ model routes, registered and loaded on first use (ctx.llmPresets)',
+  async () => withHost((await base()).ProviderPresetsPlugin, host => ({
+    ...credentials(host),
+    variable: (name: string) => host.env.value(name),
+    keyUse: (keyName: string, urlName: string) => storedKeyUse(host, keyName, urlName),
+  })))
 registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',
   async () => (await base()).ToolsPlugin)
 registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',
@@ -327,8 +333,8 @@ registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (sessio
   async () => (await import('../sdk/server.js')).SdkServerApp)
 registerBuiltinPlugin('commands', 'the slash-command registry every surface uses (ctx.commands; /model, /status)',
   async () => {
-    const { CommandsPlugin, readPriceTable } = await base()
-    return withHost(CommandsPlugin, host => ({ prices: readPriceTable(host.settings.model?.prices) }))
+    const { CommandsPlugin, readPriceTable, withShippedPrices, shippedPrices } = await base()
+    return withHost(CommandsPlugin, host => ({ prices: withShippedPrices(shippedPrices(), readPriceTable(host.settings.model?.prices)) }))
   })
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
   async () => {

@@ -91,7 +91,9 @@ Headless app (dsh --profile headless ...):
   --output text|json|stream-json   output format (default text): the answer; one JSON result
                                    object; or one line per session event, then the result
   --session ID                     continue a stored session
-  --model NAME                     model route, e.g. deepseek-v4-pro
+  --model NAME                     model route, e.g. deepseek-v4-pro, or a provider preset's
+                                   PROVIDER/MODEL: openai/gpt-5, anthropic/claude-sonnet-4-5,
+                                   openrouter/..., ollama/llama3.2, vllm/..., llamacpp/...
   --cwd DIR                        workspace folder (default: current folder)
   --permission-mode MODE           read-only, workspace-write (default: writes in the folder,
                                    bash in a sandbox) or danger-full-access (no sandbox, no

@@ -126,7 +126,7 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
     case 'turn-end': {
       const end = describeEnd(item.reason)
       const usage = item.usage
-      const tokens = `${compactNumber((usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0))} in · ${compactNumber(usage.outputTokens ?? 0)} out`
+      const tokens = `${compactNumber((usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0))} in · ${compactNumber(usage.outputTokens ?? 0)} out`
       const dollars = props.cost?.(usage)
       const parts = [`${item.steps} step${item.steps === 1 ? '' : 's'}`, tokens, ...item.durationMs === undefined ? [] : [duration(item.durationMs)], ...dollars === undefined ? [] : [`$${dollars.toFixed(4)}`]]
       return (

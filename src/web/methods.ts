@@ -17,6 +17,7 @@ import type { StoredSessionSummary } from '../persistence/api.js'
 import { readSettings } from '../config/home.js'
 import { forkTitled, titleOf } from '../title/index.js'
 import { rewindPoints, type RewindPoint } from '../host/rewind.js'
+import { availableModels, findRoute } from '../host/route.js'
 import { fileChangesAfter, restoreFiles, restoreLines } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
 import { emitContained } from '../kernel/index.js'
@@ -303,14 +304,19 @@ export class WebApiPlugin extends Service implements WebApiService {
 
   /** Model route: the requested name, settings `model.default`, the agents' default, the first model. */
   route(requested?: string): { provider: string; model: string } | undefined {
-    const models = this.root.llm.models()
     const settings = this.config.home === undefined ? {} : readSettings(this.config.home)
     const fromSettings = settings.model?.default
     const name = requested || (typeof fromSettings === 'string' ? fromSettings : undefined)
     if (name === undefined) return undefined
-    const found = models.find(info => info.model === name || `${info.provider}/${info.model}` === name)
-    if (found === undefined) throw new WebApiError(400, 'UNKNOWN_MODEL', `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
-    return { provider: found.provider, model: found.model }
+    // The catalogue's route, else a provider preset's (openai/gpt-5, ollama/llama3.2), registered now.
+    let found: { provider: string; model: string } | undefined
+    try {
+      found = findRoute(this.root, name)
+    } catch (error) {
+      throw new WebApiError(400, 'AMBIGUOUS_MODEL', (error as Error).message)
+    }
+    if (found === undefined) throw new WebApiError(400, 'UNKNOWN_MODEL', `unknown model "${name}" (${availableModels(this.root)})`)
+    return found
   }
 
   /** Stored logs read lately, by id, with the revision they were read at (`view`). */
