@@ -44,7 +44,7 @@ export interface HeadlessArgs {
 }
 
 /** The headless app's options and the launcher's, for a mistyped one's suggestion. */
-const HEADLESS_OPTIONS = ['--output', '--session', '--model', '--cwd', '--trust-project-mcp', '--network', '--permission-mode', '--profile', '--patch', '--store', '--help', '--version']
+const HEADLESS_OPTIONS = ['--output', '--session', '--model', '--cwd', '--trust-project-mcp', '--network', '--permission-mode', '--allow', '--deny', '--profile', '--patch', '--store', '--help', '--version']
 
 export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
   const parsed: HeadlessArgs = { task: '', output: 'text' }
@@ -68,6 +68,9 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
     else if (arg === '--trust-project-mcp') continue
     // Read by the approval row (the deployment's network mode), checked there.
     else if (arg === '--network') value()
+    // Read by the permissions row (rules for this run), checked there.
+    else if (arg === '--allow' || arg === '--deny') value()
+    else if (arg.startsWith('--allow=') || arg.startsWith('--deny=')) continue
     else if (arg === '--permission-mode') {
       const mode = value()
       if (!isSandboxMode(mode)) throw new UsageError(`--permission-mode must be ${SANDBOX_MODES.join(', ')}, not "${mode}"`)
