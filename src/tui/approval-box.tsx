@@ -6,7 +6,9 @@
  *
  * Keys: `y` (or Enter) allows once, `n` (or Esc, Ctrl-C) rejects. A request that offers wider
  * grants (`scopes`) also takes `s` (allow for the rest of this session) and `a` (always: added to
- * the settings); a key for a scope it does not offer does nothing.
+ * the settings); a key for a scope it does not offer does nothing. When the grant is a permission
+ * rule (`grants`), the box shows the rule as it will be written, and names the ask rule that made
+ * it ask (`askedBy`).
  *
  * A stored key's first use with an endpoint (`keyUse`, key-use.ts) is asked in the same box, with
  * the endpoint in full (wrapped, never cut) and who chose it: `y` sends it, `n` (Esc, Ctrl-C) does
@@ -35,9 +37,10 @@ const SCOPED: Readonly<Record<ApprovalScope, Choice>> = {
 const REJECT: Choice = { key: 'n', label: 'reject', answer: 'rejected', color: 'red' }
 
 /** The choices of one request: once, the scopes it offers (session before always), reject. */
-export function approvalChoices(scopes: readonly ApprovalScope[] | undefined): readonly Choice[] {
+export function approvalChoices(scopes: readonly ApprovalScope[] | undefined, grants?: string): readonly Choice[] {
   const offered = (['session', 'always'] as const).filter(scope => scopes?.includes(scope) === true)
-  return [ONCE, ...offered.map(scope => SCOPED[scope]), REJECT]
+  const scoped = offered.map(scope => grants === undefined || scope === 'session' ? SCOPED[scope] : { ...SCOPED[scope], label: 'always (settings.yaml)' })
+  return [ONCE, ...scoped, REJECT]
 }
 
 /** The answer a key press gives the pending request, or undefined (the key does nothing). */
@@ -75,7 +78,7 @@ export function argumentLines(raw: string | undefined): { readonly kind: 'comman
 
 export function ApprovalBox({ approval, folder }: { approval: ApprovalPrompt; folder?: string }): ReactNode {
   if (approval.keyUse !== undefined) return <KeyUseBox use={approval.keyUse} />
-  const choices = approvalChoices(approval.scopes)
+  const choices = approvalChoices(approval.scopes, approval.grants)
   const lines = argumentLines(approval.arguments)
   return (
     <Box flexDirection="column" borderStyle="round" borderColor={c('yellow')} paddingX={1}>
@@ -84,6 +87,10 @@ export function ApprovalBox({ approval, folder }: { approval: ApprovalPrompt; fo
       {lines.map((line, index) => line.kind === 'command'
         ? <Text key={index} wrap="wrap" color={c('cyan')}>{terminalSafe(line.text)}</Text>
         : <Text key={index} wrap="wrap" dimColor>{terminalSafe(line.text)}</Text>)}
+      {approval.askedBy !== undefined ? <Text wrap="wrap" dimColor>asked by the rule {terminalSafe(approval.askedBy)}</Text> : null}
+      {approval.grants !== undefined && approval.scopes !== undefined && approval.scopes.length > 0
+        ? <Text wrap="wrap" dimColor>{approval.scopes.includes('always') ? 's / a' : 's'} add the rule <Text color={c('cyan')}>{terminalSafe(approval.grants)}</Text></Text>
+        : null}
       <Text>
         {choices.map((choice, index) => (
           <Text key={choice.key}>{index > 0 ? ' · ' : ''}<Text color={c(choice.color)} bold>{choice.key}</Text> {choice.label}</Text>
