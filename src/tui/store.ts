@@ -257,6 +257,14 @@ export class TuiStore {
     this.notify()
   }
 
+  /** The first line of the pending approval's arguments on screen, and whether its end was shown (a box taller than the screen scrolls). */
+  approvalScroll: { readonly id: string; readonly offset: number; readonly seenEnd: boolean } | undefined
+
+  scrollApproval(id: string, offset: number, seenEnd: boolean): void {
+    this.approvalScroll = { id, offset, seenEnd }
+    this.notify()
+  }
+
   addApproval(prompt: ApprovalPrompt): void {
     this.approvals = [...this.approvals, prompt]
     this.notify()

@@ -26,7 +26,7 @@ import type { RewindPoint } from '../host/rewind.js'
 import type { FileChange } from '../tools/file-changes.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { RewindFiles, RewindList } from './rewind-view.js'
-import { ApprovalBox, approvalKey } from './approval-box.js'
+import { ApprovalBox, approvalKey, approvalLayout, scrollKey } from './approval-box.js'
 
 export interface ViewActions {
   send(text: string): void
@@ -283,6 +283,8 @@ export function ConversationView(props: ViewProps): ReactNode {
   const wasRunning = useRef(false)
   const { stdout } = useStdout()
   const [size, setSize] = useState({ columns: stdout.columns || 80, rows: stdout.rows || 24 })
+  const sizeRef = useRef(size)
+  sizeRef.current = size
 
   useEffect(() => store.subscribe(rerender), [store])
   // The terminal reflows what is already on screen when it narrows, which leaves broken copies of
@@ -398,7 +400,16 @@ export function ConversationView(props: ViewProps): ReactNode {
     // Read the store, not the render: a key can arrive between a frame and the next handler.
     const approval = store.approvals[0]
     if (approval !== undefined) {
-      const answer = approvalKey(approval, input, key)
+      // A box taller than the screen scrolls; what has not been on screen cannot be allowed.
+      const layout = approvalLayout(approval, Math.max(20, sizeRef.current.columns), sizeRef.current.rows)
+      const scroll = store.approvalScroll?.id === approval.id ? store.approvalScroll : { offset: 0, seenEnd: false }
+      const seenEnd = scroll.seenEnd || layout.lines.length <= layout.window + scroll.offset
+      const moved = scrollKey(layout, scroll.offset, key)
+      if (moved !== undefined) {
+        store.scrollApproval(approval.id, moved, seenEnd || moved + layout.window >= layout.lines.length)
+        return
+      }
+      const answer = approvalKey(approval, input, key, !seenEnd)
       if (answer !== undefined) approval.answer(answer)
       return
     }
@@ -562,7 +573,8 @@ export function ConversationView(props: ViewProps): ReactNode {
           {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {terminalSafe(text).replace(/\n/g, ' ')}</Text>)}
         </Box>
       ) : null}
-      {approval !== undefined ? <ApprovalBox approval={approval} {...store.agent.session.header.cwd !== undefined && { folder: store.agent.session.header.cwd }} /> : null}
+      {approval !== undefined ? <ApprovalBox approval={approval} width={width} rows={size.rows} offset={store.approvalScroll?.id === approval.id ? store.approvalScroll.offset : 0}
+        {...store.agent.session.header.cwd !== undefined && { folder: store.agent.session.header.cwd }} /> : null}
       {question !== undefined ? <QuestionView key={question.id} prompt={question} active={approval === undefined} /> : null}
       {store.rewind?.files !== undefined
         ? <RewindFiles point={store.rewind.files.point} changes={store.rewind.files.changes} choice={store.rewind.files.choice} folder={store.agent.session.header.cwd} />
