@@ -291,7 +291,7 @@ registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session fold
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await base()).ApprovalPlugin, permissionDefaults))
 registerBuiltinPlugin('permissions', 'permission rules: allow / ask / deny in Claude Code syntax (settings.yaml permissions, --allow/--deny, .dsh/settings.yaml, trusted .claude/settings.json)',
-  async () => withHost((await import('../permissions/row.js')).PermissionsRow as unknown as PluginClass, permissionSources))
+  async () => withHost((await base()).PermissionsRow as unknown as PluginClass, permissionSources))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
   // dsh's home (sessions, credentials, the trust list) is protected wherever it lies, and hidden.
   async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd, protectedPaths: [host.home], ...secretReads(host), ...sandboxNetwork(host) })))

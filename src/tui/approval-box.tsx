@@ -22,7 +22,7 @@
 import type { ReactNode } from 'react'
 import { Box, Text } from 'ink'
 import type { ApprovalScope } from '../approval/api.js'
-import type { ApprovalPrompt, TuiApprovalAnswer } from './store.js'
+import type { ApprovalPrompt, TuiApprovalAnswer, TuiStore } from './store.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { c } from './theme.js'
 import { wrapText } from './wrap.js'
@@ -113,6 +113,21 @@ export function argumentLines(raw: string | undefined): { readonly kind: 'comman
     lines.push({ kind: 'field', text: `${name}: ${typeof field === 'string' ? field : JSON.stringify(field)}` })
   }
   return lines
+}
+
+/**
+ * A key press while `approval` is pending: it scrolls a box taller than the screen, or answers;
+ * what has not been on screen cannot be allowed (only a rejection answers until the end was shown).
+ */
+export function approvalKeyPress(store: Pick<TuiStore, 'approvalScroll' | 'scrollApproval'>, approval: ApprovalPrompt, input: string,
+  key: Parameters<typeof approvalKey>[2] & Parameters<typeof scrollKey>[2], size: { readonly columns: number; readonly rows: number }): void {
+  const layout = approvalLayout(approval, Math.max(20, size.columns), size.rows)
+  const scroll = store.approvalScroll?.id === approval.id ? store.approvalScroll : { offset: 0, seenEnd: false }
+  const seenEnd = scroll.seenEnd || layout.lines.length <= layout.window + scroll.offset
+  const moved = scrollKey(layout, scroll.offset, key)
+  if (moved !== undefined) return store.scrollApproval(approval.id, moved, seenEnd || moved + layout.window >= layout.lines.length)
+  const answer = approvalKey(approval, input, key, !seenEnd)
+  if (answer !== undefined) approval.answer(answer)
 }
 
 export function ApprovalBox({ approval, folder, width = 80, rows = 24, offset = 0 }: { approval: ApprovalPrompt; folder?: string; width?: number; rows?: number; offset?: number }): ReactNode {

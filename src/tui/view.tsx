@@ -26,7 +26,7 @@ import type { RewindPoint } from '../host/rewind.js'
 import type { FileChange } from '../tools/file-changes.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { RewindFiles, RewindList } from './rewind-view.js'
-import { ApprovalBox, approvalKey, approvalLayout, scrollKey } from './approval-box.js'
+import { ApprovalBox, approvalKeyPress } from './approval-box.js'
 
 export interface ViewActions {
   send(text: string): void
@@ -399,20 +399,7 @@ export function ConversationView(props: ViewProps): ReactNode {
     const mention = mentionAtCursor(editor)
     // Read the store, not the render: a key can arrive between a frame and the next handler.
     const approval = store.approvals[0]
-    if (approval !== undefined) {
-      // A box taller than the screen scrolls; what has not been on screen cannot be allowed.
-      const layout = approvalLayout(approval, Math.max(20, sizeRef.current.columns), sizeRef.current.rows)
-      const scroll = store.approvalScroll?.id === approval.id ? store.approvalScroll : { offset: 0, seenEnd: false }
-      const seenEnd = scroll.seenEnd || layout.lines.length <= layout.window + scroll.offset
-      const moved = scrollKey(layout, scroll.offset, key)
-      if (moved !== undefined) {
-        store.scrollApproval(approval.id, moved, seenEnd || moved + layout.window >= layout.lines.length)
-        return
-      }
-      const answer = approvalKey(approval, input, key, !seenEnd)
-      if (answer !== undefined) approval.answer(answer)
-      return
-    }
+    if (approval !== undefined) return approvalKeyPress(store, approval, input, key, sizeRef.current)
     // A pending question takes the keys (question.tsx).
     if (store.questions.length > 0) return
     if (store.rewind !== undefined) return rewindKey(input, key)
