@@ -10,6 +10,7 @@ import type { Tool } from '../tools/api.js'
 import { trustProject } from '../trust/index.js'
 import { PermissionRules, PermissionRulesPlugin, type PermissionsConfig } from './plugin.js'
 import { loadRules } from './sources.js'
+import { suggestRule } from './suggest.js'
 
 /** A stand-in `bash` that records what it ran; `probe` always asks (a hook's `ask`). */
 function tools(ran: string[]): Tool[] {
@@ -133,6 +134,22 @@ describe('permission rules on the tool pipeline and the approval seam', () => {
       .toThrow('permission rule "Bash(git * main)" (user settings): a command pattern is exact')
     expect(() => loadRules({ root: '/tmp', user: { allow: 'Bash' }, userFile: '/h/settings.yaml' }))
       .toThrow('/h/settings.yaml: permissions.allow must be a list of rules')
+  })
+})
+
+describe('the rule an answer offers', () => {
+  it('is the narrowest that covers the call; none for compounds, plans, network hosts and cordis runs', () => {
+    const root = '/work/p'
+    expect(suggestRule('bash', { command: 'git push origin main' }, root, root)).toBe('Bash(git push:*)')
+    expect(suggestRule('bash', { command: 'touch /tmp/x' }, root, root)).toBe('Bash(touch /tmp/x)')
+    expect(suggestRule('bash', { command: 'a && b' }, root, root)).toBeUndefined()
+    expect(suggestRule('bash', { command: 'echo "a b"' }, root, root)).toBeUndefined()
+    expect(suggestRule('bash', { command: 'echo $(x)' }, root, root)).toBeUndefined()
+    expect(suggestRule('edit', { file_path: 'src/a.ts' }, root, root)).toBe('Edit(src/a.ts)')
+    expect(suggestRule('write', { file_path: '/etc/hosts' }, root, root)).toBe('Write(//etc/hosts)')
+    expect(suggestRule('web_fetch', { url: 'https://Docs.Example.com/x' }, root, root)).toBe('WebFetch(domain:docs.example.com)')
+    expect(suggestRule('mcp__gh__create_issue', {}, root, root)).toBe('mcp__gh__create_issue')
+    for (const tool of ['exit_plan_mode', 'network', 'cordis_run']) expect(suggestRule(tool, {}, root, root)).toBeUndefined()
   })
 })
 

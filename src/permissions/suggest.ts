@@ -2,7 +2,8 @@
  * The allow rule an answer "for this session" or "always" would add, shown to the user as it
  * would be written. Narrow on purpose: a single command gives `Bash(git push:*)` when its second
  * word is a subcommand, else the exact command; a compound command, one with a substitution or
- * a redirection, or a word the syntax cannot hold gives none (allow once only).
+ * a redirection, or a word the syntax cannot hold gives none (allow once only); so do a network
+ * host, a plan review and a `cordis_*` run, which keep grants of their own.
  */
 import { isAbsolute, relative, resolve } from 'node:path'
 import { PATH_ARGUMENT } from './rules.js'
@@ -37,5 +38,11 @@ export function suggestRule(tool: string, args: Record<string, unknown>, root: s
       return undefined
     }
   }
-  return /^[a-z][a-z0-9_-]*$|^mcp__/.test(tool) && tool !== 'network' ? tool : undefined
+  return /^[a-z][a-z0-9_-]*$|^mcp__/.test(tool) && !UNSUGGESTED.test(tool) ? tool : undefined
 }
+
+/**
+ * Requests whose "allow" is not a permission to grant for good: a network host has grants of its
+ * own, a plan is reviewed each time, and a `cordis_*` run has its per-plugin grants.
+ */
+const UNSUGGESTED = /^(network|exit_plan_mode|cordis_.*)$/
