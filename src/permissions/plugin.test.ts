@@ -175,6 +175,12 @@ describe('rule sources: the project\'s files and trust', () => {
     ])
   })
 
+  it('started in the home folder, ~/.claude/settings.json is the user\'s own file: its rules apply without trust', () => {
+    const { root, dshHome } = project()
+    const { rules } = loadRules({ root, dshHome, home: root })
+    expect(rules.allow.map(rule => rule.source)).toEqual(['.dsh/settings.yaml', '.claude/settings.json'])
+  })
+
   it('trusted: .claude/settings.json permissions apply as Claude Code wrote them (a rule dsh cannot read is skipped, said once); a changed file waits for trust again', () => {
     const { root, dshHome } = project()
     trustProject(dshHome, root)

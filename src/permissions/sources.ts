@@ -8,13 +8,14 @@
  *    anything);
  * 4. for a trusted folder only, `.claude/settings.json` and `.claude/settings.local.json`
  *    `permissions` as Claude Code writes them, each as pinned when the folder was trusted (a file
- *    changed since waits for trust again, as its hooks do).
+ *    changed since waits for trust again, as its hooks do). Started in the home folder they are
+ *    the user's own files and need no trust.
  *
  * Rules of dsh's own files and flags must parse (an error names the rule and the file); a
  * Claude Code file's rule dsh cannot read is skipped with one line saying so.
  */
 import { existsSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { describeYamlError, loadYaml } from '../config/yaml.js'
 import { isTrusted, pinnedAsIs, readTrustList } from '../trust/index.js'
 import type { RuleSet } from './match.js'
@@ -81,9 +82,12 @@ export function loadRules(sources: RuleSources): LoadedRules {
   const userFile = sources.userFile ?? 'settings.yaml'
   add(lists(sources.user, userFile), 'user settings', RULE_KINDS)
   const trust = sources.dshHome !== undefined ? readTrustList(sources.dshHome) : { projects: [], pins: {} }
-  const trusted = isTrusted(sources.root, trust.projects)
+  // Started in the home folder, ~/.claude/settings.json is the user's own file, as for hooks.
+  const own = sources.home !== undefined && resolve(sources.root) === resolve(sources.home)
+  const trusted = own || isTrusted(sources.root, trust.projects)
   const project = join(sources.root, PROJECT_SETTINGS)
-  if (existsSync(project)) {
+  // In the home folder, ~/.dsh/settings.yaml may be the user's settings themselves: read once.
+  if (existsSync(project) && (sources.userFile === undefined || resolve(sources.userFile) !== resolve(project))) {
     const text = readFileSync(project, 'utf8')
     let value: unknown
     try {
@@ -114,7 +118,7 @@ export function loadRules(sources: RuleSources): LoadedRules {
       notices.push(`dsh: the permission rules of ${file} are ignored: this folder is not trusted (dsh trust on)`)
       continue
     }
-    if (!pinnedAsIs(trust, path, text)) {
+    if (!own && !pinnedAsIs(trust, path, text)) {
       notices.push(`dsh: the permission rules of ${file} are ignored: the file is new or changed since the folder was trusted (dsh trust on)`)
       continue
     }
