@@ -234,7 +234,10 @@ export class HeadlessApp extends Service {
         say(`a sandboxed command tried to ${request.reason}; headless runs cannot ask, so it was refused. Add the host to sandbox.allowedHosts in settings.yaml, or pass --network full.`)
         return
       }
-      say(`${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${widerHint(approval?.mode(session))}`)
+      // An ask rule asks under every mode: only the rule's owner can change that, so no mode is suggested.
+      const why = request.askedBy !== undefined ? `The permission rule ${request.askedBy.text} (${request.askedBy.source}) asks before it.` : widerHint(approval?.mode(session))
+      const rule = request.grants !== undefined && request.askedBy === undefined ? ` Or allow just this with --allow '${request.grants}' (or permissions.allow in settings.yaml).` : ''
+      say(`${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${why}${rule}`)
     })
     // ask_user_question fails closed here too (no one to ask): say which question went unanswered.
     const offQuestion = this.ctx.on('approval/question-settled', (question: PendingQuestion, outcome: QuestionOutcome) => {

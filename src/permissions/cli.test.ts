@@ -75,6 +75,16 @@ describe('dsh --profile headless with permission rules', () => {
     expect(lines.filter(line => line === 'dsh: the permission rules of .claude/settings.json are ignored: this folder is not trusted (dsh trust on)')).toHaveLength(1)
   })
 
+  it('an ask rule in a headless run fails closed, and the line names the rule rather than a mode', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(home, 'settings.yaml'), 'permissions:\n  ask:\n    - Bash(git push:*)\n')
+    server.enqueue(bashCall('c1', { command: 'git push origin main', description: 'push' }), answer('Not pushed.'))
+    const before = server.requests.length
+    const result = await runDsh(['--profile', 'headless', 'push it'], { cwd, env: envFor(home) })
+    expect(withoutSessionHint(result.stderr)).toBe('dsh: bash needs approval (the permission rule Bash(git push:*) (user settings) asks before every matching call) and headless runs cannot ask; it was refused. The permission rule Bash(git push:*) (user settings) asks before it.\n')
+    expect(toolText(before)).toBe('Error: tool "bash" requires approval, but no approval channel is available')
+  })
+
   it('a rule that cannot mean anything stops the run before any request, naming the rule', async () => {
     const { home, cwd } = tempHome()
     const before = server.requests.length
