@@ -821,6 +821,32 @@ describe.skipIf(!tmux)('dsh terminal app: the whole command before approval (#44
   })
 })
 
+describe.skipIf(!tmux)('dsh terminal app: permission rules (#44)', () => {
+  it('s allows for the session: the rule shown is logged, and the same command later runs without a box', async () => {
+    const { home, cwd } = tempHome()
+    const escalate = (id: string) => toolCall(id, 'bash', { command: 'git status --short', description: 'status', sandbox_permissions: 'danger-full-access', justification: 'needs it' })
+    server.enqueue(
+      escalate('g1'), streamResponse([{ text: 'First done.' }, { finish: 'stop', usage }]),
+      escalate('g2'), streamResponse([{ text: 'Second done.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'status once')
+    const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
+    expect(ask).toContain('s / a add the rule Bash(git status:*)')
+    terminal.keys('s')
+    await terminal.waitFor('First done.', { history: true })
+    await send(terminal, 'status again')
+    await terminal.waitFor('Second done.', { history: true })
+    await quit(terminal)
+    const decided = sessionLog(home).filter(event => event.type === 'approval/decided').map(event => [event.data.outcome, event.data.rule])
+    expect(decided).toEqual([
+      ['allowed-session', { text: 'Bash(git status:*)', kind: 'allow', source: 'session' }],
+      ['allowed-once', { text: 'Bash(git status:*)', kind: 'allow', source: 'session' }],
+    ])
+  })
+})
+
 describe.skipIf(!tmux)('dsh terminal app: a command taller than the screen (#44.2)', () => {
   it('at 80x24 the box scrolls: y does nothing until the end, the touch outside the folder, has been on screen', async () => {
     const { home, cwd } = tempHome()
