@@ -17,6 +17,7 @@ export { BuiltinToolsPlugin, WebFetchToolPlugin, SessionEventReadToolPlugin } fr
 export { SystemPromptPlugin, RuntimeContextsPlugin } from '../prompt/index.js'
 export { WorkspaceInstructionsPlugin } from '../instructions/index.js'
 export { ApprovalPlugin } from '../approval/service.js'
+export { PermissionsRow } from '../permissions/row.js'
 export { SandboxPlugin } from '../sandbox/service.js'
 export { ReactLoopPlugin, AgentsServicePlugin, LoopInvariantPlugin } from '../agent/index.js'
 export { SubagentsPlugin, SubagentToolsPlugin } from '../subagents/index.js'

@@ -123,6 +123,36 @@ const sandboxNetwork = (host: Host) => {
  * user's edits, settings.yaml `sandbox: {denyRead: [...], allowRead: [...]}` (the plugin checks
  * them). Trust rule: a project's own .env may not move the home whose secrets are hidden.
  */
+/** The flags that add a permission rule for one run (repeatable; read wherever they stand in the app's arguments). */
+export const RULE_FLAGS = ['--allow', '--deny'] as const
+
+/** `--allow RULE` / `--deny RULE` (or `--allow=RULE`) of the app's arguments. */
+export function ruleFlags(args: readonly string[]): { allow: string[]; deny: string[] } {
+  const out = { allow: [] as string[], deny: [] as string[] }
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!
+    if (arg === '--') break
+    for (const flag of RULE_FLAGS) {
+      if (arg === flag) {
+        const value = args[i + 1]
+        if (value === undefined || value === '') throw new UsageError(`${flag} needs a rule, e.g. ${flag} 'Bash(npm run test:*)'`)
+        out[flag === '--allow' ? 'allow' : 'deny'].push(value)
+        i += 1
+      } else if (arg.startsWith(`${flag}=`)) out[flag === '--allow' ? 'allow' : 'deny'].push(arg.slice(flag.length + 1))
+    }
+  }
+  return out
+}
+
+/** Where the permission rules come from (docs/security.md, "Permission rules"); the row reads the project's files. */
+const permissionSources = (host: Host) => ({
+  root: host.cwd, home: userHome(host), dshHome: host.home,
+  ...(host.settings.permissions !== undefined ? { user: host.settings.permissions } : {}),
+  userFile: homePaths(host.home).settings, settingsFile: homePaths(host.home).settings,
+  flags: ruleFlags(host.args),
+  log: (line: string) => { host.stderr.write(`${line}\n`) },
+})
+
 /** The user's home folder: HOME, unless the project's own .env set it (a project may not move it). */
 const userHome = (host: Host): string => {
   const entry = host.env.get('HOME')
@@ -290,6 +320,8 @@ registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session fold
   async () => withHost((await base()).WorkspaceInstructionsPlugin, host => ({ home: host.home, claudeHome: join(userHome(host), '.claude') })))
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await base()).ApprovalPlugin, permissionDefaults))
+registerBuiltinPlugin('permissions', 'permission rules: allow / ask / deny in Claude Code syntax (settings.yaml permissions, --allow/--deny, .dsh/settings.yaml, trusted .claude/settings.json)',
+  async () => withHost((await base()).PermissionsRow as unknown as PluginClass, permissionSources))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
   // dsh's home (sessions, credentials, the trust list) is protected wherever it lies, and hidden.
   async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd, protectedPaths: [host.home], ...secretReads(host), ...sandboxNetwork(host) })))

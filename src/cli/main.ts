@@ -72,7 +72,7 @@ In a terminal, with no task (docs/terminal.md):
   dsh -c, --continue               continue the latest session of this folder
   dsh --resume                     pick a stored session to continue
   dsh --session ID                 continue that session
-  (also --model, --cwd, --permission-mode and --network, as below)
+  (also --model, --cwd, --permission-mode, --allow, --deny and --network, as below)
 
 Launcher flags (before app arguments):
   --profile NAME          composition to run (default: tui in a terminal without a task, else
@@ -98,6 +98,9 @@ Headless app (dsh --profile headless ...):
   --permission-mode MODE           read-only, workspace-write (default: writes in the folder,
                                    bash in a sandbox) or danger-full-access (no sandbox, no
                                    approvals); see docs/security.md
+  --allow RULE, --deny RULE        a permission rule for this run (repeatable), in Claude
+                                   Code's syntax: 'Bash(npm run test:*)', 'Edit(src/**)',
+                                   'WebFetch(domain:example.com)'; see docs/security.md
   --trust-project-mcp              run the MCP servers of the project's .mcp.json
   --network MODE                   network of sandboxed commands and web_fetch: allowlist
                                    (default: only sandbox.allowedHosts, through dsh's proxy),

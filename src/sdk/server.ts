@@ -237,6 +237,9 @@ export class SdkServerApp extends Service {
         sessionId: request.sessionId, id: request.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
         ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
         ...(request.scopes !== undefined ? { scopes: request.scopes } : {}),
+        ...(request.grants !== undefined ? { grants: request.grants } : {}),
+        ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+        ...(request.askedBy !== undefined ? { askedBy: request.askedBy } : {}),
       })
       if (signal.aborted) return 'cancelled'
       const outcome = (answer as { outcome?: unknown } | null)?.outcome

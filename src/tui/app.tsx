@@ -521,6 +521,8 @@ export class TuiApp extends Service {
           id: request.id, toolName: request.toolName, reason: request.reason,
           ...request.arguments === undefined ? {} : { arguments: request.arguments },
           ...request.scopes === undefined ? {} : { scopes: request.scopes },
+          ...request.grants === undefined ? {} : { grants: request.grants },
+          ...request.askedBy === undefined ? {} : { askedBy: `${request.askedBy.text} (${request.askedBy.source})` },
           answer: outcome => settle(outcome),
         })
       })

@@ -773,7 +773,9 @@ describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
     await send(terminal, 'run two escalated commands')
     const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
     expect(ask).toContain('escalate sandbox to danger-full-access: needs the network')
-    expect(ask).toMatch(/y allow once · n reject/)
+    // The narrowest rule that covers the command is offered for the session or for good (#44).
+    expect(ask).toMatch(/y allow once · s for this session · a always \(settings\.yaml\) · n reject/)
+    expect(ask).toContain('s / a add the rule Bash(echo allowed-run:*)')
     terminal.keys('y')
     await terminal.waitFor(/✓ \$ echo allowed-run · exit 0/, { history: true })
     await terminal.waitFor('Allow bash?')
@@ -808,6 +810,67 @@ describe.skipIf(!tmux)('dsh terminal app: the whole command before approval (#44
     terminal.keys('n')
     await terminal.waitFor('Refused, as asked.', { history: true })
     await quit(terminal)
+  })
+})
+
+describe.skipIf(!tmux)('dsh terminal app: permission rules (#44)', () => {
+  it('s allows for the session: the rule shown is logged, and the same command later runs without a box', async () => {
+    const { home, cwd } = tempHome()
+    const escalate = (id: string) => toolCall(id, 'bash', { command: 'git status --short', description: 'status', sandbox_permissions: 'danger-full-access', justification: 'needs it' })
+    server.enqueue(
+      escalate('g1'), streamResponse([{ text: 'First done.' }, { finish: 'stop', usage }]),
+      escalate('g2'), streamResponse([{ text: 'Second done.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'status once')
+    const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
+    expect(ask).toContain('s / a add the rule Bash(git status:*)')
+    terminal.keys('s')
+    await terminal.waitFor('First done.', { history: true })
+    await send(terminal, 'status again')
+    await terminal.waitFor('Second done.', { history: true })
+    await quit(terminal)
+    const decided = sessionLog(home).filter(event => event.type === 'approval/decided').map(event => [event.data.outcome, event.data.rule])
+    expect(decided).toEqual([
+      ['allowed-session', { text: 'Bash(git status:*)', kind: 'allow', source: 'session' }],
+      ['allowed-once', { text: 'Bash(git status:*)', kind: 'allow', source: 'session' }],
+    ])
+  })
+})
+
+describe.skipIf(!tmux)('dsh terminal app: a command taller than the screen (#44.2)', () => {
+  it('at 80x24 the box scrolls: y does nothing until the end, the touch outside the folder, has been on screen', async () => {
+    const { home, cwd } = tempHome()
+    const command = [...Array.from({ length: 30 }, (_, i) => `echo step ${i + 1}`), 'touch /tmp/outside-the-workspace-tall'].join(' &&\n')
+    server.enqueue(
+      toolCall('t1', 'bash', { command, description: 'build', sandbox_permissions: 'danger-full-access', justification: 'needs to write outside' }),
+      streamResponse([{ text: 'Refused after reading it.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'run the tall command')
+    const top = await terminal.waitFor('y works once you have seen the end', { what: 'the scrolling approval box' })
+    if (process.env.DSH_CAPTURES !== undefined) console.log(top)
+    expect(top).toContain('$ echo step 1 &&')
+    // 31 command rows, then description, sandbox_permissions and justification.
+    expect(top).toMatch(/lines 1–\d+ of 34/)
+    expect(top).not.toContain('touch /tmp/outside-the-workspace-tall')
+    // The whole box is on the 24 rows: its title and its keys.
+    expect(top).toContain('Allow bash?')
+    expect(top).toContain('y allow once')
+    terminal.keys('y')
+    terminal.keys('End')
+    const bottom = await terminal.waitFor('touch /tmp/outside-the-workspace-tall', { what: 'the end of the command' })
+    if (process.env.DSH_CAPTURES !== undefined) console.log(bottom)
+    expect(bottom).toMatch(/lines \d+–34 of 34/)
+    expect(bottom).not.toContain('y works once')
+    // The y pressed before the end was shown did nothing.
+    expect(sessionLog(home).filter(event => event.type === 'approval/decided')).toEqual([])
+    terminal.keys('n')
+    await terminal.waitFor('Refused after reading it.', { history: true })
+    await quit(terminal)
+    expect(sessionLog(home).filter(event => event.type === 'approval/decided').map(event => event.data.outcome)).toEqual(['rejected'])
   })
 })
 
