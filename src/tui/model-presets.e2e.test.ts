@@ -10,6 +10,7 @@ import { dshBin, tempHome } from '../../test-support/run-dsh.js'
 import { hasTmux, Terminal } from '../../test-support/tmux.js'
 
 const tmux = hasTmux()
+if (!tmux) console.warn('skipping the terminal app model-preset test: tmux is missing (apt-get install -y tmux)')
 let anthropic: FakeAnthropic
 const terminals: Terminal[] = []
 beforeEach(async () => { anthropic = await FakeAnthropic.start() })

@@ -817,7 +817,7 @@ describe.skipIf(!tmux)('dsh terminal app: permission rules (#44)', () => {
   it('s allows for the session: the rule shown is logged, and the same command later runs without a box', async () => {
     const { home, cwd } = tempHome()
     const escalate = (id: string) => toolCall(id, 'bash', { command: 'git status --short', description: 'status', sandbox_permissions: 'danger-full-access', justification: 'needs it' })
-    server.enqueue(
+    bed.server.enqueue(
       escalate('g1'), streamResponse([{ text: 'First done.' }, { finish: 'stop', usage }]),
       escalate('g2'), streamResponse([{ text: 'Second done.' }, { finish: 'stop', usage }]),
     )
@@ -843,7 +843,7 @@ describe.skipIf(!tmux)('dsh terminal app: a command taller than the screen (#44.
   it('at 80x24 the box scrolls: y does nothing until the end, the touch outside the folder, has been on screen', async () => {
     const { home, cwd } = tempHome()
     const command = [...Array.from({ length: 30 }, (_, i) => `echo step ${i + 1}`), 'touch /tmp/outside-the-workspace-tall'].join(' &&\n')
-    server.enqueue(
+    bed.server.enqueue(
       toolCall('t1', 'bash', { command, description: 'build', sandbox_permissions: 'danger-full-access', justification: 'needs to write outside' }),
       streamResponse([{ text: 'Refused after reading it.' }, { finish: 'stop', usage }]),
     )
