@@ -36,7 +36,7 @@ import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
-import { hasConversation } from '../persistence/api.js'
+import { hasConversation, listedByDefault } from '../persistence/api.js'
 import '../session/api.js'
 import '../subagents/api.js'
 
@@ -349,14 +349,19 @@ export class WebApiPlugin extends Service implements WebApiService {
       // Archived sessions are left out unless asked for: `archived: 'include' | 'only'`.
       const archived = params.archived ?? 'exclude'
       if (archived !== 'exclude' && archived !== 'include' && archived !== 'only') throw new WebApiError(400, 'BAD_PARAMS', '"archived" must be exclude, include or only')
+      // `all: true` lists every stored session, as `dsh sessions --all` does.
+      const all = params.all ?? false
+      if (typeof all !== 'boolean') throw new WebApiError(400, 'BAD_PARAMS', '"all" must be a boolean')
       const byId = new Map<string, SessionSummary>()
       for (const stored of await root.sessionPersistence.list() as StoredSessionSummary[]) {
-        byId.set(stored.id, { ...stored, status: 'idle' })
+        // A stored session whose only turn failed is left out, as `dsh sessions` leaves it out.
+        if (all || listedByDefault(stored)) byId.set(stored.id, { ...stored, status: 'idle' })
       }
+      // A session live here is listed while it is (a first run that just failed stays in view).
       for (const session of root.sessions.list()) byId.set(session.id, this.summary(session))
       // A session that never got a prompt (Start session, a prompt refused for a missing key, a
       // rejected run) is not listed: it stays reachable by id until its first turn.
-      return [...byId.values()].filter(listable)
+      return [...byId.values()].filter(summary => all || listable(summary))
         .filter(summary => archived === 'include' || (summary.archived === true) === (archived === 'only'))
         .sort((a, b) => b.updatedAt - a.updatedAt)
     })
