@@ -17,13 +17,14 @@ import type { ApprovalService } from '../approval/api.js'
 /** The export file's reader and writer, loaded by export and import only: a listing stays small. */
 const exchangeFormat = () => import('../persistence/exchange.js')
 
-const SESSIONS_USAGE = 'usage: dsh sessions [--json] [--all] | dsh sessions repair ID | dsh sessions delete ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id] [--cwd DIR]'
+const SESSIONS_USAGE = 'usage: dsh sessions [--json] [--all] | dsh sessions repair ID | dsh sessions delete ID | dsh sessions restore ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id] [--cwd DIR]'
 
 /**
  * `dsh sessions [--json] [--all]`: id, title, cwd, updated, turns, how the last turn ended; newest
  * first. Without `--all`, sessions with nothing to go back to are left out (`listedByDefault`).
  * `dsh sessions repair ID`: salvage a corrupt session into a copy (D-5); the original stays.
- * `dsh sessions delete ID` (or `rm`): move a session to the store's trash (never unlinked).
+ * `dsh sessions delete ID` (or `rm`): move a session to the store's trash (never unlinked);
+ * `dsh sessions restore ID` puts it back.
  * `dsh sessions export ID [-o FILE]`: the session as a file another home imports (stdout by
  * default): its JSONL log, or one JSON document with the images it references.
  * `dsh sessions import FILE|- [--new-id] [--cwd DIR]`: stores an exported session here, to run
@@ -47,6 +48,10 @@ export class SessionsListApp extends Service {
     if (args[0] === 'delete' || args[0] === 'rm') {
       if (args.length !== 2 || args[1].startsWith('-')) return this.usage(`${args[0]} needs exactly one session id`)
       return this.withId(args[1], id => this.delete(id))
+    }
+    if (args[0] === 'restore') {
+      if (args.length !== 2 || args[1].startsWith('-')) return this.usage('restore needs exactly one session id')
+      return this.restore(args[1])
     }
     if (args[0] === 'export') return this.export(args.slice(1))
     if (args[0] === 'import') return this.import(args.slice(1))
@@ -94,7 +99,27 @@ export class SessionsListApp extends Service {
         host.stderr.write(`dsh: no stored session ${JSON.stringify(id)}\n`)
         return 1
       }
-      host.stdout.write(`deleted session ${id} (moved to the store's trash, not erased)\n`)
+      host.stdout.write(`deleted session ${id} (moved to the store's trash, not erased; dsh sessions restore ${id} puts it back)\n`)
+      return 0
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 1
+    }
+  }
+
+  /** The session last deleted with this id, back from the store's trash (the whole id: it is not listed). */
+  private async restore(id: string): Promise<number> {
+    const { host, sessionPersistence: { backend } } = this.ctx
+    if (backend.restore === undefined) {
+      host.stderr.write(`dsh: the ${backend.kind} store cannot restore a session from its trash\n`)
+      return 1
+    }
+    try {
+      if (!await backend.restore(id)) {
+        host.stderr.write(`dsh: no session ${JSON.stringify(id)} in the store's trash (restore takes the whole id that delete printed)\n`)
+        return 1
+      }
+      host.stdout.write(`restored session ${id} from the store's trash\ncontinue with: dsh --session ${id} "..."\n`)
       return 0
     } catch (error) {
       host.stderr.write(`dsh: ${(error as Error).message}\n`)

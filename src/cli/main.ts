@@ -107,6 +107,7 @@ Other commands:
   dsh sessions [--json] [--all]    list stored sessions (--all: also those with no completed turn)
   dsh sessions repair ID           salvage a damaged session into a copy
   dsh sessions delete ID           move a session to the store's trash
+  dsh sessions restore ID          bring a deleted session back from the trash
   dsh sessions export ID [-o FILE] write a session as one file (stdout by default)
   dsh sessions import FILE|-       store an exported session here [--new-id] [--cwd DIR]
   dsh web [--port P] [--no-open]   browser UI on 127.0.0.1:3080 (see docs/web.md)

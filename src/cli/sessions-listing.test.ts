@@ -1,15 +1,21 @@
 /**
  * #44.6: `dsh sessions` and the web's sidebar list the sessions worth going back to. A session
  * with nothing in it and one whose only turn failed are left out (one stderr line counts them);
- * `--all` (web: `sessions.list {all: true}`) lists every one.
+ * `--all` (web: `sessions.list {all: true}`) lists every one. `dsh sessions restore ID` brings a
+ * deleted session back from the store's trash.
  */
 import { randomUUID } from 'node:crypto'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { errorResponse, FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
 import { runDsh, tempHome } from '../../test-support/run-dsh.js'
 import { startWebApi } from '../../test-support/web-api.js'
 import { JsonlBackend } from '../persistence/jsonl/backend.js'
+import { SqliteBackend } from '../persistence/sqlite/backend.js'
+import type { PersistenceBackend } from '../persistence/api.js'
+import { realisticLog } from '../persistence/backend.conformance.js'
 
 let server: FakeDeepSeek
 beforeAll(async () => { server = await FakeDeepSeek.start() })
@@ -66,4 +72,56 @@ describe('sessions worth going back to (#44.6)', () => {
       await web.stop()
     }
   })
+})
+
+describe('dsh sessions restore ID (#44.6)', () => {
+  for (const store of ['jsonl', 'sqlite'] as const) {
+    it(`${store}: a deleted session comes back from the trash, listed and resumable with its history; restoring it again while it is stored is refused, an id not in the trash is exit 1`, async () => {
+      const { home, cwd } = tempHome()
+      const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key' }
+      const patch = join(home, 'store.yml')
+      writeFileSync(patch, store === 'sqlite' ? '- id: persistence\n  name: persistence-sqlite\n' : '[]\n')
+      server.enqueue(streamResponse([{ text: 'the first answer' }, { finish: 'stop', usage }]))
+      const id = (JSON.parse((await runDsh(['--patch', patch, '--output', 'json', 'hello'], { cwd, env })).stdout) as { sessionId: string }).sessionId
+      const deleted = await runDsh(['--patch', patch, 'sessions', 'delete', id], { cwd, env })
+      expect(deleted.stdout).toContain(`dsh sessions restore ${id} puts it back`)
+      expect((await runDsh(['--patch', patch, 'sessions', '--all'], { cwd, env })).stdout).not.toContain(id)
+
+      const restored = await runDsh(['--patch', patch, 'sessions', 'restore', id], { cwd, env })
+      expect(restored.stderr).toBe('')
+      expect(restored.code).toBe(0)
+      expect(restored.stdout).toBe(`restored session ${id} from the store's trash\ncontinue with: dsh --session ${id} "..."\n`)
+      const listed = await runDsh(['--patch', patch, 'sessions', '--json'], { cwd, env })
+      expect(JSON.parse(listed.stdout)).toMatchObject([{ id, turns: 1, lastTurn: 'completed' }])
+      server.enqueue(streamResponse([{ text: 'again' }, { finish: 'stop', usage }]))
+      const resumed = await runDsh(['--patch', patch, '--output', 'json', '--session', id, 'more'], { cwd, env })
+      expect(resumed.code, resumed.stderr).toBe(0)
+      expect(JSON.stringify(server.requests.at(-1)!.body.messages)).toContain('the first answer')
+
+      const twice = await runDsh(['--patch', patch, 'sessions', 'restore', id], { cwd, env })
+      expect(twice.code).toBe(1)
+      expect(twice.stderr).toMatch(/^dsh: session ".*" is stored; it cannot be restored over\n$/)
+      expect((await runDsh(['--patch', patch, 'sessions', 'restore', 'no-such-id'], { cwd, env })).stderr).toBe('dsh: no session "no-such-id" in the store\'s trash (restore takes the whole id that delete printed)\n')
+      expect((await runDsh(['--patch', patch, 'sessions', 'restore'], { cwd, env })).code).toBe(2)
+    })
+
+    it(`${store}: restore refuses an id stored again since, and of two trashed copies brings back the newer`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'dsh-restore-'))
+      const open = (): PersistenceBackend => store === 'sqlite' ? new SqliteBackend({ file: join(dir, 'sessions.db') }) : new JsonlBackend({ root: join(dir, 'sessions') })
+      const backend = open()
+      const older = await realisticLog(1, 4)
+      const newer = await realisticLog(2, 4)
+      const header = { ...older.header, id: 'twice' }
+      await backend.create(header, older.events)
+      await backend.trash('twice')
+      // The trash orders copies by the millisecond they went in: the second goes in a later one.
+      for (const at = Date.now(); Date.now() === at;) { /* the next millisecond */ }
+      await backend.create({ ...newer.header, id: 'twice' }, newer.events)
+      await expect(backend.restore!('twice')).rejects.toThrow(/is stored; it cannot be restored over/)
+      await backend.trash('twice')
+      expect(await backend.restore!('twice')).toBe(true)
+      expect((await backend.loadStored('twice'))!.events).toEqual(newer.events)
+      await backend.close?.()
+    })
+  }
 })

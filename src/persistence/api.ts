@@ -154,6 +154,12 @@ export interface PersistenceBackend {
   /** Moves a stored session to the trash (never unlinks), its attachments with it. False when not stored. */
   trash(id: string): Promise<boolean>
   /**
+   * Puts the session last trashed with this id back, as it was (its attachments too). False when
+   * the trash holds none; `SessionExistsError` while a session with the id is stored. Optional: a
+   * backend without it cannot restore.
+   */
+  restore?(id: string): Promise<boolean>
+  /**
    * Stores an attachment of a session (content-addressed: the same id always holds the same
    * bytes, so a second put is a no-op). Works before the session's log is materialised.
    * A backend without it keeps attachments in memory only.
