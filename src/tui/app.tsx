@@ -224,8 +224,10 @@ export class TuiApp extends Service {
       resume: async (wanted) => {
         if (persistence === undefined) return store.notice('error', 'Resuming needs a persistence row in the profile.')
         const choice = resumeChoice(await persistence.list(), cwd, store.agent.id, wanted, age)
-        if (choice.kind !== 'open') return store.notice(choice.kind === 'list' ? 'info' : 'error', choice.text)
+        if (choice.kind === 'error' || (choice.kind === 'list' && choice.sessions === undefined)) return store.notice(choice.kind === 'list' ? 'info' : 'error', choice.text)
         if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before opening another session.')
+        // Alone, `/resume` opens the picker `dsh --resume` shows, over this folder's other sessions.
+        if (choice.kind === 'list') return store.openResume(choice.sessions!, id => { void commandUi.resume(id) })
         await switchTo(choice.id, 'Resumed session')
       },
       fork: async () => {
@@ -359,6 +361,7 @@ export class TuiApp extends Service {
     const info = {
       model: route.model,
       folder: displayFolder(cwd),
+      home: homedir(),
       ...model === undefined ? {} : { contextWindow: model.contextWindow },
       permission: () => approval === undefined ? 'auto-run tools' : permissionLabel(approval, store.agent.session),
       sessionId: () => store.agent.id,
