@@ -41,6 +41,10 @@ export class SessionsListApp extends Service {
   async run(): Promise<number> {
     const { host } = this.ctx
     const args = host.args
+    // The launcher reads its flags before the subcommand's own words (`dsh --patch F sessions
+    // export ID`, `dsh sessions --patch F export ID`); after them one would be lost.
+    const late = args.find(arg => /^--(patch|store|profile)(=|$)/.test(arg))
+    if (late !== undefined) return this.usage(`${late.split('=', 1)[0]} is a launcher flag: put it before the subcommand's words (dsh ${late.split('=', 1)[0]} ... sessions ${args[0] ?? ''} ...)`)
     if (args[0] === 'repair') {
       if (args.length !== 2 || args[1].startsWith('-')) return this.usage('repair needs exactly one session id')
       return this.withId(args[1], id => this.repair(id))
