@@ -5,6 +5,8 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { afterEach, beforeEach } from 'vitest'
+import { FakeDeepSeek } from './fake-deepseek.js'
 
 export function hasTmux(): boolean {
   return spawnSync('tmux', ['-V'], { stdio: 'ignore' }).status === 0
@@ -133,5 +135,49 @@ export class Terminal {
     if (this.closed) return
     this.closed = true
     try { this.tmux(['kill-server']) } catch { /* already gone */ }
+  }
+}
+
+/** What every terminal-app test file shares (`terminalTestBed`). */
+export interface TerminalTestBed {
+  /** tmux is missing: the file's suites skip (one warning line said so). */
+  readonly skip: boolean
+  /** The fake model server of the running test (a fresh one per test). */
+  readonly server: FakeDeepSeek
+  /** Closes `terminal` after the test; returns it. */
+  keep(terminal: Terminal): Terminal
+  /** The environment of a dsh run against the test's fake server, with `extra` on top. */
+  env(home: string, extra?: Readonly<Record<string, string | undefined>>): Record<string, string | undefined>
+}
+
+/**
+ * The set-up of a terminal-app test file: a fake model server started before each test, the
+ * terminals the test kept and the server closed after it. Where tmux is missing, `skip` is true
+ * and one line names `suite` and how to get tmux.
+ */
+export function terminalTestBed(suite: string): TerminalTestBed {
+  const skip = !hasTmux()
+  if (skip) console.warn(`skipping ${suite}: tmux is missing (apt-get install -y tmux)`)
+  let server: FakeDeepSeek | undefined
+  const terminals: Terminal[] = []
+  beforeEach(async () => { server = await FakeDeepSeek.start() })
+  afterEach(async () => {
+    for (const terminal of terminals.splice(0)) terminal.close()
+    await server?.close()
+    server = undefined
+  })
+  return {
+    skip,
+    get server() {
+      if (server === undefined) throw new Error('the fake model server runs only inside a test')
+      return server
+    },
+    keep(terminal) {
+      terminals.push(terminal)
+      return terminal
+    },
+    env(home, extra = {}) {
+      return { DSH_HOME: home, DEEPSEEK_BASE_URL: this.server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', ...extra }
+    },
   }
 }

@@ -22,11 +22,17 @@ const SCOPE_OPTIONS = {
 /**
  * A request's options: allow once, then the scopes it offers (session before settings), then
  * reject. Without scopes exactly `PERMISSION_OPTIONS` (recorded transcripts stay byte-equal).
+ * When the grant is a permission rule (`grants`), its options name the rule as it will be written.
  */
-export function permissionOptions(scopes: PendingApproval['scopes']): readonly { optionId: string; name: string; kind: string }[] {
+export function permissionOptions(scopes: PendingApproval['scopes'], grants?: string): readonly { optionId: string; name: string; kind: string }[] {
   const offered = (['session', 'always'] as const).filter(scope => scopes?.includes(scope) === true)
   if (offered.length === 0) return PERMISSION_OPTIONS
-  return [PERMISSION_OPTIONS[0], ...offered.map(scope => SCOPE_OPTIONS[scope].option), PERMISSION_OPTIONS[1]]
+  const named = (scope: 'session' | 'always') => {
+    const option = SCOPE_OPTIONS[scope].option
+    if (grants === undefined) return option
+    return { ...option, name: scope === 'session' ? `Allow ${grants} for this session` : `Always allow ${grants} (add to settings)` }
+  }
+  return [PERMISSION_OPTIONS[0], ...offered.map(named), PERMISSION_OPTIONS[1]]
 }
 
 /** The answer a selected option gives: only options this request offered grant; anything else rejects. */
@@ -45,28 +51,43 @@ export function permissionAnswer(optionId: string, scopes: PendingApproval['scop
  */
 export async function askPermission(peer: JsonRpcPeer, request: PendingApproval, full: boolean, cwd: string | undefined, signal: AbortSignal): Promise<ApprovalAnswer> {
   const toolCall = full ? permissionToolCall(request, cwd) : { toolCallId: request.callId }
+  // Recorded mode sends what the original sends: a permission rule's wider grants are not offered.
+  const scopes = !full && request.grants !== undefined ? undefined : request.scopes
   const answer = await peer.request('session/request_permission', {
     sessionId: request.sessionId,
     toolCall,
-    options: permissionOptions(request.scopes),
+    options: permissionOptions(scopes, request.grants),
   })
   if (signal.aborted) return 'cancelled'
   const parsed = permissionOutcome.safeParse(answer)
   if (!parsed.success) throw new Error(`the client answered session/request_permission with ${JSON.stringify(answer)}`)
   const outcome = parsed.data.outcome
   if (outcome.outcome === 'cancelled') return 'cancelled'
-  return permissionAnswer(outcome.optionId, request.scopes)
+  return permissionAnswer(outcome.optionId, scopes)
 }
 
-/** The tool call a `full`-mode permission request shows: title, kind, raw input, the file touched. */
-function permissionToolCall(request: PendingApproval, cwd: string | undefined) {
+/**
+ * The tool call a `full`-mode permission request shows: title, kind, raw input, the file touched,
+ * and (#44.2) the whole command, never cut, with the folder it runs in and what it asks for, as
+ * text content (an editor's tool-call title is one line; the content is not).
+ */
+export function permissionToolCall(request: PendingApproval, cwd: string | undefined) {
   const rawInput = parseArguments(request.arguments ?? '')
   const path = toolPath(request.toolName, rawInput, cwd)
+  const command = typeof rawInput === 'object' && rawInput !== null && typeof (rawInput as { command?: unknown }).command === 'string' ? (rawInput as { command: string }).command : undefined
+  const folder = request.cwd ?? cwd
+  const details = [
+    ...(command !== undefined ? [`$ ${command}`] : []),
+    ...(command !== undefined && folder !== undefined ? [`in ${folder}`] : []),
+    ...(request.reason !== '' ? [request.reason] : []),
+    ...(request.askedBy !== undefined ? [`asked by the permission rule ${request.askedBy.text} (${request.askedBy.source})`] : []),
+  ]
   return {
     toolCallId: request.callId,
     title: request.reason === '' ? toolTitle(request.toolName, rawInput, cwd) : `${toolTitle(request.toolName, rawInput, cwd)}: ${request.reason}`,
     kind: toolKind(request.toolName),
     rawInput,
     ...(path === undefined ? {} : { locations: [{ path }] }),
+    ...(command !== undefined ? { content: [{ type: 'content', content: { type: 'text', text: details.join('\n') } }] } : {}),
   }
 }

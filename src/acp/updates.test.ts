@@ -1,6 +1,6 @@
 import { createTwoFilesPatch } from 'diff'
 import { describe, expect, it } from 'vitest'
-import { liveUpdates, replayUpdates, storedChanges } from './updates.js'
+import { liveUpdates, replayUpdates, storedChanges, toolKind, toolTitle } from './updates.js'
 
 const patch = (before: string, after: string) => createTwoFilesPatch('f.txt', 'f.txt', before, after, '', '', { context: 3 })
 
@@ -39,5 +39,13 @@ describe('code mode over ACP: a program\'s inner calls nest under their run_code
     expect(replayed).toEqual(live)
     // The recorded mode sends none of it (the original's frames).
     expect(liveUpdates(ev('tool/code-dispatch-start', start), 'recorded', '/w')).toEqual([])
+  })
+})
+
+describe('web_search over ACP (#44.8)', () => {
+  it('is a fetch titled by its queries', () => {
+    expect(toolKind('web_search')).toBe('fetch')
+    expect(toolTitle('web_search', { queries: ['node lts', 'bun\n1.2'] }, '/w')).toBe('Search node lts, bun 1.2')
+    expect(toolTitle('web_search', {}, '/w')).toBe('web_search')
   })
 })

@@ -41,6 +41,7 @@ const KINDS: Readonly<Record<string, ToolKind>> = {
   glob: 'search',
   grep: 'search',
   web_fetch: 'fetch',
+  web_search: 'fetch',
   todo_write: 'think',
 }
 
@@ -100,6 +101,11 @@ export function toolTitle(name: string, input: unknown, cwd: string | undefined)
     case 'web_fetch': {
       const url = stringField(input, 'url')
       return url === undefined ? name : `Fetch ${url}`
+    }
+    case 'web_search': {
+      const list = typeof input === 'object' && input !== null ? (input as Record<string, unknown>).queries : undefined
+      const queries = Array.isArray(list) ? list.filter((query): query is string => typeof query === 'string') : []
+      return queries.length === 0 ? name : `Search ${oneLine(queries.map(query => query.replace(/\s+/g, ' ').trim()).join(', '))}`
     }
     case 'todo_write':
       return 'Update plan'

@@ -20,6 +20,10 @@
  *   (`ask_user_question`), answered by the surfaces' question answerers the same way (first
  *   answer wins; none, a throw or a malformed answer ⇒ `unavailable`). Nothing is logged here:
  *   the tool call and its result are the record.
+ * - `rules(provider)`: permission rules (docs/security.md, "Permission rules") join every request:
+ *   a deny rule rejects it and an allow rule grants it without asking (both logged with the rule),
+ *   an ask rule asks; a request asked offers the rule to grant "for this session" or "always".
+ *   Under policy `never` every request is still rejected.
  * - `delegate(parent, child)`: a child session inherits the parent's explicit mode
  *   (`source:"delegation"`) and runs with policy `never` (SB-7).
  *
@@ -69,6 +73,28 @@ export interface ApprovalRequest {
   readonly scopes?: readonly ApprovalScope[]
 }
 
+/** A permission rule as logged and shown: the rule as written, its kind and where it came from. */
+export interface RuleRef {
+  readonly text: string
+  readonly kind: 'allow' | 'ask' | 'deny'
+  readonly source: string
+}
+
+/** What the permission rules say about a request. */
+export interface ApprovalRuling {
+  /** The rule that decides it: `allow` grants without asking, `deny` rejects, `ask` asks. */
+  readonly rule?: RuleRef
+  /** The allow rule an answer "for this session" / "always" grants, and which of the two it offers. */
+  readonly offer?: { readonly rule: string; readonly scopes: readonly ApprovalScope[] }
+}
+
+/** The permission rules' side of the seam (one provider; the disposer removes it). */
+export interface ApprovalRules {
+  ruling(request: ApprovalRequest): ApprovalRuling | undefined | Promise<ApprovalRuling | undefined>
+  /** The user granted `rule` for the session (already in the log) or always (to be remembered). */
+  granted(request: ApprovalRequest, rule: string, scope: ApprovalScope): void
+}
+
 /** A pending request as answerers see it. */
 export interface PendingApproval {
   readonly id: string
@@ -79,6 +105,12 @@ export interface PendingApproval {
   readonly arguments?: string
   /** The wider grants this request offers (absent: once or not at all). */
   readonly scopes?: readonly ApprovalScope[]
+  /** The session's working folder (shown with a command). */
+  readonly cwd?: string
+  /** The rule that made it ask (an ask rule), when one did. */
+  readonly askedBy?: RuleRef
+  /** The allow rule the wider grants (`scopes`) would add, shown to the user as it would be written. */
+  readonly grants?: string
 }
 
 export type ApprovalAnswerer = (request: PendingApproval, signal: AbortSignal) =>
@@ -152,6 +184,8 @@ export interface ApprovalService {
   selectPreset(session: ApprovalSession, name: PresetName): boolean
   request(request: ApprovalRequest): Promise<ApprovalOutcome>
   answerer(answerer: ApprovalAnswerer): () => void
+  /** Permission rules join every request (one provider at a time; the latest wins); the disposer removes them. */
+  rules(rules: ApprovalRules): () => void
   /** Requests waiting for an answer (for surfaces that connect late). */
   pending(sessionId?: string): readonly PendingApproval[]
   delegate(parent: ApprovalSession, child: ApprovalSession): void
@@ -174,8 +208,8 @@ export interface ApprovalService {
 
 /** Log event data (exact shapes of the spec). */
 export interface ApprovalEventMap {
-  'approval/asked': { id: string; toolName: string; callId: string; reason: string }
-  'approval/decided': { id: string; outcome: ApprovalOutcome }
+  'approval/asked': { id: string; toolName: string; callId: string; reason: string; rule?: RuleRef }
+  'approval/decided': { id: string; outcome: ApprovalOutcome; rule?: RuleRef }
   'approval/policy': { policy: ApprovalPolicy; source?: KnobSource }
   'sandbox/mode': { mode: SandboxMode; source?: KnobSource }
   'sandbox/network': { network: NetworkMode; source?: KnobSource }

@@ -9,8 +9,8 @@ import { emitContained } from '../kernel/index.js'
 import { isNetworkMode, isSandboxMode, type NetworkMode, type SandboxMode } from '../sandbox/modes.js'
 import { scanEvents } from '../session/packed-run.js'
 import type {
-  ApprovalAnswer, ApprovalAnswerer, ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ApprovalScope, ApprovalService, ApprovalSession,
-  KnobSource, PendingApproval, PendingQuestion, PermissionPreset, PresetName, QuestionAnswer, QuestionAnswerer,
+  ApprovalAnswer, ApprovalAnswerer, ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ApprovalRules, ApprovalRuling, ApprovalScope, ApprovalService, ApprovalSession,
+  KnobSource, RuleRef, PendingApproval, PendingQuestion, PermissionPreset, PresetName, QuestionAnswer, QuestionAnswerer,
   QuestionOutcome, QuestionRequest, UserQuestion,
 } from './api.js'
 import { APPROVAL_POLICY_CONTEXT, approvalPolicyText, NETWORK_POLICY_CONTEXT, networkPolicyText, SANDBOX_POLICY_CONTEXT, sandboxPolicyText } from './texts.js'
@@ -55,12 +55,18 @@ const PRESETS: ReadonlySet<unknown> = new Set(PERMISSION_PRESETS.map(p => p.name
 const isObject = (data: unknown): data is Record<string, unknown> => typeof data === 'object' && data !== null && !Array.isArray(data)
 const nonEmpty = (value: unknown) => typeof value === 'string' && value.length > 0
 
+const RULE_KINDS: ReadonlySet<unknown> = new Set(['allow', 'ask', 'deny'])
+/** An optional `rule` of an approval event: the permission rule that decided it (docs/security.md, "Permission rules"). */
+const badRule = (rule: unknown) => rule !== undefined && (!isObject(rule) || !nonEmpty(rule.text) || !RULE_KINDS.has(rule.kind) || !nonEmpty(rule.source))
+
 /** Strict validators of the five log events (S-2). */
 export const APPROVAL_EVENT_VALIDATORS: Readonly<Record<string, (data: unknown) => string | null>> = {
   'approval/asked': data => !isObject(data) ? 'data must be an object'
-    : !nonEmpty(data.id) || !nonEmpty(data.toolName) || !nonEmpty(data.callId) || typeof data.reason !== 'string' ? 'needs string id, toolName, callId and reason' : null,
+    : !nonEmpty(data.id) || !nonEmpty(data.toolName) || !nonEmpty(data.callId) || typeof data.reason !== 'string' ? 'needs string id, toolName, callId and reason'
+    : badRule(data.rule) ? 'rule must be {text, kind: allow|ask|deny, source} when present' : null,
   'approval/decided': data => !isObject(data) ? 'data must be an object'
-    : !nonEmpty(data.id) || !ALL_OUTCOMES.has(data.outcome as string) ? 'needs an id and an outcome allowed-once|allowed-session|allowed-always|rejected|cancelled|unavailable' : null,
+    : !nonEmpty(data.id) || !ALL_OUTCOMES.has(data.outcome as string) ? 'needs an id and an outcome allowed-once|allowed-session|allowed-always|rejected|cancelled|unavailable'
+    : badRule(data.rule) ? 'rule must be {text, kind: allow|ask|deny, source} when present' : null,
   'approval/policy': data => !isObject(data) ? 'data must be an object'
     : data.policy !== 'ask' && data.policy !== 'never' ? 'policy must be ask or never' : !SOURCES.has(data.source) ? 'source must be "delegation" when present' : null,
   'sandbox/mode': data => !isObject(data) ? 'data must be an object'
@@ -92,6 +98,7 @@ export class ApprovalPlugin extends Service implements ApprovalService {
   private readonly folds = new WeakMap<object, Fold>()
   private readonly approvals: PendingRequests<ApprovalAnswerer, PendingApproval>
   private readonly questions: PendingRequests<QuestionAnswerer, PendingQuestion>
+  private ruleProvider: ApprovalRules | undefined
   private readonly deployment: { mode: SandboxMode; policy: ApprovalPolicy; network: NetworkMode }
 
   constructor(ctx: Context, config: ApprovalConfig = {}) {
@@ -247,29 +254,64 @@ export class ApprovalPlugin extends Service implements ApprovalService {
     return this.approvals.list(sessionId)
   }
 
+  rules(rules: ApprovalRules): () => void {
+    const dispose = this.ctx.effect(() => {
+      this.ruleProvider = rules
+      return () => { if (this.ruleProvider === rules) this.ruleProvider = undefined }
+    }, 'approval: permission rules')
+    return () => { void dispose() }
+  }
+
+  /** What the rules say; a provider that throws decides nothing (the request is asked as usual). */
+  private async ruling(request: ApprovalRequest): Promise<ApprovalRuling | undefined> {
+    try {
+      return await this.ruleProvider?.ruling(request)
+    } catch {
+      return undefined
+    }
+  }
+
   async request(request: ApprovalRequest): Promise<ApprovalOutcome> {
     const { session } = request
     if (!session.position.turnOpen) throw new Error(`approval for tool "${request.toolName}" was requested outside an open turn (AP-2)`)
     const id = randomUUID()
-    session.append('approval/asked', { id, toolName: request.toolName, callId: request.callId, reason: request.reason })
-    const outcome = await this.decide(id, request)
+    const ruling = this.ruleProvider === undefined ? undefined : await this.ruling(request)
+    const rule = ruling?.rule
+    session.append('approval/asked', { id, toolName: request.toolName, callId: request.callId, reason: request.reason, ...(rule !== undefined ? { rule } : {}) })
+    // A request's own wider grants (a network host) stand; otherwise the rules may offer theirs.
+    const offer = request.scopes === undefined || request.scopes.length === 0 ? ruling?.offer : undefined
+    let outcome: ApprovalOutcome
+    let decidedBy: RuleRef | undefined
+    if (this.policy(session) === 'never') outcome = 'rejected'
+    else if (rule?.kind === 'deny') outcome = 'rejected', decidedBy = rule
+    else if (rule?.kind === 'allow') outcome = 'allowed-once', decidedBy = rule
+    else outcome = await this.decide(id, request, rule, offer)
+    const granted = offer !== undefined && (outcome === 'allowed-session' || outcome === 'allowed-always')
+    if (granted) decidedBy = { text: offer.rule, kind: 'allow', source: outcome === 'allowed-session' ? 'session' : 'user settings' }
     try {
-      session.append('approval/decided', { id, outcome })
+      session.append('approval/decided', { id, outcome, ...(decidedBy !== undefined ? { rule: decidedBy } : {}) })
     } catch (error) {
       // The turn closed under us (a cancel that already ended it): the call still does not run.
-      if (outcome === 'allowed-once') return 'cancelled'
+      if (outcome === 'allowed-once' || granted) return 'cancelled'
       void error
     }
-    return outcome
+    if (!granted) return outcome
+    try { this.ruleProvider?.granted(request, offer.rule, outcome === 'allowed-session' ? 'session' : 'always') } catch { /* the grant holds for this call */ }
+    // The caller offered no wider grant itself: to it this is a yes for this call.
+    return 'allowed-once'
   }
 
-  private async decide(id: string, request: ApprovalRequest): Promise<ApprovalOutcome> {
-    if (this.policy(request.session) === 'never') return 'rejected'
+  private async decide(id: string, request: ApprovalRequest, askedBy?: RuleRef, offer?: ApprovalRuling['offer']): Promise<ApprovalOutcome> {
     if (request.signal?.aborted) return 'cancelled'
+    const scopes = offer !== undefined ? offer.scopes : request.scopes
+    const cwd = request.session.header.cwd
     const view: PendingApproval = {
       id, sessionId: request.session.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
       ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
-      ...(request.scopes !== undefined && request.scopes.length > 0 ? { scopes: [...new Set(request.scopes)] } : {}),
+      ...(scopes !== undefined && scopes.length > 0 ? { scopes: [...new Set(scopes)] } : {}),
+      ...(cwd !== undefined ? { cwd } : {}),
+      ...(askedBy !== undefined ? { askedBy } : {}),
+      ...(offer !== undefined && offer.scopes.length > 0 ? { grants: offer.rule } : {}),
     }
     return this.approvals.settle<ApprovalOutcome>({
       view,

@@ -123,6 +123,36 @@ const sandboxNetwork = (host: Host) => {
  * user's edits, settings.yaml `sandbox: {denyRead: [...], allowRead: [...]}` (the plugin checks
  * them). Trust rule: a project's own .env may not move the home whose secrets are hidden.
  */
+/** The flags that add a permission rule for one run (repeatable; read wherever they stand in the app's arguments). */
+export const RULE_FLAGS = ['--allow', '--deny'] as const
+
+/** `--allow RULE` / `--deny RULE` (or `--allow=RULE`) of the app's arguments. */
+export function ruleFlags(args: readonly string[]): { allow: string[]; deny: string[] } {
+  const out = { allow: [] as string[], deny: [] as string[] }
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!
+    if (arg === '--') break
+    for (const flag of RULE_FLAGS) {
+      if (arg === flag) {
+        const value = args[i + 1]
+        if (value === undefined || value === '') throw new UsageError(`${flag} needs a rule, e.g. ${flag} 'Bash(npm run test:*)'`)
+        out[flag === '--allow' ? 'allow' : 'deny'].push(value)
+        i += 1
+      } else if (arg.startsWith(`${flag}=`)) out[flag === '--allow' ? 'allow' : 'deny'].push(arg.slice(flag.length + 1))
+    }
+  }
+  return out
+}
+
+/** Where the permission rules come from (docs/security.md, "Permission rules"); the row reads the project's files. */
+const permissionSources = (host: Host) => ({
+  root: host.cwd, home: userHome(host), dshHome: host.home,
+  ...(host.settings.permissions !== undefined ? { user: host.settings.permissions } : {}),
+  userFile: homePaths(host.home).settings, settingsFile: homePaths(host.home).settings,
+  flags: ruleFlags(host.args),
+  log: (line: string) => { host.stderr.write(`${line}\n`) },
+})
+
 /** The user's home folder: HOME, unless the project's own .env set it (a project may not move it). */
 const userHome = (host: Host): string => {
   const entry = host.env.get('HOME')
@@ -185,6 +215,28 @@ const toolsMode = (host: Host) => {
   return { mode: chosen }
 }
 
+/**
+ * web_search (docs/web-search.md): settings.yaml `webSearch`, the provider from
+ * DSH_WEB_SEARCH_PROVIDER over `webSearch.provider` (not from the project's own .env: a project
+ * does not turn on a tool for itself); keys by name from the environment and the credentials file.
+ */
+const webSearch = (host: Host) => {
+  const chosen: unknown = host.settings.webSearch
+  if (chosen !== undefined && (typeof chosen !== 'object' || chosen === null || Array.isArray(chosen))) {
+    throw new Error(`webSearch in settings.yaml must be a mapping (provider, providers, maxResults, maxQueries, timeoutMs), not ${JSON.stringify(chosen)}`)
+  }
+  const settings = (chosen ?? {}) as Record<string, unknown>
+  for (const key of ['maxResults', 'maxQueries', 'timeoutMs']) {
+    const value = settings[key]
+    if (value !== undefined && (!Number.isInteger(value) || (value as number) < 1)) throw new Error(`webSearch.${key} in settings.yaml must be a positive integer, not ${JSON.stringify(value)}`)
+  }
+  if (settings.provider !== undefined && typeof settings.provider !== 'string') throw new Error(`webSearch.provider in settings.yaml must be a provider name, not ${JSON.stringify(settings.provider)}`)
+  if (settings.providers !== undefined && (typeof settings.providers !== 'object' || settings.providers === null || Array.isArray(settings.providers))) throw new Error('webSearch.providers in settings.yaml must map provider names to their settings')
+  const env = host.env.get('DSH_WEB_SEARCH_PROVIDER')
+  const provider = env !== undefined && env.value !== '' && env.source !== join(host.cwd, '.env') ? env.value : settings.provider
+  return { ...settings, ...(provider !== undefined ? { provider } : {}), credentials: (name: string) => host.env.value(name) }
+}
+
 /** Self-extension (docs/extensions.md): DSH_CORDIS_TOOLS (1/0), else `tools.cordis` in settings; off by default. */
 const cordisTools = (host: Host) => {
   const env = host.env.value('DSH_CORDIS_TOOLS')
@@ -228,6 +280,12 @@ registerBuiltinPlugin('llm-openai', 'OpenAI-compatible chat-completions adapter 
   async () => withHost((await base()).OpenAiCompatiblePlugin, credentials))
 registerBuiltinPlugin('llm-providers', 'OpenAI-compatible providers added in settings (settings.yaml providers, the web UI) (ctx.llmProviders)',
   async () => withHost((await base()).SettingsProvidersPlugin, host => ({ ...credentials(host), providers: host.settings.providers })))
+registerBuiltinPlugin('llm-presets', 'provider presets: openai/, anthropic/, openrouter/, ollama/, vllm/, llamacpp/ model routes, registered and loaded on first use (ctx.llmPresets)',
+  async () => withHost((await base()).ProviderPresetsPlugin, host => ({
+    ...credentials(host),
+    variable: (name: string) => host.env.value(name),
+    keyUse: (keyName: string, urlName: string) => storedKeyUse(host, keyName, urlName),
+  })))
 registerBuiltinPlugin('tools', 'the tool registry and execution pipeline (ctx.tools)',
   async () => (await base()).ToolsPlugin)
 registerBuiltinPlugin('builtin-tools', 'bash, read, write, edit, glob, grep, todo_write',
@@ -242,6 +300,8 @@ registerBuiltinPlugin('tool-read-image', 'read_image: the model looks at an imag
   async () => (await base()).ReadImageToolPlugin)
 registerBuiltinPlugin('tool-web-fetch', 'web_fetch: fetch a URL as readable text (off by default)',
   async () => (await base()).WebFetchToolPlugin)
+registerBuiltinPlugin('web-search', 'web_search: DeepSeek, Exa, Perplexity or your own search service (settings webSearch.provider, DSH_WEB_SEARCH_PROVIDER; none chosen loads nothing)',
+  async () => withHost((await import('../web-search/row.js')).WebSearchRow as unknown as PluginClass, webSearch))
 registerBuiltinPlugin('tool-session-event-read', 'session_event_read: read an event of the session log back by seq (off by default)',
   async () => (await base()).SessionEventReadToolPlugin)
 registerBuiltinPlugin('tool-bash-persistent', 'bash in one persistent shell per session (in place of builtin bash: set builtin-tools config bash: false)',
@@ -260,6 +320,8 @@ registerBuiltinPlugin('instructions', 'AGENTS.md / CLAUDE.md of the session fold
   async () => withHost((await base()).WorkspaceInstructionsPlugin, host => ({ home: host.home, claudeHome: join(userHome(host), '.claude') })))
 registerBuiltinPlugin('approval', 'permission knobs (sandbox mode, approval policy, presets) and approval requests (ctx.approval)',
   async () => withHost((await base()).ApprovalPlugin, permissionDefaults))
+registerBuiltinPlugin('permissions', 'permission rules: allow / ask / deny in Claude Code syntax (settings.yaml permissions, --allow/--deny, .dsh/settings.yaml, trusted .claude/settings.json)',
+  async () => withHost((await base()).PermissionsRow as unknown as PluginClass, permissionSources))
 registerBuiltinPlugin('sandbox', 'OS sandbox for bash (bubblewrap) and the write fence for write/edit (ctx.sandbox)',
   // dsh's home (sessions, credentials, the trust list) is protected wherever it lies, and hidden.
   async () => withHost((await base()).SandboxPlugin, host => ({ workspaceRoot: host.cwd, protectedPaths: [host.home], ...secretReads(host), ...sandboxNetwork(host) })))
@@ -303,11 +365,15 @@ registerBuiltinPlugin('sdk-server', 'app: JSON-RPC SDK server over stdio (sessio
   async () => (await import('../sdk/server.js')).SdkServerApp)
 registerBuiltinPlugin('commands', 'the slash-command registry every surface uses (ctx.commands; /model, /status)',
   async () => {
-    const { CommandsPlugin, readPriceTable } = await base()
-    return withHost(CommandsPlugin, host => ({ prices: readPriceTable(host.settings.model?.prices) }))
+    const { CommandsPlugin, readPriceTable, withShippedPrices, shippedPrices } = await base()
+    return withHost(CommandsPlugin, host => ({ prices: withShippedPrices(shippedPrices(), readPriceTable(host.settings.model?.prices)) }))
   })
 registerBuiltinPlugin('skills', 'SKILL.md skills: discovery, the catalog message, the skill tool, /skills and /<skill>',
-  async () => withHost((await base()).SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home, claudeHome: join(userHome(host), '.claude') })))
+  async () => {
+    const [{ SkillsPlugin }, { trustChecker }] = await Promise.all([base(), import('../trust/index.js')])
+    // A project's .claude/skills counts in a trusted folder only, as its hook files (docs/skills.md).
+    return withHost(SkillsPlugin, host => ({ cwd: host.cwd, dshHome: host.home, claudeHome: join(userHome(host), '.claude'), projectTrusted: trustChecker(host.home) }))
+  })
 registerBuiltinPlugin('plan-mode', 'plan mode: /plan, the plan:policy section, exit_plan_mode reviewed through approvals (guidance, not enforcement)',
   async () => (await base()).PlanModePlugin)
 registerBuiltinPlugin('questions', 'ask_user_question: the model asks the user through the approval seam\'s question answerers (children are refused)',

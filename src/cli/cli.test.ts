@@ -238,7 +238,7 @@ describe('dsh --profile headless permissions (AP-3, SB-2)', () => {
     const before = server.requests.length
     const result = await runDsh(['--profile', 'headless', 'create x.txt'], { cwd, env: { ...envFor(home), DSH_PERMISSION_MODE: 'read-only' } })
     expect(existsSync(join(cwd, 'x.txt'))).toBe(false)
-    expect(withoutSessionHint(result.stderr)).toBe('dsh: write needs approval (escalate sandbox to workspace-write: the user asked for x.txt) and headless runs cannot ask; it was refused. To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE).\n')
+    expect(withoutSessionHint(result.stderr)).toBe('dsh: write needs approval (escalate sandbox to workspace-write: the user asked for x.txt) and headless runs cannot ask; it was refused. To allow writes in the working folder, pass --permission-mode workspace-write (or set DSH_PERMISSION_MODE). Or allow just this with --allow \'Write(x.txt)\' (or permissions.allow in settings.yaml).\n')
     const tool = server.requests[before + 1]!.body.messages.find((m: { role: string }) => m.role === 'tool')
     expect(tool.content).toBe('Error: sandbox escalation to "workspace-write" requires approval, but no approval channel is available')
   })

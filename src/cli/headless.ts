@@ -44,7 +44,7 @@ export interface HeadlessArgs {
 }
 
 /** The headless app's options and the launcher's, for a mistyped one's suggestion. */
-const HEADLESS_OPTIONS = ['--output', '--session', '--model', '--cwd', '--trust-project-mcp', '--network', '--permission-mode', '--profile', '--patch', '--store', '--help', '--version']
+const HEADLESS_OPTIONS = ['--output', '--session', '--model', '--cwd', '--trust-project-mcp', '--network', '--permission-mode', '--allow', '--deny', '--profile', '--patch', '--store', '--help', '--version']
 
 /** The launcher's subcommands (main.ts): never the first word of a task. */
 const SUBCOMMAND_WORDS: ReadonlySet<string> = new Set(['sessions', 'web', 'tui', 'mcp', 'trust'])
@@ -71,6 +71,9 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
     else if (arg === '--trust-project-mcp') continue
     // Read by the approval row (the deployment's network mode), checked there.
     else if (arg === '--network') value()
+    // Read by the permissions row (rules for this run), checked there.
+    else if (arg === '--allow' || arg === '--deny') value()
+    else if (arg.startsWith('--allow=') || arg.startsWith('--deny=')) continue
     else if (arg === '--permission-mode') {
       const mode = value()
       if (!isSandboxMode(mode)) throw new UsageError(`--permission-mode must be ${SANDBOX_MODES.join(', ')}, not "${mode}"`)
@@ -238,7 +241,10 @@ export class HeadlessApp extends Service {
         say(`a sandboxed command tried to ${request.reason}; headless runs cannot ask, so it was refused. Add the host to sandbox.allowedHosts in settings.yaml, or pass --network full.`)
         return
       }
-      say(`${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${widerHint(approval?.mode(session))}`)
+      // An ask rule asks under every mode: only the rule's owner can change that, so no mode is suggested.
+      const why = request.askedBy !== undefined ? `The permission rule ${request.askedBy.text} (${request.askedBy.source}) asks before it.` : widerHint(approval?.mode(session))
+      const rule = request.grants !== undefined && request.askedBy === undefined ? ` Or allow just this with --allow '${request.grants}' (or permissions.allow in settings.yaml).` : ''
+      say(`${request.toolName} needs approval (${request.reason}) and headless runs cannot ask; it was refused. ${why}${rule}`)
     })
     // ask_user_question fails closed here too (no one to ask): say which question went unanswered.
     const offQuestion = this.ctx.on('approval/question-settled', (question: PendingQuestion, outcome: QuestionOutcome) => {

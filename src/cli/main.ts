@@ -72,7 +72,7 @@ In a terminal, with no task (docs/terminal.md):
   dsh -c, --continue               continue the latest session of this folder
   dsh --resume                     pick a stored session to continue
   dsh --session ID                 continue that session
-  (also --model, --cwd, --permission-mode and --network, as below)
+  (also --model, --cwd, --permission-mode, --allow, --deny and --network, as below)
 
 Launcher flags (before app arguments):
   --profile NAME          composition to run (default: tui in a terminal without a task, else
@@ -91,11 +91,16 @@ Headless app (dsh --profile headless ...):
   --output text|json|stream-json   output format (default text): the answer; one JSON result
                                    object; or one line per session event, then the result
   --session ID                     continue a stored session
-  --model NAME                     model route, e.g. deepseek-v4-pro
+  --model NAME                     model route, e.g. deepseek-v4-pro, or a provider preset's
+                                   PROVIDER/MODEL: openai/gpt-5, anthropic/claude-sonnet-4-5,
+                                   openrouter/..., ollama/llama3.2, vllm/..., llamacpp/...
   --cwd DIR                        workspace folder (default: current folder)
   --permission-mode MODE           read-only, workspace-write (default: writes in the folder,
                                    bash in a sandbox) or danger-full-access (no sandbox, no
                                    approvals); see docs/security.md
+  --allow RULE, --deny RULE        a permission rule for this run (repeatable), in Claude
+                                   Code's syntax: 'Bash(npm run test:*)', 'Edit(src/**)',
+                                   'WebFetch(domain:example.com)'; see docs/security.md
   --trust-project-mcp              run the MCP servers of the project's .mcp.json
   --network MODE                   network of sandboxed commands and web_fetch: allowlist
                                    (default: only sandbox.allowedHosts, through dsh's proxy),

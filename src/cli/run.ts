@@ -260,7 +260,7 @@ async function settle(fibers: readonly { await(): Promise<unknown> }[]): Promise
  */
 export const IN_MEMORY_ONLY_ROWS: ReadonlySet<string> = new Set([
   'llm', 'llm-deepseek', 'llm-openai', 'llm-providers', 'llm-retry', 'tools', 'builtin-tools',
-  'tool-web-fetch', 'tool-session-event-read', 'tool-read-image', 'system-prompt', 'runtime-contexts', 'instructions',
+  'tool-web-fetch', 'web-search', 'tool-session-event-read', 'tool-read-image', 'system-prompt', 'runtime-contexts', 'instructions',
   'approval', 'sandbox', 'agent-loop', 'checkpoints',
 ])
 

@@ -11,6 +11,8 @@ import type { EventDataValidator, SessionEvent } from '../session/types.js'
 import { priceOf, trajectoryOf, type PriceTable } from '../session/trajectory.js'
 import { compactNumber } from '../host/numbers.js'
 import '../llm/api.js'
+import type {} from '../llm/presets/index.js'
+import { availableModels, findRoute } from '../host/route.js'
 import type { Agent } from '../agent/api.js'
 import '../approval/api.js'
 import { NETWORK_MODES, type NetworkMode } from '../sandbox/modes.js'
@@ -189,10 +191,16 @@ function modelCommand(ctx: Context): SlashCommand {
       const wanted = args.trim()
       if (wanted === '') {
         const names = models.map(info => info.model === agent.config.model && info.provider === agent.config.provider ? `* ${info.model}` : `  ${info.model}`)
-        return { kind: 'success', text: `Model: ${agent.config.model} (${agent.config.provider})${names.length > 0 ? `\nAvailable:\n${names.join('\n')}` : ''}` }
+        const presets = ctx.get('llmPresets')?.hint()
+        return { kind: 'success', text: `Model: ${agent.config.model} (${agent.config.provider})${names.length > 0 ? `\nAvailable:\n${names.join('\n')}` : ''}${presets === undefined ? '' : `\nOr a provider's model, ${presets}: /model openai/gpt-5, /model anthropic/claude-sonnet-4-5, /model ollama/llama3.2`}` }
       }
-      const found = models.find(info => info.model === wanted || `${info.provider}/${info.model}` === wanted)
-      if (found === undefined) return { kind: 'error', text: `Unknown model "${wanted}" (available: ${models.map(info => info.model).join(', ') || 'none'})` }
+      let found: { provider: string; model: string } | undefined
+      try {
+        found = llm === undefined ? undefined : findRoute(ctx, wanted)
+      } catch (error) {
+        return { kind: 'error', text: (error as Error).message }
+      }
+      if (found === undefined) return { kind: 'error', text: `Unknown model "${wanted}" (${llm === undefined ? 'available: none' : availableModels(ctx)})` }
       if (agent.status === 'running') return { kind: 'error', text: 'The model can change between turns: stop the running turn first.' }
       const agents = ctx.get('agents')
       if (agents === undefined) return { kind: 'error', text: 'No agent registry is loaded.' }
@@ -250,9 +258,9 @@ function lastContextTokens(events: readonly SessionEvent[]): number {
   for (let index = events.length - 1; index >= 0; index -= 1) {
     const event = events[index]!
     if (event.type !== 'assistant/message') continue
-    const usage = (event.data as { usage?: { inputTokens?: number; cacheReadTokens?: number; outputTokens?: number } }).usage
+    const usage = (event.data as { usage?: { inputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; outputTokens?: number } }).usage
     if (usage?.inputTokens === undefined) continue
-    return usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0)
+    return usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0) + (usage.outputTokens ?? 0)
   }
   return 0
 }

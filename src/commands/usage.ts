@@ -62,8 +62,8 @@ function lastRequest(events: readonly SessionEvent[]): { header?: Header; used: 
   for (let index = events.length - 1; index >= 0 && (used === 0 || header === undefined); index -= 1) {
     const event = events[index]!
     if (used === 0 && event.type === 'assistant/message') {
-      const usage = (event.data as { usage?: { inputTokens?: number; cacheReadTokens?: number; outputTokens?: number } }).usage
-      if (usage?.inputTokens !== undefined) used = usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0)
+      const usage = (event.data as { usage?: { inputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; outputTokens?: number } }).usage
+      if (usage?.inputTokens !== undefined) used = usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0) + (usage.outputTokens ?? 0)
     } else if (header === undefined && event.type === 'request/header') header = (event.data as { header?: Header }).header
   }
   return { ...header !== undefined && { header }, used }

@@ -197,7 +197,7 @@ export class CompactionPlugin {
       const message = deriveEventMessage(session.events[seq])
       if (message !== null) after += estimateTokens(message)
     }
-    return usage.inputTokens! + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0) + after + extra
+    return usage.inputTokens! + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0) + (usage.outputTokens ?? 0) + after + extra
   }
 
   private async maybeCompact(session: Session, turn: number, incoming: readonly Message[], signal: AbortSignal): Promise<void> {

@@ -11,10 +11,10 @@ import type { UserMessage } from '../llm/types.js'
 import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
 import { isRuntimeContextSnapshot } from './replay-project.js'
-import { recordedPermissions, recordedRunner } from './replay-plan.js'
+import { driverScript, recordedPermissions, recordedRunner } from './replay-plan.js'
 import type { HookFileSource } from '../hooks/api.js'
 import { fetchedOrigins } from './page-server.js'
-import { BUILTIN_TOOLS, CAPABILITIES as REPLAY_CAPABILITIES, CORDIS_TOOL_NAMES, DELEGATION_SOURCES, HOOK_PLUGINS, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
+import { BUILTIN_TOOLS, CAPABILITIES as REPLAY_CAPABILITIES, CORDIS_TOOL_NAMES, DELEGATION_SOURCES, HOOK_PLUGINS, pwshMissing, recordedPresentation, RUN_CODE } from './replay-rules.js'
 import { CODE_MODE_PLUGIN } from '../code-mode/index.js'
 import { AGENT_INSTRUCTIONS_SOURCE } from '../instructions/index.js'
 import { fixtureCompactions, isFixtureCompaction } from './fixture-compaction.js'
@@ -28,7 +28,7 @@ const SUPPORTED_PRODUCT_TAGS = new Set(['sandbox', 'approval', 'fs', 'bash', 'to
 const CAPABILITIES: readonly [prefix: string, capability: string][] = [['subagent/', 'subagents'], ...REPLAY_CAPABILITIES]
 
 /** INDEX.md tags of PRODUCT scenarios whose plugins dsh has; a PRODUCT scenario runs when all its tags are here. */
-const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp', 'pty', 'subagent-product'])
+const PRODUCT_TAGS = new Set(['hooks', 'bash', 'protocol', 'todo', 'skill', 'goal', 'cancel', 'web-fetch', 'spill', 'session-query', 'jobs', 'code-mode', 'image', 'workspace-instructions', 'workflow', 'subagent', 'cordis', 'lsp', 'pty', 'subagent-product', 'pwsh'])
 
 export type Kind = 'acp' | 'sdk' | 'headless'
 
@@ -139,6 +139,8 @@ export function plan(scenario: Scenario): string | Plan {
   const text = readFileSync(join(dir, 'session.jsonl'), 'utf8')
   const parsed = parseSessionFile(text)
   const events = parsed.events
+  const noPwsh = pwshMissing(events)
+  if (noPwsh !== undefined) return noPwsh
   for (const event of events) {
     const lacking = CAPABILITIES.find(([prefix]) => event.type.startsWith(prefix))
     if (lacking !== undefined) return `missing capability: ${lacking[1]} (recorded ${event.type})`
@@ -154,15 +156,10 @@ export function plan(scenario: Scenario): string | Plan {
       }
     }
   }
-  let steps: Step[] = []
-  let permissionAnswers: { kind: string }[] = []
-  if (files.includes('input.json')) {
-    const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: Step[]; permissionAnswers?: { kind: string }[] }
-    steps = input.steps
-    permissionAnswers = input.permissionAnswers ?? []
-    const unsupported = steps.find(step => !SUPPORTED_OPS.has(step.op))
-    if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
-  } else if (scenario.kind === 'acp') return 'no input.json driver script'
+  const driver = driverScript<Step>(dir, files)
+  if (typeof driver === 'string') return driver
+  if (driver === undefined && scenario.kind === 'acp') return 'no input.json driver script'
+  const { steps, answers: permissionAnswers } = driver ?? { steps: [], answers: [] }
   // A header-only session.jsonl (override-driven): the compared session.expected.jsonl holds the recorded chunks.
   const expectedLog = join(dir, 'session.expected.jsonl')
   const recorded = !events.some(event => event.type === 'turn/start') && existsSync(expectedLog) ? parseSessionFile(readFileSync(expectedLog, 'utf8')).events : events

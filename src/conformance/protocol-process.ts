@@ -10,6 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { writeFixtureCompactionPlugin } from './fixture-compaction.js'
 import { productPatchRows } from './product-subagents.js'
 import { type Kind, type Plan } from './protocol-plan.js'
+import { persistentComposition } from './replay-rules.js'
 
 export const SUITE = 'protocol'
 
@@ -87,6 +88,12 @@ export function writePatch(plan: Plan, folder: string, kind: Kind): string {
   if (plan.fixtureCompactions.size > 0) rows.push({ insert: [{ id: 'replay-fixture-compaction', name: writeFixtureCompactionPlugin(folder, plan.fixtureCompactions) }] })
   // The recording's composition had the lsp tool (its row is off in the shipped bundle).
   if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'lsp')) rows.push({ id: 'lsp', disabled: false })
+  // The persistent-tools composition: bash in one persistent shell, and str_replace_editor.
+  if (persistentComposition(plan.events)) {
+    rows.push({ id: 'builtin-tools', config: { bash: false } },
+      { insert: [{ id: 'replay-bash-persistent', name: 'tool-bash-persistent' }, { id: 'replay-str-replace-editor', name: 'tool-str-replace-editor' }] })
+  }
+  if (plan.events.some(e => e.type === 'tool/call' && (e.data as { name: string }).name === 'pwsh')) rows.push({ insert: [{ id: 'replay-pwsh', name: 'tool-pwsh' }] })
   if (plan.products !== undefined) rows.push(...productPatchRows(plan.products, folder))
   // The recorded transcripts show the original's frames: the ACP server's compatibility mode.
   if (kind === 'acp') rows.push({ id: 'app', config: { updates: 'recorded' } })

@@ -110,7 +110,9 @@ describe.skipIf(!existsSync(examples))('protocol suite over the recorded ACP and
       // Self-extension (DSH_CORDIS_TOOLS=1): cordis_inspect_query in the dsh process.
       'acp-agent/tests/snapshots/cordis-inspect-jsdoc',
       // cordis, run_code, a subagent and a workflow in one turn.
-      'acp-agent/tests/snapshots/advanced-toolchain']) {
+      'acp-agent/tests/snapshots/advanced-toolchain',
+      // The SDK's persistent-tools composition (the shell's `exit` line as recorded).
+      'jsonrpc-agent/tests/snapshots/persistent-tools']) {
       expect(passed).toContain(name)
     }
     expect(results.filter(result => result.status === 'skip').every(result => (result.detail ?? '') !== '')).toBe(true)

@@ -17,7 +17,7 @@ import { type HookFileSource } from '../hooks/index.js'
 import { APPROVAL_POLICY_CONTEXT, SANDBOX_POLICY_CONTEXT, type ApprovalPolicy } from '../approval/index.js'
 import { isSandboxMode, landlockRunner, LANDLOCK_PARTIAL_NOTICE, type SandboxMode, type SandboxRunner } from '../sandbox/index.js'
 import { DEFAULT_TOOL_ROWS, type SubagentToolRow } from '../subagents/index.js'
-import { BUILTIN_TOOLS, CAPABILITIES, COMPARED, MASKED, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
+import { BUILTIN_TOOLS, CAPABILITIES, COMPARED, MASKED, pwshMissing, recordedPresentation, RUN_CODE, SUPPORTED_OPS } from './replay-rules.js'
 import { fixtureCompactions } from './fixture-compaction.js'
 import { stepEfforts } from './step-efforts.js'
 import { workspaceHookFiles } from './workspace.js'
@@ -73,6 +73,18 @@ export function findScenarios(root: string): Scenario[] {
 }
 
 /** One step of a recorded driver script (`input.json`). */
+/**
+ * The scenario's `input.json` driver script (its steps and recorded permission answers), none
+ * when there is no such file, or the SKIP reason naming an op the suites do not play.
+ */
+export function driverScript<T extends { readonly op: string }>(dir: string, files: readonly string[]): { steps: T[]; answers: { kind: string }[] } | string | undefined {
+  if (!files.includes('input.json')) return undefined
+  const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: T[]; permissionAnswers?: { kind: string }[] }
+  const unsupported = input.steps.find(step => !SUPPORTED_OPS.has(step.op))
+  if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
+  return { steps: input.steps, answers: input.permissionAnswers ?? [] }
+}
+
 interface DriverStep { readonly op: string; readonly text?: string; readonly content?: unknown; readonly waitForFile?: { readonly path?: unknown } }
 
 export interface Plan {
@@ -220,15 +232,9 @@ export function plan(scenario: Scenario): string | Plan {
   }
   const problem = unsupported(events.slice(seedLength))
   if (problem !== undefined) return problem
-  let ops: DriverStep[] = []
-  let answers: { kind: string }[] = []
-  if (files.includes('input.json')) {
-    const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8')) as { steps: DriverStep[]; permissionAnswers?: { kind: string }[] }
-    ops = input.steps
-    answers = input.permissionAnswers ?? []
-    const unsupported = ops.find(step => !SUPPORTED_OPS.has(step.op))
-    if (unsupported !== undefined) return `missing capability: driver op ${unsupported.op}`
-  }
+  const driver = driverScript<DriverStep>(dir, files)
+  if (typeof driver === 'string') return driver
+  const { steps: ops, answers } = driver ?? { steps: [], answers: [] }
   // The recorded prompts: user-sourced messages inserted into the inbox.
   const prompts: UserMessage[] = []
   for (const event of events.slice(seedLength)) {
@@ -337,6 +343,8 @@ export function unwrapInjected(events: readonly SessionEvent[], failTurns: Reado
 
 /** The first recorded event naming something the suite cannot replay, as a SKIP reason. */
 function unsupported(events: readonly SessionEvent[]): string | undefined {
+  const noPwsh = pwshMissing(events)
+  if (noPwsh !== undefined) return noPwsh
   const dynamic = calls(events, 'cordis_run')
   for (const [index, event] of events.entries()) {
     if (MASKED.has(event.type)) continue

@@ -127,6 +127,8 @@ type Projected = Record<string, unknown>
 export function project(events: readonly SessionEvent[], cwd?: string, knobSections = false): Projected[] {
   const out: Projected[] = []
   const uncwd = (text: string) => cwd === undefined || cwd === '' ? text : text.split(cwd).join('{{cwd}}')
+  // The live folder wherever it is inside a value (a tool call's arguments, as the recorded `{{cwd}}`).
+  const uncwdIn = <T>(value: T): T => cwd === undefined || cwd === '' ? value : JSON.parse(uncwd(JSON.stringify(value))) as T
   for (let index = 0; index < events.length; index++) {
     const event = events[index]!
     if (!COMPARED.has(event.type)) continue
@@ -195,7 +197,7 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
       case 'assistant/message': {
         const message = data.message as { content: unknown }
         out.push({
-          type: event.type, turn: data.turn, step: data.step, content: message.content, interrupted: data.interrupted ?? false,
+          type: event.type, turn: data.turn, step: data.step, content: uncwdIn(message.content), interrupted: data.interrupted ?? false,
           surfaceOp: event.surfaceOp, chunks: event.sourceEventSeqs?.length,
         })
         break
@@ -275,7 +277,7 @@ export function project(events: readonly SessionEvent[], cwd?: string, knobSecti
         out.push({ type: event.type, turn: data.turn, step: data.step, retry: data.retry })
         break
       default:
-        out.push({ type: event.type, ...data })
+        out.push({ type: event.type, ...uncwdIn(data) })
     }
   }
   return out

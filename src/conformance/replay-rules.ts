@@ -8,13 +8,34 @@ import { join } from 'node:path'
 import { RUN_CODE } from '../code-mode/texts.js'
 import { CORDIS_TOOL_NAMES } from '../cordis-dynamic/texts.js'
 import { PTY_TOOL_NAMES } from '../pty/schemas.js'
+import { onPath } from '../shell/tool.js'
 
 export { RUN_CODE }
 
 /** Tools the suite loads (the built-in set). A recorded call to any other tool is a SKIP. */
 export const BUILTIN_TOOLS = new Set(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'todo_write', 'skill', 'web_fetch', 'session_event_read',
   'subagent', 'subagent_fork', 'send_message', 'interrupt_agent', 'list_agents', 'report', 'ask_user_question',
-  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', ...CORDIS_TOOL_NAMES, ...PTY_TOOL_NAMES])
+  'create_goal', 'get_goal', 'update_goal', 'job_output', 'job_kill', 'job_list', 'read_image', 'run_code', 'workflow', 'ralph', 'lsp', 'str_replace_editor', 'pwsh', ...CORDIS_TOOL_NAMES, ...PTY_TOOL_NAMES])
+
+/**
+ * Why a recording that calls `pwsh` cannot run here: no pwsh binary on PATH (the pwsh tools are
+ * offered only where one is). Not a missing capability of dsh: installing PowerShell runs it.
+ */
+export function pwshMissing(events: readonly { type: string; data: unknown }[]): string | undefined {
+  const called = events.some(event => event.type === 'tool/call' && (event.data as { name?: string }).name === 'pwsh')
+  return called && onPath('pwsh') === undefined
+    ? 'pwsh is not installed here (the pwsh tool is offered only where a pwsh binary is on PATH; install PowerShell 7 to run this scenario)'
+    : undefined
+}
+
+/**
+ * The persistent-tools composition (INDEX.md: persistent bash beside `str_replace_editor`): where
+ * the recording calls the editor, its `bash` is the persistent shell (rows `tool-bash-persistent`,
+ * `tool-str-replace-editor`, builtin bash off).
+ */
+export function persistentComposition(events: readonly { type: string; data: unknown }[]): boolean {
+  return events.some(event => event.type === 'tool/call' && (event.data as { name?: string }).name === 'str_replace_editor')
+}
 
 /** Self-extension (`cordis_*`): loaded where the recording calls one of its tools, directly or from a program. */
 export { CORDIS_TOOL_NAMES }

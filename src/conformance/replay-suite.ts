@@ -30,7 +30,7 @@ import { SystemPromptPlugin } from '../prompt/index.js'
 import { SandboxPlugin } from '../sandbox/index.js'
 import { forkProvider, spawnProvider, SubagentsPlugin, SubagentToolsPlugin } from '../subagents/index.js'
 import type { ConformanceResult, ConformanceSuite } from './types.js'
-import { CORDIS_TOOL_NAMES } from './replay-rules.js'
+import { CORDIS_TOOL_NAMES, persistentComposition } from './replay-rules.js'
 import { appendArgs } from './fixture-compaction.js'
 import type { ReasoningEffort } from '../llm/types.js'
 import { recreateLspSubjects, recreateOmittedInstructions, recreateOmittedScripts, recreateReadFiles, restoreInstructionSymlinks, recreateOmittedSkills, recreateSampledTree } from './workspace.js'
@@ -44,6 +44,8 @@ import { CodeModePlugin } from '../code-mode/index.js'
 import { WorkflowPlugin } from '../workflow/index.js'
 import { CordisDynamicPlugin } from '../cordis-dynamic/index.js'
 import { LspPlugin } from '../lsp/index.js'
+import { PersistentBashPlugin, PwshToolPlugin } from '../shell/index.js'
+import { StrReplaceEditorToolPlugin } from '../tools/builtin/str-replace-editor.js'
 import { WorkspaceInstructionsPlugin } from '../instructions/index.js'
 import { productPlugins } from './product-subagents.js'
 import { firstDifference, project } from './replay-project.js'
@@ -152,7 +154,9 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
       ctx.plugin(ApprovalPlugin, { mode: plan.permissions.mode, policy: plan.permissions.policy }),
       ctx.plugin(SandboxPlugin, plan.permissions.runner !== undefined ? { runner: plan.permissions.runner, runners: [] } : {}),
     ] : []),
-    ctx.plugin(BuiltinToolsPlugin),
+    ...(persistentComposition(plan.events)
+      ? [ctx.plugin(BuiltinToolsPlugin, { bash: false }), ctx.plugin(PersistentBashPlugin), ctx.plugin(StrReplaceEditorToolPlugin)]
+      : [ctx.plugin(BuiltinToolsPlugin)]),
     ...(pages !== undefined ? [ctx.plugin(WebFetchToolPlugin, { fetch: pages.fetch })] : []),
     ...(calls(plan.events, 'session_event_read') ? [ctx.plugin(SessionEventReadToolPlugin)] : []),
     // Background jobs only where the recording used them (the tools change every request's list).
@@ -177,6 +181,7 @@ async function replay(ctx: Context, plan: Plan, cwd: string): Promise<Replayed> 
     ...(plan.codeMode !== undefined ? [ctx.plugin(CodeModePlugin, { mode: plan.codeMode, runtime: 'worker' })] : []),
     ...(CORDIS_TOOL_NAMES.some(name => calls(plan.events, name)) ? [ctx.plugin(CordisDynamicPlugin)] : []),
     ...(calls(plan.events, 'lsp') ? [ctx.plugin(LspPlugin)] : []),
+    ...(calls(plan.events, 'pwsh') ? [ctx.plugin(PwshToolPlugin)] : []),
   ]
   const children: { events: readonly SessionEvent[] }[] = []
   ctx.on('session/created', (session) => {

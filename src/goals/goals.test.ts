@@ -208,3 +208,23 @@ describe('goals: the round driver (GL-1..GL-3)', () => {
     await h.dispose()
   })
 })
+
+describe('the goal section of the system prompt', () => {
+  it('Y-1: with the goals row loaded the prompt says when goals fit, naming the configured blocked threshold; unloaded, it is gone', async () => {
+    const { Context } = await import('cordis')
+    const { SystemPromptPlugin } = await import('../prompt/index.js')
+    const { SessionsServicePlugin } = await import('../session/index.js')
+    const { ToolsPlugin } = await import('../tools/index.js')
+    const { goalSection } = await import('./index.js')
+    const ctx = new Context()
+    await Promise.all([ctx.plugin(SystemPromptPlugin), ctx.plugin(SessionsServicePlugin), ctx.plugin(ToolsPlugin)].map(fiber => fiber.await()))
+    const goals = ctx.plugin(GoalsPlugin, { blockedAfterConsecutiveRounds: 4 })
+    await goals.await()
+    const { system } = await ctx.systemPrompt.assemble()
+    expect(system).toContain(goalSection(4))
+    expect(goalSection(4)).toContain('4 or more goal rounds in a row')
+    expect(goalSection(4)).toContain('update_goal action resume')
+    await goals.dispose()
+    expect((await ctx.systemPrompt.assemble()).system).not.toContain('Goal tools')
+  })
+})

@@ -17,6 +17,18 @@ import type { Tool, ToolContext, ToolOutput } from '../tools/api.js'
 import '../agent/api.js'
 import '../tools/api.js'
 import '../commands/api.js'
+import '../prompt/api.js'
+
+/** The system-prompt section (`tool:goal`, before the workflow's) that says when goals fit. */
+export function goalSection(blockedAfter: number): string {
+  return [
+    'Goal tools keep one long objective going across turns of this session. Create a goal only when the human asks for sustained, multi-turn work toward a finish line (in whatever words or language); ordinary requests answered in one turn need none.',
+    'Before update_goal, call get_goal and pass its goal_id and revision exactly.',
+    'A resumed or forked session holds its goal disarmed: when the human asks to carry on, rearm it with update_goal action resume.',
+    'Complete a goal only once its objective is really met.',
+    `Mark it blocked only when the same concrete obstacle has stopped ${blockedAfter} or more goal rounds in a row, and name that obstacle in blocked_reason; hard, uncertain or unfinished work is not blocked.`,
+  ].join(' ')
+}
 
 export type GoalPhase = 'active' | 'paused' | 'blocked' | 'complete'
 
@@ -95,6 +107,10 @@ export class GoalsPlugin {
     ctx.effect(() => ctx.sessions.registerEventType({ type: 'goal/change', owner: 'goals', validate }))
     for (const tool of this.tools()) ctx.effect(() => ctx.tools.register(tool))
     ctx.on('agent/turn-end', (agent, turn, reason) => this.turnEnded(agent, turn, reason, this.autoRounds))
+    const section = goalSection(this.blockedAfter)
+    ctx.inject(['systemPrompt'], (inner) => {
+      inner.systemPrompt.section({ name: 'tool:goal', order: 114, text: section })
+    })
     ctx.inject(['commands'], (inner) => {
       inner.commands.register({
         name: 'goal',

@@ -36,6 +36,7 @@ export const CLAUDE_CODE_TOOL_NAMES: Readonly<Record<string, readonly string[]>>
   Glob: ['glob'],
   Grep: ['grep'],
   WebFetch: ['web_fetch'],
+  WebSearch: ['web_search'],
   TodoWrite: ['todo_write'],
 }
 

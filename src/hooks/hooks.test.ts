@@ -41,6 +41,11 @@ describe('hooks: config and matchers (HK-1, HK-2)', () => {
     expect(compileMatcher('claude-code', 'ba.*')('bash')).toBe(true)
   })
 
+  it('HK-2 (#44.8): Claude Code\'s WebSearch names web_search, in lists and in regexes', () => {
+    expect(['web_search', 'web_fetch'].map(compileMatcher('claude-code', 'WebSearch'))).toEqual([true, false])
+    expect(compileMatcher('claude-code', 'Web.*')('web_search')).toBe(true)
+  })
+
   it('HK-2: Codex matchers are unanchored regexes', () => {
     expect(compileMatcher('codex', 'as')('bash')).toBe(true)
     expect(compileMatcher('codex', '^read$')('read')).toBe(true)

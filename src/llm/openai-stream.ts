@@ -1,8 +1,9 @@
 /**
- * The transport shared by every chat-completions adapter (L-7, L-9): one POST over node:http(s)
+ * The transport shared by every streaming adapter (L-7, L-9): one POST over node:http(s)
  * (./http-post.ts; cheaper per request than fetch and its web streams), SSE framing with
  * eventsource-parser, an idle watchdog, HTTP error classification and the translation into
- * StreamChunks. One call is one provider attempt: nothing here retries (L-5).
+ * StreamChunks by the wire's `SseEventTranslator` (chat completions here; Anthropic Messages in
+ * ./anthropic). One call is one provider attempt: nothing here retries (L-5).
  */
 import { createParser } from 'eventsource-parser'
 import { post, readText, type HeaderLookup, type HttpExchange, type ReadResult } from './http-post.js'
@@ -36,17 +37,52 @@ const REQUEST_ID_HEADERS = ['x-request-id', 'x-ds-request-id', 'request-id', 'x-
 export type ChatCompletionTransport = typeof post
 
 /**
+ * One response's SSE events -> StreamChunks, for one wire format. `event` translates one event
+ * (its data, and its `event:` name when the wire names events) into `out` and says whether it
+ * ended the response (its final chunks pushed); a bad event throws an LlmError.
+ */
+export interface SseEventTranslator {
+  requestId?: string
+  event(data: string, name: string | undefined, out: StreamChunk[]): boolean
+  /** What ends a complete response, for the STREAM_CLOSED message (`[DONE]`, `message_stop`). */
+  readonly end: string
+}
+
+/** Chat completions: `data: [DONE]` ends the response (L-7). */
+class ChatCompletionEvents implements SseEventTranslator {
+  readonly end = '[DONE]'
+  constructor(private readonly translator: ChatCompletionTranslator) {}
+  set requestId(id: string | undefined) { this.translator.requestId = id }
+  get requestId(): string | undefined { return this.translator.requestId }
+
+  event(data: string, _name: string | undefined, out: StreamChunk[]): boolean {
+    // A JSON event starts with `{`, so only other data can be a (padded) `[DONE]`.
+    if (data.charCodeAt(0) !== 123 && data.trim() === '[DONE]') {
+      for (const chunk of this.translator.done()) out.push(chunk)
+      return true
+    }
+    this.translator.data(data, out)
+    return false
+  }
+}
+
+/**
  * POSTs the request and yields the translated chunks; failures are thrown as LlmError.
  * `request` may be a function building it (awaited at the first `next()`, its throw passed on
  * as it is), so an adapter can return this stream without a generator level of its own.
  * `transport` is replaced only to feed recorded bytes through this same path (bench/).
  */
 export function streamChatCompletion(request: ChatCompletionRequest | (() => Promise<ChatCompletionRequest>), transport: ChatCompletionTransport = post): AsyncGenerator<StreamChunk> {
-  return new ChunkStream(chatCompletionReads(request, transport))
+  return new ChunkStream(sseReads(request, () => new ChatCompletionEvents(new ChatCompletionTranslator()), transport))
+}
+
+/** The same transport for another SSE wire: `translator` makes the translation of one response. */
+export function streamSse(request: ChatCompletionRequest | (() => Promise<ChatCompletionRequest>), translator: () => SseEventTranslator, transport: ChatCompletionTransport = post): AsyncGenerator<StreamChunk> {
+  return new ChunkStream(sseReads(request, translator, transport))
 }
 
 /** The chunks of each body read as one array (never empty); what `ChunkStream` hands out. */
-async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => Promise<ChatCompletionRequest>), transport: ChatCompletionTransport): AsyncGenerator<readonly StreamChunk[]> {
+async function* sseReads(lazyRequest: ChatCompletionRequest | (() => Promise<ChatCompletionRequest>), makeTranslator: () => SseEventTranslator, transport: ChatCompletionTransport): AsyncGenerator<readonly StreamChunk[]> {
   const request = typeof lazyRequest === 'function' ? await lazyRequest() : lazyRequest
   const idleTimeoutMs = request.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
   // The adapter's own controller (idle watchdog, teardown) fused with the caller's (L-9): the
@@ -92,7 +128,7 @@ async function* chatCompletionReads(lazyRequest: ChatCompletionRequest | (() => 
       throw new LlmError('EMPTY_RESPONSE', `${request.label}: HTTP ${response.status} without a body`, { status: response.status, requestId })
     }
 
-    const translator = new ChatCompletionTranslator()
+    const translator = makeTranslator()
     if (requestId !== undefined) translator.requestId = requestId
     // The translation runs in this generator itself (no `yield*` level per read).
     const sse = new SseTranslation(translator, { label: request.label, requestId })
@@ -233,12 +269,12 @@ export interface TranslateHooks {
  * burst and ends the stream. EOF before `[DONE]` is STREAM_CLOSED (no bytes at all: EMPTY_RESPONSE).
  */
 export function translateSse(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<StreamChunk> {
-  return new ChunkStream(sseReads(body, translator, hooks))
+  return new ChunkStream(webStreamReads(body, translator, hooks))
 }
 
-async function* sseReads(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<readonly StreamChunk[]> {
+async function* webStreamReads(body: ReadableStream<Uint8Array>, translator: ChatCompletionTranslator, hooks: TranslateHooks): AsyncGenerator<readonly StreamChunk[]> {
   const reader = body.getReader()
-  const sse = new SseTranslation(translator, hooks)
+  const sse = new SseTranslation(new ChatCompletionEvents(translator), hooks)
   try {
     for (;;) {
       const result = await ((hooks.read === undefined ? reader.read() : hooks.read(reader)) as Promise<ReadResult>)
@@ -259,17 +295,18 @@ async function* sseReads(body: ReadableStream<Uint8Array>, translator: ChatCompl
  * out one by one by `ChunkStream`.
  */
 class SseTranslation {
-  /** True once `[DONE]` was translated: the stream is over. */
+  /** True once the end of the response (`[DONE]`) was translated: the stream is over. */
   done = false
   /** Set when the stream failed: thrown by the caller after it yielded the chunks `take` returned. */
   failure: unknown = undefined
   private readonly decoder = new TextDecoder()
   private readonly pending: string[] = []
-  private readonly parser = createParser({ onEvent: event => { this.pending.push(event.data) } })
+  private readonly names: (string | undefined)[] = []
+  private readonly parser = createParser({ onEvent: event => { this.pending.push(event.data); this.names.push(event.event) } })
   private readonly details: { requestId?: string }
   private received = 0
 
-  constructor(private readonly translator: ChatCompletionTranslator, private readonly hooks: { readonly label: string; readonly requestId?: string }) {
+  constructor(private readonly translator: SseEventTranslator, private readonly hooks: { readonly label: string; readonly requestId?: string }) {
     this.details = hooks.requestId === undefined ? {} : { requestId: hooks.requestId }
   }
 
@@ -286,19 +323,16 @@ class SseTranslation {
     }
     const out: StreamChunk[] = []
     const pending = this.pending
+    const names = this.names
     // Where the event being translated began in `out`: a bad event adds none of its chunks.
     let before = 0
     try {
       for (let i = 0; i < pending.length; i++) {
-        const data = pending[i]!
         before = out.length
-        // A JSON event starts with `{`, so only other data can be a (padded) `[DONE]`.
-        if (data.charCodeAt(0) !== 123 && data.trim() === '[DONE]') {
+        if (this.translator.event(pending[i]!, names[i], out)) {
           this.done = true
-          for (const chunk of this.translator.done()) out.push(chunk)
           return out
         }
-        this.translator.data(data, out)
       }
     } catch (error) {
       // The chunks before the bad event are still delivered, then the failure (as they were
@@ -308,12 +342,13 @@ class SseTranslation {
       return out
     } finally {
       pending.length = 0
+      names.length = 0
     }
     if (result.done) {
       const { label } = this.hooks
       this.failure = this.received === 0
         ? new LlmError('EMPTY_RESPONSE', `${label}: the provider sent an empty body`, this.details)
-        : new LlmError('STREAM_CLOSED', `${label}: the stream ended before [DONE]; the truncated response cannot be trusted`, this.details)
+        : new LlmError('STREAM_CLOSED', `${label}: the stream ended before ${this.translator.end}; the truncated response cannot be trusted`, this.details)
     }
     return out
   }

@@ -12,7 +12,7 @@ import type { JsonValue } from '../session/types.js'
 export interface LspServerConfig {
   /** File extensions this server owns, without the dot (`ts`, `py`). */
   readonly extensions: readonly string[]
-  /** A program name (looked up in the workspace's node_modules/.bin, dsh's own, then PATH) or a path. */
+  /** A program name (looked up in dsh's own node_modules/.bin, then PATH) or a path. */
   readonly command: string
   readonly args?: readonly string[]
   /** `initializationOptions` of the `initialize` request. */
@@ -125,8 +125,10 @@ function ownBin(): string {
 
 /**
  * The program to run for `command`: a path as given (against `root`), else the first executable
- * in the workspace's node_modules/.bin, dsh's own node_modules/.bin, then PATH. Throws naming
- * where it looked and the setting to change.
+ * in dsh's own node_modules/.bin, then PATH. Throws naming where it looked and the setting to
+ * change. The workspace's own node_modules/.bin is never searched: a cloned repository (or the
+ * model, which writes there) would choose the program the lsp tool starts; a project-local server
+ * is named by its path in the user's settings.
  */
 export function resolveCommand(name: string, command: string, root: string, path = process.env.PATH ?? ''): string {
   if (command.includes('/')) {
@@ -134,10 +136,10 @@ export function resolveCommand(name: string, command: string, root: string, path
     if (executable(full)) return full
     throw new Error(`lsp: the ${name} language server ${full} is not an executable file (lsp.servers.${name}.command in settings.yaml)`)
   }
-  const places = [join(root, 'node_modules', '.bin'), ownBin(), ...path.split(delimiter).filter(dir => dir !== '')]
+  const places = [ownBin(), ...path.split(delimiter).filter(dir => dir !== '')]
   for (const dir of places) {
     const full = join(dir, command)
     if (executable(full)) return full
   }
-  throw new Error(`lsp: ${command} (the ${name} language server) was not found in the workspace's node_modules/.bin, dsh's node_modules/.bin or PATH; install it, or set lsp.servers.${name}.command in settings.yaml (docs/lsp.md)`)
+  throw new Error(`lsp: ${command} (the ${name} language server) was not found in dsh's node_modules/.bin or PATH; install it, or set lsp.servers.${name}.command in settings.yaml (docs/lsp.md)`)
 }

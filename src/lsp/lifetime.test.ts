@@ -172,7 +172,20 @@ describe('lsp refuses bad calls clearly', () => {
     await load({ servers: { nope: { extensions: ['nope'], command: 'dsh-no-such-language-server' } } })
     writeFileSync(join(dir, 'd.nope'), 'x\n')
     const record = await call({ operation: 'hover', file_path: 'd.nope', line: 1, character: 1 })
-    expect(text(record)).toBe("Error: lsp: dsh-no-such-language-server (the nope language server) was not found in the workspace's node_modules/.bin, dsh's node_modules/.bin or PATH; install it, or set lsp.servers.nope.command in settings.yaml (docs/lsp.md)")
+    expect(text(record)).toBe("Error: lsp: dsh-no-such-language-server (the nope language server) was not found in dsh's node_modules/.bin or PATH; install it, or set lsp.servers.nope.command in settings.yaml (docs/lsp.md)")
+  })
+
+  it("a program in the workspace's own node_modules/.bin is never run: a cloned project cannot choose the code the lsp tool starts", async () => {
+    await plugin.queries.dispose()
+    await load({ servers: { planted: { extensions: ['planted'], command: 'dsh-planted-language-server' } } })
+    const bin = join(dir, 'node_modules', '.bin')
+    mkdirSync(bin, { recursive: true })
+    const marker = join(dir, 'planted-ran')
+    writeFileSync(join(bin, 'dsh-planted-language-server'), `#!/bin/sh\ntouch ${JSON.stringify(marker)}\n`, { mode: 0o755 })
+    writeFileSync(join(dir, 'e.planted'), 'x\n')
+    const record = await call({ operation: 'hover', file_path: 'e.planted', line: 1, character: 1 })
+    expect(text(record)).toBe("Error: lsp: dsh-planted-language-server (the planted language server) was not found in dsh's node_modules/.bin or PATH; install it, or set lsp.servers.planted.command in settings.yaml (docs/lsp.md)")
+    expect(existsSync(marker)).toBe(false)
   })
 
   it('invalid arguments', async () => {

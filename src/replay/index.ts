@@ -111,19 +111,28 @@ function requestText(messages: readonly Message[]): string {
   return parts.join('\n')
 }
 
-/** Fills `{{fromRequest:regex}}` in every string of `value` from the request text. */
-export function substitute<T>(value: T, request: () => string): T {
+/** Keys whose strings are JSON text (a tool call's arguments): the working folder goes in escaped. */
+const JSON_TEXT_KEYS = new Set(['argumentsDelta', 'arguments'])
+
+/**
+ * Fills `{{fromRequest:regex}}` in every string of `value` from the request text, and `{{cwd}}`
+ * (the recording's working folder, INDEX.md) with the live session's folder when it is known;
+ * inside a tool call's arguments (JSON text) the folder goes in JSON-escaped.
+ */
+export function substitute<T>(value: T, request: () => string, cwd?: string, json = false): T {
   if (typeof value === 'string') {
-    if (!value.includes('{{fromRequest:')) return value
-    return value.replace(FROM_REQUEST, (_whole, source: string) => {
+    let text: string = value
+    if (cwd !== undefined && text.includes('{{cwd}}')) text = text.split('{{cwd}}').join(json ? JSON.stringify(cwd).slice(1, -1) : cwd)
+    if (!text.includes('{{fromRequest:')) return text as T
+    return text.replace(FROM_REQUEST, (_whole, source: string) => {
       const matches = [...request().matchAll(new RegExp(source, 'g'))]
       if (matches.length === 0) throw new ReplayError(`{{fromRequest:${source}}} matched nothing in the live request`)
       return matches[matches.length - 1]![0]
     }) as T
   }
-  if (Array.isArray(value)) return value.map(item => substitute(item, request)) as T
+  if (Array.isArray(value)) return value.map(item => substitute(item, request, cwd, json)) as T
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, request)])) as T
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, request, cwd, json || JSON_TEXT_KEYS.has(k))])) as T
   }
   return value
 }
@@ -215,14 +224,14 @@ export class ReplayAdapter implements LlmAdapter {
     }
     let text: string | undefined
     const request = () => (text ??= requestText(options.messages))
-    for (const chunk of entry.chunks ?? []) yield substitute(chunk, request)
+    const cwd = this.options.cwdOf?.(sessionId)
+    for (const chunk of entry.chunks ?? []) yield substitute(chunk, request, cwd)
     if (entry.kind === 'throw') {
       throw new LlmError(entry.code, entry.message, entry.status !== undefined ? { status: entry.status } : {})
     }
     if (entry.kind === 'hang') {
       const signal = options.signal
       if (entry.readyFile !== undefined) {
-        const cwd = this.options.cwdOf?.(sessionId)
         const path = isAbsolute(entry.readyFile) || cwd === undefined ? entry.readyFile : join(cwd, entry.readyFile)
         writeFileSync(path, '')
       }

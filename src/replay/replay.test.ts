@@ -93,6 +93,13 @@ describe('replay adapter', () => {
     expect(() => substitute('{{fromRequest:zzz}}', () => 'nothing')).toThrow(/matched nothing/)
   })
 
+  it('fills {{cwd}} with the live folder, JSON-escaped inside tool-call arguments (INDEX.md placeholders)', () => {
+    const chunk = { type: 'tool-call-delta', argumentsDelta: '{"path":"{{cwd}}/note.txt"}', text: 'in {{cwd}}' }
+    expect(substitute(chunk, () => '', '/tmp/a "b"')).toEqual({ type: 'tool-call-delta', argumentsDelta: '{"path":"/tmp/a \\"b\\"/note.txt"}', text: 'in /tmp/a "b"' })
+    expect(JSON.parse(substitute(chunk, () => '', '/tmp/a "b"').argumentsDelta)).toEqual({ path: '/tmp/a "b"/note.txt' })
+    expect(substitute(chunk, () => '')).toEqual(chunk)
+  })
+
   it('serves calls in order per session, throws recorded errors, fails clearly when calls run out and reports leftovers', async () => {
     const ctx = new Context()
     await ctx.plugin(LlmServicePlugin).await()

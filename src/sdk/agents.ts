@@ -9,6 +9,7 @@ import { clip, ErrorCodes, RpcError } from './jsonrpc.js'
 import '../agent/api.js'
 import '../host/index.js'
 import '../llm/api.js'
+import type { PresetsService } from '../llm/presets/index.js'
 import '../persistence/api.js'
 import '../prompt/api.js'
 
@@ -32,11 +33,21 @@ export function resolveRoute(ctx: Context, request: RouteRequest): Partial<Agent
   const models = ctx.llm.models()
   const found = models.find(info => (request.provider === undefined || info.provider === request.provider)
     && (name === undefined || info.model === name || `${info.provider}/${info.model}` === name))
+    // A provider preset's model (docs/llm.md), registered when asked for.
+    ?? (name === undefined ? undefined : presetRoute(ctx, request.provider === undefined ? name : `${request.provider}/${name}`))
   if (found === undefined) {
     const wanted = [request.provider, name].filter(Boolean).join('/')
     throw new RpcError(ErrorCodes.invalidParams, `invalid params: unknown model route "${clip(wanted)}" (available: ${models.map(info => `${info.provider}/${info.model}`).join(', ') || 'none'})`)
   }
   return { ...route, provider: found.provider, model: found.model }
+}
+
+function presetRoute(ctx: Context, name: string): { provider: string; model: string } | undefined {
+  try {
+    return (ctx.get('llmPresets') as PresetsService | undefined)?.resolve(name)
+  } catch (error) {
+    throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${(error as Error).message}`)
+  }
 }
 
 function isNotStored(error: unknown): boolean {

@@ -109,6 +109,12 @@ export interface ApprovalRequestParams {
   readonly arguments?: string
   /** Wider grants the answer may name: `session` (`allowed-session`), `always` (`allowed-always`). */
   readonly scopes?: readonly ('session' | 'always')[]
+  /** The permission rule `allowed-session` / `allowed-always` adds, as it will be written. */
+  readonly grants?: string
+  /** The session's working folder. */
+  readonly cwd?: string
+  /** The ask rule that made it ask. */
+  readonly askedBy?: { readonly text: string; readonly kind: 'allow' | 'ask' | 'deny'; readonly source: string }
 }
 
 export interface Notification {

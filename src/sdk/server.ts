@@ -135,8 +135,61 @@ export class SdkServerApp extends Service {
         }),
       },
     })
-    // Live output (opt-in), gathered for a tenth of a second per call; what is gathered goes out
-    // before any later event, so a call's output always precedes its tool/result.
+    const output = this.gatherOutput(peer)
+    const offEvent = this.ctx.on('session/event', (session: Session, event: SessionEvent) => {
+      output.flush()
+      peer.notify('session.event', { sessionId: session.id, event })
+    })
+    const offStatus = this.ctx.on('agent/status', (agent: Agent, status) => {
+      peer.notify('session.status', { sessionId: agent.id, status })
+    })
+    const offDisposed = this.ctx.on('agent/disposed', (agent: Agent) => {
+      const stopServers = this.stopServers.get(agent.id)
+      this.stopServers.delete(agent.id)
+      void stopServers?.()
+    })
+    const offClient = this.answerFromClient(peer, log)
+    // SA-17: delegation runs, interleaved with the children's own session.event/status.
+    const offStarted = this.ctx.on('subagent/started', (info) => {
+      peer.notify('subagent.started', { parentSessionId: info.parentSessionId, childSessionId: info.childSessionId })
+    })
+    const offFinished = this.ctx.on('subagent/finished', (info) => {
+      peer.notify('subagent.finished', info)
+    })
+    const onSignal = () => { void this.stop(true).then(() => stop('shutdown')) }
+    host.signal.addEventListener('abort', onSignal, { once: true })
+    void peer.closed.then(async () => {
+      // EOF right after `shutdown` (or a signal) must not stop twice: by then the app may be unloading.
+      if (this.stopping) return
+      await peer.settled()
+      await this.stop(false)
+      stop('eof')
+    }).catch(error => {
+      log(`stopping after end of input failed: ${error instanceof Error ? error.message : String(error)}`)
+      stop('eof')
+    })
+    try {
+      await stopped
+    } finally {
+      host.signal.removeEventListener('abort', onSignal)
+      offEvent()
+      output.dispose()
+      offStatus()
+      offDisposed()
+      offClient()
+      offStarted()
+      offFinished()
+      await peer.drain()
+    }
+    return 0
+  }
+
+  /**
+   * Live output (opt-in, `initialize {output: true}`), gathered for a tenth of a second per call;
+   * `flush` sends what is gathered, before any later event, so a call's output always precedes
+   * its tool/result.
+   */
+  private gatherOutput(peer: JsonRpcPeer): { flush(): void; dispose(): void } {
     const gathered = new Map<string, { sessionId: string; toolName: string; segments: { stream: 'stdout' | 'stderr'; text: string; dropped: number }[]; size: number }>()
     let outputTimer: NodeJS.Timeout | undefined
     const sendGathered = () => {
@@ -168,18 +221,14 @@ export class SdkServerApp extends Service {
       }
       outputTimer ??= setTimeout(sendGathered, OUTPUT_GATHER_MS)
     })
-    const offEvent = this.ctx.on('session/event', (session: Session, event: SessionEvent) => {
-      if (gathered.size > 0) sendGathered()
-      peer.notify('session.event', { sessionId: session.id, event })
-    })
-    const offStatus = this.ctx.on('agent/status', (agent: Agent, status) => {
-      peer.notify('session.status', { sessionId: agent.id, status })
-    })
-    const offDisposed = this.ctx.on('agent/disposed', (agent: Agent) => {
-      const stopServers = this.stopServers.get(agent.id)
-      this.stopServers.delete(agent.id)
-      void stopServers?.()
-    })
+    return {
+      flush: () => { if (gathered.size > 0) sendGathered() },
+      dispose: () => { offOutput(); clearTimeout(outputTimer) },
+    }
+  }
+
+  /** The client answers approvals and questions; returns the disposer of both answerers. */
+  private answerFromClient(peer: JsonRpcPeer, log: (message: string) => void): () => void {
     // Approval requests go to the client as `approval/request` JSON-RPC requests; a client that
     // does not answer them (no `onApproval`) fails closed: the request ends `unavailable`.
     const approval = this.ctx.get('approval') as ApprovalService | undefined
@@ -188,6 +237,9 @@ export class SdkServerApp extends Service {
         sessionId: request.sessionId, id: request.id, toolName: request.toolName, callId: request.callId, reason: request.reason,
         ...(request.arguments !== undefined ? { arguments: request.arguments } : {}),
         ...(request.scopes !== undefined ? { scopes: request.scopes } : {}),
+        ...(request.grants !== undefined ? { grants: request.grants } : {}),
+        ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+        ...(request.askedBy !== undefined ? { askedBy: request.askedBy } : {}),
       })
       if (signal.aborted) return 'cancelled'
       const outcome = (answer as { outcome?: unknown } | null)?.outcome
@@ -207,41 +259,10 @@ export class SdkServerApp extends Service {
       if (Array.isArray(reply?.answers)) return reply.answers as QuestionAnswer[]
       throw new Error(`the client answered question/request with ${JSON.stringify(answer)}`)
     })
-    // SA-17: delegation runs, interleaved with the children's own session.event/status.
-    const offStarted = this.ctx.on('subagent/started', (info) => {
-      peer.notify('subagent.started', { parentSessionId: info.parentSessionId, childSessionId: info.childSessionId })
-    })
-    const offFinished = this.ctx.on('subagent/finished', (info) => {
-      peer.notify('subagent.finished', info)
-    })
-    const onSignal = () => { void this.stop(true).then(() => stop('shutdown')) }
-    host.signal.addEventListener('abort', onSignal, { once: true })
-    void peer.closed.then(async () => {
-      // EOF right after `shutdown` (or a signal) must not stop twice: by then the app may be unloading.
-      if (this.stopping) return
-      await peer.settled()
-      await this.stop(false)
-      stop('eof')
-    }).catch(error => {
-      log(`stopping after end of input failed: ${error instanceof Error ? error.message : String(error)}`)
-      stop('eof')
-    })
-    try {
-      await stopped
-    } finally {
-      host.signal.removeEventListener('abort', onSignal)
-      offEvent()
-      offOutput()
-      clearTimeout(outputTimer)
-      offStatus()
-      offDisposed()
+    return () => {
       offAnswerer?.()
       offQuestioner?.()
-      offStarted()
-      offFinished()
-      await peer.drain()
     }
-    return 0
   }
 
   private initialize(params: z.output<typeof initializeParams>) {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { SessionEvent } from './types.js'
-import { readPriceTable, trajectoryOf } from './trajectory.js'
+import { readPriceTable, trajectoryOf, withShippedPrices } from './trajectory.js'
 
 function log(rows: [number, string, unknown][]): SessionEvent[] {
   return rows.map(([time, type, data], seq) => ({ seq, time, type, data }) as SessionEvent)
@@ -70,6 +70,29 @@ describe('trajectoryOf', () => {
     expect(trajectoryOf(LOG, { m1: { input: 1, output: 1 }, 'p/m1': { input: 0, output: 0 } }).totals.cost).toBe(0)
     expect(readPriceTable({ good: { input: 1, output: 2 }, bad: { input: -1, output: 2 }, worse: 'x', partial: { input: 1 } })).toEqual({ good: { input: 1, output: 2 } })
     expect(readPriceTable(['x'])).toEqual({})
+  })
+
+  it('cache writes (Anthropic) count as prompt tokens and cost the cacheWrite price (input when unset)', () => {
+    const written = log([
+      [0, 'turn/start', { turn: 1 }],
+      [1, 'step/start', { turn: 1, step: 1 }],
+      [2, 'request/context', { provider: 'anthropic', model: 'c' }],
+      [3, 'assistant/message', { turn: 1, step: 1, message: { role: 'assistant', content: [] }, usage: { inputTokens: 10, cacheWriteTokens: 1000, cacheReadTokens: 2000, outputTokens: 100 } }],
+      [4, 'step/end', { turn: 1, step: 1 }],
+      [5, 'turn/end', { turn: 1, reason: { kind: 'completed' } }],
+    ])
+    const priced = trajectoryOf(written, readPriceTable({ 'anthropic/c': { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } }))
+    expect(priced.totals.usage).toEqual({ inputTokens: 1010, outputTokens: 100, cachedTokens: 2000, reasoningTokens: 0, cacheWriteTokens: 1000 })
+    expect(priced.totals.cost).toBeCloseTo((10 * 3 + 1000 * 3.75 + 2000 * 0.3 + 100 * 15) / 1e6, 12)
+    expect(trajectoryOf(written, { c: { input: 3, output: 15 } }).totals.cost).toBeCloseTo((1010 * 3 + 2000 * 3 + 100 * 15) / 1e6, 12)
+  })
+
+  it('the user\'s prices win over shipped ones, a bare model key over a shipped provider/model key', () => {
+    const shipped = { 'p/m1': { input: 9, output: 9 }, 'q/other': { input: 2, output: 2 } }
+    const table = withShippedPrices(shipped, readPriceTable({ m1: { input: 1, output: 4, cacheRead: 0.25 } }))
+    expect(table).toEqual({ 'q/other': { input: 2, output: 2 }, m1: { input: 1, output: 4, cacheRead: 0.25 } })
+    expect(trajectoryOf(LOG, table).turns[0]!.cost).toBeCloseTo(trajectory.turns[0]!.cost!, 12)
+    expect(trajectoryOf(LOG, withShippedPrices(shipped, {})).turns[0]!.cost).toBeCloseTo((1000 * 9 + 3000 * 9 + 100 * 9 + 50 * 9 + 10 * 9) / 1e6, 12)
   })
 
   it('lists a tool still running without a time, and survives malformed events', () => {

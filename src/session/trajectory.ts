@@ -7,21 +7,25 @@
  */
 import type { SessionEvent } from './types.js'
 
-/** USD per million tokens. `cacheRead` defaults to `input`. */
+/** USD per million tokens. `cacheRead` and `cacheWrite` default to `input`. */
 export interface ModelPrice {
   readonly input: number
   readonly output: number
   readonly cacheRead?: number
+  readonly cacheWrite?: number
 }
 
 /** Prices by `model` or `provider/model` (the more specific wins). */
 export type PriceTable = Readonly<Record<string, ModelPrice>>
 
 export interface TrajectoryUsage {
+  /** Prompt tokens not read from the cache, those written to it included. */
   inputTokens: number
   outputTokens: number
   cachedTokens: number
   reasoningTokens: number
+  /** Of `inputTokens`, those written to the provider's cache (Anthropic); present when some were. */
+  cacheWriteTokens?: number
 }
 
 export interface TrajectoryTool {
@@ -73,6 +77,7 @@ function add(into: TrajectoryUsage, usage: TrajectoryUsage): void {
   into.outputTokens += usage.outputTokens
   into.cachedTokens += usage.cachedTokens
   into.reasoningTokens += usage.reasoningTokens
+  if (usage.cacheWriteTokens !== undefined) into.cacheWriteTokens = (into.cacheWriteTokens ?? 0) + usage.cacheWriteTokens
 }
 
 function count(value: unknown): number {
@@ -80,10 +85,13 @@ function count(value: unknown): number {
 }
 
 /** A request's `usage` (`assistant/message`) in the trajectory's terms; what is missing or malformed counts 0. */
-export function trajectoryUsage(usage: { inputTokens?: unknown; outputTokens?: unknown; cacheReadTokens?: unknown; reasoningTokens?: unknown }): TrajectoryUsage {
+export function trajectoryUsage(usage: { inputTokens?: unknown; outputTokens?: unknown; cacheReadTokens?: unknown; cacheWriteTokens?: unknown; reasoningTokens?: unknown }): TrajectoryUsage {
+  // The log's counts are disjoint (L-2); here cache writes are prompt tokens like the rest.
+  const writes = count(usage.cacheWriteTokens)
   return {
-    inputTokens: count(usage.inputTokens), outputTokens: count(usage.outputTokens),
+    inputTokens: count(usage.inputTokens) + writes, outputTokens: count(usage.outputTokens),
     cachedTokens: count(usage.cacheReadTokens), reasoningTokens: count(usage.reasoningTokens),
+    ...writes > 0 ? { cacheWriteTokens: writes } : {},
   }
 }
 
@@ -93,7 +101,8 @@ export function priceOf(prices: PriceTable, provider: string | null, model: stri
 }
 
 export function costOf(usage: TrajectoryUsage, price: ModelPrice): number {
-  return (usage.inputTokens * price.input + usage.cachedTokens * (price.cacheRead ?? price.input) + usage.outputTokens * price.output) / 1_000_000
+  const writes = usage.cacheWriteTokens ?? 0
+  return ((usage.inputTokens - writes) * price.input + writes * (price.cacheWrite ?? price.input) + usage.cachedTokens * (price.cacheRead ?? price.input) + usage.outputTokens * price.output) / 1_000_000
 }
 
 /** Folds a log into its trajectory; unknown or malformed events are skipped. */
@@ -212,8 +221,25 @@ export function readPriceTable(value: unknown): Record<string, ModelPrice> {
   for (const [name, entry] of Object.entries(value as Record<string, unknown>)) {
     const price = entry as Record<string, unknown> | null
     const ok = (field: unknown) => typeof field === 'number' && Number.isFinite(field) && field >= 0
-    if (price === null || typeof price !== 'object' || !ok(price.input) || !ok(price.output) || (price.cacheRead !== undefined && !ok(price.cacheRead))) continue
-    out[name] = { input: price.input as number, output: price.output as number, ...price.cacheRead === undefined ? {} : { cacheRead: price.cacheRead as number } }
+    if (price === null || typeof price !== 'object' || !ok(price.input) || !ok(price.output) || (price.cacheRead !== undefined && !ok(price.cacheRead)) || (price.cacheWrite !== undefined && !ok(price.cacheWrite))) continue
+    out[name] = {
+      input: price.input as number, output: price.output as number,
+      ...price.cacheRead === undefined ? {} : { cacheRead: price.cacheRead as number },
+      ...price.cacheWrite === undefined ? {} : { cacheWrite: price.cacheWrite as number },
+    }
   }
   return out
+}
+
+/**
+ * The shipped prices under the user's (`model.prices`): a user's entry wins, also a bare `model`
+ * key over a shipped `provider/model` one (which `priceOf` would otherwise prefer).
+ */
+export function withShippedPrices(shipped: PriceTable, user: PriceTable): Record<string, ModelPrice> {
+  const out: Record<string, ModelPrice> = { ...shipped }
+  for (const name of Object.keys(user)) {
+    if (name.includes('/')) continue
+    for (const key of Object.keys(out)) if (key.endsWith(`/${name}`)) delete out[key]
+  }
+  return Object.assign(out, user)
 }

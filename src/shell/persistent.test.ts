@@ -79,11 +79,19 @@ describe('persistent bash', () => {
     await h.call({ command: 'cd / && export KEPT=1' })
     const pid = await pidOf()
     const exit = await h.call({ command: 'exit 9' })
-    expect(resultText(exit)).toBe(`[shell exited: code 9]\n${resetLine('bash')}`)
+    expect(resultText(exit)).toBe(`exit\n[shell exited: code 9]\n${resetLine('bash')}`)
     expect(exit.isError).toBe(false)
     expect(await goneSoon(pid)).toBe(true)
     expect(resultText(await h.call({ command: 'echo "${KEPT:-unset} $PWD"' }))).toBe(`unset ${h.cwd}`)
     expect(await pidOf()).not.toBe(pid)
+  })
+
+  it("a subshell's exit is quiet and keeps the shell; a bare exit keeps the last status", async () => {
+    const pid = await pidOf()
+    expect(resultText(await h.call({ command: '(exit 3); echo "status $?"; echo "$(exit 4; echo no)" $?' }))).toBe('status 3\n 4')
+    expect(await pidOf()).toBe(pid)
+    const bare = await h.call({ command: 'false; exit' })
+    expect(resultText(bare)).toBe(`exit\n[shell exited: code 1]\n${resetLine('bash')}`)
   })
 
   it('a command that never ends times out; its group is killed, the shell reset, and the next call works', async () => {

@@ -145,6 +145,7 @@ export class PersistentShell {
       env: options.env,
     })
     const shell = new PersistentShell(child, key)
+    if (options.dialect.preamble !== undefined) child.stdin!.write(options.dialect.preamble)
     shell.grace = options.killGraceMs
     shell.dialect = options.dialect
     return shell

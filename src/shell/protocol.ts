@@ -21,6 +21,8 @@ export interface ShellDialect {
   readonly name: string
   /** The argv that starts the shell reading commands from stdin. */
   argv(binary: string): readonly string[]
+  /** Written to the shell's stdin once, right after it starts (definitions every call relies on). */
+  readonly preamble?: string
   /** The text written to the shell's stdin to run `command` in `cwd` (if given) and print the markers. */
   wrap(command: string, token: string, cwd?: string): string
 }
@@ -60,6 +62,10 @@ function bashEscapes(text: string): string {
 export const bashDialect: ShellDialect = {
   name: 'bash',
   argv: binary => [binary, '--noprofile', '--norc'],
+  // `exit` in the shell's own scope says `exit` first, as an interactive bash does (the recorded
+  // persistent-tools result); a subshell's `(exit 3)` stays quiet. A status-less `exit` keeps the
+  // status of the command before it.
+  preamble: `exit() { local __dsh_s=$?; [ "$BASH_SUBSHELL" = 0 ] && printf 'exit\\n'; builtin exit "\${1:-$__dsh_s}"; }\n`,
   wrap(command, token, cwd) {
     // One line for the shell's parser; the newline before `}` keeps a trailing comment of the
     // command from swallowing it (eval reads the command as its own text anyway).

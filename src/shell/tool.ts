@@ -30,7 +30,8 @@ export interface PersistentShellConfig extends BashToolConfig {
 
 export interface ShellCallArgs extends EscalationArgs {
   readonly command: string
-  readonly description: string
+  /** Required by the one-shot tools, optional for the persistent ones. */
+  readonly description?: string
   readonly timeoutMs?: number
   readonly workdir?: string
   readonly run_in_background?: boolean
@@ -106,6 +107,25 @@ export interface PersistentToolOptions {
   readonly description: string
 }
 
+const relaxed = new WeakMap<object, Tool['parameters']>()
+
+/** `parameters` with `description` no longer required (copied once per schema, not changed). */
+function optionalDescription(parameters: Tool['parameters']): Tool['parameters'] {
+  const known = relaxed.get(parameters)
+  if (known !== undefined) return known
+  const required = (parameters as { required?: unknown }).required
+  const out = !Array.isArray(required) || !required.includes('description') ? parameters
+    : { ...parameters, required: required.filter(name => name !== 'description') } as Tool['parameters']
+  relaxed.set(parameters, out)
+  return out
+}
+
+/** A command's first line, cut to 80 characters (a label where a description is needed). */
+function firstLine(command: string): string {
+  const line = command.trimStart().split('\n', 1)[0] ?? ''
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line
+}
+
 export function createPersistentShellTool(options: PersistentToolOptions): Tool<ShellCallArgs> {
   const { dialect, sandboxing, fallback, pool } = options
   const resolved = { ...BASH_DEFAULTS, ...options.config, shell: options.config.binary ?? options.config.shell ?? dialect.name }
@@ -115,12 +135,14 @@ export function createPersistentShellTool(options: PersistentToolOptions): Tool<
       const sandboxed = sandboxing?.sandbox() !== undefined
       return sandboxed ? `${options.description} ${escalationPolicyText('command')}` : options.description
     },
-    get parameters() { return fallback.parameters },
+    // `description` is optional here (the recorded persistent-tools calls have none); a call
+    // handed to the one-shot tool gets its command's first line as one.
+    get parameters() { return optionalDescription(fallback.parameters) },
     ...(fallback.outputType !== undefined ? { outputType: fallback.outputType } : {}),
     timeoutMs: resolved.maxTimeoutMs + resolved.killGraceMs + 30_000,
     async execute(args, context: ToolContext): Promise<ToolOutput> {
       if (args.run_in_background === true || args.sandbox_permissions !== undefined || args.justification !== undefined || editorTerminal(context.scope) !== undefined) {
-        return fallback.execute(args, context)
+        return fallback.execute({ ...args, description: args.description ?? firstLine(args.command) }, context)
       }
       if (args.command.includes('\0')) throw new BashError('the command contains a NUL character; it was not run', BuiltinErrorCode.spawnFailed)
       const workdir = args.workdir !== undefined ? resolvePath(context.cwd, args.workdir) : undefined

@@ -37,6 +37,12 @@ export interface SkillRootsOptions {
   readonly claudeHome?: string
   readonly customSkillDirs?: readonly string[]
   readonly bundledSkillDir?: string
+  /**
+   * Whether a project folder is trusted (`dsh trust`): a project's `.claude/skills` is Claude
+   * Code content of the project and counts only in a trusted folder, as its hook files (#44.3).
+   * Absent: every root counts (an embedding without the trust step).
+   */
+  readonly projectTrusted?: (dir: string) => boolean
 }
 
 const NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
@@ -49,14 +55,23 @@ export function projectRoot(cwd: string): string {
   }
 }
 
+/**
+ * Whether the project's `.claude/skills` counts: in a trusted folder, or when there is no trust
+ * step. Started in the home folder, `~/.claude/skills` is the user's root (rank 550), not a project's.
+ */
+export function claudeProjectSkills(root: string, options: Pick<SkillRootsOptions, 'claudeHome' | 'projectTrusted'>): boolean {
+  if (options.claudeHome !== undefined && resolve(options.claudeHome) === join(root, '.claude')) return false
+  return options.projectTrusted?.(root) ?? true
+}
+
 /** The discovery roots in rank order (lower wins a duplicate name). */
 export function skillRoots(options: SkillRootsOptions): SkillRoot[] {
   const root = projectRoot(options.cwd)
   const roots: SkillRoot[] = [
     { dir: join(root, '.dsh', 'skills'), rank: 100 },
     { dir: join(root, '.agents', 'skills'), rank: 200 },
-    // A Claude Code project's skills, as it keeps them.
-    { dir: join(root, '.claude', 'skills'), rank: 250 },
+    // A Claude Code project's skills, as it keeps them (in a trusted folder).
+    ...(claudeProjectSkills(root, options) ? [{ dir: join(root, '.claude', 'skills'), rank: 250 }] : []),
     ...(options.customSkillDirs ?? []).map(dir => ({ dir: resolve(options.cwd, dir), rank: 300 })),
   ]
   if (options.dshHome !== undefined) roots.push({ dir: join(options.dshHome, 'skills'), rank: 400, skip: ['.system'] })

@@ -15,6 +15,7 @@ import type { Session } from '../session/api.js'
 import { scanEvents } from '../session/packed-run.js'
 import type { Tool } from '../tools/api.js'
 import type { CommandsService, SlashCommand } from '../commands/api.js'
+import { claudeSetupNotice } from './claude-setup.js'
 import { discoverSkills, readSkillBody, SkillDiscoveryCache, skillRoots, type Skill, type SkillRootsOptions } from './discover.js'
 import type { ToolsService } from '../tools/api.js'
 import { serviceLookup, untraced } from '../kernel/index.js'
@@ -37,6 +38,10 @@ export interface SkillsConfig {
   /** Also `DSH_BUNDLED_SKILL_DIR`. */
   readonly bundledSkillDir?: string
   readonly catalogDescriptionMaxLength?: number
+  /** Whether a project folder is trusted: a project's `.claude/skills` counts only then (absent: always). */
+  readonly projectTrusted?: (dir: string) => boolean
+  /** One line at start naming what dsh does not take from the launch folder's Claude Code setup (default true). */
+  readonly setupNotice?: boolean
 }
 
 export const SKILL_CATALOG_KIND = 'skill-catalog'
@@ -115,6 +120,7 @@ export class SkillsPlugin {
     this.tools = untraced(ctx.tools)
     this.commandsPresent = serviceLookup(ctx, 'commands') as () => CommandsService | undefined
     ctx.effect(() => ctx.tools.register(this.tool()))
+    if (config.setupNotice !== false) this.notice()
     ctx.on('agent/pre-step', (payload, next) => this.preStep(payload, next))
     ctx.on('agent/created', (agent) => { this.syncCommands(agent) })
     ctx.on('agent/disposed', (agent) => { this.commands.get(agent.scope)?.dispose(); this.commands.delete(agent.scope) })
@@ -133,6 +139,19 @@ export class SkillsPlugin {
     })
   }
 
+  /** Said once at start: the host's stderr when there is one, else the logger. */
+  private notice(): void {
+    const line = claudeSetupNotice({
+      cwd: this.config.cwd ?? process.cwd(),
+      claudeHome: this.config.claudeHome ?? join(homedir(), '.claude'),
+      ...(this.config.projectTrusted !== undefined ? { projectTrusted: this.config.projectTrusted } : {}),
+    })
+    if (line === undefined) return
+    const host = this.ctx.get('host') as { stderr?: NodeJS.WritableStream } | undefined
+    if (host?.stderr !== undefined) host.stderr.write(`${line}\n`)
+    else this.ctx.logger('skills').info(line)
+  }
+
   /** The skills visible from `cwd` now. */
   skills(cwd: string | undefined): Skill[] {
     const options: SkillRootsOptions = {
@@ -141,6 +160,7 @@ export class SkillsPlugin {
       agentsHome: this.config.agentsHome ?? join(homedir(), '.agents'),
       claudeHome: this.config.claudeHome ?? join(homedir(), '.claude'),
       ...(this.config.customSkillDirs !== undefined ? { customSkillDirs: this.config.customSkillDirs } : {}),
+      ...(this.config.projectTrusted !== undefined ? { projectTrusted: this.config.projectTrusted } : {}),
       ...((this.config.bundledSkillDir ?? process.env.DSH_BUNDLED_SKILL_DIR) ? { bundledSkillDir: this.config.bundledSkillDir ?? process.env.DSH_BUNDLED_SKILL_DIR } : {}),
     }
     return discoverSkills(skillRoots(options), message => this.ctx.logger('skills').warn(message), this.discovery)

@@ -8,7 +8,7 @@
  * the user trusts one). Nothing in a project can trust itself.
  */
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve, sep } from 'node:path'
 
 export const TRUST_FILE = 'trusted-projects.json'
@@ -144,4 +144,29 @@ export function isTrusted(dir: string, trusted: readonly string[]): boolean {
     const base = resolve(root)
     return target === base || target.startsWith(base.endsWith(sep) ? base : base + sep) || (dirname(base) === base && target.startsWith(base))
   })
+}
+
+/**
+ * Whether a folder is trusted now, for a caller that asks at every step (a project's
+ * `.claude/skills`): the list is read again only when its file changed (one `stat` per call;
+ * never kept while the file is younger than 2 s, since two writes in one timestamp tick can leave
+ * the same stat).
+ */
+export function trustChecker(home: string): (dir: string) => boolean {
+  let stamp: string | undefined
+  let trusted: string[] = []
+  return (dir) => {
+    let now = 'absent'
+    try {
+      const stats = statSync(trustFile(home))
+      now = Date.now() - stats.mtimeMs < 2_000 ? 'fresh' : `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
+    } catch {
+      // No list: nothing is trusted.
+    }
+    if (now !== stamp || now === 'fresh') {
+      trusted = readTrustedProjects(home)
+      stamp = now
+    }
+    return isTrusted(dir, trusted)
+  }
 }

@@ -9,7 +9,7 @@
  * The same functions serve `dsh trust`, the `/trust` command (this plugin, every surface) and the
  * terminal app's question at start.
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Context } from 'cordis'
@@ -35,6 +35,8 @@ export interface ProjectTrustStatus {
   readonly mcp?: { readonly servers: readonly { readonly name: string; readonly runs: string }[]; readonly pinned: boolean }
   /** The trust list cannot be read (so it trusts nothing): why. */
   readonly problem?: string
+  /** Skills in the folder's `.claude/skills` (Claude Code's; they count once the folder is trusted), when there are any. */
+  readonly claudeSkills?: number
 }
 
 /** Parsed JSON, or undefined when the text is not JSON (or the file cannot be read). */
@@ -92,7 +94,25 @@ export function projectTrustStatus(folder: string, home: string, settings: Setti
     const servers = record(record(parseJson(text))?.mcpServers) ?? {}
     mcp = { servers: Object.entries(servers).map(([name, entry]) => ({ name, runs: serverRuns(entry) })), pinned: projectFilePinned(settings, root, text) }
   }
-  return { folder: root, ...by === undefined ? {} : { trustedBy: by }, hookFiles, ...mcp === undefined ? {} : { mcp }, ...problem === undefined ? {} : { problem } }
+  // Started in the home folder, ~/.claude/skills is the user's own, not the project's.
+  const skillsDir = join(root, '.claude', 'skills')
+  const claudeSkills = skillsDir === join(resolve(userHome), '.claude', 'skills') ? 0 : skillEntries(skillsDir)
+  return { folder: root, ...by === undefined ? {} : { trustedBy: by }, hookFiles, ...mcp === undefined ? {} : { mcp }, ...problem === undefined ? {} : { problem }, ...claudeSkills > 0 ? { claudeSkills } : {} }
+}
+
+function skillEntries(dir: string): number {
+  try {
+    return readdirSync(dir).filter(name => !name.startsWith('.')).length
+  } catch {
+    return 0
+  }
+}
+
+/** The line about the folder's `.claude/skills`, when it has any. */
+function skillsLine(status: ProjectTrustStatus): string | undefined {
+  if (status.claudeSkills === undefined) return undefined
+  const count = `${status.claudeSkills} skill${status.claudeSkills === 1 ? '' : 's'}`
+  return status.trustedBy === undefined ? `Its .claude/skills (${count}) count once the folder is trusted.` : `Its .claude/skills (${count}) are in use.`
 }
 
 /** True when the folder brings code that would not run now: hooks of an untrusted folder, or unpinned servers. */
@@ -129,8 +149,10 @@ export function formatTrustStatus(status: ProjectTrustStatus, how: { readonly on
   if (status.trustedBy === undefined) lines.push(`${status.folder} is not trusted.`)
   else if (status.trustedBy === status.folder) lines.push(`${status.folder} is trusted.`)
   else lines.push(`${status.folder} is trusted (through ${status.trustedBy}).`)
+  const skills = skillsLine(status)
   if (code.length === 0) {
     lines.push('It has no project files that run code (hooks, .mcp.json).')
+    if (skills !== undefined) lines.push(skills, ...status.trustedBy === undefined ? [`Trust it with ${how.on}.`] : [])
     return lines.join('\n')
   }
   lines.push(`Project files that run code, with your user's rights${needsTrust(status) ? ', once trusted' : ''}:`, ...code.map(line => `  ${line}`))
@@ -140,6 +162,7 @@ export function formatTrustStatus(status: ProjectTrustStatus, how: { readonly on
   if (status.mcp !== undefined && status.mcp.servers.length > 0 && !status.mcp.pinned && status.trustedBy !== undefined) {
     lines.push(`${PROJECT_FILE} is new or changed since the folder was trusted: its servers wait for trust again.`)
   }
+  if (skills !== undefined) lines.push(skills)
   lines.push(needsTrust(status) ? `Trust it with ${how.on}.` : `Revoke with ${how.off}.`)
   return lines.join('\n')
 }

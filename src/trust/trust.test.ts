@@ -47,6 +47,29 @@ describe('project trust: what a folder runs, trusting and revoking it', () => {
     expect(needsTrust(status)).toBe(true)
   })
 
+  it('#44.3: the folder\'s .claude/skills are named: waiting until the folder is trusted, in use after; they need no trust of their own', () => {
+    const { home, folder, userHome } = project({ hooks: false, mcp: false })
+    for (const name of ['deploy', 'ship']) {
+      mkdirSync(join(folder, '.claude', 'skills', name), { recursive: true })
+      writeFileSync(join(folder, '.claude', 'skills', name, 'SKILL.md'), `---\nname: ${name}\ndescription: x\n---\n`)
+    }
+    const before = projectTrustStatus(folder, home, undefined, userHome)
+    expect(needsTrust(before)).toBe(false)
+    expect(formatTrustStatus(before).split('\n').slice(1)).toEqual([
+      'It has no project files that run code (hooks, .mcp.json).',
+      'Its .claude/skills (2 skills) count once the folder is trusted.',
+      'Trust it with `/trust on` (or `dsh trust on` in the folder).',
+    ])
+    trustProject(home, folder)
+    expect(formatTrustStatus(projectTrustStatus(folder, home, undefined, userHome)).split('\n').slice(1)).toEqual([
+      'It has no project files that run code (hooks, .mcp.json).',
+      'Its .claude/skills (2 skills) are in use.',
+    ])
+    // Started in the home folder, ~/.claude/skills is the user's own.
+    mkdirSync(join(userHome, '.claude', 'skills', 'mine'), { recursive: true })
+    expect(projectTrustStatus(userHome, home, undefined, userHome).claudeSkills).toBeUndefined()
+  })
+
   it('a folder with nothing that runs code needs no trust', () => {
     const { home, folder, userHome } = project({ hooks: false, mcp: false })
     expect(needsTrust(projectTrustStatus(folder, home, undefined, userHome))).toBe(false)

@@ -29,7 +29,8 @@ import { FileIndex } from './files.js'
 import { routeStderr } from './stderr.js'
 import { runShell, shellInput } from './shell.js'
 import { keyUseAnswerer } from './key-use.js'
-import { costOf, priceOf, readPriceTable, trajectoryUsage } from '../session/trajectory.js'
+import { costOf, priceOf, readPriceTable, trajectoryUsage, withShippedPrices } from '../session/trajectory.js'
+import { shippedPrices } from '../llm/presets/catalog.js'
 import type { TokenUsage } from '../llm/types.js'
 import { colorWanted, setColorEnabled } from './theme.js'
 import { homePaths, writeCredential } from '../config/home.js'
@@ -148,7 +149,6 @@ export class TuiApp extends Service {
     }
 
     const store = new TuiStore(agent)
-    const model = this.ctx.llm.models().find(info => info.provider === route.provider && info.model === route.model)
     store.banner([
       `dsh · ${route.model} · ${displayFolder(cwd)}`,
       'Enter send · \\ or Alt-Enter new line · Esc cancel · Ctrl-C twice exit · /help',
@@ -274,7 +274,7 @@ export class TuiApp extends Service {
     // already open or waiting is kept), so the handshake is not on the way to the first token.
     let warmedAt = -Infinity
     const llm = this.ctx.llm
-    const prices = readPriceTable(host.settings.model?.prices)
+    const prices = withShippedPrices(shippedPrices(), readPriceTable(host.settings.model?.prices))
     // `@path` words naming files of the workspace attach those files (as the web's mentions do),
     // so the model has them without a read; a mention that cannot be attached says why.
     const withMentions = (text: string): AgentInput | undefined => {
@@ -359,10 +359,14 @@ export class TuiApp extends Service {
       openRewind: () => commandUi.rewind(),
     }
     const info = {
-      model: route.model,
+      // Read at each render: `/model` replaces the agent, and the status bar follows it.
+      get model() { return store.agent.config.model },
       folder: displayFolder(cwd),
       home: homedir(),
-      ...model === undefined ? {} : { contextWindow: model.contextWindow },
+      get contextWindow() {
+        const { provider, model: name } = store.agent.config
+        return llm.models().find(entry => entry.provider === provider && entry.model === name)?.contextWindow
+      },
       permission: () => approval === undefined ? 'auto-run tools' : permissionLabel(approval, store.agent.session),
       sessionId: () => store.agent.id,
       runningJobs: () => this.ctx.get('jobs')?.list(store.agent.id).filter(isRunning).length ?? 0,
@@ -520,6 +524,8 @@ export class TuiApp extends Service {
           id: request.id, toolName: request.toolName, reason: request.reason,
           ...request.arguments === undefined ? {} : { arguments: request.arguments },
           ...request.scopes === undefined ? {} : { scopes: request.scopes },
+          ...request.grants === undefined ? {} : { grants: request.grants },
+          ...request.askedBy === undefined ? {} : { askedBy: `${request.askedBy.text} (${request.askedBy.source})` },
           answer: outcome => settle(outcome),
         })
       })

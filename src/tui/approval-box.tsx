@@ -6,7 +6,14 @@
  *
  * Keys: `y` (or Enter) allows once, `n` (or Esc, Ctrl-C) rejects. A request that offers wider
  * grants (`scopes`) also takes `s` (allow for the rest of this session) and `a` (always: added to
- * the settings); a key for a scope it does not offer does nothing.
+ * the settings); a key for a scope it does not offer does nothing. When the grant is a permission
+ * rule (`grants`), the box shows the rule as it will be written, and names the ask rule that made
+ * it ask (`askedBy`).
+ *
+ * A box whose arguments do not fit the screen scrolls (`approvalLayout`): ↑/↓, PgUp/PgDn, Home
+ * and End move it, a line says which lines show and how many there are, and `y`, `s`, `a` and
+ * Enter do nothing until the end of the arguments has been on screen, so nothing past the fold
+ * is allowed unseen. `n` rejects at any time.
  *
  * A stored key's first use with an endpoint (`keyUse`, key-use.ts) is asked in the same box, with
  * the endpoint in full (wrapped, never cut) and who chose it: `y` sends it, `n` (Esc, Ctrl-C) does
@@ -15,9 +22,10 @@
 import type { ReactNode } from 'react'
 import { Box, Text } from 'ink'
 import type { ApprovalScope } from '../approval/api.js'
-import type { ApprovalPrompt, TuiApprovalAnswer } from './store.js'
+import type { ApprovalPrompt, TuiApprovalAnswer, TuiStore } from './store.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { c } from './theme.js'
+import { wrapText } from './wrap.js'
 
 /** The keys a prompt takes, in the order the box shows them. */
 interface Choice {
@@ -35,17 +43,51 @@ const SCOPED: Readonly<Record<ApprovalScope, Choice>> = {
 const REJECT: Choice = { key: 'n', label: 'reject', answer: 'rejected', color: 'red' }
 
 /** The choices of one request: once, the scopes it offers (session before always), reject. */
-export function approvalChoices(scopes: readonly ApprovalScope[] | undefined): readonly Choice[] {
+export function approvalChoices(scopes: readonly ApprovalScope[] | undefined, grants?: string): readonly Choice[] {
   const offered = (['session', 'always'] as const).filter(scope => scopes?.includes(scope) === true)
-  return [ONCE, ...offered.map(scope => SCOPED[scope]), REJECT]
+  const scoped = offered.map(scope => grants === undefined || scope === 'session' ? SCOPED[scope] : { ...SCOPED[scope], label: 'always (settings.yaml)' })
+  return [ONCE, ...scoped, REJECT]
 }
 
-/** The answer a key press gives the pending request, or undefined (the key does nothing). */
-export function approvalKey(approval: Pick<ApprovalPrompt, 'scopes' | 'keyUse'>, input: string, key: { return?: boolean; escape?: boolean; ctrl?: boolean }): TuiApprovalAnswer | undefined {
+/**
+ * The answer a key press gives the pending request, or undefined (the key does nothing). `unseen`:
+ * part of the arguments has not been on screen yet, so only a rejection answers.
+ */
+export function approvalKey(approval: Pick<ApprovalPrompt, 'scopes' | 'keyUse'>, input: string, key: { return?: boolean; escape?: boolean; ctrl?: boolean }, unseen = false): TuiApprovalAnswer | undefined {
   if (key.ctrl) return input === 'c' ? 'rejected' : undefined
-  if (key.return) return approval.keyUse === undefined ? 'allowed-once' : undefined
   if (key.escape) return 'rejected'
-  return approvalChoices(approval.scopes).find(choice => choice.key === input.toLowerCase())?.answer
+  const answer = key.return ? (approval.keyUse === undefined ? 'allowed-once' : undefined)
+    : approvalChoices(approval.scopes).find(choice => choice.key === input.toLowerCase())?.answer
+  return unseen && answer !== 'rejected' ? undefined : answer
+}
+
+/** The argument rows of a box `width` columns wide, and how many fit in `rows` screen rows. */
+export interface ApprovalLayout {
+  readonly lines: readonly { readonly kind: 'command' | 'field'; readonly text: string }[]
+  /** Rows the arguments may take; fewer than `lines.length` means the box scrolls. */
+  readonly window: number
+}
+
+/**
+ * Screen rows the arguments leave to the rest: the box's border, title, reason, rule lines, scroll
+ * line and keys, and below it the prompt box, the activity line and the footer.
+ */
+const BOX_CHROME = 15
+
+export function approvalLayout(approval: Pick<ApprovalPrompt, 'arguments'>, width: number, rows: number): ApprovalLayout {
+  const inner = Math.max(10, width - 4)
+  const lines = argumentLines(approval.arguments).flatMap(line =>
+    wrapText(terminalSafe(line.text), inner).split('\n').map(text => ({ kind: line.kind, text })))
+  return { lines, window: Math.max(3, rows - BOX_CHROME) }
+}
+
+/** The scroll position after a key (↑ ↓ PgUp PgDn Home End), or undefined when the key does not scroll. */
+export function scrollKey(layout: ApprovalLayout, offset: number, key: { upArrow?: boolean; downArrow?: boolean; pageUp?: boolean; pageDown?: boolean; home?: boolean; end?: boolean }): number | undefined {
+  const last = Math.max(0, layout.lines.length - layout.window)
+  if (last === 0) return undefined
+  const step = key.upArrow ? -1 : key.downArrow ? 1 : key.pageUp ? -(layout.window - 1) : key.pageDown ? layout.window - 1 : key.home ? -Infinity : key.end ? Infinity : undefined
+  if (step === undefined) return undefined
+  return Math.min(last, Math.max(0, offset + step))
 }
 
 /**
@@ -73,17 +115,43 @@ export function argumentLines(raw: string | undefined): { readonly kind: 'comman
   return lines
 }
 
-export function ApprovalBox({ approval, folder }: { approval: ApprovalPrompt; folder?: string }): ReactNode {
+/**
+ * A key press while `approval` is pending: it scrolls a box taller than the screen, or answers;
+ * what has not been on screen cannot be allowed (only a rejection answers until the end was shown).
+ */
+export function approvalKeyPress(store: Pick<TuiStore, 'approvalScroll' | 'scrollApproval'>, approval: ApprovalPrompt, input: string,
+  key: Parameters<typeof approvalKey>[2] & Parameters<typeof scrollKey>[2], size: { readonly columns: number; readonly rows: number }): void {
+  const layout = approvalLayout(approval, Math.max(20, size.columns), size.rows)
+  const scroll = store.approvalScroll?.id === approval.id ? store.approvalScroll : { offset: 0, seenEnd: false }
+  const seenEnd = scroll.seenEnd || layout.lines.length <= layout.window + scroll.offset
+  const moved = scrollKey(layout, scroll.offset, key)
+  if (moved !== undefined) return store.scrollApproval(approval.id, moved, seenEnd || moved + layout.window >= layout.lines.length)
+  const answer = approvalKey(approval, input, key, !seenEnd)
+  if (answer !== undefined) approval.answer(answer)
+}
+
+export function ApprovalBox({ approval, folder, width = 80, rows = 24, offset = 0 }: { approval: ApprovalPrompt; folder?: string; width?: number; rows?: number; offset?: number }): ReactNode {
   if (approval.keyUse !== undefined) return <KeyUseBox use={approval.keyUse} />
-  const choices = approvalChoices(approval.scopes)
-  const lines = argumentLines(approval.arguments)
+  const choices = approvalChoices(approval.scopes, approval.grants)
+  const layout = approvalLayout(approval, width, rows)
+  const scrolls = layout.lines.length > layout.window
+  const from = scrolls ? Math.min(offset, layout.lines.length - layout.window) : 0
+  const shown = scrolls ? layout.lines.slice(from, from + layout.window) : layout.lines
+  const atEnd = !scrolls || from + layout.window >= layout.lines.length
   return (
     <Box flexDirection="column" borderStyle="round" borderColor={c('yellow')} paddingX={1}>
       <Text bold>Allow {terminalSafe(approval.toolName)}?{folder !== undefined ? <Text dimColor> in {terminalSafe(folder)}</Text> : null}</Text>
       <Text wrap="wrap">{terminalSafe(approval.reason)}</Text>
-      {lines.map((line, index) => line.kind === 'command'
-        ? <Text key={index} wrap="wrap" color={c('cyan')}>{terminalSafe(line.text)}</Text>
-        : <Text key={index} wrap="wrap" dimColor>{terminalSafe(line.text)}</Text>)}
+      {shown.map((line, index) => line.kind === 'command'
+        ? <Text key={index} color={c('cyan')}>{line.text}</Text>
+        : <Text key={index} dimColor>{line.text}</Text>)}
+      {scrolls
+        ? <Text color={c('yellow')}>lines {from + 1}–{from + shown.length} of {layout.lines.length} · ↑↓ PgUp PgDn scroll{atEnd ? '' : ' · y works once you have seen the end'}</Text>
+        : null}
+      {approval.askedBy !== undefined ? <Text wrap="wrap" dimColor>asked by the rule {terminalSafe(approval.askedBy)}</Text> : null}
+      {approval.grants !== undefined && approval.scopes !== undefined && approval.scopes.length > 0
+        ? <Text wrap="wrap" dimColor>{approval.scopes.includes('always') ? 's / a' : 's'} add the rule <Text color={c('cyan')}>{terminalSafe(approval.grants)}</Text></Text>
+        : null}
       <Text>
         {choices.map((choice, index) => (
           <Text key={choice.key}>{index > 0 ? ' · ' : ''}<Text color={c(choice.color)} bold>{choice.key}</Text> {choice.label}</Text>

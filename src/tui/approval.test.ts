@@ -7,12 +7,13 @@ import { renderToString } from 'ink'
 import { describe, expect, it } from 'vitest'
 import { loopHarness } from '../../test-support/agent-harness.js'
 import { ApprovalPlugin } from '../approval/service.js'
-import { ApprovalBox, approvalChoices, approvalKey } from './approval-box.js'
+import { ApprovalBox, approvalChoices, approvalKey, approvalLayout, scrollKey } from './approval-box.js'
 import { permissionLabel } from './status.js'
 import type { ApprovalPrompt } from './store.js'
 
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '')
-const draw = (approval: ApprovalPrompt, columns = 80, folder = '/work/project') => plain(renderToString(h(ApprovalBox, { approval, folder }), { columns }))
+const draw = (approval: ApprovalPrompt, columns = 80, folder = '/work/project', rows = 24, offset = 0) =>
+  plain(renderToString(h(ApprovalBox, { approval, folder, width: columns, rows, offset }), { columns }))
 const none = { return: false, escape: false, ctrl: false }
 
 const escalation: ApprovalPrompt = { id: 'a1', toolName: 'bash', reason: 'escalate sandbox to danger-full-access: needs the network', arguments: '{"command":"curl x"}', answer() {} }
@@ -104,5 +105,44 @@ describe('the whole command before approval (#44.2)', () => {
     // No line is cut with an ellipsis, and no row is wider than the terminal.
     expect(box).not.toContain('…')
     expect(Math.max(...box.split('\n').map(line => line.length))).toBeLessThanOrEqual(80)
+  })
+})
+
+describe('a command taller than the screen scrolls, and is allowed only once its end was shown (#44.2)', () => {
+  const command = [...Array.from({ length: 30 }, (_, i) => `echo step ${i + 1}`), 'touch /outside/file'].join(' &&\n')
+  const tall: ApprovalPrompt = { id: 'a9', toolName: 'bash', reason: 'escalate sandbox to danger-full-access: build', arguments: JSON.stringify({ command }), scopes: ['session'], grants: 'Bash(echo step:*)', answer() {} }
+
+  it('shows a window of the lines, says which, and the end after scrolling to it', () => {
+    const layout = approvalLayout(tall, 80, 24)
+    expect(layout.lines).toHaveLength(31)
+    expect(layout.window).toBe(9)
+    const top = draw(tall, 80, '/work/project', 24, 0)
+    expect(top).toContain('lines 1–9 of 31 · ↑↓ PgUp PgDn scroll · y works once you have seen the end')
+    expect(top).toContain('$ echo step 1 &&')
+    expect(top).not.toContain('touch /outside/file')
+    const end = scrollKey(layout, 0, { end: true })!
+    expect(end).toBe(22)
+    const bottom = draw(tall, 80, '/work/project', 24, end)
+    expect(bottom).toContain('touch /outside/file')
+    expect(bottom).toContain('lines 23–31 of 31 · ↑↓ PgUp PgDn scroll')
+    expect(bottom).not.toContain('y works once')
+    expect(scrollKey(layout, 5, { downArrow: true })).toBe(6)
+    expect(scrollKey(layout, 0, { upArrow: true })).toBe(0)
+    expect(scrollKey(layout, 0, { pageDown: true })).toBe(8)
+    expect(scrollKey(approvalLayout(escalation, 80, 24), 0, { downArrow: true })).toBeUndefined()
+  })
+
+  it('until the end was on screen only a rejection answers', () => {
+    expect(approvalKey(tall, 'y', none, true)).toBeUndefined()
+    expect(approvalKey(tall, '', { ...none, return: true }, true)).toBeUndefined()
+    expect(approvalKey(tall, 's', none, true)).toBeUndefined()
+    expect(approvalKey(tall, 'n', none, true)).toBe('rejected')
+    expect(approvalKey(tall, '', { ...none, escape: true }, true)).toBe('rejected')
+    expect(approvalKey(tall, 'y', none, false)).toBe('allowed-once')
+    expect(approvalKey(tall, 's', none, false)).toBe('allowed-session')
+  })
+
+  it('names the rule s would add', () => {
+    expect(draw(tall, 80, '/work/project', 24, 22)).toContain('s add the rule Bash(echo step:*)')
   })
 })

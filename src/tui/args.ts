@@ -22,8 +22,8 @@ export interface InteractiveArgs {
   readonly interactiveOnly: boolean
 }
 
-// `--network` is read by the approval row (the deployment's network mode).
-const VALUE_FLAGS = new Set(['--session', '--model', '--cwd', '--output', '--permission-mode', '--network'])
+// `--network` is read by the approval row (the deployment's network mode), `--allow` and `--deny` by the permissions row.
+const VALUE_FLAGS = new Set(['--session', '--model', '--cwd', '--output', '--permission-mode', '--network', '--allow', '--deny'])
 
 export function parseInteractiveArgs(args: readonly string[]): InteractiveArgs {
   let continueLatest = false
@@ -39,6 +39,8 @@ export function parseInteractiveArgs(args: readonly string[]): InteractiveArgs {
       if (next === undefined) throw new ArgsError(`${arg} needs a value`)
       values[arg] = next
       index += 1
+    } else if (arg.startsWith('--allow=') || arg.startsWith('--deny=')) {
+      continue
     } else if (arg === '--') {
       words.push(...args.slice(index + 1))
       break

@@ -112,3 +112,11 @@ describe('terminal cards (docs/pty-terminals.md)', () => {
   })
 })
 
+
+describe('web_search card (#44.8)', () => {
+  it('names the queries and how many sources came back, or the error', () => {
+    const call = (text: string, isError: boolean, meta?: unknown): ToolCallView => ({ id: 'w', name: 'web_search', arguments: JSON.stringify({ queries: ['node lts', 'bun 1.2'] }), result: { text, isError, meta } })
+    expect(draw(call('Sources:\n- [a](https://a/)', false, { sources: [{ url: 'https://a/' }, { url: 'https://b/' }] }))).toBe('✓ search node lts, bun 1.2 · 2 sources')
+    expect(draw(call('Error: Exa search failed: HTTP 401: invalid API key', true))).toBe('✗ search node lts, bun 1.2 · Error: Exa search failed: HTTP 401: invalid API key')
+  })
+})

@@ -156,6 +156,12 @@ export function ToolCardView(props: { call: ToolCallView; running: boolean; live
       const outcome = error ?? (typeof m.matches === 'number' ? `${m.matches} match${m.matches === 1 ? '' : 'es'}${m.limitReached ? ' (limit)' : ''}` : undefined)
       return <Header call={call} running={running} title="grep" detail={str(args.pattern)} outcome={outcome} />
     }
+    case 'web_search': {
+      const queries = Array.isArray(args.queries) ? (args.queries as unknown[]).filter((query): query is string => typeof query === 'string') : []
+      const sources = Array.isArray(m.sources) ? m.sources.length : undefined
+      const outcome = error ?? (sources === undefined ? undefined : `${sources} source${sources === 1 ? '' : 's'}`)
+      return <Header call={call} running={running} title="search" detail={oneLine(queries.join(', ')) || '…'} outcome={outcome} />
+    }
     case 'todo_write': {
       const todos = Array.isArray(args.todos) ? args.todos as { content?: string; status?: string }[] : []
       return (

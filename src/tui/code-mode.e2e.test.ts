@@ -3,22 +3,14 @@
  * server under DSH_TOOLS_MODE=code: a run_code program that calls bash twice is drawn as one code
  * card with the two commands nested under it and their output, at 80 and 120 columns.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { describe, expect, it } from 'vitest'
+import { streamResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
-import { hasTmux, Terminal } from '../../test-support/tmux.js'
+import { Terminal, terminalTestBed } from '../../test-support/tmux.js'
 import { noTitlePatch } from '../../test-support/patches.js'
 
-const tmux = hasTmux()
-if (!tmux) console.warn('skipping the terminal app code-mode test: tmux is missing (apt-get install -y tmux)')
-
-let server: FakeDeepSeek
-const terminals: Terminal[] = []
-beforeEach(async () => { server = await FakeDeepSeek.start() })
-afterEach(async () => {
-  for (const terminal of terminals.splice(0)) terminal.close()
-  await server.close()
-})
+const bed = terminalTestBed('the terminal app code-mode test')
+const tmux = !bed.skip
 
 const usage = { prompt_tokens: 1200, completion_tokens: 40 }
 
@@ -26,15 +18,15 @@ describe.skipIf(!tmux)('terminal app: a run_code card', () => {
   it.each([80, 120])('at %i columns the program\'s bash calls nest under its card, with their output', async (columns) => {
     const { home, cwd } = tempHome()
     const code = 'const a = await tools.bash({ command: "echo CODE_ONE", description: "first" })\nconst b = await tools.bash({ command: "echo CODE_TWO", description: "second" })\nreturn a.stdout.text.trim() + "+" + b.stdout.text.trim()'
-    server.enqueue(
+    bed.server.enqueue(
       streamResponse([{ toolCall: { id: 'rc1', name: 'run_code', arguments: JSON.stringify({ code, description: 'Print two markers' }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'PROGRAM_ANSWERED' }, { finish: 'stop', usage }]),
     )
     const terminal = Terminal.start([process.execPath, dshBin, '--patch', noTitlePatch()], {
       cwd, width: columns, height: 40,
-      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, DSH_TOOLS_MODE: 'code', TERM: 'xterm-256color' },
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: bed.server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, DSH_TOOLS_MODE: 'code', TERM: 'xterm-256color' },
     })
-    terminals.push(terminal)
+    bed.keep(terminal)
     await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000 })
     terminal.type('run the program')
     await terminal.waitFor('run the program', { what: 'the typed prompt' })

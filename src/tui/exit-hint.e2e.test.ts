@@ -3,28 +3,20 @@
  * server: `dsh -c` only where it would open this session; a session with nothing to go back to
  * (no turn, no name) is named by its id alone.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { describe, expect, it } from 'vitest'
+import { streamResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
-import { hasTmux, Terminal } from '../../test-support/tmux.js'
+import { Terminal, terminalTestBed } from '../../test-support/tmux.js'
 import { noTitlePatch } from '../../test-support/patches.js'
 
-const tmux = hasTmux()
-if (!tmux) console.warn('skipping the terminal app exit-hint test: tmux is missing (apt-get install -y tmux)')
-
-let server: FakeDeepSeek
-const terminals: Terminal[] = []
-beforeEach(async () => { server = await FakeDeepSeek.start() })
-afterEach(async () => {
-  for (const terminal of terminals.splice(0)) terminal.close()
-  await server.close()
-})
+const bed = terminalTestBed('the terminal app exit-hint test')
+const tmux = !bed.skip
 
 async function open(home: string, cwd: string): Promise<Terminal> {
   const terminal = Terminal.start([process.execPath, dshBin, '--patch', noTitlePatch()], {
-    cwd, width: 100, height: 30, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, TERM: 'xterm-256color' },
+    cwd, width: 100, height: 30, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: bed.server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, TERM: 'xterm-256color' },
   })
-  terminals.push(terminal)
+  bed.keep(terminal)
   await terminal.waitFor('Ask dsh to do something', { what: 'the input box', timeoutMs: 20_000 })
   return terminal
 }
@@ -44,7 +36,7 @@ describe.skipIf(!tmux)('terminal app: /exit says how to resume', () => {
     expect(empty).toContain(`Resume: dsh --session ${id}`)
     expect(empty).not.toContain('dsh -c')
 
-    server.enqueue(streamResponse([{ text: 'HELLO_BACK' }, { finish: 'stop', usage: { prompt_tokens: 5, completion_tokens: 2 } }]))
+    bed.server.enqueue(streamResponse([{ text: 'HELLO_BACK' }, { finish: 'stop', usage: { prompt_tokens: 5, completion_tokens: 2 } }]))
     const terminal = await open(home, cwd)
     terminal.type('hello')
     await terminal.waitFor('hello', { what: 'the typed prompt' })

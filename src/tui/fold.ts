@@ -194,7 +194,7 @@ export class ConversationFold {
 
   /** The context in use after a model request with this usage (unchanged without input tokens). */
   contextFrom(usage: TokenUsage | undefined): void {
-    if (usage?.inputTokens !== undefined) this.contextTokens = usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.outputTokens ?? 0)
+    if (usage?.inputTokens !== undefined) this.contextTokens = usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0) + (usage.outputTokens ?? 0)
   }
 
   private chunk(event: SessionEvent<'assistant/chunk'>): void {

@@ -1,28 +1,20 @@
 /**
  * The network knob and wider approval grants in the terminal app, driven as a user drives it:
- * the real `dsh` in a real terminal (tmux, 80x24) against the fake model server. `/network`
+ * the real `dsh` in a real terminal (tmux, 80x24) against the fake model bed.server. `/network`
  * shows and switches the mode (the status bar follows; an unknown mode is an error line), and a
  * request that offers scopes (a stand-in for the network proxy, test-support/patches.ts) takes
  * `s` for this session and `a` always besides `y` and `n`. Every wait polls with a deadline.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { FakeDeepSeek, streamResponse, type FakeResponse } from '../../test-support/fake-deepseek.js'
+import { describe, expect, it } from 'vitest'
+import { streamResponse, type FakeResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
-import { hasTmux, Terminal } from '../../test-support/tmux.js'
+import { Terminal, terminalTestBed } from '../../test-support/tmux.js'
 import { askNetworkPatch, noTitlePatch } from '../../test-support/patches.js'
 
-const tmux = hasTmux()
-if (!tmux) console.warn('skipping terminal network tests: tmux is missing (apt-get install -y tmux)')
-
-let server: FakeDeepSeek
-const terminals: Terminal[] = []
-beforeEach(async () => { server = await FakeDeepSeek.start() })
-afterEach(async () => {
-  for (const terminal of terminals.splice(0)) terminal.close()
-  await server.close()
-})
+const bed = terminalTestBed('terminal network tests')
+const tmux = !bed.skip
 
 const usage = { prompt_tokens: 1200, completion_tokens: 40 }
 const noTitle = noTitlePatch()
@@ -52,13 +44,13 @@ async function command(terminal: Terminal, text: string): Promise<void> {
 describe.skipIf(!tmux)('terminal app: /network and wider approval grants (tmux)', () => {
   it('/network shows and switches the mode, the status bar follows, an unknown mode is an error; s and a answer a scoped request', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(
+    bed.server.enqueue(
       toolCall('n1', 'fetch_host', { host: 'registry.example.org' }),
       toolCall('n2', 'fetch_host', { host: 'pypi.example.org' }),
       streamResponse([{ text: 'Both hosts answered.' }, { finish: 'stop', usage }]),
     )
-    const terminal = Terminal.shell({ cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', DSH_NETWORK: 'full' } })
-    terminals.push(terminal)
+    const terminal = Terminal.shell({ cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: bed.server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', DSH_NETWORK: 'full' } })
+    bed.keep(terminal)
     await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
     terminal.type(`clear; ${DSH}`)
     terminal.keys('Enter')

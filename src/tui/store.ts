@@ -30,6 +30,10 @@ export interface ApprovalPrompt {
   readonly arguments?: string
   /** Wider grants the request offers (`s` this session, `a` always); absent: once or not at all. */
   readonly scopes?: readonly ApprovalScope[]
+  /** The permission rule `s` / `a` would add (shown as it would be written); absent: a network host's grant. */
+  readonly grants?: string
+  /** The ask rule that made it ask, as written and where it came from. */
+  readonly askedBy?: string
   /**
    * A stored key's first use with an endpoint (key-use.ts), asked in the same box: `y` sends it
    * (allowed-once), `n` does not (rejected); Enter does nothing.
@@ -269,6 +273,14 @@ export class TuiStore {
     this.resume = undefined
     this.notify()
     if (id !== undefined) open?.(id)
+  }
+
+  /** The first line of the pending approval's arguments on screen, and whether its end was shown (a box taller than the screen scrolls). */
+  approvalScroll: { readonly id: string; readonly offset: number; readonly seenEnd: boolean } | undefined
+
+  scrollApproval(id: string, offset: number, seenEnd: boolean): void {
+    this.approvalScroll = { id, offset, seenEnd }
+    this.notify()
   }
 
   addApproval(prompt: ApprovalPrompt): void {

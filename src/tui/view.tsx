@@ -27,7 +27,7 @@ import type { FileChange } from '../tools/file-changes.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { RewindFiles, RewindList } from './rewind-view.js'
 import { SessionPicker } from './picker.js'
-import { ApprovalBox, approvalKey } from './approval-box.js'
+import { ApprovalBox, approvalKeyPress } from './approval-box.js'
 
 export interface ViewActions {
   send(text: string): void
@@ -129,7 +129,7 @@ function ItemView(props: { item: Item; expanded: boolean; width: number; live?: 
     case 'turn-end': {
       const end = describeEnd(item.reason)
       const usage = item.usage
-      const tokens = `${compactNumber((usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0))} in · ${compactNumber(usage.outputTokens ?? 0)} out`
+      const tokens = `${compactNumber((usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0))} in · ${compactNumber(usage.outputTokens ?? 0)} out`
       const dollars = props.cost?.(usage)
       const parts = [`${item.steps} step${item.steps === 1 ? '' : 's'}`, tokens, ...item.durationMs === undefined ? [] : [duration(item.durationMs)], ...dollars === undefined ? [] : [`$${dollars.toFixed(4)}`]]
       return (
@@ -286,6 +286,8 @@ export function ConversationView(props: ViewProps): ReactNode {
   const wasRunning = useRef(false)
   const { stdout } = useStdout()
   const [size, setSize] = useState({ columns: stdout.columns || 80, rows: stdout.rows || 24 })
+  const sizeRef = useRef(size)
+  sizeRef.current = size
 
   useEffect(() => store.subscribe(rerender), [store])
   // The terminal reflows what is already on screen when it narrows, which leaves broken copies of
@@ -400,11 +402,7 @@ export function ConversationView(props: ViewProps): ReactNode {
     const mention = mentionAtCursor(editor)
     // Read the store, not the render: a key can arrive between a frame and the next handler.
     const approval = store.approvals[0]
-    if (approval !== undefined) {
-      const answer = approvalKey(approval, input, key)
-      if (answer !== undefined) approval.answer(answer)
-      return
-    }
+    if (approval !== undefined) return approvalKeyPress(store, approval, input, key, sizeRef.current)
     // A pending question takes the keys (question.tsx).
     if (store.questions.length > 0) return
     if (store.rewind !== undefined) return rewindKey(input, key)
@@ -566,7 +564,8 @@ export function ConversationView(props: ViewProps): ReactNode {
           {queued.map((text, index) => <Text key={index} dimColor wrap="truncate-end">↳ queued: {terminalSafe(text).replace(/\n/g, ' ')}</Text>)}
         </Box>
       ) : null}
-      {approval !== undefined ? <ApprovalBox approval={approval} {...store.agent.session.header.cwd !== undefined && { folder: store.agent.session.header.cwd }} /> : null}
+      {approval !== undefined ? <ApprovalBox approval={approval} width={width} rows={size.rows} offset={store.approvalScroll?.id === approval.id ? store.approvalScroll.offset : 0}
+        {...store.agent.session.header.cwd !== undefined && { folder: store.agent.session.header.cwd }} /> : null}
       {question !== undefined ? <QuestionView key={question.id} prompt={question} active={approval === undefined} /> : null}
       {store.rewind?.files !== undefined
         ? <RewindFiles point={store.rewind.files.point} changes={store.rewind.files.changes} choice={store.rewind.files.choice} folder={store.agent.session.header.cwd} />

@@ -3,7 +3,8 @@
  * escalation; headless Chromium clicks Allow once on the first card and rejects the second from
  * the keyboard; the preset picker switches the session to read-only.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
@@ -66,6 +67,35 @@ describe.skipIf(chromium.path === undefined)('approvals in the web UI', () => {
     await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_REJECT' }).waitFor()
     expect(existsSync(join(work, 'rejected.txt'))).toBe(false)
     expect(await page.getByTestId('card-write').last().textContent()).toContain('the user rejected escalating this operation to "danger-full-access"')
+  })
+
+  it('#44: a long command shows whole with its folder; "for this session" adds the rule shown and the decision names it', async () => {
+    const tail = join(tmpdir(), `dsh-web-outside-${process.pid}`)
+    const command = `cd /tmp && python3 -c 'import sys; print(sys.version)' && ${'echo building the project now && '.repeat(5)}touch ${tail}`
+    const escalated = (id: string, text: string) => streamResponse([
+      { toolCall: { id, name: 'bash', arguments: JSON.stringify({ command: text, description: 'run', sandbox_permissions: 'danger-full-access', justification: 'outside the folder' }) } },
+      { finish: 'tool_calls', usage },
+    ])
+    fake.enqueue(escalated('call-long', command), streamResponse([{ text: 'AFTER_LONG' }, { finish: 'stop', usage }]))
+    await prompt('run the long one')
+    const long = page.getByTestId('approval-card').nth(2)
+    await long.getByTestId('approval-reject').waitFor()
+    expect(await long.getByTestId('approval-subject').textContent()).toBe(command)
+    expect(await long.getByTestId('approval-folder').textContent()).toBe(`in ${work}`)
+    // A compound command offers no wider rule.
+    expect(await long.getByTestId('approval-allow-session').count()).toBe(0)
+    await long.getByTestId('approval-reject').click()
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_LONG' }).waitFor()
+    fake.enqueue(escalated('call-s1', `touch ${tail}-1`), streamResponse([{ text: 'AFTER_S1' }, { finish: 'stop', usage }]))
+    await prompt('touch one')
+    const card = page.getByTestId('approval-card').nth(3)
+    await card.getByTestId('approval-allow-session').waitFor()
+    expect(await card.getByTestId('approval-grants').textContent()).toBe(`For this session or always adds the rule Bash(touch ${tail}-1)`)
+    await card.getByTestId('approval-allow-session').click()
+    await card.getByTestId('approval-decided-by').filter({ hasText: `Bash(touch ${tail}-1) (session)` }).waitFor()
+    await page.getByTestId('assistant-message').filter({ hasText: 'AFTER_S1' }).waitFor()
+    expect(existsSync(`${tail}-1`)).toBe(true)
+    rmSync(`${tail}-1`, { force: true })
   })
 
   it('AP-5/SB-4: the preset picker switches the session to read-only; the bash card shows the denial marker', async () => {

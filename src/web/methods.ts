@@ -17,6 +17,7 @@ import type { StoredSessionSummary } from '../persistence/api.js'
 import { readSettings } from '../config/home.js'
 import { forkTitled, titleOf } from '../title/index.js'
 import { rewindPoints, type RewindPoint } from '../host/rewind.js'
+import { availableModels, findRoute } from '../host/route.js'
 import { fileChangesAfter, restoreFiles, restoreLines } from '../tools/file-changes.js'
 import { displayPath } from '../tools/builtin/paths.js'
 import { emitContained } from '../kernel/index.js'
@@ -303,14 +304,19 @@ export class WebApiPlugin extends Service implements WebApiService {
 
   /** Model route: the requested name, settings `model.default`, the agents' default, the first model. */
   route(requested?: string): { provider: string; model: string } | undefined {
-    const models = this.root.llm.models()
     const settings = this.config.home === undefined ? {} : readSettings(this.config.home)
     const fromSettings = settings.model?.default
     const name = requested || (typeof fromSettings === 'string' ? fromSettings : undefined)
     if (name === undefined) return undefined
-    const found = models.find(info => info.model === name || `${info.provider}/${info.model}` === name)
-    if (found === undefined) throw new WebApiError(400, 'UNKNOWN_MODEL', `unknown model "${name}" (available: ${models.map(info => info.model).join(', ') || 'none'})`)
-    return { provider: found.provider, model: found.model }
+    // The catalogue's route, else a provider preset's (openai/gpt-5, ollama/llama3.2), registered now.
+    let found: { provider: string; model: string } | undefined
+    try {
+      found = findRoute(this.root, name)
+    } catch (error) {
+      throw new WebApiError(400, 'AMBIGUOUS_MODEL', (error as Error).message)
+    }
+    if (found === undefined) throw new WebApiError(400, 'UNKNOWN_MODEL', `unknown model "${name}" (${availableModels(this.root)})`)
+    return found
   }
 
   /** Stored logs read lately, by id, with the revision they were read at (`view`). */
@@ -342,8 +348,22 @@ export class WebApiPlugin extends Service implements WebApiService {
   }
 
   private registerCore(): void {
-    const { root } = this
     const add = (name: string, method: WebMethod) => this.register(name, method)
+    this.registerSessions(add)
+    this.registerRewind(add)
+    this.registerTurns(add)
+    add('server.info', () => ({ cwd: this.config.cwd ?? null, methods: this.names() }))
+
+    add('extensions.list', () => ({
+      scripts: [...this.assets].filter(([, asset]) => asset.script).map(([path]) => `/ext/${path}`),
+    }))
+
+    registerSettingsMethods({ root: this.root, config: this.config, route: name => this.route(name), home: () => this.home }, add)
+  }
+
+  /** Sessions: list, create, history pages, rename, fork, delete, export/import, the model. */
+  private registerSessions(add: (name: string, method: WebMethod) => void): void {
+    const { root } = this
 
     add('sessions.list', async params => {
       // Archived sessions are left out unless asked for: `archived: 'include' | 'only'`.
@@ -413,6 +433,34 @@ export class WebApiPlugin extends Service implements WebApiService {
       return this.summary(await forkTitled(root.sessionPersistence, source, boundary))
     })
 
+    add('sessions.delete', async params => {
+      const id = str(params, 'id')
+      const agent = root.agents.get(id)
+      if (agent?.status === 'running') throw new WebApiError(409, 'RUNNING', 'stop the running turn before deleting the session')
+      if (agent !== undefined) await root.agents.dispose(id)
+      // Flushes and closes a live session first, then trashes it.
+      const deleted = await root.sessionPersistence.delete(id)
+      emitContained(root, 'web/session-changed', [id])
+      return { deleted }
+    })
+
+    registerExchangeMethods({ root, cwd: () => this.config.cwd ?? process.cwd(), view: id => this.view(id) }, add)
+
+    add('sessions.setModel', async params => {
+      const session = await this.session(str(params, 'id'))
+      const route = this.route(str(params, 'model'))!
+      const existing = root.agents.get(session.id)
+      if (existing?.status === 'running') throw new WebApiError(409, 'RUNNING', 'the model can change between turns: stop the running turn first')
+      // The loop route is fixed per agent; the inbox lives in the log, so a new agent keeps it.
+      if (existing !== undefined) await root.agents.dispose(session.id)
+      const agent = root.agents.create({ sessionId: session.id, loop: route })
+      return { model: agent.config.model, provider: agent.config.provider }
+    })
+  }
+
+  /** Going back to an earlier prompt (host/rewind.ts): what it would undo, and doing it. */
+  private registerRewind(add: (name: string, method: WebMethod) => void): void {
+    const { root } = this
     /** The prompt at `seq` to go back to (host/rewind.ts); 400 when it started no turn. */
     const rewindPoint = (session: Session, seq: number): RewindPoint => {
       const point = rewindPoints(session.events).find(candidate => candidate.seqs.includes(seq))
@@ -459,31 +507,11 @@ export class WebApiPlugin extends Service implements WebApiService {
         },
       }
     })
+  }
 
-    add('sessions.delete', async params => {
-      const id = str(params, 'id')
-      const agent = root.agents.get(id)
-      if (agent?.status === 'running') throw new WebApiError(409, 'RUNNING', 'stop the running turn before deleting the session')
-      if (agent !== undefined) await root.agents.dispose(id)
-      // Flushes and closes a live session first, then trashes it.
-      const deleted = await root.sessionPersistence.delete(id)
-      emitContained(root, 'web/session-changed', [id])
-      return { deleted }
-    })
-
-    registerExchangeMethods({ root, cwd: () => this.config.cwd ?? process.cwd(), view: id => this.view(id) }, add)
-
-    add('sessions.setModel', async params => {
-      const session = await this.session(str(params, 'id'))
-      const route = this.route(str(params, 'model'))!
-      const existing = root.agents.get(session.id)
-      if (existing?.status === 'running') throw new WebApiError(409, 'RUNNING', 'the model can change between turns: stop the running turn first')
-      // The loop route is fixed per agent; the inbox lives in the log, so a new agent keeps it.
-      if (existing !== undefined) await root.agents.dispose(session.id)
-      const agent = root.agents.create({ sessionId: session.id, loop: route })
-      return { model: agent.config.model, provider: agent.config.provider }
-    })
-
+  /** A turn's input: typing ahead, prompts and slash commands, steering, cancel, the queued inbox. */
+  private registerTurns(add: (name: string, method: WebMethod) => void): void {
+    const { root } = this
     // The page says a message is being typed: the model's connection opens ahead of it (docs/llm.md,
     // "Connections opened ahead"). Never loads a session; a running turn's connection is in use.
     add('typing', params => {
@@ -549,14 +577,6 @@ export class WebApiPlugin extends Service implements WebApiService {
 
     add('inbox.edit', async params => this.spliceInbox(params, true))
     add('inbox.remove', async params => this.spliceInbox(params, false))
-
-    add('server.info', () => ({ cwd: this.config.cwd ?? null, methods: this.names() }))
-
-    add('extensions.list', () => ({
-      scripts: [...this.assets].filter(([, asset]) => asset.script).map(([path]) => `/ext/${path}`),
-    }))
-
-    registerSettingsMethods({ root, config: this.config, route: name => this.route(name), home: () => this.home }, add)
   }
 
   private async spliceInbox(params: Record<string, unknown>, edit: boolean) {

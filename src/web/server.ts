@@ -292,35 +292,7 @@ export class WebServer {
         if (session.id === sessionId && session.length > next) sendLog(session.events.slice(next))
       }))
       disposers.push(this.ctx.on('agent/status', agent => { if (agent.id === sessionId) status() }))
-      // Live output of running calls (bash), not in the log: sent as `output` events, gathered
-      // per call for a tenth of a second so a chatty command is a few events a second.
-      const output = new Map<string, string>()
-      let outputTimer: NodeJS.Timeout | undefined
-      disposers.push(this.ctx.on('tools/output', chunk => {
-        if (chunk.session?.id !== sessionId) return
-        output.set(chunk.callId, ((output.get(chunk.callId) ?? '') + chunk.text).slice(-LIVE_OUTPUT_CHARS))
-        outputTimer ??= setTimeout(() => {
-          outputTimer = undefined
-          for (const [callId, text] of output) send('output', { callId, text })
-          output.clear()
-        }, 100)
-      }))
-      disposers.push(() => clearTimeout(outputTimer))
-      // ask_user_question: the session's pending questions, now (a late page) and on every change.
-      const questions = () => send('questions', { id: sessionId, questions: this.ctx.get('approval')?.pendingQuestions(sessionId) ?? [] })
-      questions()
-      disposers.push(this.ctx.on('approval/question', question => { if (question.sessionId === sessionId) questions() }))
-      disposers.push(this.ctx.on('approval/question-settled', question => { if (question.sessionId === sessionId) queueMicrotask(questions) }))
-      // Approval requests waiting for an answer, with the wider grants each offers (the log's
-      // `approval/asked` has no scopes): now (a late page) and whenever one is asked or settled.
-      const approvals = () => send('approvals', { id: sessionId, approvals: this.ctx.get('approval')?.pending(sessionId) ?? [] })
-      approvals()
-      disposers.push(this.ctx.on('approval/pending', request => { if (request.sessionId === sessionId) approvals() }))
-      disposers.push(this.ctx.on('approval/settled', request => { if (request.sessionId === sessionId) queueMicrotask(approvals) }))
-      // Background jobs of the session (docs/jobs.md): on connect and whenever one starts or ends.
-      const jobs = () => send('jobs', { id: sessionId, jobs: this.ctx.get('jobs')?.list(sessionId) ?? [] })
-      jobs()
-      disposers.push(this.ctx.on('jobs/changed', id => { if (id === sessionId) jobs() }))
+      disposers.push(...this.sideChannels(sessionId, send))
     }
     disposers.push(this.ctx.on('web/session-changed', id => {
       const live = this.ctx.sessions.get(id)
@@ -337,6 +309,45 @@ export class WebServer {
       for (const dispose of disposers) dispose()
       this.streams.delete(response)
     })
+  }
+
+  /**
+   * What a session's stream sends besides its log: live output of running calls, the pending
+   * questions and approvals, and the background jobs, each now and on every change. Returns the
+   * disposers.
+   */
+  private sideChannels(sessionId: string, send: (event: string, data: unknown) => void): (() => void)[] {
+    const disposers: (() => void)[] = []
+    // Live output of running calls (bash), not in the log: sent as `output` events, gathered
+    // per call for a tenth of a second so a chatty command is a few events a second.
+    const output = new Map<string, string>()
+    let outputTimer: NodeJS.Timeout | undefined
+    disposers.push(this.ctx.on('tools/output', chunk => {
+      if (chunk.session?.id !== sessionId) return
+      output.set(chunk.callId, ((output.get(chunk.callId) ?? '') + chunk.text).slice(-LIVE_OUTPUT_CHARS))
+      outputTimer ??= setTimeout(() => {
+        outputTimer = undefined
+        for (const [callId, text] of output) send('output', { callId, text })
+        output.clear()
+      }, 100)
+    }))
+    disposers.push(() => clearTimeout(outputTimer))
+    // ask_user_question: the session's pending questions, now (a late page) and on every change.
+    const questions = () => send('questions', { id: sessionId, questions: this.ctx.get('approval')?.pendingQuestions(sessionId) ?? [] })
+    questions()
+    disposers.push(this.ctx.on('approval/question', question => { if (question.sessionId === sessionId) questions() }))
+    disposers.push(this.ctx.on('approval/question-settled', question => { if (question.sessionId === sessionId) queueMicrotask(questions) }))
+    // Approval requests waiting for an answer, with the wider grants each offers (the log's
+    // `approval/asked` has no scopes): now (a late page) and whenever one is asked or settled.
+    const approvals = () => send('approvals', { id: sessionId, approvals: this.ctx.get('approval')?.pending(sessionId) ?? [] })
+    approvals()
+    disposers.push(this.ctx.on('approval/pending', request => { if (request.sessionId === sessionId) approvals() }))
+    disposers.push(this.ctx.on('approval/settled', request => { if (request.sessionId === sessionId) queueMicrotask(approvals) }))
+    // Background jobs of the session (docs/jobs.md): on connect and whenever one starts or ends.
+    const jobs = () => send('jobs', { id: sessionId, jobs: this.ctx.get('jobs')?.list(sessionId) ?? [] })
+    jobs()
+    disposers.push(this.ctx.on('jobs/changed', id => { if (id === sessionId) jobs() }))
+    return disposers
   }
 
   /** A session's image by content hash (immutable, so cacheable); never rendered as a page. */

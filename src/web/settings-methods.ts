@@ -11,6 +11,7 @@ import { WebApiError, type WebMethod } from './api.js'
 import { str } from './params.js'
 import '../agent/api.js'
 import '../llm/api.js'
+import { PROVIDER_PRESETS } from '../llm/presets/catalog.js'
 
 /** What the settings methods need of the web api. */
 export interface SettingsHost {
@@ -37,7 +38,9 @@ export function registerSettingsMethods(host: SettingsHost, add: (name: string, 
   add('settings.get', () => {
     const settings = readSettings(host.home())
     const stored = readCredentials(host.home())
-    const names = new Set([...host.config.credentialNames ?? ['DEEPSEEK_API_KEY'], ...Object.keys(stored)])
+    // The shipped routes' keys: DeepSeek's and each provider preset's (docs/llm.md).
+    const shipped = ['DEEPSEEK_API_KEY', ...PROVIDER_PRESETS.flatMap(preset => preset.keyEnv === undefined ? [] : [preset.keyEnv])]
+    const names = new Set([...host.config.credentialNames ?? shipped, ...Object.keys(stored)])
     const credentials = [...names].sort().map(name => ({
       name,
       set: Boolean(stored[name]) || Boolean(process.env[name]),

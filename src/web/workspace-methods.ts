@@ -15,7 +15,8 @@ import { WebApiError, type WebMethod } from './api.js'
 import { MAX_HITS_PER_SESSION, MAX_SESSIONS, searchEvents, searchNeedle, type SearchHit } from './content-search.js'
 import { mentionBlocks } from './files.js'
 import { searchFiles, workspaceFiles } from '../host/workspace-files.js'
-import { readPriceTable, trajectoryOf, type PriceTable } from '../session/trajectory.js'
+import { readPriceTable, trajectoryOf, withShippedPrices, type PriceTable } from '../session/trajectory.js'
+import { shippedPrices } from '../llm/presets/catalog.js'
 import '../persistence/api.js'
 import '../session/api.js'
 
@@ -109,7 +110,7 @@ export function registerWorkspaceMethods(host: WorkspaceHost): void {
     const id = text(params, 'id', 200)!
     const view = await host.view(id)
     const settings = host.home === undefined ? {} : readSettings(host.home)
-    const prices = { ...host.prices, ...readPriceTable(settings.model?.prices) }
+    const prices = withShippedPrices(shippedPrices(), { ...host.prices, ...readPriceTable(settings.model?.prices) })
     return trajectoryOf(view.events, prices)
   })
 

@@ -16,7 +16,7 @@ import { QuestionCards, type PendingQuestion } from './question'
 import { useBottomPin, type ViewAnchor } from './pin'
 import { appendLiveOutput, clearLiveOutput } from './live-output'
 import { takeNotices } from './rewind'
-import { ApprovalScopes, KNOB_EVENTS, scopesOf, type PendingApproval } from './permissions'
+import { ApprovalDetails, KNOB_EVENTS, detailsOf, type PendingApproval } from './permissions'
 import { Composer, QueueDock } from './composer'
 import { ChatHeader } from './chat-header'
 import { Row, copyCode } from './rows'
@@ -181,7 +181,7 @@ function Chat(props: {
   const [shown, setShown] = useState(PAGE)
   const [questions, setQuestions] = useState<PendingQuestion[]>([])
   /** Pending approvals' wider grants (the stream's `approvals`), and how many knob events came (the pickers read again). */
-  const [approvals, setApprovals] = useState<ReadonlyMap<string, readonly ('session' | 'always')[]>>(() => new Map())
+  const [approvals, setApprovals] = useState<ReadonlyMap<string, PendingApproval>>(() => new Map())
   const [knobs, setKnobs] = useState(0)
   const [jobs, setJobs] = useState<JobSummary[]>([])
   /** History pages (docs/web.md): the first loaded seq, and whether the server has earlier ones. */
@@ -248,7 +248,7 @@ function Chat(props: {
         summary: onSummary,
         connection: onConnection,
         questions: pending => setQuestions(pending.questions),
-        approvals: pending => setApprovals(scopesOf(pending.approvals as PendingApproval[])),
+        approvals: pending => setApprovals(detailsOf(pending.approvals as PendingApproval[])),
         jobs: list => setJobs(list.jobs),
         output: chunk => appendLiveOutput(chunk.callId, chunk.text),
       })
@@ -361,9 +361,9 @@ function Chat(props: {
               : loaded && items.length > 0 && from === 0 && props.summary && props.summary.length > HISTORY_PAGE ? <div className="session-start" data-testid="session-start">Beginning of the session</div> : null}
           {!loaded ? <div className="thinking loading"><span className="spinner" /> Loading the conversation…</div> : null}
           {loaded && items.length === 0 ? <div className="empty-chat"><h2>{title}</h2><p className="muted">{props.summary?.cwd ?? ''}</p><p className="muted">Send a message to start. Enter sends, Shift+Enter adds a line, Ctrl+Enter steers a running turn.</p></div> : null}
-          <ApprovalScopes.Provider value={approvals}>
+          <ApprovalDetails.Provider value={approvals}>
             {visible.map((item, index) => <div key={item.key} className="item-anchor" data-seq={item.seq}><Row item={item} sessionId={id} isLast={index === visible.length - 1 && status === 'idle'} onSelect={props.onSelect} onError={report} /></div>)}
-          </ApprovalScopes.Provider>
+          </ApprovalDetails.Provider>
           <QuestionCards questions={questions} onError={report} />
           {status === 'running' && !items.some(item => item.kind === 'assistant' && item.streaming) ? <div className="thinking" data-testid="thinking"><span className="spinner" /> Working…</div> : null}
         </div>

@@ -198,6 +198,28 @@ const WebFetchCard: ToolCard = (props) => {
   )
 }
 
+/** `web_search`: the queries, then the sources as links (http(s) only; anything else shows as text). */
+const WebSearchCard: ToolCard = (props) => {
+  const { args, call } = props
+  const queries: string[] = Array.isArray(args?.queries) ? args.queries.filter((query: unknown): query is string => typeof query === 'string') : []
+  const sources: { url: string; title?: string; snippet?: string; publishedAt?: string }[] | undefined =
+    Array.isArray(call.result?.meta?.sources) && call.result?.isError !== true ? call.result.meta.sources : undefined
+  return (
+    <ToolShell icon="⌕" testId="card-web-search" state={state(props)} open={false} title={<span>Search {queries.join(', ')}</span>}
+      meta={<span>{sources ? `${sources.length} source${sources.length === 1 ? '' : 's'}` : ''}</span>}>
+      {sources ? (
+        <ul className="search-sources">{sources.map((source, index) => (
+          <li key={index}>
+            {/^https?:\/\//i.test(source.url) ? <a href={source.url} target="_blank" rel="noopener noreferrer">{source.title ?? source.url}</a> : <span className="mono">{source.url}</span>}
+            {source.snippet ? <span className="muted"> — {source.snippet}</span> : null}
+            {source.publishedAt ? <span className="muted"> ({source.publishedAt})</span> : null}
+          </li>
+        ))}</ul>
+      ) : call.result ? <Output text={call.result.text} max={200} /> : null}
+    </ToolShell>
+  )
+}
+
 export function TodoStrip({ todos }: { todos: readonly { content: string; status: string }[] }) {
   const done = todos.filter(todo => todo.status === 'completed').length
   return (
@@ -325,6 +347,7 @@ registerToolCard('glob', ListCard('glob'))
 registerToolCard('grep', ListCard('grep'))
 registerToolCard('todo_write', TodoCard)
 registerToolCard('web_fetch', WebFetchCard)
+registerToolCard('web_search', WebSearchCard)
 
 export function ToolCallCard({ call }: { call: ToolCallView }) {
   const Card = toolCard(call.name)

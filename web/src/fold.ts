@@ -49,6 +49,11 @@ export function imagesOf(content: readonly any[] | undefined): MessageImage[] {
   return out
 }
 
+/** A permission rule as approval events carry it. */
+export interface RuleRef { text: string; kind: 'allow' | 'ask' | 'deny'; source: string }
+const isRule = (value: unknown): value is RuleRef => typeof value === 'object' && value !== null
+  && typeof (value as RuleRef).text === 'string' && typeof (value as RuleRef).source === 'string' && typeof (value as RuleRef).kind === 'string'
+
 export type Item =
   | { kind: 'user'; key: string; seq: number; text: string; time: number; references?: readonly string[]; images?: readonly MessageImage[] }
   | { kind: 'assistant'; key: string; seq: number; turn: number; step: number; text: string; reasoning: string; streaming: boolean; calls: readonly ToolCallView[]; usage?: Usage; time: number; interrupted?: boolean }
@@ -56,7 +61,9 @@ export type Item =
   /** One line per retried model request: updated in place by every retry of the same step. */
   | { kind: 'retry'; key: string; seq: number; retry: number; maxRetries: number | null; cause: string; delayMs: number; time: number; state: 'waiting' | 'trying' | 'failed' | 'recovered' }
   | { kind: 'notice'; key: string; seq: number; level: 'error' | 'warning' | 'info'; text: string; time: number; output?: boolean }
-  | { kind: 'approval'; key: string; seq: number; id: string; toolName: string; callId: string; reason: string; arguments: string; outcome?: string; time: number }
+  | { kind: 'approval'; key: string; seq: number; id: string; toolName: string; callId: string; reason: string; arguments: string; outcome?: string; time: number
+      /** The ask rule that made it ask, and the rule that decided it (docs/security.md, "Permission rules"). */
+      rule?: RuleRef; decidedBy?: RuleRef }
   /** A goal round began or the goal changed (session-state.ts). */
   | GoalItem
   /** A `!command` the user ran in the terminal app (src/tui/shell.ts), drawn as a bash card. */
@@ -284,13 +291,13 @@ export class LogFold {
         break
       }
       case 'approval/asked':
-        this.put({ kind: 'approval', key: `approval:${data.id}`, seq: event.seq, id: data.id, toolName: data.toolName, callId: data.callId, reason: data.reason, arguments: this.callArgs.get(data.callId) ?? '', time: event.time })
+        this.put({ kind: 'approval', key: `approval:${data.id}`, seq: event.seq, id: data.id, toolName: data.toolName, callId: data.callId, reason: data.reason, arguments: this.callArgs.get(data.callId) ?? '', time: event.time, ...(isRule(data.rule) ? { rule: data.rule } : {}) })
         this.version += 1
         break
       case 'approval/decided': {
         const item = this.get(`approval:${data.id}`)
         if (item?.kind === 'approval') {
-          this.put({ ...item, outcome: data.outcome })
+          this.put({ ...item, outcome: data.outcome, ...(isRule(data.rule) ? { decidedBy: data.rule } : {}) })
           this.version += 1
         }
         break

@@ -5,9 +5,11 @@
  * - `PermissionPickers`: the permission preset (sandbox mode + approval policy, AP-5) and the
  *   network mode of sandboxed commands (`full`, `allowlist`, `none`), read with `permission.get`
  *   and changed with `permission.set` / `permission.setNetwork`.
- * - `ApprovalCard`: a request in the conversation. Allow once / Reject, and when the request
- *   offers wider grants (the stream's `approvals` event carries its `scopes`, the log does not)
- *   Allow for this session / Always allow (add to settings).
+ * - `ApprovalCard`: a request in the conversation: the whole command (wrapped, never cut), the
+ *   folder it runs in, why, and the permission rule that asked or decided it. Allow once /
+ *   Reject, and when the request offers wider grants (the stream's `approvals` event carries its
+ *   `scopes`, the rule they add and the folder; the log does not) Allow for this session / Always
+ *   allow (add to settings).
  */
 import { createContext, useContext, useEffect, useRef, useState } from 'react'
 import { call } from './api'
@@ -22,14 +24,20 @@ export interface PendingApproval {
   readonly toolName: string
   readonly reason: string
   readonly scopes?: readonly ApprovalScope[]
+  /** The permission rule the wider grants add, as it will be written. */
+  readonly grants?: string
+  /** The session's working folder. */
+  readonly cwd?: string
 }
 
-/** The wider grants of the session's pending requests, by approval id (from the stream). */
-export const ApprovalScopes = createContext<ReadonlyMap<string, readonly ApprovalScope[]>>(new Map())
+/** The session's pending requests, by approval id (from the stream): their wider grants and folder. */
+export const ApprovalDetails = createContext<ReadonlyMap<string, PendingApproval>>(new Map())
 
-export function scopesOf(pending: readonly PendingApproval[]): ReadonlyMap<string, readonly ApprovalScope[]> {
-  return new Map(pending.filter(request => request.scopes !== undefined && request.scopes.length > 0).map(request => [request.id, request.scopes!]))
+export function detailsOf(pending: readonly PendingApproval[]): ReadonlyMap<string, PendingApproval> {
+  return new Map(pending.map(request => [request.id, request]))
 }
+
+const ruleText = (rule: { text: string; source: string }) => `${rule.text} (${rule.source})`
 
 /** Log event types that change a knob: the pickers read the knobs again after one. */
 export const KNOB_EVENTS: ReadonlySet<string> = new Set(['permission/preset', 'sandbox/mode', 'approval/policy', 'sandbox/network'])
@@ -121,7 +129,8 @@ type Answer = 'allowed-once' | 'allowed-session' | 'allowed-always' | 'rejected'
 /** AP-3: an approval request in the conversation; its choices while it is pending (a plan's card is App's PlanCard). */
 export function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'approval' }>; onError(error: unknown): void }) {
   const [sent, setSent] = useState(false)
-  const scopes = useContext(ApprovalScopes).get(item.id) ?? []
+  const details = useContext(ApprovalDetails).get(item.id)
+  const scopes = details?.scopes ?? []
   const answer = async (outcome: Answer) => {
     setSent(true)
     try { await call('approval.answer', { approvalId: item.id, outcome }) } catch (error) { setSent(false); onError(error) }
@@ -131,7 +140,12 @@ export function ApprovalCard({ item, onError }: { item: Extract<Item, { kind: 'a
     <div className={`approval-card ${pending ? 'pending' : item.outcome}`} data-testid="approval-card" role="group" aria-label={`Approval for ${item.toolName}`}>
       <div className="approval-title">{pending ? 'Approval needed' : OUTCOME_TEXT[item.outcome!] ?? item.outcome}<span className="muted"> · {item.toolName}</span></div>
       <pre className="approval-subject" data-testid="approval-subject">{approvalSubject(item.toolName, item.arguments)}</pre>
+      {details?.cwd !== undefined ? <div className="muted" data-testid="approval-folder">in {details.cwd}</div> : null}
       <div className="approval-reason" data-testid="approval-reason">{item.reason}</div>
+      {item.rule !== undefined ? <div className="muted" data-testid="approval-rule">asked by the permission rule <code>{ruleText(item.rule)}</code></div> : null}
+      {pending && details?.grants !== undefined && scopes.length > 0
+        ? <div className="muted" data-testid="approval-grants">{scopes.includes('always') ? 'For this session or always' : 'For this session'} adds the rule <code>{details.grants}</code></div> : null}
+      {!pending && item.decidedBy !== undefined ? <div className="muted" data-testid="approval-decided-by">by the permission rule <code>{ruleText(item.decidedBy)}</code></div> : null}
       {pending ? (
         <div className="approval-actions">
           <button className="primary" autoFocus disabled={sent} onClick={() => void answer('allowed-once')} data-testid="approval-allow">Allow once</button>

@@ -9,6 +9,7 @@ import { warmConnection } from '../connections.js'
 import { LlmError } from '../errors.js'
 import { streamChatCompletion, validateTransportConfig } from '../openai-stream.js'
 import { encodeRequestBody, inlineAttachments, type WireDialect } from '../openai-wire.js'
+import type { KeyUseConsent } from '../key-use.js'
 import { requestHold } from '../request-hold.js'
 import type { CredentialLookup } from '../deepseek/index.js'
 import type { LlmAdapter, LlmCallOptions, ModelInfo, ReasoningEffort, StreamChunk } from '../types.js'
@@ -35,15 +36,31 @@ export interface OpenAiCompatibleConfig {
   models: OpenAiModelConfig[]
   /** Extra request headers (gateways). */
   headers?: Record<string, string>
+  /**
+   * The output limit's field: `max_tokens` (default) or `max_completion_tokens` (OpenAI's own API,
+   * whose reasoning models refuse `max_tokens`).
+   */
+  maxTokensField?: 'max_tokens' | 'max_completion_tokens'
   idleTimeoutMs?: number
   retry?: RetryMode
 }
 
 const EFFORTS: readonly ReasoningEffort[] = ['low', 'medium', 'high', 'max']
 
+const effort = (options: LlmCallOptions) => options.reasoningEffort === undefined ? {} : { reasoning_effort: options.reasoningEffort }
+
 const OPENAI_DIALECT: WireDialect = {
   sendReasoningContent: false,
-  requestFields: (options: LlmCallOptions) => options.reasoningEffort === undefined ? {} : { reasoning_effort: options.reasoningEffort },
+  requestFields: effort,
+}
+
+/** The limit as `max_completion_tokens` (an undefined `max_tokens` leaves the body). */
+const COMPLETION_TOKENS_DIALECT: WireDialect = {
+  sendReasoningContent: false,
+  requestFields: (options: LlmCallOptions) => ({
+    ...options.maxTokens === undefined ? {} : { max_tokens: undefined, max_completion_tokens: options.maxTokens },
+    ...effort(options),
+  }),
 }
 
 export class OpenAiCompatibleAdapter implements LlmAdapter {
@@ -51,8 +68,12 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
   /** The transport waits for the request's hold itself, after building the request. */
   readonly awaitsRequestHold = true
 
-  constructor(private readonly config: OpenAiCompatibleConfig) {
+  private readonly dialect: WireDialect
+
+  /** `consent`: a stored key's first use with an endpoint another layer chose is asked or said (../key-use.ts). */
+  constructor(private readonly config: OpenAiCompatibleConfig, private readonly consent?: KeyUseConsent) {
     this.provider = config.provider
+    this.dialect = config.maxTokensField === 'max_completion_tokens' ? COMPLETION_TOKENS_DIALECT : OPENAI_DIALECT
   }
 
   /** Opens the endpoint's connection ahead of the next call (LlmAdapter.warm). */
@@ -64,12 +85,13 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
   stream(options: LlmCallOptions): AsyncGenerator<StreamChunk> {
     return streamChatCompletion(async () => {
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...this.config.headers }
+      if (this.config.apiKeyEnv !== undefined) await this.consent?.check(this.config.baseUrl, options, this.provider)
       const apiKey = await this.apiKey()
       if (apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`
       return {
         url: `${this.config.baseUrl.replace(/\/+$/, '')}/chat/completions`,
         headers,
-        body: encodeRequestBody(await inlineAttachments(options), OPENAI_DIALECT),
+        body: encodeRequestBody(await inlineAttachments(options), this.dialect),
         signal: options.signal,
         hold: requestHold(options),
         idleTimeoutMs: this.config.idleTimeoutMs,
@@ -99,6 +121,7 @@ export function openAiModels(config: OpenAiCompatibleConfig): ModelInfo[] {
   if (config.apiKeyEnv !== undefined && (typeof config.apiKeyEnv !== 'string' || config.apiKeyEnv === '')) fail('apiKeyEnv must be a variable name')
   if (config.apiKey !== undefined && typeof config.apiKey !== 'string') fail('apiKey must be a string')
   if (config.credentials !== undefined && typeof config.credentials !== 'function') fail('credentials must be a function (name) => secret')
+  if (config.maxTokensField !== undefined && config.maxTokensField !== 'max_tokens' && config.maxTokensField !== 'max_completion_tokens') fail('maxTokensField must be max_tokens or max_completion_tokens')
   if (!Array.isArray(config.models) || config.models.length === 0) fail('models must list at least one {model, contextWindow, defaultMaxTokens}')
   return config.models.map((m, i) => {
     const where = `models[${i}]`

@@ -213,6 +213,75 @@ interface CommandProcess {
   killGroup(signal: NodeJS.Signals): void
 }
 
+type RunOptions = Parameters<typeof runBash>[1]
+
+/**
+ * Starts `command`: in the shell host when there is one, else spawned (after the runner's argv
+ * prefix) in a process group of its own. Synchronous: `runBash` checks the abort signal right
+ * before it, and no await may come between.
+ */
+function startCommand(command: string, options: RunOptions, env: Readonly<Record<string, string>>, spawn: Awaited<ReturnType<typeof spawner>> | undefined): CommandProcess {
+  if (options.host !== undefined) {
+    const run = options.host.run(command, { cwd: options.cwd, env })
+    return Object.assign(run, { killGroup: (signal: NodeJS.Signals) => run.kill(signal) })
+  }
+  const argv = [...options.prefix ?? [], options.config.shell, '-c', command]
+  const spawned = spawn!(argv[0]!, argv.slice(1), {
+    cwd: options.cwd,
+    detached: true, // its own process group: -pid reaches every descendant that stays in it
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+  })
+  return Object.assign(spawned as typeof spawned & { stdout: Readable; stderr: Readable }, { killGroup: (signal: NodeJS.Signals) => killGroup(spawned.pid, signal) })
+}
+
+/**
+ * Resolves with the shell's exit. A background child that inherited the pipes would hold
+ * `close` back for as long as it runs: once the shell has exited and both streams have been idle
+ * (and not paused by us) for `drainMs`, reading stops and the shell's exit is reported. Output
+ * still flowing keeps the call open, but only until the run is ending (a timeout or a cancel):
+ * then the wait ends at once. `onStop` receives the function that ends the wait early.
+ */
+function waitForExit(child: CommandProcess, config: { readonly shell: string; readonly drainMs: number }, run: {
+  readonly chunks: () => number
+  readonly ending: () => boolean
+  readonly onStop: (stop: () => void) => void
+}): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve, reject) => {
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined
+    let drainTimer: NodeJS.Timeout | undefined
+    child.once('error', (error) => {
+      reject(new BashError(`could not start ${config.shell}: ${error.message}`, BuiltinErrorCode.spawnFailed))
+    })
+    child.once('exit', (code, signal) => {
+      exited = { code, signal }
+      let seen = -1
+      const stop = () => {
+        clearTimeout(drainTimer)
+        child.stdout.destroy()
+        child.stderr.destroy()
+        resolve(exited!)
+      }
+      run.onStop(stop)
+      const check = () => {
+        const now = run.chunks()
+        // Paused (by backpressure, or while a spill file opens): unread output is still coming.
+        if (!run.ending() && (now !== seen || child.stdout.isPaused() || child.stderr.isPaused())) {
+          seen = now
+          drainTimer = setTimeout(check, config.drainMs)
+          return
+        }
+        stop()
+      }
+      check()
+    })
+    child.once('close', (code, signal) => {
+      clearTimeout(drainTimer)
+      resolve(exited ?? { code, signal })
+    })
+  })
+}
+
 /** Runs one command to completion (or timeout/abort) and captures both streams. */
 export async function runBash(command: string, options: {
   cwd: string
@@ -249,20 +318,7 @@ export async function runBash(command: string, options: {
   // that changes per command would cost each its warm shell).
   const marker = options.host === undefined ? newRunMarker() : undefined
   const env = marker === undefined ? base : { ...base, [RUN_MARKER]: marker }
-  let child: CommandProcess
-  if (options.host !== undefined) {
-    const run = options.host.run(command, { cwd: options.cwd, env })
-    child = Object.assign(run, { killGroup: (signal: NodeJS.Signals) => run.kill(signal) })
-  } else {
-    const argv = [...options.prefix ?? [], config.shell, '-c', command]
-    const spawned = spawn!(argv[0]!, argv.slice(1), {
-      cwd: options.cwd,
-      detached: true, // its own process group: -pid reaches every descendant that stays in it
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env,
-    })
-    child = Object.assign(spawned as typeof spawned & { stdout: Readable; stderr: Readable }, { killGroup: (signal: NodeJS.Signals) => killGroup(spawned.pid, signal) })
-  }
+  const child = startCommand(command, options, env, spawn)
   const limits = config
   const stdout = options.consume === undefined ? new OutputCapture('stdout', child.stdout, limits, options.place) : undefined
   const stderr = options.consume === undefined ? new OutputCapture('stderr', child.stderr, limits, options.place) : undefined
@@ -295,42 +351,10 @@ export async function runBash(command: string, options: {
   options.signal.addEventListener('abort', onAbort, { once: true })
 
   try {
-    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-      let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined
-      let drainTimer: NodeJS.Timeout | undefined
-      child.once('error', (error) => {
-        reject(new BashError(`could not start ${config.shell}: ${error.message}`, BuiltinErrorCode.spawnFailed))
-      })
-      child.once('exit', (code, signal) => {
-        exited = { code, signal }
-        // A background child that inherited the pipes would hold `close` back for as long as
-        // it runs. Once both streams have been idle (and not paused by us) for `drainMs`, stop
-        // reading and report what the shell did. Output still flowing keeps the call open, but
-        // only until the timeout or a cancel: those end the wait at once.
-        let seen = -1
-        const stop = () => {
-          clearTimeout(drainTimer)
-          child.stdout.destroy()
-          child.stderr.destroy()
-          resolve(exited!)
-        }
-        stopReading = stop
-        const check = () => {
-          const now = chunks
-          // Paused (by backpressure, or while a spill file opens): unread output is still coming.
-          if (!timedOut && !aborted && (now !== seen || child.stdout.isPaused() || child.stderr.isPaused())) {
-            seen = now
-            drainTimer = setTimeout(check, config.drainMs)
-            return
-          }
-          stop()
-        }
-        check()
-      })
-      child.once('close', (code, signal) => {
-        clearTimeout(drainTimer)
-        resolve(exited ?? { code, signal })
-      })
+    const exit = await waitForExit(child, config, {
+      chunks: () => chunks,
+      ending: () => timedOut || aborted,
+      onStop: (stop) => { stopReading = stop },
     })
     // A timeout or a cancel kills what the command left outside its group, and says so.
     const detached = marker !== undefined && (timedOut || aborted) ? await sweepMarked(marker) : []
