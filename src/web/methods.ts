@@ -369,15 +369,12 @@ export class WebApiPlugin extends Service implements WebApiService {
       // Archived sessions are left out unless asked for: `archived: 'include' | 'only'`.
       const archived = params.archived ?? 'exclude'
       if (archived !== 'exclude' && archived !== 'include' && archived !== 'only') throw new WebApiError(400, 'BAD_PARAMS', '"archived" must be exclude, include or only')
-      // `all: true` lists every stored session, as `dsh sessions --all` does.
+      // A stored session with no completed turn is left out as by `dsh sessions`; `all: true` (its
+      // --all) lists every one. A session live here stays listed (a failed first run stays in view).
       const all = params.all ?? false
       if (typeof all !== 'boolean') throw new WebApiError(400, 'BAD_PARAMS', '"all" must be a boolean')
       const byId = new Map<string, SessionSummary>()
-      for (const stored of await root.sessionPersistence.list() as StoredSessionSummary[]) {
-        // A stored session whose only turn failed is left out, as `dsh sessions` leaves it out.
-        if (all || listedByDefault(stored)) byId.set(stored.id, { ...stored, status: 'idle' })
-      }
-      // A session live here is listed while it is (a first run that just failed stays in view).
+      for (const stored of await root.sessionPersistence.list() as StoredSessionSummary[]) if (all || listedByDefault(stored)) byId.set(stored.id, { ...stored, status: 'idle' })
       for (const session of root.sessions.list()) byId.set(session.id, this.summary(session))
       // A session that never got a prompt (Start session, a prompt refused for a missing key, a
       // rejected run) is not listed: it stays reachable by id until its first turn.
