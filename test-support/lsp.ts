@@ -12,7 +12,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const TS_SERVER = join(ROOT, 'node_modules', '.bin', 'typescript-language-server')
 export const HAS_TS_SERVER = existsSync(TS_SERVER)
 /** The one line a skipped test prints. */
-export const TS_SERVER_MISSING = 'skipped: typescript-language-server is not installed (npm install brings the dev dependency)'
+export const TS_SERVER_MISSING = 'typescript-language-server is not installed (npm install brings the dev dependency)'
 
 export const FAKE_SERVER = join(ROOT, 'test-support', 'lsp-fake-server.mjs')
 

@@ -9,8 +9,7 @@ import { Service, type Context } from 'cordis'
 import '../host/index.js'
 import { age } from '../host/age.js'
 import { terminalSafe } from '../host/terminal-text.js'
-import type { StoredSessionSummary } from '../persistence/api.js'
-import '../persistence/api.js'
+import { listedByDefault, type StoredSessionSummary } from '../persistence/api.js'
 import { storedId } from '../persistence/lookup.js'
 import type { SessionExchange } from '../persistence/exchange.js'
 import type { ApprovalService } from '../approval/api.js'
@@ -18,12 +17,14 @@ import type { ApprovalService } from '../approval/api.js'
 /** The export file's reader and writer, loaded by export and import only: a listing stays small. */
 const exchangeFormat = () => import('../persistence/exchange.js')
 
-const SESSIONS_USAGE = 'usage: dsh sessions [--json] | dsh sessions repair ID | dsh sessions delete ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id] [--cwd DIR]'
+const SESSIONS_USAGE = 'usage: dsh sessions [--json] [--all] | dsh sessions repair ID | dsh sessions delete ID | dsh sessions restore ID | dsh sessions export ID [-o FILE] | dsh sessions import FILE|- [--new-id] [--cwd DIR]'
 
 /**
- * `dsh sessions [--json]`: id, title, cwd, updated, turns, how the last turn ended; newest first.
+ * `dsh sessions [--json] [--all]`: id, title, cwd, updated, turns, how the last turn ended; newest
+ * first. Without `--all`, sessions with nothing to go back to are left out (`listedByDefault`).
  * `dsh sessions repair ID`: salvage a corrupt session into a copy (D-5); the original stays.
- * `dsh sessions delete ID` (or `rm`): move a session to the store's trash (never unlinked).
+ * `dsh sessions delete ID` (or `rm`): move a session to the store's trash (never unlinked);
+ * `dsh sessions restore ID` puts it back.
  * `dsh sessions export ID [-o FILE]`: the session as a file another home imports (stdout by
  * default): its JSONL log, or one JSON document with the images it references.
  * `dsh sessions import FILE|- [--new-id] [--cwd DIR]`: stores an exported session here, to run
@@ -40,6 +41,10 @@ export class SessionsListApp extends Service {
   async run(): Promise<number> {
     const { host } = this.ctx
     const args = host.args
+    // The launcher reads its flags before the subcommand's own words (`dsh --patch F sessions
+    // export ID`, `dsh sessions --patch F export ID`); after them one would be lost.
+    const late = args.find(arg => /^--(patch|store|profile)(=|$)/.test(arg))
+    if (late !== undefined) return this.usage(`${late.split('=', 1)[0]} is a launcher flag: put it before the subcommand's words (dsh ${late.split('=', 1)[0]} ... sessions ${args[0] ?? ''} ...)`)
     if (args[0] === 'repair') {
       if (args.length !== 2 || args[1].startsWith('-')) return this.usage('repair needs exactly one session id')
       return this.withId(args[1], id => this.repair(id))
@@ -48,11 +53,15 @@ export class SessionsListApp extends Service {
       if (args.length !== 2 || args[1].startsWith('-')) return this.usage(`${args[0]} needs exactly one session id`)
       return this.withId(args[1], id => this.delete(id))
     }
+    if (args[0] === 'restore') {
+      if (args.length !== 2 || args[1].startsWith('-')) return this.usage('restore needs exactly one session id')
+      return this.restore(args[1])
+    }
     if (args[0] === 'export') return this.export(args.slice(1))
     if (args[0] === 'import') return this.import(args.slice(1))
-    const unknown = args.find(arg => arg !== '--json')
+    const unknown = args.find(arg => arg !== '--json' && arg !== '--all')
     if (unknown !== undefined) return this.usage(`unknown argument ${JSON.stringify(unknown)}`)
-    return this.list(args.includes('--json'))
+    return this.list(args.includes('--json'), args.includes('--all'))
   }
 
   /** The stored id typed, or the one a typed start names (lookup.ts). */
@@ -94,7 +103,27 @@ export class SessionsListApp extends Service {
         host.stderr.write(`dsh: no stored session ${JSON.stringify(id)}\n`)
         return 1
       }
-      host.stdout.write(`deleted session ${id} (moved to the store's trash, not erased)\n`)
+      host.stdout.write(`deleted session ${id} (moved to the store's trash, not erased; dsh sessions restore ${id} puts it back)\n`)
+      return 0
+    } catch (error) {
+      host.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 1
+    }
+  }
+
+  /** The session last deleted with this id, back from the store's trash (the whole id: it is not listed). */
+  private async restore(id: string): Promise<number> {
+    const { host, sessionPersistence: { backend } } = this.ctx
+    if (backend.restore === undefined) {
+      host.stderr.write(`dsh: the ${backend.kind} store cannot restore a session from its trash\n`)
+      return 1
+    }
+    try {
+      if (!await backend.restore(id)) {
+        host.stderr.write(`dsh: no session ${JSON.stringify(id)} in the store's trash (restore takes the whole id that delete printed)\n`)
+        return 1
+      }
+      host.stdout.write(`restored session ${id} from the store's trash\ncontinue with: dsh --session ${id} "..."\n`)
       return 0
     } catch (error) {
       host.stderr.write(`dsh: ${(error as Error).message}\n`)
@@ -168,15 +197,23 @@ export class SessionsListApp extends Service {
     }
   }
 
-  private async list(json: boolean): Promise<number> {
+  private async list(json: boolean, all: boolean): Promise<number> {
     const { host, sessionPersistence } = this.ctx
-    const sessions = [...await sessionPersistence.list()].sort((a, b) => b.updatedAt - a.updatedAt)
+    const stored = [...await sessionPersistence.list()].sort((a, b) => b.updatedAt - a.updatedAt)
+    const sessions = all ? stored : stored.filter(listedByDefault)
+    const hidden = stored.length - sessions.length
+    // On stderr, so stdout stays the list (or the JSON) a script reads.
+    const note = () => {
+      if (hidden > 0) host.stderr.write(`dsh: ${hidden} session${hidden === 1 ? '' : 's'} with no completed turn not shown (dsh sessions --all lists ${hidden === 1 ? 'it' : 'them'})\n`)
+    }
     if (json) {
       host.stdout.write(`${JSON.stringify(sessions)}\n`)
+      note()
       return 0
     }
     if (sessions.length === 0) {
-      host.stdout.write('no stored sessions\n')
+      host.stdout.write(hidden > 0 ? 'no sessions to show\n' : 'no stored sessions\n')
+      note()
       return 0
     }
     const rows = sessions.map(s => [s.id, s.title ?? '(untitled)', s.cwd ?? '-', age(s.updatedAt), String(s.turns), lastTurnCell(s)]
@@ -194,6 +231,7 @@ export class SessionsListApp extends Service {
     // A damaged session's whole message (the file, the session, the repair command) does not fit
     // its cell: one line each on stderr, as a load of it would say.
     for (const s of sessions) if (s.damaged === true) host.stderr.write(`dsh: ${terminalSafe(s.unreadable!.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' '))}\n`)
+    note()
     return 0
   }
 }

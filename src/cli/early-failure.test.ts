@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { runDsh, tempHome } from '../../test-support/run-dsh.js'
 import { nearest } from './suggest.js'
+import { parseHeadlessArgs } from './headless.js'
 
 describe('a headless run that fails before its first turn (#44.6)', () => {
   it('--output json without a key prints one result object naming MISSING_API_KEY; stream-json with an unknown session SESSION_NOT_FOUND', async () => {
@@ -44,6 +45,25 @@ describe('a headless run that fails before its first turn (#44.6)', () => {
     expect(listed.stderr).not.toContain('model request')
     expect(listed.stdout).toBe('no stored sessions\n')
     expect(listed.code).toBe(0)
+  })
+
+  it('a subcommand word after an app option is refused (exit 2), never sent as a task; after -- it is the task; a launcher flag after the subcommand\'s words is refused naming where it goes', async () => {
+    const { home, cwd } = tempHome()
+    const env = { DSH_HOME: home, DEEPSEEK_API_KEY: 'k', DEEPSEEK_BASE_URL: 'http://127.0.0.1:9' }
+    for (const args of [['--model', 'deepseek-v4-pro', 'sessions'], ['--output', 'json', 'web'], ['--permission-mode', 'read-only', 'trust', 'on']]) {
+      const refused = await runDsh(args, { env, cwd })
+      expect(refused.code, args.join(' ')).toBe(2)
+      expect(refused.stderr).toContain(`dsh: "${args[2]}" is a subcommand: it goes before the options of a task (dsh ${args[2]} ...)`)
+      expect(refused.stderr).not.toContain('model request')
+    }
+    expect(parseHeadlessArgs(['--model', 'deepseek-v4-pro', '--', 'sessions', 'are', 'slow']).task).toBe('sessions are slow')
+    expect(parseHeadlessArgs(['list', 'the', 'sessions']).task).toBe('list the sessions')
+    const json = await runDsh(['--output', 'json', 'sessions'], { env, cwd })
+    expect(JSON.parse(json.stdout)).toMatchObject({ type: 'result', sessionId: null, reason: { kind: 'error', error: { code: 'USAGE' } } })
+    expect((await runDsh(['sessions', '--patch', join(home, 'x.yml'), 'export'], { env, cwd })).stderr).not.toContain('launcher flag')
+    const late = await runDsh(['sessions', 'export', 'abcd', '--patch', 'x.yml'], { env, cwd })
+    expect(late.code).toBe(2)
+    expect(late.stderr).toContain('dsh: sessions: --patch is a launcher flag: put it before the subcommand\'s words (dsh --patch ... sessions export ...)')
   })
 })
 

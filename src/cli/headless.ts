@@ -46,6 +46,9 @@ export interface HeadlessArgs {
 /** The headless app's options and the launcher's, for a mistyped one's suggestion. */
 const HEADLESS_OPTIONS = ['--output', '--session', '--model', '--cwd', '--trust-project-mcp', '--network', '--permission-mode', '--allow', '--deny', '--profile', '--patch', '--store', '--help', '--version']
 
+/** The launcher's subcommands (main.ts): never the first word of a task. */
+const SUBCOMMAND_WORDS: ReadonlySet<string> = new Set(['sessions', 'web', 'tui', 'mcp', 'trust'])
+
 export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
   const parsed: HeadlessArgs = { task: '', output: 'text' }
   const words: string[] = []
@@ -78,7 +81,11 @@ export function parseHeadlessArgs(args: readonly string[]): HeadlessArgs {
     }
     else if (arg === '--') words.push(...args.slice(index + 1)), index = args.length
     else if (arg.startsWith('--')) throw new UsageError(unknownOption(arg, HEADLESS_OPTIONS))
-    else words.push(arg)
+    // A subcommand after an app option (`dsh --model M sessions`) is a mistake, not a task: no
+    // subcommand word becomes a prompt by accident (after `--` it is one, on purpose).
+    else if (words.length === 0 && SUBCOMMAND_WORDS.has(arg)) {
+      throw new UsageError(`"${arg}" is a subcommand: it goes before the options of a task (dsh ${arg} ...); to send the word as the task, put it after -- (dsh ... -- ${arg})`)
+    } else words.push(arg)
   }
   parsed.task = words.join(' ').trim()
   return parsed

@@ -109,9 +109,10 @@ Headless app (dsh --profile headless ...):
 Other commands:
   dsh mcp list|add|remove          MCP servers (see docs/mcp.md)
   dsh trust [on|off|list]          may this folder run its hooks and .mcp.json servers
-  dsh sessions [--json]            list stored sessions
+  dsh sessions [--json] [--all]    list stored sessions (--all: also those with no completed turn)
   dsh sessions repair ID           salvage a damaged session into a copy
   dsh sessions delete ID           move a session to the store's trash
+  dsh sessions restore ID          bring a deleted session back from the trash
   dsh sessions export ID [-o FILE] write a session as one file (stdout by default)
   dsh sessions import FILE|-       store an exported session here [--new-id] [--cwd DIR]
   dsh web [--port P] [--no-open]   browser UI on 127.0.0.1:3080 (see docs/web.md)

@@ -18,7 +18,7 @@ import { LspQueries } from './queries.js'
 const corpus = resolve(import.meta.dirname, '../../../shared/fixtures/dsh')
 const scenario = join(corpus, 'examples/acp-agent/tests/snapshots/lsp-definition')
 const ready = HAS_TS_SERVER && existsSync(scenario)
-if (!ready) console.log(HAS_TS_SERVER ? 'skipped: the conformance corpus (../shared/fixtures/dsh) is absent' : TS_SERVER_MISSING)
+if (!ready) console.warn(`skipping the lsp-definition recording test: ${HAS_TS_SERVER ? 'the conformance corpus (../shared/fixtures/dsh) is absent' : TS_SERVER_MISSING}`)
 
 describe.skipIf(!ready)('the lsp-definition recording', () => {
   it('the recorded call, on the recreated subject file, answers with the recorded first location', async () => {

@@ -13,7 +13,7 @@ import type { ToolResultRecord } from '../tools/api.js'
 import { alive, HAS_TS_SERVER, MAIN_TS, TS_SERVER_MISSING, tsProject, until } from '../../test-support/lsp.js'
 import { LspPlugin, type LspPluginConfig } from './index.js'
 
-if (!HAS_TS_SERVER) console.log(TS_SERVER_MISSING)
+if (!HAS_TS_SERVER) console.warn(`skipping the lsp tool tests: ${TS_SERVER_MISSING}`)
 
 const text = (record: ToolResultRecord) => record.content.map(block => block.type === 'text' ? block.text : '').join('\n')
 

@@ -104,3 +104,18 @@ describe('headless runs with MCP tools', () => {
     expect(toolMessage).toMatchObject({ tool_call_id: 'call-1', content: '42' })
   })
 })
+
+describe('an MCP server that fails to start (#44.6)', () => {
+  it('is one stderr line naming the server, why and the error line it printed, not its Node stack; the run goes on', async () => {
+    const { home, cwd } = tempHome()
+    writeFileSync(join(home, 'settings.yaml'), `mcpServers:\n  broken:\n    command: ${JSON.stringify(process.execPath)}\n    args: ["-e", "throw new Error('boom at start')"]\n`)
+    server.enqueue(streamResponse([{ text: 'answered anyway' }, { finish: 'stop', usage }]))
+    const result = await runDsh(['--profile', 'headless', 'hello'], { cwd, env: envFor(home) })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('answered anyway\n')
+    const lines = result.stderr.trimEnd().split('\n').filter(line => !line.startsWith('dsh: session ') && !line.startsWith('dsh: warning:'))
+    expect(lines).toEqual([expect.stringMatching(/^dsh: MCP server "broken" failed to start: .+; it said: Error: boom at start( \(retrying; \/mcp shows its state\))?$/)])
+    expect(result.stderr).not.toMatch(/^\s*at /m)
+    expect(result.stderr).not.toContain('[mcp broken]')
+  })
+})

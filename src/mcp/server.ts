@@ -35,6 +35,14 @@ export interface McpServerOptions {
   readonly parentEnv?: NodeJS.ProcessEnv
 }
 
+/** The line of a dead server's stderr that says most: its error line (`Error: ...`), else its last line. */
+function telling(lines: readonly string[]): string | undefined {
+  const said = lines.map(line => line.trim()).filter(line => line !== '' && !/^at\s/.test(line) && !/^Node\.js v\d/.test(line))
+  const error = said.find(line => /^(\w*Error|error|fatal)\b/i.test(line))
+  const line = error ?? said.at(-1)
+  return line === undefined ? undefined : line.length > 300 ? `${line.slice(0, 300)}…` : line
+}
+
 function plainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
@@ -46,6 +54,13 @@ export class McpServer {
   private state: McpServerState
   private error: string | undefined
   private readonly stderrTail: string[] = []
+  /**
+   * Until the server first connects its stderr lines are held, not relayed: a server that dies
+   * at start (a Node stack, a usage text) is one line, `failed to start: <why>; it said: <line>`,
+   * and the held lines go out when it does connect. The whole tail stays in `/mcp`'s status.
+   */
+  private held: string[] | undefined = []
+  private saidFailure = false
   private disposed = false
 
   constructor(private readonly ctx: Context, readonly options: McpServerOptions) {
@@ -107,10 +122,22 @@ export class McpServer {
   private onState(state: McpConnectionState, error?: string): void {
     if (this.disposed) return
     this.state = state
-    if (state === 'connected') this.error = undefined
+    if (state === 'connected') {
+      this.error = undefined
+      const held = this.held ?? []
+      this.held = undefined
+      for (const line of held) this.relay(line)
+    }
     if (error !== undefined) {
       this.error = error
-      this.log(`MCP server "${this.name}" ${state === 'failed' ? 'failed' : 'is reconnecting'}: ${error}`)
+      if (this.held === undefined) this.log(`MCP server "${this.name}" ${state === 'failed' ? 'failed' : 'is reconnecting'}: ${error}`)
+      else {
+        // Never connected: one line for the first failure; the retries stay quiet (see /mcp).
+        const said = telling(this.held)
+        this.held = []
+        if (!this.saidFailure) this.log(`MCP server "${this.name}" failed to start: ${error}${said !== undefined ? `; it said: ${said}` : ''}${state === 'failed' ? '' : ' (retrying; /mcp shows its state)'}`)
+        this.saidFailure = true
+      }
     }
     this.announce()
   }
@@ -118,6 +145,11 @@ export class McpServer {
   private onStderr(line: string): void {
     this.stderrTail.push(line)
     if (this.stderrTail.length > STDERR_LINES) this.stderrTail.shift()
+    if (this.held !== undefined) this.held.push(line)
+    else this.relay(line)
+  }
+
+  private relay(line: string): void {
     if (this.options.serverStderr !== false) this.options.stderr?.(`[mcp ${this.name}] ${line}`)
   }
 

@@ -54,6 +54,19 @@ export function hasConversation(summary: Pick<StoredSessionSummary, 'turns' | 't
   return summary.turns > 0 || summary.title !== null
 }
 
+/**
+ * Whether a stored session is listed without `--all` (`dsh sessions`, the web's sidebar): one
+ * holding a conversation worth going back to. Left out: a session with nothing in it (see
+ * `hasConversation`), and one whose only turn did not complete (a first run that failed: a
+ * refused request, a missing key, a cancel). Always listed: an unreadable session (it must not
+ * vanish) and an open turn (running, or crashed: `dsh -c` repairs it).
+ */
+export function listedByDefault(summary: Pick<StoredSessionSummary, 'turns' | 'title' | 'lastTurn' | 'unreadable'>): boolean {
+  if (summary.unreadable !== undefined) return true
+  if (!hasConversation(summary)) return false
+  return !(summary.turns === 1 && summary.lastTurn !== undefined && summary.lastTurn !== 'completed' && summary.lastTurn !== 'open')
+}
+
 export interface StoredSessionSummary {
   readonly id: string
   /** From the last `session/title` event, else null. */
@@ -140,6 +153,12 @@ export interface PersistenceBackend {
   list(): Promise<readonly StoredSessionSummary[]>
   /** Moves a stored session to the trash (never unlinks), its attachments with it. False when not stored. */
   trash(id: string): Promise<boolean>
+  /**
+   * Puts the session last trashed with this id back, as it was (its attachments too). False when
+   * the trash holds none; `SessionExistsError` while a session with the id is stored. Optional: a
+   * backend without it cannot restore.
+   */
+  restore?(id: string): Promise<boolean>
   /**
    * Stores an attachment of a session (content-addressed: the same id always holds the same
    * bytes, so a second put is a no-op). Works before the session's log is materialised.

@@ -41,13 +41,21 @@ export const SqlitePersistencePlugin = {
   inject: ['sessions'],
   async apply(ctx: Context, config: SqlitePersistenceConfig) {
     if (typeof config?.file !== 'string' || config.file === '') throw new TypeError('persistence-sqlite: config.file must name the database file')
-    // better-sqlite3 is a native module: import it only when a profile chooses SQLite.
-    const { SqliteBackend } = await import('./sqlite/backend.js')
-    const backend = new SqliteBackend({
-      file: config.file,
-      ...(config.packed !== undefined ? { packed: config.packed } : {}),
-      ...(config.busyTimeoutMs !== undefined ? { busyTimeoutMs: config.busyTimeoutMs } : {}),
-    })
+    // better-sqlite3 is a native module and an optional dependency: imported only when a profile
+    // chooses SQLite; missing or unbuilt, the choice fails with how to get it (sqlite/native.ts).
+    // Its binary loads with the first database, so both steps are guarded.
+    let backend: InstanceType<typeof import('./sqlite/backend.js').SqliteBackend>
+    try {
+      const { SqliteBackend } = await import('./sqlite/backend.js')
+      backend = new SqliteBackend({
+        file: config.file,
+        ...(config.packed !== undefined ? { packed: config.packed } : {}),
+        ...(config.busyTimeoutMs !== undefined ? { busyTimeoutMs: config.busyTimeoutMs } : {}),
+      })
+    } catch (error) {
+      const { isNativeModuleFailure, sqliteUnavailable } = await import('./sqlite/native.js')
+      throw isNativeModuleFailure(error) ? sqliteUnavailable(error) : error
+    }
     ctx.plugin(SessionPersistence, { backend, ...serviceConfig(config) })
   },
 }

@@ -224,8 +224,10 @@ export class TuiApp extends Service {
       resume: async (wanted) => {
         if (persistence === undefined) return store.notice('error', 'Resuming needs a persistence row in the profile.')
         const choice = resumeChoice(await persistence.list(), cwd, store.agent.id, wanted, age)
-        if (choice.kind !== 'open') return store.notice(choice.kind === 'list' ? 'info' : 'error', choice.text)
+        if (choice.kind === 'error' || (choice.kind === 'list' && choice.sessions === undefined)) return store.notice(choice.kind === 'list' ? 'info' : 'error', choice.text)
         if (store.agent.status !== 'idle') return store.notice('error', 'A turn is running: stop it (Esc) before opening another session.')
+        // Alone, `/resume` opens the picker `dsh --resume` shows, over this folder's other sessions.
+        if (choice.kind === 'list') return store.openResume(choice.sessions!, id => { void commandUi.resume(id) })
         await switchTo(choice.id, 'Resumed session')
       },
       fork: async () => {
@@ -360,6 +362,7 @@ export class TuiApp extends Service {
       // Read at each render: `/model` replaces the agent, and the status bar follows it.
       get model() { return store.agent.config.model },
       folder: displayFolder(cwd),
+      home: homedir(),
       get contextWindow() {
         const { provider, model: name } = store.agent.config
         return llm.models().find(entry => entry.provider === provider && entry.model === name)?.contextWindow

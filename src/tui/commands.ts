@@ -30,7 +30,7 @@ export const BUILTIN_COMMANDS: readonly TuiCommand[] = [
   { name: 'exit', description: 'Leave dsh (the session stays stored)', run: (_args, ui) => ui.exit() },
   { name: 'new', description: 'Start a new session in this folder', run: async (_args, ui) => ui.newSession() },
   { name: 'clear', description: 'Start a new session in this folder (as /new)', run: async (_args, ui) => ui.newSession() },
-  { name: 'resume', description: 'Continue a stored session of this folder: alone, the list; with an id (or its start), that one', run: async (args, ui) => ui.resume(args) },
+  { name: 'resume', description: 'Continue a stored session of this folder: alone, a picker; with an id (or its start), that one', run: async (args, ui) => ui.resume(args) },
   { name: 'fork', description: 'Continue in a copy of this session (this one stays stored as it is)', run: async (_args, ui) => ui.fork() },
   { name: 'rewind', description: 'Go back to an earlier prompt, to edit it and send it again (Esc Esc)', run: (_args, ui) => ui.rewind() },
   {
@@ -56,8 +56,9 @@ export interface ResumeCandidate {
   readonly turns: number
 }
 
-export type ResumeChoice =
-  | { readonly kind: 'list'; readonly text: string }
+export type ResumeChoice<T extends ResumeCandidate = ResumeCandidate> =
+  /** `sessions`: this folder's others, newest first, for the picker (`text` lists them as text). */
+  | { readonly kind: 'list'; readonly text: string; readonly sessions?: readonly T[] }
   | { readonly kind: 'open'; readonly id: string }
   | { readonly kind: 'error'; readonly text: string }
 
@@ -68,13 +69,13 @@ const RESUME_LIST = 10
  * `/resume [wanted]` over the stored sessions: without an id, the newest of this folder (`cwd`)
  * with their ids; with an id or the start of one, that session of this folder.
  */
-export function resumeChoice(stored: readonly ResumeCandidate[], cwd: string, current: string, wanted: string, age: (ms: number) => string): ResumeChoice {
+export function resumeChoice<T extends ResumeCandidate>(stored: readonly T[], cwd: string, current: string, wanted: string, age: (ms: number) => string): ResumeChoice<T> {
   const here = stored.filter(session => session.cwd === cwd && session.id !== current && hasConversation(session)).sort((a, b) => b.updatedAt - a.updatedAt)
   if (wanted === '') {
     if (here.length === 0) return { kind: 'list', text: 'No other stored session in this folder.' }
     const rows = here.slice(0, RESUME_LIST).map(session => `  ${session.id.slice(0, 8)}  ${age(session.updatedAt).padEnd(8)} ${String(session.turns).padStart(3)} turn${session.turns === 1 ? ' ' : 's'}  ${(session.title ?? '(untitled)').replace(/\s+/g, ' ')}`)
     const more = here.length > RESUME_LIST ? [`  … ${here.length - RESUME_LIST} older (dsh --resume lists them all)`] : []
-    return { kind: 'list', text: ['Stored sessions of this folder, newest first; /resume ID opens one:', ...rows, ...more].join('\n') }
+    return { kind: 'list', text: ['Stored sessions of this folder, newest first; /resume ID opens one:', ...rows, ...more].join('\n'), sessions: here }
   }
   const matches = here.filter(session => session.id.startsWith(wanted))
   if (matches.length === 1) return { kind: 'open', id: matches[0].id }

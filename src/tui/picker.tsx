@@ -12,11 +12,12 @@ import { useLatestState } from './latest-state.js'
 
 export { age } from '../host/age.js'
 
-export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]; home: string; onPick(id: string | undefined): void }): ReactNode {
+export function SessionPicker(props: { sessions: readonly StoredSessionSummary[]; home: string; rows?: number; onPick(id: string | undefined): void }): ReactNode {
   // The key handler reads the index through a ref: Down and Enter can arrive before a render.
   const [index, indexRef, setIndex] = useLatestState(0)
   const { stdout } = useStdout()
-  const rows = Math.max(3, (stdout.rows || 24) - 4)
+  // Alone on the screen (`dsh --resume`) it takes the height; inside the app (`/resume`), `rows`.
+  const rows = props.rows ?? Math.max(3, (stdout.rows || 24) - 4)
   const { sessions } = props
   useInput((input, key) => {
     if (key.upArrow) setIndex(value => Math.max(0, value - 1))

@@ -14,6 +14,7 @@ import type { QuestionPrompt } from './question.js'
 import type { ApprovalScope } from '../approval/api.js'
 import { rewindPoints, type RewindPoint } from '../host/rewind.js'
 import { fileChangesAfter, type FileChanges } from '../tools/file-changes.js'
+import type { StoredSessionSummary } from '../persistence/api.js'
 
 export type Printed =
   | { readonly key: string; readonly kind: 'item'; readonly item: Item }
@@ -200,6 +201,7 @@ export class TuiStore {
     this.approvals = []
     this.questions = []
     this.rewind = undefined
+    this.resume = undefined
     this.notify()
   }
 
@@ -255,6 +257,22 @@ export class TuiStore {
   closeRewind(): void {
     this.rewind = undefined
     this.notify()
+  }
+
+  /** `/resume`'s picker while it is open: the sessions offered and what opens the one picked. */
+  resume: { readonly sessions: readonly StoredSessionSummary[]; readonly open: (id: string) => void } | undefined
+
+  openResume(sessions: readonly StoredSessionSummary[], open: (id: string) => void): void {
+    this.resume = { sessions, open }
+    this.notify()
+  }
+
+  /** Closes the picker, opening `id` when one was picked (Esc picks none). */
+  closeResume(id: string | undefined): void {
+    const open = this.resume?.open
+    this.resume = undefined
+    this.notify()
+    if (id !== undefined) open?.(id)
   }
 
   /** The first line of the pending approval's arguments on screen, and whether its end was shown (a box taller than the screen scrolls). */

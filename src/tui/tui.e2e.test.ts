@@ -319,10 +319,11 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
     await terminal.waitFor(/New session\s+[0-9a-f-]{36}/, { history: true })
     terminal.type('/resume')
     terminal.keys('Enter')
-    const listed = await terminal.waitFor('/resume ID opens one', { history: true })
-    const rows = listed.slice(listed.lastIndexOf('Stored sessions of this folder')).split('\n').filter(line => /^ {2}[0-9a-f]{8} /.test(line))
-    expect(rows).toHaveLength(1)
-    expect(rows[0]).toContain('real work')
+    const listed = await terminal.waitFor('Resume a session', { what: '/resume\'s picker' })
+    expect(listed).toMatch(/› real work · /)
+    expect(listed).toContain('1/1')
+    terminal.keys('Escape')
+    await terminal.waitFor(screen => !screen.includes('Resume a session'), { what: 'the picker closed by Esc' })
     await quit(terminal)
     terminal.type(`clear; ${DSH} --resume`)
     terminal.keys('Enter')
@@ -539,7 +540,7 @@ describe.skipIf(!tmux)('dsh terminal app (tmux)', () => {
 })
 
 describe.skipIf(!tmux)('dsh terminal app: /resume (tmux)', () => {
-  it('/resume lists this folder\'s other sessions; /resume ID opens one in place, its conversation shown, and the next message goes to it', async () => {
+  it('/resume opens the picker over this folder\'s other sessions (Esc leaves it, Enter opens one in place, its conversation shown, and the next message goes to it); /resume ID opens one too (#44.6)', async () => {
     const { home, cwd } = tempHome()
     bed.server.enqueue(
       streamResponse([{ text: 'FIRST_SESSION_ANSWER' }, { finish: 'stop', usage }]),
@@ -552,20 +553,30 @@ describe.skipIf(!tmux)('dsh terminal app: /resume (tmux)', () => {
     await terminal.waitFor('FIRST_SESSION_ANSWER', { history: true })
     terminal.type('/new')
     terminal.keys('Enter')
-    await terminal.waitFor(/New session [0-9a-f-]{36}/, { history: true })
+    const opened = await terminal.waitFor(/New session [0-9a-f-]{36}/, { history: true })
+    const second = /New session ([0-9a-f-]{36})/.exec(opened)![1]!
     await send(terminal, 'second question')
     await terminal.waitFor('SECOND_SESSION_ANSWER', { history: true })
     terminal.type('/resume')
     terminal.keys('Enter')
-    const listed = await terminal.waitFor('/resume ID opens one', { history: true })
-    const id = /^ +([0-9a-f]{8}) +\S+ ago +1 turn +first question/m.exec(listed)?.[1]
-    expect(id, listed).toBeDefined()
-    terminal.type(`/resume ${id}`)
+    const picker = await terminal.waitFor('Resume a session', { what: '/resume\'s picker' })
+    expect(picker).toMatch(/› first question · .* · 1 turn/)
+    expect(picker).toContain('1/1')
+    terminal.keys('Escape')
+    await terminal.waitFor(screen => !screen.includes('Resume a session'), { what: 'the picker closed by Esc' })
+    terminal.type('/resume')
     terminal.keys('Enter')
-    const resumed = await terminal.waitFor(new RegExp(`Resumed session ${id}`), { history: true })
+    await terminal.waitFor('Resume a session', { what: '/resume\'s picker again' })
+    terminal.keys('Enter')
+    const resumed = await terminal.waitFor(/Resumed session [0-9a-f-]{36}/, { history: true })
+    const id = /Resumed session ([0-9a-f-]{36})/.exec(resumed.slice(resumed.lastIndexOf('Resumed session')))![1]!
     expect(resumed.slice(resumed.lastIndexOf('Resumed session'))).toContain('FIRST_SESSION_ANSWER')
     await send(terminal, 'and again')
     await terminal.waitFor('BACK_IN_THE_FIRST', { history: true })
+    terminal.type(`/resume ${second.slice(0, 8)}`)
+    terminal.keys('Enter')
+    const back = await terminal.waitFor(new RegExp(`Resumed session ${second}`), { history: true })
+    expect(back.slice(back.lastIndexOf('Resumed session'))).toContain('SECOND_SESSION_ANSWER')
     await quit(terminal)
     const stored = [...logs(home).values()]
     expect(stored).toHaveLength(2)

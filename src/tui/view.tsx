@@ -26,6 +26,7 @@ import type { RewindPoint } from '../host/rewind.js'
 import type { FileChange } from '../tools/file-changes.js'
 import { terminalSafe } from '../host/terminal-text.js'
 import { RewindFiles, RewindList } from './rewind-view.js'
+import { SessionPicker } from './picker.js'
 import { ApprovalBox, approvalKeyPress } from './approval-box.js'
 
 export interface ViewActions {
@@ -52,6 +53,8 @@ export interface ViewActions {
 export interface ViewInfo {
   readonly model: string
   readonly folder: string
+  /** The user's home folder: `/resume`'s picker shows folders under it as `~/...`. */
+  readonly home?: string
   readonly contextWindow?: number
   permission(): string
   sessionId(): string
@@ -403,6 +406,7 @@ export function ConversationView(props: ViewProps): ReactNode {
     // A pending question takes the keys (question.tsx).
     if (store.questions.length > 0) return
     if (store.rewind !== undefined) return rewindKey(input, key)
+    if (store.resume !== undefined) return // `/resume`'s picker takes the keys (picker.tsx).
     if ((key.escape || (key.ctrl && input === 'c')) && actions.stopShell?.() === true) return
     if (escArmedRef.current && !key.escape) setEscArmed(false)
     if (key.ctrl && input === 'c') {
@@ -566,7 +570,8 @@ export function ConversationView(props: ViewProps): ReactNode {
       {store.rewind?.files !== undefined
         ? <RewindFiles point={store.rewind.files.point} changes={store.rewind.files.changes} choice={store.rewind.files.choice} folder={store.agent.session.header.cwd} />
         : store.rewind !== undefined ? <RewindList points={store.rewind.points} index={store.rewind.index} rows={rewindRows} /> : null}
-      <Box borderStyle="round" borderColor={c(running ? 'gray' : 'cyan')} paddingX={1} marginTop={queued.length > 0 || approval !== undefined || question !== undefined || store.rewind !== undefined ? 0 : 1}>
+      {store.resume !== undefined ? <SessionPicker sessions={store.resume.sessions} home={info.home ?? ''} rows={rewindRows} onPick={id => store.closeResume(id)} /> : null}
+      <Box borderStyle="round" borderColor={c(running ? 'gray' : 'cyan')} paddingX={1} marginTop={queued.length > 0 || approval !== undefined || question !== undefined || store.rewind !== undefined || store.resume !== undefined ? 0 : 1}>
         <Text color={c('cyan')} bold>› </Text>
         <Box flexGrow={1}><EditorView state={editor} placeholder={placeholder} focused={approval === undefined && question === undefined} /></Box>
       </Box>

@@ -37,7 +37,7 @@ import '../agent/api.js'
 import '../commands/api.js'
 import '../llm/api.js'
 import '../persistence/api.js'
-import { hasConversation } from '../persistence/api.js'
+import { hasConversation, listedByDefault } from '../persistence/api.js'
 import '../session/api.js'
 import '../subagents/api.js'
 
@@ -369,14 +369,16 @@ export class WebApiPlugin extends Service implements WebApiService {
       // Archived sessions are left out unless asked for: `archived: 'include' | 'only'`.
       const archived = params.archived ?? 'exclude'
       if (archived !== 'exclude' && archived !== 'include' && archived !== 'only') throw new WebApiError(400, 'BAD_PARAMS', '"archived" must be exclude, include or only')
+      // A stored session with no completed turn is left out as by `dsh sessions`; `all: true` (its
+      // --all) lists every one. A session live here stays listed (a failed first run stays in view).
+      const all = params.all ?? false
+      if (typeof all !== 'boolean') throw new WebApiError(400, 'BAD_PARAMS', '"all" must be a boolean')
       const byId = new Map<string, SessionSummary>()
-      for (const stored of await root.sessionPersistence.list() as StoredSessionSummary[]) {
-        byId.set(stored.id, { ...stored, status: 'idle' })
-      }
+      for (const stored of await root.sessionPersistence.list() as StoredSessionSummary[]) if (all || listedByDefault(stored)) byId.set(stored.id, { ...stored, status: 'idle' })
       for (const session of root.sessions.list()) byId.set(session.id, this.summary(session))
       // A session that never got a prompt (Start session, a prompt refused for a missing key, a
       // rejected run) is not listed: it stays reachable by id until its first turn.
-      return [...byId.values()].filter(listable)
+      return [...byId.values()].filter(summary => all || listable(summary))
         .filter(summary => archived === 'include' || (summary.archived === true) === (archived === 'only'))
         .sort((a, b) => b.updatedAt - a.updatedAt)
     })

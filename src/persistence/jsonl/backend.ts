@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { closeSync, constants as fsConstants, existsSync, fstatSync, fsync, fdatasync, ftruncateSync, linkSync, mkdirSync, openSync, statSync, writeFileSync } from 'node:fs'
 import type { BigIntStats } from 'node:fs'
-import { link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises'
+import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '../../session/types.js'
 import {
@@ -187,6 +187,26 @@ export class JsonlBackend implements PersistenceBackend {
       await rename(dir, join(trash, `${Date.now()}-${randomUUID().slice(0, 8)}-${encodeSessionId(id)}`))
       this.index.delete(id)
       this.states.delete(id)
+      return true
+    })
+  }
+
+  restore(id: string): Promise<boolean> {
+    return this.chains.run(id, async () => {
+      if (await this.locate(id) !== undefined) throw new SessionExistsError(`session ${JSON.stringify(id)} is stored; it cannot be restored over`, id)
+      const trash = join(this.root, TRASH_DIR)
+      // Trashed folders are `<ms>-<8 hex>-<encoded id>`: the newest of this id goes back.
+      const name = encodeSessionId(id)
+      const entries = await readdir(trash).catch((error: NodeJS.ErrnoException) => { if (error.code === 'ENOENT') return []; throw error })
+      const from = entries.map(entry => /^(\d+)-[0-9a-f]{8}-(.*)$/.exec(entry)).filter(match => match !== null && match[2] === name)
+        .sort((a, b) => Number(b![1]) - Number(a![1]))[0]?.[0]
+      if (from === undefined) return false
+      const file = join(trash, from, SESSION_FILE)
+      const header = checkHeader(JSON.parse((await readFile(file, 'utf8')).split('\n', 1)[0]), `${file}: line 1`)
+      const dir = join(this.root, projectKey(header.cwd), encodeSessionId(header.id))
+      await mkdir(join(this.root, projectKey(header.cwd)), { recursive: true, mode: DIR_MODE })
+      await rename(join(trash, from), dir)
+      this.index.set(id, dir)
       return true
     })
   }

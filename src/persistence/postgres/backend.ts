@@ -292,6 +292,30 @@ export class PostgresBackend implements PersistenceBackend {
     }))
   }
 
+  restore(id: string): Promise<boolean> {
+    return this.chains.run(id, () => this.tx(async (client) => {
+      await this.fence(client, id)
+      if ((await client.query('SELECT 1 FROM sessions WHERE id = $1', [id])).rows.length > 0) throw new SessionExistsError(`session ${JSON.stringify(id)} is stored; it cannot be restored over`, id)
+      const trashed = (await client.query<{ incarnation: string; revision: string; header: string }>('SELECT incarnation, revision, header FROM trash_sessions WHERE id = $1 ORDER BY trashed_at DESC LIMIT 1 FOR UPDATE', [id])).rows[0]
+      if (trashed === undefined) return false
+      const { incarnation } = trashed
+      const header = checkHeader(JSON.parse(trashed.header), `${this.where} trashed session ${JSON.stringify(id)}`)
+      // The bookkeeping columns, from the rows as they are (packed runs stay packed).
+      const counts = (await client.query<{ next: number | null; turns: number }>("SELECT max(seq + count) AS next, count(*) FILTER (WHERE type = 'turn/start')::int AS turns FROM trash_events WHERE incarnation = $1", [incarnation])).rows[0]!
+      const lastOf = async (type: string) => (await client.query<{ data: string }>('SELECT data FROM trash_events WHERE incarnation = $1 AND type = $2 ORDER BY seq DESC LIMIT 1', [incarnation, type])).rows[0]
+      const title = await lastOf('session/title')
+      const archived = await lastOf('session/archived')
+      await client.query('INSERT INTO sessions (id, incarnation, revision, header, cwd, parent_session, created_at, updated_at, next_seq, turns, title) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)', [
+        id, incarnation, Number(trashed.revision) + 1, trashed.header, header.cwd ?? null, header.parentSession ?? null, header.createdAt, Date.now(), counts.next ?? 0, counts.turns,
+        title === undefined ? null : (JSON.parse(title.data) as { title: string }).title])
+      await client.query(`INSERT INTO events (session_id, ${EVENT_COLUMN_LIST}) SELECT $1, ${EVENT_COLUMN_LIST} FROM trash_events WHERE incarnation = $2`, [id, incarnation])
+      await client.query('INSERT INTO attachments (session_id, attachment_id, media_type, data) SELECT $1, attachment_id, media_type, data FROM trash_attachments WHERE incarnation = $2 ON CONFLICT DO NOTHING', [id, incarnation])
+      if (archived !== undefined) await client.query('INSERT INTO session_archived (session_id, archived) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET archived = excluded.archived', [id, (JSON.parse(archived.data) as { archived?: unknown }).archived === true])
+      for (const table of ['trash_events', 'trash_attachments', 'trash_sessions']) await client.query(`DELETE FROM ${table} WHERE incarnation = $1`, [incarnation])
+      return true
+    }))
+  }
+
   // --- one writer per session: lease with a fencing token ---
 
   /**

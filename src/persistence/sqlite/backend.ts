@@ -496,6 +496,28 @@ export class SqliteBackend implements PersistenceBackend {
     }).immediate())
   }
 
+  restore(id: string): Promise<boolean> {
+    return this.locked(id, () => this.db.transaction(() => {
+      if (this.statements.session.get(id) !== undefined) throw new SessionExistsError(`session ${JSON.stringify(id)} is stored; it cannot be restored over`, id)
+      const trashed = this.db.prepare<[string], { incarnation: string; revision: number; header: string }>('SELECT incarnation, revision, header FROM trash_sessions WHERE id = ? ORDER BY trashed_at DESC, rowid DESC LIMIT 1').get(id)
+      if (trashed === undefined) return false
+      const { incarnation } = trashed
+      const header = checkHeader(JSON.parse(trashed.header), `${this.file} trashed session ${JSON.stringify(id)}`)
+      // The bookkeeping columns, from the rows as they are (packed runs stay packed).
+      const lastOf = this.db.prepare<[string, string], { data: string }>('SELECT data FROM trash_events WHERE incarnation = ? AND type = ? ORDER BY seq DESC LIMIT 1')
+      const count = this.db.prepare<[string], { next: number | null; turns: number }>("SELECT max(seq + count) AS next, count(*) FILTER (WHERE type = 'turn/start') AS turns FROM trash_events WHERE incarnation = ?").get(incarnation)!
+      const title = lastOf.get(incarnation, 'session/title')
+      const archived = lastOf.get(incarnation, 'session/archived')
+      this.statements.insertSession.run(id, incarnation, trashed.revision + 1, trashed.header, header.cwd ?? null, header.parentSession ?? null, header.createdAt, Date.now(), count.next ?? 0, count.turns,
+        title === undefined ? null : (JSON.parse(title.data) as { title: string }).title)
+      this.db.prepare(`INSERT INTO events (session_id, ${EVENT_COLUMN_LIST}) SELECT ?, ${EVENT_COLUMN_LIST} FROM trash_events WHERE incarnation = ?`).run(id, incarnation)
+      this.db.prepare('INSERT OR IGNORE INTO attachments (session_id, attachment_id, media_type, data) SELECT ?, attachment_id, media_type, data FROM trash_attachments WHERE incarnation = ?').run(id, incarnation)
+      if (archived !== undefined) this.statements.setArchived.run(id, (JSON.parse(archived.data) as { archived?: unknown }).archived === true ? 1 : 0)
+      for (const table of ['trash_events', 'trash_attachments', 'trash_sessions']) this.db.prepare(`DELETE FROM ${table} WHERE incarnation = ?`).run(incarnation)
+      return true
+    }).immediate())
+  }
+
   async close(): Promise<void> {
     await this.chains.idle()
     if (this.db.open) this.db.close()
