@@ -33,28 +33,12 @@ function fail(message: string, code = 1, error?: unknown): number {
   return code
 }
 
-export async function runProfile(options: LauncherOptions): Promise<number> {
-  jsonOutput = options.profile === 'headless' ? jsonOutputOf(options.appArgs) : undefined
-  const home = resolveHome()
-  const loose = tightenHome(home)
-  if (loose !== undefined) process.stderr.write(`dsh: ${loose}\n`)
-  let composed
-  let profile
-  try {
-    profile = resolveProfile(options.profile, home)
-    composed = composeProfile(profile, { home, patches: options.patches, bundlesOnly: options.dump === 'default-config' })
-  } catch (error) {
-    if (error instanceof ConfigError) return fail(error.message)
-    throw error
-  }
-  for (const warning of composed.warnings) process.stderr.write(`dsh: warning: ${warning}\n`)
-  if (options.dump !== undefined) {
-    const what = options.dump === 'config' ? 'composed plugin tree' : 'bundle layers'
-    process.stdout.write(dumpConfig(composed.rows, `dsh --profile ${profile.name}: ${what}`))
-    return 0
-  }
-
-  const controller = new AbortController()
+/**
+ * SIGINT, SIGTERM and SIGHUP abort `controller` (a second SIGINT or SIGTERM exits at once), and a
+ * reader of stdout or stderr going away is kept from killing the process. Returns what tells the
+ * exit code a signal chose, if one came.
+ */
+function handleSignals(controller: AbortController): () => number | undefined {
   let exitCode: number | undefined
   let drain: NodeJS.Timeout | undefined
   const onSignal = (signal: NodeJS.Signals) => {
@@ -86,6 +70,32 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   }
   process.stdout.on('error', onOutputError)
   process.stderr.on('error', onOutputError)
+  return () => exitCode
+}
+
+export async function runProfile(options: LauncherOptions): Promise<number> {
+  jsonOutput = options.profile === 'headless' ? jsonOutputOf(options.appArgs) : undefined
+  const home = resolveHome()
+  const loose = tightenHome(home)
+  if (loose !== undefined) process.stderr.write(`dsh: ${loose}\n`)
+  let composed
+  let profile
+  try {
+    profile = resolveProfile(options.profile, home)
+    composed = composeProfile(profile, { home, patches: options.patches, bundlesOnly: options.dump === 'default-config' })
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(error.message)
+    throw error
+  }
+  for (const warning of composed.warnings) process.stderr.write(`dsh: warning: ${warning}\n`)
+  if (options.dump !== undefined) {
+    const what = options.dump === 'config' ? 'composed plugin tree' : 'bundle layers'
+    process.stdout.write(dumpConfig(composed.rows, `dsh --profile ${profile.name}: ${what}`))
+    return 0
+  }
+
+  const controller = new AbortController()
+  const signalled = handleSignals(controller)
 
   let cwd = process.cwd()
   const cwdIndex = options.appArgs.indexOf('--cwd')
@@ -151,6 +161,7 @@ export async function runProfile(options: LauncherOptions): Promise<number> {
   // A session the store still lacks events of (its final save gave up, and the final flush of
   // the unload did not store them either) is exit 1 after a signal too: `dsh web` ends by one,
   // and a stop that lost events must not read as a plain stop (docs/persistence.md).
+  const exitCode = signalled()
   if (exitCode !== undefined && (persistence?.unstored().length ?? 0) > 0) return 1
   return exitCode ?? code
 }
