@@ -5,8 +5,8 @@
  * CLIs run against the local fake servers; a stand-in CLI (`product-state-probe.sh`) tries each
  * write and says what happened, as root and as an unprivileged uid.
  */
-import { execFileSync, spawn } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -18,6 +18,7 @@ import { text, toolCalls } from '../../test-support/scripted-model.js'
 import type { ToolResultMessage } from '../llm/types.js'
 import type { SandboxMode } from '../sandbox/modes.js'
 import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
+import { protectedMounts } from '../sandbox/protected.js'
 import { SandboxPlugin } from '../sandbox/service.js'
 import { ClaudeCodeSubagentPlugin, CodexSubagentPlugin, type ProductToolConfig } from './index.js'
 
@@ -259,6 +260,17 @@ describe.skipIf(bwrapProblem !== undefined)('a product CLI under the sandbox may
     const probed = probeRuns()
     expectConfined(await runAs(UNPRIVILEGED, probed.runs), 65534, probed)
   }, 120_000)
+
+  it('workspace-write: a folder made writable for a command never lifts a protected path of the workspace (its bind comes before the protected mounts)', () => {
+    const root = folder(tmpdir(), 'dsh-writable-root-')
+    const state = join(root, 'state')
+    mkdirSync(join(state, '.claude'), { recursive: true })
+    const argv = bwrapRunner().argv('workspace-write', root, { ...protectedMounts(root), writable: [state] })
+    const run = spawnSync(argv[0]!, [...argv.slice(1), 'sh', '-c', `echo s > ${state}/ok; echo c > ${state}/.claude/planted`], { encoding: 'utf8' })
+    expect(run.stderr).toMatch(/\.claude\/planted: Read-only file system/)
+    expect(existsSync(join(state, 'ok'))).toBe(true)
+    expect(existsSync(join(state, '.claude', 'planted'))).toBe(false)
+  })
 
   it('a state folder the tool config names is used as given and stays read-only: the sandbox makes nothing of the user\'s writable', async () => {
     const home = folder(OUTSIDE_TMP, 'dsh-probe-home-')
