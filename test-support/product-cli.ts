@@ -16,8 +16,8 @@ export interface InstalledCli {
   readonly reason?: string
 }
 
-function install(pkg: string, version: string, extra: readonly string[], find: (dir: string) => string | undefined): InstalledCli {
-  const dir = join(tmpdir(), 'dsh-product-cli', `${pkg.replace(/[@/]/g, '_')}-${version}`)
+function install(pkg: string, version: string, extra: readonly string[], base: string, find: (dir: string) => string | undefined): InstalledCli {
+  const dir = join(base, 'dsh-product-cli', `${pkg.replace(/[@/]/g, '_')}-${version}`)
   const how = `npm install --prefix ${dir} ${pkg}@${version}${extra.length > 0 ? ` ${extra.join(' ')}` : ''}`
   let found = find(dir)
   if (found === undefined) {
@@ -31,16 +31,20 @@ function install(pkg: string, version: string, extra: readonly string[], find: (
   return { command: [found] }
 }
 
-export function codexCli(): InstalledCli {
-  return install('@openai/codex', CODEX_VERSION, [], (dir) => {
+/**
+ * `base`: the folder the cache lies in (default the system temp folder). Sandboxed runs need one
+ * outside /tmp: workspace-write gives the sandbox a /tmp of its own, where the CLI is not.
+ */
+export function codexCli(base = tmpdir()): InstalledCli {
+  return install('@openai/codex', CODEX_VERSION, [], base, (dir) => {
     const bin = join(dir, 'node_modules', '.bin', 'codex')
     return existsSync(bin) && existsSync(join(dir, 'node_modules', '@openai', `codex-${process.platform}-${process.arch}`)) ? bin : undefined
   })
 }
 
 /** The wrapper package asks for a newer Node than the tests run on; its native binary does not care. */
-export function claudeCodeCli(): InstalledCli {
-  return install('@anthropic-ai/claude-code', CLAUDE_CODE_VERSION, ['--engine-strict=false'], (dir) => {
+export function claudeCodeCli(base = tmpdir()): InstalledCli {
+  return install('@anthropic-ai/claude-code', CLAUDE_CODE_VERSION, ['--engine-strict=false'], base, (dir) => {
     const bin = join(dir, 'node_modules', '@anthropic-ai', `claude-code-${process.platform}-${process.arch}`, 'claude')
     return existsSync(bin) ? bin : undefined
   })

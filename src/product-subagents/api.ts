@@ -59,6 +59,16 @@ export interface ProductDriver {
   readonly product: string
   readonly defaultTool: string
   readonly defaultCommand: string
+  /**
+   * The variable naming the folder the CLI writes its own state in (`CODEX_HOME`,
+   * `CLAUDE_CONFIG_DIR`): under a confining mode a private folder per run (`./tool.ts`).
+   */
+  readonly stateEnv: string
+  /**
+   * The variable naming the CLI's own temp folder, when it needs one written even under
+   * read-only (Claude Code: `CLAUDE_CODE_TMPDIR`, else `/tmp/claude-<uid>`): `tmp` in the state folder.
+   */
+  readonly tempEnv?: string
   /** Arguments after the command. */
   args(tool: ProductToolConfig, request: ProductRequest): string[]
   /** What the child reads on stdin (the prompt: it stays out of the process list). */

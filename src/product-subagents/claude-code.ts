@@ -22,6 +22,8 @@ export const claudeCodeDriver: ProductDriver = {
   product: PRODUCT,
   defaultTool: 'subagent_claude_code',
   defaultCommand: 'claude',
+  stateEnv: 'CLAUDE_CONFIG_DIR',
+  tempEnv: 'CLAUDE_CODE_TMPDIR',
   args(tool: ProductToolConfig, request: ProductRequest): string[] {
     const args = ['-p', '--output-format', 'stream-json', '--verbose', '--no-session-persistence', '--permission-mode', tool.permissionMode ?? permissionMode(request.mode),
       // Nobody is there to answer a question.

@@ -21,6 +21,7 @@ export const codexDriver: ProductDriver = {
   product: PRODUCT,
   defaultTool: 'subagent_codex',
   defaultCommand: 'codex',
+  stateEnv: 'CODEX_HOME',
   args(tool: ProductToolConfig, request: ProductRequest): string[] {
     const args = ['exec', '--json', '--ephemeral', '--skip-git-repo-check', '--color', 'never', '-C', request.cwd, ...sandboxArgs(request.mode, tool.permissionMode)]
     if (tool.provider !== undefined) {

@@ -3,7 +3,15 @@
  * name from the config): the task runs as the product's CLI in the parent's cwd, confined like
  * `bash` (the sandbox runner's argv in front, the mode mapped to the CLI's own flags too), with
  * dsh's secrets removed from its environment. `run_in_background: true` makes it a job.
+ *
+ * Under a confining mode the CLI's own state (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`) is a fresh
+ * private folder dsh makes for the run, the one path outside the workspace the sandbox lets it
+ * write, removed when the run ends: the user's product config (`~/.codex`, `~/.claude`) stays
+ * read-only to it, since a config written there would run code outside the sandbox later.
  */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import type { Context } from 'cordis'
 import { scrubbedEnvironment } from '../config/credentials.js'
@@ -40,8 +48,36 @@ function checkArgs(args: unknown): ProductArgs {
   return value as ProductArgs
 }
 
-/** The child's argv: the sandbox runner's prefix (when the call is confined), the CLI, its arguments. */
-async function childArgv(ctx: Context, driver: ProductDriver, tool: ProductToolConfig, name: string, prompt: string, context: ToolContext): Promise<{ argv: string[]; mode: SandboxMode }> {
+interface ChildPlan {
+  readonly argv: string[]
+  readonly mode: SandboxMode
+  /** The run's private state folder (confined runs whose tool config does not name one). */
+  readonly state?: string
+}
+
+/** Whether the tool's config names the CLI's state folder itself (then it is used as given). */
+function namesState(tool: ProductToolConfig, variable: string): boolean {
+  return tool.env?.[variable] !== undefined || (tool.passEnv?.includes(variable) === true && process.env[variable] !== undefined)
+}
+
+/** The private state folder of one confined run: 0700, in the system temp folder, with the CLI's temp folder in it. */
+async function stateFolder(driver: ProductDriver): Promise<string> {
+  let state: string | undefined
+  try {
+    state = await mkdtemp(join(tmpdir(), `dsh-${driver.defaultCommand.replace(/[^A-Za-z0-9_-]/g, '')}-state-`))
+    if (driver.tempEnv !== undefined) await mkdir(join(state, 'tmp'), { mode: 0o700 })
+    return state
+  } catch (error) {
+    if (state !== undefined) await rm(state, { recursive: true, force: true }).catch(() => undefined)
+    throw new ToolError(`could not make the subagent's private state folder in ${tmpdir()} (${(error as Error).message}); the subagent was not started`, 'STATE_FOLDER')
+  }
+}
+
+/**
+ * The child's argv: the sandbox runner's prefix (when the call is confined, with the run's state
+ * folder writable), the CLI, its arguments.
+ */
+async function childArgv(ctx: Context, driver: ProductDriver, tool: ProductToolConfig, name: string, prompt: string, context: ToolContext): Promise<ChildPlan> {
   const box = await callSandbox(sandboxingOf(ctx), name, 'command', {}, context)
   const mode: SandboxMode = box?.mode ?? 'danger-full-access'
   const command = tool.command === undefined ? [driver.defaultCommand] : typeof tool.command === 'string' ? [tool.command] : [...tool.command]
@@ -50,18 +86,34 @@ async function childArgv(ctx: Context, driver: ProductDriver, tool: ProductToolC
   const probe = await box.sandbox.runner()
   // No working runner: refuse, never run unconfined.
   if (probe.runner === undefined) throw new ToolError(`sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the subagent was not started`, 'SANDBOX_UNAVAILABLE')
-  const prefix = box.sandbox.prefix?.(probe.runner, box.mode, box.root) ?? probe.runner.argv(box.mode, box.root)
-  return { argv: [...prefix, ...argv], mode: box.mode }
+  const state = namesState(tool, driver.stateEnv) ? undefined : await stateFolder(driver)
+  const writable = state === undefined ? [] : [state]
+  try {
+    const prefix = box.sandbox.prefix?.(probe.runner, box.mode, box.root, undefined, writable) ?? probe.runner.argv(box.mode, box.root, { readOnly: [], pinned: [], writable })
+    return { argv: [...prefix, ...argv], mode: box.mode, ...state !== undefined && { state } }
+  } catch (error) {
+    if (state !== undefined) await rm(state, { recursive: true, force: true })
+    throw error
+  }
 }
 
-/** The child's environment: dsh's own, secrets removed, then the product's key and settings. */
-function childEnv(tool: ProductToolConfig): Record<string, string> {
+/**
+ * The child's environment: dsh's own, secrets removed, then the product's key and settings, and
+ * the run's state and temp folders (over ones inherited from dsh's environment: those would be
+ * the user's).
+ */
+function childEnv(tool: ProductToolConfig, driver: ProductDriver, state: string | undefined): Record<string, string> {
   const passed: Record<string, string> = {}
   for (const name of tool.passEnv ?? []) {
     const value = process.env[name]
     if (value !== undefined) passed[name] = value
   }
-  return scrubbedEnvironment(process.env, { ...passed, ...tool.env })
+  const own: Record<string, string> = {}
+  if (state !== undefined) {
+    own[driver.stateEnv] = state
+    if (driver.tempEnv !== undefined && !namesState(tool, driver.tempEnv)) own[driver.tempEnv] = join(state, 'tmp')
+  }
+  return scrubbedEnvironment(process.env, { ...passed, ...tool.env, ...own })
 }
 
 export function productTool(ctx: Context, driver: ProductDriver, tool: ProductToolConfig, jobs: () => JobsService | undefined, unloaded?: AbortSignal): Tool<ProductArgs> {
@@ -69,18 +121,26 @@ export function productTool(ctx: Context, driver: ProductDriver, tool: ProductTo
   const finished = (info: Omit<ProductRunFinished, 'tool' | 'product'>) => emitContained(ctx, 'product-subagent/finished', [{ ...info, tool: name, product: driver.product }])
 
   async function run(args: ProductArgs, context: ToolContext, signal: AbortSignal, onText?: (text: string) => void): Promise<{ outcome: ProductOutcome; cancelled: boolean }> {
-    let argv: string[]
-    let mode: SandboxMode
+    let plan: ChildPlan
     try {
-      ({ argv, mode } = await childArgv(ctx, driver, tool, name, args.prompt, context))
+      plan = await childArgv(ctx, driver, tool, name, args.prompt, context)
     } catch (error) {
       if (error instanceof ToolError) throw error
       return { outcome: { ok: false, facts: { product: driver.product, stage: 'spawn', category: 'invalid-config' }, partial: '' }, cancelled: false }
     }
+    try {
+      return await runPlanned(plan, args, context, signal, onText)
+    } finally {
+      // The child has ended with its whole sandbox; a folder that cannot be removed fails no run.
+      if (plan.state !== undefined) await rm(plan.state, { recursive: true, force: true }).catch(() => undefined)
+    }
+  }
+
+  async function runPlanned({ argv, mode, state }: ChildPlan, args: ProductArgs, context: ToolContext, signal: AbortSignal, onText?: (text: string) => void): Promise<{ outcome: ProductOutcome; cancelled: boolean }> {
     const reader = driver.reader()
     let seen = ''
     const result = await runChild({
-      argv, cwd: context.cwd, env: childEnv(tool), stdin: driver.stdin({ prompt: args.prompt, cwd: context.cwd, mode }), reader, product: driver.product,
+      argv, cwd: context.cwd, env: childEnv(tool, driver, state), stdin: driver.stdin({ prompt: args.prompt, cwd: context.cwd, mode }), reader, product: driver.product,
       signal: unloaded === undefined ? signal : AbortSignal.any([signal, unloaded]),
       killGraceMs: tool.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
       onSpawn: pid => emitContained(ctx, 'product-subagent/started', [{ sessionId: context.session?.id ?? '', callId: context.callId, tool: name, product: driver.product, pid }]),

@@ -87,6 +87,11 @@ export interface ProtectedMounts {
   readonly pinned: readonly string[]
   /** Secrets hidden from the command in every confined mode (`./secrets.ts`), mounted after the rest. */
   readonly hidden?: readonly HiddenPath[]
+  /**
+   * Folders dsh made for this one command and lets it write in every confined mode (a product
+   * subagent's private state folder, docs/subagents.md): never a path of the user's.
+   */
+  readonly writable?: readonly string[]
 }
 
 function real(path: string): string | undefined {

@@ -59,8 +59,9 @@ function realTmp(): string {
  * bubblewrap: read-only bind of `/`; workspace-write adds a private /tmp and a writable root, with
  * the protected paths inside it mounted over themselves (`.git` folders, and the folders that hold
  * nested ones, writable first, so they cannot be renamed away; `.git/config`, `.git/hooks`,
- * `.claude`, a `.git` file... read-only, at any depth the scan reaches); in every confined mode the secrets of
- * the deny-read list are covered after those binds (`./secrets.ts`). /dev and /proc come after the root, so
+ * `.claude`, a `.git` file... read-only, at any depth the scan reaches); the folders dsh made
+ * writable for the one command (`mounts.writable`, every confined mode) go before those; the
+ * secrets of the deny-read list are covered after all binds (`./secrets.ts`). /dev and /proc come after the root, so
  * a root that covers them (`/`) cannot bring the host's; then the kernel's settings go read-only:
  * root may write `/proc/sys` by ownership alone, capabilities dropped or not.
  * Run by root, bwrap keeps root's capabilities in the sandbox unless told to drop them, and
@@ -79,8 +80,10 @@ export function bwrapRunner(command = 'bwrap'): SandboxRunner {
     hostable: { privateTmp },
     argv: (mode, root, mounts, network) => [
       command, '--ro-bind', '/', '/',
+      ...(mode === 'workspace-write' ? ['--tmpfs', '/tmp', '--bind', root, root] : []),
+      // After the private /tmp (a folder there would be covered), before the protected paths.
+      ...(mounts?.writable ?? []).flatMap(path => ['--bind', path, path]),
       ...(mode === 'workspace-write' ? [
-        '--tmpfs', '/tmp', '--bind', root, root,
         ...(mounts?.pinned ?? []).flatMap(path => ['--bind-try', path, path]),
         ...(mounts?.readOnly ?? []).flatMap(path => ['--ro-bind-try', path, path]),
       ] : []),

@@ -100,9 +100,10 @@ export interface SandboxService {
   readonly protectedPaths?: readonly string[]
   /**
    * The argv prefix of a confined command under `runner`: the runner's argv with the protected
-   * paths that exist now inside `root` (`./protected.ts`). Without it callers use `runner.argv`.
+   * paths that exist now inside `root` (`./protected.ts`), and `writable`: folders dsh made for
+   * this one command, writable in either mode. Without it callers use `runner.argv`.
    */
-  prefix?(runner: SandboxRunner, mode: ConfinedMode, root: string, network?: NetworkPlan): readonly string[]
+  prefix?(runner: SandboxRunner, mode: ConfinedMode, root: string, network?: NetworkPlan, writable?: readonly string[]): readonly string[]
   shellHost?(runner: SandboxRunner, mode: ConfinedMode, root: string, options: HostOptions): ShellHost | undefined
   /**
    * The network gate of a session (`./network.ts`): started on first use, with `hooks` (how
@@ -273,8 +274,10 @@ export class SandboxPlugin extends Service implements SandboxService {
     return this.readCheck(root).denied(path)
   }
 
-  prefix(runner: SandboxRunner, mode: ConfinedMode, root: string, network?: NetworkPlan): readonly string[] {
-    return runner.argv(mode, root, this.mounts(mode, root), network)
+  prefix(runner: SandboxRunner, mode: ConfinedMode, root: string, network?: NetworkPlan, writable?: readonly string[]): readonly string[] {
+    const mounts = this.mounts(mode, root)
+    if (writable === undefined || writable.length === 0) return runner.argv(mode, root, mounts, network)
+    return runner.argv(mode, root, { readOnly: [], pinned: [], ...mounts, writable }, network)
   }
 
   shellHost(runner: SandboxRunner, mode: ConfinedMode, root: string, options: HostOptions): ShellHost | undefined {
