@@ -38,6 +38,21 @@ describe('the deny-read list (security #40.3)', () => {
     expect(rules).not.toContain('~/.config/gh/hosts.yml')
   })
 
+  it("the other coding agents' logins are hidden (Codex, Claude Code, opencode, Copilot), their settings are not", () => {
+    const logins = [['.codex', 'auth.json'], ['.claude', '.credentials.json'], ['.local/share/opencode', 'auth.json'], ['.config/github-copilot', 'apps.json']]
+    for (const [dir, file] of logins) {
+      mkdirSync(join(home, dir!), { recursive: true })
+      writeFileSync(join(home, dir!, file!), '{"token":"SECRET"}\n')
+    }
+    writeFileSync(join(home, '.codex', 'config.toml'), 'model = "x"\n')
+    const policy = readPolicy({ home, dshHome })
+    const check = new ReadCheck(policy, hiddenPaths(policy), join(base, 'work'))
+    for (const [dir, file] of logins) expect(check.denied(join(home, dir!, file!)), `${dir}/${file}`).toBe(`~/${dir}/${file}`)
+    expect(check.denied(join(home, '.codex', 'config.toml'))).toBeUndefined()
+    const hidden = hiddenPaths(policy).map(entry => entry.path)
+    for (const [dir, file] of logins) expect(hidden).toContain(join(home, dir!, file!))
+  })
+
   it('bad values are TypeErrors naming the key', () => {
     expect(() => readPolicy({ home, dshHome, denyRead: '~/.ssh' })).toThrow(/^sandbox: config\.denyRead must be a list of absolute or ~\/ paths, got "~\/.ssh"$/)
     expect(() => readPolicy({ home, dshHome, denyRead: ['relative/path'] })).toThrow(/config\.denyRead .* got the entry "relative\/path"/)

@@ -16,10 +16,15 @@
 import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs'
 import { basename, dirname, join, relative, resolve, sep } from 'node:path'
 
-/** Under the user's home: credentials of the usual tools. */
+/**
+ * Under the user's home: credentials of the usual tools, and the logins of other coding agents
+ * (Codex, Claude Code, opencode, GitHub Copilot), whose settings stay readable.
+ */
 export const DEFAULT_DENY_READ: readonly string[] = [
   '.ssh', '.aws', '.gnupg', '.config/gcloud', '.azure', '.kube', '.docker/config.json',
   '.netrc', '.npmrc', '.pypirc', '.git-credentials', '.config/gh/hosts.yml',
+  '.codex/auth.json', '.claude/.credentials.json', '.local/share/opencode/auth.json',
+  '.config/github-copilot/apps.json', '.config/github-copilot/hosts.json',
 ]
 
 /** Under dsh's home: what the tools must read (spilled tool output, skills' own files). */
