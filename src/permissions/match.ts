@@ -9,7 +9,8 @@
  * allow needs the path as given and the real path to match, a deny either.
  */
 import { realpathSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { basename, dirname, join } from 'node:path'
+import { resolvePath } from '../tools/builtin/paths.js'
 import { PATH_ARGUMENT, type PermissionRule, type RuleKind } from './rules.js'
 import { splitCommand, unwrapped } from './shell.js'
 
@@ -106,6 +107,8 @@ function matchesStrictly(rule: PermissionRule, tool: string, args: Record<string
     case 'command':
       return false
     case 'path': {
+      // A Read rule allows the editor's view, never its changes.
+      if (tool === 'str_replace_editor' && !rule.tools.includes('edit') && args.command !== 'view') return false
       const paths = pathsOf(tool, args, cwd)
       return paths.length > 0 && paths.every(path => pattern.regex.test(path))
     }
@@ -129,20 +132,33 @@ function allowCommand(allow: readonly PermissionRule[], command: string): Verdic
   return { kind: 'allow', rule: first! }
 }
 
-/** The call's path as given (resolved, `..` folded) and, when it exists, its real path. */
+/**
+ * The call's path as the tool reads it (`~/` is the home folder, relative paths against the
+ * call's folder, `..` folded) and where it really leads: its real path, or for a file not made
+ * yet, the real path of its nearest existing folder with the rest appended (a link to a folder
+ * elsewhere is judged where it leads).
+ */
 function pathsOf(tool: string, args: Record<string, unknown>, cwd: string): string[] {
   const key = PATH_ARGUMENT[tool]
   if (key === undefined) return []
   const given = args[key]
-  const path = resolve(cwd, typeof given === 'string' && given !== '' ? given : '.')
+  const path = resolvePath(cwd, typeof given === 'string' && given !== '' ? given : '.')
   const out = [path]
-  try {
-    const real = realpathSync(path)
-    if (real !== path) out.push(real)
-  } catch {
-    // Not there yet (a new file): the resolved path is all there is.
-  }
+  const real = realLocation(path)
+  if (real !== undefined && real !== path) out.push(real)
   return out
+}
+
+function realLocation(path: string): string | undefined {
+  let rest = ''
+  for (let at = path; ; at = dirname(at)) {
+    try {
+      return join(realpathSync(at), rest)
+    } catch {
+      if (dirname(at) === at) return undefined
+      rest = join(basename(at), rest)
+    }
+  }
 }
 
 function hostMatches(url: unknown, host: string, subdomains: boolean): boolean {

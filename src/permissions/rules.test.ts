@@ -1,5 +1,5 @@
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { evaluate, type RuleSet } from './match.js'
@@ -159,5 +159,59 @@ describe('WebFetch and MCP rules', () => {
     expect(evaluate(set, { tool: 'mcp__filesystem__read', args: {}, cwd: root })).toBeUndefined()
     expect(evaluate(set, { tool: 'mcp__web__search', args: {}, cwd: root })?.kind).toBe('allow')
     expect(evaluate(set, { tool: 'mcp__web__fetch', args: {}, cwd: root })).toBeUndefined()
+  })
+})
+
+describe('bypasses a review found (each failed before its fix)', () => {
+  it('a here-string cannot hide a command from an allow rule, nor from a deny rule', () => {
+    expect(verdict(rules({ allow: ['Bash(npm run test:*)'] }), `npm run test <<<"a '" ; rm -rf ~/x ; echo \\'`)).toBeUndefined()
+    expect(verdict(rules({ deny: ['Bash(git push:*)'] }), `cat <<<"a '" ; git push ; echo \\'`)).toBe('deny')
+    expect(verdict(rules({ allow: ['Bash(cat:*)'] }), 'cat <<<hello')).toBe('allow')
+  })
+
+  it('a function body is its own command: `function NAME { ... }` does not merge with the name', () => {
+    expect(verdict(rules({ allow: ['Bash(npm:*)'] }), 'function npm { rm -rf ~/x; }; npm run test')).toBeUndefined()
+    expect(verdict(rules({ deny: ['Bash(git push:*)'] }), 'function f { git push; }; f')).toBe('deny')
+    expect(verdict(rules({ allow: ['Bash(echo:*)'] }), "echo '{' '}'")).toBe('allow')
+  })
+
+  it('a comment sign right after a process substitution is part of the word, as in bash', () => {
+    expect(verdict(rules({ deny: ['Bash(git push:*)'] }), 'cat <(true)#; git push')).toBe('deny')
+  })
+
+  it('deny sees through bash -c with options before the script, exec -a, doas -u, timeout --signal, coproc', () => {
+    const deny = rules({ deny: ['Bash(git push:*)'] })
+    for (const command of ["bash -c -e 'git push'", 'exec -a foo git push', 'doas -u root git push', 'timeout --signal KILL 5 git push', 'coproc git push']) {
+      expect(verdict(deny, command), command).toBe('deny')
+    }
+  })
+
+  it('a ~/ path is the home folder, as the tools read it', () => {
+    const path = (set: RuleSet, tool: string, args: Record<string, unknown>) => evaluate(set, { tool, args, cwd: root })?.kind
+    // `//` starts an absolute path in the rule syntax.
+    const set = rules({ deny: [`Read(/${homedir()}/.ssh/**)`] })
+    expect(path(set, 'read', { file_path: '~/.ssh/id_rsa' })).toBe('deny')
+    expect(path(rules({ allow: ['Edit(**)'] }), 'write', { file_path: '~/.bashrc', content: '' })).toBeUndefined()
+  })
+
+  it("a new file under a linked folder is judged where the link leads", () => {
+    const work = mkdtempSync(join(tmpdir(), 'dsh-rules-link-'))
+    mkdirSync(join(work, 'src'))
+    mkdirSync(join(work, 'secrets'))
+    symlinkSync(join(work, 'secrets'), join(work, 'src', 'link'))
+    const set = (spec: Partial<Record<RuleKind, string[]>>) => {
+      const of = (kind: RuleKind) => (spec[kind] ?? []).map(text => parseRule(text, kind, 'test', { root: work, home }))
+      return { deny: of('deny'), ask: of('ask'), allow: of('allow') }
+    }
+    expect(evaluate(set({ deny: ['Edit(secrets/**)'] }), { tool: 'write', args: { file_path: 'src/link/new.txt', content: '' }, cwd: work })?.kind).toBe('deny')
+    expect(evaluate(set({ allow: ['Edit(src/**)'] }), { tool: 'write', args: { file_path: 'src/link/new.txt', content: '' }, cwd: work })?.kind).toBeUndefined()
+  })
+
+  it('a Read deny covers str_replace_editor; a Read allow does not let it write', () => {
+    const set = rules({ deny: ['Read(./.env)'] })
+    expect(evaluate(set, { tool: 'str_replace_editor', args: { command: 'view', path: '.env' }, cwd: root })?.kind).toBe('deny')
+    const allow = rules({ allow: ['Read(**)'] })
+    expect(evaluate(allow, { tool: 'str_replace_editor', args: { command: 'view', path: 'a.txt' }, cwd: root })?.kind).toBe('allow')
+    expect(evaluate(allow, { tool: 'str_replace_editor', args: { command: 'create', path: 'a.txt', file_text: '' }, cwd: root })?.kind).toBeUndefined()
   })
 })

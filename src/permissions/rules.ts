@@ -39,7 +39,8 @@ export interface PermissionRule {
 /** Claude Code's tool names and the dsh tools each covers. */
 const CLAUDE_TOOLS: Readonly<Record<string, readonly string[]>> = {
   Bash: ['bash'],
-  Read: ['read', 'grep', 'glob', 'read_image'],
+  // str_replace_editor's view reads (a Read allow covers only that command: match.ts).
+  Read: ['read', 'grep', 'glob', 'read_image', 'str_replace_editor'],
   Edit: ['edit', 'write', 'str_replace_editor'],
   MultiEdit: ['edit'],
   Write: ['write'],

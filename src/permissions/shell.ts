@@ -19,7 +19,7 @@ export interface ShellCommand {
   readonly nested: readonly string[]
 }
 
-const KEYWORDS = new Set(['if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', 'case', 'esac', '!', '{', '}', 'function', 'select', '[[', ']]'])
+const KEYWORDS = new Set(['if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', 'case', 'esac', '!', '{', '}', 'function', 'select', '[[', ']]', 'coproc'])
 const SEPARATORS = new Set([';', '&', '|', '\n', '(', ')'])
 
 /** The text up to the `)` that closes a `$(` / `<(` opened before `start`; returns the inner text and the index after `)`. */
@@ -57,13 +57,33 @@ export function splitCommand(text: string): ShellCommand {
   let words: string[] = []
   let word = ''
   let inWord = false
+  /** Some of the word was quoted (a quoted `{` is a word, not a group). */
+  let quoted = false
+  /** The redirection operator whose target the next word is. */
+  let pendingOp: string | undefined
   const endWord = () => {
-    if (inWord) words.push(word)
+    if (inWord) {
+      if (pendingOp !== undefined) {
+        // A redirection's target, read as bash reads a word (quotes and all).
+        const duplicate = pendingOp.endsWith('&') && /^(\d+|-)$/.test(word)
+        if (!duplicate && word !== '/dev/null' && !pendingOp.startsWith('<<')) redirects = true
+        pendingOp = undefined
+      } else if (!quoted && (word === '{' || word === '}')) {
+        // A group's braces end the command before them: `function f { body; }` is two commands.
+        word = ''
+        inWord = false
+        endCommand()
+        return
+      } else words.push(word)
+    }
     word = ''
     inWord = false
+    quoted = false
   }
   const endCommand = () => {
     endWord()
+    // An operator with no target before the end of its command: bash refuses it; so do allow rules.
+    if (pendingOp !== undefined) { dynamic = true; pendingOp = undefined }
     const kept = dropKeywords(words)
     if (kept.length > 0) commands.push(kept)
     words = []
@@ -84,17 +104,13 @@ export function splitCommand(text: string): ShellCommand {
     while (j < text.length && (text[j] === '>' || text[j] === '<' || text[j] === '&' || text[j] === '|')) op += text[j++]
     if (op.startsWith('<<') && op !== '<<<') { dynamic = true }
     if (text[j] === '(' && (op === '<' || op === '>')) {
+      // A process substitution is part of a word: what follows it (a `#` too) continues the word.
       const found = closing(text, j + 1)
       substitution(found)
-      word = ''
-      inWord = false
       return found.end
     }
-    while (j < text.length && (text[j] === ' ' || text[j] === '\t')) j += 1
-    let target = ''
-    while (j < text.length && !/[\s;&|()<>]/.test(text[j]!)) target += text[j++]
-    const duplicate = op.endsWith('&') && /^(\d+|-)$/.test(target)
-    if (!duplicate && target !== '/dev/null' && !op.startsWith('<<')) redirects = true
+    // The target is the next word, read by the loop below with its quotes.
+    pendingOp = op
     return j
   }
   for (let i = 0; i < text.length; i += 1) {
@@ -104,9 +120,11 @@ export function splitCommand(text: string): ShellCommand {
       if (end < 0) { dynamic = true; word += text.slice(i + 1); inWord = true; break }
       word += text.slice(i + 1, end)
       inWord = true
+      quoted = true
       i = end
     } else if (c === '"') {
       inWord = true
+      quoted = true
       let j = i + 1
       for (; j < text.length && text[j] !== '"'; j += 1) {
         const d = text[j]!
@@ -127,7 +145,7 @@ export function splitCommand(text: string): ShellCommand {
       i = j
     } else if (c === '\\') {
       if (text[i + 1] === '\n') { i += 1; continue }
-      if (i + 1 < text.length) { word += text[i + 1]; inWord = true }
+      if (i + 1 < text.length) { word += text[i + 1]; inWord = true; quoted = true }
       i += 1
     } else if (c === '$' && text[i + 1] === '(') {
       const found = closing(text, i + 2)
@@ -174,7 +192,10 @@ function innerScript(words: readonly string[]): string | undefined {
   if (name === 'eval') return bare.slice(1).join(' ')
   if (SHELLS.has(name)) {
     const at = bare.findIndex((word, index) => index > 0 && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word))
-    if (at > 0 && bare[at + 1] !== undefined) return bare[at + 1]
+    // The script is the first word after `-c` that is not an option (`bash -c -e 'cmd'`).
+    let script = at + 1
+    while (at > 0 && script < bare.length && /^[-+]/.test(bare[script]!)) script += bare[script] === '-o' || bare[script] === '+o' ? 2 : 1
+    if (at > 0 && bare[script] !== undefined) return bare[script]
   }
   return undefined
 }
@@ -186,7 +207,8 @@ const WRAPPERS = new Set(['env', 'command', 'builtin', 'exec', 'nohup', 'time', 
 /** Wrapper options that take a value as the next word. */
 const VALUED: Readonly<Record<string, ReadonlySet<string>>> = {
   nice: new Set(['-n']), sudo: new Set(['-u', '-g', '-C', '-D']), xargs: new Set(['-n', '-I', '-L', '-P', '-d', '-E', '-s']),
-  env: new Set(['-u', '-C', '-S']), ionice: new Set(['-c', '-n']), timeout: new Set(['-s', '-k']),
+  env: new Set(['-u', '-C', '-S']), ionice: new Set(['-c', '-n']), timeout: new Set(['-s', '-k', '--signal', '--kill-after']),
+  exec: new Set(['-a']), doas: new Set(['-u', '-C']),
 }
 
 /**
