@@ -18,13 +18,14 @@ function tools(ran: string[]): Tool[] {
     name, description: name, parameters: { type: 'object', properties: { command: { type: 'string' } } },
     execute: (args) => { ran.push(`${name}:${(args as { command?: string }).command ?? ''}`); return { content: [{ type: 'text', text: 'ran' }] } },
   })
-  return [tool('bash'), tool('probe')]
+  return [tool('bash'), tool('probe'), tool('read')]
 }
 
-async function harness(config: Omit<PermissionsConfig, 'root'> & { root?: string }, calls: ScriptedCall[][], ran: string[] = []): Promise<LoopHarness> {
+async function harness(options: Omit<PermissionsConfig, 'root'> & { root?: string; sessionCwd?: string }, calls: ScriptedCall[][], ran: string[] = []): Promise<LoopHarness> {
+  const { sessionCwd, ...config } = options
   const root = config.root ?? mkdtempSync(join(tmpdir(), 'dsh-perm-'))
   return loopHarness({
-    cwd: root,
+    cwd: sessionCwd ?? root,
     responses: calls.flatMap(group => [toolCalls(group), text('done')]),
     tools: tools(ran),
     setup: async (ctx) => {
@@ -106,6 +107,33 @@ describe('permission rules on the tool pipeline and the approval seam', () => {
     const fresh = new PermissionRules(h.ctx, { root: h.session.header.cwd!, user: { ask: ['Bash(git push:*)'] } }, false)
     expect(fresh.ruling({ session: h.session, toolName: 'bash', callId: 'x', reason: '', arguments: '{"command":"git push"}' })?.rule)
       .toEqual({ text: 'Bash(git push:*)', kind: 'allow', source: 'session' })
+    await h.dispose()
+  })
+
+  it("a deny rule judges a call's path from the session's own folder, as the tool reads it", async () => {
+    const ran: string[] = []
+    const root = mkdtempSync(join(tmpdir(), 'dsh-perm-'))
+    const sub = join(root, 'sub')
+    mkdirSync(sub)
+    const h = await harness({ root, sessionCwd: sub, user: { deny: ['Read(./.env)'] } }, [[{ id: 'c1', name: 'read', arguments: { file_path: '../.env' } }]], ran)
+    await turn(h)
+    expect(ran).toEqual([])
+    expect(results(h)[0]).toMatch(/refused by the permission rule Read\(\.\/\.env\)/)
+    await h.dispose()
+  })
+
+  it('a session grant answers the ask rule that asked, not a narrower ask rule the grant happens to cover', async () => {
+    const ran: string[] = []
+    const h = await harness({ user: { ask: ['Bash(git push:*)', 'Bash(git push --force:*)'] } }, [
+      [{ id: 'c1', name: 'bash', arguments: { command: 'git push origin main' } }],
+      [{ id: 'c2', name: 'bash', arguments: { command: 'git push --force origin main' } }],
+    ], ran)
+    const asked: PendingApproval[] = []
+    h.ctx.approval.answerer(request => { asked.push(request); return asked.length === 1 ? 'allowed-session' : 'rejected' })
+    await turn(h)
+    await turn(h)
+    expect(asked.map(request => request.askedBy?.text)).toEqual(['Bash(git push:*)', 'Bash(git push --force:*)'])
+    expect(ran).toEqual(['bash:git push origin main'])
     await h.dispose()
   })
 

@@ -49,7 +49,7 @@ export class PermissionRules {
   private readonly sessionGrants = new WeakMap<object, { scanned: number; rules: PermissionRule[] }>()
 
   /** `register`: listen on the tool pipeline (when a rule needs it) and rule on approvals; false for a caller that registers itself. */
-  constructor(ctx: Context, private readonly config: PermissionsConfig, register = true) {
+  constructor(private readonly ctx: Context, private readonly config: PermissionsConfig, register = true) {
     const loaded = loadRules(config)
     this.rules = loaded.rules
     for (const line of loaded.notices) config.log?.(line)
@@ -66,7 +66,7 @@ export class PermissionRules {
   }
 
   private async preExecute(execution: ToolExecution, next: () => Promise<PreExecuteDecision>): Promise<PreExecuteDecision> {
-    const verdict = evaluate(this.rules, { tool: execution.name, args: execution.arguments, cwd: this.config.root })
+    const verdict = evaluate(this.rules, { tool: execution.name, args: execution.arguments, cwd: this.cwdOf(execution) })
     if (verdict?.kind === 'deny') {
       const rule = named(verdict.rule)
       return { kind: 'deny', reason: `deny rule ${rule}`, message: `${execution.name} was refused by the permission rule ${rule}; nothing was run` }
@@ -77,6 +77,13 @@ export class PermissionRules {
     const args = parsedArgs(execution.arguments)
     if (ESCALATING.has(execution.name) && typeof args.sandbox_permissions === 'string') return decision
     return { kind: 'ask', reason: `the permission rule ${named(verdict.rule)} asks before every matching call` }
+  }
+
+  /** The folder the call's tool resolves paths against: its session's, else the launch folder. */
+  private cwdOf(execution: ToolExecution): string {
+    if (execution.scope === undefined) return this.config.root
+    const agents = this.ctx.get('agents') as { list(): readonly { scope: unknown; session: { header: { cwd?: string } } }[] } | undefined
+    return agents?.list().find(agent => agent.scope === execution.scope)?.session.header.cwd ?? this.config.root
   }
 
   /** Grants of "for this session" answers, folded from the session's `approval/decided` events. */
@@ -104,7 +111,10 @@ export class PermissionRules {
     const verdict = evaluate(this.rules, call)
     if (verdict?.kind === 'deny') return verdict
     const granted = evaluate({ deny: [], ask: [], allow: this.grantsOf(request.session) }, call)
-    return granted ?? verdict
+    if (granted === undefined || verdict?.kind !== 'ask') return granted ?? verdict
+    // A grant answers the ask rule it was given for; another ask rule the call matches still asks.
+    const other = evaluate({ deny: [], ask: this.rules.ask.filter(rule => rule.text !== granted.rule.text), allow: [] }, call)
+    return other?.kind === 'ask' ? other : granted
   }
 
   ruling(request: ApprovalRequest): ApprovalRuling | undefined {
