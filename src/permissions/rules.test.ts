@@ -214,4 +214,10 @@ describe('bypasses a review found (each failed before its fix)', () => {
     expect(evaluate(allow, { tool: 'str_replace_editor', args: { command: 'view', path: 'a.txt' }, cwd: root })?.kind).toBe('allow')
     expect(evaluate(allow, { tool: 'str_replace_editor', args: { command: 'create', path: 'a.txt', file_text: '' }, cwd: root })?.kind).toBeUndefined()
   })
+
+  it('Edit(//) covers the whole filesystem, not only / itself', () => {
+    const set = rules({ deny: ['Edit(//)'] })
+    expect(evaluate(set, { tool: 'write', args: { file_path: '/etc/hosts', content: '' }, cwd: root })?.kind).toBe('deny')
+    expect(evaluate(set, { tool: 'write', args: { file_path: 'a.txt', content: '' }, cwd: root })?.kind).toBe('deny')
+  })
 })

@@ -129,7 +129,8 @@ function pathPattern(spec: string, options: ParseOptions): RulePattern {
   if (spec.startsWith('//')) glob = spec.slice(1)
   else if (spec === '~' || spec.startsWith('~/')) glob = join(options.home ?? homedir(), spec.slice(1))
   else glob = join(resolve(options.root), spec.startsWith('/') ? spec.slice(1) : spec)
-  if (glob.length > 1 && glob.endsWith('/')) glob = `${glob}**`
+  // A folder pattern covers what is below it (`//` is the whole filesystem).
+  if (glob.endsWith('/')) glob = `${glob}**`
   if (!isAbsolute(glob)) glob = resolve(glob)
   return { kind: 'path', glob, regex: globRegex(glob) }
 }
