@@ -181,7 +181,7 @@ describe('bypasses a review found (each failed before its fix)', () => {
 
   it('deny sees through bash -c with options before the script, exec -a, doas -u, timeout --signal, coproc', () => {
     const deny = rules({ deny: ['Bash(git push:*)'] })
-    for (const command of ["bash -c -e 'git push'", 'exec -a foo git push', 'doas -u root git push', 'timeout --signal KILL 5 git push', 'coproc git push']) {
+    for (const command of ["env -S 'git push'", "$'git' push", "$'g\\x69t' push origin", "bash -c -e 'git push'", 'exec -a foo git push', 'doas -u root git push', 'timeout --signal KILL 5 git push', 'coproc git push']) {
       expect(verdict(deny, command), command).toBe('deny')
     }
   })

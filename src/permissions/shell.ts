@@ -147,6 +147,20 @@ export function splitCommand(text: string): ShellCommand {
       if (text[i + 1] === '\n') { i += 1; continue }
       if (i + 1 < text.length) { word += text[i + 1]; inWord = true; quoted = true }
       i += 1
+    } else if (c === '$' && text[i + 1] === "'") {
+      // ANSI-C quoting ($'...'): its text, escapes read as bash reads the common ones.
+      let j = i + 2
+      for (; j < text.length && text[j] !== "'"; j += 1) {
+        if (text[j] === '\\' && j + 1 < text.length) {
+          const escaped = ansiEscape(text, j + 1)
+          word += escaped.text
+          j = escaped.end - 1
+        } else word += text[j]
+      }
+      if (j >= text.length) dynamic = true
+      inWord = true
+      quoted = true
+      i = j
     } else if (c === '$' && text[i + 1] === '(') {
       const found = closing(text, i + 2)
       substitution(found)
@@ -177,6 +191,29 @@ export function splitCommand(text: string): ShellCommand {
   return { commands, dynamic, redirects, nested }
 }
 
+const SIMPLE_ESCAPES: Readonly<Record<string, string>> = { n: '\n', t: '\t', r: '\r', a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', v: '\v' }
+
+/** The character of the `$'...'` escape whose letter is at `at` (after the backslash), and the index after it. */
+function ansiEscape(text: string, at: number): { text: string; end: number } {
+  const c = text[at]!
+  const code = (digits: RegExp, base: number, max: number) => {
+    let end = at + 1
+    while (end < text.length && end - at - 1 < max && digits.test(text[end]!)) end += 1
+    const value = text.slice(at + 1, end)
+    const point = parseInt(value, base)
+    return value === '' ? { text: c, end: at + 1 } : { text: point <= 0x10ffff ? String.fromCodePoint(point) : '\ufffd', end }
+  }
+  if (c === 'x') return code(/[0-9a-fA-F]/, 16, 2)
+  if (c === 'u') return code(/[0-9a-fA-F]/, 16, 4)
+  if (c === 'U') return code(/[0-9a-fA-F]/, 16, 8)
+  if (/[0-7]/.test(c)) {
+    let end = at
+    while (end < text.length && end - at < 3 && /[0-7]/.test(text[end]!)) end += 1
+    return { text: String.fromCodePoint(parseInt(text.slice(at, end), 8)), end }
+  }
+  return { text: SIMPLE_ESCAPES[c] ?? c, end: at + 1 }
+}
+
 function dropKeywords(words: readonly string[]): string[] {
   let start = 0
   while (start < words.length && KEYWORDS.has(words[start]!)) start += 1
@@ -187,6 +224,10 @@ const SHELLS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh'])
 
 /** The script of `bash -c SCRIPT` (any shell, any wrapper before it) or `eval WORDS`. */
 function innerScript(words: readonly string[]): string | undefined {
+  // `env -S 'cmd args'` splits its value into a command line.
+  for (let i = 0; i + 1 < words.length && basename(words[0] ?? '') === 'env'; i += 1) {
+    if (words[i] === '-S' || words[i] === '--split-string') return words[i + 1]
+  }
   const bare = unwrapped(words)
   const name = basename(bare[0] ?? '')
   if (name === 'eval') return bare.slice(1).join(' ')
