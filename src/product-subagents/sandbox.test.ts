@@ -6,7 +6,7 @@
  * write and says what happened, as root and as an unprivileged uid.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -43,7 +43,14 @@ const setpriv = (() => {
 if (asRoot && !setpriv) console.warn('skipping the unprivileged-uid product-subagent tests: they need setpriv (util-linux) to drop to uid 65534')
 
 const MODES: readonly SandboxMode[] = ['workspace-write', 'read-only']
-const probe = join(import.meta.dirname, '../../test-support/product-state-probe.sh')
+// The stand-in CLI runs inside the sandbox: a copy outside /tmp, where a checkout in a temp
+// folder (a clean clone in mktemp's folder) would be hidden by the sandbox's own /tmp.
+const probeFolder = mkdtempSync(join(OUTSIDE_TMP, 'dsh-probe-cli-'))
+chmodSync(probeFolder, 0o755)
+const probe = join(probeFolder, 'product-state-probe.sh')
+copyFileSync(join(import.meta.dirname, '../../test-support/product-state-probe.sh'), probe)
+chmodSync(probe, 0o755)
+afterAll(() => { rmSync(probeFolder, { recursive: true, force: true }) })
 const child = join(import.meta.dirname, '../../test-support/product-sandbox-child.ts')
 
 let h: LoopHarness | undefined
