@@ -250,7 +250,7 @@ describe.skipIf(chromium.path === undefined)('dsh web in a browser', () => {
     await page.getByTestId('open-settings').click()
     await page.getByTestId('settings').waitFor()
     await page.getByTestId('key-DEEPSEEK_API_KEY').fill('sk-from-the-browser')
-    await page.getByRole('button', { name: 'Save' }).first().click()
+    await page.getByTestId('save-key-DEEPSEEK_API_KEY').click()
     await page.getByText('DEEPSEEK_API_KEY saved.').waitFor()
     expect(await page.content()).not.toContain('sk-from-the-browser')
     await shoot('settings')

@@ -47,7 +47,7 @@ export function Settings(props: { onClose(): void }) {
             <div className="key-input">
               <input type="password" autoComplete="off" placeholder={credential.set ? 'Replace key…' : 'Paste key…'} value={keys[credential.name] ?? ''}
                 onChange={event => setKeys({ ...keys, [credential.name]: event.target.value })} data-testid={`key-${credential.name}`} />
-              <button className="primary" onClick={() => void saveKey(credential.name)} disabled={!keys[credential.name]}>Save</button>
+              <button className="primary" onClick={() => void saveKey(credential.name)} disabled={!keys[credential.name]} data-testid={`save-key-${credential.name}`}>Save</button>
             </div>
           </div>
         ))}
