@@ -6,6 +6,8 @@
  * write and says what happened, as root and as an unprivileged uid.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -17,6 +19,7 @@ import type { SandboxedRun } from '../../test-support/product-sandbox-child.js'
 import { text, toolCalls } from '../../test-support/scripted-model.js'
 import type { ToolResultMessage } from '../llm/types.js'
 import type { SandboxMode } from '../sandbox/modes.js'
+import { ApprovalPlugin } from '../approval/service.js'
 import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
 import { protectedMounts } from '../sandbox/protected.js'
 import { SandboxPlugin } from '../sandbox/service.js'
@@ -321,4 +324,34 @@ describe.skipIf(codex.command === undefined || claude.command === undefined || !
       await messages.close()
     }
   }, 180_000)
+})
+
+describe.skipIf(bwrapProblem !== undefined)('a product subagent under the session\'s network policy', () => {
+  for (const [network, expected] of [['none', 'net=denied'], ['full', 'net=ok']] as const) {
+    it(`network ${network}: the child CLI ${network === 'none' ? 'cannot reach' : 'reaches'} a local server, as bash would`, async () => {
+      const target = createServer((_request, response) => { response.end('ok') })
+      await new Promise<void>(resolve => target.listen(0, '127.0.0.1', resolve))
+      try {
+        const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`
+        const home = folder(OUTSIDE_TMP, 'dsh-probe-home-')
+        const cwd = folder(tmpdir(), 'dsh-probe-cwd-')
+        h = await loopHarness({
+          cwd,
+          responses: [toolCalls([{ id: 'c1', name: 'subagent_codex', arguments: { description: 'ask it', prompt: 'Say the answer.' } }]), text('done')],
+          setup: async (ctx) => {
+            await ctx.plugin(ApprovalPlugin, { network, mode: 'workspace-write' }).await()
+            await ctx.plugin(SandboxPlugin, { workspaceRoot: cwd }).await()
+            await ctx.plugin(CodexSubagentPlugin, { tools: [{ command: ['sh', probe, 'codex'], env: { HOME: home, PROBE_URL: url } }] }).await()
+          },
+        })
+        h.agent.followup('go')
+        await h.agent.whenIdle()
+        const result = resultOf(h)
+        expect(result.isError).toBe(false)
+        expect(result.text).toContain(expected)
+      } finally {
+        target.close()
+      }
+    }, 60_000)
+  }
 })

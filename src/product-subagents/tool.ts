@@ -20,6 +20,7 @@ import type { SandboxMode } from '../sandbox/modes.js'
 import type { Tool, ToolContext, ToolOutput } from '../tools/api.js'
 import { ToolError } from '../tools/errors.js'
 import type { JobsService } from '../tools/jobs.js'
+import { callNetwork } from '../tools/builtin/network.js'
 import { callSandbox, sandboxingOf } from '../tools/builtin/sandboxing.js'
 import type { ProductDriver, ProductOutcome, ProductRunFinished, ProductToolConfig } from './api.js'
 import { failureLine, failureText } from './diagnostic.js'
@@ -53,6 +54,8 @@ interface ChildPlan {
   readonly mode: SandboxMode
   /** The run's private state folder (confined runs whose tool config does not name one). */
   readonly state?: string
+  /** The session's network policy for the child (`allowlist`: the proxy's variables), and its end. */
+  readonly network?: { readonly env?: Readonly<Record<string, string>>; readonly leave: () => void }
 }
 
 /** Whether the tool's config names the CLI's state folder itself (then it is used as given). */
@@ -77,7 +80,7 @@ async function stateFolder(driver: ProductDriver): Promise<string> {
  * The child's argv: the sandbox runner's prefix (when the call is confined, with the run's state
  * folder writable), the CLI, its arguments.
  */
-async function childArgv(ctx: Context, driver: ProductDriver, tool: ProductToolConfig, name: string, prompt: string, context: ToolContext): Promise<ChildPlan> {
+async function childArgv(ctx: Context, driver: ProductDriver, tool: ProductToolConfig, name: string, prompt: string, context: ToolContext, background: boolean): Promise<ChildPlan> {
   const box = await callSandbox(sandboxingOf(ctx), name, 'command', {}, context)
   const mode: SandboxMode = box?.mode ?? 'danger-full-access'
   const command = tool.command === undefined ? [driver.defaultCommand] : typeof tool.command === 'string' ? [tool.command] : [...tool.command]
@@ -86,12 +89,16 @@ async function childArgv(ctx: Context, driver: ProductDriver, tool: ProductToolC
   const probe = await box.sandbox.runner()
   // No working runner: refuse, never run unconfined.
   if (probe.runner === undefined) throw new ToolError(`sandbox unavailable: no OS sandbox runner works here (${probe.problems.join('; ')}); the subagent was not started`, 'SANDBOX_UNAVAILABLE')
+  // The session's network policy holds for the child as for bash: `none` gives it no network,
+  // `allowlist` only the proxy (the product's API host must be allowed, or is asked for).
+  const network = await callNetwork(sandboxingOf(ctx)!, box, probe.runner, context, { enter: !background })
   const state = namesState(tool, driver.stateEnv) ? undefined : await stateFolder(driver)
   const writable = state === undefined ? [] : [state]
   try {
-    const prefix = box.sandbox.prefix?.(probe.runner, box.mode, box.root, undefined, writable) ?? probe.runner.argv(box.mode, box.root, { readOnly: [], pinned: [], writable })
-    return { argv: [...prefix, ...argv], mode: box.mode, ...state !== undefined && { state } }
+    const prefix = box.sandbox.prefix?.(probe.runner, box.mode, box.root, network.plan, writable) ?? probe.runner.argv(box.mode, box.root, { readOnly: [], pinned: [], writable }, network.plan)
+    return { argv: [...prefix, ...argv], mode: box.mode, ...state !== undefined && { state }, network: { ...network.env !== undefined && { env: network.env }, leave: network.leave } }
   } catch (error) {
+    network.leave()
     if (state !== undefined) await rm(state, { recursive: true, force: true })
     throw error
   }
@@ -102,7 +109,7 @@ async function childArgv(ctx: Context, driver: ProductDriver, tool: ProductToolC
  * the run's state and temp folders (over ones inherited from dsh's environment: those would be
  * the user's).
  */
-function childEnv(tool: ProductToolConfig, driver: ProductDriver, state: string | undefined): Record<string, string> {
+function childEnv(tool: ProductToolConfig, driver: ProductDriver, state: string | undefined, network?: Readonly<Record<string, string>>): Record<string, string> {
   const passed: Record<string, string> = {}
   for (const name of tool.passEnv ?? []) {
     const value = process.env[name]
@@ -113,17 +120,17 @@ function childEnv(tool: ProductToolConfig, driver: ProductDriver, state: string 
     own[driver.stateEnv] = state
     if (driver.tempEnv !== undefined && !namesState(tool, driver.tempEnv)) own[driver.tempEnv] = join(state, 'tmp')
   }
-  return scrubbedEnvironment(process.env, { ...passed, ...tool.env, ...own })
+  return scrubbedEnvironment(process.env, { ...passed, ...tool.env, ...own, ...network })
 }
 
 export function productTool(ctx: Context, driver: ProductDriver, tool: ProductToolConfig, jobs: () => JobsService | undefined, unloaded?: AbortSignal): Tool<ProductArgs> {
   const name = tool.name ?? driver.defaultTool
   const finished = (info: Omit<ProductRunFinished, 'tool' | 'product'>) => emitContained(ctx, 'product-subagent/finished', [{ ...info, tool: name, product: driver.product }])
 
-  async function run(args: ProductArgs, context: ToolContext, signal: AbortSignal, onText?: (text: string) => void): Promise<{ outcome: ProductOutcome; cancelled: boolean }> {
+  async function run(args: ProductArgs, context: ToolContext, signal: AbortSignal, onText?: (text: string) => void, background = false): Promise<{ outcome: ProductOutcome; cancelled: boolean }> {
     let plan: ChildPlan
     try {
-      plan = await childArgv(ctx, driver, tool, name, args.prompt, context)
+      plan = await childArgv(ctx, driver, tool, name, args.prompt, context, background)
     } catch (error) {
       if (error instanceof ToolError) throw error
       return { outcome: { ok: false, facts: { product: driver.product, stage: 'spawn', category: 'invalid-config' }, partial: '' }, cancelled: false }
@@ -131,16 +138,17 @@ export function productTool(ctx: Context, driver: ProductDriver, tool: ProductTo
     try {
       return await runPlanned(plan, args, context, signal, onText)
     } finally {
+      plan.network?.leave()
       // The child has ended with its whole sandbox; a folder that cannot be removed fails no run.
       if (plan.state !== undefined) await rm(plan.state, { recursive: true, force: true }).catch(() => undefined)
     }
   }
 
-  async function runPlanned({ argv, mode, state }: ChildPlan, args: ProductArgs, context: ToolContext, signal: AbortSignal, onText?: (text: string) => void): Promise<{ outcome: ProductOutcome; cancelled: boolean }> {
+  async function runPlanned({ argv, mode, state, network }: ChildPlan, args: ProductArgs, context: ToolContext, signal: AbortSignal, onText?: (text: string) => void): Promise<{ outcome: ProductOutcome; cancelled: boolean }> {
     const reader = driver.reader()
     let seen = ''
     const result = await runChild({
-      argv, cwd: context.cwd, env: childEnv(tool, driver, state), stdin: driver.stdin({ prompt: args.prompt, cwd: context.cwd, mode }), reader, product: driver.product,
+      argv, cwd: context.cwd, env: childEnv(tool, driver, state, network?.env), stdin: driver.stdin({ prompt: args.prompt, cwd: context.cwd, mode }), reader, product: driver.product,
       signal: unloaded === undefined ? signal : AbortSignal.any([signal, unloaded]),
       killGraceMs: tool.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
       onSpawn: pid => emitContained(ctx, 'product-subagent/started', [{ sessionId: context.session?.id ?? '', callId: context.callId, tool: name, product: driver.product, pid }]),
@@ -186,7 +194,7 @@ export function productTool(ctx: Context, driver: ProductDriver, tool: ProductTo
         const out = new PassThrough()
         running.attach(out)
         try {
-          const { outcome, cancelled } = await run(args, context, running.signal)
+          const { outcome, cancelled } = await run(args, context, running.signal, undefined, true)
           if (cancelled) {
             finished({ sessionId: session.id, callId: context.callId, background: true, status: 'cancelled' })
             return { status: 'failed', detail: 'cancelled' }
