@@ -6,12 +6,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { findScenarioDirs } from './discover.js'
 import { basename, dirname, join, relative } from 'node:path'
-import { applyOverride, recordedRoute, scriptFromEvents, type ReplayEntry } from '../replay/index.js'
+import { recordedRoute, scriptFromEvents, type ReplayEntry } from '../replay/index.js'
 import type { UserMessage } from '../llm/types.js'
 import { parseSessionFile } from '../session/codec.js'
 import type { SessionEvent } from '../session/types.js'
 import { isRuntimeContextSnapshot } from './replay-project.js'
-import { driverScript, recordedPermissions, recordedRunner } from './replay-plan.js'
+import { driverScript, recordedPermissions, recordedRunner, withOverride } from './replay-plan.js'
 import type { HookFileSource } from '../hooks/api.js'
 import { fetchedOrigins } from './page-server.js'
 import { BUILTIN_TOOLS, CAPABILITIES as REPLAY_CAPABILITIES, CORDIS_TOOL_NAMES, DELEGATION_SOURCES, HOOK_PLUGINS, pwshMissing, recordedPresentation, RUN_CODE } from './replay-rules.js'
@@ -163,15 +163,7 @@ export function plan(scenario: Scenario): string | Plan {
   // A header-only session.jsonl (override-driven): the compared session.expected.jsonl holds the recorded chunks.
   const expectedLog = join(dir, 'session.expected.jsonl')
   const recorded = !events.some(event => event.type === 'turn/start') && existsSync(expectedLog) ? parseSessionFile(readFileSync(expectedLog, 'utf8')).events : events
-  let script = scriptFromEvents(recorded)
-  const overridePath = join(dir, 'replay.override.json')
-  if (existsSync(overridePath)) {
-    const derived = script
-    script = applyOverride(script, JSON.parse(readFileSync(overridePath, 'utf8')))
-    // A hang without chunks of its own streams the recorded prefix of the cancelled attempt.
-    script = script.map((entry, i) => entry.kind === 'hang' && entry.chunks === undefined && derived[i] !== undefined
-      ? { ...entry, chunks: derived[i]!.kind === 'throw' ? [] : derived[i]!.chunks ?? [] } : entry)
-  }
+  const script = withOverride(dir, scriptFromEvents(recorded))
   const route = recordedRoute(text) ?? { provider: 'replay', model: 'replay' }
   const runtimeContext = events.some(event => event.type === 'user/message' && isRuntimeContextSnapshot(event.data as UserMessage))
   const hooks = workspaceHookFiles(join(dir, 'workspace'))

@@ -74,6 +74,18 @@ export function findScenarios(root: string): Scenario[] {
 
 /** One step of a recorded driver script (`input.json`). */
 /**
+ * `script` with the scenario's `replay.override.json` applied, when it has one; a hang without
+ * chunks of its own streams the recorded prefix of the cancelled attempt.
+ */
+export function withOverride(dir: string, script: ReplayEntry[]): ReplayEntry[] {
+  const overridePath = join(dir, 'replay.override.json')
+  if (!existsSync(overridePath)) return script
+  const derived = script
+  return applyOverride(script, JSON.parse(readFileSync(overridePath, 'utf8'))).map((entry, i) => entry.kind === 'hang' && entry.chunks === undefined && derived[i] !== undefined
+    ? { ...entry, chunks: derived[i]!.kind === 'throw' ? [] : derived[i]!.chunks ?? [] } : entry)
+}
+
+/**
  * The scenario's `input.json` driver script (its steps and recorded permission answers), none
  * when there is no such file, or the SKIP reason naming an op the suites do not play.
  */
@@ -270,15 +282,7 @@ export function plan(scenario: Scenario): string | Plan {
     }
   }
   const replayLog = join(dir, 'replay.jsonl')
-  let script = existsSync(replayLog) ? scriptFromEvents(parseSessionFile(readFileSync(replayLog, 'utf8')).events) : scriptFromEvents(events.slice(seedLength))
-  const overridePath = join(dir, 'replay.override.json')
-  if (existsSync(overridePath)) {
-    const derived = script
-    script = applyOverride(script, JSON.parse(readFileSync(overridePath, 'utf8')))
-    // A hang without chunks of its own streams the recorded prefix of the cancelled attempt.
-    script = script.map((entry, i) => entry.kind === 'hang' && entry.chunks === undefined && derived[i] !== undefined
-      ? { ...entry, chunks: derived[i]!.kind === 'throw' ? [] : derived[i]!.chunks ?? [] } : entry)
-  }
+  const script = withOverride(dir, existsSync(replayLog) ? scriptFromEvents(parseSessionFile(readFileSync(replayLog, 'utf8')).events) : scriptFromEvents(events.slice(seedLength)))
   const route = streamRoute ?? recordedRoute(readFileSync(log, 'utf8')) ?? { provider: 'replay', model: 'replay' }
   const auxiliary: ReplayEntry[] = []
   for (const [index, event] of events.entries()) {
