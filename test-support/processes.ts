@@ -1,4 +1,5 @@
 /** Whether a process is still there, for tests that check what a run left behind. */
+import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 
 /** True while `pid` names a process (signal 0 checks without sending anything). */
@@ -44,4 +45,9 @@ function zombie(pid: number): boolean {
   } catch {
     return false
   }
+}
+
+/** Whether `setpriv` (util-linux) is there to drop a test's child to another uid. */
+export function hasSetpriv(): boolean {
+  return spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status === 0
 }

@@ -5,7 +5,7 @@
  * CLIs run against the local fake servers; a stand-in CLI (`product-state-probe.sh`) tries each
  * write and says what happened, as root and as an unprivileged uid.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
@@ -24,6 +24,7 @@ import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
 import { protectedMounts } from '../sandbox/protected.js'
 import { SandboxPlugin } from '../sandbox/service.js'
 import { ClaudeCodeSubagentPlugin, CodexSubagentPlugin, type ProductToolConfig } from './index.js'
+import { hasSetpriv } from '../../test-support/processes.js'
 
 const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
 if (bwrapProblem !== undefined) console.warn(`skipping the sandboxed product-subagent tests: ${bwrapProblem} (install the Debian package bubblewrap and allow unprivileged user namespaces)`)
@@ -35,14 +36,7 @@ const claude = bwrapProblem === undefined ? claudeCodeCli(OUTSIDE_TMP) : { reaso
 if (codex.reason !== undefined) console.warn(`skipping the sandboxed Codex CLI tests: ${codex.reason}`)
 if (claude.reason !== undefined) console.warn(`skipping the sandboxed Claude Code CLI tests: ${claude.reason}`)
 const asRoot = process.getuid?.() === 0
-const setpriv = (() => {
-  try {
-    execFileSync('setpriv', ['--version'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-})()
+const setpriv = hasSetpriv()
 if (asRoot && !setpriv) console.warn('skipping the unprivileged-uid product-subagent tests: they need setpriv (util-linux) to drop to uid 65534')
 
 const MODES: readonly SandboxMode[] = ['workspace-write', 'read-only']

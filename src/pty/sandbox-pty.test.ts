@@ -1,22 +1,16 @@
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bwrapRunner, probeRunner } from '../sandbox/runner.js'
+import { hasSetpriv } from '../../test-support/processes.js'
 
 const child = join(import.meta.dirname, '../../test-support/pty-sandbox-child.ts')
 const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
 if (bwrapProblem !== undefined) console.warn(`skipping the sandboxed terminal tests: ${bwrapProblem} (install the Debian package bubblewrap and allow unprivileged user namespaces)`)
 const asRoot = process.getuid?.() === 0
-const setpriv = (() => {
-  try {
-    execFileSync('setpriv', ['--version'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-})()
+const setpriv = hasSetpriv()
 if (asRoot && !setpriv) console.warn('skipping the unprivileged-uid terminal test: it needs setpriv (util-linux) to drop to uid 65534')
 
 let root: string

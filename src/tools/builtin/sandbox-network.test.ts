@@ -20,13 +20,14 @@ import type { NetworkMode } from '../../sandbox/modes.js'
 import { bwrapRunner, probeRunner } from '../../sandbox/runner.js'
 import { SandboxPlugin, type SandboxConfig } from '../../sandbox/service.js'
 import { BuiltinToolsPlugin } from './index.js'
+import { hasSetpriv } from '../../../test-support/processes.js'
 
 const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
 if (bwrapProblem !== undefined) console.warn(`skipping the sandbox network tests: ${bwrapProblem} (install the Debian package bubblewrap)`)
 const curl = spawnSync('curl', ['--version']).status === 0
 if (!curl) console.warn('skipping the sandbox network tests: curl is missing (apt-get install -y curl)')
 const asRoot = process.getuid?.() === 0
-const setpriv = spawnSync('setpriv', ['--version']).status === 0
+const setpriv = hasSetpriv()
 /** This machine's own non-loopback IPv4 address: a listed name is mapped to it. */
 const own = Object.values(networkInterfaces()).flat().find(address => address?.family === 'IPv4' && !address.internal)?.address
 if (own === undefined) console.warn('skipping the allowlist cases: this machine has no non-loopback IPv4 address')

@@ -14,11 +14,12 @@ import { bwrapRunner, probeRunner } from '../../sandbox/runner.js'
 import { SandboxPlugin, type SandboxConfig } from '../../sandbox/service.js'
 import { ToolsPlugin } from '../index.js'
 import { BuiltinToolsPlugin } from './index.js'
+import { hasSetpriv } from '../../../test-support/processes.js'
 
 const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
 if (bwrapProblem !== undefined) console.warn(`skipping the protected-path sandbox tests: ${bwrapProblem} (install the Debian package bubblewrap)`)
 const asRoot = process.getuid?.() === 0
-const setpriv = spawnSync('setpriv', ['--version']).status === 0
+const setpriv = hasSetpriv()
 const git = spawnSync('git', ['--version']).status === 0
 
 let root: string

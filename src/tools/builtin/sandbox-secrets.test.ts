@@ -19,11 +19,12 @@ import { ToolsPlugin } from '../index.js'
 import { BuiltinToolsPlugin } from './index.js'
 import { openedPath } from './hidden.js'
 import { READ_DEFAULTS, readPage } from './read.js'
+import { hasSetpriv } from '../../../test-support/processes.js'
 
 const bwrapProblem = await probeRunner(bwrapRunner(), { root: '/', timeoutMs: 10_000 })
 if (bwrapProblem !== undefined) console.warn(`skipping the secret-read sandbox tests: ${bwrapProblem} (install the Debian package bubblewrap)`)
 const asRoot = process.getuid?.() === 0
-const setpriv = spawnSync('setpriv', ['--version']).status === 0
+const setpriv = hasSetpriv()
 const CONFINED: readonly ConfinedMode[] = ['read-only', 'workspace-write']
 
 let base: string
